@@ -1,0 +1,1 @@
+"""Assemble datasets: VisoGender-style URL sets (``visogender``)."""

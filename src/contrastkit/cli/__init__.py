@@ -1,0 +1,48 @@
+"""The ``contrastkit`` command line: one typer app, one module per command group.
+
+Commands only parse options, call library functions and print; the work itself lives in
+``contrastkit.builders``, ``contrastkit.curation`` and ``contrastkit.evaluators``.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from contrastkit import __version__
+from contrastkit.cli import build, taxonomy, validate
+
+app = typer.Typer(
+    name="contrastkit",
+    help=(
+        "Build, maintain, publish and score datasets that measure gender bias in "
+        "vision-language models.\n\n"
+        "Example: contrastkit build visogender --candidates examples/candidates.csv "
+        "--out build/example"
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode="rich",
+)
+app.add_typer(build.app, name="build")
+app.command(name="validate")(validate.validate)
+app.add_typer(taxonomy.app, name="taxonomy")
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"contrastkit {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """contrastkit: datasets for measuring gender bias in vision-language models."""
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

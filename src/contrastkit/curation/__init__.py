@@ -1,0 +1,2 @@
+"""Keep datasets healthy: URL canonicalisation and duplicate finding (``dedup``), dataset
+checks (``validation``)."""

@@ -1,0 +1,389 @@
+"""Check VisoGender-style TSVs the way a careful curator would.
+
+:func:`validate_files` reads any number of official-format OP and OO files and checks:
+
+* ``schema`` (error): header, field counts, empty required values, gender labels, each
+  located by file, line and field; every bad line is reported, not just the first;
+* ``ids`` (error): an IDX used twice, in one file or across the files given;
+* ``balance`` (error): per occupation, every gender cell of the context (OO: M, F; OP:
+  MM, MF, FM, FF) holds the same number of images, and exactly ``per_cell`` when given
+  (VisoGender Sec. 3.2, Tab. 1: 5 per cell);
+* ``duplicate_url`` (error): the same URL on several rows, across all files;
+* ``canonical_duplicate`` (error): one image resource reached through different URLs
+  (:func:`contrastkit.curation.dedup.canonical_url`), across all files;
+* ``spelling`` (error): a noun spelled two ways within one occupation ("counsellor" /
+  "counselor", "stock chart" / "stock-chart", "client" / "clients"), or an occupation
+  name spelled two ways across the files;
+* ``nouns`` (warning): one occupation using several different participant or object
+  nouns, which splits its captions;
+* ``taxonomy`` (warning): an occupation missing from the taxonomy, or a sector,
+  specialisation or noun that differs from the taxonomy's;
+* ``licence`` (warning): a licence column that does not confirm the licence;
+* ``error_codes`` (warning): rows whose ``Error codes`` column is filled in.
+
+Errors make the dataset unfit as a benchmark; warnings are for a person to look at.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from contrastkit.curation.dedup import find_duplicates
+from contrastkit.schema import Context, DataFormatError, VisoGenderRow, parse_visogender_tsv
+from contrastkit.taxonomy import Taxonomy
+
+__all__ = ["Finding", "RowRef", "ValidationReport", "normalise_noun", "validate_files"]
+
+Severity = Literal["error", "warning"]
+AFFIRMATIVE_LICENCE = frozenset({"yes", "y", "true", "1", "ok"})
+
+
+@dataclass(frozen=True)
+class RowRef:
+    """Where a row is: file, line and IDX."""
+
+    path: str
+    line: int | None
+    idx: str
+
+    def __str__(self) -> str:
+        return f"{self.idx} ({self.path}:{self.line})"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem found by the validator."""
+
+    severity: Severity
+    check: str
+    message: str
+    path: str | None = None
+    line: int | None = None
+    field: str | None = None
+    rows: tuple[RowRef, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "severity": self.severity,
+            "check": self.check,
+            "message": self.message,
+            "path": self.path,
+            "line": self.line,
+            "field": self.field,
+            "rows": [{"path": r.path, "line": r.line, "idx": r.idx} for r in self.rows],
+        }
+
+    def location(self) -> str:
+        """``path:line: field 'x'`` as far as known."""
+        where = self.path or ""
+        if self.line is not None:
+            where += f":{self.line}"
+        if self.field:
+            where += f" field {self.field!r}"
+        return where
+
+
+@dataclass(frozen=True)
+class FileSummary:
+    """What one file holds."""
+
+    path: str
+    context: str | None
+    rows: int
+    occupations: int
+
+
+@dataclass
+class ValidationReport:
+    """All findings for a set of files."""
+
+    files: list[FileSummary] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Finding]:
+        """Findings of severity ``error``."""
+        return [f for f in self.findings if f.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        """Findings of severity ``warning``."""
+        return [f for f in self.findings if f.severity == "warning"]
+
+    @property
+    def ok(self) -> bool:
+        """Whether no error was found (warnings allowed)."""
+        return not self.errors
+
+    def by_check(self) -> dict[str, int]:
+        """Number of findings per check."""
+        return dict(Counter(f.check for f in self.findings))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form of the report."""
+        return {
+            "ok": self.ok,
+            "errors": len(self.errors),
+            "warnings": len(self.warnings),
+            "by_check": self.by_check(),
+            "files": [vars(f) for f in self.files],
+            "findings": [f.to_dict() for f in self.findings],
+        }
+
+    def to_text(self, *, max_rows: int = 8) -> str:
+        """Human-readable report: a summary line, the files, then findings by severity."""
+        out = []
+        for summary in self.files:
+            context = summary.context or "unreadable"
+            out.append(
+                f"{summary.path}: {context}, {summary.rows} rows, {summary.occupations} occupations"
+            )
+        for severity in ("error", "warning"):
+            found = [f for f in self.findings if f.severity == severity]
+            if not found:
+                continue
+            out.append("")
+            out.append(f"{severity.upper()}S ({len(found)})")
+            for finding in found:
+                location = finding.location()
+                prefix = f"{location}: " if location else ""
+                out.append(f"  [{finding.check}] {prefix}{finding.message}")
+                for ref in finding.rows[:max_rows]:
+                    out.append(f"      {ref}")
+                if len(finding.rows) > max_rows:
+                    out.append(f"      ... and {len(finding.rows) - max_rows} more")
+        out.append("")
+        verdict = "OK" if self.ok else "FAILED"
+        out.append(
+            f"{verdict}: {len(self.errors)} errors, {len(self.warnings)} warnings in "
+            f"{len(self.files)} files"
+        )
+        return "\n".join(out)
+
+
+_NON_ALNUM = re.compile(r"[^a-z0-9]+")
+_DOUBLED = re.compile(r"([a-z])\1")
+
+
+def normalise_noun(noun: str) -> str:
+    """A spelling-insensitive key for a noun.
+
+    Lower-cases; drops spaces, hyphens and other punctuation; maps British ``-our`` /
+    ``-ise`` to ``-or`` / ``-ize``; collapses doubled letters (counsellor / counselor);
+    drops a final plural ``s``. Two nouns with the same key are the same word spelled
+    two ways.
+    """
+    key = _NON_ALNUM.sub("", noun.lower())
+    key = key.replace("our", "or").replace("ise", "ize")
+    key = _DOUBLED.sub(r"\1", key)
+    if len(key) > 3 and key.endswith("s"):
+        key = key[:-1]
+    return key
+
+
+def _spelling_findings(
+    kind: str, scope: str, spellings: dict[str, list[RowRef]]
+) -> Iterable[Finding]:
+    by_key: dict[str, list[str]] = defaultdict(list)
+    for spelling in spellings:
+        by_key[normalise_noun(spelling)].append(spelling)
+    for variants in by_key.values():
+        if len(variants) > 1:
+            # The rarer spellings first: they are usually the ones to fix.
+            variants.sort(key=lambda v: len(spellings[v]))
+            described = ", ".join(f"{v!r} ({len(spellings[v])} rows)" for v in variants)
+            yield Finding(
+                "error",
+                "spelling",
+                f"{kind} spelled {len(variants)} ways{scope}: {described}",
+                rows=tuple(ref for v in variants for ref in spellings[v]),
+            )
+
+
+def _balance_findings(
+    path: str, context: Context, rows: Sequence[VisoGenderRow], per_cell: int | None
+) -> Iterable[Finding]:
+    counts: dict[str, Counter[str]] = defaultdict(Counter)
+    for row in rows:
+        counts[row.occupation][row.cell] += 1
+    for occupation, cells in counts.items():
+        filled = {cell: cells.get(cell, 0) for cell in context.cells}
+        target = per_cell if per_cell is not None else max(filled.values())
+        off = {cell: n for cell, n in filled.items() if n != target}
+        if not off:
+            continue
+        shown = ", ".join(f"{cell} {n}" for cell, n in filled.items())
+        expectation = f"expected {per_cell} per cell" if per_cell is not None else "cells differ"
+        yield Finding(
+            "error",
+            "balance",
+            f"occupation {occupation!r} ({context.value}) is unbalanced: {shown} ({expectation})",
+            path=path,
+        )
+
+
+def validate_files(
+    paths: Sequence[str | Path],
+    taxonomy: Taxonomy | None = None,
+    *,
+    per_cell: int | None = None,
+) -> ValidationReport:
+    """Validate official-format VisoGender TSVs together.
+
+    Args:
+        paths: OP and/or OO files; duplicate and ID checks span all of them.
+        taxonomy: when given, occupations, sectors, specialisations and nouns are
+            compared with it (``taxonomy`` warnings).
+        per_cell: when given, each gender cell of each occupation must hold exactly this
+            many images; otherwise cells need only be equal.
+
+    Returns:
+        The report; ``report.ok`` is false when any error was found.
+    """
+    report = ValidationReport()
+    all_rows: list[tuple[str, VisoGenderRow]] = []
+    for raw_path in paths:
+        path = str(raw_path)
+        try:
+            stream = parse_visogender_tsv(raw_path)
+        except DataFormatError as error:
+            report.files.append(FileSummary(path, None, 0, 0))
+            report.findings.append(
+                Finding("error", "schema", error.reason, path, error.line, error.field)
+            )
+            continue
+        context = stream.context
+        rows: list[VisoGenderRow] = []
+        for item in stream.rows:
+            if isinstance(item, DataFormatError):
+                report.findings.append(
+                    Finding("error", "schema", item.reason, path, item.line, item.field)
+                )
+            else:
+                rows.append(item)
+        report.files.append(
+            FileSummary(path, context.value, len(rows), len({r.occupation for r in rows}))
+        )
+        all_rows.extend((path, row) for row in rows)
+        report.findings.extend(_balance_findings(path, context, rows, per_cell))
+
+    def ref(path: str, row: VisoGenderRow) -> RowRef:
+        return RowRef(path, row.line, row.idx)
+
+    ids: dict[str, list[RowRef]] = defaultdict(list)
+    for path, row in all_rows:
+        ids[row.idx].append(ref(path, row))
+    for idx, refs in ids.items():
+        if len(refs) > 1:
+            report.findings.append(
+                Finding("error", "ids", f"IDX {idx!r} is used {len(refs)} times", rows=tuple(refs))
+            )
+
+    for group in find_duplicates((ref(path, row), row.url) for path, row in all_rows):
+        if group.kind == "exact":
+            message = f"the same URL is on {len(group.items)} rows: {group.key}"
+            check = "duplicate_url"
+        else:
+            message = (
+                f"{len(group.items)} rows reach one image through different URLs "
+                f"(canonical {group.key})"
+            )
+            check = "canonical_duplicate"
+        report.findings.append(Finding("error", check, message, rows=group.items))
+
+    occupation_spellings: dict[str, list[RowRef]] = defaultdict(list)
+    nouns: dict[tuple[str, str], dict[str, list[RowRef]]] = defaultdict(lambda: defaultdict(list))
+    for path, row in all_rows:
+        occupation_spellings[row.occupation].append(ref(path, row))
+        nouns[(row.occupation, row.context.noun_kind)][row.noun].append(ref(path, row))
+    report.findings.extend(_spelling_findings("occupation", "", occupation_spellings))
+    for (occupation, kind), spellings in nouns.items():
+        scoped = list(_spelling_findings(kind, f" for occupation {occupation!r}", spellings))
+        report.findings.extend(scoped)
+        if not scoped and len(spellings) > 1:
+            described = ", ".join(f"{n!r} ({len(r)} rows)" for n, r in spellings.items())
+            report.findings.append(
+                Finding(
+                    "warning",
+                    "nouns",
+                    f"occupation {occupation!r} uses {len(spellings)} {kind} nouns: {described}",
+                )
+            )
+
+    for path, row in all_rows:
+        licence_field = "Licence" if row.context is Context.OP else "LICENSE OK?"
+        if row.licence.strip().lower() not in AFFIRMATIVE_LICENCE:
+            report.findings.append(
+                Finding(
+                    "warning",
+                    "licence",
+                    f"row {row.idx!r}: licence not confirmed ({row.licence!r})",
+                    path,
+                    row.line,
+                    licence_field,
+                )
+            )
+        if row.error_codes.strip():
+            report.findings.append(
+                Finding(
+                    "warning",
+                    "error_codes",
+                    f"row {row.idx!r} carries error codes {row.error_codes.strip()!r}",
+                    path,
+                    row.line,
+                    "Error codes",
+                )
+            )
+
+    if taxonomy is not None:
+        report.findings.extend(_taxonomy_findings(all_rows, taxonomy))
+    return report
+
+
+def _taxonomy_findings(
+    all_rows: Sequence[tuple[str, VisoGenderRow]], taxonomy: Taxonomy
+) -> Iterable[Finding]:
+    reported: set[tuple[str, ...]] = set()
+    for path, row in all_rows:
+        occupation = taxonomy.get(row.occupation)
+        if occupation is None:
+            key: tuple[str, ...] = ("unknown", path, row.occupation)
+            if key not in reported:
+                reported.add(key)
+                yield Finding(
+                    "warning",
+                    "taxonomy",
+                    f"occupation {row.occupation!r} is not in the taxonomy "
+                    "(pass --taxonomy FILE to define it)",
+                    path,
+                    row.line,
+                    "Occupation",
+                )
+            continue
+        expected = {
+            "Sector": occupation.sector,
+            "Specialisation": occupation.specialisation,
+            "Participant" if row.context is Context.OP else "Object": occupation.noun(row.context),
+        }
+        actual = {"Sector": row.sector, "Specialisation": row.specialisation}
+        actual["Participant" if row.context is Context.OP else "Object"] = row.noun
+        for column, want in expected.items():
+            have = actual[column]
+            key = ("mismatch", path, row.occupation, column, have)
+            if have != want and key not in reported:
+                reported.add(key)
+                yield Finding(
+                    "warning",
+                    "taxonomy",
+                    f"occupation {row.occupation!r}: {column} {have!r} differs from the "
+                    f"taxonomy's {want!r} (first seen here)",
+                    path,
+                    row.line,
+                    column,
+                )

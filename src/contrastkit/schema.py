@@ -1,0 +1,546 @@
+"""Records, enums and the official VisoGender TSV format shared by every stage.
+
+The two official annotation files of VisoGender (Hall et al., 2023, arXiv:2306.12424;
+repository README "The Dataset") are tab-separated, one image per line, with these
+header rows, in this order:
+
+* occupation-participant (OP): ``IDX, Sector, Specialisation, Occupation, Participant,
+  URL type (Type NA if can't find), Licence, Occupation_perceived_gender,
+  Participant_perceived_gender, Error codes, Annotator``
+* occupation-object (OO): ``IDX, Sector, Specialisation, Occupation, Object,
+  URL type (Type NA if can't find), LICENSE OK?, Occupation_perceived_gender,
+  Error codes, Annotator``
+
+:func:`read_visogender_tsv` reads either (the context is told by the header),
+:func:`write_visogender_tsv` writes one back atomically. Reading an official file and
+writing it back reproduces its rows and columns. Malformed input raises one
+:class:`DataFormatError` that names the file, the line and the field.
+
+Perceived gender presentation is labelled ``masculine`` / ``feminine`` (the paper's
+Sec. 3.1 terminology, never male/female); ``neutral`` stands for they/their.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+
+__all__ = [
+    "OO_COLUMNS",
+    "OP_COLUMNS",
+    "Context",
+    "DataFormatError",
+    "Gender",
+    "TSVStream",
+    "VisoGenderRow",
+    "VisoGenderTable",
+    "atomic_write_text",
+    "columns_for",
+    "parse_visogender_tsv",
+    "read_visogender_tsv",
+    "render_visogender_tsv",
+    "write_visogender_tsv",
+]
+
+
+class Gender(str, Enum):
+    """Perceived gender presentation label (VisoGender Sec. 3.1)."""
+
+    MASCULINE = "masculine"
+    FEMININE = "feminine"
+    NEUTRAL = "neutral"
+
+    @property
+    def short(self) -> str:
+        """One-letter code used in cell names (``M``, ``F``, ``N``), as in the paper."""
+        return self.value[0].upper()
+
+    @classmethod
+    def binary(cls) -> tuple[Gender, Gender]:
+        """The two labels an annotated person can carry: masculine, feminine."""
+        return (cls.MASCULINE, cls.FEMININE)
+
+    @classmethod
+    def parse_label(cls, value: str) -> Gender:
+        """Parse an annotation label for a person in an image.
+
+        Accepts ``masculine`` / ``feminine`` in any case and the paper's one-letter codes
+        ``M`` / ``F``. ``neutral`` is a pronoun choice, not an annotation, and sex terms
+        (male/female, man/woman) are refused with a hint, because the labels describe
+        perceived gender presentation.
+
+        Raises:
+            ValueError: with a message suitable for a :class:`DataFormatError`.
+        """
+        text = value.strip().lower()
+        if text in ("masculine", "m"):
+            return cls.MASCULINE
+        if text in ("feminine", "f"):
+            return cls.FEMININE
+        hint = ""
+        if text in ("male", "man", "men", "female", "woman", "women"):
+            hint = " (labels describe perceived gender presentation: use masculine/feminine)"
+        raise ValueError(f"unknown gender label {value!r}; expected masculine or feminine{hint}")
+
+
+class Context(str, Enum):
+    """Scene type: occupation-participant (two people) or occupation-object (one person)."""
+
+    OP = "OP"
+    OO = "OO"
+
+    @property
+    def cells(self) -> tuple[str, ...]:
+        """Gender cells a balanced occupation fills (VisoGender Sec. 3.2, Tab. 1).
+
+        OO: ``M``, ``F``. OP: ``MM``, ``MF``, ``FM``, ``FF`` where the first letter is the
+        occupation's and the second the participant's perceived gender.
+        """
+        if self is Context.OO:
+            return ("M", "F")
+        return ("MM", "MF", "FM", "FF")
+
+    @property
+    def noun_kind(self) -> str:
+        """``participant`` for OP, ``object`` for OO."""
+        return "participant" if self is Context.OP else "object"
+
+    @classmethod
+    def parse(cls, value: str) -> Context:
+        """Parse ``OP`` / ``OO`` (any case, surrounding spaces ignored)."""
+        text = value.strip().upper()
+        try:
+            return cls(text)
+        except ValueError:
+            raise ValueError(f"unknown context {value!r}; expected OP or OO") from None
+
+
+URL_COLUMN = "URL type (Type NA if can't find)"
+
+OP_COLUMNS: tuple[str, ...] = (
+    "IDX",
+    "Sector",
+    "Specialisation",
+    "Occupation",
+    "Participant",
+    URL_COLUMN,
+    "Licence",
+    "Occupation_perceived_gender",
+    "Participant_perceived_gender",
+    "Error codes",
+    "Annotator",
+)
+OO_COLUMNS: tuple[str, ...] = (
+    "IDX",
+    "Sector",
+    "Specialisation",
+    "Occupation",
+    "Object",
+    URL_COLUMN,
+    "LICENSE OK?",
+    "Occupation_perceived_gender",
+    "Error codes",
+    "Annotator",
+)
+
+
+def columns_for(context: Context) -> tuple[str, ...]:
+    """The official header of a ``context`` file, in order."""
+    return OP_COLUMNS if context is Context.OP else OO_COLUMNS
+
+
+class DataFormatError(ValueError):
+    """Malformed input, located precisely.
+
+    Attributes:
+        path: the file.
+        line: 1-based physical line number (the header is line 1), or ``None`` for
+            whole-file problems.
+        field: the column or field name at fault, or ``None``.
+        reason: what is wrong, in words.
+    """
+
+    def __init__(self, path: str | Path, line: int | None, field: str | None, reason: str):
+        self.path = str(path)
+        self.line = line
+        self.field = field
+        self.reason = reason
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = self.path if self.line is None else f"{self.path}:{self.line}"
+        what = f" field {self.field!r}:" if self.field else ""
+        return f"{where}:{what} {self.reason}"
+
+
+@dataclass(frozen=True)
+class VisoGenderRow:
+    """One annotated image of a VisoGender-style dataset.
+
+    ``participant`` is set for OP rows and ``object`` for OO rows; the other is ``None``.
+    ``licence`` keeps the file's text (``Yes`` in the official files). ``line`` is the
+    line the row was read from (not part of equality).
+    """
+
+    idx: str
+    context: Context
+    sector: str
+    specialisation: str
+    occupation: str
+    url: str
+    licence: str
+    occupation_gender: Gender
+    participant: str | None = None
+    object: str | None = None
+    participant_gender: Gender | None = None
+    error_codes: str = ""
+    annotator: str = ""
+    line: int | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.context is Context.OP:
+            if self.participant is None or self.participant_gender is None:
+                raise ValueError(f"OP row {self.idx!r} needs a participant and its gender")
+            if self.object is not None:
+                raise ValueError(f"OP row {self.idx!r} cannot have an object")
+        else:
+            if self.object is None:
+                raise ValueError(f"OO row {self.idx!r} needs an object")
+            if self.participant is not None or self.participant_gender is not None:
+                raise ValueError(f"OO row {self.idx!r} cannot have a participant")
+        for name in ("occupation_gender", "participant_gender"):
+            value = getattr(self, name)
+            if value is Gender.NEUTRAL:
+                raise ValueError(f"row {self.idx!r}: {name} must be masculine or feminine")
+
+    @property
+    def noun(self) -> str:
+        """The participant (OP) or object (OO) noun."""
+        value = self.participant if self.context is Context.OP else self.object
+        assert value is not None  # guaranteed by __post_init__
+        return value
+
+    @property
+    def cell(self) -> str:
+        """The gender cell of the row: ``M``/``F`` (OO) or ``MM``/``MF``/``FM``/``FF`` (OP)."""
+        if self.participant_gender is None:
+            return self.occupation_gender.short
+        return self.occupation_gender.short + self.participant_gender.short
+
+    def to_fields(self) -> tuple[str, ...]:
+        """The row as the official columns of its context, in order."""
+        if self.context is Context.OP:
+            assert self.participant_gender is not None
+            return (
+                self.idx,
+                self.sector,
+                self.specialisation,
+                self.occupation,
+                self.noun,
+                self.url,
+                self.licence,
+                self.occupation_gender.value,
+                self.participant_gender.value,
+                self.error_codes,
+                self.annotator,
+            )
+        return (
+            self.idx,
+            self.sector,
+            self.specialisation,
+            self.occupation,
+            self.noun,
+            self.url,
+            self.licence,
+            self.occupation_gender.value,
+            self.error_codes,
+            self.annotator,
+        )
+
+
+@dataclass(frozen=True)
+class VisoGenderTable:
+    """The rows of one official-format file and the context its header declares."""
+
+    path: Path
+    context: Context
+    rows: tuple[VisoGenderRow, ...]
+    newline: str = "\n"
+    final_newline: bool = True
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The official header of this table's context."""
+        return columns_for(self.context)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __iter__(self) -> Iterator[VisoGenderRow]:
+        return iter(self.rows)
+
+
+def _context_from_header(path: Path, header: list[str]) -> Context:
+    names = [name.strip() for name in header]
+    if "Participant" in names or "Participant_perceived_gender" in names:
+        context = Context.OP
+    elif "Object" in names or "LICENSE OK?" in names:
+        context = Context.OO
+    else:
+        raise DataFormatError(
+            path,
+            1,
+            None,
+            "header is neither the VisoGender OP format (has 'Participant') nor the OO "
+            "format (has 'Object')",
+        )
+    expected = columns_for(context)
+    for position, name in enumerate(expected):
+        if name not in names:
+            raise DataFormatError(path, 1, name, f"missing column in the {context.value} header")
+        if position >= len(names) or names[position] != name:
+            raise DataFormatError(
+                path,
+                1,
+                name,
+                f"column out of place: expected it in position {position + 1} of the "
+                f"{context.value} header, found {names.index(name) + 1}",
+            )
+    if len(names) > len(expected):
+        extra = names[len(expected)]
+        raise DataFormatError(
+            path, 1, extra, f"unexpected column after the {context.value} official columns"
+        )
+    return context
+
+
+def _parse_row(path: Path, line: int, values: list[str], context: Context) -> VisoGenderRow:
+    columns = columns_for(context)
+    if len(values) != len(columns):
+        field_name = columns[len(values)] if len(values) < len(columns) else None
+        raise DataFormatError(
+            path,
+            line,
+            field_name,
+            f"expected {len(columns)} tab-separated fields, found {len(values)}",
+        )
+    record = dict(zip(columns, values, strict=True))
+    for required in ("IDX", "Occupation", URL_COLUMN, columns[4]):
+        if not record[required].strip():
+            raise DataFormatError(path, line, required, "empty value")
+    genders: dict[str, Gender] = {}
+    for column in ("Occupation_perceived_gender", "Participant_perceived_gender"):
+        if column not in record:
+            continue
+        raw = record[column]
+        if raw not in ("masculine", "feminine"):
+            try:
+                Gender.parse_label(raw)
+            except ValueError as exc:
+                raise DataFormatError(path, line, column, str(exc)) from None
+            raise DataFormatError(
+                path,
+                line,
+                column,
+                f"gender label {raw!r} is not in the official spelling; write masculine or "
+                "feminine",
+            )
+        genders[column] = Gender(raw)
+    licence_column = columns[6]
+    return VisoGenderRow(
+        idx=record["IDX"],
+        context=context,
+        sector=record["Sector"],
+        specialisation=record["Specialisation"],
+        occupation=record["Occupation"],
+        participant=record["Participant"] if context is Context.OP else None,
+        object=record["Object"] if context is Context.OO else None,
+        url=record[URL_COLUMN],
+        licence=record[licence_column],
+        occupation_gender=genders["Occupation_perceived_gender"],
+        participant_gender=genders.get("Participant_perceived_gender"),
+        error_codes=record["Error codes"],
+        annotator=record["Annotator"],
+        line=line,
+    )
+
+
+def _read_text(path: Path) -> str:
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise DataFormatError(path, line, None, f"not UTF-8 text ({exc.reason})") from None
+
+
+def _split_lines(text: str) -> Iterator[tuple[int, list[str]]]:
+    """Yield (line number, tab-split fields) for the non-blank lines of ``text``."""
+    for number, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        yield number, raw.split("\t")
+
+
+@dataclass(frozen=True)
+class TSVStream:
+    """An opened official-format TSV: its context, line style and lazily parsed rows.
+
+    ``rows`` yields each row, or the :class:`DataFormatError` of a malformed line, in
+    file order.
+    """
+
+    context: Context
+    newline: str
+    final_newline: bool
+    rows: Iterator[VisoGenderRow | DataFormatError]
+
+
+def parse_visogender_tsv(path: str | Path) -> TSVStream:
+    """Open an official-format TSV: check its header now, parse its rows lazily.
+
+    Row-level problems are yielded as :class:`DataFormatError` values rather than raised,
+    so a validator can report every one of them; :func:`read_visogender_tsv` raises the
+    first instead.
+
+    Raises:
+        DataFormatError: if the file is missing, empty, not UTF-8, or its header is not
+            the official OP or OO header.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataFormatError(path, None, None, "no such file")
+    text = _read_text(path)
+    lines = _split_lines(text)
+    first = next(lines, None)
+    if first is None:
+        raise DataFormatError(path, 1, None, "empty file: the header row is missing")
+    number, header = first
+    if number != 1:
+        raise DataFormatError(path, 1, None, "the header must be on line 1")
+    context = _context_from_header(path, header)
+
+    def rows() -> Iterator[VisoGenderRow | DataFormatError]:
+        for line, values in lines:
+            try:
+                yield _parse_row(path, line, values, context)
+            except DataFormatError as error:
+                yield error
+
+    return TSVStream(
+        context=context,
+        newline="\r\n" if "\r\n" in text else "\n",
+        final_newline=text.endswith(("\n", "\r")),
+        rows=rows(),
+    )
+
+
+def read_visogender_tsv(path: str | Path) -> VisoGenderTable:
+    """Read an official VisoGender OP or OO TSV.
+
+    The context is told by the header. Blank lines are skipped; a UTF-8 byte-order mark
+    and CRLF line ends are accepted, and the line style is kept on the table so that
+    :func:`write_visogender_tsv` can reproduce the file byte for byte.
+
+    Args:
+        path: the TSV file.
+
+    Returns:
+        The table: its context and its rows in file order.
+
+    Raises:
+        DataFormatError: naming file, line and field, for the first of: a missing or
+            misplaced column, a wrong number of fields, an empty IDX / occupation /
+            noun / URL, or a gender label other than ``masculine`` / ``feminine``.
+    """
+    stream = parse_visogender_tsv(path)
+    rows: list[VisoGenderRow] = []
+    for item in stream.rows:
+        if isinstance(item, DataFormatError):
+            raise item
+        rows.append(item)
+    return VisoGenderTable(
+        path=Path(path),
+        context=stream.context,
+        rows=tuple(rows),
+        newline=stream.newline,
+        final_newline=stream.final_newline,
+    )
+
+
+def render_visogender_tsv(
+    rows: Iterable[VisoGenderRow],
+    context: Context,
+    *,
+    newline: str = "\n",
+    final_newline: bool = True,
+) -> str:
+    """Render rows as the text of an official ``context`` file (header included).
+
+    ``newline`` (``"\n"`` or ``"\r\n"``) ends each line; ``final_newline=False`` leaves
+    the last line unterminated, as in the official files.
+
+    Raises:
+        ValueError: if a row has another context, or a value holds a tab or a line break
+            (the format cannot represent them).
+    """
+    lines = ["\t".join(columns_for(context))]
+    for row in rows:
+        if row.context is not context:
+            raise ValueError(f"row {row.idx!r} is {row.context.value}, not {context.value}")
+        values = row.to_fields()
+        for column, value in zip(columns_for(context), values, strict=True):
+            if "\t" in value or "\n" in value or "\r" in value:
+                raise ValueError(
+                    f"row {row.idx!r} field {column!r}: tabs and line breaks cannot be "
+                    "written to a TSV"
+                )
+        lines.append("\t".join(values))
+    if newline not in ("\n", "\r\n"):
+        raise ValueError(f"newline must be \\n or \\r\\n, not {newline!r}")
+    return newline.join(lines) + (newline if final_newline else "")
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder and rename it
+    into place, so readers only ever see the old or the new file, never a partial one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        Path(tmp_name).replace(path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            Path(tmp_name).unlink()
+        raise
+
+
+def write_visogender_tsv(
+    path: str | Path,
+    rows: Iterable[VisoGenderRow],
+    context: Context,
+    *,
+    newline: str = "\n",
+    final_newline: bool = True,
+) -> Path:
+    """Write rows as an official-format ``context`` TSV, atomically.
+
+    Everything is rendered and checked before the file is touched: on error the previous
+    file stays as it was. Pass a table's ``newline`` and ``final_newline`` to keep the
+    line style of the file it was read from.
+
+    Returns:
+        The path written.
+    """
+    text = render_visogender_tsv(rows, context, newline=newline, final_newline=final_newline)
+    atomic_write_text(path, text)
+    return Path(path)
