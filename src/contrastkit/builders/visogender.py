@@ -270,8 +270,7 @@ def _requested_occupations(
         return [name for name in taxonomy.names if name in present]
     names = [occupations] if isinstance(occupations, str) else list(occupations)
     for name in names:
-        if name not in taxonomy:
-            raise KeyError(name)
+        taxonomy[name]  # raises KeyError saying which occupations exist and how to add one
     return sorted(set(names), key=taxonomy.position)
 
 

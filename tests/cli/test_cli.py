@@ -1,0 +1,136 @@
+"""The command line as a person uses it: help, exit codes, messages, JSON output."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from contrastkit.cli import app
+
+ROOT = Path(__file__).parents[2]
+runner = CliRunner()
+
+
+def test_root_help_lists_the_command_groups() -> None:
+    result = runner.invoke(app, ["--help"])
+    assert result.exit_code == 0
+    for group in ("build", "validate", "taxonomy"):
+        assert group in result.output
+
+
+@pytest.mark.parametrize("command", [["build", "visogender"], ["validate"], ["taxonomy", "show"]])
+def test_every_command_has_help_with_an_example(command: list[str]) -> None:
+    result = runner.invoke(app, [*command, "--help"], terminal_width=200)
+    assert result.exit_code == 0
+    assert "Example" in result.output
+    assert f"contrastkit {' '.join(command)}" in result.output
+
+
+def test_version() -> None:
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.output.startswith("contrastkit ")
+
+
+def test_readme_main_command_through_the_console_script(tmp_path: Path) -> None:
+    beside = Path(sys.executable).with_name("contrastkit")
+    exe = str(beside) if beside.exists() else shutil.which("contrastkit")
+    assert exe is not None, "the console script is installed with the package"
+    out = tmp_path / "example"
+    build = subprocess.run(
+        [exe, "build", "visogender", "--candidates", str(ROOT / "examples" / "candidates.csv"),
+         "--out", str(out)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert build.returncode == 0, build.stderr
+    assert "hairdresser" in build.stdout
+    validate = subprocess.run(
+        [exe, "validate", str(out / "visogender_OP.tsv"), str(out / "visogender_OO.tsv")],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert validate.returncode == 0, validate.stdout
+    assert "OK: 0 errors" in validate.stdout
+
+
+def test_validate_official_files_exits_1_with_findings(
+    official_op: Path, official_oo: Path
+) -> None:
+    result = runner.invoke(app, ["validate", str(official_op), str(official_oo)])
+    assert result.exit_code == 1
+    assert "canonical_duplicate" in result.output
+    assert "mixing_spoon" in result.output
+    assert "FAILED: 8 errors, 1 warnings in 2 files" in result.output
+
+
+def test_validate_json(official_op: Path, official_oo: Path) -> None:
+    result = runner.invoke(app, ["validate", "--json", str(official_op), str(official_oo)])
+    assert result.exit_code == 1
+    data = json.loads(result.stdout)
+    assert data["ok"] is False
+    assert data["by_check"] == {"canonical_duplicate": 7, "spelling": 1, "taxonomy": 1}
+    assert next(f["rows"] for f in data["findings"] if f["check"] == "spelling")[0]["idx"] == (
+        "OO_180"
+    )
+
+
+def test_validate_reports_malformed_lines_and_exits_1(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.tsv"
+    bad.write_text((ROOT / "tests/data/visogender_official/OO_Visogender_10052025.tsv")
+                   .read_text().replace("\tfeminine\t", "\tfemale\t", 1))  # fmt: skip
+    result = runner.invoke(app, ["validate", str(bad)])
+    assert result.exit_code == 1
+    assert f"{bad}:" in result.output and "Occupation_perceived_gender" in result.output
+
+
+def test_build_with_bad_pool_exits_2_naming_line_and_field(tmp_path: Path) -> None:
+    pool = tmp_path / "pool.csv"
+    lines = (ROOT / "examples" / "candidates.csv").read_text().splitlines()
+    lines[5] = lines[5].replace(",teacher,", ",astronaut,")
+    pool.write_text("\n".join(lines) + "\n")
+    result = runner.invoke(app, ["build", "visogender", "--candidates", str(pool),
+                                 "--out", str(tmp_path / "out")])  # fmt: skip
+    assert result.exit_code == 2
+    assert f"{pool}:6: field 'occupation'" in result.stderr.replace("\n", "")
+    assert not (tmp_path / "out").exists()
+
+
+def test_build_strict_exits_1_on_shortfall_and_json_report(tmp_path: Path) -> None:
+    result = runner.invoke(
+        app,
+        ["build", "visogender", "--candidates", str(ROOT / "examples" / "candidates.csv"),
+         "--out", str(tmp_path / "out"), "--strict", "--json"],
+    )  # fmt: skip
+    assert result.exit_code == 1
+    report = json.loads(result.stdout)
+    assert report["shortfalls"][0]["occupation"] == "hairdresser"
+    assert not (tmp_path / "out" / "visogender_OP.tsv").exists()
+
+
+def test_build_options_are_checked(tmp_path: Path) -> None:
+    common = ["build", "visogender", "--candidates", str(ROOT / "examples" / "candidates.csv"),
+              "--out", str(tmp_path / "out")]  # fmt: skip
+    result = runner.invoke(app, [*common, "--contexts", "OX"])
+    assert result.exit_code == 2 and "expected OP or OO" in result.stderr
+    result = runner.invoke(app, [*common, "--occupations", "doctor,astronaut"])
+    assert result.exit_code == 2 and "unknown occupation 'astronaut'" in result.stderr
+    result = runner.invoke(app, [*common, "--per-cell", "0"])
+    assert result.exit_code == 2
+
+
+def test_taxonomy_show(tmp_path: Path) -> None:
+    extra = tmp_path / "extra.csv"
+    extra.write_text(
+        "occupation,sector,specialisation,participant,object\nnurse,medical,ward,patient,chart\n"
+    )
+    result = runner.invoke(app, ["taxonomy", "show", "--json", "--taxonomy", str(extra)])
+    assert result.exit_code == 0
+    data = json.loads(result.stdout)
+    assert len(data["occupations"]) == 24
+    assert data["occupations"][-1]["source"] == str(extra)
+    table = runner.invoke(app, ["taxonomy", "show"], terminal_width=200)
+    assert "hairdresser" in table.output and "arXiv:2306.12424" in table.output

@@ -1,0 +1,212 @@
+"""Official VisoGender TSV reading and writing, and the error for each malformed input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from contrastkit.schema import (
+    OO_COLUMNS,
+    OP_COLUMNS,
+    Context,
+    DataFormatError,
+    Gender,
+    VisoGenderRow,
+    read_visogender_tsv,
+    render_visogender_tsv,
+    write_visogender_tsv,
+)
+
+OP_HEADER = "\t".join(OP_COLUMNS)
+OO_HEADER = "\t".join(OO_COLUMNS)
+OP_LINE = (
+    "OP_1\teducation\tinstitutional\tteacher\tstudent\thttps://example.org/a.jpg\tYes"
+    "\tmasculine\tfeminine\t\tSiobhan"
+)
+OO_LINE = "OO_1\tmedical\thospital_worker\tdoctor\tclipboard\thttps://example.org/b.jpg\tYes\tfeminine\t\tThomas"
+
+
+def write(tmp_path: Path, text: str, name: str = "data.tsv") -> Path:
+    path = tmp_path / name
+    path.write_bytes(text.encode("utf-8"))
+    return path
+
+
+@pytest.mark.parametrize("fixture", ["official_op", "official_oo"])
+def test_official_file_round_trips_byte_for_byte(
+    fixture: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    source: Path = request.getfixturevalue(fixture)
+    table = read_visogender_tsv(source)
+    out = write_visogender_tsv(
+        tmp_path / "copy.tsv",
+        table.rows,
+        table.context,
+        newline=table.newline,
+        final_newline=table.final_newline,
+    )
+    assert out.read_bytes() == source.read_bytes()
+    again = read_visogender_tsv(out)
+    assert again.rows == table.rows
+    assert again.columns == table.columns
+
+
+def test_official_files_have_the_papers_counts(official_op: Path, official_oo: Path) -> None:
+    op = read_visogender_tsv(official_op)
+    oo = read_visogender_tsv(official_oo)
+    assert (op.context, len(op)) == (Context.OP, 460)
+    assert (oo.context, len(oo)) == (Context.OO, 230)
+    assert op.newline == "\r\n" and not op.final_newline
+    first = op.rows[0]
+    assert first.idx == "OP_1"
+    assert (first.occupation, first.participant, first.cell) == ("teacher", "student", "MM")
+    assert first.annotator == "Siobhan"
+    assert first.error_codes == ""
+    assert first.line == 2
+    assert oo.rows[0].object is not None and oo.rows[0].participant is None
+    assert {row.cell for row in op} == {"MM", "MF", "FM", "FF"}
+
+
+def test_writing_with_default_style_gives_lf_and_same_rows(
+    official_oo: Path, tmp_path: Path
+) -> None:
+    table = read_visogender_tsv(official_oo)
+    out = write_visogender_tsv(tmp_path / "lf.tsv", table.rows, table.context)
+    data = out.read_bytes()
+    assert b"\r" not in data and data.endswith(b"\n")
+    assert data.splitlines()[0].decode() == OO_HEADER
+    assert read_visogender_tsv(out).rows == table.rows
+
+
+def test_reads_bom_blank_lines_and_crlf(tmp_path: Path) -> None:
+    path = write(tmp_path, "\ufeff" + OP_HEADER + "\r\n" + OP_LINE + "\r\n\r\n")
+    table = read_visogender_tsv(path)
+    assert len(table) == 1
+    row = table.rows[0]
+    assert row.occupation_gender is Gender.MASCULINE
+    assert row.participant_gender is Gender.FEMININE
+    assert row.cell == "MF"
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "field", "words"),
+    [
+        (OP_HEADER.replace("\tAnnotator", "") + "\n", 1, "Annotator", "missing column"),
+        (
+            OP_HEADER.replace("Sector\tSpecialisation", "Specialisation\tSector") + "\n",
+            1,
+            "Sector",
+            "out of place",
+        ),
+        (OP_HEADER + "\tNotes\n", 1, "Notes", "unexpected column"),
+        ("IDX\tfoo\tbar\n", 1, None, "neither"),
+        ("", 1, None, "empty file"),
+        (OP_HEADER + "\n" + OP_LINE.rsplit("\t", 1)[0] + "\n", 2, "Annotator", "11"),
+        (OP_HEADER + "\n" + OP_LINE + "\textra\n", 2, None, "found 12"),
+        (OP_HEADER + "\n" + OP_LINE.replace("\tmasculine\t", "\tmale\t") + "\n", 2,
+         "Occupation_perceived_gender", "masculine/feminine"),
+        (OP_HEADER + "\n" + OP_LINE.replace("\tfeminine\t", "\tnonbinary\t") + "\n", 2,
+         "Participant_perceived_gender", "unknown gender label"),
+        (OP_HEADER + "\n" + OP_LINE.replace("\tmasculine\t", "\tMasculine\t") + "\n", 2,
+         "Occupation_perceived_gender", "official spelling"),
+        (OP_HEADER + "\n" + OP_LINE.replace("https://example.org/a.jpg", "") + "\n", 2,
+         "URL type (Type NA if can't find)", "empty"),
+        (OP_HEADER + "\n" + OP_LINE.replace("\tstudent\t", "\t \t") + "\n", 2,
+         "Participant", "empty"),
+        (OO_HEADER + "\n\n" + OO_LINE.replace("OO_1", "") + "\n", 3, "IDX", "empty"),
+    ],
+)  # fmt: skip
+def test_malformed_input_names_file_line_and_field(
+    tmp_path: Path, text: str, line: int, field: str | None, words: str
+) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(DataFormatError) as caught:
+        read_visogender_tsv(path)
+    error = caught.value
+    assert error.path == str(path)
+    assert error.line == line
+    assert error.field == field
+    assert words in str(error)
+    assert str(error).startswith(f"{path}:{line}:")
+
+
+def test_missing_and_non_utf8_files(tmp_path: Path) -> None:
+    with pytest.raises(DataFormatError, match="no such file"):
+        read_visogender_tsv(tmp_path / "absent.tsv")
+    path = tmp_path / "latin1.tsv"
+    path.write_bytes(
+        (OP_HEADER + "\n").encode() + OP_LINE.replace("Siobhan", "José").encode("latin-1")
+    )
+    with pytest.raises(DataFormatError) as caught:
+        read_visogender_tsv(path)
+    assert caught.value.line == 2
+    assert "UTF-8" in str(caught.value)
+
+
+def test_failed_write_leaves_previous_file_untouched(official_oo: Path, tmp_path: Path) -> None:
+    target = tmp_path / "OO.tsv"
+    target.write_bytes(official_oo.read_bytes())
+    good = read_visogender_tsv(target)
+    bad = VisoGenderRow(
+        idx="OO_x",
+        context=Context.OO,
+        sector="medical",
+        specialisation="hospital_worker",
+        occupation="doctor",
+        object="clip\tboard",
+        url="https://example.org/x.jpg",
+        licence="Yes",
+        occupation_gender=Gender.FEMININE,
+    )
+    with pytest.raises(ValueError, match="tabs and line breaks"):
+        write_visogender_tsv(target, [*good.rows, bad], Context.OO)
+    assert target.read_bytes() == official_oo.read_bytes()
+    assert [p.name for p in tmp_path.iterdir()] == ["OO.tsv"]  # no temporary file left
+
+
+def test_rows_of_the_other_context_are_refused(official_op: Path) -> None:
+    table = read_visogender_tsv(official_op)
+    with pytest.raises(ValueError, match="is OP, not OO"):
+        render_visogender_tsv(table.rows[:1], Context.OO)
+
+
+def test_row_invariants() -> None:
+    common = dict(
+        idx="x", sector="s", specialisation="p", occupation="doctor", url="u", licence="Yes"
+    )
+    with pytest.raises(ValueError, match="needs a participant"):
+        VisoGenderRow(context=Context.OP, occupation_gender=Gender.MASCULINE, **common)
+    with pytest.raises(ValueError, match="cannot have a participant"):
+        VisoGenderRow(
+            context=Context.OO,
+            object="desk",
+            participant="client",
+            occupation_gender=Gender.MASCULINE,
+            **common,
+        )
+    with pytest.raises(ValueError, match="masculine or feminine"):
+        VisoGenderRow(context=Context.OO, object="desk", occupation_gender=Gender.NEUTRAL, **common)
+
+
+@pytest.mark.parametrize(
+    ("label", "expected"),
+    [("masculine", Gender.MASCULINE), (" Feminine ", Gender.FEMININE), ("M", Gender.MASCULINE),
+     ("f", Gender.FEMININE)],
+)  # fmt: skip
+def test_gender_labels(label: str, expected: Gender) -> None:
+    assert Gender.parse_label(label) is expected
+
+
+@pytest.mark.parametrize("label", ["male", "woman", "neutral", "", "x"])
+def test_gender_labels_refused(label: str) -> None:
+    with pytest.raises(ValueError, match="unknown gender label"):
+        Gender.parse_label(label)
+
+
+def test_context_cells() -> None:
+    assert Context.OO.cells == ("M", "F")
+    assert Context.OP.cells == ("MM", "MF", "FM", "FF")
+    assert Context.parse(" op ") is Context.OP
+    with pytest.raises(ValueError, match="expected OP or OO"):
+        Context.parse("OX")
