@@ -131,6 +131,18 @@ def test_malformed_input_names_file_line_and_field(
     assert str(error).startswith(f"{path}:{line}:")
 
 
+def test_older_official_headers_and_label_typos_get_a_hint(tmp_path: Path) -> None:
+    # Earlier VisoGender releases (August 2023) named the column 'Occupation_Gender' and
+    # spelled one label 'maculine'.
+    old_header = OO_HEADER.replace("Occupation_perceived_gender", "Occupation_Gender")
+    with pytest.raises(DataFormatError, match="found 'Occupation_Gender': rename it"):
+        read_visogender_tsv(write(tmp_path, old_header + "\n" + OO_LINE + "\n"))
+    typo = OO_LINE.replace("\tfeminine\t", "\tmaculine\t")
+    with pytest.raises(DataFormatError, match="did you mean 'masculine'") as caught:
+        read_visogender_tsv(write(tmp_path, OO_HEADER + "\n" + typo + "\n"))
+    assert (caught.value.line, caught.value.field) == (2, "Occupation_perceived_gender")
+
+
 def test_missing_and_non_utf8_files(tmp_path: Path) -> None:
     with pytest.raises(DataFormatError, match="no such file"):
         read_visogender_tsv(tmp_path / "absent.tsv")

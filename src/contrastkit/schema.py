@@ -23,6 +23,7 @@ Sec. 3.1 terminology, never male/female); ``neutral`` stands for they/their.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -85,6 +86,10 @@ class Gender(str, Enum):
         hint = ""
         if text in ("male", "man", "men", "female", "woman", "women"):
             hint = " (labels describe perceived gender presentation: use masculine/feminine)"
+        else:
+            close = difflib.get_close_matches(text, ["masculine", "feminine"], n=1, cutoff=0.75)
+            if close:
+                hint = f" (did you mean {close[0]!r}?)"
         raise ValueError(f"unknown gender label {value!r}; expected masculine or feminine{hint}")
 
 
@@ -302,7 +307,12 @@ def _context_from_header(path: Path, header: list[str]) -> Context:
     expected = columns_for(context)
     for position, name in enumerate(expected):
         if name not in names:
-            raise DataFormatError(path, 1, name, f"missing column in the {context.value} header")
+            unknown = [n for n in names if n not in expected]
+            close = difflib.get_close_matches(name, unknown, n=1, cutoff=0.5)
+            hint = f" (found {close[0]!r}: rename it)" if close else ""
+            raise DataFormatError(
+                path, 1, name, f"missing column in the {context.value} header{hint}"
+            )
         if position >= len(names) or names[position] != name:
             raise DataFormatError(
                 path,
