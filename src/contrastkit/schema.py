@@ -391,7 +391,12 @@ def _read_text(path: Path) -> str:
 
 def _split_lines(text: str) -> Iterator[tuple[int, list[str]]]:
     """Yield (line number, tab-split fields) for the non-blank lines of ``text``."""
-    for number, raw in enumerate(text.splitlines(), start=1):
+    # Only LF (optionally preceded by CR) ends a line: str.splitlines would also split on
+    # U+2028, U+0085 and form feeds, which can sit inside a field.
+    if text.endswith("\n"):
+        text = text[:-1]
+    for number, raw in enumerate(text.split("\n"), start=1):
+        raw = raw.removesuffix("\r")
         if not raw.strip():
             continue
         yield number, raw.split("\t")

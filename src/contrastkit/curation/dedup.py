@@ -53,6 +53,9 @@ _WP_PROXY = re.compile(r"^i[0-9]\.wp\.com$")
 _WP_SIZE_SUFFIX = re.compile(r"-(?:\d+x\d+|scaled)(?=\.[A-Za-z0-9]+$)")
 # Flickr size suffixes: <id>_<secret>_b.jpg, see flickr.com/services/api/misc.urls.html.
 _FLICKR_SIZE_SUFFIX = re.compile(r"(/\d+_[0-9a-f]+)_(?:[sqtmnzcbhkoSQTMNZCBHKO]|3k|4k|5k|6k)(?=\.)")
+# Flags Jetpack adds to proxied images; they say how the proxy fetches the original.
+_WP_PROXY_FLAGS = frozenset({"ssl", "zoom", "strip", "quality"})
+_FLICKR_HOST = re.compile(r"(^|\.)(static)?flickr\.com$")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
@@ -63,12 +66,14 @@ def canonical_url(url: str) -> str:
 
     1. the scheme and host are lower-cased, ``www.`` and default ports are dropped, and
        ``http`` and ``https`` are treated alike;
-    2. WordPress/Jetpack proxies (``i0.wp.com/<host>/<path>``) are unwrapped;
+    2. WordPress/Jetpack proxies (``i0.wp.com/<host>/<path>``) are unwrapped, and their
+       fetch flags (``ssl``, ``zoom``, ...) dropped;
     3. the fragment is dropped, and so are query parameters in
        :data:`DROPPED_QUERY_PARAMS` and ``utm_*`` tracking ones; the rest are sorted;
-    4. the path is percent-decoded, and rendition suffixes are removed: WordPress
-       ``-1024x575`` / ``-scaled`` before the extension, Flickr size letters
-       (``_b``, ``_z``, ...) after the photo secret.
+    4. the path is percent-decoded, and rendition suffixes are removed where the host
+       is known to use them: WordPress ``-1024x575`` / ``-scaled`` before the extension
+       (paths under ``/wp-content/``), Flickr size letters (``_b``, ``_z``, ...) after the
+       photo secret (``*.flickr.com`` / ``*.staticflickr.com``).
 
     The key is for comparison only; it is not always a fetchable URL. Values that do not
     parse as URLs are returned stripped, unchanged otherwise.
@@ -87,19 +92,22 @@ def canonical_url(url: str) -> str:
         return text
     host = parts.hostname.lower()
     path = unquote(parts.path) or "/"
+    dropped: frozenset[str] = DROPPED_QUERY_PARAMS
     if _WP_PROXY.match(host) and path.count("/") >= 2:
         inner_host, _, inner_path = path.lstrip("/").partition("/")
         host, path = inner_host.lower(), "/" + inner_path
+        dropped = DROPPED_QUERY_PARAMS | _WP_PROXY_FLAGS
     host = host.removeprefix("www.")
     if port is not None and port != _DEFAULT_PORTS.get(scheme):
         host = f"{host}:{port}"
-    path = _WP_SIZE_SUFFIX.sub("", path)
-    path = _FLICKR_SIZE_SUFFIX.sub(r"\1", path)
+    if "/wp-content/" in path:
+        path = _WP_SIZE_SUFFIX.sub("", path)
+    if _FLICKR_HOST.search(host):
+        path = _FLICKR_SIZE_SUFFIX.sub(r"\1", path)
     kept = sorted(
         (key, value)
         for key, value in parse_qsl(parts.query, keep_blank_values=True)
-        if key.lower() not in DROPPED_QUERY_PARAMS
-        and not key.lower().startswith(_TRACKING_PREFIXES)
+        if key.lower() not in dropped and not key.lower().startswith(_TRACKING_PREFIXES)
     )
     query = urlencode(kept)
     return urlunsplit(("", host, path, query, "")).lstrip("/")

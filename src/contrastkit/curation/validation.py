@@ -174,17 +174,23 @@ _DOUBLED = re.compile(r"([a-z])\1")
 def normalise_noun(noun: str) -> str:
     """A spelling-insensitive key for a noun.
 
-    Lower-cases; drops spaces, hyphens and other punctuation; maps British ``-our`` /
-    ``-ise`` to ``-or`` / ``-ize``; collapses doubled letters (counsellor / counselor);
-    drops a final plural ``s``. Two nouns with the same key are the same word spelled
-    two ways.
+    Lower-cases; drops spaces, hyphens and other punctuation; reduces a plural to its
+    singular (``-sses``/``-ches``/``-shes``/``-xes``/``-zes`` lose ``es``, ``-ies`` becomes
+    ``-y``, any other final ``s`` but ``-ss``/``-us``/``-is`` goes); maps British ``-our`` /
+    ``-ise`` to ``-or`` / ``-ize``; collapses doubled letters (counsellor / counselor).
+    Two nouns with the same key are taken as one word spelled two ways; the last rule
+    also merges pairs such as diner / dinner, which within one occupation's nouns are
+    almost always a typo.
     """
     key = _NON_ALNUM.sub("", noun.lower())
-    key = key.replace("our", "or").replace("ise", "ize")
-    key = _DOUBLED.sub(r"\1", key)
-    if len(key) > 3 and key.endswith("s"):
+    if key.endswith(("sses", "ches", "shes", "xes", "zes")):
+        key = key[:-2]
+    elif key.endswith("ies") and len(key) > 4:
+        key = key[:-3] + "y"
+    elif key.endswith("s") and not key.endswith(("ss", "us", "is")) and len(key) > 3:
         key = key[:-1]
-    return key
+    key = key.replace("our", "or").replace("ise", "ize")
+    return _DOUBLED.sub(r"\1", key)
 
 
 def _spelling_findings(
