@@ -17,6 +17,7 @@ from contrastkit.schema import (
     render_visogender_tsv,
     write_visogender_tsv,
 )
+from factories import make_row
 
 OP_HEADER = "\t".join(OP_COLUMNS)
 OO_HEADER = "\t".join(OO_COLUMNS)
@@ -160,17 +161,7 @@ def test_failed_write_leaves_previous_file_untouched(official_oo: Path, tmp_path
     target = tmp_path / "OO.tsv"
     target.write_bytes(official_oo.read_bytes())
     good = read_visogender_tsv(target)
-    bad = VisoGenderRow(
-        idx="OO_x",
-        context=Context.OO,
-        sector="medical",
-        specialisation="hospital_worker",
-        occupation="doctor",
-        object="clip\tboard",
-        url="https://example.org/x.jpg",
-        licence="Yes",
-        occupation_gender=Gender.FEMININE,
-    )
+    bad = make_row("doctor", Gender.FEMININE, idx="OO_x", object="clip\tboard")
     with pytest.raises(ValueError, match="tabs and line breaks"):
         write_visogender_tsv(target, [*good.rows, bad], Context.OO)
     assert target.read_bytes() == official_oo.read_bytes()

@@ -17,34 +17,14 @@ from contrastkit.templates import (
     neutral_query,
     templates_for,
 )
+from factories import make_row
 
 
 def op_row(occupation_gender: Gender, participant_gender: Gender) -> VisoGenderRow:
-    return VisoGenderRow(
-        idx="OP_1",
-        context=Context.OP,
-        sector="medical",
-        specialisation="hospital_worker",
-        occupation="doctor",
-        participant="patient",
-        url="https://example.org/1.jpg",
-        licence="Yes",
-        occupation_gender=occupation_gender,
-        participant_gender=participant_gender,
-    )
+    return make_row("doctor", occupation_gender, participant_gender)
 
 
-OO_ROW = VisoGenderRow(
-    idx="OO_1",
-    context=Context.OO,
-    sector="medical",
-    specialisation="hospital_worker",
-    occupation="physician",
-    object="stethoscope",
-    url="https://example.org/2.jpg",
-    licence="Yes",
-    occupation_gender=Gender.FEMININE,
-)
+OO_ROW = make_row("physician", Gender.FEMININE)
 
 
 def test_captions_follow_the_papers_templates() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,6 +21,7 @@ from contrastkit.schema import (
     write_visogender_tsv,
 )
 from contrastkit.taxonomy import load_taxonomy
+from factories import make_row, pexels_url
 
 M, F = Gender.MASCULINE, Gender.FEMININE
 URL_COLUMN = "URL type (Type NA if can't find)"
@@ -28,64 +30,19 @@ TAXONOMY = load_taxonomy()
 # helpers
 
 
-def _url(n: int) -> str:
-    return f"https://images.pexels.com/photos/{n}/pexels-photo-{n}.jpeg?auto=compress&w=600"
-
-
 def op_row(
-    n: int,
-    occupation: str,
-    gender: Gender,
-    participant_gender: Gender,
-    *,
-    participant: str | None = None,
-    url: str | None = None,
-    licence: str = "Yes",
-    error_codes: str = "",
-    idx: str | None = None,
+    n: int, occupation: str, gender: Gender, participant_gender: Gender, **overrides: Any
 ) -> VisoGenderRow:
-    known = TAXONOMY.get(occupation)
-    return VisoGenderRow(
-        idx=idx or f"OP_{n}",
-        context=Context.OP,
-        sector=known.sector if known else "office",
-        specialisation=known.specialisation if known else "general_office",
-        occupation=occupation,
-        participant=participant or (known.participant if known else "client"),
-        url=url or _url(1000 + n),
-        licence=licence,
-        occupation_gender=gender,
-        participant_gender=participant_gender,
-        error_codes=error_codes,
-        annotator="tester",
-    )
+    overrides = {k: v for k, v in overrides.items() if v is not None}
+    return make_row(occupation, gender, participant_gender, n=n, **overrides)
 
 
 def oo_row(
-    n: int,
-    occupation: str,
-    gender: Gender,
-    *,
-    obj: str | None = None,
-    url: str | None = None,
-    licence: str = "Yes",
-    error_codes: str = "",
-    idx: str | None = None,
+    n: int, occupation: str, gender: Gender, *, obj: str | None = None, **overrides: Any
 ) -> VisoGenderRow:
-    known = TAXONOMY.get(occupation)
-    return VisoGenderRow(
-        idx=idx or f"OO_{n}",
-        context=Context.OO,
-        sector=known.sector if known else "office",
-        specialisation=known.specialisation if known else "general_office",
-        occupation=occupation,
-        object=obj or (known.object if known else "desk"),
-        url=url or _url(2000 + n),
-        licence=licence,
-        occupation_gender=gender,
-        error_codes=error_codes,
-        annotator="tester",
-    )
+    if obj is not None:
+        overrides["object"] = obj
+    return make_row(occupation, gender, n=n, **overrides)
 
 
 def balanced_op(occupation: str, start: int, **nouns: str) -> list[VisoGenderRow]:
@@ -209,14 +166,14 @@ def test_per_cell_four_flags_every_occupation_of_both_files(
 
 def test_every_malformed_line_is_reported_and_valid_rows_still_checked(tmp_path: Path) -> None:
     good = ["education", "institutional", "teacher", "board"]
-    shared_url = _url(1)
+    shared_url = pexels_url(1)
     path = write_raw(
         tmp_path / "oo.tsv",
         [
             list(OO_COLUMNS),
             ["OO_1", *good, shared_url, "Yes", "masculine", "", "a"],  # line 2: valid
-            ["OO_2", *good, _url(2), "Yes", "feminine"],  # line 3: 8 of 10 fields
-            ["OO_3", *good, _url(3), "Yes", "male", "", "a"],  # line 4: sex term
+            ["OO_2", *good, pexels_url(2), "Yes", "feminine"],  # line 3: 8 of 10 fields
+            ["OO_3", *good, pexels_url(3), "Yes", "male", "", "a"],  # line 4: sex term
             ["OO_4", *good, "  ", "Yes", "feminine", "", "a"],  # line 5: empty URL
             ["OO_5", *good, shared_url, "Yes", "feminine", "", "a"],  # line 6: valid
         ],
@@ -244,7 +201,7 @@ def test_every_malformed_line_is_reported_and_valid_rows_still_checked(tmp_path:
 
 
 def test_too_many_fields_and_a_bad_participant_label(tmp_path: Path) -> None:
-    fields = ["office", "legal", "lawyer", "client", _url(1), "Yes"]
+    fields = ["office", "legal", "lawyer", "client", pexels_url(1), "Yes"]
     path = write_raw(
         tmp_path / "op.tsv",
         [
@@ -550,8 +507,8 @@ def test_report_dict_is_json(tmp_path: Path) -> None:
     ]
 
     rows = [
-        oo_row(1, "teacher", M, url=_url(7), licence="No"),
-        oo_row(2, "teacher", F, url=_url(7)),
+        oo_row(1, "teacher", M, url=pexels_url(7), licence="No"),
+        oo_row(2, "teacher", F, url=pexels_url(7)),
     ]
     broken = validate_files([write_oo(tmp_path / "dup.tsv", rows), tmp_path / "gone.tsv"])
     data = json.loads(json.dumps(broken.to_dict()))

@@ -1,0 +1,47 @@
+"""Build rows for tests: taxonomy-consistent defaults, anything overridable."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from contrastkit.schema import Context, Gender, VisoGenderRow
+from contrastkit.taxonomy import load_taxonomy
+
+
+def pexels_url(n: int) -> str:
+    """A Pexels-style image URL unique to ``n``."""
+    return f"https://images.pexels.com/photos/{n}/pexels-photo-{n}.jpeg?auto=compress&w=600"
+
+
+def make_row(
+    occupation: str,
+    occupation_gender: Gender,
+    participant_gender: Gender | None = None,
+    *,
+    n: int = 1,
+    **overrides: Any,
+) -> VisoGenderRow:
+    """An OP row when ``participant_gender`` is given, else an OO row.
+
+    Sector, specialisation and nouns come from the built-in taxonomy (office /
+    general_office / client / desk for occupations it does not know); the IDX is
+    ``OP_{n}`` / ``OO_{n}`` and the URL unique to the context and ``n``.
+    """
+    known = load_taxonomy().get(occupation)
+    context = Context.OO if participant_gender is None else Context.OP
+    row = VisoGenderRow(
+        idx=f"{context.value}_{n}",
+        context=context,
+        sector=known.sector if known else "office",
+        specialisation=known.specialisation if known else "general_office",
+        occupation=occupation,
+        participant=(known.participant if known else "client") if context is Context.OP else None,
+        object=(known.object if known else "desk") if context is Context.OO else None,
+        url=pexels_url((1000 if context is Context.OP else 2000) + n),
+        licence="Yes",
+        occupation_gender=occupation_gender,
+        participant_gender=participant_gender,
+        annotator="tester",
+    )
+    return replace(row, **overrides) if overrides else row
