@@ -21,7 +21,7 @@ app = typer.Typer(
     ),
     no_args_is_help=True,
     add_completion=False,
-    rich_markup_mode="rich",
+    rich_markup_mode="markdown",
 )
 app.add_typer(build.app, name="build")
 app.command(name="validate")(validate.validate)
