@@ -24,7 +24,10 @@ def test_root_help_lists_the_command_groups() -> None:
         assert group in result.output
 
 
-@pytest.mark.parametrize("command", [["build", "visogender"], ["validate"], ["taxonomy", "show"]])
+@pytest.mark.parametrize(
+    "command",
+    [["build"], ["build", "visogender"], ["validate"], ["taxonomy"], ["taxonomy", "show"]],
+)
 def test_every_command_has_help_with_an_example(command: list[str]) -> None:
     result = runner.invoke(app, [*command, "--help"], terminal_width=200)
     assert result.exit_code == 0

@@ -17,7 +17,11 @@ from contrastkit.cli.common import (
     user_errors,
 )
 
-app = typer.Typer(help="Assemble datasets.", no_args_is_help=True)
+app = typer.Typer(
+    help="Assemble datasets.\n\nExample:\n\n    contrastkit build visogender "
+    "--candidates examples/candidates.csv --out build/example",
+    no_args_is_help=True,
+)
 
 
 @app.command("visogender")

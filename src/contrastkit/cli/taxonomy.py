@@ -10,7 +10,10 @@ from rich.table import Table
 from contrastkit.cli.common import TAXONOMY_OPTION, console, print_json, taxonomy_from, user_errors
 from contrastkit.taxonomy import builtin_source
 
-app = typer.Typer(help="Inspect the occupational taxonomy.", no_args_is_help=True)
+app = typer.Typer(
+    help="Inspect the occupational taxonomy.\n\nExample:\n\n    contrastkit taxonomy show",
+    no_args_is_help=True,
+)
 
 
 @app.command("show")
