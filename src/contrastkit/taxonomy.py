@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from contrastkit.records import read_records
 from contrastkit.schema import Context, DataFormatError
@@ -111,10 +112,10 @@ class Taxonomy:
 
     def position(self, name: str) -> int:
         """The rank of ``name`` in taxonomy order (unknown names sort last)."""
-        try:
-            return self.names.index(name)
-        except ValueError:
-            return len(self._by_name)
+        for rank, known in enumerate(self._by_name):
+            if known == name:
+                return rank
+        return len(self._by_name)
 
     def extended(self, path: str | Path) -> Taxonomy:
         """A new taxonomy with the occupations of ``path`` added after these.
@@ -170,9 +171,15 @@ def read_occupations(path: str | Path) -> list[tuple[Occupation, int | None]]:
 
 
 @lru_cache(maxsize=1)
-def _builtin() -> Taxonomy:
+def _builtin_data() -> dict[str, Any]:
+    """The parsed package-data file ``contrastkit/data/taxonomy.json``, read once."""
     text = resources.files("contrastkit").joinpath("data/taxonomy.json").read_text("utf-8")
-    data = json.loads(text)
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+@lru_cache(maxsize=1)
+def _builtin() -> Taxonomy:
     return Taxonomy(
         Occupation(
             name=entry["occupation"],
@@ -181,14 +188,13 @@ def _builtin() -> Taxonomy:
             participant=entry["participant"],
             object=entry["object"],
         )
-        for entry in data["occupations"]
+        for entry in _builtin_data()["occupations"]
     )
 
 
 def builtin_source() -> str:
     """The citation of the built-in taxonomy."""
-    text = resources.files("contrastkit").joinpath("data/taxonomy.json").read_text("utf-8")
-    return str(json.loads(text)["source"])
+    return str(_builtin_data()["source"])
 
 
 def load_taxonomy(extra: str | Path | Sequence[str | Path] | None = None) -> Taxonomy:
