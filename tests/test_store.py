@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from contrastkit.store import ImageStore, StoredImage
+from contrastkit.store import ImageInfo, ImageStore
 
 
 def test_put_names_the_object_by_its_sha256_and_indexes_the_url(tmp_path: Path) -> None:
@@ -19,7 +19,7 @@ def test_put_names_the_object_by_its_sha256_and_indexes_the_url(tmp_path: Path) 
     assert store.path(sha) == tmp_path / "store" / "objects" / sha[:2] / sha
     assert store.read(sha) == data
     assert store.sha_for_url("http://a/x.png") == sha
-    assert store.info(sha) == StoredImage(sha, "PNG", 3, 2, "0" * 16, len(data))
+    assert store.info(sha) == ImageInfo(sha, "PNG", 3, 2, "0" * 16, len(data))
     assert list(store.urls()) == [("http://a/x.png", sha)]
 
 

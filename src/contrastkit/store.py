@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-__all__ = ["ImageStore", "StoredImage", "sha256_hex"]
+__all__ = ["ImageInfo", "ImageStore", "sha256_hex"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS objects (
@@ -50,8 +50,8 @@ def sha256_hex(data: bytes) -> str:
 
 
 @dataclass(frozen=True)
-class StoredImage:
-    """What the store knows about one object.
+class ImageInfo:
+    """Fingerprint of an image that decoded fully, as the checker and the store record it.
 
     Attributes:
         sha256: Hex digest of the bytes; also the object's file name.
@@ -159,7 +159,7 @@ class ImageStore:
             row = conn.execute("SELECT sha256 FROM urls WHERE url = ?", (url,)).fetchone()
         return None if row is None else str(row[0])
 
-    def info(self, sha256: str) -> StoredImage | None:
+    def info(self, sha256: str) -> ImageInfo | None:
         """Format, size and perceptual hash of a stored object, or None."""
         if not self._index.exists():
             return None
@@ -168,7 +168,7 @@ class ImageStore:
                 "SELECT sha256, format, width, height, phash, size FROM objects WHERE sha256 = ?",
                 (sha256,),
             ).fetchone()
-        return None if row is None else StoredImage(*row)
+        return None if row is None else ImageInfo(*row)
 
     def urls(self) -> Iterator[tuple[str, str]]:
         """Every ``(url, sha256)`` pair in the index, sorted by URL."""

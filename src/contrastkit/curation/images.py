@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import imagehash
 from PIL import Image, UnidentifiedImageError
 
-from contrastkit.store import sha256_hex
+from contrastkit.store import ImageInfo, sha256_hex
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -56,18 +56,6 @@ class ImageLimits:
     def __post_init__(self) -> None:
         if self.max_bytes <= 0 or self.max_pixels <= 0 or self.min_side < 1:
             raise ValueError("image limits must be positive")
-
-
-@dataclass(frozen=True)
-class ImageInfo:
-    """Fingerprint of an image that decoded fully."""
-
-    sha256: str
-    format: str
-    width: int
-    height: int
-    phash: str
-    size: int
 
 
 class ImageRejectedError(Exception):
