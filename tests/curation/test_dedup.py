@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contrastkit.curation.dedup import DuplicateGroup, canonical_url, find_duplicates
+from contrastkit.curation.dedup import (
+    DuplicateGroup,
+    _popcount,
+    canonical_url,
+    find_content_duplicates,
+    find_duplicates,
+)
 
 PEXELS = "https://images.pexels.com/photos/7092361/pexels-photo-7092361.jpeg"
 PEXELS_OTHER = "https://images.pexels.com/photos/7092583/pexels-photo-7092583.jpeg"
@@ -241,3 +248,50 @@ def test_different_pexels_photos_never_share_a_key(
         _pexels("https", id_b, second)
     )
     assert same == (id_a == id_b)
+
+
+# -- content duplicates -----------------------------------------------------------------
+
+
+def test_same_bytes_group_rows_across_files() -> None:
+    sha_a, sha_b = "a" * 64, "b" * 64
+    groups = find_content_duplicates(
+        [("OP_1", sha_a, "ff00ff00ff00ff00"), ("OO_7", sha_a, "ff00ff00ff00ff00"),
+         ("OP_2", sha_b, "0123456789abcdef")]
+    )  # fmt: skip
+    assert groups == [DuplicateGroup("same_bytes", sha_a, ("OP_1", "OO_7"))]
+
+
+def test_near_duplicates_link_through_chains_within_the_threshold() -> None:
+    base = 0x0F0F_0F0F_0F0F_0F0F
+    near = base ^ 0b1111  # 4 bits away
+    chained = near ^ (0b1111 << 8)  # 4 more bits away: 8 from base, still linked through near
+    far = base ^ ((1 << 40) - 1)  # 40 bits away
+    groups = find_content_duplicates(
+        [("r1", "1" * 64, f"{base:016x}"), ("r2", "2" * 64, f"{near:016x}"),
+         ("r3", "3" * 64, f"{far:016x}"), ("r4", "4" * 64, f"{chained:016x}")],
+        max_distance=4,
+    )  # fmt: skip
+    assert [(g.kind, g.items) for g in groups] == [("near_duplicate", ("r1", "r2", "r4"))]
+    pair = [("r1", "1" * 64, f"{base:016x}"), ("r2", "2" * 64, f"{near:016x}")]
+    assert find_content_duplicates(pair, max_distance=3) == []
+    assert find_content_duplicates(pair, max_distance=-1) == []
+
+
+def test_same_bytes_items_are_listed_once_in_their_near_group() -> None:
+    groups = find_content_duplicates(
+        [("a", "1" * 64, "0000000000000000"), ("b", "1" * 64, "0000000000000000"),
+         ("c", "2" * 64, "0000000000000001")]
+    )  # fmt: skip
+    assert [(g.kind, g.items) for g in groups] == [
+        ("same_bytes", ("a", "b")),
+        ("near_duplicate", ("a", "b", "c")),
+    ]
+
+
+def test_popcount_without_numpy_bitwise_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    values = np.array([0, 1, 0xFFFF_FFFF_FFFF_FFFF, 0x8000_0000_0000_0001], dtype=np.uint64)
+    expected = [0, 1, 64, 2]
+    assert _popcount(values).tolist() == expected
+    monkeypatch.delattr(np, "bitwise_count", raising=False)
+    assert _popcount(values).tolist() == expected

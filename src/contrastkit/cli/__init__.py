@@ -9,7 +9,7 @@ from __future__ import annotations
 import typer
 
 from contrastkit import __version__
-from contrastkit.cli import build, taxonomy, validate
+from contrastkit.cli import build, taxonomy, urls, validate
 
 app = typer.Typer(
     name="contrastkit",
@@ -26,6 +26,7 @@ app = typer.Typer(
 app.add_typer(build.app, name="build")
 app.command(name="validate")(validate.validate)
 app.add_typer(taxonomy.app, name="taxonomy")
+app.add_typer(urls.app, name="urls")
 
 
 def _version(value: bool) -> None:

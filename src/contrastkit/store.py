@@ -1,0 +1,196 @@
+"""A content-addressed image store shared by the URL checker, the evaluator and the exporter.
+
+``contrastkit urls check --store DIR`` keeps the bytes of every image that decoded fully;
+later stages read them back by URL without touching the network. The layout is plain
+files a person can inspect::
+
+    DIR/objects/ab/ab12...ef      the image bytes, named by their sha256 (64 hex digits)
+    DIR/index.sqlite              url -> sha256, and sha256 -> format, width, height, phash
+
+An object is written to a temporary file in the same folder, flushed, and renamed into
+place, so a crash never leaves a partial object under its final name; an object whose name
+exists is never rewritten (same name, same bytes). Index updates are SQLite transactions.
+Several processes may add to one store at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import tempfile
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+__all__ = ["ImageInfo", "ImageStore", "sha256_hex"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS objects (
+    sha256 TEXT PRIMARY KEY,
+    format TEXT NOT NULL,
+    width INTEGER NOT NULL,
+    height INTEGER NOT NULL,
+    phash TEXT NOT NULL,
+    size INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS urls (
+    url TEXT PRIMARY KEY,
+    sha256 TEXT NOT NULL REFERENCES objects(sha256),
+    stored_at TEXT NOT NULL
+);
+"""
+
+
+def sha256_hex(data: bytes) -> str:
+    """The lowercase hex sha256 of ``data``: the name of its object in the store."""
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True)
+class ImageInfo:
+    """Fingerprint of an image that decoded fully, as the checker and the store record it.
+
+    Attributes:
+        sha256: Hex digest of the bytes; also the object's file name.
+        format: Pillow's format name (``JPEG``, ``PNG``, ``WEBP`` ...).
+        width: Width in pixels.
+        height: Height in pixels.
+        phash: Perceptual hash (``imagehash.phash``) as 16 hex digits.
+        size: Size of the bytes.
+    """
+
+    sha256: str
+    format: str
+    width: int
+    height: int
+    phash: str
+    size: int
+
+
+class ImageStore:
+    """A folder of images named by the sha256 of their bytes, with a URL index.
+
+    Args:
+        root: The store's folder; created on first write.
+
+    Example:
+        >>> store = ImageStore(Path("build/images"))          # doctest: +SKIP
+        >>> sha = store.sha_for_url("https://example.org/a.jpg")  # doctest: +SKIP
+        >>> data = store.read(sha)                            # doctest: +SKIP
+    """
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+
+    # -- objects ---------------------------------------------------------------------------
+
+    def path(self, sha256: str) -> Path:
+        """Where the object named ``sha256`` lives (whether or not it exists yet)."""
+        _check_digest(sha256)
+        return self.root / "objects" / sha256[:2] / sha256
+
+    def has(self, sha256: str) -> bool:
+        """Whether the object's bytes are in the store."""
+        return self.path(sha256).is_file()
+
+    def read(self, sha256: str) -> bytes:
+        """The bytes of one object.
+
+        Raises:
+            KeyError: the store has no such object.
+        """
+        path = self.path(sha256)
+        try:
+            return path.read_bytes()
+        except FileNotFoundError:
+            raise KeyError(f"{self.root}: no image with sha256 {sha256}") from None
+
+    def put(
+        self,
+        data: bytes,
+        *,
+        format: str,
+        width: int,
+        height: int,
+        phash: str,
+        url: str | None = None,
+    ) -> str:
+        """Add an image (and optionally the URL it came from); return its sha256.
+
+        Adding bytes that are already stored only updates the URL index.
+        """
+        digest = sha256_hex(data)
+        target = self.path(digest)
+        if not target.is_file():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
+            try:
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(data)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                Path(tmp).replace(target)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+        with self._connect() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO objects VALUES (?, ?, ?, ?, ?, ?)",
+                (digest, format, width, height, phash, len(data)),
+            )
+            if url is not None:
+                conn.execute(
+                    "INSERT INTO urls VALUES (?, ?, ?) ON CONFLICT(url) DO UPDATE SET "
+                    "sha256 = excluded.sha256, stored_at = excluded.stored_at",
+                    (url, digest, datetime.now(timezone.utc).isoformat(timespec="seconds")),
+                )
+        return digest
+
+    # -- index -----------------------------------------------------------------------------
+
+    def sha_for_url(self, url: str) -> str | None:
+        """The sha256 of the image last stored for ``url``, or None if it was never stored."""
+        if not self._index.exists():
+            return None
+        with self._connect() as conn:
+            row = conn.execute("SELECT sha256 FROM urls WHERE url = ?", (url,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def info(self, sha256: str) -> ImageInfo | None:
+        """Format, size and perceptual hash of a stored object, or None."""
+        if not self._index.exists():
+            return None
+        with self._connect() as conn:
+            row = conn.execute(
+                "SELECT sha256, format, width, height, phash, size FROM objects WHERE sha256 = ?",
+                (sha256,),
+            ).fetchone()
+        return None if row is None else ImageInfo(*row)
+
+    def urls(self) -> Iterator[tuple[str, str]]:
+        """Every ``(url, sha256)`` pair in the index, sorted by URL."""
+        if not self._index.exists():
+            return
+        with self._connect() as conn:
+            yield from conn.execute("SELECT url, sha256 FROM urls ORDER BY url").fetchall()
+
+    @property
+    def _index(self) -> Path:
+        return self.root / "index.sqlite"
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        self.root.mkdir(parents=True, exist_ok=True)
+        with closing(sqlite3.connect(self._index, timeout=30)) as conn:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.executescript(_SCHEMA)
+            with conn:
+                yield conn
+
+
+def _check_digest(sha256: str) -> None:
+    if len(sha256) != 64 or any(c not in "0123456789abcdef" for c in sha256):
+        raise ValueError(f"not a lowercase hex sha256: {sha256!r}")

@@ -1,0 +1,221 @@
+"""The cron maintenance job against a real loopback server and a real SQLite database."""
+
+from __future__ import annotations
+
+import fcntl
+import io
+import sqlite3
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+from typer.testing import CliRunner
+
+from contrastkit.cli import app
+from contrastkit.curation.maintenance import (
+    MaintenanceError,
+    RetirementPolicy,
+    maintain,
+)
+from contrastkit.curation.urls import CheckConfig
+from contrastkit.schema import Context, Gender, read_visogender_tsv, write_visogender_tsv
+from factories import make_row
+from loopback import LoopbackServer, Request, jpeg_bytes, static
+
+M, F = Gender.MASCULINE, Gender.FEMININE
+DAY0 = datetime(2026, 1, 1, 3, 0, tzinfo=timezone.utc)
+CONFIG = CheckConfig(allowed_networks=("127.0.0.0/8",), retries=0, total_timeout=5, read_timeout=2)
+
+
+def noise_jpeg(seed: int, size: int = 96) -> bytes:
+    """A distinct photo-sized image: random noise has a random perceptual hash."""
+    pixels = np.random.default_rng(seed).integers(0, 256, (size, size, 3), dtype=np.uint8)
+    return jpeg_bytes(Image.fromarray(pixels))
+
+
+class Switchable:
+    """A route whose response the test changes between runs."""
+
+    def __init__(self, body: bytes, status: int = 200) -> None:
+        self.body, self.status = body, status
+
+    async def __call__(self, request: Request, writer: object) -> None:
+        await static(self.body, "image/jpeg", self.status)(request, writer)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def server() -> Iterator[LoopbackServer]:
+    routes = {f"/img/{n}.jpg": Switchable(noise_jpeg(n)) for n in range(1, 9)}
+    with LoopbackServer(routes) as running:  # type: ignore[arg-type]
+        yield running
+
+
+def route(server: LoopbackServer, n: int) -> Switchable:
+    handler = server.routes[f"/img/{n}.jpg"]
+    assert isinstance(handler, Switchable)
+    return handler
+
+
+def oo_table(server: LoopbackServer, path: Path, codes: dict[int, str] | None = None) -> Path:
+    """doctor OO: rows 1-2 masculine, 3-4 feminine; CRLF and no final newline, as official."""
+    rows = [
+        make_row("doctor", gender, n=n, url=server.url(f"/img/{n}.jpg"),
+                 error_codes=(codes or {}).get(n, ""))
+        for n, gender in ((1, M), (2, M), (3, F), (4, F))
+    ]  # fmt: skip
+    write_visogender_tsv(path, rows, Context.OO, newline="\r\n", final_newline=False)
+    return path
+
+
+def run(tsv: Path, db: Path, when: datetime = DAY0, **options: object):  # type: ignore[no-untyped-def]
+    options.setdefault("per_cell", 2)
+    return maintain([tsv], db, CONFIG, now=when, report_path=db.parent / "report.md", **options)  # type: ignore[arg-type]
+
+
+def codes(tsv: Path) -> dict[str, str]:
+    return {row.idx: row.error_codes for row in read_visogender_tsv(tsv).rows}
+
+
+def test_a_healthy_run_records_every_check_and_leaves_the_tsv_alone(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
+    tsv = oo_table(server, tmp_path / "oo.tsv")
+    before = tsv.read_bytes()
+    result = run(tsv, tmp_path / "state.sqlite")
+    assert result.healthy and result.exit_code == 0
+    assert tsv.read_bytes() == before and result.rewritten == []
+    with sqlite3.connect(tmp_path / "state.sqlite") as conn:
+        checks = conn.execute("SELECT row_id, status, sha256, phash FROM checks").fetchall()
+        runs = conn.execute("SELECT outcome, finished_at FROM runs").fetchall()
+    assert sorted(c[0] for c in checks) == ["OO_1", "OO_2", "OO_3", "OO_4"]
+    assert all(status == "ok" and len(sha) == 64 and len(ph) == 16 for _, status, sha, ph in checks)
+    assert runs == [("healthy", DAY0.isoformat())]
+    assert "Outcome: **healthy**" in (tmp_path / "report.md").read_text()
+
+
+def test_a_failing_row_gets_its_error_code_and_its_cell_falls_below_balance(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
+    tsv = oo_table(server, tmp_path / "oo.tsv", codes={2: "blurry"})
+    route(server, 2).status = 404
+    result = run(tsv, tmp_path / "state.sqlite")
+    assert result.exit_code == 1
+    assert codes(tsv) == {"OO_1": "", "OO_2": "blurry; http_error:404", "OO_3": "", "OO_4": ""}
+    table = read_visogender_tsv(tsv)
+    assert (table.newline, table.final_newline) == ("\r\n", False)  # line style kept
+    [cell] = result.below_balance
+    assert (cell.occupation, cell.cell, cell.healthy, cell.needed) == ("doctor", "M", 1, 2)
+    report = (tmp_path / "report.md").read_text()
+    assert "| OO_2 | http_error | HTTP 404 |" in report and "| doctor | OO | M | 1 | 2 |" in report
+
+    route(server, 2).status = 200  # back again: the code goes, the person's code stays
+    assert run(tsv, tmp_path / "state.sqlite", DAY0 + timedelta(days=1)).healthy
+    assert codes(tsv)["OO_2"] == "blurry"
+
+
+def test_rows_retire_after_n_failures_spanning_d_days_and_come_back(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
+    tsv, db = oo_table(server, tmp_path / "oo.tsv"), tmp_path / "state.sqlite"
+    route(server, 3).status = 500
+    policy = RetirementPolicy(failures=3, days=7)
+    for day in (0, 1, 2):  # three failures, but only two days apart
+        result = run(tsv, db, DAY0 + timedelta(days=day), policy=policy)
+        assert not any(r.retired for r in result.rows)
+    assert codes(tsv)["OO_3"] == "http_error:500"
+    result = run(tsv, db, DAY0 + timedelta(days=8), policy=policy)
+    [retired] = [r for r in result.rows if r.retired]
+    assert retired.ref.idx == "OO_3" and retired.newly_retired
+    assert retired.consecutive_failures == 4 and retired.failing_since == DAY0.isoformat()
+    assert codes(tsv)["OO_3"] == "http_error:500; retired"
+    assert len(read_visogender_tsv(tsv).rows) == 4  # never silently deleted
+
+    route(server, 3).status = 200
+    result = run(tsv, db, DAY0 + timedelta(days=9), policy=policy)
+    assert result.healthy and codes(tsv)["OO_3"] == ""
+
+
+def test_drop_retired_removes_rows_and_keeps_a_backup(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
+    tsv, db = oo_table(server, tmp_path / "oo.tsv"), tmp_path / "state.sqlite"
+    route(server, 4).status = 404
+    policy = RetirementPolicy(failures=2, days=1)
+    run(tsv, db, DAY0, policy=policy)
+    before = tsv.read_bytes()
+    result = run(tsv, db, DAY0 + timedelta(days=1), policy=policy, drop_retired=True)
+    assert result.dropped == ["OO_4"]
+    assert [r.idx for r in read_visogender_tsv(tsv).rows] == ["OO_1", "OO_2", "OO_3"]
+    [backup] = result.backups
+    assert Path(backup).name == "oo.tsv.bak-20260102T030000Z"
+    assert Path(backup).read_bytes() == before
+    with sqlite3.connect(db) as conn:  # the history of the dropped row is kept
+        assert conn.execute("SELECT COUNT(*) FROM checks WHERE row_id = 'OO_4'").fetchone() == (2,)
+
+
+def test_a_link_that_serves_another_picture_is_flagged(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
+    tsv, db = oo_table(server, tmp_path / "oo.tsv"), tmp_path / "state.sqlite"
+    original = Image.open(io.BytesIO(route(server, 1).body))
+    run(tsv, db)
+    route(server, 1).body = noise_jpeg(999)  # another picture
+    result = run(tsv, db, DAY0 + timedelta(days=1))
+    [changed] = [r for r in result.rows if r.content_changed]
+    assert changed.ref.idx == "OO_1" and changed.newly_changed and result.exit_code == 1
+    assert codes(tsv)["OO_1"] == "content_changed"
+
+    route(server, 1).body = jpeg_bytes(original.resize((80, 80)), quality=70)  # re-encoded
+    result = run(tsv, db, DAY0 + timedelta(days=2))
+    assert not any(r.content_changed for r in result.rows) and codes(tsv)["OO_1"] == ""
+
+    route(server, 1).body = noise_jpeg(999)
+    result = run(tsv, db, DAY0 + timedelta(days=3), accept_changes=True)
+    assert result.healthy  # the maintainer accepted the new picture as the reference
+    assert run(tsv, db, DAY0 + timedelta(days=4)).healthy
+
+
+def test_shared_images_are_reported(server: LoopbackServer, tmp_path: Path) -> None:
+    tsv, db = oo_table(server, tmp_path / "oo.tsv"), tmp_path / "state.sqlite"
+    route(server, 4).body = route(server, 1).body
+    result = run(tsv, db)
+    assert [(g.kind, g.items) for g in result.duplicates] == [("same_bytes", ("OO_1", "OO_4"))]
+    assert not result.healthy
+
+
+def test_one_run_at_a_time(server: LoopbackServer, tmp_path: Path) -> None:
+    tsv, db = oo_table(server, tmp_path / "oo.tsv"), tmp_path / "state.sqlite"
+    with (tmp_path / "state.sqlite.lock").open("a") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        with pytest.raises(MaintenanceError, match="another `contrastkit urls maintain` run"):
+            run(tsv, db)
+    assert run(tsv, db).healthy
+
+
+runner = CliRunner()
+
+
+def test_cli_exit_codes(server: LoopbackServer, tmp_path: Path) -> None:
+    tsv, db = oo_table(server, tmp_path / "oo.tsv"), tmp_path / "state.sqlite"
+    args = ["urls", "maintain", str(tsv), "--db", str(db), "--allow-private", "-n", "2"]
+    healthy = runner.invoke(app, args)
+    assert healthy.exit_code == 0, healthy.output
+    assert "healthy" in healthy.output and (tmp_path / "maintenance_report.md").exists()
+
+    route(server, 1).status = 404
+    degraded = runner.invoke(app, [*args, "--json"])
+    assert degraded.exit_code == 1
+    assert '"outcome": "degraded"' in degraded.output
+
+    db.write_bytes(b"this is not a database" * 100)
+    broken = runner.invoke(app, args)
+    assert broken.exit_code == 2 and "not a usable state database" in broken.output
+
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("IDX\tSector\n")
+    unreadable = runner.invoke(app, ["urls", "maintain", str(bad), "--db", str(tmp_path / "x.db")])
+    assert unreadable.exit_code == 2 and "bad.tsv" in unreadable.output
+    assert not (tmp_path / "x.db").exists()

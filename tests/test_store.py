@@ -1,0 +1,50 @@
+"""The content-addressed image store: objects by sha256, the URL index, no partial files."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from contrastkit.store import ImageInfo, ImageStore
+
+
+def test_put_names_the_object_by_its_sha256_and_indexes_the_url(tmp_path: Path) -> None:
+    store = ImageStore(tmp_path / "store")
+    data = b"\x89PNG not really but bytes are bytes"
+    sha = store.put(data, format="PNG", width=3, height=2, phash="0" * 16, url="http://a/x.png")
+
+    assert sha == hashlib.sha256(data).hexdigest()
+    assert store.path(sha) == tmp_path / "store" / "objects" / sha[:2] / sha
+    assert store.read(sha) == data
+    assert store.sha_for_url("http://a/x.png") == sha
+    assert store.info(sha) == ImageInfo(sha, "PNG", 3, 2, "0" * 16, len(data))
+    assert list(store.urls()) == [("http://a/x.png", sha)]
+
+
+def test_same_bytes_under_two_urls_are_stored_once(tmp_path: Path) -> None:
+    store = ImageStore(tmp_path)
+    first = store.put(b"abc", format="JPEG", width=1, height=1, phash="f" * 16, url="http://a/1")
+    second = store.put(b"abc", format="JPEG", width=1, height=1, phash="f" * 16, url="http://b/2")
+    assert first == second
+    assert [p.name for p in (tmp_path / "objects").rglob("*") if p.is_file()] == [first]
+    assert store.sha_for_url("http://b/2") == first
+
+
+def test_a_url_points_at_its_latest_image(tmp_path: Path) -> None:
+    store = ImageStore(tmp_path)
+    store.put(b"old", format="PNG", width=1, height=1, phash="0" * 16, url="http://a/x")
+    new = store.put(b"new", format="PNG", width=1, height=1, phash="1" * 16, url="http://a/x")
+    assert store.sha_for_url("http://a/x") == new
+
+
+def test_unknown_urls_and_objects(tmp_path: Path) -> None:
+    store = ImageStore(tmp_path / "never-written")
+    assert store.sha_for_url("http://a/x") is None
+    assert store.info("0" * 64) is None
+    with pytest.raises(KeyError, match="no image with sha256"):
+        store.read("0" * 64)
+    with pytest.raises(ValueError, match="not a lowercase hex sha256"):
+        store.path("../../etc/passwd")
+    assert not (tmp_path / "never-written").exists()
