@@ -26,7 +26,15 @@ def test_root_help_lists_the_command_groups() -> None:
 
 @pytest.mark.parametrize(
     "command",
-    [["build"], ["build", "visogender"], ["validate"], ["taxonomy"], ["taxonomy", "show"]],
+    [
+        ["build"],
+        ["build", "visogender"],
+        ["build", "gensynth"],
+        ["build", "genswap"],
+        ["validate"],
+        ["taxonomy"],
+        ["taxonomy", "show"],
+    ],
 )
 def test_every_command_has_help_with_an_example(command: list[str]) -> None:
     result = runner.invoke(app, [*command, "--help"], terminal_width=200)

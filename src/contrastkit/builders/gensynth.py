@@ -26,16 +26,18 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 from PIL import Image
 
 from contrastkit.builders.coco import SourceImage, read_coco, select_sources
 from contrastkit.builders.manifest import (
+    CONTRAST_SET,
     SUMMARY,
     EditRecord,
     Manifest,
+    read_contrast_set,
     read_sources,
     remove_stale_temp_files,
     with_scores,
@@ -61,17 +63,17 @@ from contrastkit.curation.knn_filter import (
     knn_filter,
     select_edits,
 )
+from contrastkit.evaluators.models import ImageTextScorer
 from contrastkit.schema import DataFormatError, Gender, atomic_write_bytes, atomic_write_text
 
 __all__ = [
     "DEFAULT_ZERO_SHOT_PROMPTS",
     "EditStageReport",
-    "ImageEncoder",
-    "ImageTextModel",
     "Progress",
     "load_image",
     "person_crop",
     "quality_checks",
+    "quality_report",
     "read_summary",
     "recall_at_k",
     "run_edit_stage",
@@ -89,22 +91,6 @@ DEFAULT_ZERO_SHOT_PROMPTS: dict[Gender, str] = {
     Gender.MASCULINE: "a photo of a man",
     Gender.FEMININE: "a photo of a woman",
 }
-
-
-class ImageEncoder(Protocol):
-    """An image embedder: ``encode_images`` of an ``ImageTextScorer``."""
-
-    def encode_images(self, images: list[Image.Image]) -> np.ndarray:
-        """One float32 row per image."""
-        ...
-
-
-class ImageTextModel(ImageEncoder, Protocol):
-    """A CLIP-like model: image and text embeddings in one space."""
-
-    def encode_texts(self, texts: list[str]) -> np.ndarray:
-        """One float32 row per text."""
-        ...
 
 
 def load_image(path: Path) -> Image.Image:
@@ -266,14 +252,13 @@ def _record(source: SourceImage, spec: EditSpec, path: str, editor: str) -> Edit
 # -- stage 2: filter ----------------------------------------------------------------------
 
 
-def _encoder_name(encoder: ImageEncoder) -> str:
-    spec = getattr(encoder, "spec", None)
-    return str(spec) if spec is not None else type(encoder).__name__
+def _encoder_name(encoder: ImageTextScorer) -> str:
+    return str(encoder.spec)
 
 
 def _embed_cached(
     out: Path,
-    encoder: ImageEncoder,
+    encoder: ImageTextScorer,
     keys: list[str],
     loaders: dict[str, Callable[[], Image.Image]],
     batch_size: int,
@@ -324,7 +309,7 @@ def _rates(records: Sequence[EditRecord], key: Callable[[EditRecord], str]) -> d
 
 def run_filter_stage(
     out: str | Path,
-    encoder: ImageEncoder,
+    encoder: ImageTextScorer,
     *,
     k: int = DEFAULT_K,
     tau_real: float = DEFAULT_TAU_REAL,
@@ -469,7 +454,7 @@ def _normalised(array: np.ndarray) -> np.ndarray:
 
 
 def quality_checks(
-    model: ImageTextModel,
+    model: ImageTextScorer,
     images: Sequence[Image.Image],
     genders: Sequence[Gender],
     captions: Sequence[Sequence[str]],
@@ -515,15 +500,13 @@ def run_select_stage(
     out: str | Path,
     *,
     seed: int = 0,
-    model: ImageTextModel | None = None,
+    model: ImageTextScorer | None = None,
     pool: Sequence[Path] | None = None,
     prompts: dict[Gender, str] | None = None,
 ) -> dict[str, Any]:
     """Keep the sources with an accepted edit of each gender, draw one per gender
     (seeded per source), write ``contrast_set.jsonl`` with gender-adjusted captions and,
-    given a CLIP-like ``model``, run the Sec. 4.3 quality checks on the edits, on the
-    original images (Tab. 2's "Original" row) and on all edits before filtering
-    ("unfilt."). ``pool``: image files to retrieve among (the paper: COCO val 5k).
+    given a CLIP-like ``model``, run the Sec. 4.3 quality checks (:func:`quality_report`).
 
     Returns:
         The select summary (also stored under ``select`` in ``build_summary.json``).
@@ -557,48 +540,62 @@ def run_select_stage(
         "kept_by_source_label": dict(Counter(sources[s].label.value for s in chosen)),
     }
     if model is not None:
-        pool_images = [load_image(p) for p in pool] if pool else None
-        summary["quality"] = _quality(out, model, records, items, sources, pool_images, prompts)
+        summary["quality"] = quality_report(out, model, pool=pool, prompts=prompts)
     update_summary(out, "select", summary)
     return summary
 
 
-def _quality(
-    out: Path,
-    model: ImageTextModel,
-    records: Sequence[EditRecord],
-    items: Sequence[Any],
-    sources: dict[str, SourceImage],
-    pool: Sequence[Image.Image] | None,
-    prompts: dict[Gender, str] | None,
+def quality_report(
+    out: str | Path,
+    model: ImageTextScorer,
+    *,
+    pool: Sequence[Path] | None = None,
+    prompts: dict[Gender, str] | None = None,
 ) -> dict[str, Any]:
+    """The Sec. 4.3 / Tab. 2 quality checks of a build folder, by :func:`quality_checks`:
+
+    * ``contrast_set``: the selected edits with their gender-adjusted captions (Tab. 2's
+      GenSynth / GenSwap rows);
+    * ``original``: the source images of all edited sources with their own captions and
+      caption labels ("Original");
+    * ``all_edits``: every edit in the manifest before selection ("unfilt.").
+
+    ``pool``: image files to retrieve among (the paper: COCO val 5k); by default each
+    set retrieves among its own images.
+    """
+    out = Path(out)
+    records = Manifest(out).read()
+    sources = {s.source_id: s for s in read_sources(out)}
+    pool_images = [load_image(p) for p in pool] if pool else None
     report: dict[str, Any] = {}
+    contrast = out / CONTRAST_SET
+    items = read_contrast_set(contrast) if contrast.exists() else []
     if items:
-        report["gensynth"] = quality_checks(
+        report["contrast_set"] = quality_checks(
             model,
             [load_image(out / i.image) for i in items],
             [Gender(i.gender) for i in items],
             [i.captions for i in items],
-            pool,
+            pool_images,
             prompts=prompts,
         )
     edited = list(dict.fromkeys(r.source_id for r in records))
-    report["original"] = quality_checks(
-        model,
-        [load_image(sources[s].path) for s in edited],
-        [sources[s].label for s in edited],
-        [list(sources[s].captions) for s in edited],
-        pool,
-        prompts=prompts,
-    )
-    unfiltered = records
-    report["unfiltered"] = quality_checks(
-        model,
-        [load_image(out / r.path) for r in unfiltered],
-        [Gender(r.target) for r in unfiltered],
-        [[to_gender(c, Gender(r.target)) for c in sources[r.source_id].captions]
-         for r in unfiltered],
-        pool,
-        prompts=prompts,
-    )  # fmt: skip
+    if edited:
+        report["original"] = quality_checks(
+            model,
+            [load_image(sources[s].path) for s in edited],
+            [sources[s].label for s in edited],
+            [list(sources[s].captions) for s in edited],
+            pool_images,
+            prompts=prompts,
+        )
+        report["all_edits"] = quality_checks(
+            model,
+            [load_image(out / r.path) for r in records],
+            [Gender(r.target) for r in records],
+            [[to_gender(c, Gender(r.target)) for c in sources[r.source_id].captions]
+             for r in records],
+            pool_images,
+            prompts=prompts,
+        )  # fmt: skip
     return report
