@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import torch
 from diffusers import (
@@ -39,50 +40,63 @@ def _tokenizer(folder: Path) -> CLIPTokenizer:
     )
 
 
-def tiny_instruct_pix2pix(folder: Path, *, sample_size: int = 16) -> Path:
-    """Build, save and return the folder of a tiny InstructPix2Pix pipeline.
+def build_instruct_pix2pix(arch: str = "tiny", *, folder: Path) -> Any:
+    """An unsaved ``StableDiffusionInstructPix2PixPipeline`` with random weights.
 
-    ``sample_size`` is the latent size; images are ``8 * sample_size`` pixels wide... but
-    the pipeline accepts any multiple of 8 (the VAE downsamples by 2 with two blocks).
+    ``arch``: ``tiny`` (a few thousand parameters, for tests), ``small`` (a CPU
+    benchmark size) or ``sd15`` (Stable Diffusion 1.5's UNet with 8 input channels, its
+    VAE and a CLIP ViT-L/14 text encoder: InstructPix2Pix's architecture; compute cost
+    does not depend on the weights). ``folder`` holds the tokenizer files.
     """
     torch.manual_seed(0)
+    sizes = {
+        # blocks, layers per block, cross-attention width, head dim, norm groups, VAE blocks
+        "tiny": ((8, 16), 1, 16, 2, 4, (8, 16)),
+        "small": ((32, 64, 64), 1, 64, 8, 16, (16, 32, 32)),
+        "sd15": ((320, 640, 1280, 1280), 2, 768, 8, 32, (128, 256, 512, 512)),
+    }
+    blocks, layers, cross, heads, groups, vae_blocks = sizes[arch]
+    n = len(blocks)
     unet = UNet2DConditionModel(
-        sample_size=sample_size,
+        sample_size=64 if arch == "sd15" else 16,
         in_channels=8,
         out_channels=4,
-        block_out_channels=(8, 16),
-        layers_per_block=1,
-        down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
-        up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"),
-        cross_attention_dim=16,
-        attention_head_dim=2,
-        norm_num_groups=4,
-    )
+        block_out_channels=blocks,
+        layers_per_block=layers,
+        down_block_types=("DownBlock2D",) * (n == 2) + ("CrossAttnDownBlock2D",) * (n - 1)
+        + ("DownBlock2D",) * (n > 2),
+        up_block_types=("UpBlock2D",) * (n > 2) + ("CrossAttnUpBlock2D",) * (n - 1)
+        + ("UpBlock2D",) * (n == 2),
+        cross_attention_dim=cross,
+        attention_head_dim=heads,
+        norm_num_groups=groups,
+    )  # fmt: skip
     vae = AutoencoderKL(
         in_channels=3,
         out_channels=3,
-        down_block_types=("DownEncoderBlock2D", "DownEncoderBlock2D"),
-        up_block_types=("UpDecoderBlock2D", "UpDecoderBlock2D"),
-        block_out_channels=(8, 16),
+        down_block_types=("DownEncoderBlock2D",) * len(vae_blocks),
+        up_block_types=("UpDecoderBlock2D",) * len(vae_blocks),
+        block_out_channels=vae_blocks,
         latent_channels=4,
-        norm_num_groups=4,
-        layers_per_block=1,
+        norm_num_groups=groups,
+        layers_per_block=2 if arch == "sd15" else 1,
     )
     tokenizer = _tokenizer(folder / "_tokenizer_src")
+    text = {"tiny": (16, 32, 2, 2), "small": (64, 128, 2, 4), "sd15": (768, 3072, 12, 12)}[arch]
     text_encoder = CLIPTextModel(
         CLIPTextConfig(
             vocab_size=len(tokenizer),
-            hidden_size=16,
-            intermediate_size=32,
-            num_hidden_layers=2,
-            num_attention_heads=2,
+            hidden_size=text[0],
+            intermediate_size=text[1],
+            num_hidden_layers=text[2],
+            num_attention_heads=text[3],
             max_position_embeddings=77,
             bos_token_id=0,
             eos_token_id=1,
             pad_token_id=1,
         )
     )
-    pipe = StableDiffusionInstructPix2PixPipeline(
+    return StableDiffusionInstructPix2PixPipeline(
         vae=vae,
         text_encoder=text_encoder,
         tokenizer=tokenizer,
@@ -94,5 +108,10 @@ def tiny_instruct_pix2pix(folder: Path, *, sample_size: int = 16) -> Path:
         feature_extractor=None,
         requires_safety_checker=False,
     )
-    pipe.save_pretrained(folder)
+
+
+def tiny_instruct_pix2pix(folder: Path) -> Path:
+    """Build, save (``save_pretrained``) and return the folder of a tiny InstructPix2Pix
+    pipeline; any multiple of 8 works as the image size."""
+    build_instruct_pix2pix("tiny", folder=folder).save_pretrained(folder)
     return folder
