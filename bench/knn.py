@@ -69,12 +69,8 @@ def main() -> None:
         help="time at most this many queries per size, project the rest",
     )
     args = parser.parse_args()
-    sizes = [
-        int(s)
-        for s in (args.sizes or ("10000,100000" if args.quick else "10000,100000,1000000")).split(
-            ","
-        )
-    ]
+    default = "10000,100000" if args.quick else "10000,100000,1000000"
+    sizes = [int(s) for s in (args.sizes or default).split(",")]
     max_queries = args.max_queries or (2000 if args.quick else 5000)
     import faiss
 
@@ -85,7 +81,7 @@ def main() -> None:
     )
     print(
         f"{'N':>9} {'queries':>8} {'timed':>6} {'numpy s':>9} {'faiss s':>9} {'ratio':>6}"
-        f" {'numpy full s':>13} {'faiss full s':>13} {'agree':>6}"
+        f" {'numpy full s':>13} {'faiss full s':>13} {'agree':>6} {'same':>6}"
     )
     previous: tuple[float, float] | None = None
     for n in sizes:
@@ -102,7 +98,8 @@ def main() -> None:
         full = (t_numpy * scale, t_faiss * scale)
         print(
             f"{n:>9,} {len(edits):>8,} {len(timed):>6,} {t_numpy:>9.2f} {t_faiss:>9.2f} "
-            f"{t_numpy / t_faiss:>6.2f} {full[0]:>13.1f} {full[1]:>13.1f} {agree:>6.1%}"
+            f"{t_numpy / t_faiss:>6.2f} {full[0]:>13.1f} {full[1]:>13.1f} "
+            f"{agree:>6.1%} {same:>6.1%}"
         )
         if previous is not None:
             growth = (full[0] / previous[0], full[1] / previous[1])
