@@ -41,3 +41,29 @@ def test_genswap_replaces_the_astronauts_face_and_resumes(
     again = build_genswap(coco_dir, face_bank, out, min_box_side=64, detector=face_detector)
     assert again["swapped"] == 0 and again["skipped_finished"] == 6
     assert json.loads((out / "build_summary.json").read_text())["genswap"]["images"] == 6
+
+
+def test_genswap_cli_with_quality_checks(
+    coco_dir: Path, face_bank: Path, tiny_clip_spec: str, tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from contrastkit.cli import app
+
+    out = tmp_path / "cli"
+    result = CliRunner().invoke(
+        app,
+        ["build", "genswap", "--coco", str(coco_dir), "--faces", str(face_bank), "--out",
+         str(out), "--limit", "1", "--embedder", tiny_clip_spec, "--device", "cpu", "--json"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["genswap"]["images"] == 2
+    quality = summary["quality"]["contrast_set"]
+    assert quality["images"] == 2 and quality["captions"] == 6
+    assert 0 <= quality["zero_shot_gender_accuracy"] <= 1
+    bad = CliRunner().invoke(
+        app, ["build", "genswap", "--coco", str(coco_dir), "--faces", str(tmp_path / "no.csv"),
+              "--out", str(out)],
+    )  # fmt: skip
+    assert bad.exit_code == 2 and "no such file" in bad.stderr
