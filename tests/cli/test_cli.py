@@ -31,12 +31,17 @@ def test_root_help_lists_the_command_groups() -> None:
     [
         ["build"],
         ["build", "visogender"],
+        ["build", "gensynth"],
+        ["build", "genswap"],
         ["validate"],
         ["taxonomy"],
         ["taxonomy", "show"],
         ["urls"],
         ["urls", "check"],
         ["urls", "maintain"],
+        ["export"],
+        ["export", "visogender"],
+        ["publish"],
     ],
 )
 def test_every_command_has_help_with_an_example(command: list[str]) -> None:

@@ -1,0 +1,230 @@
+"""The two model interfaces the evaluator scores through, and what every adapter shares:
+device and dtype selection, batching, and the per-caption text-embedding cache.
+
+* :class:`ImageTextScorer` — CLIP-like dual encoders (VisoGender Sec. 3.4, "VLEs"): a
+  compatibility score ``s(i, t)`` between an image and a text.
+* :class:`PronounScorer` — captioning models (VisoGender Sec. 3.4, "Captioning models"):
+  the probability of a continuation after a partial caption given the image.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from typing import Protocol, TypeVar, runtime_checkable
+
+import numpy as np
+import torch
+from PIL import Image
+
+__all__ = [
+    "DTYPES",
+    "DualEncoder",
+    "ImageTextScorer",
+    "ModelNotFoundError",
+    "PronounScorer",
+    "batched",
+    "resolve_device",
+    "resolve_dtype",
+    "to_rgb",
+]
+
+T = TypeVar("T")
+
+#: Accepted ``dtype`` names and the torch dtypes they stand for.
+DTYPES: dict[str, torch.dtype] = {
+    "float32": torch.float32,
+    "fp32": torch.float32,
+    "float16": torch.float16,
+    "fp16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "bf16": torch.bfloat16,
+}
+
+
+class ModelNotFoundError(ValueError):
+    """A model spec names weights that are neither a local path nor in the local cache.
+
+    The message says how to get them. A ``ValueError``, so command-line tools report it
+    as unusable input (exit code 2).
+    """
+
+
+@runtime_checkable
+class ImageTextScorer(Protocol):
+    """A CLIP-like dual encoder: images and texts embedded into one space.
+
+    ``encode_images`` / ``encode_texts`` return float32 arrays of shape ``(n, d)`` whose
+    rows have unit L2 norm. ``score(images, texts)`` returns the ``(n_images, n_texts)``
+    matrix of cosine similarities (dot products of the unit embeddings, in ``[-1, 1]``),
+    without the model's temperature (logit scale) or bias: those are monotone, so the
+    argmax over captions (resolution) and the ranking of images (retrieval) are the ones
+    the model's own logits give.
+    """
+
+    spec: str
+
+    def encode_images(self, images: Sequence[Image.Image]) -> np.ndarray:
+        """Unit-norm image embeddings, float32, shape ``(len(images), d)``."""
+        ...
+
+    def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit-norm text embeddings, float32, shape ``(len(texts), d)``."""
+        ...
+
+    def score(self, images: Sequence[Image.Image], texts: Sequence[str]) -> np.ndarray:
+        """Cosine similarities, float32, shape ``(len(images), len(texts))``."""
+        ...
+
+
+@runtime_checkable
+class PronounScorer(Protocol):
+    """A captioning model scored by the log-probability of continuations.
+
+    ``continuation_logprobs(images, prefixes, continuations)`` takes one prefix per image
+    ("The doctor and") and the continuations shared by all images (" his", " her",
+    " their"); it returns a float64 array of shape ``(len(images), len(continuations))``
+    holding ``log p(continuation | image, prefix)``, the sum of the log-probabilities of
+    the continuation's tokens, each conditioned on the image, the prefix and the tokens
+    before it (VisoGender Sec. 3.4, ``p_cap(t_{N+1} | i, t_1..t_N)`` chained over the
+    tokens of a continuation).
+    """
+
+    spec: str
+
+    def continuation_logprobs(
+        self,
+        images: Sequence[Image.Image],
+        prefixes: Sequence[str],
+        continuations: Sequence[str],
+    ) -> np.ndarray:
+        """Log-probability of each continuation after each image's prefix."""
+        ...
+
+
+def resolve_device(device: str | None) -> torch.device:
+    """``None`` picks CUDA when available, else the CPU; otherwise the named device.
+
+    Raises:
+        ValueError: for a device torch does not know, or CUDA asked for but absent.
+    """
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        chosen = torch.device(device)
+    except RuntimeError as exc:
+        raise ValueError(f"unknown device {device!r}: {exc}") from None
+    if chosen.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {device!r} asked for, but CUDA is not available here")
+    return chosen
+
+
+def resolve_dtype(dtype: str | None, device: torch.device) -> torch.dtype:
+    """``None`` is float32 (the precision the paper's numbers were computed in); else one
+    of :data:`DTYPES`. Half precision on the CPU is refused (slow and poorly supported).
+
+    Raises:
+        ValueError: for an unknown name, or float16 on the CPU.
+    """
+    if dtype is None:
+        return torch.float32
+    try:
+        chosen = DTYPES[dtype.lower()]
+    except KeyError:
+        raise ValueError(
+            f"unknown dtype {dtype!r}; use one of {', '.join(sorted(set(DTYPES)))}"
+        ) from None
+    if chosen is torch.float16 and device.type == "cpu":
+        raise ValueError("float16 needs a GPU; use float32 or bfloat16 on the CPU")
+    return chosen
+
+
+def batched(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    """Consecutive slices of ``items`` of at most ``size`` elements."""
+    if size < 1:
+        raise ValueError(f"batch size must be at least 1, not {size}")
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def to_rgb(image: Image.Image) -> Image.Image:
+    """The image in RGB mode (grey, palette and RGBA images are converted)."""
+    return image if image.mode == "RGB" else image.convert("RGB")
+
+
+def _unit(rows: torch.Tensor) -> np.ndarray:
+    array: np.ndarray = rows.float().cpu().numpy().astype(np.float32, copy=False)
+    norms = np.linalg.norm(array, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    result: np.ndarray = (array / norms).astype(np.float32)
+    return result
+
+
+class DualEncoder(ABC):
+    """What the dual-encoder adapters share: batching, normalisation, the text cache.
+
+    Subclasses implement :meth:`_image_features` and :meth:`_text_features` for one
+    batch. Text embeddings are cached per distinct text for the life of the adapter, so
+    a caption used for many images ("The doctor and his patient") is encoded once.
+    """
+
+    spec: str
+
+    def __init__(self, spec: str, device: torch.device, dtype: torch.dtype, batch_size: int):
+        if batch_size < 1:
+            raise ValueError(f"batch size must be at least 1, not {batch_size}")
+        self.spec = spec
+        self.device = device
+        self.dtype = dtype
+        self.batch_size = batch_size
+        self._text_cache: dict[str, np.ndarray] = {}
+
+    @abstractmethod
+    def _image_features(self, images: Sequence[Image.Image]) -> torch.Tensor:
+        """Unnormalised embeddings of one batch of RGB images."""
+
+    @abstractmethod
+    def _text_features(self, texts: Sequence[str]) -> torch.Tensor:
+        """Unnormalised embeddings of one batch of texts."""
+
+    @torch.inference_mode()
+    def encode_images(self, images: Sequence[Image.Image]) -> np.ndarray:
+        """Unit-norm image embeddings, float32, shape ``(len(images), d)``, computed in
+        batches of ``batch_size``."""
+        parts = [
+            _unit(self._image_features([to_rgb(image) for image in batch]))
+            for batch in batched(list(images), self.batch_size)
+        ]
+        if not parts:
+            return np.zeros((0, self.embedding_dim), dtype=np.float32)
+        return np.concatenate(parts, axis=0)
+
+    @torch.inference_mode()
+    def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit-norm text embeddings, float32, shape ``(len(texts), d)``; texts seen
+        before come from the cache."""
+        missing = list(dict.fromkeys(text for text in texts if text not in self._text_cache))
+        for batch in batched(missing, self.batch_size):
+            for text, row in zip(batch, _unit(self._text_features(batch)), strict=True):
+                self._text_cache[text] = row
+        if not texts:
+            return np.zeros((0, self.embedding_dim), dtype=np.float32)
+        return np.stack([self._text_cache[text] for text in texts])
+
+    def score(self, images: Sequence[Image.Image], texts: Sequence[str]) -> np.ndarray:
+        """Cosine similarities, shape ``(len(images), len(texts))``."""
+        result: np.ndarray = self.encode_images(images) @ self.encode_texts(texts).T
+        return result
+
+    @property
+    @abstractmethod
+    def embedding_dim(self) -> int:
+        """The dimension ``d`` of the joint embedding space."""
+
+    @property
+    def cached_texts(self) -> int:
+        """How many distinct texts have been encoded so far."""
+        return len(self._text_cache)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.spec!r}, device={self.device}, dtype={self.dtype})"

@@ -1,0 +1,236 @@
+"""OpenCLIP dual encoders: ``open_clip:ARCH/PRETRAINED`` and ``open_clip:FOLDER``.
+
+``PRETRAINED`` is an OpenCLIP tag (``openai``, ``laion2b_s34b_b79k`` ...), a checkpoint
+file path, or ``random`` (the architecture with random weights, for benchmarks: compute
+cost does not depend on the weights). A folder holds ``open_clip_config.json`` and its
+weights (OpenCLIP's ``local-dir:`` layout); ``open_clip:hf-hub:ORG/NAME`` is passed to
+OpenCLIP as it is.
+
+Tags are resolved to a file in the local cache before OpenCLIP is called, so a model that
+was never downloaded fails at once with a message saying how to get it, rather than
+reaching for the network (pass ``download=True`` to let OpenCLIP fetch it).
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from PIL import Image
+
+from contrastkit.evaluators.models.base import DualEncoder, ModelNotFoundError
+
+__all__ = ["OpenCLIPScorer", "load_open_clip"]
+
+_PRECISION = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}
+_CHECKPOINT_SUFFIXES = (".pt", ".pth", ".bin", ".safetensors", ".ckpt")
+
+
+class OpenCLIPScorer(DualEncoder):
+    """An :class:`~contrastkit.evaluators.models.ImageTextScorer` over an OpenCLIP model.
+
+    Images go through the model's own evaluation transform; texts through its tokenizer.
+    Scores are cosine similarities (the model's ``logit_scale`` is left out).
+    """
+
+    def __init__(
+        self,
+        spec: str,
+        model: Any,
+        preprocess: Callable[[Image.Image], torch.Tensor],
+        tokenizer: Callable[[list[str]], torch.Tensor],
+        *,
+        device: torch.device,
+        dtype: torch.dtype,
+        batch_size: int,
+    ):
+        super().__init__(spec, device, dtype, batch_size)
+        self.model = model
+        self.preprocess = preprocess
+        self.tokenizer = tokenizer
+
+    def _image_features(self, images: Sequence[Image.Image]) -> torch.Tensor:
+        pixels = torch.stack([self.preprocess(image) for image in images])
+        features: torch.Tensor = self.model.encode_image(pixels.to(self.device, self.dtype))
+        return features
+
+    def _text_features(self, texts: Sequence[str]) -> torch.Tensor:
+        tokens = self.tokenizer(list(texts)).to(self.device)
+        features: torch.Tensor = self.model.encode_text(tokens)
+        return features
+
+    @property
+    def embedding_dim(self) -> int:
+        """The width of the joint embedding space."""
+        projection = getattr(self.model, "text_projection", None)
+        if isinstance(projection, torch.Tensor):
+            return int(projection.shape[-1])
+        with torch.inference_mode():
+            return int(self._text_features(["a"]).shape[-1])
+
+
+def _how_to_get(arch: str, tag: str, cfg: dict[str, Any]) -> str:
+    hub = str(cfg.get("hf_hub", ""))
+    steps = []
+    if hub:
+        repo, filename = os.path.split(hub)
+        steps.append(f"`hf download {repo}{' ' + filename if filename else ''}`")
+    if cfg.get("url"):
+        steps.append(f"download {cfg['url']} into ~/.cache/clip/")
+    steps.append(
+        f'or run `python -c "import open_clip; open_clip.create_model_and_transforms('
+        f"'{arch}', pretrained='{tag}')\"` once with internet access"
+    )
+    return (
+        f"OpenCLIP weights {arch}/{tag} are not in the local cache. Get them on a machine with "
+        f"internet access: {'; '.join(steps)}. Or pass download=True (`--download`), or a "
+        f"checkpoint file: open_clip:{arch}/PATH"
+    )
+
+
+def _cached_checkpoint(cfg: dict[str, Any]) -> str | None:
+    """The cached file of an OpenCLIP pretrained config, without touching the network."""
+    if "file" in cfg:
+        return str(cfg["file"])
+    hub = str(cfg.get("hf_hub", ""))
+    if hub:
+        from huggingface_hub import try_to_load_from_cache
+
+        repo, filename = os.path.split(hub)
+        names = [filename] if filename else []
+        names += ["open_clip_model.safetensors", "open_clip_pytorch_model.bin"]
+        for name in names:
+            for candidate in (name, *_safe_alternative(name)):
+                found = try_to_load_from_cache(repo, candidate)
+                if isinstance(found, str):
+                    return found
+    url = str(cfg.get("url", ""))
+    if url:
+        target = Path("~/.cache/clip").expanduser() / Path(url).name
+        if target.is_file():
+            return str(target)
+    return None
+
+
+def _safe_alternative(name: str) -> list[str]:
+    if name.endswith((".bin", ".pth")):
+        return [name[:-4] + ".safetensors"]
+    return []
+
+
+def _arch_error(arch: str) -> ValueError:
+    import open_clip
+
+    known = open_clip.list_models()
+    close = difflib.get_close_matches(arch, known, n=3, cutoff=0.6)
+    hint = f" (did you mean {', '.join(close)}?)" if close else ""
+    return ValueError(
+        f"unknown OpenCLIP architecture {arch!r}{hint}; see open_clip.list_models(), or pass "
+        "a folder with open_clip_config.json"
+    )
+
+
+def _is_path(text: str) -> bool:
+    return "/" in text or os.sep in text or text.endswith(_CHECKPOINT_SUFFIXES)
+
+
+def load_open_clip(
+    target: str,
+    *,
+    device: torch.device,
+    dtype: torch.dtype,
+    batch_size: int,
+    download: bool = False,
+) -> OpenCLIPScorer:
+    """Load an OpenCLIP model from the part of a spec after ``open_clip:``.
+
+    Args:
+        target: ``ARCH/TAG``, ``ARCH/CHECKPOINT_PATH``, ``ARCH/random``, a folder with
+            ``open_clip_config.json``, or ``hf-hub:ORG/NAME``.
+        device, dtype, batch_size: where and how to run it.
+        download: let OpenCLIP download weights missing from the cache.
+
+    Raises:
+        ModelNotFoundError: weights neither on disk nor cached (says how to get them).
+        ValueError: unknown architecture or tag, or a malformed target.
+    """
+    import open_clip
+
+    spec = f"open_clip:{target}"
+    kwargs: dict[str, Any] = {"device": device, "precision": _PRECISION[dtype]}
+    if target.startswith("hf-hub:"):
+        name, pretrained = target, None
+        if not download:
+            from huggingface_hub import try_to_load_from_cache
+
+            repo = target.removeprefix("hf-hub:")
+            if not isinstance(try_to_load_from_cache(repo, "open_clip_config.json"), str):
+                raise ModelNotFoundError(
+                    f"{repo} is not in the Hugging Face cache; get it with `hf download {repo}` "
+                    "on a machine with internet access, or pass download=True (`--download`)"
+                )
+    elif Path(target).is_dir():
+        if not (Path(target) / "open_clip_config.json").is_file():
+            raise ModelNotFoundError(
+                f"{target} is a folder without open_clip_config.json; an OpenCLIP model folder "
+                "holds that file and the weights (open_clip_model.safetensors or "
+                "open_clip_pytorch_model.bin)"
+            )
+        name, pretrained = f"local-dir:{target}", None
+    else:
+        arch, sep, pretrained_text = target.partition("/")
+        if not sep or not pretrained_text:
+            raise ValueError(
+                f"model spec {spec!r}: write open_clip:ARCH/PRETRAINED, e.g. "
+                "open_clip:ViT-B-32/openai, open_clip:ViT-B-32/PATH.pt or open_clip:ViT-B-32/random"
+            )
+        if arch not in open_clip.list_models():
+            raise _arch_error(arch)
+        name = arch
+        if pretrained_text == "random":
+            pretrained = None
+        elif _is_path(pretrained_text) or Path(pretrained_text).is_file():
+            if not Path(pretrained_text).is_file():
+                raise ModelNotFoundError(f"OpenCLIP checkpoint file not found: {pretrained_text}")
+            pretrained = pretrained_text
+        else:
+            cfg = open_clip.get_pretrained_cfg(arch, pretrained_text)
+            if not cfg:
+                tags = open_clip.list_pretrained_tags_by_model(arch)
+                raise ValueError(
+                    f"unknown OpenCLIP tag {pretrained_text!r} for {arch}; known tags: "
+                    f"{', '.join(tags) or 'none'} (or give a checkpoint file path)"
+                )
+            if download:
+                pretrained = pretrained_text
+            else:
+                cached = _cached_checkpoint(cfg)
+                if cached is None:
+                    raise ModelNotFoundError(_how_to_get(arch, pretrained_text, cfg))
+                pretrained = cached
+                for key, option in (
+                    ("mean", "image_mean"),
+                    ("std", "image_std"),
+                    ("interpolation", "image_interpolation"),
+                    ("resize_mode", "image_resize_mode"),
+                ):
+                    if cfg.get(key) is not None:
+                        kwargs[option] = cfg[key]
+                kwargs["force_quick_gelu"] = bool(cfg.get("quick_gelu", False))
+    try:
+        model, _, preprocess = open_clip.create_model_and_transforms(
+            name, pretrained=pretrained, **kwargs
+        )
+    except RuntimeError as exc:
+        if "download" in str(exc).lower():
+            raise ModelNotFoundError(f"{spec}: {exc}") from None
+        raise
+    model.eval()
+    tokenizer = open_clip.get_tokenizer(name)
+    return OpenCLIPScorer(
+        spec, model, preprocess, tokenizer, device=device, dtype=dtype, batch_size=batch_size
+    )

@@ -1,0 +1,361 @@
+"""Tiny models with real architectures (random weights), saved to a folder and returned as
+the model spec the registry loads them by.
+
+Each builder writes everything the loader needs (weights, config, tokenizer files, image
+processor) into ``folder`` and returns a spec string for
+:func:`contrastkit.evaluators.models.load_model`. Models are seeded, so a builder writes the
+same weights every time; all build in well under a second on a CPU.
+
+The word-piece vocabulary has no ``their``: it splits into ``the`` + ``##ir``, and the
+byte-level BPE vocabulary of the BLIP-2 model splits `` their`` into several pieces too, so
+multi-token continuations are exercised.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+
+#: Words the tiny tokenizers know as whole tokens (their is missing on purpose).
+WORDS = (
+    "the",
+    "a",
+    "and",
+    "his",
+    "her",
+    "doctor",
+    "patient",
+    "teacher",
+    "student",
+    "board",
+    "clipboard",
+    "lawyer",
+    "client",
+    "desk",
+    "baker",
+    "customer",
+    "photo",
+    "of",
+)
+IMAGE_SIZE = 32
+
+
+def _letters() -> list[str]:
+    return [chr(code) for code in range(ord("a"), ord("z") + 1)]
+
+
+def _bert_vocab(folder: Path, extra: tuple[str, ...] = ()) -> Path:
+    """A word-piece ``vocab.txt``: specials, whole words, letters and ``##`` letters."""
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *extra, *WORDS, "##ir"]
+    tokens += _letters() + [f"##{letter}" for letter in _letters()]
+    tokens += [".", ",", "'", "-"]
+    path = folder / "vocab.txt"
+    path.write_text("\n".join(tokens) + "\n", encoding="utf-8")
+    return path
+
+
+def _clip_bpe_files(folder: Path) -> tuple[Path, Path]:
+    """A CLIP-style BPE ``vocab.json`` + ``merges.txt`` covering lower-case words."""
+    vocab: dict[str, int] = {"<|startoftext|>": 0, "<|endoftext|>": 1}
+    for letter in _letters():
+        vocab[letter] = len(vocab)
+    for letter in _letters():
+        vocab[letter + "</w>"] = len(vocab)
+    merges = ["#version: 0.2", "t h", "th e</w>", "a n", "an d</w>", "h i", "hi s</w>"]
+    for merge in merges[1:]:
+        vocab["".join(merge.split())] = len(vocab)
+    vocab_path = folder / "vocab.json"
+    merges_path = folder / "merges.txt"
+    vocab_path.write_text(json.dumps(vocab), encoding="utf-8")
+    merges_path.write_text("\n".join(merges) + "\n", encoding="utf-8")
+    return vocab_path, merges_path
+
+
+def _bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's reversible byte -> printable character table."""
+    printable = (
+        list(range(ord("!"), ord("~") + 1))
+        + list(range(ord("¡"), ord("¬") + 1))
+        + list(range(ord("®"), ord("ÿ") + 1))
+    )
+    codes = printable[:]
+    extra = 0
+    for byte in range(256):
+        if byte not in printable:
+            printable.append(byte)
+            codes.append(256 + extra)
+            extra += 1
+    return dict(zip(printable, [chr(code) for code in codes], strict=True))
+
+
+def _gpt2_bpe_files(folder: Path) -> tuple[Path, Path]:
+    """A byte-level BPE vocabulary in which " his" and " her" are single tokens and
+    " their" is three (``Ġthe`` + ``i`` + ``r``)."""
+    vocab: dict[str, int] = {"<pad>": 0, "</s>": 1, "<unk>": 2}
+    for char in _bytes_to_unicode().values():
+        vocab.setdefault(char, len(vocab))
+    merges = [
+        "#version: 0.2",
+        "Ġ t",
+        "Ġt h",
+        "Ġth e",
+        "Ġ h",
+        "Ġh i",
+        "Ġhi s",
+        "Ġh e",
+        "Ġhe r",
+        "Ġ a",
+        "Ġa n",
+        "Ġan d",
+        "T h",
+        "Th e",
+    ]
+    for merge in merges[1:]:
+        vocab.setdefault("".join(merge.split()), len(vocab))
+    vocab_path = folder / "vocab.json"
+    merges_path = folder / "merges.txt"
+    vocab_path.write_text(json.dumps(vocab), encoding="utf-8")
+    merges_path.write_text("\n".join(merges) + "\n", encoding="utf-8")
+    return vocab_path, merges_path
+
+
+def _folder(folder: Path, name: str) -> Path:
+    path = Path(folder) / name
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _open_clip_cfg() -> dict[str, object]:
+    return {
+        "embed_dim": 32,
+        "vision_cfg": {"image_size": IMAGE_SIZE, "layers": 2, "width": 64, "patch_size": 8},
+        "text_cfg": {
+            "context_length": 16,
+            "vocab_size": 49408,
+            "width": 32,
+            "heads": 4,
+            "layers": 2,
+        },
+    }
+
+
+def tiny_open_clip(folder: Path, name: str = "tiny-open-clip") -> str:
+    """An OpenCLIP model folder (``open_clip_config.json`` + weights); spec
+    ``open_clip:FOLDER``."""
+    import open_clip
+
+    path = _folder(folder, name)
+    torch.manual_seed(0)
+    cfg = _open_clip_cfg()
+    model = open_clip.CLIP(**cfg)  # type: ignore[arg-type]
+    torch.save(model.state_dict(), path / "open_clip_pytorch_model.bin")
+    (path / "open_clip_config.json").write_text(
+        json.dumps({"model_cfg": cfg, "preprocess_cfg": {}}), encoding="utf-8"
+    )
+    return f"open_clip:{path}"
+
+
+def tiny_open_clip_checkpoint(folder: Path, arch: str = "contrastkit-tiny-clip") -> str:
+    """Registers the tiny architecture under ``arch`` with OpenCLIP and saves a checkpoint
+    file; spec ``open_clip:ARCH/CHECKPOINT`` (the checkpoint-path form)."""
+    import open_clip
+
+    path = _folder(folder, "tiny-open-clip-checkpoint")
+    config_path = path / f"{arch}.json"
+    config_path.write_text(json.dumps(_open_clip_cfg()), encoding="utf-8")
+    open_clip.add_model_config(config_path)
+    torch.manual_seed(1)
+    model = open_clip.CLIP(**_open_clip_cfg())  # type: ignore[arg-type]
+    checkpoint = path / "tiny.pt"
+    torch.save(model.state_dict(), checkpoint)
+    return f"open_clip:{arch}/{checkpoint}"
+
+
+def _save_clip_tokenizer(path: Path) -> None:
+    from transformers import CLIPTokenizer
+
+    vocab, merges = _clip_bpe_files(path)
+    CLIPTokenizer(str(vocab), str(merges)).save_pretrained(path)
+
+
+def _vision_cfg(hidden: int = 32, layers: int = 2) -> dict[str, object]:
+    """A ViT of ``layers`` layers, 4 heads, 8 px patches on 32 px images."""
+    return {
+        "hidden_size": hidden,
+        "intermediate_size": 37,
+        "num_hidden_layers": layers,
+        "num_attention_heads": 4,
+        "image_size": IMAGE_SIZE,
+        "patch_size": 8,
+    }
+
+
+def _clip_text_vision(hidden: int = 32) -> tuple[dict[str, object], dict[str, object]]:
+    text = {
+        "vocab_size": 80,
+        "hidden_size": hidden,
+        "intermediate_size": 37,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "max_position_embeddings": 32,
+        "bos_token_id": 0,
+        "eos_token_id": 1,
+        "pad_token_id": 1,
+    }
+    return text, _vision_cfg(hidden)
+
+
+def tiny_hf_clip(folder: Path, name: str = "tiny-hf-clip") -> str:
+    """A transformers ``CLIPModel`` folder with tokenizer and image processor; spec
+    ``hf-clip:FOLDER``."""
+    from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel
+
+    path = _folder(folder, name)
+    torch.manual_seed(0)
+    text, vision = _clip_text_vision()
+    config = CLIPConfig(text_config=text, vision_config=vision, projection_dim=32)
+    CLIPModel(config).eval().save_pretrained(path)
+    _save_clip_tokenizer(path)
+    size = {"shortest_edge": IMAGE_SIZE}
+    crop = {"height": IMAGE_SIZE, "width": IMAGE_SIZE}
+    CLIPImageProcessor(size=size, crop_size=crop).save_pretrained(path)
+    return f"hf-clip:{path}"
+
+
+def tiny_siglip(folder: Path, name: str = "tiny-siglip") -> str:
+    """A transformers ``SiglipModel`` folder; spec ``hf-clip:FOLDER``."""
+    from transformers import SiglipConfig, SiglipImageProcessor, SiglipModel
+
+    path = _folder(folder, name)
+    torch.manual_seed(0)
+    text, vision = _clip_text_vision()
+    config = SiglipConfig(text_config=text, vision_config=vision)
+    SiglipModel(config).eval().save_pretrained(path)
+    _save_clip_tokenizer(path)
+    SiglipImageProcessor(size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}).save_pretrained(path)
+    return f"hf-clip:{path}"
+
+
+def _bert_tokenizer(path: Path, extra: tuple[str, ...] = ()) -> None:
+    from transformers import BertTokenizer
+
+    vocab = _bert_vocab(path, extra)
+    BertTokenizer(str(vocab), do_lower_case=True).save_pretrained(path)
+
+
+def _vocab_size(path: Path) -> int:
+    return len((path / "vocab.txt").read_text(encoding="utf-8").splitlines())
+
+
+def tiny_blip(folder: Path, name: str = "tiny-blip") -> str:
+    """A transformers ``BlipForConditionalGeneration`` folder; spec ``blip:FOLDER``."""
+    from transformers import BlipConfig, BlipForConditionalGeneration, BlipImageProcessor
+
+    path = _folder(folder, name)
+    _bert_tokenizer(path, extra=("[DEC]",))
+    vocab_size = _vocab_size(path)
+    torch.manual_seed(0)
+    config = BlipConfig(
+        text_config={
+            "vocab_size": vocab_size,
+            "hidden_size": 32,
+            "encoder_hidden_size": 32,
+            "intermediate_size": 37,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "max_position_embeddings": 32,
+            "bos_token_id": 5,  # [DEC]
+            "eos_token_id": 3,
+            "sep_token_id": 3,
+            "pad_token_id": 0,
+        },
+        vision_config=_vision_cfg(),
+        projection_dim=32,
+    )
+    BlipForConditionalGeneration(config).eval().save_pretrained(path)
+    BlipImageProcessor(size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}).save_pretrained(path)
+    return f"blip:{path}"
+
+
+def tiny_git(folder: Path, name: str = "tiny-git") -> str:
+    """A transformers ``GitForCausalLM`` folder; spec ``git:FOLDER``."""
+    from transformers import CLIPImageProcessor, GitConfig, GitForCausalLM
+
+    path = _folder(folder, name)
+    _bert_tokenizer(path)
+    torch.manual_seed(0)
+    config = GitConfig(
+        vision_config=_vision_cfg(),
+        vocab_size=_vocab_size(path),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        max_position_embeddings=64,
+        bos_token_id=2,  # [CLS]
+        eos_token_id=3,  # [SEP]
+        pad_token_id=0,
+    )
+    GitForCausalLM(config).eval().save_pretrained(path)
+    size = {"shortest_edge": IMAGE_SIZE}
+    crop = {"height": IMAGE_SIZE, "width": IMAGE_SIZE}
+    CLIPImageProcessor(size=size, crop_size=crop).save_pretrained(path)
+    return f"git:{path}"
+
+
+def tiny_blip2(folder: Path, name: str = "tiny-blip2") -> str:
+    """A transformers ``Blip2ForConditionalGeneration`` (OPT decoder) folder with a GPT-2
+    style tokenizer; spec ``blip2:FOLDER``."""
+    from transformers import (
+        Blip2Config,
+        Blip2ForConditionalGeneration,
+        BlipImageProcessor,
+        GPT2Tokenizer,
+    )
+
+    path = _folder(folder, name)
+    vocab, merges = _gpt2_bpe_files(path)
+    tokenizer = GPT2Tokenizer(
+        str(vocab),
+        str(merges),
+        bos_token="</s>",
+        eos_token="</s>",
+        pad_token="<pad>",
+        unk_token="<unk>",
+        add_bos_token=True,
+    )
+    tokenizer.save_pretrained(path)
+    vocab_size = len(tokenizer) + 1
+    torch.manual_seed(0)
+    config = Blip2Config(
+        vision_config=_vision_cfg(layers=1),
+        qformer_config={
+            "vocab_size": 64,
+            "hidden_size": 32,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 4,
+            "intermediate_size": 37,
+            "encoder_hidden_size": 32,
+            "max_position_embeddings": 32,
+        },
+        text_config={
+            "model_type": "opt",
+            "vocab_size": vocab_size,
+            "hidden_size": 32,
+            "ffn_dim": 37,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "word_embed_proj_dim": 32,
+            "max_position_embeddings": 64,
+            "bos_token_id": 1,
+            "eos_token_id": 1,
+            "pad_token_id": 0,
+        },
+        num_query_tokens=4,
+        image_token_index=vocab_size - 1,
+    )
+    Blip2ForConditionalGeneration(config).eval().save_pretrained(path)
+    BlipImageProcessor(size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}).save_pretrained(path)
+    return f"blip2:{path}"
