@@ -41,6 +41,7 @@ def test_root_help_lists_the_command_groups() -> None:
         ["urls", "maintain"],
         ["export"],
         ["export", "visogender"],
+        ["export", "contrast"],
         ["publish"],
     ],
 )
