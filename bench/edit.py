@@ -40,13 +40,13 @@ from contrastkit.curation.editing import (  # noqa: E402
     crop_for_editing,
     plan_edits,
 )
-from tiny_editor import build_instruct_pix2pix  # noqa: E402
+from contrastkit.tiny.editor import build_instruct_pix2pix  # noqa: E402
 
 SOURCES, EDITS_PER_SOURCE, PAPER_STEPS = 11_541, 16, 500
 
 
 def _crops(resolution: int, n: int) -> list[Image.Image]:
-    from coco_fixture import photo
+    from contrastkit.samples import photo
 
     names = ("astronaut", "camera", "grace_hopper")
     boxes = {

@@ -28,7 +28,7 @@ def official_oo() -> Path:
 def coco_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A COCO-format folder of shipped public-domain photos (see tests/coco_fixture.py).
     Session-scoped: tests must not write into it."""
-    from coco_fixture import write_coco
+    from contrastkit.samples import write_coco
 
     return write_coco(tmp_path_factory.mktemp("coco"))
 
@@ -36,7 +36,7 @@ def coco_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_editor_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A saved tiny InstructPix2Pix pipeline (random weights; see tests/tiny_editor.py)."""
-    from tiny_editor import tiny_instruct_pix2pix
+    from contrastkit.tiny.editor import tiny_instruct_pix2pix
 
     return tiny_instruct_pix2pix(tmp_path_factory.mktemp("tiny_ip2p"))
 
@@ -52,7 +52,7 @@ def face_detector() -> object:
 @pytest.fixture(scope="session")
 def face_bank(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A FairFace-style labelled bank made of face crops of the shipped photos."""
-    from coco_fixture import photo
+    from contrastkit.samples import photo
 
     folder = tmp_path_factory.mktemp("faces")
     crops = {

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from coco_fixture import photo
 from contrastkit.curation.editing import (
     DEFAULT_INSTRUCTIONS,
     EditSettings,
@@ -19,6 +18,7 @@ from contrastkit.curation.editing import (
     paste_back,
     plan_edits,
 )
+from contrastkit.samples import photo
 from contrastkit.schema import Gender
 
 

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from coco_fixture import photo
 from contrastkit.curation.faces import (
     Face,
     FaceDetector,
@@ -17,6 +16,7 @@ from contrastkit.curation.faces import (
     read_face_bank,
     swap_face,
 )
+from contrastkit.samples import photo
 from contrastkit.schema import DataFormatError, Gender
 
 

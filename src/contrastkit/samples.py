@@ -1,8 +1,13 @@
-"""A small COCO-format folder made from public-domain photos that installed packages ship.
+"""Sample data from public-domain photos that installed packages ship, for demos and tests.
 
-matplotlib's ``grace_hopper.jpg`` (Grace Hopper, US Navy photo), scikit-image's
-``astronaut`` (Eileen Collins, NASA) and ``camera`` (the "cameraman"). Person boxes were
-drawn by hand around each person; captions are written for the test, in COCO's style.
+matplotlib's ``grace_hopper.jpg`` (Grace Hopper, US Navy photo, public domain),
+scikit-image's ``astronaut`` (Eileen Collins, NASA, public domain) and ``camera`` (the
+"cameraman", CC0 by Lav Varshney). :func:`write_coco` lays them out as a small COCO-format
+folder (``annotations/captions_train2017.json``, ``annotations/instances_train2017.json``,
+``train2017/*.jpg``): person boxes drawn by hand around each person, captions written in
+COCO's style, plus images that the GenSynth source filter must reject (two people, an
+undefined caption label, a box too small). ``contrastkit quickstart`` builds its contrast
+set from it.
 """
 
 from __future__ import annotations
@@ -63,7 +68,9 @@ def write_coco(root: Path, image_ids: tuple[int, ...] = tuple(IMAGES)) -> Path:
     """
     (root / "annotations").mkdir(parents=True, exist_ok=True)
     (root / SPLIT).mkdir(exist_ok=True)
-    images, captions, instances = [], [], []
+    images: list[dict[str, object]] = []
+    captions: list[dict[str, object]] = []
+    instances: list[dict[str, object]] = []
     for image_id in image_ids:
         name, boxes, texts = IMAGES[image_id]
         image = photo(name)

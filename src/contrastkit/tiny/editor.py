@@ -1,4 +1,4 @@
-"""A tiny InstructPix2Pix pipeline with the real architecture and random weights.
+"""InstructPix2Pix pipelines with the real architecture and random weights.
 
 ``StableDiffusionInstructPix2PixPipeline`` from configs: an 8-channel-input UNet, a
 2-block VAE, a 2-layer CLIP text encoder and a CLIP BPE tokenizer made from a small
@@ -57,7 +57,7 @@ def build_instruct_pix2pix(arch: str = "tiny", *, folder: Path) -> Any:
     }
     blocks, layers, cross, heads, groups, vae_blocks = sizes[arch]
     n = len(blocks)
-    unet = UNet2DConditionModel(
+    unet = UNet2DConditionModel(  # type: ignore[no-untyped-call]
         sample_size=64 if arch == "sd15" else 16,
         in_channels=8,
         out_channels=4,
@@ -71,7 +71,7 @@ def build_instruct_pix2pix(arch: str = "tiny", *, folder: Path) -> Any:
         attention_head_dim=heads,
         norm_num_groups=groups,
     )  # fmt: skip
-    vae = AutoencoderKL(
+    vae = AutoencoderKL(  # type: ignore[no-untyped-call]
         in_channels=3,
         out_channels=3,
         down_block_types=("DownEncoderBlock2D",) * len(vae_blocks),
@@ -96,12 +96,12 @@ def build_instruct_pix2pix(arch: str = "tiny", *, folder: Path) -> Any:
             pad_token_id=1,
         )
     )
-    return StableDiffusionInstructPix2PixPipeline(
+    return StableDiffusionInstructPix2PixPipeline(  # type: ignore[no-untyped-call]
         vae=vae,
         text_encoder=text_encoder,
         tokenizer=tokenizer,
         unet=unet,
-        scheduler=EulerAncestralDiscreteScheduler(
+        scheduler=EulerAncestralDiscreteScheduler(  # type: ignore[no-untyped-call]
             beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear"
         ),
         safety_checker=None,
