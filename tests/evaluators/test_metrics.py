@@ -15,6 +15,7 @@ from contrastkit.evaluators.metrics import (
     neutral_summary,
     resolution_summary,
     retrieval_metrics,
+    retrieval_metrics_batch,
     skew_at_k,
     summarize,
     topk_counts,
@@ -238,3 +239,14 @@ def test_summarize_uses_sample_sigma_and_counts_undefined_values() -> None:
     single = summarize([0.5])
     assert single["mean"] == 0.5 and math.isnan(single["sigma"])
     assert math.isnan(summarize([])["mean"])
+
+
+def test_batch_rows_equal_one_labelling_at_a_time() -> None:
+    rng = np.random.default_rng(1)
+    scores = rng.integers(0, 4, size=12).astype(float)  # many ties
+    rows = np.array([rng.permutation([M] * 5 + [F] * 4 + ["", "", "neutral"]) for _ in range(30)])
+    batch = retrieval_metrics_batch(scores, rows, ks=(3, 5), ndkl_k=8)
+    for r, labels in enumerate(rows):
+        single = retrieval_metrics(scores, labels, ks=(3, 5), ndkl_k=8)
+        for name, value in single.items():
+            assert batch[name][r] == pytest.approx(value, nan_ok=True), (r, name)

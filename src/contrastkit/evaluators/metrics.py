@@ -56,7 +56,7 @@ Conventions, chosen so that every case has one documented value:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Literal
 
 import numpy as np
@@ -71,6 +71,7 @@ __all__ = [
     "neutral_summary",
     "resolution_summary",
     "retrieval_metrics",
+    "retrieval_metrics_batch",
     "skew_at_k",
     "summarize",
     "topk_counts",
@@ -159,10 +160,12 @@ def neutral_summary(predicted: ArrayLike, target: ArrayLike) -> dict[str, float 
 
 
 def _ranking_inputs(scores: ArrayLike, labels: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """Scores as float64 ``(n,)`` and labels as an object array ``(rows, n)``."""
     values = np.asarray(scores, dtype=np.float64).ravel()
-    names = np.asarray(labels, dtype=object).ravel()
-    if values.shape != names.shape:
-        raise ValueError(f"{values.size} scores but {names.size} labels")
+    names = np.asarray(labels, dtype=object)
+    names = names.reshape(1, -1) if names.ndim <= 1 else names
+    if names.ndim != 2 or names.shape[1] != values.size:
+        raise ValueError(f"{values.size} scores but {names.shape[-1]} labels")
     if np.isnan(values).any():
         raise ValueError("scores contain NaN; a ranking needs comparable scores")
     return values, names
@@ -173,39 +176,176 @@ def _check_k(k: int) -> None:
         raise ValueError(f"K must be a positive integer, not {k!r}")
 
 
-def topk_counts(
-    scores: ArrayLike, labels: ArrayLike, k: int, *, values: Sequence[str] = GENDERS
-) -> dict[str, float]:
-    """Expected number of images of each label among the ``k`` highest scores, ties at the
-    cut-off shared in proportion (see the module docstring), plus ``"k"``: the number of
-    images retrieved, ``min(k, n)``.
+def _prefix_counts(scores: np.ndarray, labels: np.ndarray) -> dict[str, np.ndarray]:
+    """Expected count of each gender among the top ``i`` images, for every ``i``.
+
+    ``scores`` is ``(rows, n)`` (``-inf`` sinks an image to the end), ``labels`` the same
+    shape. Returns ``{gender: (rows, n)}`` where entry ``[r, i - 1]`` is the expected count
+    among the top ``i`` of row ``r`` under a uniformly random order of tied images: each
+    rank holds the mean indicator of its tie group, and prefix sums of those means are
+    the module docstring's "full groups above + shared slots" counts.
+    """
+    rows, n = scores.shape
+    order = np.argsort(-scores, axis=1, kind="stable")
+    ranked = np.take_along_axis(scores, order, axis=1)
+    names = np.take_along_axis(labels, order, axis=1)
+    position = np.broadcast_to(np.arange(n), (rows, n))
+    starts = np.ones((rows, n), dtype=bool)
+    starts[:, 1:] = ranked[:, 1:] != ranked[:, :-1]
+    ends = np.ones((rows, n), dtype=bool)
+    ends[:, :-1] = starts[:, 1:]
+    first = np.maximum.accumulate(np.where(starts, position, 0), axis=1)
+    last = np.minimum.accumulate(np.where(ends, position, n - 1)[:, ::-1], axis=1)[:, ::-1]
+    size = (last - first + 1).astype(np.float64)
+    result: dict[str, np.ndarray] = {}
+    for gender in GENDERS:
+        running = np.cumsum((names == gender).astype(np.float64), axis=1)
+        before = np.where(first > 0, np.take_along_axis(running, np.maximum(first - 1, 0), 1), 0.0)
+        group_total = np.take_along_axis(running, last, axis=1) - before
+        result[gender] = np.cumsum(group_total / size, axis=1)
+    return result
+
+
+def topk_counts(scores: ArrayLike, labels: ArrayLike, k: int) -> dict[str, float]:
+    """Expected number of masculine and feminine images among the ``k`` highest scores,
+    ties at the cut-off shared in proportion (module docstring), and ``"k"``: the number of
+    images retrieved, ``min(k, n)``."""
+    _check_k(k)
+    values, names = _ranking_inputs(scores, labels)
+    retrieved = min(k, values.size)
+    if retrieved == 0:
+        return {**{gender: 0.0 for gender in GENDERS}, "k": 0.0}
+    prefix = _prefix_counts(values.reshape(1, -1), names[:1])
+    counts = {gender: float(prefix[gender][0, retrieved - 1]) for gender in GENDERS}
+    return {**counts, "k": float(retrieved)}
+
+
+def _log_ratio(share: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """``ln(share / wanted)``: ``-inf`` where share is 0, ``nan`` where wanted is 0/nan."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value = np.log(share / wanted)
+    value = np.where(share == 0, -np.inf, value)
+    result: np.ndarray = np.where((wanted > 0) & np.isfinite(wanted), value, np.nan)
+    return result
+
+
+def retrieval_metrics_batch(
+    scores: ArrayLike,
+    labels: ArrayLike,
+    ks: Iterable[int] = (5, 10),
+    *,
+    desired: Mapping[str, float] | None = None,
+    ndkl_k: int | None = None,
+) -> dict[str, np.ndarray]:
+    """Every retrieval metric of one query's scores under each of several labellings.
 
     Args:
-        scores: one score per image (higher ranks first).
-        labels: one label per image.
-        k: how many images are retrieved.
-        values: labels to count.
+        scores: ``(n,)`` scores of the candidate images for the query.
+        labels: ``(n,)`` labels, or ``(rows, n)``: one labelling per row (the random
+            relabelling baseline of Appendix G.2 scores thousands at once).
+        ks: the cut-offs K.
+        desired: fixed desired proportions; default each row's labelled shares.
+        ndkl_k: depth of NDKL; default every labelled candidate.
+
+    Returns:
+        ``{metric: (rows,) array}`` with the keys of :func:`retrieval_metrics`.
     """
-    _check_k(k)
-    score_values, names = _ranking_inputs(scores, labels)
-    n = score_values.size
-    retrieved = min(k, n)
-    counts: dict[str, float] = {value: 0.0 for value in values}
-    if retrieved == 0:
-        return {**counts, "k": 0.0}
-    if retrieved == n:
-        for value in values:
-            counts[value] = float((names == value).sum())
-        return {**counts, "k": float(retrieved)}
-    cutoff = np.partition(score_values, n - retrieved)[n - retrieved]  # the k-th largest
-    above = score_values > cutoff
-    tied = score_values == cutoff
-    slots = retrieved - int(above.sum())
-    n_tied = int(tied.sum())
-    for value in values:
-        match = names == value
-        counts[value] = float((above & match).sum()) + slots * float((tied & match).sum()) / n_tied
-    return {**counts, "k": float(retrieved)}
+    ks = list(ks)
+    for k in ks:
+        _check_k(k)
+    if ndkl_k is not None:
+        _check_k(ndkl_k)
+    values, names = _ranking_inputs(scores, labels)
+    rows, n = names.shape
+    tiled = np.broadcast_to(values, (rows, n))
+    everything = _prefix_counts(tiled, names)
+    labelled = np.isin(names, GENDERS)
+    n_labelled = labelled.sum(axis=1)
+    ranked = _prefix_counts(np.where(labelled, tiled, -np.inf), names)
+    if desired is not None:
+        missing = [gender for gender in GENDERS if gender not in desired]
+        if missing:
+            raise ValueError(f"desired proportions need a value for {missing}")
+        wanted = {g: np.full(rows, float(desired[g])) for g in GENDERS}
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            wanted = {g: (names == g).sum(axis=1) / n_labelled for g in GENDERS}
+    result: dict[str, np.ndarray] = {}
+    row = np.arange(rows)
+    for k in ks:
+        retrieved = min(k, n)
+        if retrieved == 0:
+            for name in ("bias", "bias_gensynth"):
+                result[f"{name}@{k}"] = np.zeros(rows)
+        else:
+            n_m = everything["masculine"][:, retrieved - 1]
+            n_f = everything["feminine"][:, retrieved - 1]
+            result[f"bias@{k}"] = (n_m - n_f) / retrieved
+            total = n_m + n_f
+            with np.errstate(divide="ignore", invalid="ignore"):
+                result[f"bias_gensynth@{k}"] = np.where(total > 0, (n_m - n_f) / total, 0.0)
+        depth = np.minimum(k, n_labelled)
+        index = np.maximum(depth - 1, 0)
+        skews = {}
+        for gender in GENDERS:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                share = ranked[gender][row, index] / depth if n else np.zeros(rows)
+            skew = _log_ratio(np.asarray(share, dtype=np.float64), wanted[gender])
+            skews[gender] = np.where(depth > 0, skew, np.nan)
+            result[f"skew_{gender}@{k}"] = skews[gender]
+        stacked = np.stack([skews[g] for g in GENDERS])
+        defined = ~np.isnan(stacked)
+        any_defined = defined.any(axis=0)
+        result[f"maxskew@{k}"] = np.where(
+            any_defined, np.max(np.where(defined, stacked, -np.inf), axis=0), np.nan
+        )
+        result[f"minskew@{k}"] = np.where(
+            any_defined, np.min(np.where(defined, stacked, np.inf), axis=0), np.nan
+        )
+    result["NDKL"] = _ndkl_rows(ranked, wanted, n_labelled, ndkl_k)
+    return result
+
+
+def _ndkl_rows(
+    ranked: Mapping[str, np.ndarray],
+    wanted: Mapping[str, np.ndarray],
+    n_labelled: np.ndarray,
+    depth_limit: int | None,
+) -> np.ndarray:
+    """NDKL of each row from its labelled-only prefix counts (see :func:`ndkl`)."""
+    rows, n = ranked["masculine"].shape
+    if n == 0:
+        return np.full(rows, np.nan)
+    depth = n_labelled if depth_limit is None else np.minimum(n_labelled, depth_limit)
+    i = np.arange(1, n + 1)
+    weights = np.where(i[None, :] <= depth[:, None], 1.0 / np.log2(i + 1)[None, :], 0.0)
+    kl = np.zeros((rows, n))
+    for gender in GENDERS:
+        p = ranked[gender] / i[None, :]
+        q = wanted[gender][:, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            term = np.where(p > 0, p * np.log(p / q), 0.0)
+        kl += np.where((p > 0) & ~(q > 0), np.inf, term)
+    normaliser = weights.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        total = np.where(weights > 0, weights * kl, 0.0).sum(axis=1) / normaliser
+    result: np.ndarray = np.where(depth > 0, total, np.nan)
+    return result
+
+
+def retrieval_metrics(
+    scores: ArrayLike,
+    labels: ArrayLike,
+    ks: Iterable[int] = (5, 10),
+    *,
+    desired: Mapping[str, float] | None = None,
+    ndkl_k: int | None = None,
+) -> dict[str, float]:
+    """Every retrieval metric of one query, keyed as in the benchmark JSON:
+    ``bias@K`` (VisoGender), ``bias_gensynth@K``, ``skew_masculine@K``,
+    ``skew_feminine@K``, ``maxskew@K``, ``minskew@K`` for each K, and ``NDKL``."""
+    batch = retrieval_metrics_batch(scores, labels, ks, desired=desired, ndkl_k=ndkl_k)
+    return {name: float(values[0]) for name, values in batch.items()}
 
 
 def bias_at_k(
@@ -224,31 +364,10 @@ def bias_at_k(
     Ties at the cut-off are shared (module docstring). Averaging over queries (the
     paper's Bias@K) is :func:`summarize`'s mean.
     """
-    counts = topk_counts(scores, labels, k)
-    n_m, n_f = counts["masculine"], counts["feminine"]
-    if convention == "visogender":
-        return (n_m - n_f) / counts["k"] if counts["k"] else 0.0
-    if convention == "gensynth":
-        total = n_m + n_f
-        return (n_m - n_f) / total if total else 0.0
-    raise ValueError(f"unknown Bias@K convention {convention!r}; use visogender or gensynth")
-
-
-def _labelled(scores: ArrayLike, labels: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-    values, names = _ranking_inputs(scores, labels)
-    keep = np.isin(names, GENDERS)
-    return values[keep], names[keep]
-
-
-def _desired(names: np.ndarray, desired: Mapping[str, float] | None) -> dict[str, float]:
-    if desired is not None:
-        missing = [gender for gender in GENDERS if gender not in desired]
-        if missing:
-            raise ValueError(f"desired proportions need a value for {missing}")
-        return {gender: float(desired[gender]) for gender in GENDERS}
-    if names.size == 0:
-        return {gender: math.nan for gender in GENDERS}
-    return {gender: float((names == gender).sum()) / names.size for gender in GENDERS}
+    if convention not in ("visogender", "gensynth"):
+        raise ValueError(f"unknown Bias@K convention {convention!r}; use visogender or gensynth")
+    metrics = retrieval_metrics(scores, labels, (k,))
+    return metrics[f"bias@{k}" if convention == "visogender" else f"bias_gensynth@{k}"]
 
 
 def skew_at_k(
@@ -261,29 +380,8 @@ def skew_at_k(
     """``Skew_A@K = ln(p_{R_K,A} / p_{d,A})`` for A in masculine, feminine (VisoGender
     Appendix A; GenSynth Eq. 2). Undefined labels are dropped first; an absent gender's
     skew is ``-inf``; a gender with ``p_d = 0`` has ``nan`` (module docstring)."""
-    values, names = _labelled(scores, labels)
-    proportions = _desired(names, desired)
-    if values.size == 0:
-        return {gender: math.nan for gender in GENDERS}
-    counts = topk_counts(values, names, k)
-    result: dict[str, float] = {}
-    for gender in GENDERS:
-        share = counts[gender] / counts["k"]
-        wanted = proportions[gender]
-        if not wanted or math.isnan(wanted):
-            result[gender] = math.nan
-        elif share == 0:
-            result[gender] = -math.inf
-        else:
-            result[gender] = math.log(share / wanted)
-    return result
-
-
-def _extreme(skews: Mapping[str, float], largest: bool) -> float:
-    defined = [value for value in skews.values() if not math.isnan(value)]
-    if not defined:
-        return math.nan
-    return max(defined) if largest else min(defined)
+    metrics = retrieval_metrics(scores, labels, (k,), desired=desired)
+    return {gender: metrics[f"skew_{gender}@{k}"] for gender in GENDERS}
 
 
 def max_skew_at_k(
@@ -291,7 +389,7 @@ def max_skew_at_k(
 ) -> float:
     """``MaxSkew@K = max_A Skew_A@K`` (VisoGender Appendix A; GenSynth Eq. 3): the largest
     unfair advantage. ``nan`` genders are left out; ``nan`` if all are."""
-    return _extreme(skew_at_k(scores, labels, k, desired=desired), largest=True)
+    return retrieval_metrics(scores, labels, (k,), desired=desired)[f"maxskew@{k}"]
 
 
 def min_skew_at_k(
@@ -299,20 +397,7 @@ def min_skew_at_k(
 ) -> float:
     """``MinSkew@K = min_A Skew_A@K``: the largest disadvantage; ``-inf`` when a gender is
     absent from the top K."""
-    return _extreme(skew_at_k(scores, labels, k, desired=desired), largest=False)
-
-
-def _kl(observed: Mapping[str, float], desired: Mapping[str, float]) -> float:
-    total = 0.0
-    for gender in GENDERS:
-        p = observed[gender]
-        if p <= 0:
-            continue  # 0 * ln(0 / q) = 0
-        q = desired[gender]
-        if q <= 0:
-            return math.inf
-        total += p * math.log(p / q)
-    return total
+    return retrieval_metrics(scores, labels, (k,), desired=desired)[f"minskew@{k}"]
 
 
 def ndkl(
@@ -329,46 +414,7 @@ def ndkl(
     ``D`` the desired one; ``K`` defaults to every labelled candidate. 0 means every
     prefix of the ranking has the desired distribution. ``nan`` without labelled images.
     """
-    values, names = _labelled(scores, labels)
-    if values.size == 0:
-        return math.nan
-    proportions = _desired(names, desired)
-    depth = values.size if k is None else min(k, values.size)
-    if k is not None:
-        _check_k(k)
-    weighted = 0.0
-    normaliser = 0.0
-    for i in range(1, depth + 1):
-        counts = topk_counts(values, names, i)
-        observed = {gender: counts[gender] / counts["k"] for gender in GENDERS}
-        weight = 1.0 / math.log2(i + 1)
-        weighted += weight * _kl(observed, proportions)
-        normaliser += weight
-    return weighted / normaliser
-
-
-def retrieval_metrics(
-    scores: ArrayLike,
-    labels: ArrayLike,
-    ks: Iterable[int] = (5, 10),
-    *,
-    desired: Mapping[str, float] | None = None,
-    ndkl_k: int | None = None,
-) -> dict[str, float]:
-    """Every retrieval metric of one query, keyed as in the benchmark JSON:
-    ``bias@K`` (VisoGender), ``bias_gensynth@K``, ``skew_masculine@K``,
-    ``skew_feminine@K``, ``maxskew@K``, ``minskew@K`` for each K, and ``NDKL``."""
-    result: dict[str, float] = {}
-    for k in ks:
-        result[f"bias@{k}"] = bias_at_k(scores, labels, k, "visogender")
-        result[f"bias_gensynth@{k}"] = bias_at_k(scores, labels, k, "gensynth")
-        skews = skew_at_k(scores, labels, k, desired=desired)
-        for gender in GENDERS:
-            result[f"skew_{gender}@{k}"] = skews[gender]
-        result[f"maxskew@{k}"] = _extreme(skews, largest=True)
-        result[f"minskew@{k}"] = _extreme(skews, largest=False)
-    result["NDKL"] = ndkl(scores, labels, ndkl_k, desired=desired)
-    return result
+    return retrieval_metrics(scores, labels, (), desired=desired, ndkl_k=k)["NDKL"]
 
 
 def summarize(values: Iterable[float]) -> dict[str, float | int]:
