@@ -9,7 +9,7 @@ from __future__ import annotations
 import typer
 
 from contrastkit import __version__
-from contrastkit.cli import build, taxonomy, urls, validate
+from contrastkit.cli import build, evaluate, taxonomy, urls, validate
 
 app = typer.Typer(
     name="contrastkit",
@@ -27,6 +27,7 @@ app.add_typer(build.app, name="build")
 app.command(name="validate")(validate.validate)
 app.add_typer(taxonomy.app, name="taxonomy")
 app.add_typer(urls.app, name="urls")
+evaluate.register(app)
 
 
 def _version(value: bool) -> None:
