@@ -20,13 +20,21 @@ runner = CliRunner()
 def test_root_help_lists_the_command_groups() -> None:
     result = runner.invoke(app, ["--help"])
     assert result.exit_code == 0
-    for group in ("build", "validate", "taxonomy"):
+    for group in ("build", "validate", "taxonomy", "evaluate", "report"):
         assert group in result.output
 
 
 @pytest.mark.parametrize(
     "command",
-    [["build"], ["build", "visogender"], ["validate"], ["taxonomy"], ["taxonomy", "show"]],
+    [
+        ["build"],
+        ["build", "visogender"],
+        ["validate"],
+        ["taxonomy"],
+        ["taxonomy", "show"],
+        ["evaluate"],
+        ["report"],
+    ],
 )
 def test_every_command_has_help_with_an_example(command: list[str]) -> None:
     result = runner.invoke(app, [*command, "--help"], terminal_width=200)
