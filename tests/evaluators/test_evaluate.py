@@ -166,37 +166,28 @@ def _url(n: int, path: Path) -> str:
     return f"https://images.example.org/photos/{n}.png?w=600"
 
 
+def _store(store: ImageStore, path: Path, url: str) -> None:
+    with Image.open(path) as image:
+        size = image.size
+    store.put(
+        path.read_bytes(), format="PNG", width=size[0], height=size[1], phash="0" * 16, url=url
+    )
+
+
 def test_urls_are_read_from_the_image_store(tmp_path: Path, tiny_specs: dict[str, str]) -> None:
     folder = tmp_path / "data"
     write_small_dataset(folder, url_for=_url)
     store = ImageStore(tmp_path / "store")
     images = sorted(folder.glob("img_*.png"))
     for n, path in enumerate(images[:-1]):  # the last image was never stored
-        with Image.open(path) as image:
-            store.put(
-                path.read_bytes(),
-                format="PNG",
-                width=image.width,
-                height=image.height,
-                phash="0" * 16,
-                url=_url(n, path),
-            )
+        _store(store, path, _url(n, path))
     items = load_items([folder])
     with pytest.raises(DataFormatError, match="contrastkit urls check") as info:
         ImageLoader(store).check(items)
     assert 'field "URL type' in str(info.value) and ":9:" in str(info.value)  # OO line 9
     with pytest.raises(DataFormatError, match="read from the image store"):
         ImageLoader(None).check(items)
-    path = images[-1]
-    with Image.open(path) as image:
-        store.put(
-            path.read_bytes(),
-            format="PNG",
-            width=image.width,
-            height=image.height,
-            phash="0" * 16,
-            url=_url(len(images) - 1, path),
-        )
+    _store(store, images[-1], _url(len(images) - 1, images[-1]))
     loader = ImageLoader(tmp_path / "store")
     loader.check(items)
     assert loader.open(items[0]).size == (56, 40)  # OO rows come first: image 16

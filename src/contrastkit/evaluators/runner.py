@@ -1,9 +1,10 @@
 """Run a model over a dataset: score every image once, keep raw scores, resume.
 
-Each image is decoded once and, for dual encoders, embedded once; its embedding serves
-every caption of the resolution task and its occupation's retrieval query, and each
-distinct caption is embedded once (the adapter's text cache). Captioning models score
-the pronoun continuations of every template of a batch of images.
+Each image is decoded once (the next batch in a thread pool while the model works on
+the current one) and, for dual encoders, embedded once; its embedding serves every caption
+of the resolution task and its occupation's retrieval query, and each distinct caption is
+embedded once (the adapter's text cache). Captioning models score the pronoun
+continuations of every template of a batch of images.
 
 Raw scores are appended to ``raw_resolution.jsonl`` / ``raw_retrieval.jsonl`` in the
 output folder after every batch (flushed to disk), so an interrupted run loses at most one
@@ -17,12 +18,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from PIL import Image
 
 from contrastkit.evaluators.data import EvalItem, ImageLoader
 from contrastkit.evaluators.models.base import ImageTextScorer, PronounScorer, batched
@@ -198,8 +201,7 @@ def score_dataset(
         finished = 0
         if progress is not None:
             progress(0, len(todo))
-        for batch in batched(todo, batch_size):
-            images = [loader.open(item) for item in batch]
+        for batch, images in _decoded(list(batched(todo, batch_size)), loader):
             new_resolution: list[dict[str, Any]] = []
             new_retrieval: list[dict[str, Any]] = []
             if dual:
@@ -246,6 +248,22 @@ def score_dataset(
         ]
         atomic_write_text(paths["retrieval"], _dumps(run.retrieval))
     return run
+
+
+def _decoded(
+    batches: Sequence[Sequence[EvalItem]], loader: ImageLoader
+) -> Iterator[tuple[Sequence[EvalItem], list[Image.Image]]]:
+    """Each batch with its decoded images; the next batch is decoded by a thread pool while
+    the model works on the current one (decoding releases the GIL)."""
+    if not batches:
+        return
+    with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
+        pending = [pool.submit(loader.open, item) for item in batches[0]]
+        for number, batch in enumerate(batches):
+            images = [future.result() for future in pending]
+            following = batches[number + 1] if number + 1 < len(batches) else []
+            pending = [pool.submit(loader.open, item) for item in following]
+            yield batch, images
 
 
 def query_of_items(queries: Sequence[RetrievalQuery]) -> list[EvalItem]:
