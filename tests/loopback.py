@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import contextlib
 import io
+import socket
 import threading
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -208,7 +209,7 @@ def bench_images(count: int) -> list[bytes]:
     return images
 
 
-async def _bench_main(port: int, latency: float, distinct: int) -> None:
+async def _bench_main(port: int, latency: float, distinct: int, hosts: int) -> None:
     bodies = [response_bytes(200, body, "image/jpeg") for body in bench_images(distinct)]
 
     async def dispatch(request: Request, writer: asyncio.StreamWriter) -> None:
@@ -219,8 +220,13 @@ async def _bench_main(port: int, latency: float, distinct: int) -> None:
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await serve_connection(reader, writer, dispatch)
 
-    server = await asyncio.start_server(serve, "127.0.0.1", port, backlog=4096)
-    print(f"listening {server.sockets[0].getsockname()[1]}", flush=True)
+    if not port:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+    addresses = [f"127.0.0.{i}" for i in range(1, hosts + 1)]
+    server = await asyncio.start_server(serve, addresses, port, backlog=4096)
+    print(f"listening {port}", flush=True)
     async with server:
         await server.serve_forever()
 
@@ -230,6 +236,7 @@ if __name__ == "__main__":
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--distinct", type=int, default=256)
+    parser.add_argument("--hosts", type=int, default=1, help="serve on 127.0.0.1 .. 127.0.0.N")
     args = parser.parse_args()
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_bench_main(args.port, args.latency, args.distinct))
+        asyncio.run(_bench_main(args.port, args.latency, args.distinct, args.hosts))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,7 @@ from contrastkit.schema import (
     DataFormatError,
     Gender,
     VisoGenderRow,
+    atomic_write_text,
     read_visogender_tsv,
     render_visogender_tsv,
     write_visogender_tsv,
@@ -213,3 +216,19 @@ def test_context_cells() -> None:
     assert Context.parse(" op ") is Context.OP
     with pytest.raises(ValueError, match="expected OP or OO"):
         Context.parse("OX")
+
+
+def test_atomic_write_keeps_the_permissions_of_the_file_it_replaces(tmp_path: Path) -> None:
+    target = tmp_path / "data.tsv"
+    atomic_write_text(target, "first")
+    assert stat.S_IMODE(target.stat().st_mode) == 0o666 & ~_umask()
+    target.chmod(0o640)
+    atomic_write_text(target, "second")
+    assert target.read_text() == "second"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import os
+import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -523,11 +524,18 @@ def render_visogender_tsv(
 
 def atomic_write_text(path: str | Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same folder and rename it
-    into place, so readers only ever see the old or the new file, never a partial one."""
+    into place, so readers only ever see the old or the new file, never a partial one.
+    A replaced file keeps its permission bits; a new one gets the umask's defaults."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        if path.exists():
+            shutil.copymode(path, tmp_name)
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            Path(tmp_name).chmod(0o666 & ~umask)
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
             handle.flush()

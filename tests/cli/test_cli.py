@@ -7,8 +7,10 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+import typer
 from typer.testing import CliRunner
 
 from contrastkit.cli import app
@@ -20,7 +22,7 @@ runner = CliRunner()
 def test_root_help_lists_the_command_groups() -> None:
     result = runner.invoke(app, ["--help"])
     assert result.exit_code == 0
-    for group in ("build", "validate", "taxonomy", "evaluate", "report"):
+    for group in ("build", "validate", "taxonomy", "urls", "evaluate", "report"):
         assert group in result.output
 
 
@@ -32,6 +34,9 @@ def test_root_help_lists_the_command_groups() -> None:
         ["validate"],
         ["taxonomy"],
         ["taxonomy", "show"],
+        ["urls"],
+        ["urls", "check"],
+        ["urls", "maintain"],
         ["evaluate"],
         ["report"],
     ],
@@ -145,3 +150,22 @@ def test_taxonomy_show(tmp_path: Path) -> None:
     assert data["occupations"][-1]["source"] == str(extra)
     table = runner.invoke(app, ["taxonomy", "show"], terminal_width=200)
     assert "hairdresser" in table.output and "arXiv:2306.12424" in table.output
+
+
+def _command_paths(command: Any, prefix: tuple[str, ...] = ()) -> list[str]:
+    if hasattr(command, "commands"):  # a group (typer may vendor its own click)
+        return [
+            path
+            for name, sub in sorted(command.commands.items())
+            for path in _command_paths(sub, (*prefix, name))
+        ]
+    return [" ".join(prefix)]
+
+
+def test_the_readme_documents_every_command_with_an_example() -> None:
+    readme = (ROOT / "README.md").read_text()
+    commands = _command_paths(typer.main.get_command(app))
+    assert "urls maintain" in commands
+    for command in commands:
+        assert f"### `contrastkit {command}`" in readme, f"README lacks a section for {command}"
+        assert f"contrastkit {command} " in readme.split(f"### `contrastkit {command}`", 1)[1]

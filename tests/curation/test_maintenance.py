@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import fcntl
 import io
+import shutil
+import signal
 import sqlite3
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -219,3 +224,68 @@ def test_cli_exit_codes(server: LoopbackServer, tmp_path: Path) -> None:
     unreadable = runner.invoke(app, ["urls", "maintain", str(bad), "--db", str(tmp_path / "x.db")])
     assert unreadable.exit_code == 2 and "bad.tsv" in unreadable.output
     assert not (tmp_path / "x.db").exists()
+
+
+def _consistent(db: Path) -> None:
+    """SQLite is intact, every check belongs to a run, and each row's failure streak equals
+    its trailing failed checks: checks and row states were committed together."""
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        orphans = "SELECT COUNT(*) FROM checks WHERE run_id NOT IN (SELECT run_id FROM runs)"
+        assert conn.execute(orphans).fetchone() == (0,)
+        states = conn.execute("SELECT row_id, consecutive_failures FROM row_state").fetchall()
+        history = "SELECT status FROM checks WHERE row_id = ? ORDER BY run_id"
+        for row_id, streak in states:
+            statuses = [status for (status,) in conn.execute(history, (row_id,))]
+            trailing = 0
+            while trailing < len(statuses) and statuses[-1 - trailing] != "ok":
+                trailing += 1
+            assert streak == trailing, (row_id, statuses)
+
+
+def test_sigkill_at_any_point_leaves_the_tsv_old_or_new_and_the_db_consistent(
+    tmp_path: Path,
+) -> None:
+    routes = {f"/img/{n}.jpg": static(noise_jpeg(n)) for n in range(0, 24, 2)}
+    with LoopbackServer(routes, latency=0.1) as slow:  # odd numbers are 404s
+        rows = [
+            make_row("doctor", M if n < 12 else F, n=n, url=slow.url(f"/img/{n}.jpg"))
+            for n in range(24)
+        ]
+        original = tmp_path / "original.tsv"
+        write_visogender_tsv(original, rows, Context.OO)
+        old = original.read_bytes()
+        tsv, db = tmp_path / "oo.tsv", tmp_path / "state.sqlite"
+        options = ["--allow-private", "--concurrency", "2", "--retries", "0"]
+        command = [sys.executable, "-m", "contrastkit", "urls", "maintain", str(tsv),
+                   "--db", str(db), *options]  # fmt: skip
+
+        # The finished result, from a run nobody interrupts (on a copy, with its own state).
+        reference = tmp_path / "ref"
+        reference.mkdir()
+        shutil.copy(original, reference / "oo.tsv")
+        done = subprocess.run(
+            [*command[:5], str(reference / "oo.tsv"), "--db", str(reference / "s.sqlite"),
+             *command[8:]], capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert done.returncode == 1, done.stderr
+        new = (reference / "oo.tsv").read_bytes()
+        assert new != old and b"http_error:404" in new
+
+        for delay in (0.2, 0.5, 0.8, 1.1, 1.4, 1.7, 2.0, 2.4):
+            shutil.copy(original, tsv)
+            process = subprocess.Popen(
+                command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
+            time.sleep(delay)
+            process.send_signal(signal.SIGKILL)
+            process.wait()
+            assert tsv.read_bytes() in (old, new), f"partial TSV after a kill at {delay}s"
+            if db.exists():
+                _consistent(db)
+
+        shutil.copy(original, tsv)
+        final = subprocess.run(command, capture_output=True, text=True, check=False)
+        assert final.returncode == 1, final.stderr
+        assert tsv.read_bytes() == new
+        _consistent(db)

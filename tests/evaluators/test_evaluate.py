@@ -211,6 +211,43 @@ def test_urls_are_read_from_the_image_store(tmp_path: Path, tiny_specs: dict[str
     assert result.exit_code == 0, result.output
 
 
+def test_an_export_folder_is_evaluated_from_its_embedded_images(
+    tmp_path: Path, tiny_specs: dict[str, str]
+) -> None:
+    from contrastkit.builders.export import export_visogender
+
+    folder = tmp_path / "data"
+    tsvs = write_small_dataset(folder, url_for=_url)
+    store = ImageStore(tmp_path / "store")
+    for n, path in enumerate(sorted(folder.glob("img_*.png"))):
+        _store(store, path, _url(n, path))
+    export_visogender([tsvs["OP"], tsvs["OO"]], tmp_path / "export", store=store)
+    items = load_items([tmp_path / "export"])
+    from_tsv = load_items([tsvs["OO"], tsvs["OP"]])
+    assert [(i.row.idx, i.row.cell, i.row.noun) for i in items] == [
+        (i.row.idx, i.row.cell, i.row.noun) for i in from_tsv
+    ]  # ClassLabel genders and contexts read back as names
+    assert items[0].image_ref.startswith("dataset:")
+    loader = ImageLoader()  # no store needed: the images are in the dataset
+    np.testing.assert_array_equal(
+        np.asarray(loader.open(items[0])), np.asarray(ImageLoader(store).open(from_tsv[0]))
+    )
+    result = runner.invoke(
+        app,
+        [
+            "evaluate",
+            "--data",
+            str(tmp_path / "export"),
+            "--model",
+            tiny_specs["git"],
+            "--out",
+            str(tmp_path / "o"),
+            *FAST,
+        ],
+    )
+    assert result.exit_code == 0, result.output
+
+
 def test_missing_and_broken_images_are_located_errors(dataset: Path) -> None:
     (dataset / "img_003.png").unlink()
     (dataset / "img_004.png").write_bytes(b"not an image")

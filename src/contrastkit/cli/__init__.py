@@ -9,7 +9,7 @@ from __future__ import annotations
 import typer
 
 from contrastkit import __version__
-from contrastkit.cli import build, evaluate, taxonomy, urls, validate
+from contrastkit.cli import build, evaluate, export, taxonomy, urls, validate
 
 app = typer.Typer(
     name="contrastkit",
@@ -27,6 +27,8 @@ app.add_typer(build.app, name="build")
 app.command(name="validate")(validate.validate)
 app.add_typer(taxonomy.app, name="taxonomy")
 app.add_typer(urls.app, name="urls")
+app.add_typer(export.app, name="export")
+app.command(name="publish")(export.publish_command)
 evaluate.register(app)
 
 

@@ -21,7 +21,7 @@ downloader, where every sample ends with a recorded status):
 
 How the checks run:
 
-- asyncio + httpx, with a global limit (``concurrency``) and a per-host limit
+- asyncio + aiohttp, with a global limit (``concurrency``) and a per-host limit
   (``per_host``); URLs are pulled lazily from the input, so memory does not grow with the
   number of URLs.
 - Timeouts: connect, read (between bytes) and a total limit per request.
@@ -45,6 +45,7 @@ import ipaddress
 import logging
 import random
 import socket
+import ssl
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -54,8 +55,11 @@ from enum import Enum
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-import httpcore
-import httpx
+import aiohttp
+import certifi
+from aiohttp.abc import AbstractResolver, ResolveResult
+from multidict import CIMultiDictProxy
+from yarl import URL
 
 from contrastkit import __version__
 from contrastkit.curation.images import ImageLimits, ImageRejectedError, inspect_image
@@ -240,6 +244,14 @@ class _AddressPolicy:
             ip = ip.ipv4_mapped
         return ip.is_global and not ip.is_multicast
 
+    def permitted_host(self, host: str) -> bool:
+        """False for an IP literal that is not allowed; names are checked when resolved."""
+        try:
+            ipaddress.ip_address(host.strip("[]").split("%", 1)[0])
+        except ValueError:
+            return True
+        return self.permitted(host.strip("[]"))
+
     async def resolve(self, host: str, port: int) -> list[str]:
         """Every address ``host`` resolves to, each checked; raise if any is blocked."""
         host = host.strip("[]")
@@ -263,67 +275,34 @@ class _AddressPolicy:
         return addresses
 
 
-class _GuardedBackend(httpcore.AsyncNetworkBackend):
-    """httpcore network backend that resolves and checks every address it connects to."""
+class _GuardedResolver(AbstractResolver):
+    """aiohttp resolver that checks every address a host name resolves to.
+
+    aiohttp calls it for each new connection to a named host (never for IP literals,
+    which :meth:`_Checker._fetch` checks itself before each request).
+    """
 
     def __init__(self, policy: _AddressPolicy) -> None:
         self.policy = policy
-        self.inner = httpcore.AnyIOBackend()
 
-    async def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
         addresses = await self.policy.resolve(host, port)
-        last: Exception | None = None
-        for address in addresses:
-            try:
-                return await self.inner.connect_tcp(
-                    address, port, timeout, local_address, socket_options
-                )
-            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
-                last = exc
-        assert last is not None
-        raise last
+        return [
+            ResolveResult(
+                hostname=host,
+                host=address,
+                port=port,
+                family=socket.AF_INET6 if ":" in address else socket.AF_INET,
+                proto=0,
+                flags=socket.AI_NUMERICHOST,
+            )
+            for address in addresses
+        ]
 
-    async def connect_unix_socket(
-        self, path: str, timeout: float | None = None, socket_options: Any = None
-    ) -> httpcore.AsyncNetworkStream:
-        raise BlockedAddressError("unix sockets are not checked")
-
-    async def sleep(self, seconds: float) -> None:
-        await self.inner.sleep(seconds)
-
-
-def _make_client(config: CheckConfig) -> httpx.AsyncClient:
-    limits = httpx.Limits(
-        max_connections=config.concurrency, max_keepalive_connections=config.concurrency
-    )
-    transport = httpx.AsyncHTTPTransport(limits=limits, retries=0)
-    pool = transport._pool
-    if not hasattr(pool, "_network_backend"):  # pragma: no cover - guards an httpx upgrade
-        raise RuntimeError("this httpx version cannot take contrastkit's address guard")
-    pool._network_backend = _GuardedBackend(_AddressPolicy(config))
-    timeout = httpx.Timeout(
-        connect=config.connect_timeout,
-        read=config.read_timeout,
-        write=config.read_timeout,
-        pool=config.total_timeout,
-    )
-    return httpx.AsyncClient(
-        transport=transport,
-        timeout=timeout,
-        headers={"User-Agent": config.user_agent, "Accept": "image/*,*/*;q=0.5"},
-        follow_redirects=False,
-        trust_env=False,
-    )
-
-
-# -- one URL -----------------------------------------------------------------------------
+    async def close(self) -> None:
+        return None
 
 
 class _FinalStatus(Exception):  # noqa: N818 - control flow, not an error
@@ -345,14 +324,15 @@ class _RetryableError(Exception):
         self.wait = wait
 
 
-def _validate(url: str) -> httpx.URL:
+def _validate(url: str) -> URL:
     if not url or url != url.strip() or any(ord(c) < 33 for c in url):
         raise _FinalStatus(
             Status.INVALID_URL, "empty, or contains whitespace or control characters"
         )
     try:
-        parsed = httpx.URL(url)
-    except (httpx.InvalidURL, ValueError, UnicodeError) as exc:
+        parsed = URL(url)
+        parsed.raw_host  # noqa: B018 - IDNA-encodes the host: raises on a bad one
+    except (ValueError, UnicodeError, TypeError) as exc:
         raise _FinalStatus(Status.INVALID_URL, f"cannot parse: {exc}") from None
     if parsed.scheme not in ("http", "https"):
         raise _FinalStatus(
@@ -363,8 +343,8 @@ def _validate(url: str) -> httpx.URL:
     return parsed
 
 
-def _opted_out(headers: httpx.Headers) -> str | None:
-    for value in headers.get_list("x-robots-tag"):
+def _opted_out(headers: CIMultiDictProxy[str]) -> str | None:
+    for value in headers.getall("X-Robots-Tag", []):
         for directive in value.split(","):
             # "googlebot: noai" applies to a named agent; we honour every agent's opt-out.
             word = directive.rsplit(":", 1)[-1].strip().lower()
@@ -373,8 +353,8 @@ def _opted_out(headers: httpx.Headers) -> str | None:
     return None
 
 
-def _retry_after(headers: httpx.Headers) -> float | None:
-    value = headers.get("retry-after")
+def _retry_after(headers: CIMultiDictProxy[str]) -> float | None:
+    value = headers.get("Retry-After")
     if value is None:
         return None
     value = value.strip()
@@ -393,21 +373,40 @@ class _Checker:
     def __init__(
         self,
         config: CheckConfig,
-        client: httpx.AsyncClient,
         decoder: ThreadPoolExecutor,
         store: ImageStore | None,
     ) -> None:
         self.config = config
-        self.client = client
         self.decoder = decoder
         self.store = store
+        self.policy = _AddressPolicy(config)
         self.hosts: dict[str, asyncio.Semaphore] = {}
+        connector = aiohttp.TCPConnector(
+            limit=config.concurrency,
+            limit_per_host=config.per_host,
+            resolver=_GuardedResolver(self.policy),
+            ssl=ssl.create_default_context(cafile=certifi.where()),
+            ttl_dns_cache=300,  # cached addresses were checked when they were resolved
+        )
+        self.session = aiohttp.ClientSession(
+            connector=connector,
+            timeout=aiohttp.ClientTimeout(
+                total=None, sock_connect=config.connect_timeout, sock_read=config.read_timeout
+            ),
+            headers={"User-Agent": config.user_agent, "Accept": "image/*,*/*;q=0.5"},
+            trust_env=False,  # no environment proxies: the address check must see the target
+            cookie_jar=aiohttp.DummyCookieJar(),
+        )
 
     def _host_slot(self, host: str) -> asyncio.Semaphore:
         slot = self.hosts.get(host)
         if slot is None:
             slot = self.hosts[host] = asyncio.Semaphore(self.config.per_host)
         return slot
+
+    async def aclose(self) -> None:
+        """Close every connection."""
+        await self.session.close()
 
     async def check(self, url: str) -> URLCheck:
         started = time.monotonic()
@@ -478,7 +477,10 @@ class _Checker:
         current = url
         for _hop in range(self.config.max_redirects + 1):
             target = _validate(current)
-            async with self._host_slot(target.host):
+            host = target.host or ""
+            if not self.policy.permitted_host(host):
+                raise _FinalStatus(Status.BLOCKED_ADDRESS, f"{host} is a non-public address")
+            async with self._host_slot(host):
                 try:
                     outcome = await asyncio.wait_for(
                         self._request(target), self.config.total_timeout
@@ -499,16 +501,15 @@ class _Checker:
             f"more than {self.config.max_redirects} redirects (last: {redact_url(current)})",
         )
 
-    async def _request(self, target: httpx.URL) -> str | tuple[bytes, int]:
+    async def _request(self, target: URL) -> str | tuple[bytes, int]:
         """One request: the next URL for a redirect, or (body, status)."""
         try:
-            async with self.client.stream("GET", target) as response:
-                status = response.status_code
-                if response.is_redirect:
-                    location = response.headers.get("location", "")
+            async with self.session.get(target, allow_redirects=False) as response:
+                status = response.status
+                if status in (301, 302, 303, 307, 308) and "Location" in response.headers:
                     try:
-                        return str(target.join(location))
-                    except (httpx.InvalidURL, ValueError) as exc:
+                        return str(target.join(URL(response.headers["Location"])))
+                    except (ValueError, TypeError) as exc:
                         raise _FinalStatus(
                             Status.INVALID_URL, f"redirect to an unusable location: {exc}", status
                         ) from None
@@ -529,60 +530,57 @@ class _Checker:
                         raise _RetryableError(final, wait)
                     raise final
                 return await self._read_body(response), status
-        except httpx.TimeoutException as exc:
+        except aiohttp.ConnectionTimeoutError:
             raise _RetryableError(
-                _FinalStatus(Status.TIMEOUT, _timeout_detail(exc, self.config))
+                _FinalStatus(
+                    Status.TIMEOUT, f"connect timeout after {self.config.connect_timeout:g}s"
+                )
+            ) from None
+        except (aiohttp.SocketTimeoutError, asyncio.TimeoutError):
+            raise _RetryableError(
+                _FinalStatus(
+                    Status.TIMEOUT, f"read timeout: no data for {self.config.read_timeout:g}s"
+                )
             ) from None
         except DNSLookupError as exc:
             raise _FinalStatus(Status.DNS_ERROR, str(exc)) from None
         except BlockedAddressError as exc:
             raise _FinalStatus(Status.BLOCKED_ADDRESS, str(exc)) from None
-        except httpx.ConnectError as exc:
+        except aiohttp.InvalidURL as exc:
+            raise _FinalStatus(Status.INVALID_URL, f"unusable URL: {exc}") from None
+        except aiohttp.ClientConnectorDNSError as exc:
+            raise _FinalStatus(Status.DNS_ERROR, str(exc)) from None
+        except aiohttp.ClientConnectorError as exc:
             raise _FinalStatus(Status.CONNECTION_ERROR, f"cannot connect: {exc}") from None
-        except (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError) as exc:
+        except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError,
+                aiohttp.ClientPayloadError) as exc:  # fmt: skip
             raise _RetryableError(
                 _FinalStatus(Status.CONNECTION_ERROR, f"{type(exc).__name__}: {exc}")
             ) from None
-        except httpx.DecodingError as exc:
-            raise _FinalStatus(
-                Status.CONNECTION_ERROR, f"malformed content encoding: {exc}"
-            ) from None
-        except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
-            raise _FinalStatus(Status.INVALID_URL, str(exc)) from None
-        except httpx.HTTPError as exc:
+        except aiohttp.ClientError as exc:
             raise _FinalStatus(Status.CONNECTION_ERROR, f"{type(exc).__name__}: {exc}") from None
 
-    async def _read_body(self, response: httpx.Response) -> bytes:
+    async def _read_body(self, response: aiohttp.ClientResponse) -> bytes:
         cap = self.config.limits.max_bytes
-        declared = response.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > cap:
+        declared = response.content_length
+        if declared is not None and declared > cap:
             raise _FinalStatus(
                 Status.IMAGE_TOO_LARGE,
                 f"Content-Length {declared} exceeds the limit of {cap} bytes",
-                response.status_code,
+                response.status,
             )
         chunks: list[bytes] = []
         received = 0
-        async for chunk in response.aiter_bytes():
+        async for chunk in response.content.iter_chunked(1 << 16):
             received += len(chunk)
             if received > cap:
                 raise _FinalStatus(
                     Status.IMAGE_TOO_LARGE,
                     f"body exceeds the limit of {cap} bytes",
-                    response.status_code,
+                    response.status,
                 )
             chunks.append(chunk)
         return b"".join(chunks)
-
-
-def _timeout_detail(exc: httpx.TimeoutException, config: CheckConfig) -> str:
-    if isinstance(exc, httpx.ConnectTimeout):
-        return f"connect timeout after {config.connect_timeout:g}s"
-    if isinstance(exc, httpx.ReadTimeout):
-        return f"read timeout: no data for {config.read_timeout:g}s"
-    if isinstance(exc, httpx.PoolTimeout):
-        return "no free connection in time"
-    return f"timeout: {exc}"
 
 
 # -- many URLs ---------------------------------------------------------------------------
@@ -609,8 +607,8 @@ async def iter_checks(
     source = iter(urls)
     results: asyncio.Queue[URLCheck | None] = asyncio.Queue(maxsize=config.concurrency * 2)
     with ThreadPoolExecutor(max_workers=4, thread_name_prefix="contrastkit-decode") as decoder:
-        async with _make_client(config) as client:
-            checker = _Checker(config, client, decoder, store)
+        checker = _Checker(config, decoder, store)
+        try:
 
             async def worker() -> None:
                 try:
@@ -634,6 +632,8 @@ async def iter_checks(
                 for task in workers:
                     task.cancel()
                 await asyncio.gather(*workers, return_exceptions=True)
+        finally:
+            await checker.aclose()
 
 
 def check_urls(

@@ -10,7 +10,9 @@ Three image sources:
 * the ``image`` column of a **Hugging Face dataset** saved with ``save_to_disk``.
 
 A dataset is given as one or more official-format TSVs, a folder of them (every ``*.tsv``
-with an official header), or a ``save_to_disk`` folder. Rows of a Hugging Face dataset
+with an official header), a ``save_to_disk`` folder, or the folder ``contrastkit export
+visogender`` writes (its ``saved/<config>`` datasets; ``ClassLabel`` genders and contexts
+are read as their names). Rows of a Hugging Face dataset
 carry the same fields as the TSVs, under either the official column names or the
 snake-case names of :class:`~contrastkit.schema.VisoGenderRow` (``idx``, ``context``,
 ``sector``, ``specialisation``, ``occupation``, ``participant``, ``object``,
@@ -107,8 +109,12 @@ def load_items(paths: Sequence[str | Path], *, split: str | None = None) -> list
     items: list[EvalItem] = []
     for raw in paths:
         path = Path(raw)
+        exported = sorted(p for p in (path / "saved").glob("*") if _is_dataset_folder(p))
         if path.is_dir() and _is_dataset_folder(path):
             items.extend(_dataset_items(path, split))
+        elif path.is_dir() and exported:  # a `contrastkit export visogender` folder
+            for folder in exported:
+                items.extend(_dataset_items(folder, split))
         elif path.is_dir():
             tsvs = _official_tsvs(path)
             if not tsvs:
@@ -150,7 +156,7 @@ _ALIASES = {
 
 
 def _dataset_items(folder: Path, split: str | None) -> Iterator[EvalItem]:
-    from datasets import Dataset, DatasetDict, load_from_disk
+    from datasets import ClassLabel, Dataset, DatasetDict, load_from_disk
 
     loaded = load_from_disk(str(folder))
     if isinstance(loaded, DatasetDict):
@@ -173,8 +179,17 @@ def _dataset_items(folder: Path, split: str | None) -> Iterator[EvalItem]:
     if columns["image"] is None and columns["url"] is None:
         raise DataFormatError(folder, None, "image", "the dataset has neither image nor url")
     text_columns = [c for name, c in columns.items() if c is not None and name != "image"]
+    labels = {  # ClassLabel columns (exported genders and contexts) hold integers
+        c: feature.int2str
+        for c in text_columns
+        if isinstance(feature := loaded.features[c], ClassLabel)
+    }
     for index, record in enumerate(loaded.select_columns(text_columns)):
-        values = {name: record[c] for name, c in columns.items() if c in record}
+        values = {
+            name: labels[c](record[c]) if c in labels and record[c] is not None else record[c]
+            for name, c in columns.items()
+            if c in record
+        }
         row = _dataset_row(folder, index, values)
         ref = f"dataset:{folder}#{split or ''}/{index}" if columns["image"] else row.url
         yield EvalItem(row, folder, ref, dataset_index=index, dataset_split=split)

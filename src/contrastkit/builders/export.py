@@ -1,0 +1,348 @@
+"""Export contrastkit datasets as Hugging Face ``datasets``, with build metadata for the card.
+
+An export folder holds everything a person or the Hub needs::
+
+    OUT/README.md                       dataset card: Hub YAML + datasheet (data_cards)
+    OUT/build_metadata.json             every number the card states, and where it came from
+    OUT/data/<config>/<split>-00000-of-0000N.parquet   the Hub's data files (images inside)
+    OUT/saved/<config>/                 the same DatasetDict, ``save_to_disk`` format
+
+One *config* per table shape: ``OP`` and ``OO`` for VisoGender-style sets (their columns
+differ), ``contrast`` for GenSynth / GenSwap contrast sets. Perceived genders and contexts
+are ``ClassLabel`` features, images ``Image`` features (bytes embedded), the rest plain
+values. Loading either copy back gives the same rows and the same image bytes.
+
+The folder is built under a temporary name beside ``OUT`` and renamed into place, so an
+interrupted export never leaves a half-written one, and a previous export is replaced only
+once the new one is complete.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import shutil
+import tempfile
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from datasets import ClassLabel, Dataset, DatasetDict, Features, Image, Value, load_from_disk
+
+from contrastkit import __version__
+from contrastkit.records import read_records
+from contrastkit.schema import (
+    Context,
+    DataFormatError,
+    Gender,
+    VisoGenderRow,
+    VisoGenderTable,
+    atomic_write_text,
+    read_visogender_tsv,
+)
+from contrastkit.store import ImageStore
+
+__all__ = [
+    "CONTEXT_LABELS",
+    "GENDER_LABELS",
+    "METADATA_FILE",
+    "ExportResult",
+    "export_visogender",
+    "load_export",
+    "read_metadata",
+    "visogender_features",
+    "write_export",
+]
+
+METADATA_FILE = "build_metadata.json"
+GENDER_LABELS = [Gender.MASCULINE.value, Gender.FEMININE.value]
+"""ClassLabel names of perceived gender: 0 masculine, 1 feminine."""
+CONTEXT_LABELS = [Context.OP.value, Context.OO.value]
+"""ClassLabel names of the scene context: 0 OP (occupation-participant), 1 OO."""
+MAX_SHARD_BYTES = 256 * 1024 * 1024
+"""Parquet shards are cut so that none holds much more than this (images included)."""
+
+
+@dataclass
+class ExportResult:
+    """What :func:`write_export` wrote."""
+
+    out_dir: Path
+    configs: dict[str, DatasetDict]
+    metadata: dict[str, Any]
+    parquet_files: list[Path] = field(default_factory=list)
+
+
+def visogender_features(context: Context, *, with_images: bool) -> Features:
+    """Typed features of an exported VisoGender-style ``context`` table."""
+    features: dict[str, Any] = {
+        "idx": Value("string"),
+        "context": ClassLabel(names=CONTEXT_LABELS),
+        "sector": Value("string"),
+        "specialisation": Value("string"),
+        "occupation": Value("string"),
+    }
+    if context is Context.OP:
+        features["participant"] = Value("string")
+    else:
+        features["object"] = Value("string")
+    features["occupation_gender"] = ClassLabel(names=GENDER_LABELS)
+    if context is Context.OP:
+        features["participant_gender"] = ClassLabel(names=GENDER_LABELS)
+    features |= {
+        "url": Value("string"),
+        "licence": Value("string"),
+        "annotator": Value("string"),
+        "error_codes": Value("string"),
+    }
+    if with_images:
+        features |= {"image": Image(), "image_sha256": Value("string")}
+    return Features(features)
+
+
+def _row_record(row: VisoGenderRow) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "idx": row.idx,
+        "context": row.context.value,
+        "sector": row.sector,
+        "specialisation": row.specialisation,
+        "occupation": row.occupation,
+    }
+    if row.context is Context.OP:
+        record["participant"] = row.participant
+    else:
+        record["object"] = row.object
+    record["occupation_gender"] = row.occupation_gender.value
+    if row.context is Context.OP:
+        assert row.participant_gender is not None
+        record["participant_gender"] = row.participant_gender.value
+    record |= {
+        "url": row.url,
+        "licence": row.licence,
+        "annotator": row.annotator,
+        "error_codes": row.error_codes,
+    }
+    return record
+
+
+def _table_dataset(
+    table: VisoGenderTable, store: ImageStore | None, skip_missing: bool
+) -> tuple[Dataset, list[str]]:
+    """One table as a Dataset; rows whose image the store lacks are an error or skipped."""
+    records: list[dict[str, Any]] = []
+    skipped: list[str] = []
+    for row in table.rows:
+        record = _row_record(row)
+        if store is not None:
+            sha = store.sha_for_url(row.url)
+            if sha is None or not store.has(sha):
+                if skip_missing:
+                    skipped.append(row.idx)
+                    continue
+                raise DataFormatError(
+                    table.path,
+                    row.line,
+                    "URL",
+                    f"the image store {store.root} has no image for this URL; run "
+                    f"`contrastkit urls check {table.path} --store {store.root}` first, or "
+                    "pass --skip-missing to leave such rows out",
+                )
+            record["image"] = {"bytes": store.read(sha), "path": f"{sha}"}
+            record["image_sha256"] = sha
+        records.append(record)
+    features = visogender_features(table.context, with_images=store is not None)
+    columns = {name: [r[name] for r in records] for name in features}
+    return Dataset.from_dict(columns, features=features), skipped
+
+
+def _url_check_summary(checks: Path) -> dict[str, Any]:
+    """Status counts and check time from ``urls check --results`` JSON lines."""
+    statuses: Counter[str] = Counter()
+    times: list[str] = []
+    for record in read_records(checks):
+        status = record.get("status")
+        if not status:
+            raise record.error("status", "missing; expected a `urls check --results` file")
+        statuses[status] += 1
+        if record.get("checked_at"):
+            times.append(record.get("checked_at"))
+    return {
+        "source": str(checks),
+        "checked_from": min(times) if times else None,
+        "checked_to": max(times) if times else None,
+        "status_counts": dict(sorted(statuses.items())),
+    }
+
+
+def export_visogender(
+    paths: Sequence[Path],
+    out_dir: Path,
+    *,
+    store: ImageStore | None = None,
+    checks: Path | None = None,
+    skip_missing: bool = False,
+    split: str = "test",
+    pretty_name: str = "VisoGender-style occupation and pronoun resolution set",
+    license: str = "cc-by-4.0",
+) -> ExportResult:
+    """Export official-format OP/OO TSVs (configs ``OP`` and ``OO``) to ``out_dir``.
+
+    Args:
+        paths: The TSVs; each becomes the config of its context (one file per context).
+        out_dir: Export folder (replaced atomically if it exists).
+        store: Embed the images from this store (``urls check --store``); URL-only without.
+        checks: ``urls check --results`` file whose status counts and dates go in the card.
+        skip_missing: Leave out rows whose image the store lacks (listed in the metadata)
+            instead of failing.
+        split: Split name of every config (VisoGender is an evaluation set: ``test``).
+        pretty_name: The card's title.
+        license: SPDX-style licence id of the annotations (the card's ``license``).
+    """
+    tables = [read_visogender_tsv(path) for path in paths]
+    seen: dict[Context, Path] = {}
+    for table in tables:
+        if table.context in seen:
+            raise DataFormatError(
+                table.path,
+                None,
+                None,
+                f"a second {table.context.value} file ({seen[table.context]})",
+            )
+        seen[table.context] = Path(table.path)
+    configs: dict[str, DatasetDict] = {}
+    counts: dict[str, dict[str, dict[str, int]]] = {}
+    sources = []
+    skipped: dict[str, list[str]] = {}
+    for table in sorted(tables, key=lambda t: CONTEXT_LABELS.index(t.context.value)):
+        dataset, missing = _table_dataset(table, store, skip_missing)
+        name = table.context.value
+        configs[name] = DatasetDict({split: dataset})
+        kept = [row for row in table.rows if row.idx not in set(missing)]
+        cells: dict[str, Counter[str]] = defaultdict(Counter)
+        for row in kept:
+            cells[row.occupation][row.cell] += 1
+        counts[name] = {
+            occupation: {cell: cells[occupation][cell] for cell in table.context.cells}
+            for occupation in sorted(cells)
+        }
+        sources.append({
+            "path": str(table.path),
+            "sha256": hashlib.sha256(Path(table.path).read_bytes()).hexdigest(),
+            "rows": len(table.rows),
+        })  # fmt: skip
+        if missing:
+            skipped[name] = missing
+    metadata: dict[str, Any] = {
+        "kind": "visogender",
+        "pretty_name": pretty_name,
+        "license": license,
+        "split": split,
+        "sources": sources,
+        "with_images": store is not None,
+        "image_store": str(store.root) if store is not None else None,
+        "skipped_missing_images": skipped,
+        "counts": counts,
+        "cells": {name: list(Context(name).cells) for name in configs},
+        "sectors": {
+            name: dict(sorted(Counter(configs[name][split]["sector"]).items())) for name in configs
+        },
+        "url_check": _url_check_summary(checks) if checks is not None else None,
+    }
+    return write_export(out_dir, configs, metadata)
+
+
+def write_export(
+    out_dir: Path, configs: dict[str, DatasetDict], metadata: dict[str, Any]
+) -> ExportResult:
+    """Write configs (``save_to_disk`` and parquet), the metadata and the dataset card.
+
+    ``metadata`` is completed with the configs' row counts, features, file list, the
+    contrastkit version and the export time, then rendered into ``README.md``.
+    """
+    from contrastkit.data_cards import render_card
+
+    out_dir = Path(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    building = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    try:
+        parquet_files: list[Path] = []
+        described: dict[str, Any] = {}
+        for name, splits in configs.items():
+            splits.save_to_disk(str(building / "saved" / name))
+            described[name] = {
+                "splits": {},
+                "features": splits[next(iter(splits))].features.to_dict(),
+            }
+            for split, dataset in splits.items():
+                size = dataset.data.nbytes
+                shards = max(1, math.ceil(size / MAX_SHARD_BYTES))
+                files = []
+                for index in range(shards):
+                    path = building / "data" / name / f"{split}-{index:05d}-of-{shards:05d}.parquet"
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    dataset.shard(shards, index, contiguous=True).to_parquet(str(path))
+                    parquet_files.append(out_dir / path.relative_to(building))
+                    files.append(str(path.relative_to(building)))
+                described[name]["splits"][split] = {"rows": dataset.num_rows, "files": files}
+        metadata = {
+            **metadata,
+            "configs": described,
+            "total_rows": sum(s["rows"] for c in described.values() for s in c["splits"].values()),
+            "contrastkit_version": __version__,
+            "exported_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        }
+        atomic_write_text(building / METADATA_FILE, json.dumps(metadata, indent=2) + "\n")
+        atomic_write_text(building / "README.md", render_card(metadata))
+        _replace_dir(building, out_dir)
+    except BaseException:
+        shutil.rmtree(building, ignore_errors=True)
+        raise
+    return ExportResult(out_dir, configs, metadata, parquet_files)
+
+
+def _replace_dir(new: Path, target: Path) -> None:
+    """Put ``new`` at ``target``; an existing ``target`` is removed only after the swap."""
+    if target.exists():
+        old = target.with_name(f".{target.name}.old-{new.name.rsplit('-', 1)[-1]}")
+        target.rename(old)
+        new.rename(target)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        new.rename(target)
+
+
+def read_metadata(out_dir: Path) -> dict[str, Any]:
+    """The ``build_metadata.json`` of an export folder."""
+    path = Path(out_dir) / METADATA_FILE
+    try:
+        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataFormatError(
+            path, None, None, "not an export folder (no build metadata)"
+        ) from None
+    except json.JSONDecodeError as exc:
+        raise DataFormatError(path, exc.lineno, None, f"invalid JSON: {exc.msg}") from None
+    return data
+
+
+def load_export(out_dir: Path, config: str, *, source: str = "disk") -> DatasetDict:
+    """Load one config of an export folder back, from ``saved/`` (``source="disk"``) or
+    from its parquet files (``source="parquet"``)."""
+    out_dir = Path(out_dir)
+    if source == "disk":
+        loaded = load_from_disk(str(out_dir / "saved" / config))
+        assert isinstance(loaded, DatasetDict)
+        return loaded
+    if source != "parquet":
+        raise ValueError(f"source must be 'disk' or 'parquet', not {source!r}")
+    from datasets import load_dataset
+
+    described = read_metadata(out_dir)["configs"][config]["splits"]
+    files = {split: [str(out_dir / f) for f in info["files"]] for split, info in described.items()}
+    loaded = load_dataset("parquet", data_files=files)
+    assert isinstance(loaded, DatasetDict)
+    return loaded

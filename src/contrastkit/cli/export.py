@@ -1,0 +1,113 @@
+"""``contrastkit export ...`` and ``contrastkit publish``: Hugging Face datasets and the Hub."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from contrastkit.builders.export import ExportResult, export_visogender
+from contrastkit.builders.publish import PublishError, publish
+from contrastkit.cli.common import console, print_json, user_errors
+from contrastkit.store import ImageStore
+
+app = typer.Typer(
+    help=(
+        "Export datasets as Hugging Face datasets (save_to_disk + parquet) with a dataset "
+        "card.\n\n"
+        "Example: contrastkit export visogender build/example/visogender_O?.tsv "
+        "--store build/images --out build/export"
+    ),
+    no_args_is_help=True,
+    rich_markup_mode="markdown",
+)
+
+
+def print_export(result: ExportResult) -> None:
+    """Where the export went and what it holds."""
+    for name, splits in result.configs.items():
+        for split, dataset in splits.items():
+            console.print(
+                f"{name}/{split}: {dataset.num_rows} rows, columns {dataset.column_names}"
+            )
+    console.print(f"wrote {result.out_dir} (README.md card, build_metadata.json, data/, saved/)")
+
+
+@app.command("visogender")
+def export_visogender_command(
+    files: list[Path] = typer.Argument(..., help="Official-format OP and/or OO TSVs."),
+    out: Path = typer.Option(..., help="Export folder (replaced atomically if it exists)."),
+    store: Path | None = typer.Option(
+        None, help="Embed images from this store (`urls check --store`); URL-only without."
+    ),
+    checks: Path | None = typer.Option(
+        None, help="A `urls check --results` file: its dates and status counts go in the card."
+    ),
+    skip_missing: bool = typer.Option(
+        False, help="Leave out rows whose image the store lacks instead of failing."
+    ),
+    pretty_name: str = typer.Option(
+        "VisoGender-style occupation and pronoun resolution set", help="The card's title."
+    ),
+    license: str = typer.Option("cc-by-4.0", help="Licence id of the annotations."),
+    as_json: bool = typer.Option(False, "--json", help="Print the build metadata as JSON."),
+) -> None:
+    """Export VisoGender-style TSVs as a Hugging Face dataset: configs `OP` and `OO`
+    (split `test`), perceived genders and contexts as ClassLabel, images embedded from the
+    store, saved with `save_to_disk` and as parquet shards, with a dataset card.
+
+    Example:
+
+        contrastkit export visogender data/visogender_O?.tsv --store build/images --out build/export
+    """
+    with user_errors():
+        result = export_visogender(
+            files,
+            out,
+            store=ImageStore(store) if store is not None else None,
+            checks=checks,
+            skip_missing=skip_missing,
+            pretty_name=pretty_name,
+            license=license,
+        )
+    if as_json:
+        print_json(result.metadata)
+    else:
+        print_export(result)
+
+
+def publish_command(
+    folder: Path = typer.Argument(..., help="A folder written by `contrastkit export`."),
+    repo_id: str = typer.Option(..., help="Dataset repository, USER/NAME or ORG/NAME."),
+    private: bool = typer.Option(False, help="Create the repository private."),
+    dry_run: bool = typer.Option(
+        False, help="Write the exact repository tree locally and load it with `datasets`."
+    ),
+    tree: Path | None = typer.Option(
+        None, help="Where --dry-run writes the tree [default: FOLDER-hub beside FOLDER]."
+    ),
+) -> None:
+    """Publish an export to the Hugging Face Hub: the card (README.md), the build metadata
+    and the parquet data. The token comes from `HF_TOKEN` or `hf auth login` and is never
+    printed. `--dry-run` writes the exact tree locally and checks that
+    `datasets.load_dataset` loads every config from it.
+
+    Example:
+
+        contrastkit publish build/export --repo-id my-lab/visogender-2026 --dry-run
+    """
+    with user_errors():
+        try:
+            result = publish(folder, repo_id, private=private, dry_run=dry_run, tree=tree)
+        except PublishError as exc:
+            raise ValueError(str(exc)) from None
+    if dry_run:
+        console.print(f"dry run: wrote {len(result.files)} files to {result.tree}:")
+        for name in result.files:
+            console.print(f"  {name}")
+        for config, splits in result.loaded_rows.items():
+            counts = ", ".join(f"{split} {rows} rows" for split, rows in splits.items())
+            console.print(f"datasets.load_dataset loads {config}: {counts}")
+        console.print(f"nothing was pushed; run without --dry-run to publish to {repo_id}")
+    else:
+        console.print(f"published {len(result.files)} files to {result.url}")

@@ -1,0 +1,201 @@
+"""Export to Hugging Face datasets, the dataset card, and the publishing dry run."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import datasets
+import numpy as np
+import pytest
+import yaml
+from PIL import Image
+from typer.testing import CliRunner
+
+from contrastkit.builders.export import export_visogender, load_export, read_metadata
+from contrastkit.builders.publish import PublishError, publish
+from contrastkit.cli import app
+from contrastkit.curation.integrity import check_tables
+from contrastkit.curation.urls import CheckConfig
+from contrastkit.schema import Context, DataFormatError, Gender, read_visogender_tsv
+from contrastkit.schema import write_visogender_tsv as write_tsv
+from contrastkit.store import ImageStore
+from factories import make_row
+from loopback import LoopbackServer, jpeg_bytes, static
+
+M, F = Gender.MASCULINE, Gender.FEMININE
+CELLS_OP = ((M, M), (M, F), (F, M), (F, F))
+datasets.disable_progress_bars()
+
+
+def photo(seed: int) -> bytes:
+    pixels = np.random.default_rng(seed).integers(0, 256, (72, 72, 3), dtype=np.uint8)
+    return jpeg_bytes(Image.fromarray(pixels))
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path, Path, Path]]:
+    """OP (2 occupations x 4 cells) and OO (2 x 2) TSVs, their images in a store, and the
+    `urls check --results` file of that check."""
+    folder = tmp_path_factory.mktemp("export")
+    routes = {f"/{n}.jpg": static(photo(n)) for n in range(12)}
+    with LoopbackServer(routes) as server:
+        occupations = list(enumerate(("doctor", "teacher")))
+        op = [make_row(occ, a, b, n=i * 4 + j, url=server.url(f"/{i * 4 + j}.jpg"))
+              for i, occ in occupations for j, (a, b) in enumerate(CELLS_OP)]  # fmt: skip
+        oo = [make_row(occ, g, n=i * 2 + j, url=server.url(f"/{8 + i * 2 + j}.jpg"))
+              for i, occ in occupations for j, g in enumerate((M, F))]  # fmt: skip
+        write_tsv(folder / "op.tsv", op, Context.OP)
+        write_tsv(folder / "oo.tsv", oo, Context.OO)
+        store = ImageStore(folder / "store")
+        tables = [read_visogender_tsv(folder / "op.tsv"), read_visogender_tsv(folder / "oo.tsv")]
+        report = check_tables(tables, CheckConfig(allow_private=True), store=store)
+    results = folder / "checks.jsonl"
+    results.write_text("".join(json.dumps(row.to_dict()) + "\n" for row in report.rows))
+    yield folder / "op.tsv", folder / "oo.tsv", folder / "store", results
+
+
+def test_round_trip_through_save_to_disk_and_parquet_keeps_rows_and_image_bytes(
+    built: tuple[Path, Path, Path, Path], tmp_path: Path
+) -> None:
+    op, oo, store_dir, _ = built
+    store = ImageStore(store_dir)
+    result = export_visogender([op, oo], tmp_path / "out", store=store)
+    assert list(result.configs) == ["OP", "OO"]
+    rows = read_visogender_tsv(op).rows
+    for source in ("disk", "parquet"):
+        loaded = load_export(tmp_path / "out", "OP", source=source)["test"]
+        assert loaded.num_rows == len(rows)
+        features = loaded.features
+        assert features["occupation_gender"].names == ["masculine", "feminine"]
+        assert features["context"].names == ["OP", "OO"]
+        assert isinstance(features["image"], datasets.Image)
+        for row, record in zip(rows, loaded.cast_column("image", datasets.Image(decode=False)),
+                               strict=True):  # fmt: skip
+            assert record["idx"] == row.idx and record["url"] == row.url
+            assert features["occupation_gender"].int2str(record["occupation_gender"]) == (
+                row.occupation_gender.value
+            )
+            assert features["participant_gender"].int2str(record["participant_gender"]) == (
+                row.participant_gender.value if row.participant_gender else None
+            )
+            sha = store.sha_for_url(row.url)
+            assert sha is not None and record["image_sha256"] == sha
+            assert record["image"]["bytes"] == store.read(sha)  # not re-encoded
+    oo_loaded = load_export(tmp_path / "out", "OO", source="parquet")["test"]
+    assert "object" in oo_loaded.column_names and "participant" not in oo_loaded.column_names
+
+
+def test_the_card_states_the_numbers_of_the_data(
+    built: tuple[Path, Path, Path, Path], tmp_path: Path
+) -> None:
+    op, oo, store_dir, checks = built
+    export_visogender([op, oo], tmp_path / "out", store=ImageStore(store_dir), checks=checks)
+    card = (tmp_path / "out" / "README.md").read_text()
+    front, body = re.match(r"---\n(.*?)\n---\n(.*)", card, re.S).groups()  # type: ignore[union-attr]
+    header = yaml.safe_load(front)
+    assert header["license"] == "cc-by-4.0" and header["size_categories"] == ["n<1K"]
+    assert [c["config_name"] for c in header["configs"]] == ["OP", "OO"]
+    assert "zero-shot-image-classification" in header["task_categories"]
+
+    data = load_export(tmp_path / "out", "OP")["test"]
+    genders = data.features["occupation_gender"]
+    for occupation in ("doctor", "teacher"):
+        n = sum(1 for o, g in zip(data["occupation"], data["occupation_gender"], strict=True)
+                if o == occupation and genders.int2str(g) == "masculine")  # fmt: skip
+        assert n == 2
+        assert f"| {occupation} | 1 | 1 | 1 | 1 |" in body  # MM MF FM FF
+    assert "12 rows in 2 config(s)" in body
+    assert "| ok | 12 |" in body  # from the urls check results
+    assert "must **not** be used to train" in body and "Removal requests" in body
+    metadata = read_metadata(tmp_path / "out")
+    assert metadata["url_check"]["status_counts"] == {"ok": 12}
+    assert metadata["total_rows"] == 12
+
+
+def test_url_only_export_and_missing_images(
+    built: tuple[Path, Path, Path, Path], tmp_path: Path
+) -> None:
+    op, _, _, _ = built
+    plain = export_visogender([op], tmp_path / "plain")
+    assert "image" not in plain.configs["OP"]["test"].column_names
+    assert "URL-only export" in (tmp_path / "plain" / "README.md").read_text()
+
+    empty = ImageStore(tmp_path / "empty-store")
+    with pytest.raises(DataFormatError, match=r"op.tsv:2: field 'URL': the image store"):
+        export_visogender([op], tmp_path / "failed", store=empty)
+    assert not (tmp_path / "failed").exists()
+    assert not list(tmp_path.glob(".failed*"))  # no half-written folder left behind
+
+    skipped = export_visogender([op], tmp_path / "skipped", store=empty, skip_missing=True)
+    assert skipped.configs["OP"]["test"].num_rows == 0
+    assert len(skipped.metadata["skipped_missing_images"]["OP"]) == 8
+
+
+def test_a_new_export_replaces_the_old_one_whole(
+    built: tuple[Path, Path, Path, Path], tmp_path: Path
+) -> None:
+    op, oo, _, _ = built
+    export_visogender([op, oo], tmp_path / "out")
+    export_visogender([oo], tmp_path / "out")
+    assert sorted(read_metadata(tmp_path / "out")["configs"]) == ["OO"]
+    assert not (tmp_path / "out" / "data" / "OP").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_publish_dry_run_writes_a_tree_that_datasets_loads(
+    built: tuple[Path, Path, Path, Path], tmp_path: Path
+) -> None:
+    op, oo, store_dir, _ = built
+    export_visogender([op, oo], tmp_path / "out", store=ImageStore(store_dir))
+    result = publish(tmp_path / "out", "someone/visogender-test", dry_run=True)
+    assert result.tree == tmp_path / "out-hub"
+    assert result.files == [
+        "README.md", "build_metadata.json",
+        "data/OO/test-00000-of-00001.parquet", "data/OP/test-00000-of-00001.parquet",
+    ]  # fmt: skip
+    assert result.loaded_rows == {"OP": {"test": 8}, "OO": {"test": 4}}
+    hub = datasets.load_dataset(
+        str(tmp_path / "out-hub"), "OO", split="test", cache_dir=str(tmp_path / "cache")
+    )
+    assert hub.features["occupation_gender"].names == ["masculine", "feminine"]
+
+
+def test_publish_refuses_without_a_token_or_with_a_bad_repo_id(
+    built: tuple[Path, Path, Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    op, _, _, _ = built
+    export_visogender([op], tmp_path / "out")
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))  # no cached login
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(PublishError, match="no Hugging Face token"):
+        publish(tmp_path / "out", "someone/name")
+    with pytest.raises(PublishError, match="expected USER/NAME"):
+        publish(tmp_path / "out", "not a repo id", dry_run=True)
+
+
+runner = CliRunner()
+
+
+def test_export_and_publish_from_the_command_line(
+    built: tuple[Path, Path, Path, Path], tmp_path: Path
+) -> None:
+    op, oo, store_dir, checks = built
+    out = tmp_path / "export"
+    exported = runner.invoke(
+        app,
+        ["export", "visogender", str(op), str(oo), "--store", str(store_dir),
+         "--checks", str(checks), "--out", str(out)],
+    )  # fmt: skip
+    assert exported.exit_code == 0, exported.output
+    assert "OP/test: 8 rows" in exported.output
+    dry = runner.invoke(app, ["publish", str(out), "--repo-id", "me/vg", "--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    assert "datasets.load_dataset loads OP: test 8 rows" in dry.output
+    assert "nothing was pushed" in dry.output
+    missing = runner.invoke(app, ["publish", str(tmp_path / "nowhere"), "--repo-id", "me/vg",
+                                  "--dry-run"])  # fmt: skip
+    assert missing.exit_code == 2 and "not an export folder" in missing.output
