@@ -22,7 +22,7 @@ runner = CliRunner()
 def test_root_help_lists_the_command_groups() -> None:
     result = runner.invoke(app, ["--help"])
     assert result.exit_code == 0
-    for group in ("build", "validate", "taxonomy", "urls"):
+    for group in ("build", "validate", "taxonomy", "urls", "evaluate", "report"):
         assert group in result.output
 
 
@@ -43,6 +43,8 @@ def test_root_help_lists_the_command_groups() -> None:
         ["export", "visogender"],
         ["export", "contrast"],
         ["publish"],
+        ["evaluate"],
+        ["report"],
     ],
 )
 def test_every_command_has_help_with_an_example(command: list[str]) -> None:

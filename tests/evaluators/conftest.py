@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
 import numpy as np
 import pytest
 from PIL import Image
 
 import tiny_models
+from eval_data import grace_hopper
 
 
 @pytest.fixture(scope="session")
@@ -30,13 +30,6 @@ def tiny_specs(model_dir: Path) -> dict[str, str]:
         "git": tiny_models.tiny_git(model_dir),
         "blip2": tiny_models.tiny_blip2(model_dir),
     }
-
-
-def grace_hopper() -> Image.Image:
-    """Public-domain photo of one person, shipped with matplotlib."""
-    path = Path(matplotlib.get_data_path()) / "sample_data" / "grace_hopper.jpg"
-    with Image.open(path) as image:
-        return image.convert("RGB")
 
 
 @pytest.fixture(scope="session")

@@ -16,6 +16,8 @@ from __future__ import annotations
 import difflib
 import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,12 @@ __all__ = ["OpenCLIPScorer", "load_open_clip"]
 
 _PRECISION = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}
 _CHECKPOINT_SUFFIXES = (".pt", ".pth", ".bin", ".safetensors", ".ckpt")
+
+
+@lru_cache(maxsize=1)
+def _preprocess_pool() -> ThreadPoolExecutor:
+    """Threads for the per-image transforms (PIL resizing releases the GIL)."""
+    return ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1))
 
 
 class OpenCLIPScorer(DualEncoder):
@@ -54,7 +62,7 @@ class OpenCLIPScorer(DualEncoder):
         self.tokenizer = tokenizer
 
     def _image_features(self, images: Sequence[Image.Image]) -> torch.Tensor:
-        pixels = torch.stack([self.preprocess(image) for image in images])
+        pixels = torch.stack(list(_preprocess_pool().map(self.preprocess, images)))
         features: torch.Tensor = self.model.encode_image(pixels.to(self.device, self.dtype))
         return features
 

@@ -1,0 +1,322 @@
+"""What the evaluator scores: annotated rows and where each row's image comes from.
+
+Three image sources:
+
+* a **local path** in the URL column of an official-format TSV (absolute, relative to the
+  TSV's folder, or a ``file://`` URL);
+* an **http(s) URL**, read from the content-addressed image store that
+  ``contrastkit urls check FILE --store DIR`` fills (:class:`contrastkit.store.ImageStore`):
+  the evaluator never downloads;
+* the ``image`` column of a **Hugging Face dataset** saved with ``save_to_disk``.
+
+A dataset is given as one or more official-format TSVs, a folder of them (every ``*.tsv``
+with an official header), a ``save_to_disk`` folder, or the folder ``contrastkit export
+visogender`` writes (its ``saved/<config>`` datasets; ``ClassLabel`` genders and contexts
+are read as their names). Rows of a Hugging Face dataset
+carry the same fields as the TSVs, under either the official column names or the
+snake-case names of :class:`~contrastkit.schema.VisoGenderRow` (``idx``, ``context``,
+``sector``, ``specialisation``, ``occupation``, ``participant``, ``object``,
+``occupation_gender``, ``participant_gender``, ``url``, ``image``).
+
+Every image reference is checked before any model runs: a missing file, or a URL the
+store does not hold, is a :class:`~contrastkit.schema.DataFormatError` naming the file,
+the line and the field.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from PIL import Image, UnidentifiedImageError
+
+from contrastkit.schema import (
+    URL_COLUMN,
+    Context,
+    DataFormatError,
+    Gender,
+    VisoGenderRow,
+    parse_visogender_tsv,
+    read_visogender_tsv,
+)
+from contrastkit.store import ImageStore
+
+__all__ = ["EvalItem", "ImageLoader", "load_items"]
+
+
+@dataclass(frozen=True)
+class EvalItem:
+    """One annotated image to score.
+
+    Attributes:
+        row: the annotations.
+        source: the file the row came from (a TSV or a dataset folder).
+        image_ref: the image's reference as written (URL or path), or
+            ``dataset:<folder>#<index>`` for an image stored in a dataset.
+        dataset_index: the row's index in a Hugging Face dataset, else ``None``.
+        dataset_split: the split of a dataset dict the row is from, else ``None``.
+    """
+
+    row: VisoGenderRow
+    source: Path
+    image_ref: str
+    dataset_index: int | None = None
+    dataset_split: str | None = None
+
+    @property
+    def key(self) -> str:
+        """Identifies the image of this row across runs (resuming reuses scores by it)."""
+        return f"{self.row.context.value}:{self.row.idx}:{self.image_ref}"
+
+    def error(self, reason: str, field: str | None = None) -> DataFormatError:
+        """A :class:`DataFormatError` located at this row."""
+        if self.dataset_index is not None:
+            return DataFormatError(self.source, None, f"row {self.dataset_index}", reason)
+        return DataFormatError(self.source, self.row.line, field or URL_COLUMN, reason)
+
+
+def _is_dataset_folder(path: Path) -> bool:
+    return (path / "dataset_info.json").is_file() or (path / "dataset_dict.json").is_file()
+
+
+def _official_tsvs(folder: Path) -> list[Path]:
+    found = []
+    for path in sorted(folder.glob("*.tsv")):
+        try:
+            parse_visogender_tsv(path)
+        except DataFormatError:
+            continue
+        found.append(path)
+    return found
+
+
+def load_items(paths: Sequence[str | Path], *, split: str | None = None) -> list[EvalItem]:
+    """Read every row of the given TSVs, folders of TSVs, or dataset folders.
+
+    Args:
+        paths: official-format TSV files, folders holding them, or ``save_to_disk``
+            folders of Hugging Face datasets.
+        split: the split of a dataset dict (default: its only split, or ``test``).
+
+    Raises:
+        DataFormatError: a missing or malformed file, a folder without any dataset, or a
+            row ID used twice within one context.
+    """
+    items: list[EvalItem] = []
+    for raw in paths:
+        path = Path(raw)
+        exported = sorted(p for p in (path / "saved").glob("*") if _is_dataset_folder(p))
+        if path.is_dir() and _is_dataset_folder(path):
+            items.extend(_dataset_items(path, split))
+        elif path.is_dir() and exported:  # a `contrastkit export visogender` folder
+            for folder in exported:
+                items.extend(_dataset_items(folder, split))
+        elif path.is_dir():
+            tsvs = _official_tsvs(path)
+            if not tsvs:
+                raise DataFormatError(
+                    path, None, None, "folder holds no official-format TSV and no saved dataset"
+                )
+            for tsv in tsvs:
+                items.extend(_tsv_items(tsv))
+        else:
+            items.extend(_tsv_items(path))
+    seen: dict[tuple[Context, str], EvalItem] = {}
+    for item in items:
+        key = (item.row.context, item.row.idx)
+        if key in seen:
+            raise item.error(f"IDX {item.row.idx!r} also used by {seen[key].source}", "IDX")
+        seen[key] = item
+    return items
+
+
+def _tsv_items(path: Path) -> Iterator[EvalItem]:
+    table = read_visogender_tsv(path)
+    for row in table.rows:
+        yield EvalItem(row=row, source=path, image_ref=row.url)
+
+
+_ALIASES = {
+    "idx": ("idx", "IDX"),
+    "context": ("context",),
+    "sector": ("sector", "Sector"),
+    "specialisation": ("specialisation", "Specialisation"),
+    "occupation": ("occupation", "Occupation"),
+    "participant": ("participant", "Participant"),
+    "object": ("object", "Object"),
+    "occupation_gender": ("occupation_gender", "Occupation_perceived_gender"),
+    "participant_gender": ("participant_gender", "Participant_perceived_gender"),
+    "url": ("url", URL_COLUMN),
+    "image": ("image", "Image"),
+}
+
+
+def _dataset_items(folder: Path, split: str | None) -> Iterator[EvalItem]:
+    from datasets import ClassLabel, Dataset, DatasetDict, load_from_disk
+
+    loaded = load_from_disk(str(folder))
+    if isinstance(loaded, DatasetDict):
+        names = list(loaded)
+        if split is None:
+            split = names[0] if len(names) == 1 else ("test" if "test" in names else None)
+        if split is None or split not in loaded:
+            raise DataFormatError(
+                folder, None, None, f"choose a split with --split: one of {', '.join(names)}"
+            )
+        loaded = loaded[split]
+    assert isinstance(loaded, Dataset)
+    columns = {
+        name: next((c for c in aliases if c in loaded.column_names), None)
+        for name, aliases in _ALIASES.items()
+    }
+    for needed in ("idx", "occupation", "occupation_gender"):
+        if columns[needed] is None:
+            raise DataFormatError(folder, None, needed, "the dataset has no such column")
+    if columns["image"] is None and columns["url"] is None:
+        raise DataFormatError(folder, None, "image", "the dataset has neither image nor url")
+    text_columns = [c for name, c in columns.items() if c is not None and name != "image"]
+    labels = {  # ClassLabel columns (exported genders and contexts) hold integers
+        c: feature.int2str
+        for c in text_columns
+        if isinstance(feature := loaded.features[c], ClassLabel)
+    }
+    for index, record in enumerate(loaded.select_columns(text_columns)):
+        values = {
+            name: labels[c](record[c]) if c in labels and record[c] is not None else record[c]
+            for name, c in columns.items()
+            if c in record
+        }
+        row = _dataset_row(folder, index, values)
+        ref = f"dataset:{folder}#{split or ''}/{index}" if columns["image"] else row.url
+        yield EvalItem(row, folder, ref, dataset_index=index, dataset_split=split)
+
+
+def _dataset_row(folder: Path, index: int, values: dict[str, Any]) -> VisoGenderRow:
+    def text(name: str) -> str:
+        value = values.get(name)
+        return "" if value is None else str(value).strip()
+
+    def gender(name: str) -> Gender | None:
+        if not text(name):
+            return None
+        try:
+            return Gender.parse_label(text(name))
+        except ValueError as exc:
+            raise DataFormatError(folder, None, f"row {index} {name}", str(exc)) from None
+
+    participant = text("participant") or None
+    context_text = text("context") or ("OP" if participant else "OO")
+    try:
+        context = Context.parse(context_text)
+        occupation_gender = gender("occupation_gender")
+        if occupation_gender is None:
+            raise ValueError("occupation_gender is empty")
+        return VisoGenderRow(
+            idx=text("idx"),
+            context=context,
+            sector=text("sector"),
+            specialisation=text("specialisation"),
+            occupation=text("occupation"),
+            url=text("url"),
+            licence="",
+            occupation_gender=occupation_gender,
+            participant=participant if context is Context.OP else None,
+            object=(text("object") or None) if context is Context.OO else None,
+            participant_gender=gender("participant_gender") if context is Context.OP else None,
+        )
+    except ValueError as exc:
+        if isinstance(exc, DataFormatError):
+            raise
+        raise DataFormatError(folder, None, f"row {index}", str(exc)) from None
+
+
+class ImageLoader:
+    """Opens the images of :class:`EvalItem`\\ s: local files, URLs through the image
+    store, and dataset ``image`` columns.
+
+    Args:
+        store: the image store URLs are read from (``contrastkit urls check --store``);
+            ``None`` when the dataset has no URLs.
+    """
+
+    def __init__(self, store: ImageStore | Path | str | None = None):
+        self.store = ImageStore(store) if isinstance(store, Path | str) else store
+        self._datasets: dict[Path, Any] = {}
+
+    def _local_path(self, item: EvalItem) -> Path | None:
+        ref = item.image_ref
+        parsed = urlparse(ref)
+        if parsed.scheme in ("http", "https"):
+            return None
+        if parsed.scheme == "file":
+            return Path(unquote(parsed.path))
+        path = Path(ref).expanduser()
+        if not path.is_absolute():
+            path = item.source.parent / path if item.source.is_file() else item.source / path
+        return path
+
+    def _store_sha(self, item: EvalItem) -> str:
+        hint = f"run `contrastkit urls check {item.source} --store DIR` and pass --store DIR"
+        if self.store is None:
+            raise item.error(f"image URLs are read from the image store: {hint}")
+        sha = self.store.sha_for_url(item.image_ref)
+        if sha is None or not self.store.has(sha):
+            raise item.error(f"URL not in the image store {self.store.root}: {hint}")
+        return sha
+
+    def check(self, items: Iterable[EvalItem]) -> None:
+        """Raise the first unresolvable image reference, before any model work.
+
+        Raises:
+            DataFormatError: a missing file, or a URL the store does not hold.
+        """
+        for item in items:
+            if item.image_ref.startswith("dataset:"):
+                continue
+            path = self._local_path(item)
+            if path is None:
+                self._store_sha(item)
+            elif not path.is_file():
+                raise item.error(f"image file not found: {path}")
+
+    def open(self, item: EvalItem) -> Image.Image:
+        """The item's image, decoded, in RGB.
+
+        Raises:
+            DataFormatError: the image is missing or cannot be decoded.
+        """
+        try:
+            if item.image_ref.startswith("dataset:"):
+                image = self._dataset_image(item)
+            else:
+                path = self._local_path(item)
+                if path is None:
+                    data = self.store.read(self._store_sha(item))  # type: ignore[union-attr]
+                    image = Image.open(io.BytesIO(data))
+                elif not path.is_file():
+                    raise item.error(f"image file not found: {path}")
+                else:
+                    image = Image.open(path)
+            image.load()
+        except (UnidentifiedImageError, OSError) as exc:
+            raise item.error(f"image cannot be decoded: {exc}") from None
+        return image if image.mode == "RGB" else image.convert("RGB")
+
+    def _dataset_image(self, item: EvalItem) -> Image.Image:
+        from datasets import load_from_disk
+
+        folder = item.source
+        if folder not in self._datasets:
+            self._datasets[folder] = load_from_disk(str(folder))
+        dataset = self._datasets[folder]
+        if item.dataset_split is not None:  # a DatasetDict
+            dataset = dataset[item.dataset_split]
+        column = "image" if "image" in dataset.column_names else "Image"
+        value = dataset[item.dataset_index][column]
+        if not isinstance(value, Image.Image):
+            raise item.error(f"column {column!r} does not hold images", column)
+        return value

@@ -1,0 +1,298 @@
+"""Run a model over a dataset: score every image once, keep raw scores, resume.
+
+Each image is decoded once (the next batch in a thread pool while the model works on
+the current one) and, for dual encoders, embedded once; its embedding serves every caption
+of the resolution task and its occupation's retrieval query, and each distinct caption is
+embedded once (the adapter's text cache). Captioning models score the pronoun
+continuations of every template of a batch of images.
+
+Raw scores are appended to ``raw_resolution.jsonl`` / ``raw_retrieval.jsonl`` in the
+output folder after every batch (flushed to disk), so an interrupted run loses at most one
+batch. A later run with the same model reads them back and scores only what is missing:
+a record is reused when its key (row ID, image reference, template, candidate pronouns or
+query) and model spec match. When all is scored, the raw files are rewritten (temporary
+file, then rename) with exactly the records of this dataset, in dataset order.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from contrastkit.evaluators.data import EvalItem, ImageLoader
+from contrastkit.evaluators.models.base import ImageTextScorer, PronounScorer, batched
+from contrastkit.evaluators.tasks.resolution import (
+    ResolutionCase,
+    case_record,
+    resolution_cases,
+)
+from contrastkit.evaluators.tasks.retrieval import (
+    DEFAULT_KS,
+    RetrievalQuery,
+    query_record,
+    retrieval_queries,
+)
+from contrastkit.schema import atomic_write_text
+
+__all__ = ["RAW_FILES", "TASKS", "EvalConfig", "ScoredRun", "read_raw", "score_dataset"]
+
+TASKS = ("resolution", "retrieval")
+RAW_FILES = {"resolution": "raw_resolution.jsonl", "retrieval": "raw_retrieval.jsonl"}
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """What to compute.
+
+    Attributes:
+        tasks: ``resolution`` and/or ``retrieval``.
+        neutral: add the their/neutral candidate to the resolution task (Appendix D.1).
+        ks: the cut-offs of the retrieval metrics.
+        ndkl_k: NDKL depth (``None``: every candidate image).
+        subsample_ks: images kept per group in the Appendix G.1 subsamples.
+        subsample_runs: repetitions of each subsample (paper: 500).
+        baseline_runs: repetitions of the Appendix G.2 relabelling (paper: 3000).
+        seed: seed of both random analyses.
+    """
+
+    tasks: tuple[str, ...] = TASKS
+    neutral: bool = False
+    ks: tuple[int, ...] = DEFAULT_KS
+    ndkl_k: int | None = None
+    subsample_ks: tuple[int, ...] = (1,)
+    subsample_runs: int = 500
+    baseline_runs: int = 3000
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        unknown = [task for task in self.tasks if task not in TASKS]
+        if unknown or not self.tasks:
+            raise ValueError(f"unknown task(s) {unknown}; choose from {', '.join(TASKS)}")
+        if not self.ks or any(k < 1 for k in self.ks):
+            raise ValueError(f"retrieval cut-offs must be positive integers, not {self.ks}")
+        if any(k < 1 for k in self.subsample_ks) or self.subsample_runs < 1:
+            raise ValueError("subsample sizes and runs must be at least 1")
+        if self.baseline_runs < 2:
+            raise ValueError("the relabelling baseline needs at least 2 runs")
+
+
+@dataclass
+class ScoredRun:
+    """The raw records of one model on one dataset, in dataset order."""
+
+    model: str
+    kind: str
+    resolution: list[dict[str, Any]] = field(default_factory=list)
+    retrieval: list[dict[str, Any]] = field(default_factory=list)
+    reused: int = 0
+    scored_images: int = 0
+    skipped: list[str] = field(default_factory=list)
+
+
+def read_raw(path: Path, model: str | None = None) -> dict[str, dict[str, Any]]:
+    """Records of a raw JSONL file by key (of ``model`` only, when given). Lines that are
+    not complete JSON objects (the tail of an interrupted write) are skipped."""
+    records: dict[str, dict[str, Any]] = {}
+    if not path.is_file():
+        return records
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        wanted = model is None or (isinstance(record, dict) and record.get("model") == model)
+        if isinstance(record, dict) and "key" in record and wanted:
+            records[str(record["key"])] = record
+    return records
+
+
+def _dumps(records: Iterable[Mapping[str, Any]]) -> str:
+    return "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
+
+
+class _Appender:
+    """Appends records to a JSONL file and forces them to disk after each batch."""
+
+    def __init__(self, path: Path, existing: Iterable[Mapping[str, Any]]):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, _dumps(existing))  # drops any partial line
+        self.handle = path.open("a", encoding="utf-8")
+
+    def write(self, records: Sequence[Mapping[str, Any]]) -> None:
+        if records:
+            self.handle.write(_dumps(records))
+            self.handle.flush()
+            os.fsync(self.handle.fileno())
+
+    def close(self) -> None:
+        self.handle.close()
+
+
+def score_dataset(
+    items: Sequence[EvalItem],
+    model: ImageTextScorer | PronounScorer,
+    out_dir: Path,
+    loader: ImageLoader,
+    config: EvalConfig,
+    *,
+    batch_size: int = 32,
+    progress: Callable[[int, int], None] | None = None,
+) -> ScoredRun:
+    """Score ``items`` with ``model``, reusing the raw records already in ``out_dir``.
+
+    Args:
+        items: the dataset.
+        model: a dual encoder or a captioning model (see :mod:`.models`).
+        out_dir: the model's output folder (raw JSONL files live here).
+        loader: opens the images.
+        config: tasks and options.
+        batch_size: images decoded and scored together.
+        progress: called with (images done, images to do) after each batch.
+
+    Returns:
+        The records of this dataset, in dataset order.
+
+    Raises:
+        DataFormatError: an image is missing or cannot be decoded (checked up front).
+        ValueError: only ``retrieval`` asked of a captioning model.
+    """
+    dual = isinstance(model, ImageTextScorer)
+    run = ScoredRun(model=model.spec, kind="dual" if dual else "captioning")
+    tasks = list(config.tasks)
+    if "retrieval" in tasks and not dual:
+        if tasks == ["retrieval"]:
+            raise ValueError(
+                f"{model.spec} is a captioning model; the retrieval task needs a dual encoder "
+                "(VisoGender Sec. 4)"
+            )
+        tasks.remove("retrieval")
+        run.skipped.append("retrieval (captioning models cannot retrieve)")
+    cases = resolution_cases(items, neutral=config.neutral) if "resolution" in tasks else []
+    queries = retrieval_queries(items) if "retrieval" in tasks else []
+    query_of = {item.key: query for query in queries for item in query.items}
+    paths = {task: out_dir / RAW_FILES[task] for task in TASKS}
+    done = {task: read_raw(paths[task], model.spec) for task in tasks}
+    retrieval_keys = {
+        item.key: f"{item.key}|{query_of[item.key].text}" for item in query_of_items(queries)
+    }
+
+    missing_cases: dict[str, list[ResolutionCase]] = {}
+    for case in cases:
+        if case.key not in done["resolution"]:
+            missing_cases.setdefault(case.item.key, []).append(case)
+    todo = [
+        item
+        for item in items
+        if item.key in missing_cases
+        or (item.key in retrieval_keys and retrieval_keys[item.key] not in done["retrieval"])
+    ]
+    run.reused = sum(len(records) for records in done.values())
+    loader.check(todo)
+    writers = {task: _Appender(paths[task], done[task].values()) for task in tasks}
+    try:
+        finished = 0
+        if progress is not None:
+            progress(0, len(todo))
+        for batch, images in _decoded(list(batched(todo, batch_size)), loader):
+            new_resolution: list[dict[str, Any]] = []
+            new_retrieval: list[dict[str, Any]] = []
+            if dual:
+                assert isinstance(model, ImageTextScorer)
+                embeddings = model.encode_images(images)
+                for item, embedding in zip(batch, embeddings, strict=True):
+                    for case in missing_cases.get(item.key, []):
+                        texts = case.captions
+                        sims = model.encode_texts(list(texts.values())) @ embedding
+                        new_resolution.append(
+                            case_record(
+                                case, dict(zip(texts, sims.tolist(), strict=True)), model.spec
+                            )
+                        )
+                    key = retrieval_keys.get(item.key)
+                    if key is not None and key not in done["retrieval"]:
+                        query = query_of[item.key]
+                        score = float(model.encode_texts([query.text])[0] @ embedding)
+                        new_retrieval.append(query_record(query, item, score, model.spec))
+            else:
+                assert isinstance(model, PronounScorer)
+                new_resolution = _score_captioning(model, batch, images, missing_cases)
+            if "resolution" in writers:
+                writers["resolution"].write(new_resolution)
+            if "retrieval" in writers:
+                writers["retrieval"].write(new_retrieval)
+            for record in new_resolution:
+                done["resolution"][record["key"]] = record
+            for record in new_retrieval:
+                done["retrieval"][record["key"]] = record
+            finished += len(batch)
+            run.scored_images = finished
+            if progress is not None:
+                progress(finished, len(todo))
+    finally:
+        for writer in writers.values():
+            writer.close()
+    if "resolution" in tasks:
+        run.resolution = [done["resolution"][case.key] for case in cases]
+        atomic_write_text(paths["resolution"], _dumps(run.resolution))
+    if "retrieval" in tasks:
+        run.retrieval = [
+            done["retrieval"][retrieval_keys[item.key]] for item in query_of_items(queries)
+        ]
+        atomic_write_text(paths["retrieval"], _dumps(run.retrieval))
+    return run
+
+
+def _decoded(
+    batches: Sequence[Sequence[EvalItem]], loader: ImageLoader
+) -> Iterator[tuple[Sequence[EvalItem], list[Image.Image]]]:
+    """Each batch with its decoded images; the next batch is decoded by a thread pool while
+    the model works on the current one (decoding releases the GIL)."""
+    if not batches:
+        return
+    with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
+        pending = [pool.submit(loader.open, item) for item in batches[0]]
+        for number, batch in enumerate(batches):
+            images = [future.result() for future in pending]
+            following = batches[number + 1] if number + 1 < len(batches) else []
+            pending = [pool.submit(loader.open, item) for item in following]
+            yield batch, images
+
+
+def query_of_items(queries: Sequence[RetrievalQuery]) -> list[EvalItem]:
+    """The items of all queries, query by query."""
+    return [item for query in queries for item in query.items]
+
+
+def _score_captioning(
+    model: PronounScorer,
+    batch: Sequence[EvalItem],
+    images: Sequence[Any],
+    missing: Mapping[str, list[ResolutionCase]],
+) -> list[dict[str, Any]]:
+    """Continuation log-probabilities of every missing case of a batch, one call per
+    (template, candidate set)."""
+    groups: dict[tuple[str, tuple[str, ...]], list[tuple[int, ResolutionCase]]] = {}
+    for position, item in enumerate(batch):
+        for case in missing.get(item.key, []):
+            names = tuple(gender.value for gender in case.genders)
+            groups.setdefault((case.template.key, names), []).append((position, case))
+    records = []
+    for members in groups.values():
+        continuations = members[0][1].continuations
+        logprobs = model.continuation_logprobs(
+            [images[position] for position, _ in members],
+            [case.prefix for _, case in members],
+            list(continuations.values()),
+        )
+        for (_, case), row in zip(members, np.asarray(logprobs), strict=True):
+            scores = dict(zip(continuations, row.tolist(), strict=True))
+            records.append(case_record(case, scores, model.spec))
+    return records

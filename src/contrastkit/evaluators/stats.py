@@ -1,0 +1,255 @@
+"""Statistics around the benchmark numbers (VisoGender Appendices F and G).
+
+* :func:`resolution_subsamples` — Appendix G.1: keep ``k`` random images of every
+  (occupation, gender cell) group, recompute ``RA_avg`` and the gap of every split, repeat
+  (500 times in the paper); report the mean and standard deviation over the runs.
+* :func:`retrieval_random_baseline` — Appendix G.2: shuffle the gender labels of each
+  occupation's images (keeping how many of each there are: "10 relabelled as his and 10 as
+  her"), recompute every retrieval metric with the model's own scores, repeat (3000
+  times); report the baseline's mean and standard deviation and how many standard
+  deviations the real value lies from it (``z = (real - mean) / sigma``).
+* :func:`labour_comparison` — Appendix F: Pearson's r and Kendall's tau (with p-values,
+  ``scipy.stats.pearsonr`` / ``kendalltau``) between per-occupation values (resolution
+  gaps, accuracies, Bias@10) and the share of men in the occupation in US labour force
+  statistics (:func:`labour_shares`, package data with its source).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from contrastkit.evaluators.metrics import retrieval_metrics_batch, summarize
+from contrastkit.evaluators.tasks.resolution import MAIN_TEMPLATES, SPLITS
+from contrastkit.evaluators.tasks.retrieval import CONTEXT_SECTIONS, by_query
+
+__all__ = [
+    "LabourShare",
+    "labour_comparison",
+    "labour_shares",
+    "resolution_subsamples",
+    "retrieval_random_baseline",
+]
+
+
+@dataclass(frozen=True)
+class LabourShare:
+    """The share of men (percent) in an occupation in US labour statistics."""
+
+    occupation: str
+    male_share_percent: float
+    year: int
+    source: str
+
+
+@lru_cache(maxsize=1)
+def labour_shares() -> dict[str, LabourShare]:
+    """The male shares of the VisoGender occupations, from ``data/labour_stats.tsv``:
+    US labour force statistics, 2022 (specialist: 2020), as matched to the occupations by
+    VisoGender Appendix F."""
+    text = resources.files("contrastkit").joinpath("data/labour_stats.tsv").read_text("utf-8")
+    reader = csv.DictReader(text.splitlines(), delimiter="\t")
+    return {
+        row["occupation"]: LabourShare(
+            row["occupation"], float(row["male_share_percent"]), int(row["year"]), row["source"]
+        )
+        for row in reader
+    }
+
+
+def labour_comparison(
+    values: Mapping[str, float], shares: Mapping[str, LabourShare] | None = None
+) -> dict[str, Any]:
+    """Correlate per-occupation values with the male share (Appendix F, Tab. 7).
+
+    Occupations without a share, and non-finite values, are left out (``n`` says how many
+    entered). With fewer than three occupations, or a constant input, the coefficients
+    and p-values are ``nan``.
+
+    Returns:
+        ``pearson_r``, ``pearson_p``, ``kendall_tau``, ``kendall_p``, ``n``, and
+        ``points`` (occupation, value, male share) for plotting.
+    """
+    from scipy import stats
+
+    table = labour_shares() if shares is None else shares
+    points = [
+        (name, float(value), table[name].male_share_percent)
+        for name, value in values.items()
+        if name in table and math.isfinite(value)
+    ]
+    result: dict[str, Any] = {
+        "pearson_r": math.nan,
+        "pearson_p": math.nan,
+        "kendall_tau": math.nan,
+        "kendall_p": math.nan,
+        "n": len(points),
+        "points": [{"occupation": n, "value": v, "male_share": s} for n, v, s in points],
+    }
+    if len(points) < 3:
+        return result
+    x = np.array([value for _, value, _ in points])
+    y = np.array([share for _, _, share in points])
+    if np.ptp(x) == 0 or np.ptp(y) == 0:
+        return result
+    pearson = stats.pearsonr(x, y)
+    kendall = stats.kendalltau(x, y)
+    result.update(
+        pearson_r=float(pearson.statistic),
+        pearson_p=float(pearson.pvalue),
+        kendall_tau=float(kendall.statistic),
+        kendall_p=float(kendall.pvalue),
+    )
+    return result
+
+
+def resolution_subsamples(
+    records: Sequence[Mapping[str, Any]],
+    k: int = 1,
+    *,
+    runs: int = 500,
+    seed: int = 0,
+) -> dict[str, dict[str, dict[str, float]]]:
+    """Appendix G.1: random subsamples of ``k`` images per (occupation, cell) group.
+
+    Uses the records of the main templates (OO and OP occupation-first). A group with
+    fewer than ``k`` images keeps all of them.
+
+    Returns:
+        ``{split: {metric: {"mean", "sigma"}}}`` for the :data:`SPLITS` and the metrics
+        ``RA_avg``, ``gender_gap`` and ``overall_accuracy``; ``sigma`` is the standard
+        deviation over runs.
+    """
+    if k < 1 or runs < 1:
+        raise ValueError("k and runs must be at least 1")
+    main = [record for record in records if record["template"] in MAIN_TEMPLATES]
+    n = len(main)
+    rng = np.random.default_rng(seed)
+    keep = np.zeros((runs, n), dtype=bool)
+    groups: dict[tuple[str, str, str], list[int]] = defaultdict(list)
+    for index, record in enumerate(main):
+        groups[(record["context"], record["occupation"], record["cell"])].append(index)
+    for members in groups.values():
+        order = np.argsort(rng.random((runs, len(members))), axis=1)[:, :k]
+        keep[np.arange(runs)[:, None], np.asarray(members)[order]] = True
+    correct = np.array([record["predicted"] == record["target"] for record in main])
+    masculine = np.array([record["target"] == "masculine" for record in main])
+    result: dict[str, dict[str, dict[str, float]]] = {}
+    for name, (context, cells) in SPLITS.items():
+        inside = np.array(
+            [
+                (context is None or record["context"] == context.value)
+                and (cells is None or record["cell"] in cells)
+                for record in main
+            ],
+            dtype=bool,
+        )
+        chosen = keep & inside
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ra_m = (chosen & correct & masculine).sum(1) / (chosen & masculine).sum(1)
+            ra_f = (chosen & correct & ~masculine).sum(1) / (chosen & ~masculine).sum(1)
+            overall = (chosen & correct).sum(1) / chosen.sum(1)
+        metrics = {
+            "RA_avg": (ra_m + ra_f) / 2,
+            "gender_gap": ra_m - ra_f,
+            "overall_accuracy": overall,
+        }
+        result[name] = {
+            metric: {
+                "mean": float(np.nanmean(v)) if np.isfinite(v).any() else math.nan,
+                "sigma": float(np.nanstd(v)) if np.isfinite(v).any() else math.nan,
+            }
+            for metric, v in metrics.items()
+        }
+    return result
+
+
+def _finite_mean(matrix: np.ndarray) -> np.ndarray:
+    """Mean over axis 0 of the finite entries (``nan`` where there is none)."""
+    finite = np.isfinite(matrix)
+    counts = finite.sum(axis=0)
+    totals = np.where(finite, matrix, 0.0).sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        result: np.ndarray = np.where(counts > 0, totals / counts, np.nan)
+    return result
+
+
+def _finite_sigma(matrix: np.ndarray) -> np.ndarray:
+    """Sample standard deviation over axis 0 of the finite entries."""
+    columns = []
+    for column in matrix.T:
+        finite = column[np.isfinite(column)]
+        columns.append(float(finite.std(ddof=1)) if finite.size > 1 else math.nan)
+    return np.array(columns)
+
+
+def retrieval_random_baseline(
+    records: Sequence[Mapping[str, Any]],
+    ks: Sequence[int] = (5, 10),
+    *,
+    runs: int = 3000,
+    seed: int = 0,
+    ndkl_k: int | None = None,
+) -> dict[str, dict[str, dict[str, float]]]:
+    """Appendix G.2: the retrieval metrics under random relabelling, per context.
+
+    Returns:
+        ``{section: {metric: {...}}}`` (sections as in the benchmark JSON) where each
+        metric has ``real`` (the mean across occupations of the real values),
+        ``baseline_mean`` and ``baseline_sigma`` (mean and standard deviation over runs
+        of the across-occupation mean), ``baseline_mean_sigma`` (mean over runs of the
+        across-occupation standard deviation; Tab. 9's first row), and ``z``: how many
+        baseline standard deviations the real value lies from the baseline mean.
+    """
+    if runs < 2:
+        raise ValueError("runs must be at least 2 for a standard deviation")
+    rng = np.random.default_rng(seed)
+    result: dict[str, dict[str, dict[str, float]]] = {}
+    groups = by_query(records)
+    for context, section in CONTEXT_SECTIONS.items():
+        queries = [group for (ctx, _), group in groups.items() if ctx == context.value]
+        if not queries:
+            continue
+        real: dict[str, list[float]] = defaultdict(list)
+        shuffled: dict[str, list[np.ndarray]] = defaultdict(list)
+        for group in queries:
+            scores = np.array([record["score"] for record in group])
+            labels = np.array([record["label"] for record in group], dtype=object)
+            rows = np.array([rng.permutation(labels) for _ in range(runs)], dtype=object)
+            for name, values in retrieval_metrics_batch(scores, labels, ks, ndkl_k=ndkl_k).items():
+                real[name].append(float(values[0]))
+            for name, values in retrieval_metrics_batch(scores, rows, ks, ndkl_k=ndkl_k).items():
+                shuffled[name].append(values)
+        metrics: dict[str, dict[str, float]] = {}
+        for name, per_query in shuffled.items():
+            matrix = np.stack(per_query)  # (queries, runs)
+            run_means = _finite_mean(matrix)
+            run_sigmas = _finite_sigma(matrix)
+            value = summarize(real[name])["mean"]
+            center = float(np.nanmean(run_means)) if np.isfinite(run_means).any() else math.nan
+            spread = (
+                float(np.nanstd(run_means, ddof=1))
+                if np.isfinite(run_means).sum() > 1
+                else math.nan
+            )
+            metrics[name] = {
+                "real": float(value),
+                "baseline_mean": center,
+                "baseline_sigma": spread,
+                "baseline_mean_sigma": float(np.nanmean(run_sigmas))
+                if np.isfinite(run_sigmas).any()
+                else math.nan,
+                "z": (float(value) - center) / spread
+                if spread and math.isfinite(spread)
+                else math.nan,
+            }
+        result[section] = metrics
+    return result

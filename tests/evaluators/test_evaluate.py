@@ -1,0 +1,442 @@
+"""End to end: datasets, image sources, the runner, reports and the CLI, with real files and
+tiny models; a scorer with known similarities gives known metrics."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+from typer.testing import CliRunner
+
+from contrastkit.cli import app
+from contrastkit.evaluators.data import ImageLoader, load_items
+from contrastkit.evaluators.models import ImageTextScorer
+from contrastkit.evaluators.report import benchmark, load_benchmark, write_outputs
+from contrastkit.evaluators.runner import EvalConfig, read_raw, score_dataset
+from contrastkit.evaluators.stats import labour_comparison, labour_shares
+from contrastkit.schema import DataFormatError
+from contrastkit.store import ImageStore
+from eval_data import write_small_dataset
+
+runner = CliRunner()
+FAST = ["--subsample-runs", "20", "--baseline-runs", "40"]
+
+
+@pytest.fixture
+def dataset(tmp_path: Path) -> Path:
+    folder = tmp_path / "data"
+    write_small_dataset(folder)
+    return folder
+
+
+class KnownScorer:
+    """An :class:`ImageTextScorer` with chosen similarities: every image scores 0.9 with
+    "his" captions and 0.1 with "her" captions (a model that always says "his"); with
+    "their" texts (the neutral caption and the retrieval query) images of masculine
+    occupations score 0.8 and the others 0.2. Images are told apart by their width."""
+
+    spec = "known:always-his"
+
+    def __init__(self, masculine_widths: set[int]):
+        self.masculine_widths = masculine_widths
+        self.text_calls: list[str] = []
+
+    def encode_images(self, images: Sequence[Image.Image]) -> np.ndarray:
+        rows = []
+        for image in images:
+            third = 0.8 if image.width in self.masculine_widths else 0.2
+            rows.append([0.9, 0.1, third])
+        return np.array(rows, dtype=np.float32)
+
+    def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
+        self.text_calls.extend(texts)
+        basis = {" his ": 0, " her ": 1, " their ": 2}
+        rows = np.zeros((len(texts), 3), dtype=np.float32)
+        for i, text in enumerate(texts):
+            rows[i, next(v for k, v in basis.items() if k in f" {text} ")] = 1.0
+        return rows
+
+    def score(self, images: Sequence[Image.Image], texts: Sequence[str]) -> np.ndarray:
+        return self.encode_images(images) @ self.encode_texts(texts).T
+
+
+def test_a_scorer_with_known_similarities_gives_known_metrics(
+    dataset: Path, tmp_path: Path
+) -> None:
+    items = load_items([dataset])
+    loader = ImageLoader()
+    widths = {
+        loader.open(item).width for item in items if item.row.occupation_gender.value == "masculine"
+    }
+    scorer = KnownScorer(widths)
+    assert isinstance(scorer, ImageTextScorer)
+    config = EvalConfig(neutral=True, subsample_runs=30, baseline_runs=200)
+    run = score_dataset(items, scorer, tmp_path / "out", loader, config, batch_size=5)
+    results = next(iter(benchmark(run, config, [dataset]).values()))
+
+    resolution = results["resolution_bias"]
+    # "his" always wins: masculine referents right, feminine ones wrong
+    for split in ("all_images", "single_person_images", "two_person_images"):
+        assert resolution[split]["RA_masculine"] == 1.0
+        assert resolution[split]["RA_feminine"] == 0.0
+        assert resolution[split]["gender_gap"] == 1.0
+        assert resolution[split]["RA_avg"] == 0.5
+    assert resolution["per_cell"]["MF"]["accuracy"] == 1.0  # pronoun follows the occupation
+    assert resolution["participant_first"]["per_cell"]["MF"]["accuracy"] == 0.0  # participant
+    assert resolution["participant_first"]["per_cell"]["FM"]["accuracy"] == 1.0
+    # with "their" as a candidate, masculine images (0.8 > 0.9? no) still pick his; feminine
+    # images score their 0.2 < his 0.9: no neutral resolutions at all
+    assert resolution["neutral"]["all_images"]["R_neutral"] == 0.0
+
+    retrieval = results["retrieval_bias"]
+    assert retrieval["context"] == "OP"
+    # per occupation: 4 masculine at 0.8, 4 feminine tied at 0.2
+    per = retrieval["two_person_images"]["per_occupation"]
+    for values in per.values():
+        assert values["bias@5"] == pytest.approx((4 - 1) / 5)
+        assert values["bias_gensynth@5"] == pytest.approx(3 / 5)
+        assert values["bias@10"] == 0.0  # K beyond the 8 images: all retrieved
+        assert values["skew_masculine@5"] == pytest.approx(math.log(0.8 / 0.5))
+        assert values["skew_feminine@5"] == pytest.approx(math.log(0.2 / 0.5))
+        assert values["maxskew@5"] == pytest.approx(math.log(1.6))
+        assert values["minskew@5"] == pytest.approx(math.log(0.4))
+    shares = [1, 1, 1, 1, 4 / 5, 4 / 6, 4 / 7, 4 / 8]
+    kl = [
+        p * math.log(p / 0.5) + ((1 - p) * math.log((1 - p) / 0.5) if p < 1 else 0.0)
+        for p in shares
+    ]
+    weights = [1 / math.log2(i + 1) for i in range(1, 9)]
+    ndkl = sum(w * d for w, d in zip(weights, kl, strict=True)) / sum(weights)
+    assert retrieval["NDKL"]["mean"] == pytest.approx(ndkl)
+    assert retrieval["bias@5"] == {
+        "mean": pytest.approx(0.6),
+        "sigma": 0.0,
+        "n": 2,
+        "n_undefined": 0,
+    }
+    # single-person images: 2 masculine above 2 feminine
+    single = retrieval["single_person_images"]["per_occupation"]["doctor"]
+    assert single["bias@5"] == 0.0 and single["NDKL"] > 0
+
+    errors = results["error_analysis"]
+    sub = errors["resolution_subsamples"]["k=1"]["all_images"]
+    assert sub["gender_gap"] == {"mean": 1.0, "sigma": 0.0}
+    baseline = errors["retrieval_random_baseline"]["two_person_images"]["bias@5"]
+    assert baseline["real"] == pytest.approx(0.6)
+    assert abs(baseline["baseline_mean"]) < 0.15
+    assert baseline["z"] > 2  # far from random relabelling
+
+    # every distinct caption and query was embedded, each image once
+    assert len(run.resolution) == 8 + 16 * 2 and len(run.retrieval) == 24
+    assert run.scored_images == 24
+
+
+def test_resuming_reuses_raw_scores_and_recomputes_only_what_is_missing(
+    dataset: Path, tmp_path: Path
+) -> None:
+    items = load_items([dataset])
+    loader = ImageLoader()
+    config = EvalConfig(subsample_runs=5, baseline_runs=5)
+    out = tmp_path / "out"
+    first = score_dataset(items, KnownScorer(set()), out, loader, config)
+    assert first.scored_images == 24 and first.reused == 0
+    again = score_dataset(items, KnownScorer(set()), out, loader, config)
+    assert again.scored_images == 0 and again.reused == 40 + 24
+    assert again.resolution == first.resolution
+    # lose the last three records and leave a half-written line, as a crash would
+    raw = out / "raw_resolution.jsonl"
+    lines = raw.read_text().splitlines()
+    raw.write_text("\n".join(lines[:-3]) + "\n" + lines[-3][:20])
+    resumed = score_dataset(items, KnownScorer(set()), out, loader, config)
+    assert resumed.scored_images == 2  # the images those records belonged to
+    assert resumed.resolution == first.resolution
+    assert len(read_raw(raw)) == 40
+    # another model's records are not reused
+    other = KnownScorer(set())
+    other.spec = "known:other"
+    assert score_dataset(items, other, out, loader, config).scored_images == 24
+
+
+def _url(n: int, path: Path) -> str:
+    return f"https://images.example.org/photos/{n}.png?w=600"
+
+
+def _store(store: ImageStore, path: Path, url: str) -> None:
+    with Image.open(path) as image:
+        size = image.size
+    store.put(
+        path.read_bytes(), format="PNG", width=size[0], height=size[1], phash="0" * 16, url=url
+    )
+
+
+def test_urls_are_read_from_the_image_store(tmp_path: Path, tiny_specs: dict[str, str]) -> None:
+    folder = tmp_path / "data"
+    write_small_dataset(folder, url_for=_url)
+    store = ImageStore(tmp_path / "store")
+    images = sorted(folder.glob("img_*.png"))
+    for n, path in enumerate(images[:-1]):  # the last image was never stored
+        _store(store, path, _url(n, path))
+    items = load_items([folder])
+    with pytest.raises(DataFormatError, match="contrastkit urls check") as info:
+        ImageLoader(store).check(items)
+    assert 'field "URL type' in str(info.value) and ":9:" in str(info.value)  # OO line 9
+    with pytest.raises(DataFormatError, match="read from the image store"):
+        ImageLoader(None).check(items)
+    _store(store, images[-1], _url(len(images) - 1, images[-1]))
+    loader = ImageLoader(tmp_path / "store")
+    loader.check(items)
+    assert loader.open(items[0]).size == (56, 40)  # OO rows come first: image 16
+    result = runner.invoke(
+        app,
+        [
+            "evaluate",
+            "--data",
+            str(folder),
+            "--model",
+            tiny_specs["hf_clip"],
+            "--store",
+            str(tmp_path / "store"),
+            "--out",
+            str(tmp_path / "o"),
+            "--task",
+            "retrieval",
+            *FAST,
+        ],
+    )
+    assert result.exit_code == 0, result.output
+
+
+def test_an_export_folder_is_evaluated_from_its_embedded_images(
+    tmp_path: Path, tiny_specs: dict[str, str]
+) -> None:
+    from contrastkit.builders.export import export_visogender
+
+    folder = tmp_path / "data"
+    tsvs = write_small_dataset(folder, url_for=_url)
+    store = ImageStore(tmp_path / "store")
+    for n, path in enumerate(sorted(folder.glob("img_*.png"))):
+        _store(store, path, _url(n, path))
+    export_visogender([tsvs["OP"], tsvs["OO"]], tmp_path / "export", store=store)
+    items = load_items([tmp_path / "export"])
+    from_tsv = load_items([tsvs["OO"], tsvs["OP"]])
+    assert [(i.row.idx, i.row.cell, i.row.noun) for i in items] == [
+        (i.row.idx, i.row.cell, i.row.noun) for i in from_tsv
+    ]  # ClassLabel genders and contexts read back as names
+    assert items[0].image_ref.startswith("dataset:")
+    loader = ImageLoader()  # no store needed: the images are in the dataset
+    np.testing.assert_array_equal(
+        np.asarray(loader.open(items[0])), np.asarray(ImageLoader(store).open(from_tsv[0]))
+    )
+    result = runner.invoke(
+        app,
+        [
+            "evaluate",
+            "--data",
+            str(tmp_path / "export"),
+            "--model",
+            tiny_specs["git"],
+            "--out",
+            str(tmp_path / "o"),
+            *FAST,
+        ],
+    )
+    assert result.exit_code == 0, result.output
+
+
+def test_missing_and_broken_images_are_located_errors(dataset: Path) -> None:
+    (dataset / "img_003.png").unlink()
+    (dataset / "img_004.png").write_bytes(b"not an image")
+    items = load_items([dataset])
+    with pytest.raises(DataFormatError, match="image file not found") as info:
+        ImageLoader().check(items)
+    assert str(info.value).startswith(f"{dataset / 'visogender_OP.tsv'}:5:")
+    with pytest.raises(DataFormatError, match="cannot be decoded"):
+        ImageLoader().open(next(i for i in items if i.image_ref == "img_004.png"))
+
+
+def test_images_from_a_saved_hugging_face_dataset(dataset: Path, tmp_path: Path) -> None:
+    import datasets
+
+    items = load_items([dataset])
+    loader = ImageLoader()
+    records = {
+        "idx": [item.row.idx for item in items],
+        "occupation": [item.row.occupation for item in items],
+        "sector": [item.row.sector for item in items],
+        "specialisation": [item.row.specialisation for item in items],
+        "participant": [item.row.participant for item in items],
+        "object": [item.row.object for item in items],
+        "occupation_gender": [item.row.occupation_gender.value for item in items],
+        "participant_gender": [
+            item.row.participant_gender.value if item.row.participant_gender else None
+            for item in items
+        ],
+        "image": [loader.open(item) for item in items],
+    }
+    features = datasets.Features(
+        {
+            **{name: datasets.Value("string") for name in records if name != "image"},
+            "image": datasets.Image(),
+        }
+    )
+    saved = tmp_path / "hf"
+    datasets.DatasetDict(
+        {"test": datasets.Dataset.from_dict(records, features=features)}
+    ).save_to_disk(str(saved))
+    from_hf = load_items([saved])
+
+    def fields(item: object) -> tuple[str, ...]:
+        row = item.row  # type: ignore[attr-defined]
+        return (row.idx, row.context.value, row.sector, row.occupation, row.noun, row.cell)
+
+    assert [fields(item) for item in from_hf] == [fields(item) for item in items]
+    assert from_hf[0].image_ref == f"dataset:{saved}#test/0"
+    hf_loader = ImageLoader()
+    for original, stored in zip(items[:3], from_hf[:3], strict=True):
+        a = np.asarray(loader.open(original))
+        b = np.asarray(hf_loader.open(stored))
+        np.testing.assert_array_equal(a, b)
+
+
+def test_labour_statistics_ship_with_their_source() -> None:
+    shares = labour_shares()
+    assert len(shares) == 23
+    assert shares["hairdresser"].male_share_percent == 6.9
+    assert shares["specialist"].year == 2020 and shares["doctor"].year == 2022
+    assert "labour force statistics" in shares["engineer"].source
+    # perfectly monotone data: r = 1, tau = 1
+    got = labour_comparison({"hairdresser": 0.1, "teacher": 0.2, "engineer": 0.9, "astronaut": 5})
+    assert got["n"] == 3 and got["kendall_tau"] == pytest.approx(1.0)
+    assert 0.9 < got["pearson_r"] <= 1.0 and 0 <= got["pearson_p"] <= 1
+    assert math.isnan(labour_comparison({"teacher": 0.1, "engineer": 0.2})["pearson_r"])
+
+
+def test_cli_evaluate_writes_every_output_and_report_compares(
+    dataset: Path, tmp_path: Path, tiny_specs: dict[str, str]
+) -> None:
+    out = tmp_path / "results"
+    args = [
+        "evaluate",
+        "--data",
+        str(dataset / "visogender_OP.tsv"),
+        "--data",
+        str(dataset / "visogender_OO.tsv"),
+        "--out",
+        str(out),
+        "--neutral",
+        "--model",
+        tiny_specs["open_clip"],
+        "--model",
+        tiny_specs["blip"],
+        "--model",
+        tiny_specs["siglip"],
+        "--model",
+        tiny_specs["git"],
+        "--json",
+        *FAST,
+    ]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert [entry["model"] for entry in summary] == [
+        tiny_specs[f] for f in ("open_clip", "blip", "siglip", "git")
+    ]
+    dual = Path(summary[0]["folder"])
+    for name in ("raw_resolution.jsonl", "raw_retrieval.jsonl", "benchmark.json", "report.md"):
+        assert (dual / name).stat().st_size > 0
+    for name in (
+        "accuracy_by_gender_pair",
+        "gap_per_occupation",
+        "bias_at_k_per_occupation",
+        "labour_statistics",
+    ):
+        with Image.open(dual / "plots" / f"{name}.png") as plot:
+            assert plot.format == "PNG" and plot.width > 300
+    captioning = Path(summary[1]["folder"])
+    assert not (captioning / "raw_retrieval.jsonl").exists()
+    assert summary[1]["skipped"] == ["retrieval (captioning models cannot retrieve)"]
+    name, results = load_benchmark(dual / "benchmark.json")
+    assert name.startswith("visogender_open_clip") and name.endswith("_results")
+    assert results["metadata"]["experiment_desc"] == "CLIP"
+    assert set(results["resolution_bias"]["all_images"]) >= {"overall_accuracy", "RA_avg"}
+    for key in ("bias@5", "bias@10", "maxskew@5", "maxskew@10", "NDKL"):
+        assert set(results["retrieval_bias"][key]) >= {"mean", "sigma"}
+    assert load_benchmark(captioning)[1]["metadata"]["experiment_desc"] == "CAPTIONING"
+    lines = (dual / "raw_resolution.jsonl").read_text().splitlines()
+    assert len(lines) == 40 and json.loads(lines[0])["scores"].keys() == {
+        "masculine",
+        "feminine",
+        "neutral",
+    }
+    assert (out / "comparison.md").is_file()
+
+    again = runner.invoke(app, [*args[:-5], "--json", *FAST])  # same models, resumed
+    assert again.exit_code == 0
+    assert all(entry["scored_images"] == 0 for entry in json.loads(again.stdout))
+
+    report = runner.invoke(
+        app,
+        [
+            "report",
+            str(dual),
+            str(captioning / "benchmark.json"),
+            "--out",
+            str(tmp_path / "side.md"),
+        ],
+    )
+    assert report.exit_code == 0
+    assert tiny_specs["open_clip"] in report.output and tiny_specs["blip"] in report.output
+    assert "Two people, different gender RA_avg" in (tmp_path / "side.md").read_text()
+    as_json = runner.invoke(app, ["report", str(dual), "--json"])
+    assert json.loads(as_json.stdout)[0]["retrieval_bias"]["bias@5"]["mean"] is not None
+
+
+def test_cli_bad_input_exits_2_with_a_clear_message(
+    dataset: Path, tmp_path: Path, tiny_specs: dict[str, str]
+) -> None:
+    base = ["evaluate", "--data", str(dataset), "--out", str(tmp_path / "o")]
+    result = runner.invoke(app, [*base, "--model", "hf-clip:contrastkit-test/none"])
+    assert result.exit_code == 2 and "hf download contrastkit-test/none" in result.stderr
+    result = runner.invoke(app, [*base, "--model", tiny_specs["blip"], "--task", "retrieval"])
+    assert result.exit_code == 2 and "needs a dual encoder" in result.stderr
+    result = runner.invoke(app, [*base, "--model", tiny_specs["blip"], "--task", "ranking"])
+    assert result.exit_code == 2 and "unknown task" in result.stderr
+    result = runner.invoke(app, [*base, "--model", tiny_specs["blip"], "--k", "five"])
+    assert result.exit_code == 2 and "comma-separated integers" in result.stderr
+    result = runner.invoke(
+        app,
+        [
+            "evaluate",
+            "--data",
+            str(tmp_path),
+            "--out",
+            str(tmp_path / "o"),
+            "--model",
+            tiny_specs["blip"],
+        ],
+    )
+    assert result.exit_code == 2 and "no official-format TSV" in result.stderr
+    assert not (tmp_path / "o").exists()
+    result = runner.invoke(app, ["report", str(tmp_path / "missing.json")])
+    assert result.exit_code == 2 and "no such benchmark file" in result.stderr
+
+
+def test_write_outputs_replaces_files_atomically(dataset: Path, tmp_path: Path) -> None:
+    items = load_items([dataset])
+    config = EvalConfig(tasks=("resolution",), subsample_runs=5, baseline_runs=5)
+    run = score_dataset(items, KnownScorer(set()), tmp_path, ImageLoader(), config)
+    files = write_outputs(benchmark(run, config, [dataset]), tmp_path / "model")
+    assert set(files) == {
+        "benchmark",
+        "report",
+        "accuracy_by_gender_pair",
+        "gap_per_occupation",
+        "labour_statistics",
+    }
+    assert not list((tmp_path / "model").glob(".*tmp*"))
+    assert "retrieval_bias" not in json.loads(files["benchmark"].read_text()).popitem()[1]
