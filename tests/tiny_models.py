@@ -18,6 +18,8 @@ from pathlib import Path
 
 import torch
 
+from contrastkit.tiny.clip import IMAGE_SIZE, open_clip_config, tiny_open_clip
+
 #: Words the tiny tokenizers know as whole tokens (their is missing on purpose).
 WORDS = (
     "the",
@@ -39,7 +41,7 @@ WORDS = (
     "photo",
     "of",
 )
-IMAGE_SIZE = 32
+__all__ = ["IMAGE_SIZE", "tiny_open_clip"]  # re-exported for the tests
 
 
 def _letters() -> list[str]:
@@ -127,36 +129,6 @@ def _folder(folder: Path, name: str) -> Path:
     return path
 
 
-def _open_clip_cfg() -> dict[str, object]:
-    return {
-        "embed_dim": 32,
-        "vision_cfg": {"image_size": IMAGE_SIZE, "layers": 2, "width": 64, "patch_size": 8},
-        "text_cfg": {
-            "context_length": 16,
-            "vocab_size": 49408,
-            "width": 32,
-            "heads": 4,
-            "layers": 2,
-        },
-    }
-
-
-def tiny_open_clip(folder: Path, name: str = "tiny-open-clip") -> str:
-    """An OpenCLIP model folder (``open_clip_config.json`` + weights); spec
-    ``open_clip:FOLDER``."""
-    import open_clip
-
-    path = _folder(folder, name)
-    torch.manual_seed(0)
-    cfg = _open_clip_cfg()
-    model = open_clip.CLIP(**cfg)  # type: ignore[arg-type]
-    torch.save(model.state_dict(), path / "open_clip_pytorch_model.bin")
-    (path / "open_clip_config.json").write_text(
-        json.dumps({"model_cfg": cfg, "preprocess_cfg": {}}), encoding="utf-8"
-    )
-    return f"open_clip:{path}"
-
-
 def tiny_open_clip_checkpoint(folder: Path, arch: str = "contrastkit-tiny-clip") -> str:
     """Registers the tiny architecture under ``arch`` with OpenCLIP and saves a checkpoint
     file; spec ``open_clip:ARCH/CHECKPOINT`` (the checkpoint-path form)."""
@@ -164,10 +136,10 @@ def tiny_open_clip_checkpoint(folder: Path, arch: str = "contrastkit-tiny-clip")
 
     path = _folder(folder, "tiny-open-clip-checkpoint")
     config_path = path / f"{arch}.json"
-    config_path.write_text(json.dumps(_open_clip_cfg()), encoding="utf-8")
+    config_path.write_text(json.dumps(open_clip_config()), encoding="utf-8")
     open_clip.add_model_config(config_path)
     torch.manual_seed(1)
-    model = open_clip.CLIP(**_open_clip_cfg())  # type: ignore[arg-type]
+    model = open_clip.CLIP(**open_clip_config())  # type: ignore[arg-type]
     checkpoint = path / "tiny.pt"
     torch.save(model.state_dict(), checkpoint)
     return f"open_clip:{arch}/{checkpoint}"

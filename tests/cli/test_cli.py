@@ -45,6 +45,7 @@ def test_root_help_lists_the_command_groups() -> None:
         ["publish"],
         ["evaluate"],
         ["report"],
+        ["quickstart"],
     ],
 )
 def test_every_command_has_help_with_an_example(command: list[str]) -> None:
@@ -59,7 +60,7 @@ def test_version() -> None:
     assert result.exit_code == 0 and result.output.startswith("contrastkit ")
 
 
-def test_readme_main_command_through_the_console_script(tmp_path: Path) -> None:
+def test_build_and_validate_through_the_console_script(tmp_path: Path) -> None:
     beside = Path(sys.executable).with_name("contrastkit")
     exe = str(beside) if beside.exists() else shutil.which("contrastkit")
     assert exe is not None, "the console script is installed with the package"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import typer
 
 from contrastkit import __version__
-from contrastkit.cli import build, evaluate, export, taxonomy, urls, validate
+from contrastkit.cli import build, evaluate, export, quickstart, taxonomy, urls, validate
 
 app = typer.Typer(
     name="contrastkit",
@@ -30,6 +30,7 @@ app.add_typer(urls.app, name="urls")
 app.add_typer(export.app, name="export")
 app.command(name="publish")(export.publish_command)
 evaluate.register(app)
+app.command(name="quickstart")(quickstart.quickstart)
 
 
 def _version(value: bool) -> None:
