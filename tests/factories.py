@@ -45,3 +45,15 @@ def make_row(
         annotator="tester",
     )
     return replace(row, **overrides) if overrides else row
+
+
+def console_script() -> str:
+    """The installed ``contrastkit`` console script (beside this Python, or on PATH)."""
+    import shutil
+    import sys
+    from pathlib import Path
+
+    beside = Path(sys.executable).with_name("contrastkit")
+    exe = str(beside) if beside.exists() else shutil.which("contrastkit")
+    assert exe is not None, "the console script is installed with the package"
+    return exe

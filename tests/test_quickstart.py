@@ -4,18 +4,16 @@ runs through the console script and every report file exists and parses."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import yaml
 
+from factories import console_script
+
 
 def test_quickstart_runs_offline_and_writes_reports_that_parse(tmp_path: Path) -> None:
-    beside = Path(sys.executable).with_name("contrastkit")
-    exe = str(beside) if beside.exists() else shutil.which("contrastkit")
-    assert exe is not None, "the console script is installed with the package"
+    exe = console_script()
     out = tmp_path / "quickstart"
     run = subprocess.run(
         [exe, "quickstart", "--out", str(out), "--tiny"], capture_output=True, text=True,

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +12,7 @@ import typer
 from typer.testing import CliRunner
 
 from contrastkit.cli import app
+from factories import console_script
 
 ROOT = Path(__file__).parents[2]
 runner = CliRunner()
@@ -61,9 +60,7 @@ def test_version() -> None:
 
 
 def test_build_and_validate_through_the_console_script(tmp_path: Path) -> None:
-    beside = Path(sys.executable).with_name("contrastkit")
-    exe = str(beside) if beside.exists() else shutil.which("contrastkit")
-    assert exe is not None, "the console script is installed with the package"
+    exe = console_script()
     out = tmp_path / "example"
     build = subprocess.run(
         [exe, "build", "visogender", "--candidates", str(ROOT / "examples" / "candidates.csv"),
