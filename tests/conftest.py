@@ -22,3 +22,59 @@ def official_op() -> Path:
 def official_oo() -> Path:
     """The official VisoGender OO annotations (230 rows, CRLF, no final newline)."""
     return OFFICIAL_OO
+
+
+@pytest.fixture(scope="session")
+def coco_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A COCO-format folder of shipped public-domain photos (see tests/coco_fixture.py).
+    Session-scoped: tests must not write into it."""
+    from contrastkit.samples import write_coco
+
+    return write_coco(tmp_path_factory.mktemp("coco"))
+
+
+@pytest.fixture(scope="session")
+def tiny_editor_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A saved tiny InstructPix2Pix pipeline (random weights; see tests/tiny_editor.py)."""
+    from contrastkit.tiny.editor import tiny_instruct_pix2pix
+
+    return tiny_instruct_pix2pix(tmp_path_factory.mktemp("tiny_ip2p"))
+
+
+@pytest.fixture(scope="session")
+def face_detector() -> object:
+    """facenet-pytorch MTCNN on the CPU (weights ship with the package)."""
+    from contrastkit.curation.faces import FaceDetector
+
+    return FaceDetector("cpu")
+
+
+@pytest.fixture(scope="session")
+def face_bank(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A FairFace-style labelled bank made of face crops of the shipped photos."""
+    from contrastkit.samples import photo
+
+    folder = tmp_path_factory.mktemp("faces")
+    crops = {
+        "astronaut.png": ("astronaut", (160, 40, 290, 195)),
+        "camera.png": ("camera", (180, 100, 275, 210)),
+        "hopper.png": ("grace_hopper", (150, 95, 380, 365)),
+    }
+    for name, (source, box) in crops.items():
+        photo(source).crop(box).save(folder / name)
+    (folder / "labels.csv").write_text(
+        "file,age,gender,race\n"
+        "astronaut.png,40-49,Female,White\n"
+        "hopper.png,more than 70,Female,White\n"
+        "camera.png,20-29,Male,Indian\n"
+        "camera.png,10-19,Male,Indian\n"
+    )
+    return folder / "labels.csv"
+
+
+@pytest.fixture(scope="session")
+def tiny_clip_spec(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Spec of a tiny saved OpenCLIP model (random weights; tests/tiny_models.py)."""
+    from tiny_models import tiny_open_clip
+
+    return tiny_open_clip(tmp_path_factory.mktemp("clip"))

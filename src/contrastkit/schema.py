@@ -41,6 +41,7 @@ __all__ = [
     "TSVStream",
     "VisoGenderRow",
     "VisoGenderTable",
+    "atomic_write_bytes",
     "atomic_write_text",
     "columns_for",
     "parse_visogender_tsv",
@@ -522,10 +523,11 @@ def render_visogender_tsv(
     return newline.join(lines) + (newline if final_newline else "")
 
 
-def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and rename it
-    into place, so readers only ever see the old or the new file, never a partial one.
-    A replaced file keeps its permission bits; a new one gets the umask's defaults."""
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder (flushed and
+    fsynced) and rename it into place, so readers only ever see the old or the new file,
+    never a partial one; a crash leaves at most a ``.{name}.*.tmp`` file behind. A
+    replaced file keeps its permission bits; a new one gets the umask's defaults."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -536,8 +538,8 @@ def atomic_write_text(path: str | Path, text: str) -> None:
             umask = os.umask(0)
             os.umask(umask)
             Path(tmp_name).chmod(0o666 & ~umask)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         Path(tmp_name).replace(path)
@@ -545,6 +547,11 @@ def atomic_write_text(path: str | Path, text: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             Path(tmp_name).unlink()
         raise
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` (UTF-8, line ends as given) atomically: :func:`atomic_write_bytes`."""
+    atomic_write_bytes(path, text.encode("utf-8"))
 
 
 def write_visogender_tsv(

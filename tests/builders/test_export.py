@@ -14,11 +14,22 @@ import yaml
 from PIL import Image
 from typer.testing import CliRunner
 
-from contrastkit.builders.export import export_visogender, load_export, read_metadata
+from contrastkit.builders.export import (
+    export_contrast_set,
+    export_visogender,
+    load_export,
+    read_metadata,
+)
+from contrastkit.builders.genswap import build_genswap
+from contrastkit.builders.gensynth import run_edit_stage, run_filter_stage, run_select_stage
+from contrastkit.builders.manifest import read_contrast_set
 from contrastkit.builders.publish import PublishError, publish
 from contrastkit.cli import app
+from contrastkit.curation.editing import EditSettings, load_editor
+from contrastkit.curation.faces import FaceDetector
 from contrastkit.curation.integrity import check_tables
 from contrastkit.curation.urls import CheckConfig
+from contrastkit.evaluators.models import load_scorer
 from contrastkit.schema import Context, DataFormatError, Gender, read_visogender_tsv
 from contrastkit.schema import write_visogender_tsv as write_tsv
 from contrastkit.store import ImageStore
@@ -199,3 +210,70 @@ def test_export_and_publish_from_the_command_line(
     missing = runner.invoke(app, ["publish", str(tmp_path / "nowhere"), "--repo-id", "me/vg",
                                   "--dry-run"])  # fmt: skip
     assert missing.exit_code == 2 and "not an export folder" in missing.output
+
+
+# -- contrast sets ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def gensynth_build(
+    coco_dir: Path, tiny_editor_dir: Path, tiny_clip_spec: str,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Path:  # fmt: skip
+    """A finished tiny GenSynth build of the shipped photos (the filter accepts everything:
+    random weights make the paper's thresholds meaningless)."""
+    out = tmp_path_factory.mktemp("gensynth") / "build"
+    editor = load_editor(tiny_editor_dir, batch_size=8)
+    run_edit_stage(coco_dir, out, editor, EditSettings(steps=2, resolution=32), min_box_side=64)
+    scorer = load_scorer(tiny_clip_spec)
+    run_filter_stage(out, scorer, k=10, tau_real=-1, tau_gender=-1)
+    run_select_stage(out, seed=0, model=scorer)
+    return out
+
+
+def test_contrast_set_round_trip_and_card(gensynth_build: Path, tmp_path: Path) -> None:
+    result = export_contrast_set(gensynth_build, tmp_path / "out")
+    items = read_contrast_set(gensynth_build)
+    for source in ("disk", "parquet"):
+        data = load_export(tmp_path / "out", "contrast", source=source)["test"]
+        assert data.num_rows == len(items) == 6
+        assert data.features["gender"].names == ["masculine", "feminine"]
+        raw = data.cast_column("image", datasets.Image(decode=False))
+        for item, record in zip(items, raw, strict=True):
+            assert record["edit_id"] == item.edit_id and record["captions"] == item.captions
+            assert data.features["gender"].int2str(record["gender"]) == item.gender
+            assert record["image"]["bytes"] == (gensynth_build / item.image).read_bytes()
+            assert record["instruction"].startswith(("Make", "Turn", "Convert"))
+        assert (
+            data[0]["neutral_captions"][0] == "A person takes a picture with a camera on a tripod."
+        )
+    card = (tmp_path / "out" / "README.md").read_text()
+    summary = json.loads((gensynth_build / "build_summary.json").read_text())
+    accepted, edits = summary["filter"]["accepted"], summary["filter"]["edits"]
+    assert f"{accepted} of {edits} edits accepted" in card
+    assert "6 images from 3 source photos: 3 masculine and 3 feminine" in card
+    assert "tau_R = -1, tau_G = -1" in card and "K = 10" in card
+    q = summary["select"]["quality"]["contrast_set"]
+    assert f"| contrast_set | 6 | {100 * q['zero_shot_gender_accuracy']:.1f}% |" in card
+    assert result.metadata["kind"] == "gensynth"
+
+
+def test_genswap_sets_export_too(
+    coco_dir: Path, face_bank: Path, face_detector: FaceDetector, tmp_path: Path
+) -> None:
+    build_genswap(coco_dir, face_bank, tmp_path / "swap", min_box_side=64, detector=face_detector)
+    result = export_contrast_set(tmp_path / "swap", tmp_path / "out")
+    data = result.configs["contrast"]["test"]
+    assert data.num_rows == 6 and all(d is not None for d in data["donor"])
+    assert all(p is None for p in data["p_real"])  # GenSwap has no filter
+    card = (tmp_path / "out" / "README.md").read_text()
+    assert card.startswith("---\n") and "GenSwap" in card and "adults only: age 20" in card
+    dry = publish(tmp_path / "out", "me/genswap", dry_run=True)
+    assert dry.loaded_rows == {"contrast": {"test": 6}}
+
+
+def test_contrast_export_needs_a_finished_build(tmp_path: Path) -> None:
+    with pytest.raises(DataFormatError, match="run the select stage first"):
+        export_contrast_set(tmp_path, tmp_path / "out")
+    result = runner.invoke(app, ["export", "contrast", str(tmp_path), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2

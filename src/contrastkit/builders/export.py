@@ -25,15 +25,31 @@ import math
 import shutil
 import tempfile
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Sequence as Seq
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from datasets import ClassLabel, Dataset, DatasetDict, Features, Image, Value, load_from_disk
+from datasets import (
+    ClassLabel,
+    Dataset,
+    DatasetDict,
+    Features,
+    Image,
+    Sequence,
+    Value,
+    load_from_disk,
+)
+from datasets.utils.tqdm import (
+    are_progress_bars_disabled,
+    disable_progress_bars,
+    enable_progress_bars,
+)
 
 from contrastkit import __version__
+from contrastkit.builders.manifest import CONTRAST_SET, SUMMARY, Manifest, read_contrast_set
+from contrastkit.curation.gender_words import neutralise
 from contrastkit.records import read_records
 from contrastkit.schema import (
     Context,
@@ -51,6 +67,8 @@ __all__ = [
     "GENDER_LABELS",
     "METADATA_FILE",
     "ExportResult",
+    "contrast_features",
+    "export_contrast_set",
     "export_visogender",
     "load_export",
     "read_metadata",
@@ -179,7 +197,7 @@ def _url_check_summary(checks: Path) -> dict[str, Any]:
 
 
 def export_visogender(
-    paths: Sequence[Path],
+    paths: Seq[Path],
     out_dir: Path,
     *,
     store: ImageStore | None = None,
@@ -255,6 +273,121 @@ def export_visogender(
     return write_export(out_dir, configs, metadata)
 
 
+def contrast_features() -> Features:
+    """Typed features of an exported GenSynth / GenSwap contrast set."""
+    return Features(
+        {
+            "source_id": Value("string"),
+            "gender": ClassLabel(names=GENDER_LABELS),
+            "image": Image(),
+            "edit_id": Value("string"),
+            "method": Value("string"),
+            "source_label": ClassLabel(names=GENDER_LABELS),
+            "captions": Sequence(Value("string")),
+            "neutral_captions": Sequence(Value("string")),
+            "original_captions": Sequence(Value("string")),
+            "box": Sequence(Value("float32")),
+            "p_real": Value("float32"),
+            "p_gender": Value("float32"),
+            "instruction": Value("string"),
+            "text_guidance_scale": Value("float32"),
+            "image_guidance_scale": Value("float32"),
+            "steps": Value("int32"),
+            "seed": Value("int64"),
+            "donor": Value("string"),
+        }
+    )
+
+
+def export_contrast_set(
+    build_dir: Path,
+    out_dir: Path,
+    *,
+    split: str = "test",
+    pretty_name: str | None = None,
+    license: str = "other",
+) -> ExportResult:
+    """Export a GenSynth or GenSwap build folder's contrast set (config ``contrast``).
+
+    Each row is one edited image (bytes as written by the build, PNG) with its target
+    ``gender``, its gender-adjusted ``captions`` (GenSynth Sec. 4.3), the same captions
+    made gender-neutral (for retrieval queries), the source's own captions and label, the
+    person box, the filter scores ``p_real`` / ``p_gender`` (Eq. 4; GenSynth only) and
+    what made the edit (instruction, guidance scales, steps, seed; the donor face for
+    GenSwap). The build summary (editor, settings, filter thresholds, acceptance rates,
+    quality checks) goes into the metadata and the card.
+
+    Args:
+        build_dir: A ``contrastkit build gensynth`` / ``build genswap`` folder, after
+            its select stage.
+        out_dir: Export folder (replaced atomically if it exists).
+        split: Split name (contrast sets are evaluation sets: ``test``).
+        pretty_name: The card's title (default from the method).
+        license: Licence id of the edited images and captions; COCO images carry their
+            Flickr licences, so the default is ``other`` (say which in the card).
+    """
+    build_dir = Path(build_dir)
+    items = read_contrast_set(build_dir / CONTRAST_SET)
+    summary_path = build_dir / SUMMARY
+    try:
+        summary: dict[str, Any] = json.loads(summary_path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataFormatError(
+            summary_path, None, None, "no build summary (run the build)"
+        ) from None
+    kind = "genswap" if "genswap" in summary else "gensynth"
+    records = {r.edit_id: r for r in Manifest(build_dir).read()}
+    rows: list[dict[str, Any]] = []
+    for line, item in enumerate(items, start=1):
+        record = records.get(item.edit_id)
+        image_path = build_dir / item.image
+        if record is None or not image_path.is_file():
+            raise DataFormatError(
+                build_dir / CONTRAST_SET, line, "edit_id",
+                f"edit {item.edit_id} is not in the manifest or its image {item.image} is missing",
+            )  # fmt: skip
+        rows.append({
+            "source_id": item.source_id,
+            "gender": item.gender,
+            "image": {"bytes": image_path.read_bytes(), "path": Path(item.image).name},
+            "edit_id": item.edit_id,
+            "method": item.method,
+            "source_label": record.source_label,
+            "captions": list(item.captions),
+            "neutral_captions": [neutralise(c) for c in item.original_captions],
+            "original_captions": list(item.original_captions),
+            "box": [float(v) for v in item.box],
+            "p_real": item.p_real,
+            "p_gender": item.p_gender,
+            "instruction": record.instruction,
+            "text_guidance_scale": record.text_guidance_scale,
+            "image_guidance_scale": record.image_guidance_scale,
+            "steps": record.steps,
+            "seed": record.seed,
+            "donor": record.donor,
+        })  # fmt: skip
+    features = contrast_features()
+    dataset = Dataset.from_dict({name: [r[name] for r in rows] for name in features}, features)
+    genders = Counter(item.gender for item in items)
+    metadata: dict[str, Any] = {
+        "kind": kind,
+        "pretty_name": pretty_name
+        or (
+            "GenSynth synthetic gender contrast set"
+            if kind == "gensynth"
+            else "GenSwap face-swap gender contrast set"
+        ),
+        "license": license,
+        "split": split,
+        "build_dir": str(build_dir),
+        "sources_kept": len({item.source_id for item in items}),
+        "counts": {"contrast": {g: genders.get(g, 0) for g in GENDER_LABELS}},
+        "source_labels": dict(sorted(Counter(r["source_label"] for r in rows).items())),
+        "build_summary": summary,
+    }
+    return write_export(out_dir, {"contrast": DatasetDict({split: dataset})}, metadata)
+
+
 def write_export(
     out_dir: Path, configs: dict[str, DatasetDict], metadata: dict[str, Any]
 ) -> ExportResult:
@@ -268,6 +401,8 @@ def write_export(
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     building = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    bars_were_on = not are_progress_bars_disabled()
+    disable_progress_bars()  # our callers print their own progress
     try:
         parquet_files: list[Path] = []
         described: dict[str, Any] = {}
@@ -301,6 +436,9 @@ def write_export(
     except BaseException:
         shutil.rmtree(building, ignore_errors=True)
         raise
+    finally:
+        if bars_were_on:
+            enable_progress_bars()
     return ExportResult(out_dir, configs, metadata, parquet_files)
 
 

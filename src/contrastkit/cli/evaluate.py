@@ -22,8 +22,11 @@ def _ints(text: str, option: str) -> tuple[int, ...]:
 
 
 def evaluate(
-    data: list[Path] = typer.Option(
-        ..., "--data", help="Official-format TSV(s), a folder of them, or a saved HF dataset."
+    data: list[str] = typer.Option(
+        ...,
+        "--data",
+        help="Official-format TSV(s), a folder of them, a saved HF dataset, an export folder "
+        "(`contrastkit export`), or a Hub id (hf:USER/NAME).",
     ),
     model: list[str] = typer.Option(
         ..., "--model", help="Model spec (repeatable): open_clip:ARCH/TAG, hf-clip:ID, blip:ID..."
@@ -56,7 +59,9 @@ def evaluate(
     as_json: bool = typer.Option(False, "--json", help="Print the output paths and headlines."),
 ) -> None:
     """Score models on a VisoGender-style dataset: resolution and retrieval bias, error
-    analysis, labour-statistics comparison.
+    analysis, labour-statistics comparison. On a contrast-set export (`contrastkit export
+    contrast`): retrieval bias of gender-neutral queries and masculine-vs-feminine pair
+    preference (GenSynth Sec. 5).
 
     Writes, per model, into OUT/MODEL/ (a folder named after the spec):
     raw_resolution.jsonl and raw_retrieval.jsonl (per-image scores), benchmark.json
@@ -68,7 +73,9 @@ def evaluate(
 
         contrastkit evaluate --data data/OP.tsv --model open_clip:ViT-B-32/openai --out res
     """
+    from contrastkit.evaluators.contrast import is_contrast_dataset
     from contrastkit.evaluators.data import ImageLoader, load_items
+    from contrastkit.evaluators.hub import hub_name, materialise_hub_dataset
     from contrastkit.evaluators.models import load_model
     from contrastkit.evaluators.report import (
         benchmark,
@@ -81,6 +88,21 @@ def evaluate(
 
     summary: list[dict[str, Any]] = []
     with user_errors():
+        paths: list[Path] = []
+        for given in data:
+            name = hub_name(given)
+            if name is None:
+                paths.append(Path(given))
+            else:
+                dest = out / "_data" / model_slug(name)
+                paths.append(materialise_hub_dataset(name, dest))
+        contrast = [is_contrast_dataset(p) for p in paths]
+        if any(contrast):
+            if not all(contrast):
+                raise ValueError("--data mixes contrast sets with VisoGender-style data")
+            _evaluate_contrast(paths, model, out, _ints(ks, "--k"), device, dtype,
+                               batch_size, download, as_json)  # fmt: skip
+            return
         config = EvalConfig(
             tasks=tuple(dict.fromkeys(t.strip() for t in task.split(",") if t.strip())),
             neutral=neutral,
@@ -91,7 +113,7 @@ def evaluate(
             baseline_runs=baseline_runs,
             seed=seed,
         )
-        items = load_items(data, split=split)
+        items = load_items(paths, split=split)
         if not items:
             raise ValueError("the dataset has no rows")
         loader = ImageLoader(store)
@@ -118,7 +140,7 @@ def evaluate(
                 run = score_dataset(
                     items, adapter, folder, loader, config, batch_size=batch_size, progress=advance
                 )
-            results_json = benchmark(run, config, data)
+            results_json = benchmark(run, config, paths)
             files = write_outputs(results_json, folder)
             results = next(iter(results_json.values()))
             all_results.append(results)
@@ -197,3 +219,59 @@ def register(app: typer.Typer) -> None:
     """Add ``evaluate`` and ``report`` to the root app."""
     app.command(name="evaluate")(evaluate)
     app.command(name="report")(report)
+
+
+def _evaluate_contrast(
+    paths: list[Path],
+    models: list[str],
+    out: Path,
+    ks: tuple[int, ...],
+    device: str | None,
+    dtype: str | None,
+    batch_size: int,
+    download: bool,
+    as_json: bool,
+) -> None:
+    """``evaluate`` on contrast-set exports: one report per model and data folder."""
+    from contrastkit.evaluators.contrast import (
+        evaluate_contrast,
+        load_contrast,
+        write_contrast_outputs,
+    )
+    from contrastkit.evaluators.models import load_scorer
+    from contrastkit.evaluators.report import model_slug
+
+    summary: list[dict[str, Any]] = []
+    for spec in models:
+        scorer = load_scorer(spec, device=device, dtype=dtype, batch_size=batch_size,
+                             download=download)  # fmt: skip
+        for path in paths:
+            dataset = load_contrast(path)
+            folder = out / model_slug(spec) if len(paths) == 1 else (
+                out / model_slug(spec) / path.name
+            )  # fmt: skip
+            columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn())
+            with Progress(*columns, console=err_console, transient=True) as bar:
+                job = bar.add_task(f"scoring {spec}", total=len(dataset))
+
+                def advance(done: int, total: int, job: Any = job, bar: Progress = bar) -> None:
+                    bar.update(job, completed=done, total=total)
+
+                result = evaluate_contrast(
+                    dataset, scorer, ks=ks, batch_size=batch_size, progress=advance
+                )
+            files = write_contrast_outputs(result, folder, model=spec, data=str(path))
+            summary.append({"model": spec, "data": str(path), "folder": str(folder),
+                            "files": {k: str(v) for k, v in files.items()},
+                            "summary": result["summary"]})  # fmt: skip
+    if as_json:
+        print_json(summary)
+        return
+    for entry in summary:
+        pairs = entry["summary"]["pairs"]
+        console.print(
+            f"[bold]{entry['model']}[/] on {entry['data']}: "
+            f"{entry['summary']['queries']} neutral queries, masculine preferred in "
+            f"{pairs['masculine_preferred']:.2f} of pairs -> {entry['folder']}",
+            highlight=False,
+        )

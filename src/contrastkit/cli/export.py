@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from contrastkit.builders.export import ExportResult, export_visogender
+from contrastkit.builders.export import ExportResult, export_contrast_set, export_visogender
 from contrastkit.builders.publish import PublishError, publish
 from contrastkit.cli.common import console, print_json, user_errors
 from contrastkit.store import ImageStore
@@ -70,6 +70,33 @@ def export_visogender_command(
             pretty_name=pretty_name,
             license=license,
         )
+    if as_json:
+        print_json(result.metadata)
+    else:
+        print_export(result)
+
+
+@app.command("contrast")
+def export_contrast_command(
+    build: Path = typer.Argument(..., help="A `build gensynth` or `build genswap` folder."),
+    out: Path = typer.Option(..., help="Export folder (replaced atomically if it exists)."),
+    pretty_name: str | None = typer.Option(None, help="The card's title."),
+    license: str = typer.Option(
+        "other", help="Licence id of the edited images (COCO sources keep their own)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the build metadata as JSON."),
+) -> None:
+    """Export a GenSynth or GenSwap contrast set as a Hugging Face dataset: config
+    `contrast` (split `test`), one row per edited image with its target gender
+    (ClassLabel), gender-adjusted, neutral and original captions, the person box, filter
+    scores and edit parameters, with a card built from the build summary.
+
+    Example:
+
+        contrastkit export contrast build/gensynth --out build/gensynth-export
+    """
+    with user_errors():
+        result = export_contrast_set(build, out, pretty_name=pretty_name, license=license)
     if as_json:
         print_json(result.metadata)
     else:

@@ -1,0 +1,132 @@
+"""Benchmark: InstructPix2Pix edits per second, one edit per call against batched editing.
+
+    python bench/edit.py            # CUDA: SD1.5 architecture, 256 and 512 px, fp16
+    python bench/edit.py --quick    # fewer edits and steps
+
+Both arms run contrastkit's :class:`~contrastkit.curation.editing.InstructPix2PixEditor`
+on the same crops, instructions, seeds and settings:
+
+(a) one edit per pipeline call (``batch_size=1``), the way a simple loop over edits runs;
+(b) contrastkit's batched editing (``--batch`` edits per forward pass).
+
+On CUDA the pipeline has InstructPix2Pix's architecture (Stable Diffusion 1.5's UNet with
+8 input channels, its VAE, a CLIP ViT-L/14 text encoder; random weights: the compute does
+not depend on them) in float16, at 256 and 512 px, and the script projects the GPU-hours
+of the paper's COCO run: 11,541 sources x 16 edits x 500 steps (GenSynth Tab. 2, App.
+A.2), from the per-step time of (b). On the CPU it runs a small configuration (the SD1.5
+UNet takes minutes per edit there), so its figures only compare (a) and (b).
+Target (issue 5): (b) >= 2x (a) on a GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+from PIL import Image
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests")]
+
+from contrastkit.curation.editing import (  # noqa: E402
+    EditSettings,
+    EditSpec,
+    InstructPix2PixEditor,
+    crop_for_editing,
+    plan_edits,
+)
+from contrastkit.tiny.editor import build_instruct_pix2pix  # noqa: E402
+
+SOURCES, EDITS_PER_SOURCE, PAPER_STEPS = 11_541, 16, 500
+
+
+def _crops(resolution: int, n: int) -> list[Image.Image]:
+    from contrastkit.samples import photo
+
+    names = ("astronaut", "camera", "grace_hopper")
+    boxes = {
+        "astronaut": (18, 14, 368, 512),
+        "camera": (0, 60, 335, 512),
+        "grace_hopper": (10, 20, 510, 600),
+    }
+    crops = [crop_for_editing(photo(name), boxes[name], resolution)[0] for name in names]
+    return [crops[i % len(crops)] for i in range(n)]
+
+
+def _rate(
+    editor: InstructPix2PixEditor, crops: list[Image.Image], specs: list[EditSpec], device: str
+) -> float:
+    editor.edit(crops[: editor.batch_size], specs[: editor.batch_size])  # warm-up
+    if device == "cuda":
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    editor.edit(crops, specs)
+    if device == "cuda":
+        torch.cuda.synchronize()
+    return len(specs) / (time.perf_counter() - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer edits and steps")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--batch", type=int, default=None, help="edits per call in (b)")
+    parser.add_argument("--edits", type=int, default=None, help="edits per arm")
+    parser.add_argument("--steps", type=int, default=None, help="denoising steps per edit")
+    parser.add_argument("--resolutions", default=None, help="e.g. 256,512")
+    args = parser.parse_args()
+    cuda = args.device.startswith("cuda")
+    arch = "sd15" if cuda else "small"
+    batch = args.batch or (16 if cuda else 8)
+    edits = args.edits or (batch * (2 if args.quick else 4))
+    default_steps = (10 if args.quick else 20) if cuda else (4 if args.quick else 10)
+    steps = args.steps or default_steps
+    resolutions = [
+        int(r) for r in (args.resolutions or ("256,512" if cuda else "64,128")).split(",")
+    ]
+    dtype = torch.float16 if cuda else torch.float32
+    with tempfile.TemporaryDirectory() as folder:
+        pipeline = build_instruct_pix2pix(arch, folder=Path(folder)).to(args.device, dtype)
+    pipeline.set_progress_bar_config(disable=True)
+    gpu = torch.cuda.get_device_name() if cuda else "none"
+    print(f"machine: {platform.machine()}, {torch.get_num_threads()} CPU threads, GPU: {gpu}")
+    print(
+        f"pipeline: {arch} InstructPix2Pix architecture, random weights, {dtype}, "
+        f"{steps} steps, text + image guidance (3 UNet passes per step)"
+    )
+    for resolution in resolutions:
+        settings = EditSettings(steps=steps, resolution=resolution)
+        specs = [spec for i in range(edits) for spec in plan_edits(str(i), settings)][:edits]
+        specs.sort(key=lambda s: s.text_guidance_scale)
+        crops = _crops(resolution, edits)
+        one = _rate(
+            InstructPix2PixEditor(pipeline, name=arch, batch_size=1),
+            crops,
+            specs,
+            "cuda" if cuda else "cpu",
+        )
+        many = _rate(
+            InstructPix2PixEditor(pipeline, name=arch, batch_size=batch),
+            crops,
+            specs,
+            "cuda" if cuda else "cpu",
+        )
+        print(f"\n{resolution} px, {edits} edits")
+        print(f"  (a) one edit per call     : {one:8.3f} edits/s")
+        print(f"  (b) batched ({batch:2d} per call) : {many:8.3f} edits/s")
+        print(f"  (b) / (a)                 : {many / one:8.2f}x  (target >= 2x on GPU)")
+        hours = SOURCES * EDITS_PER_SOURCE / (many * steps / PAPER_STEPS) / 3600
+        where = "GPU" if cuda else "CPU (small config, not the paper's model)"
+        print(
+            f"  projected {where}-hours, {SOURCES:,} x {EDITS_PER_SOURCE} edits x "
+            f"{PAPER_STEPS} steps with (b): {hours:,.1f}"
+        )
+
+
+if __name__ == "__main__":
+    main()

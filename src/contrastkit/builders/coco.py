@@ -1,0 +1,363 @@
+"""COCO source images for GenSynth: one person, a defined caption gender label.
+
+GenSynth (seeds/001, Sec. 4.1) edits COCO images that "(i) contain only one person,
+inferred from the number of person bounding boxes; and (ii) have a defined gender label"
+(Sec. 3.2, :func:`contrastkit.curation.gender_words.image_label`). :func:`read_coco`
+reads a COCO folder's ``captions_<split>.json`` and ``instances_<split>.json``;
+:func:`select_sources` keeps the images with exactly one person box (a crowd box
+counts as several people) at least ``min_box_side`` pixels wide and tall, and a defined
+label, and counts what it left out. By the paper's word list, train2017 holds 30,541
+masculine, 11,781 feminine and 75,965 undefined images (Sec. 3.2).
+
+Folder layout (the official one, or the two JSON files and the image folder side by
+side)::
+
+    DIR/annotations/captions_train2017.json
+    DIR/annotations/instances_train2017.json
+    DIR/train2017/000000000009.jpg ...
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from contrastkit.curation.gender_words import image_label
+from contrastkit.schema import DataFormatError, Gender
+
+__all__ = [
+    "Box",
+    "CocoDataset",
+    "CocoImage",
+    "SourceImage",
+    "SourceSelection",
+    "find_split",
+    "read_coco",
+    "select_sources",
+]
+
+
+@dataclass(frozen=True)
+class Box:
+    """A COCO box: left, top, width, height in pixels (floats, as in the JSON)."""
+
+    x: float
+    y: float
+    w: float
+    h: float
+
+    def xyxy(self, width: int, height: int) -> tuple[int, int, int, int]:
+        """Integer (left, top, right, bottom) covering the box, clipped to the image."""
+        left = max(0, int(self.x))
+        top = max(0, int(self.y))
+        right = min(width, int(-(-(self.x + self.w) // 1)))
+        bottom = min(height, int(-(-(self.y + self.h) // 1)))
+        return left, top, right, bottom
+
+    def as_list(self) -> list[float]:
+        """``[x, y, w, h]`` as in COCO."""
+        return [self.x, self.y, self.w, self.h]
+
+
+@dataclass(frozen=True)
+class CocoImage:
+    """One image of a COCO split with its captions and person boxes."""
+
+    image_id: int
+    file_name: str
+    width: int
+    height: int
+    captions: tuple[str, ...] = ()
+    person_boxes: tuple[Box, ...] = ()
+    crowd: bool = False
+
+    @property
+    def label(self) -> Gender | None:
+        """The caption gender label of Sec. 3.2 (``None``: undefined)."""
+        return image_label(self.captions)
+
+
+@dataclass(frozen=True)
+class CocoDataset:
+    """A COCO split: where its images are and what they hold."""
+
+    root: Path
+    split: str
+    image_dir: Path
+    images: dict[int, CocoImage]
+
+    def image_path(self, image: CocoImage) -> Path:
+        """The file of ``image``."""
+        return self.image_dir / image.file_name
+
+
+@dataclass(frozen=True)
+class SourceImage:
+    """A selected source: a COCO image with one person box and a defined label."""
+
+    source_id: str
+    path: Path
+    width: int
+    height: int
+    box: Box
+    captions: tuple[str, ...]
+    label: Gender
+
+    def to_json(self) -> dict[str, Any]:
+        """The fields as JSON-ready values."""
+        return {
+            "source_id": self.source_id,
+            "path": str(self.path),
+            "width": self.width,
+            "height": self.height,
+            "box": self.box.as_list(),
+            "captions": list(self.captions),
+            "label": self.label.value,
+        }
+
+
+@dataclass(frozen=True)
+class SourceSelection:
+    """The selected sources (in image-id order) and the counts behind them.
+
+    ``counts`` holds: ``images``; ``masculine`` / ``feminine`` / ``undefined`` (labels of
+    all images, the paper's Sec. 3.2 figures); ``one_person``; ``box_too_small``;
+    ``one_person_undefined``; ``selected``; ``selected_masculine``;
+    ``selected_feminine``; ``limited_to`` (when ``limit`` was given).
+    """
+
+    sources: list[SourceImage]
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def find_split(root: str | Path, split: str | None = None) -> tuple[str, Path]:
+    """Find the annotations folder and the split of a COCO folder.
+
+    Args:
+        root: the COCO folder (with ``annotations/``) or the annotations folder itself.
+        split: ``train2017``, ``val2017`` ...; when ``None``, the only split present.
+
+    Returns:
+        ``(split, annotations_dir)``.
+
+    Raises:
+        DataFormatError: when no ``captions_*.json`` is there, or several and no split.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise DataFormatError(root, None, None, "no such folder (expected a COCO folder)")
+    ann = root / "annotations" if (root / "annotations").is_dir() else root
+    if split is None:
+        found = sorted(p.name[len("captions_") : -5] for p in ann.glob("captions_*.json"))
+        if not found:
+            raise DataFormatError(
+                ann, None, None, "no captions_<split>.json here (expected a COCO folder)"
+            )
+        if len(found) > 1:
+            raise DataFormatError(
+                ann, None, None, f"several splits ({', '.join(found)}): choose one with --split"
+            )
+        split = found[0]
+    for kind in ("captions", "instances"):
+        if not (ann / f"{kind}_{split}.json").is_file():
+            raise DataFormatError(ann / f"{kind}_{split}.json", None, None, "no such file")
+    return split, ann
+
+
+def _load_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DataFormatError(path, exc.lineno, None, f"invalid JSON: {exc.msg}") from None
+    if not isinstance(data, dict):
+        raise DataFormatError(path, None, None, "expected a COCO JSON object")
+    return data
+
+
+def _items(path: Path, data: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    items = data.get(key)
+    if not isinstance(items, list):
+        raise DataFormatError(path, None, key, "missing or not a list")
+    for position, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise DataFormatError(path, None, f"{key}[{position}]", "expected an object")
+    return items
+
+
+def _get(
+    path: Path, item: dict[str, Any], where: str, name: str, kind: type | tuple[type, ...]
+) -> Any:
+    value = item.get(name)
+    if not isinstance(value, kind) or isinstance(value, bool):
+        found = "missing" if value is None else f"{type(value).__name__} {value!r}"
+        names = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
+        raise DataFormatError(path, None, f"{where}.{name}", f"expected {names}, found {found}")
+    return value
+
+
+def read_coco(root: str | Path, split: str | None = None) -> CocoDataset:
+    """Read one split of a COCO folder: captions, person boxes, image sizes.
+
+    Images come from the captions file; the person category is the one named
+    ``person`` in the instances file.
+
+    Raises:
+        DataFormatError: naming the file and the field (``annotations[12].bbox``) of the
+            first malformed entry.
+    """
+    split, ann = find_split(root, split)
+    root = Path(root)
+    image_dir = root / split if (root / split).is_dir() else ann.parent / split
+    captions_path = ann / f"captions_{split}.json"
+    captions = _load_json(captions_path)
+    images: dict[int, dict[str, Any]] = {}
+    for i, item in enumerate(_items(captions_path, captions, "images")):
+        where = f"images[{i}]"
+        image_id = _get(captions_path, item, where, "id", int)
+        images[image_id] = {
+            "image_id": image_id,
+            "file_name": _get(captions_path, item, where, "file_name", str),
+            "width": _get(captions_path, item, where, "width", int),
+            "height": _get(captions_path, item, where, "height", int),
+            "captions": [],
+            "person_boxes": [],
+            "crowd": False,
+        }
+    for i, item in enumerate(_items(captions_path, captions, "annotations")):
+        where = f"annotations[{i}]"
+        image_id = _get(captions_path, item, where, "image_id", int)
+        if image_id not in images:
+            raise DataFormatError(
+                captions_path, None, f"{where}.image_id", f"unknown image id {image_id}"
+            )
+        images[image_id]["captions"].append(_get(captions_path, item, where, "caption", str))
+
+    instances_path = ann / f"instances_{split}.json"
+    instances = _load_json(instances_path)
+    person_ids = {
+        _get(instances_path, c, f"categories[{i}]", "id", int)
+        for i, c in enumerate(_items(instances_path, instances, "categories"))
+        if c.get("name") == "person"
+    }
+    if not person_ids:
+        raise DataFormatError(instances_path, None, "categories", "no category named 'person'")
+    for i, item in enumerate(_items(instances_path, instances, "annotations")):
+        where = f"annotations[{i}]"
+        if _get(instances_path, item, where, "category_id", int) not in person_ids:
+            continue
+        image_id = _get(instances_path, item, where, "image_id", int)
+        if image_id not in images:
+            continue  # an image without captions is not in the captioned split
+        bbox = _get(instances_path, item, where, "bbox", list)
+        if len(bbox) != 4 or not all(
+            isinstance(v, int | float) and not isinstance(v, bool) for v in bbox
+        ):
+            raise DataFormatError(
+                instances_path, None, f"{where}.bbox", f"expected [x, y, w, h], found {bbox!r}"
+            )
+        if bbox[2] <= 0 or bbox[3] <= 0:
+            raise DataFormatError(
+                instances_path, None, f"{where}.bbox", f"width and height must be > 0: {bbox}"
+            )
+        entry = images[image_id]
+        entry["person_boxes"].append(Box(*(float(v) for v in bbox)))
+        if item.get("iscrowd", 0):
+            entry["crowd"] = True
+    return CocoDataset(
+        root=root,
+        split=split,
+        image_dir=image_dir,
+        images={
+            key: CocoImage(
+                image_id=value["image_id"],
+                file_name=value["file_name"],
+                width=value["width"],
+                height=value["height"],
+                captions=tuple(value["captions"]),
+                person_boxes=tuple(value["person_boxes"]),
+                crowd=value["crowd"],
+            )
+            for key, value in sorted(images.items())
+        },
+    )
+
+
+def select_sources(
+    coco: CocoDataset,
+    *,
+    min_box_side: float = 0.0,
+    limit: int | None = None,
+    image_ids: Sequence[int] | None = None,
+) -> SourceSelection:
+    """Select GenSynth source images (Sec. 4.1): exactly one person box, not a crowd,
+    both box sides at least ``min_box_side`` pixels, and a defined caption label.
+
+    Args:
+        coco: the split, from :func:`read_coco`.
+        min_box_side: smallest accepted box width and height, in pixels (the paper sets
+            none: 0).
+        limit: keep only the first ``limit`` selected sources (by image id).
+        image_ids: consider only these images.
+
+    Returns:
+        The sources in image-id order, and the counts (:class:`SourceSelection`).
+    """
+    if min_box_side < 0:
+        raise ValueError(f"min_box_side must be >= 0, not {min_box_side}")
+    if limit is not None and limit < 1:
+        raise ValueError(f"limit must be >= 1, not {limit}")
+    wanted = None if image_ids is None else set(image_ids)
+    counts: Counter[str] = Counter()
+    sources: list[SourceImage] = []
+    for image in coco.images.values():
+        if wanted is not None and image.image_id not in wanted:
+            continue
+        counts["images"] += 1
+        label = image.label
+        counts[label.value if label else "undefined"] += 1
+        if len(image.person_boxes) != 1 or image.crowd:
+            continue
+        counts["one_person"] += 1
+        box = image.person_boxes[0]
+        if box.w < min_box_side or box.h < min_box_side:
+            counts["box_too_small"] += 1
+            continue
+        if label is None:
+            counts["one_person_undefined"] += 1
+            continue
+        counts["selected"] += 1
+        counts[f"selected_{label.value}"] += 1
+        sources.append(
+            SourceImage(
+                source_id=str(image.image_id),
+                path=coco.image_path(image),
+                width=image.width,
+                height=image.height,
+                box=box,
+                captions=image.captions,
+                label=label,
+            )
+        )
+    result = {key: counts.get(key, 0) for key in _COUNT_KEYS}
+    if limit is not None and len(sources) > limit:
+        sources = sources[:limit]
+        result["limited_to"] = limit
+    return SourceSelection(sources=sources, counts=result)
+
+
+_COUNT_KEYS = (
+    "images",
+    "masculine",
+    "feminine",
+    "undefined",
+    "one_person",
+    "box_too_small",
+    "one_person_undefined",
+    "selected",
+    "selected_masculine",
+    "selected_feminine",
+)

@@ -1,0 +1,302 @@
+"""The edit manifest and the contrast-set outputs shared by GenSynth and GenSwap builds.
+
+A build folder holds:
+
+* ``sources.jsonl``: the selected source images (id, file, person box, captions, label).
+* ``manifest.jsonl``: one :class:`EditRecord` per *finished* edit. A line is appended,
+  flushed and fsynced only after its image has been written (temporary file, then
+  rename), so a crash leaves neither a half-written image nor a line for an edit that
+  is not on disk. A torn last line (the process died while writing it) is ignored when
+  reading and cut off before the next append. The filter stage rewrites the file
+  atomically with ``p_real``, ``p_gender`` and ``accepted`` filled in.
+* ``edits/<source_id>/<edit_id>.png``: the edited images.
+* ``contrast_set.jsonl``: per kept source, one masculine and one feminine edit with its
+  gender-adjusted captions (GenSynth Sec. 4.3).
+* ``build_summary.json``: counts, acceptance rates, parameters, quality checks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+from PIL import Image
+
+from contrastkit.builders.coco import Box, SourceImage
+from contrastkit.curation.gender_words import to_gender
+from contrastkit.schema import DataFormatError, Gender, atomic_write_bytes, atomic_write_text
+
+__all__ = [
+    "CONTRAST_SET",
+    "MANIFEST",
+    "SOURCES",
+    "SUMMARY",
+    "ContrastItem",
+    "EditRecord",
+    "Manifest",
+    "read_contrast_set",
+    "read_sources",
+    "remove_stale_temp_files",
+    "write_contrast_set",
+    "write_image",
+    "write_sources",
+]
+
+MANIFEST = "manifest.jsonl"
+SOURCES = "sources.jsonl"
+CONTRAST_SET = "contrast_set.jsonl"
+SUMMARY = "build_summary.json"
+
+
+@dataclass(frozen=True)
+class EditRecord:
+    """One finished edit, as a manifest line.
+
+    ``path`` is relative to the build folder. ``instruction``, the guidance scales and
+    ``steps`` are ``None`` for GenSwap edits, which record their ``donor`` face instead.
+    ``p_real``, ``p_gender`` and ``accepted`` stay ``None`` until the filter stage.
+    """
+
+    edit_id: str
+    source_id: str
+    method: str
+    target: str
+    source_label: str
+    box: list[float]
+    seed: int
+    path: str
+    editor: str
+    instruction: str | None = None
+    text_guidance_scale: float | None = None
+    image_guidance_scale: float | None = None
+    steps: int | None = None
+    donor: str | None = None
+    p_real: float | None = None
+    p_gender: float | None = None
+    accepted: bool | None = None
+
+    def to_line(self) -> str:
+        """The JSON line, newline included."""
+        return json.dumps(asdict(self), ensure_ascii=False) + "\n"
+
+    @classmethod
+    def from_json(cls, path: Path, line: int, data: Any) -> EditRecord:
+        """Parse one manifest object; errors name the file, line and field."""
+        if not isinstance(data, dict):
+            raise DataFormatError(path, line, None, "expected a JSON object")
+        names = {f.name for f in fields(cls)}
+        for required in ("edit_id", "source_id", "method", "target", "path"):
+            if not isinstance(data.get(required), str) or not data[required]:
+                raise DataFormatError(path, line, required, "missing or not a text")
+        if data["target"] not in ("masculine", "feminine"):
+            raise DataFormatError(path, line, "target", f"unknown gender {data['target']!r}")
+        unknown = set(data) - names
+        if unknown:
+            raise DataFormatError(path, line, sorted(unknown)[0], "unknown field")
+        try:
+            return cls(**data)
+        except TypeError as error:
+            raise DataFormatError(path, line, None, str(error)) from None
+
+
+class Manifest:
+    """``manifest.jsonl`` of a build folder: read, append durably, rewrite atomically."""
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+        self.path = self.folder / MANIFEST
+        self._repaired = False
+
+    def read(self) -> list[EditRecord]:
+        """The finished edits, in file order (a torn last line is left out).
+
+        Raises:
+            DataFormatError: a malformed line other than a torn last one, or an edit id
+                that appears twice.
+        """
+        if not self.path.exists():
+            return []
+        data = self.path.read_bytes()
+        text = data.decode("utf-8", errors="strict")
+        lines = text.split("\n")
+        torn = not text.endswith("\n")
+        records: list[EditRecord] = []
+        seen: set[str] = set()
+        for number, raw in enumerate(lines, start=1):
+            if not raw.strip():
+                continue
+            if torn and number == len(lines):
+                break  # the last append never finished: not done
+            try:
+                parsed = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise DataFormatError(self.path, number, None, f"invalid JSON: {exc.msg}") from None
+            record = EditRecord.from_json(self.path, number, parsed)
+            if record.edit_id in seen:
+                raise DataFormatError(
+                    self.path, number, "edit_id", f"edit {record.edit_id!r} listed twice"
+                )
+            seen.add(record.edit_id)
+            records.append(record)
+        return records
+
+    def _repair_tail(self) -> None:
+        if self._repaired or not self.path.exists():
+            self._repaired = True
+            return
+        data = self.path.read_bytes()
+        if data and not data.endswith(b"\n"):
+            with self.path.open("r+b") as handle:
+                handle.truncate(data.rfind(b"\n") + 1)
+                handle.flush()
+                os.fsync(handle.fileno())
+        self._repaired = True
+
+    def append(self, record: EditRecord) -> None:
+        """Append one finished edit: one write, flushed and fsynced before returning."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._repair_tail()
+        with self.path.open("ab") as handle:
+            handle.write(record.to_line().encode("utf-8"))
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def rewrite(self, records: Iterable[EditRecord]) -> None:
+        """Replace the whole manifest atomically (used by the filter stage)."""
+        atomic_write_text(self.path, "".join(r.to_line() for r in records))
+        self._repaired = True
+
+
+def write_image(path: Path, image: Image.Image) -> None:
+    """Save ``image`` as PNG through a temporary file and a rename."""
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    atomic_write_bytes(path, buffer.getvalue())
+
+
+def remove_stale_temp_files(folder: Path) -> int:
+    """Delete the ``.*.tmp`` files a killed run left under ``folder``; return how many."""
+    count = 0
+    if folder.is_dir():
+        for stale in folder.rglob(".*.tmp"):
+            with contextlib.suppress(FileNotFoundError):
+                stale.unlink()
+                count += 1
+    return count
+
+
+def write_sources(folder: Path, sources: Sequence[SourceImage]) -> None:
+    """Write ``sources.jsonl``, keeping sources an earlier run recorded (by id)."""
+    merged = {s.source_id: s for s in read_sources(folder)}
+    merged.update({s.source_id: s for s in sources})
+    text = "".join(json.dumps(s.to_json(), ensure_ascii=False) + "\n" for s in merged.values())
+    atomic_write_text(folder / SOURCES, text)
+
+
+def read_sources(folder: Path) -> list[SourceImage]:
+    """The sources of a build folder (``[]`` when the edit stage has not run)."""
+    path = folder / SOURCES
+    if not path.exists():
+        return []
+    sources = []
+    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            data = json.loads(raw)
+            sources.append(
+                SourceImage(
+                    source_id=str(data["source_id"]),
+                    path=Path(data["path"]),
+                    width=int(data["width"]),
+                    height=int(data["height"]),
+                    box=Box(*(float(v) for v in data["box"])),
+                    captions=tuple(str(c) for c in data["captions"]),
+                    label=Gender(data["label"]),
+                )
+            )
+        except json.JSONDecodeError as exc:
+            raise DataFormatError(path, number, None, f"invalid JSON: {exc.msg}") from None
+        except (KeyError, TypeError, ValueError) as exc:
+            raise DataFormatError(path, number, None, f"malformed source: {exc}") from None
+    return sources
+
+
+@dataclass(frozen=True)
+class ContrastItem:
+    """One image of a contrast set: an accepted edit with its gender-adjusted captions."""
+
+    source_id: str
+    gender: str
+    edit_id: str
+    image: str
+    source_image: str
+    box: list[float]
+    captions: list[str]
+    original_captions: list[str]
+    method: str
+    p_real: float | None = None
+    p_gender: float | None = None
+
+
+def write_contrast_set(
+    folder: Path,
+    chosen: dict[str, dict[Gender, EditRecord]],
+    sources: dict[str, SourceImage],
+) -> list[ContrastItem]:
+    """Write ``contrast_set.jsonl``: per source, its masculine then its feminine edit, with
+    the source's captions rewritten to the edit's gender (GenSynth Sec. 4.3,
+    :func:`contrastkit.curation.gender_words.to_gender`)."""
+    items = []
+    for source_id, per_gender in chosen.items():
+        source = sources[source_id]
+        for gender in Gender.binary():
+            record = per_gender[gender]
+            items.append(
+                ContrastItem(
+                    source_id=source_id,
+                    gender=gender.value,
+                    edit_id=record.edit_id,
+                    image=record.path,
+                    source_image=str(source.path),
+                    box=source.box.as_list(),
+                    captions=[to_gender(c, gender) for c in source.captions],
+                    original_captions=list(source.captions),
+                    method=record.method,
+                    p_real=record.p_real,
+                    p_gender=record.p_gender,
+                )
+            )
+    atomic_write_text(
+        folder / CONTRAST_SET,
+        "".join(json.dumps(asdict(i), ensure_ascii=False) + "\n" for i in items),
+    )
+    return items
+
+
+def read_contrast_set(path: str | Path) -> list[ContrastItem]:
+    """Read a ``contrast_set.jsonl`` (or the build folder holding one)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / CONTRAST_SET
+    if not path.is_file():
+        raise DataFormatError(path, None, None, "no such file (run the select stage first)")
+    items = []
+    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if raw.strip():
+            try:
+                items.append(ContrastItem(**json.loads(raw)))
+            except (json.JSONDecodeError, TypeError) as exc:
+                raise DataFormatError(path, number, None, f"malformed item: {exc}") from None
+    return items
+
+
+def with_scores(record: EditRecord, p_real: float, p_gender: float, accepted: bool) -> EditRecord:
+    """``record`` with its filter scores."""
+    return replace(record, p_real=p_real, p_gender=p_gender, accepted=accepted)

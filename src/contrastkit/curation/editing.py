@@ -1,0 +1,399 @@
+"""Edit the person in a photo with InstructPix2Pix; paste the edit back, background untouched.
+
+GenSynth (seeds/001) Sec. 4.1 and Appendix A.2: the image is cropped to its single
+person box, the crop is edited by InstructPix2Pix (Brooks et al., 2022) with each edit
+instruction of Tab. 7 (Appendix C) for each target gender, at the text guidance scales
+9.5 and 15, with 500 denoising steps, and the edited person is put back into the source
+image. That gives 4 instructions x 2 genders x 2 scales = 16 edits per source (Tab. 2).
+
+Here:
+
+* :func:`plan_edits` lists a source's edits, each with its own seed (derived from the
+  build seed and the edit id, so an edit is the same whatever batch it runs in).
+* :func:`crop_for_editing` crops the person box with a margin of context, resizes the
+  crop so its longer side is the editor's resolution (a multiple of 8) and pads it to a
+  square by repeating the edge pixels.
+* :class:`InstructPix2PixEditor` runs diffusers' ``StableDiffusionInstructPix2PixPipeline``
+  on several edits per forward batch (edits that share guidance settings; one seeded
+  generator per edit), in fp16 on CUDA.
+* :func:`paste_back` scales the edit back to the crop and blends it into the original
+  inside the person box only, with a mask that ramps from 0 at the box edge to 1 at
+  ``feather`` of the box's shorter side inside it: every pixel outside the box keeps its
+  original value.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+from PIL import Image
+
+from contrastkit.schema import Gender
+
+__all__ = [
+    "DEFAULT_IMAGE_GUIDANCE_SCALE",
+    "DEFAULT_INSTRUCTIONS",
+    "DEFAULT_STEPS",
+    "DEFAULT_TEXT_GUIDANCE_SCALES",
+    "CropPlacement",
+    "EditSettings",
+    "EditSpec",
+    "Editor",
+    "InstructPix2PixEditor",
+    "crop_for_editing",
+    "feather_mask",
+    "load_editor",
+    "paste_back",
+    "plan_edits",
+]
+
+#: GenSynth Tab. 7 (Appendix C): the edit instructions for each target gender.
+DEFAULT_INSTRUCTIONS: Mapping[Gender, tuple[str, ...]] = {
+    Gender.FEMININE: (
+        "Make this person more feminine",
+        "Make this person look like a woman",
+        "Turn this person into a woman",
+        "Convert this into a woman",
+    ),
+    Gender.MASCULINE: (
+        "Make this person more masculine",
+        "Make this person look like a man",
+        "Turn this person into a man",
+        "Convert this into a man",
+    ),
+}
+#: Appendix A.2: "for each instruction, we generate an image with two text guiding scales".
+DEFAULT_TEXT_GUIDANCE_SCALES: tuple[float, ...] = (9.5, 15.0)
+#: Not stated in the paper: InstructPix2Pix's own default image guidance.
+DEFAULT_IMAGE_GUIDANCE_SCALE = 1.5
+#: Appendix A.2: "We run InstructPix2Pix for 500 denoising steps".
+DEFAULT_STEPS = 500
+#: The public InstructPix2Pix checkpoint.
+DEFAULT_EDITOR = "timbrooks/instruct-pix2pix"
+
+
+@dataclass(frozen=True)
+class EditSettings:
+    """Everything that decides the edits of a build (all of it recorded in the manifest).
+
+    Attributes:
+        instructions: per target gender, the instructions (default: Tab. 7).
+        text_guidance_scales: one edit per scale and instruction (default 9.5, 15).
+        image_guidance_scale: InstructPix2Pix image guidance (default 1.5).
+        steps: denoising steps (paper: 500).
+        resolution: side of the square the crop is resized and padded to; a multiple
+            of 8 (512 for Stable Diffusion 1.5).
+        margin: context added around the person box on each side, as a fraction of the
+            box's width / height.
+        feather: width of the blend ramp inside the box, as a fraction of the box's
+            shorter side.
+        seed: build seed; each edit's seed is derived from it and the edit id.
+    """
+
+    instructions: Mapping[Gender, tuple[str, ...]] = field(
+        default_factory=lambda: dict(DEFAULT_INSTRUCTIONS)
+    )
+    text_guidance_scales: tuple[float, ...] = DEFAULT_TEXT_GUIDANCE_SCALES
+    image_guidance_scale: float = DEFAULT_IMAGE_GUIDANCE_SCALE
+    steps: int = DEFAULT_STEPS
+    resolution: int = 512
+    margin: float = 0.1
+    feather: float = 0.08
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.resolution < 8 or self.resolution % 8:
+            raise ValueError(f"resolution must be a positive multiple of 8, not {self.resolution}")
+        if self.steps < 1:
+            raise ValueError(f"steps must be >= 1, not {self.steps}")
+        if not self.text_guidance_scales:
+            raise ValueError("at least one text guidance scale is needed")
+        if not 0 <= self.margin <= 1:
+            raise ValueError(f"margin must be in [0, 1], not {self.margin}")
+        if not 0 < self.feather <= 0.5:
+            raise ValueError(f"feather must be in (0, 0.5], not {self.feather}")
+        for gender in Gender.binary():
+            if not self.instructions.get(gender):
+                raise ValueError(f"no edit instructions for {gender.value}")
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready settings (recorded in the build summary)."""
+        return {
+            "instructions": {g.value: list(v) for g, v in self.instructions.items()},
+            "text_guidance_scales": list(self.text_guidance_scales),
+            "image_guidance_scale": self.image_guidance_scale,
+            "steps": self.steps,
+            "resolution": self.resolution,
+            "margin": self.margin,
+            "feather": self.feather,
+            "seed": self.seed,
+        }
+
+
+@dataclass(frozen=True)
+class EditSpec:
+    """One edit of one source: what to ask the editor and with which seed."""
+
+    edit_id: str
+    source_id: str
+    target: Gender
+    instruction: str
+    text_guidance_scale: float
+    image_guidance_scale: float
+    steps: int
+    seed: int
+
+
+def _edit_seed(seed: int, edit_id: str) -> int:
+    digest = hashlib.sha256(f"{seed}:{edit_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") % (2**63 - 1)
+
+
+def plan_edits(source_id: str, settings: EditSettings) -> list[EditSpec]:
+    """The edits of one source: every instruction of each target gender at every text
+    guidance scale (16 with the defaults), in a fixed order.
+
+    Edit ids read ``{source_id}-{M|F}{instruction number}-g{scale}``, e.g. ``391895-F2-g15``.
+    """
+    specs = []
+    for target in Gender.binary():
+        for number, instruction in enumerate(settings.instructions[target], start=1):
+            for scale in settings.text_guidance_scales:
+                edit_id = f"{source_id}-{target.short}{number}-g{scale:g}"
+                specs.append(
+                    EditSpec(
+                        edit_id=edit_id,
+                        source_id=source_id,
+                        target=target,
+                        instruction=instruction,
+                        text_guidance_scale=float(scale),
+                        image_guidance_scale=settings.image_guidance_scale,
+                        steps=settings.steps,
+                        seed=_edit_seed(settings.seed, edit_id),
+                    )
+                )
+    return specs
+
+
+@dataclass(frozen=True)
+class CropPlacement:
+    """Where an editor input came from and where its content sits.
+
+    Attributes:
+        box: the person box (left, top, right, bottom) in the source image.
+        crop: the box with its margin, clipped to the image.
+        offset: (x, y) of the resized crop inside the editor's square.
+        size: (width, height) of the resized crop inside the square.
+        resolution: side of the square.
+    """
+
+    box: tuple[int, int, int, int]
+    crop: tuple[int, int, int, int]
+    offset: tuple[int, int]
+    size: tuple[int, int]
+    resolution: int
+
+
+def crop_for_editing(
+    image: Image.Image, box: tuple[int, int, int, int], resolution: int, margin: float = 0.1
+) -> tuple[Image.Image, CropPlacement]:
+    """Crop ``box`` (left, top, right, bottom) with ``margin`` of context on each side,
+    resize it so its longer side is ``resolution`` and pad it to a square by edge
+    replication.
+
+    Returns:
+        The RGB editor input and its :class:`CropPlacement`.
+    """
+    left, top, right, bottom = box
+    if not (0 <= left < right <= image.width and 0 <= top < bottom <= image.height):
+        raise ValueError(f"box {box} is empty or outside the {image.width}x{image.height} image")
+    mx = round((right - left) * margin)
+    my = round((bottom - top) * margin)
+    crop = (max(0, left - mx), max(0, top - my), min(image.width, right + mx),
+            min(image.height, bottom + my))  # fmt: skip
+    cw, ch = crop[2] - crop[0], crop[3] - crop[1]
+    scale = resolution / max(cw, ch)
+    size = (max(1, min(resolution, round(cw * scale))), max(1, min(resolution, round(ch * scale))))
+    resized = np.asarray(
+        image.convert("RGB").crop(crop).resize(size, Image.Resampling.BICUBIC), dtype=np.uint8
+    )
+    offset = ((resolution - size[0]) // 2, (resolution - size[1]) // 2)
+    padded = np.pad(
+        resized,
+        (
+            (offset[1], resolution - size[1] - offset[1]),
+            (offset[0], resolution - size[0] - offset[0]),
+            (0, 0),
+        ),
+        mode="edge",
+    )
+    placement = CropPlacement(box=box, crop=crop, offset=offset, size=size, resolution=resolution)
+    return Image.fromarray(padded), placement
+
+
+def feather_mask(width: int, height: int, feather: float) -> np.ndarray:
+    """Blend weights for a ``height`` x ``width`` box: 0 at its edge, rising smoothly to 1
+    at ``feather`` x the shorter side inside it (float32, shape (height, width))."""
+    ramp = max(1.0, feather * min(width, height))
+    xs = np.minimum(np.arange(width) + 0.5, width - np.arange(width) - 0.5)
+    ys = np.minimum(np.arange(height) + 0.5, height - np.arange(height) - 0.5)
+    distance = np.minimum(ys[:, None], xs[None, :])
+    t = np.clip(distance / ramp, 0.0, 1.0)
+    mask: np.ndarray = (t * t * (3.0 - 2.0 * t)).astype(np.float32)
+    return mask
+
+
+def paste_back(
+    original: Image.Image, edited: Image.Image, placement: CropPlacement, feather: float = 0.08
+) -> Image.Image:
+    """Put an editor output back into ``original`` (GenSynth Sec. 4.1, "the edited person
+    is then replaced in the source image").
+
+    The padding is cut off, the edit is scaled back to the crop's size and blended into
+    the person box with :func:`feather_mask`; pixels outside the box are the original's.
+    """
+    if edited.size != (placement.resolution, placement.resolution):
+        edited = edited.resize((placement.resolution, placement.resolution))
+    x0, y0 = placement.offset
+    w, h = placement.size
+    cl, ct, cr, cb = placement.crop
+    content = edited.convert("RGB").crop((x0, y0, x0 + w, y0 + h))
+    content = content.resize((cr - cl, cb - ct), Image.Resampling.BICUBIC)
+    left, top, right, bottom = placement.box
+    edit_box = np.asarray(
+        content.crop((left - cl, top - ct, right - cl, bottom - ct)), dtype=np.float32
+    )
+    result = np.array(original.convert("RGB"), dtype=np.uint8)
+    source_box = result[top:bottom, left:right].astype(np.float32)
+    alpha = feather_mask(right - left, bottom - top, feather)[..., None]
+    blended = alpha * edit_box + (1.0 - alpha) * source_box
+    result[top:bottom, left:right] = np.clip(np.rint(blended), 0, 255).astype(np.uint8)
+    return Image.fromarray(result)
+
+
+class Editor(Protocol):
+    """Anything that edits batches of crops: InstructPix2Pix, or a test double."""
+
+    @property
+    def name(self) -> str:
+        """What to record as the editor in the manifest."""
+        ...
+
+    def edit(self, images: Sequence[Image.Image], specs: Sequence[EditSpec]) -> list[Image.Image]:
+        """Edit ``images[i]`` as ``specs[i]`` says; return one image per spec."""
+        ...
+
+
+class InstructPix2PixEditor:
+    """diffusers ``StableDiffusionInstructPix2PixPipeline`` with batched, seeded edits.
+
+    Edits that share their text guidance scale, image guidance scale and step count run
+    together, ``batch_size`` per forward pass, each with its own ``torch.Generator``
+    seeded by :attr:`EditSpec.seed` (on the CPU, so a seed gives the same starting noise
+    on every device).
+    """
+
+    def __init__(self, pipeline: Any, *, name: str, batch_size: int = 8) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, not {batch_size}")
+        self.pipeline = pipeline
+        self._name = name
+        self.batch_size = batch_size
+
+    @property
+    def name(self) -> str:
+        """The model the pipeline was loaded from."""
+        return self._name
+
+    def edit(self, images: Sequence[Image.Image], specs: Sequence[EditSpec]) -> list[Image.Image]:
+        """Run the edits; ``images[i]`` is edited with ``specs[i]``."""
+        import torch
+
+        if len(images) != len(specs):
+            raise ValueError(f"{len(images)} images for {len(specs)} edit specs")
+        groups: dict[tuple[float, float, int], list[int]] = defaultdict(list)
+        for i, spec in enumerate(specs):
+            groups[(spec.text_guidance_scale, spec.image_guidance_scale, spec.steps)].append(i)
+        results: dict[int, Image.Image] = {}
+        for (text_scale, image_scale, steps), indices in groups.items():
+            for start in range(0, len(indices), self.batch_size):
+                chunk = indices[start : start + self.batch_size]
+                output = self.pipeline(
+                    prompt=[specs[i].instruction for i in chunk],
+                    image=[images[i].convert("RGB") for i in chunk],
+                    num_inference_steps=steps,
+                    guidance_scale=text_scale,
+                    image_guidance_scale=image_scale,
+                    generator=[torch.Generator("cpu").manual_seed(specs[i].seed) for i in chunk],
+                    output_type="pil",
+                )
+                for i, edited in zip(chunk, output.images, strict=True):
+                    results[i] = edited
+        return [results[i] for i in range(len(specs))]
+
+
+def load_editor(
+    model: str | Path = DEFAULT_EDITOR,
+    *,
+    device: str | None = None,
+    dtype: str | None = None,
+    batch_size: int = 8,
+    allow_download: bool = False,
+) -> InstructPix2PixEditor:
+    """Load an InstructPix2Pix pipeline from a folder or the Hugging Face cache.
+
+    Args:
+        model: a folder saved with ``save_pretrained`` or a Hub id
+            (``timbrooks/instruct-pix2pix``), looked up in the local cache only unless
+            ``allow_download``.
+        device: ``cuda``, ``cpu`` ...; default CUDA when available.
+        dtype: ``float16`` / ``float32``; default float16 on CUDA, float32 elsewhere.
+        batch_size: edits per forward pass.
+
+    Raises:
+        ValueError: the model is not there (with how to get it), or is not an
+            InstructPix2Pix pipeline (its UNet must take 8 input channels).
+    """
+    import torch
+    from diffusers import StableDiffusionInstructPix2PixPipeline
+
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    chosen = dtype or ("float16" if device.startswith("cuda") else "float32")
+    if chosen not in ("float16", "float32", "bfloat16"):
+        raise ValueError(f"dtype must be float16, bfloat16 or float32, not {chosen!r}")
+    torch_dtype = getattr(torch, chosen)
+    path = Path(model)
+    local = path.is_dir()
+    if not local and (path.is_absolute() or str(model).startswith((".", "~"))):
+        raise ValueError(f"editor model folder {str(model)!r} does not exist")
+    try:
+        pipeline = StableDiffusionInstructPix2PixPipeline.from_pretrained(  # type: ignore[no-untyped-call]
+            str(path) if local else str(model),
+            dtype=torch_dtype,
+            safety_checker=None,
+            feature_extractor=None,
+            requires_safety_checker=False,
+            local_files_only=local or not allow_download,
+        )
+    except (OSError, ValueError) as error:
+        if local:
+            raise ValueError(f"{model}: not an InstructPix2Pix pipeline folder ({error})") from None
+        raise ValueError(
+            f"editor model {str(model)!r} is not a local folder and is not in the Hugging "
+            f"Face cache. Download it first (huggingface-cli download {model}), or pass "
+            "--allow-download, or give the folder of a saved pipeline."
+        ) from None
+    if int(pipeline.unet.config.in_channels) != 8:
+        raise ValueError(
+            f"{model}: the UNet takes {pipeline.unet.config.in_channels} input channels; an "
+            "InstructPix2Pix UNet takes 8 (4 noise + 4 image latents)"
+        )
+    pipeline = pipeline.to(device)
+    pipeline.set_progress_bar_config(disable=True)
+    return InstructPix2PixEditor(pipeline, name=str(model), batch_size=batch_size)

@@ -1,0 +1,266 @@
+"""Score a CLIP-like model on a GenSynth / GenSwap contrast set (GenSynth Sec. 5).
+
+A contrast set holds each source photo twice, once edited to each perceived gender, with
+everything else unchanged. Two measurements, both with the captions made gender-neutral
+(the export's ``neutral_captions``; GenSynth Tab. 4 word table):
+
+* **Retrieval bias** (GenSynth Sec. 5, Eq. 1-3): every distinct neutral caption is a
+  text-to-image query over all images of the set; per query Bias@K in both conventions
+  (GenSynth Eq. 1 ``(N_m - N_f) / (N_m + N_f)``, 0 when the top K holds neither; VisoGender
+  Appendix A, the mean of +1/-1 labels), Skew@K per gender, MaxSkew@K, MinSkew@K and NDKL,
+  computed by :func:`contrastkit.evaluators.metrics.retrieval_metrics_batch`; reported as
+  mean and standard deviation over queries (:func:`~contrastkit.evaluators.metrics.summarize`).
+  0 is balanced, positive leans masculine.
+* **Pair preference**: for each query, the similarity of its own source's masculine and
+  feminine versions. ``masculine_preferred`` is the share of queries whose masculine
+  version scores higher (0.5 is no preference; ties count half) and ``mean_gap`` the mean
+  of ``s(q, masculine) - s(q, feminine)`` in cosine similarity. Because the two images
+  differ only in the edited person, this isolates the model's response to perceived gender
+  presentation from the scene.
+
+Outputs (:func:`write_contrast_outputs`): ``raw_contrast.jsonl`` (per query: its source,
+both own-pair similarities and the top-K image ids), ``benchmark.json``, ``report.md`` and
+``plots/contrast_bias.png``. Evaluators never import builders; the data meet through the
+exported dataset.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from contrastkit import __version__
+from contrastkit.evaluators.metrics import retrieval_metrics_batch, summarize
+from contrastkit.evaluators.models.base import ImageTextScorer, batched
+from contrastkit.schema import DataFormatError, atomic_write_text
+
+__all__ = [
+    "CONTRAST_COLUMNS",
+    "evaluate_contrast",
+    "is_contrast_dataset",
+    "load_contrast",
+    "write_contrast_outputs",
+]
+
+CONTRAST_COLUMNS = ("source_id", "gender", "image", "neutral_captions")
+"""Columns a dataset needs to be scored as a contrast set."""
+
+
+def _saved_contrast(folder: Path) -> Path | None:
+    candidate = folder / "saved" / "contrast"
+    return candidate if candidate.is_dir() else None
+
+
+def is_contrast_dataset(path: Path) -> bool:
+    """Whether ``path`` is a contrast-set export folder (``contrastkit export contrast``)."""
+    return _saved_contrast(Path(path)) is not None
+
+
+def load_contrast(path: Path, split: str | None = None) -> Any:
+    """The contrast set of an export folder, or of a saved dataset with the
+    :data:`CONTRAST_COLUMNS`, as a ``datasets.Dataset``.
+
+    Raises:
+        DataFormatError: no such dataset, a missing split or a missing column.
+    """
+    from datasets import DatasetDict, load_from_disk
+
+    path = Path(path)
+    folder = _saved_contrast(path) or path
+    try:
+        loaded = load_from_disk(str(folder))
+    except FileNotFoundError:
+        raise DataFormatError(path, None, None, "not a saved contrast set") from None
+    if isinstance(loaded, DatasetDict):
+        names = list(loaded)
+        split = split or (names[0] if len(names) == 1 else "test")
+        if split not in loaded:
+            raise DataFormatError(path, None, None, f"no split {split!r}; one of {names}")
+        loaded = loaded[split]
+    missing = [c for c in CONTRAST_COLUMNS if c not in loaded.column_names]
+    if missing:
+        raise DataFormatError(path, None, missing[0], "a contrast set needs this column")
+    return loaded
+
+
+def _genders(dataset: Any) -> list[str]:
+    feature = dataset.features["gender"]
+    values = dataset["gender"]
+    return [feature.int2str(v) if hasattr(feature, "int2str") else str(v) for v in values]
+
+
+def evaluate_contrast(
+    dataset: Any,
+    scorer: ImageTextScorer,
+    *,
+    ks: Sequence[int] = (5, 10),
+    batch_size: int = 32,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Retrieval bias and pair preference of ``scorer`` on a contrast set.
+
+    Args:
+        dataset: A contrast set (:func:`load_contrast`).
+        scorer: A CLIP-like dual encoder (``load_scorer``).
+        ks: The retrieval cut-offs K.
+        batch_size: Images per forward pass.
+        progress: Called with (images embedded, total).
+
+    Returns:
+        ``{"summary": ..., "queries": [per-query records]}``.
+    """
+    genders = _genders(dataset)
+    sources = [str(s) for s in dataset["source_id"]]
+    n = len(genders)
+    if n == 0:
+        raise ValueError("the contrast set has no images")
+    image_column = dataset.select_columns(["image"])
+    embeddings = []
+    for start, chunk in enumerate(batched(range(n), batch_size)):
+        images = [image_column[i]["image"].convert("RGB") for i in chunk]
+        embeddings.append(scorer.encode_images(images))
+        if progress is not None:
+            progress(min((start + 1) * batch_size, n), n)
+    image_embeddings = np.concatenate(embeddings)
+
+    own: dict[str, dict[str, int]] = {}
+    for index, (source, gender) in enumerate(zip(sources, genders, strict=True)):
+        own.setdefault(source, {})[gender] = index
+    queries: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for source, captions in zip(sources, dataset["neutral_captions"], strict=True):
+        for caption in captions:
+            if caption not in seen:
+                seen.add(caption)
+                queries.append((source, caption))
+    if not queries:
+        raise ValueError("the contrast set has no neutral captions to query with")
+    text_embeddings = np.concatenate(
+        [scorer.encode_texts([c for _, c in chunk]) for chunk in batched(queries, 256)]
+    )
+    similarity = text_embeddings @ image_embeddings.T  # (queries, images), cosine
+    labels = np.asarray(genders)
+    ks = [k for k in ks if k >= 1]
+    per_query: dict[str, list[float]] = {}
+    records: list[dict[str, Any]] = []
+    preferred: list[float] = []
+    gaps: list[float] = []
+    for row, (source, caption) in enumerate(queries):
+        metrics = retrieval_metrics_batch(similarity[row], labels, ks)
+        values = {name: float(array[0]) for name, array in metrics.items()}
+        for name, value in values.items():
+            per_query.setdefault(name, []).append(value)
+        pair = own.get(source, {})
+        record: dict[str, Any] = {"source_id": source, "query": caption, **values}
+        if "masculine" in pair and "feminine" in pair:
+            masculine = float(similarity[row, pair["masculine"]])
+            feminine = float(similarity[row, pair["feminine"]])
+            record |= {"score_masculine": masculine, "score_feminine": feminine}
+            gaps.append(masculine - feminine)
+            preferred.append(1.0 if masculine > feminine else 0.5 if masculine == feminine else 0.0)
+        order = np.argsort(-similarity[row], kind="stable")[: max(ks, default=0)]
+        record["top"] = [f"{sources[i]}:{genders[i]}" for i in order]
+        records.append(record)
+    summary = {
+        "images": n,
+        "sources": len(own),
+        "queries": len(queries),
+        "ks": ks,
+        "retrieval": {name: summarize(values) for name, values in per_query.items()},
+        "pairs": {
+            "queries_with_pair": len(gaps),
+            "masculine_preferred": float(np.mean(preferred)) if preferred else float("nan"),
+            "mean_gap": float(np.mean(gaps)) if gaps else float("nan"),
+        },
+    }
+    return {"summary": summary, "queries": records}
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return "n/a" if not np.isfinite(value) else f"{value:+.3f}"
+    return str(value)
+
+
+def contrast_markdown(benchmark: dict[str, Any]) -> str:
+    """The report of one model on one contrast set."""
+    s = benchmark["summary"]
+    lines = [
+        f"# Contrast-set evaluation: {benchmark['model']}",
+        "",
+        f"Data: `{benchmark['data']}` ({s['images']} images from {s['sources']} sources, "
+        f"{s['queries']} gender-neutral queries).",
+    ]
+    if benchmark.get("note"):
+        lines += ["", f"> {benchmark['note']}"]
+    lines += [
+        "",
+        "## Retrieval bias (GenSynth Sec. 5; 0 is balanced, positive leans masculine)",
+        "",
+        "| metric | mean | sigma | queries |",
+        "|---|---:|---:|---:|",
+    ]
+    for name, stats in s["retrieval"].items():
+        lines.append(f"| {name} | {_fmt(stats['mean'])} | {_fmt(stats['sigma'])} | {stats['n']} |")
+    pairs = s["pairs"]
+    lines += [
+        "",
+        "## Pair preference (same scene, masculine vs feminine version)",
+        "",
+        f"- queries with both versions of their source: {pairs['queries_with_pair']}",
+        f"- share preferring the masculine version: {pairs['masculine_preferred']:.3f} "
+        "(0.5 is no preference)",
+        f"- mean similarity gap, masculine minus feminine: {_fmt(pairs['mean_gap'])}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def write_contrast_outputs(
+    result: dict[str, Any], folder: Path, *, model: str, data: str, note: str | None = None
+) -> dict[str, Path]:
+    """Write ``raw_contrast.jsonl``, ``benchmark.json``, ``report.md`` and the plot."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    folder.mkdir(parents=True, exist_ok=True)
+    benchmark = {
+        "model": model,
+        "data": data,
+        "task": "contrast",
+        "contrastkit_version": __version__,
+        "note": note,
+        "summary": result["summary"],
+    }
+    paths = {
+        "raw": folder / "raw_contrast.jsonl",
+        "benchmark": folder / "benchmark.json",
+        "report": folder / "report.md",
+        "plot": folder / "plots" / "contrast_bias.png",
+    }
+    atomic_write_text(
+        paths["raw"],
+        "".join(json.dumps(r, allow_nan=True) + "\n" for r in result["queries"]),
+    )
+    atomic_write_text(paths["benchmark"], json.dumps(benchmark, indent=2) + "\n")
+    atomic_write_text(paths["report"], contrast_markdown(benchmark))
+    retrieval = result["summary"]["retrieval"]
+    names = [n for n in retrieval if n.startswith(("bias@", "bias_gensynth@", "maxskew@"))]
+    figure, axis = plt.subplots(figsize=(6, 3))
+    means = [retrieval[n]["mean"] for n in names]
+    axis.bar(range(len(names)), [m if np.isfinite(m) else 0.0 for m in means], color="#4477aa")
+    axis.set_xticks(range(len(names)), names, rotation=30, ha="right")
+    axis.axhline(0, color="black", linewidth=0.8)
+    axis.set_title(f"Contrast-set retrieval bias: {model}", fontsize=9)
+    figure.tight_layout()
+    paths["plot"].parent.mkdir(parents=True, exist_ok=True)
+    tmp = paths["plot"].with_name(".contrast_bias.tmp.png")
+    figure.savefig(tmp, dpi=110)
+    plt.close(figure)
+    tmp.replace(paths["plot"])
+    return paths

@@ -1,0 +1,60 @@
+"""Datasets named by a Hugging Face Hub id, for ``contrastkit evaluate --data``.
+
+``--data hf:USER/NAME`` (the prefix keeps Hub ids apart from local paths) loads every
+config of the dataset with ``datasets.load_dataset`` (from the user's cache, or the Hub
+when online) and saves it under the output folder in the layout of a
+``contrastkit export`` folder (``saved/<config>``), so the evaluator reads Hub datasets,
+exported folders and its own copies the same way. ``hf:`` also takes a local folder laid
+out like a Hub repository (what ``contrastkit publish --dry-run`` writes).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from contrastkit.schema import DataFormatError
+
+__all__ = ["HUB_PREFIX", "hub_name", "materialise_hub_dataset"]
+
+HUB_PREFIX = "hf:"
+_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$")
+
+
+def hub_name(data: str) -> str | None:
+    """The Hub id (or repository-like folder) ``data`` names after ``hf:``, or None for a
+    local path.
+
+    Raises:
+        ValueError: ``hf:`` followed by something that is neither ``USER/NAME`` nor an
+            existing folder.
+    """
+    if not data.startswith(HUB_PREFIX):
+        return None
+    name = data[len(HUB_PREFIX) :]
+    if not (_REPO_ID.match(name) or Path(name).is_dir()):
+        raise ValueError(f"--data {data}: expected hf:USER/NAME or hf:FOLDER")
+    return name
+
+
+def materialise_hub_dataset(name: str, dest: Path) -> Path:
+    """Load every config of ``name`` and save it to ``dest/saved/<config>``; return ``dest``.
+
+    Raises:
+        DataFormatError: the dataset cannot be found or loaded (message says why).
+    """
+    from datasets import DatasetDict, get_dataset_config_names, load_dataset
+
+    try:
+        configs = get_dataset_config_names(name)
+        for config in configs:
+            loaded = load_dataset(name, config)
+            assert isinstance(loaded, DatasetDict)
+            loaded.save_to_disk(str(dest / "saved" / config))
+    except (FileNotFoundError, ValueError, ConnectionError, OSError) as exc:
+        raise DataFormatError(
+            f"{HUB_PREFIX}{name}", None, None,
+            f"cannot load this dataset ({type(exc).__name__}: {exc}); check the id, log in "
+            "with `hf auth login` for a private one, or download it while online",
+        ) from None  # fmt: skip
+    return dest

@@ -1,0 +1,98 @@
+"""Sample data from public-domain photos that installed packages ship, for demos and tests.
+
+matplotlib's ``grace_hopper.jpg`` (Grace Hopper, US Navy photo, public domain),
+scikit-image's ``astronaut`` (Eileen Collins, NASA, public domain) and ``camera`` (the
+"cameraman", CC0 by Lav Varshney). :func:`write_coco` lays them out as a small COCO-format
+folder (``annotations/captions_train2017.json``, ``annotations/instances_train2017.json``,
+``train2017/*.jpg``): person boxes drawn by hand around each person, captions written in
+COCO's style, plus images that the GenSynth source filter must reject (two people, an
+undefined caption label, a box too small). ``contrastkit quickstart`` builds its contrast
+set from it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+import skimage.data
+from PIL import Image
+
+SPLIT = "train2017"
+
+#: image id -> (photo, person boxes [x, y, w, h], captions)
+IMAGES: dict[int, tuple[str, list[list[float]], list[str]]] = {
+    1: ("camera", [[0, 60, 335, 452]], [
+        "A man takes a picture with a camera on a tripod.",
+        "A young man in a dark coat looks through his camera.",
+        "A photographer standing in a field with his equipment.",
+    ]),
+    2: ("astronaut", [[18, 14, 350, 498]], [
+        "A woman in an orange space suit smiles for her portrait.",
+        "An astronaut poses next to a model of the shuttle.",
+        "She is wearing a flight suit with a helmet beside her.",
+    ]),
+    3: ("grace_hopper", [[10, 20, 500, 580]], [
+        "An older lady in a navy uniform and glasses.",
+        "A woman wearing a uniform with medals on her jacket.",
+    ]),
+    4: ("camera", [[0, 60, 335, 452], [400, 150, 40, 90]], [
+        "A man with a camera and a man in the distance.",
+    ]),
+    5: ("astronaut", [[18, 14, 350, 498]], ["An astronaut in a suit next to a rocket."]),
+    6: ("camera", [[0, 60, 335, 452]], ["A man and a woman near a tripod."]),
+    7: ("grace_hopper", [[200, 100, 30, 40]], ["A tiny man far away."]),
+}  # fmt: skip
+
+
+def photo(name: str) -> Image.Image:
+    """One of the shipped photos as an RGB image."""
+    if name == "grace_hopper":
+        path = Path(matplotlib.get_data_path()) / "sample_data" / "grace_hopper.jpg"
+        with Image.open(path) as image:
+            return image.convert("RGB")
+    array = getattr(skimage.data, name)()
+    if array.ndim == 2:
+        array = np.stack([array] * 3, axis=-1)
+    return Image.fromarray(array).convert("RGB")
+
+
+def write_coco(root: Path, image_ids: tuple[int, ...] = tuple(IMAGES)) -> Path:
+    """Write ``root/annotations/{captions,instances}_train2017.json`` and
+    ``root/train2017/*.jpg`` for ``image_ids``; return ``root``.
+
+    Selected sources (one person, defined label, box >= 64 px): 1 (masculine),
+    2 and 3 (feminine). 4 has two people, 5 and 6 have undefined labels, 7 a small box.
+    """
+    (root / "annotations").mkdir(parents=True, exist_ok=True)
+    (root / SPLIT).mkdir(exist_ok=True)
+    images: list[dict[str, object]] = []
+    captions: list[dict[str, object]] = []
+    instances: list[dict[str, object]] = []
+    for image_id in image_ids:
+        name, boxes, texts = IMAGES[image_id]
+        image = photo(name)
+        file_name = f"{image_id:012d}.jpg"
+        image.save(root / SPLIT / file_name, quality=92)
+        images.append(
+            {"id": image_id, "file_name": file_name, "width": image.width,
+             "height": image.height}
+        )  # fmt: skip
+        for text in texts:
+            captions.append({"id": len(captions) + 1, "image_id": image_id, "caption": text})
+        for box in boxes:
+            instances.append(
+                {"id": len(instances) + 1, "image_id": image_id, "category_id": 1,
+                 "bbox": box, "area": box[2] * box[3], "iscrowd": 0}
+            )  # fmt: skip
+    categories = [{"id": 1, "name": "person", "supercategory": "person"},
+                  {"id": 18, "name": "dog", "supercategory": "animal"}]  # fmt: skip
+    (root / "annotations" / f"captions_{SPLIT}.json").write_text(
+        json.dumps({"images": images, "annotations": captions})
+    )
+    (root / "annotations" / f"instances_{SPLIT}.json").write_text(
+        json.dumps({"images": images, "annotations": instances, "categories": categories})
+    )
+    return root

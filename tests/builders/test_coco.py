@@ -1,0 +1,72 @@
+"""COCO sources (GenSynth Sec. 4.1): one person box, defined label, counts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from contrastkit.builders.coco import find_split, read_coco, select_sources
+from contrastkit.schema import DataFormatError, Gender
+
+
+def test_select_sources_keeps_one_person_with_a_defined_label(coco_dir: Path) -> None:
+    coco = read_coco(coco_dir)
+    assert coco.split == "train2017" and len(coco.images) == 7
+    selection = select_sources(coco, min_box_side=64)
+    assert [s.source_id for s in selection.sources] == ["1", "2", "3"]
+    assert [s.label for s in selection.sources] == [Gender.MASCULINE, Gender.FEMININE,
+                                                    Gender.FEMININE]  # fmt: skip
+    assert selection.sources[1].path.is_file()
+    assert selection.counts == {
+        "images": 7, "masculine": 3, "feminine": 2, "undefined": 2, "one_person": 6,
+        "box_too_small": 1, "one_person_undefined": 2, "selected": 3,
+        "selected_masculine": 1, "selected_feminine": 2,
+    }  # fmt: skip
+    # Without a minimum size the small box is kept; limit cuts in id order.
+    assert [s.source_id for s in select_sources(coco).sources] == ["1", "2", "3", "7"]
+    limited = select_sources(coco, limit=2)
+    assert len(limited.sources) == 2 and limited.counts["limited_to"] == 2
+
+
+def test_box_is_clipped_to_the_image(coco_dir: Path) -> None:
+    source = select_sources(read_coco(coco_dir)).sources[2]
+    assert source.box.xyxy(source.width, source.height) == (10, 20, 510, 600)
+
+
+def _copy(coco_dir: Path, tmp_path: Path) -> Path:
+    root = tmp_path / "coco"
+    (root / "annotations").mkdir(parents=True)
+    for path in (coco_dir / "annotations").iterdir():
+        (root / "annotations" / path.name).write_text(path.read_text())
+    return root
+
+
+def test_malformed_annotations_name_file_and_field(coco_dir: Path, tmp_path: Path) -> None:
+    root = _copy(coco_dir, tmp_path)
+    instances = root / "annotations" / "instances_train2017.json"
+    data = json.loads(instances.read_text())
+    data["annotations"][2]["bbox"] = [1, 2, 3]
+    instances.write_text(json.dumps(data))
+    with pytest.raises(DataFormatError) as info:
+        read_coco(root)
+    assert info.value.path == str(instances) and info.value.field == "annotations[2].bbox"
+
+    captions = root / "annotations" / "captions_train2017.json"
+    captions.write_text('{"images": [\n{"id": 1,}]}')
+    with pytest.raises(DataFormatError) as info:
+        read_coco(root)
+    assert info.value.line == 2 and "invalid JSON" in str(info.value)
+
+
+def test_split_must_be_chosen_when_several(coco_dir: Path, tmp_path: Path) -> None:
+    root = _copy(coco_dir, tmp_path)
+    for kind in ("captions", "instances"):
+        src = root / "annotations" / f"{kind}_train2017.json"
+        (root / "annotations" / f"{kind}_val2017.json").write_text(src.read_text())
+    with pytest.raises(DataFormatError, match="several splits"):
+        find_split(root)
+    assert find_split(root, "val2017")[0] == "val2017"
+    with pytest.raises(DataFormatError, match="no captions"):
+        find_split(tmp_path)

@@ -1,0 +1,211 @@
+"""GenSynth pipeline (Sec. 4.1-4.3) end to end with a tiny InstructPix2Pix pipeline and a
+tiny OpenCLIP model on the shipped photos; resume after SIGKILL; quality metrics."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+from typer.testing import CliRunner
+
+from contrastkit.builders.gensynth import (
+    recall_at_k,
+    run_edit_stage,
+    run_filter_stage,
+    run_select_stage,
+    zero_shot_accuracy,
+)
+from contrastkit.builders.manifest import Manifest, read_contrast_set
+from contrastkit.cli import app
+from contrastkit.curation.editing import EditSettings, load_editor
+from contrastkit.curation.knn_filter import knn_filter
+from contrastkit.evaluators.models import load_scorer
+
+ROOT = Path(__file__).parents[2]
+SETTINGS = EditSettings(steps=2, resolution=32)
+BOXES = {"1": (0, 60, 335, 512), "2": (18, 14, 368, 512), "3": (10, 20, 510, 600)}
+
+
+def test_pipeline_stages_on_real_photos(
+    coco_dir: Path, tiny_editor_dir: Path, tiny_clip_spec: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "build"
+    editor = load_editor(tiny_editor_dir, batch_size=4)
+    report = run_edit_stage(coco_dir, out, editor, SETTINGS, min_box_side=64)
+    assert (report.sources, report.planned, report.edited) == (3, 48, 48)
+    records = Manifest(out).read()
+    assert len(records) == 48 and len({r.edit_id for r in records}) == 48
+    first = records[0]
+    assert (first.instruction, first.text_guidance_scale, first.steps) == (
+        "Make this person more masculine", 9.5, 2
+    )  # fmt: skip
+    # The background outside the person box is the original, pixel for pixel.
+    for record in records[::7]:
+        original = np.asarray(
+            Image.open(coco_dir / "train2017" / f"{int(record.source_id):012d}.jpg")
+        )
+        edited = np.asarray(Image.open(out / record.path))
+        left, top, right, bottom = BOXES[record.source_id]
+        outside = np.ones(original.shape[:2], dtype=bool)
+        outside[top:bottom, left:right] = False
+        assert edited.shape == original.shape
+        assert np.array_equal(edited[outside], original[outside])
+        assert not np.array_equal(edited[~outside], original[~outside])
+    # A rerun finds everything finished.
+    again = run_edit_stage(coco_dir, out, editor, SETTINGS, min_box_side=64)
+    assert (again.skipped_finished, again.edited) == (48, 0)
+
+    scorer = load_scorer(tiny_clip_spec)
+    summary = run_filter_stage(out, scorer, k=10, tau_real=0.08, tau_gender=0.5)
+    assert summary["k_effective"] == 10 and summary["edits"] == 48
+    # The manifest's scores are Eq. 4-5 on the cached embeddings.
+    scored = Manifest(out).read()
+    with np.load(out / "embeddings.npz") as data:
+        vectors = dict(zip(data["keys"].tolist(), data["vectors"], strict=True))
+    result = knn_filter(
+        np.stack([vectors[f"real:{s}"] for s in ("1", "2", "3")]),
+        ["masculine", "feminine", "feminine"],
+        np.stack([vectors[f"edit:{r.edit_id}"] for r in scored]),
+        [r.target for r in scored],
+        k=10,
+    )
+    assert [r.p_real for r in scored] == pytest.approx(result.p_real.tolist())
+    assert [r.p_gender for r in scored] == pytest.approx(result.p_gender.tolist())
+    assert [r.accepted for r in scored] == result.accepted.tolist()
+    assert summary["accepted"] == int(result.accepted.sum())
+    assert set(summary["by_text_guidance_scale"]) == {"9.5", "15"}
+
+    # Accept everything (thresholds below 0) to exercise selection and the checks.
+    run_filter_stage(out, scorer, k=10, tau_real=-1, tau_gender=-1)
+    select = run_select_stage(out, seed=0, model=scorer)
+    assert select["sources_kept"] == 3 and select["images"] == 6
+    items = read_contrast_set(out)
+    assert [(i.source_id, i.gender) for i in items] == [
+        (s, g) for s in "123" for g in ("masculine", "feminine")
+    ]
+    assert items[1].captions[0] == "A woman takes a picture with a camera on a tripod."
+    assert items[2].captions[0] == "A man in an orange space suit smiles for his portrait."
+    quality = select["quality"]
+    assert set(quality) == {"contrast_set", "original", "all_edits"}
+    assert quality["all_edits"]["images"] == 48 and quality["original"]["images"] == 3
+    for row in quality.values():
+        assert 0 <= row["zero_shot_gender_accuracy"] <= 1
+        assert row["recall@1"] <= row["recall@5"] <= row["recall@10"]
+        if row["retrieval_pool_size"] <= 10:
+            assert row["recall@10"] == 1.0
+    built = json.loads((out / "build_summary.json").read_text())
+    assert set(built) == {"edit", "filter", "select"}
+
+
+def test_zero_shot_accuracy_and_recall_by_hand() -> None:
+    images = np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]])
+    prompts = np.array([[1.0, 0.0], [0.0, 1.0]])
+    assert zero_shot_accuracy(images, prompts, [0, 1, 0]) == pytest.approx(2 / 3)
+    # Two captions of image 0, one of image 1; a pool of three other images.
+    texts = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
+    pool = np.array([[0.9, 0.1], [0.1, 0.9], [0.5, 0.5]])
+    queries = np.array([[0.8, 0.2], [0.0, 1.0]])
+    # caption 0 -> image 0 at d=0.08; pool [0.9,0.1] is closer (0.02): rank 2.
+    # caption 1 -> image 0 at d=1.28; all three pool images closer: rank 4.
+    # caption 2 -> image 1 at d=0: rank 1.
+    recall = recall_at_k(texts, [0, 0, 1], queries, pool, (1, 2, 4))
+    assert recall == {1: pytest.approx(1 / 3), 2: pytest.approx(2 / 3), 4: 1.0}
+    # Pool = the query images themselves: own row excluded.
+    assert recall_at_k(texts, [0, 0, 1], queries, queries, (1,), pool_index=[0, 1]) == {
+        1: pytest.approx(2 / 3)
+    }
+
+
+def test_torn_manifest_line_is_not_counted_and_is_cut_before_appending(tmp_path: Path) -> None:
+    from contrastkit.builders.manifest import EditRecord
+
+    manifest = Manifest(tmp_path)
+    record = EditRecord("1-M1-g9.5", "1", "instruct-pix2pix", "masculine", "masculine",
+                        [0, 0, 1, 1], 7, "edits/1/a.png", "tiny")  # fmt: skip
+    manifest.append(record)
+    with manifest.path.open("a") as handle:
+        handle.write('{"edit_id": "1-M2-g9')  # killed mid-write
+    assert [r.edit_id for r in Manifest(tmp_path).read()] == ["1-M1-g9.5"]
+    Manifest(tmp_path).append(record.__class__(**{**record.__dict__, "edit_id": "1-F1-g15"}))
+    assert [r.edit_id for r in Manifest(tmp_path).read()] == ["1-M1-g9.5", "1-F1-g15"]
+    manifest.path.write_text(manifest.path.read_text() + manifest.path.read_text())
+    with pytest.raises(ValueError, match="listed twice"):
+        Manifest(tmp_path).read()
+
+
+def _cli(out: Path, coco_dir: Path, editor: Path, clip: str, *extra: str) -> list[str]:
+    return ["build", "gensynth", "--coco", str(coco_dir), "--out", str(out), "--editor",
+            str(editor), "--embedder", clip, "--min-box-side", "64", "--resolution", "32",
+            "--k", "10", "--tau-real", "-1", "--tau-gender", "-1", *extra]  # fmt: skip
+
+
+def test_sigkill_mid_build_then_rerun_gives_the_same_set(
+    coco_dir: Path, tiny_editor_dir: Path, tiny_clip_spec: str, tmp_path: Path
+) -> None:
+    runner = CliRunner()
+    reference = tmp_path / "reference"
+    # Per-edit seeds make an edit independent of its batch: the reference runs 8 per call,
+    # the killed run 1 per call (slow enough to be killed midway), the rerun 8 again.
+    args = ("--steps", "4", "--limit", "2", "--scales", "9.5", "--no-quality", "--batch-size")
+    done = runner.invoke(
+        app, _cli(reference, coco_dir, tiny_editor_dir, tiny_clip_spec, *args, "8")
+    )
+    assert done.exit_code == 0, done.output
+
+    out = tmp_path / "killed"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    edit_only = _cli(out, coco_dir, tiny_editor_dir, tiny_clip_spec, *args, "1", "--stage", "edit")
+    command = [sys.executable, "-m", "contrastkit", *edit_only]
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    manifest = out / "manifest.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and process.poll() is None:
+        if manifest.exists() and manifest.read_text().count("\n") >= 3:
+            break
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert process.returncode == -signal.SIGKILL, "the build finished before it was killed"
+    before = manifest.read_bytes().split(b"\n")
+    finished = [json.loads(line)["edit_id"] for line in before[:-1]]  # complete lines only
+    assert 3 <= len(finished) < 16
+
+    rerun = runner.invoke(app, [*_cli(out, coco_dir, tiny_editor_dir, tiny_clip_spec, *args, "8"),
+                                "--json"])  # fmt: skip
+    assert rerun.exit_code == 0, rerun.output
+    summary = json.loads(rerun.stdout)
+    assert summary["edit"]["skipped_finished"] >= len(finished)
+    assert summary["edit"]["skipped_finished"] + summary["edit"]["edited"] == 16
+    ids = [r.edit_id for r in Manifest(out).read()]
+    assert len(ids) == 16 == len(set(ids))
+    assert ids[: len(finished)] == finished  # finished edits kept, none redone
+    assert not list(out.rglob("*.tmp"))
+    ours, theirs = read_contrast_set(out), read_contrast_set(reference)
+    assert [(i.source_id, i.gender, i.edit_id) for i in ours] == [
+        (i.source_id, i.gender, i.edit_id) for i in theirs
+    ]
+    for a, b in zip(ours, theirs, strict=True):
+        diff = np.abs(np.asarray(Image.open(out / a.image), dtype=int)
+                      - np.asarray(Image.open(reference / b.image), dtype=int))  # fmt: skip
+        assert diff.max() <= 2
+
+
+def test_cli_stage_errors(coco_dir: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    result = runner.invoke(app, ["build", "gensynth", "--out", str(tmp_path / "o"),
+                                 "--stage", "edit"])  # fmt: skip
+    assert result.exit_code == 2 and "needs --coco" in result.stderr
+    result = runner.invoke(app, ["build", "gensynth", "--out", str(tmp_path / "o"), "--coco",
+                                 str(coco_dir), "--editor", str(tmp_path / "missing")])  # fmt: skip
+    assert result.exit_code == 2 and "does not exist" in result.stderr
+    result = runner.invoke(app, ["build", "gensynth", "--out", str(tmp_path / "o"), "--stage",
+                                 "select", "--no-quality"])  # fmt: skip
+    assert result.exit_code == 2 and "run the edit stage" in result.stderr

@@ -1,0 +1,96 @@
+"""InstructPix2Pix editing (GenSynth Sec. 4.1, App. A.2, Tab. 7) with a tiny real pipeline."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from contrastkit.curation.editing import (
+    DEFAULT_INSTRUCTIONS,
+    EditSettings,
+    crop_for_editing,
+    feather_mask,
+    load_editor,
+    paste_back,
+    plan_edits,
+)
+from contrastkit.samples import photo
+from contrastkit.schema import Gender
+
+
+def test_plan_has_16_seeded_edits_per_source() -> None:
+    specs = plan_edits("391895", EditSettings())
+    assert len(specs) == 16  # 4 instructions x 2 genders x 2 scales (Tab. 2)
+    assert len({s.edit_id for s in specs}) == 16
+    assert {s.text_guidance_scale for s in specs} == {9.5, 15.0}
+    assert {s.steps for s in specs} == {500}
+    assert specs[0].edit_id == "391895-M1-g9.5" and specs[0].target is Gender.MASCULINE
+    assert specs[0].instruction == "Make this person more masculine"
+    assert "Convert this into a woman" in {s.instruction for s in specs}
+    assert DEFAULT_INSTRUCTIONS[Gender.FEMININE][1] == "Make this person look like a woman"
+    # Seeds depend on the build seed and the edit, not on the order of planning.
+    again = plan_edits("391895", EditSettings())
+    assert [s.seed for s in again] == [s.seed for s in specs]
+    assert plan_edits("391895", EditSettings(seed=1))[0].seed != specs[0].seed
+    assert len({s.seed for s in specs}) == 16
+
+
+def test_settings_are_validated() -> None:
+    with pytest.raises(ValueError, match="multiple of 8"):
+        EditSettings(resolution=100)
+    with pytest.raises(ValueError, match="no edit instructions for feminine"):
+        EditSettings(instructions={Gender.MASCULINE: ("Make it a man",)})
+
+
+def test_crop_resize_pad_and_paste_keep_the_background() -> None:
+    image = photo("camera")
+    box = (0, 60, 335, 512)
+    crop, placement = crop_for_editing(image, box, 64, margin=0.1)
+    assert crop.size == (64, 64)
+    assert placement.crop == (0, 15, 369, 512)  # margin 34 px / 45 px, clipped
+    assert placement.size[1] == 64 and placement.offset[1] == 0
+    edited = Image.new("RGB", (64, 64), (255, 0, 0))
+    out = np.asarray(paste_back(image, edited, placement, feather=0.1))
+    original = np.asarray(image)
+    outside = np.ones(original.shape[:2], dtype=bool)
+    outside[60:512, 0:335] = False
+    assert np.array_equal(out[outside], original[outside])
+    assert tuple(out[300, 160]) == (255, 0, 0)  # deep inside the box: the edit
+    # The ramp: the box's edge row is mostly original.
+    assert abs(int(out[60, 160, 1]) - int(original[60, 160, 1])) < 10
+
+
+def test_feather_mask_ramps_from_edge_to_centre() -> None:
+    mask = feather_mask(40, 20, 0.25)
+    assert mask.shape == (20, 40)
+    assert mask[10, 20] == 1.0 and mask[0, 0] < 0.05
+    assert np.all(np.diff(mask[10, :20]) >= 0)
+
+
+def test_tiny_pipeline_batched_equals_one_by_one(tiny_editor_dir: Path) -> None:
+    settings = EditSettings(steps=3, resolution=32)
+    specs = plan_edits("1", settings)[:5]
+    crop, _ = crop_for_editing(photo("astronaut"), (18, 14, 368, 512), 32)
+    batched = load_editor(tiny_editor_dir, batch_size=4).edit([crop] * 5, specs)
+    single = load_editor(tiny_editor_dir, batch_size=1).edit([crop] * 5, specs)
+    assert [im.size for im in batched] == [(32, 32)] * 5
+    for a, b in zip(batched, single, strict=True):
+        assert np.abs(np.asarray(a, dtype=int) - np.asarray(b, dtype=int)).max() <= 2
+    # Different seeds give different edits.
+    assert not np.array_equal(np.asarray(batched[0]), np.asarray(batched[2]))
+    rerun = load_editor(tiny_editor_dir).edit([crop], [replace(specs[0])])
+    assert np.abs(np.asarray(rerun[0], dtype=int) - np.asarray(batched[0], dtype=int)).max() <= 2
+
+
+def test_missing_editor_says_how_to_get_it(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="does not exist"):
+        load_editor(tmp_path / "nowhere")
+    with pytest.raises(ValueError, match="huggingface-cli download"):
+        load_editor("contrastkit-tests/no-such-model")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="not an InstructPix2Pix pipeline folder"):
+        load_editor(tmp_path / "empty")
