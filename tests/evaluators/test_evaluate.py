@@ -440,3 +440,28 @@ def test_write_outputs_replaces_files_atomically(dataset: Path, tmp_path: Path) 
     }
     assert not list((tmp_path / "model").glob(".*tmp*"))
     assert "retrieval_bias" not in json.loads(files["benchmark"].read_text()).popitem()[1]
+
+
+def test_hub_style_folders_of_the_same_name_are_not_read_back_from_a_stale_cache(
+    tmp_path: Path, official_oo: Path
+) -> None:
+    """Two `publish --dry-run` trees, both named ``tree``, with different URLs: each is
+    read as it is now (the datasets cache keys local folders by name)."""
+    import datasets
+
+    from contrastkit.builders.export import export_visogender
+    from contrastkit.builders.publish import publish
+    from contrastkit.evaluators.hub import materialise_hub_dataset
+    from contrastkit.schema import read_visogender_tsv, write_visogender_tsv
+
+    table = read_visogender_tsv(official_oo)
+    got = []
+    for run in ("first", "second"):
+        base = tmp_path / run
+        rows = [r.__class__(**{**r.__dict__, "url": f"{run}.png"}) for r in table.rows[:4]]
+        write_visogender_tsv(base / "oo.tsv", rows, table.context)
+        export_visogender([base / "oo.tsv"], base / "export")
+        publish(base / "export", "me/oo", dry_run=True, tree=base / "tree")
+        saved = materialise_hub_dataset(str(base / "tree"), base / "copy") / "saved" / "OO"
+        got.append(set(datasets.load_from_disk(str(saved))["test"]["url"]))
+    assert got == [{"first.png"}, {"second.png"}]

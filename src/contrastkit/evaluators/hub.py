@@ -11,6 +11,7 @@ out like a Hub repository (what ``contrastkit publish --dry-run`` writes).
 from __future__ import annotations
 
 import re
+import tempfile
 from pathlib import Path
 
 from contrastkit.schema import DataFormatError
@@ -45,12 +46,17 @@ def materialise_hub_dataset(name: str, dest: Path) -> Path:
     """
     from datasets import DatasetDict, get_dataset_config_names, load_dataset
 
+    # datasets keys its cache of a local folder by the folder's name, so another folder of
+    # the same name would be read back stale: local folders are read through a fresh
+    # cache of their own (cheap), Hub datasets through the user's cache.
+    local = Path(name).is_dir()
     try:
         configs = get_dataset_config_names(name)
         for config in configs:
-            loaded = load_dataset(name, config)
-            assert isinstance(loaded, DatasetDict)
-            loaded.save_to_disk(str(dest / "saved" / config))
+            with tempfile.TemporaryDirectory(prefix="contrastkit-hub-") as cache:
+                loaded = load_dataset(name, config, cache_dir=cache if local else None)
+                assert isinstance(loaded, DatasetDict)
+                loaded.save_to_disk(str(dest / "saved" / config))
     except (FileNotFoundError, ValueError, ConnectionError, OSError) as exc:
         raise DataFormatError(
             f"{HUB_PREFIX}{name}", None, None,
