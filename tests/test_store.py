@@ -48,3 +48,25 @@ def test_unknown_urls_and_objects(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="not a lowercase hex sha256"):
         store.path("../../etc/passwd")
     assert not (tmp_path / "never-written").exists()
+
+
+def test_concurrent_first_writes_to_a_new_store(tmp_path: Path) -> None:
+    """The checker stores images from several threads at once, starting on an empty store:
+    the threads' first writes meet while the index is being set up."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    for attempt in range(20):
+        store = ImageStore(tmp_path / f"store{attempt}")
+        start = threading.Barrier(8)
+
+        def put(n: int, store: ImageStore = store, start: threading.Barrier = start) -> str:
+            start.wait()
+            data = f"image {n}".encode()
+            return store.put(data, format="PNG", width=1, height=1, phash="0" * 16,
+                             url=f"http://a/{n}")  # fmt: skip
+
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            shas = list(pool.map(put, range(8)))
+        assert len(set(shas)) == 8
+        assert [store.sha_for_url(f"http://a/{n}") for n in range(8)] == shas

@@ -19,6 +19,8 @@ import hashlib
 import os
 import sqlite3
 import tempfile
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
@@ -84,6 +86,8 @@ class ImageStore:
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
+        self._ready = False  # index set up by this instance (once, not on every put)
+        self._setup = threading.Lock()
 
     # -- objects ---------------------------------------------------------------------------
 
@@ -185,10 +189,29 @@ class ImageStore:
     def _connect(self) -> Iterator[sqlite3.Connection]:
         self.root.mkdir(parents=True, exist_ok=True)
         with closing(sqlite3.connect(self._index, timeout=30)) as conn:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.executescript(_SCHEMA)
+            if not self._ready:
+                self._set_up(conn)
             with conn:
                 yield conn
+
+    def _set_up(self, conn: sqlite3.Connection) -> None:
+        """WAL mode and tables, once per instance. Switching the journal mode does not
+        wait for other connections (SQLite answers "locked" at once), so concurrent first
+        uses, threads or processes, retry for up to 30 s."""
+        with self._setup:
+            if self._ready:
+                return
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    conn.execute("PRAGMA journal_mode=WAL")  # persistent in the file
+                    conn.executescript(_SCHEMA)
+                    break
+                except sqlite3.OperationalError as exc:
+                    if "locked" not in str(exc) or time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.05)
+            self._ready = True
 
 
 def _check_digest(sha256: str) -> None:
