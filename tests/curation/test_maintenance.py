@@ -20,6 +20,7 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from contrastkit.cli import app
+from contrastkit.curation.integrity import read_tables
 from contrastkit.curation.maintenance import (
     MaintenanceError,
     RetirementPolicy,
@@ -77,7 +78,9 @@ def oo_table(server: LoopbackServer, path: Path, codes: dict[int, str] | None = 
 
 def run(tsv: Path, db: Path, when: datetime = DAY0, **options: object):  # type: ignore[no-untyped-def]
     options.setdefault("per_cell", 2)
-    return maintain([tsv], db, CONFIG, now=when, report_path=db.parent / "report.md", **options)  # type: ignore[arg-type]
+    return maintain(
+        read_tables([tsv]), db, CONFIG, now=when, report_path=db.parent / "report.md", **options
+    )  # type: ignore[arg-type]
 
 
 def codes(tsv: Path) -> dict[str, str]:

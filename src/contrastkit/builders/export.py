@@ -50,6 +50,7 @@ from datasets.utils.tqdm import (
 from contrastkit import __version__
 from contrastkit.builders.manifest import CONTRAST_SET, SUMMARY, Manifest, read_contrast_set
 from contrastkit.curation.gender_words import neutralise
+from contrastkit.data_cards import render_card
 from contrastkit.records import read_records
 from contrastkit.schema import (
     Context,
@@ -239,7 +240,8 @@ def export_visogender(
         dataset, missing = _table_dataset(table, store, skip_missing)
         name = table.context.value
         configs[name] = DatasetDict({split: dataset})
-        kept = [row for row in table.rows if row.idx not in set(missing)]
+        left_out = set(missing)
+        kept = [row for row in table.rows if row.idx not in left_out]
         cells: dict[str, Counter[str]] = defaultdict(Counter)
         for row in kept:
             cells[row.occupation][row.cell] += 1
@@ -396,8 +398,6 @@ def write_export(
     ``metadata`` is completed with the configs' row counts, features, file list, the
     contrastkit version and the export time, then rendered into ``README.md``.
     """
-    from contrastkit.data_cards import render_card
-
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     building = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))

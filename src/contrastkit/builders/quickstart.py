@@ -64,13 +64,13 @@ class QuickstartResult:
 
 
 def _editor(spec: str | None, folder: Path, force_tiny: bool) -> tuple[Any, str, bool]:
-    if spec is None and not force_tiny:
+    if not force_tiny:
         try:
-            return load_editor(DEFAULT_EDITOR, batch_size=8), DEFAULT_EDITOR, False
+            chosen = spec or DEFAULT_EDITOR
+            return load_editor(chosen, batch_size=8), chosen, False
         except ValueError:
-            spec = None
-    if spec is not None and not force_tiny:
-        return load_editor(spec, batch_size=8), spec, False
+            if spec is not None:
+                raise
     path = tiny_instruct_pix2pix(folder / "tiny-instruct-pix2pix")
     return load_editor(path, batch_size=16), str(path), True
 

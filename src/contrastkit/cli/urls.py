@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import json
 import sqlite3
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -165,17 +166,21 @@ def progress_bar(total: int, label: str) -> Iterator[Callable[[URLCheck], Any]]:
         yield advance
 
 
+def print_status_counts(counts: Counter[str], title: str) -> None:
+    """Rows per status, ok first and in green, failures by frequency in red."""
+    table = Table(title=title)
+    table.add_column("status")
+    table.add_column("rows", justify="right")
+    for status, count in sorted(counts.items(), key=lambda item: (item[0] != "ok", -item[1])):
+        table.add_row(status, str(count), style="green" if status == "ok" else "red")
+    console.print(table)
+
+
 def print_integrity(report: IntegrityReport, limit: int = 50) -> None:
     """Summary table, failing rows and duplicate groups, for people."""
     counts = report.status_counts()
-    summary = Table(
-        title=f"{len(report.rows)} rows, {len({r.result.url for r in report.rows})} URLs"
-    )
-    summary.add_column("status")
-    summary.add_column("rows", justify="right")
-    for status, count in sorted(counts.items(), key=lambda item: (item[0] != "ok", -item[1])):
-        summary.add_row(status, str(count), style="green" if status == "ok" else "red")
-    console.print(summary)
+    urls = len({r.result.url for r in report.rows})
+    print_status_counts(counts, f"{len(report.rows)} rows, {urls} URLs")
     failed = report.failed
     if failed:
         table = Table(title=f"Failed rows ({len(failed)})")
@@ -299,7 +304,7 @@ def maintain_command(
         try:
             with progress_bar(distinct, "maintaining") as advance:
                 result = maintain(
-                    files,
+                    tables,
                     db,
                     config,
                     policy=RetirementPolicy(failures=retire_after, days=retire_days),
@@ -322,12 +327,7 @@ def maintain_command(
 
 def print_maintenance(result: MaintenanceResult) -> None:
     """Summary of a maintenance run, for people (the markdown report has the details)."""
-    summary = Table(title=f"Run {result.run_id}: {len(result.rows)} rows")
-    summary.add_column("status")
-    summary.add_column("rows", justify="right")
-    for status, count in sorted(result.status_counts().items()):
-        summary.add_row(status, str(count), style="green" if status == "ok" else "red")
-    console.print(summary)
+    print_status_counts(result.status_counts(), f"Run {result.run_id}: {len(result.rows)} rows")
     facts = {
         "content changed": [r.ref.idx for r in result.rows if r.content_changed],
         "retired": [r.ref.idx for r in result.rows if r.retired],

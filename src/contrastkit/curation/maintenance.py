@@ -42,8 +42,8 @@ from typing import Any
 
 from contrastkit.curation.dedup import NEAR_DUPLICATE_MAX_DISTANCE, DuplicateGroup
 from contrastkit.curation.images import phash_distance
-from contrastkit.curation.integrity import CheckedRow, duplicate_groups, read_tables
-from contrastkit.curation.urls import CheckConfig, Status, URLCheck, check_urls, redact_url
+from contrastkit.curation.integrity import check_tables
+from contrastkit.curation.urls import CheckConfig, Status, URLCheck, redact_url
 from contrastkit.curation.validation import RowRef
 from contrastkit.schema import (
     VisoGenderRow,
@@ -427,7 +427,7 @@ def _balance(
 
 
 def maintain(
-    paths: Sequence[Path],
+    tables: Sequence[VisoGenderTable],
     db_path: Path,
     config: CheckConfig | None = None,
     *,
@@ -444,7 +444,9 @@ def maintain(
     """Run the maintenance job once (see the module docstring for what it does).
 
     Args:
-        paths: Official-format TSVs to maintain; rewritten in place, atomically.
+        tables: Official-format TSVs to maintain, parsed
+            (:func:`~contrastkit.curation.integrity.read_tables`); their files are
+            rewritten in place, atomically.
         db_path: SQLite state database (created on first run).
         config: URL checker settings.
         policy: When failing rows are retired.
@@ -460,11 +462,11 @@ def maintain(
         on_result: Called once per distinct URL as its check finishes.
 
     Raises:
-        DataFormatError: a TSV is malformed (nothing is checked or written).
-        MaintenanceError: the database is unusable or another run holds its lock.
+        MaintenanceError: the database is unusable, another run holds its lock, or two
+            files share a row ID.
     """
     policy = policy or RetirementPolicy()
-    tables = read_tables(paths)
+    files = [str(table.path) for table in tables]
     refs: dict[str, list[str]] = defaultdict(list)
     url_of: dict[str, str] = {}
     where: dict[str, RowRef] = {}
@@ -484,7 +486,7 @@ def maintain(
         with _transaction(conn):
             cursor = conn.execute(
                 "INSERT INTO runs (started_at, files) VALUES (?, ?)",
-                (started, "\n".join(str(p) for p in paths)),
+                (started, "\n".join(files)),
             )
         run_id = int(cursor.lastrowid or 0)
         before = {
@@ -493,17 +495,17 @@ def maintain(
                 "SELECT row_id, retired_at, content_changed_at FROM row_state"
             )
         }
-        results: dict[str, URLCheck] = {}
 
         def record(result: URLCheck) -> None:
-            results[result.url] = result
             stamp = _stamp(now) if now is not None else result.checked_at
             _record(conn, run_id, refs[result.url], result, stamp, policy, max_distance,
                     accept_changes)  # fmt: skip
             if on_result is not None:
                 on_result(result)
 
-        check_urls(list(refs), config, store=store, on_result=record)
+        checked = check_tables(
+            tables, config, store=store, on_result=record, max_distance=max_distance
+        )
 
         health: dict[str, RowHealth] = {}
         states = conn.execute(
@@ -522,16 +524,13 @@ def maintain(
                 newly_retired=retired is not None and was_retired is None,
                 newly_changed=changed is not None and was_changed is None,
             )  # fmt: skip
-        ordered = [health[ref.idx] for ref in where.values()]
-        checked = [CheckedRow(ref, results[url_of[idx]]) for idx, ref in where.items()]
-        duplicates = duplicate_groups(checked, max_distance=max_distance)
         result = MaintenanceResult(
             run_id=run_id,
-            files=[str(p) for p in paths],
+            files=files,
             started_at=started,
             finished_at="",
-            rows=ordered,
-            duplicates=duplicates,
+            rows=[health[idx] for idx in where],
+            duplicates=checked.duplicates,
             below_balance=_balance(tables, health, per_cell),
         )
         file_stamp = _stamp(now).replace(":", "").replace("-", "").replace("+0000", "Z")
