@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from contrastkit.errors import DataFormatError
 from contrastkit.records import parse_bool, read_records
-from contrastkit.schema import DataFormatError
 
 
 def test_csv_keeps_line_numbers_and_normalises_names(tmp_path: Path) -> None:

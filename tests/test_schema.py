@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from contrastkit.errors import DataFormatError
+from contrastkit.io import atomic_write_text
 from contrastkit.schema import (
     OO_COLUMNS,
     OP_COLUMNS,
     Context,
-    DataFormatError,
     Gender,
     VisoGenderRow,
-    atomic_write_text,
     read_visogender_tsv,
     render_visogender_tsv,
     write_visogender_tsv,

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from contrastkit.schema import Context, DataFormatError, read_visogender_tsv
+from contrastkit.errors import DataFormatError
+from contrastkit.schema import Context, read_visogender_tsv
 from contrastkit.taxonomy import load_taxonomy
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from contrastkit.schema import DataFormatError
+from contrastkit.errors import DataFormatError
 
 __all__ = ["FALSE_WORDS", "TRUE_WORDS", "Record", "parse_bool", "read_records"]
 
@@ -66,7 +66,7 @@ def _scalar(path: Path, line: int | None, key: str, value: Any) -> str:
     )
 
 
-def _normalise(path: Path, line: int | None, raw: dict[str, Any]) -> dict[str, str]:
+def _normalize(path: Path, line: int | None, raw: dict[str, Any]) -> dict[str, str]:
     return {
         str(key).strip().lower(): _scalar(path, line, str(key), value)
         for key, value in raw.items()
@@ -113,7 +113,7 @@ def _read_jsonl(path: Path) -> Iterator[Record]:
                 raise DataFormatError(path, line, None, f"invalid JSON: {exc.msg}") from None
             if not isinstance(raw, dict):
                 raise DataFormatError(path, line, None, "each line must be a JSON object")
-            yield Record(path, line, _normalise(path, line, raw))
+            yield Record(path, line, _normalize(path, line, raw))
 
 
 def _read_json(path: Path, list_key: str | None) -> Iterator[Record]:
@@ -129,7 +129,7 @@ def _read_json(path: Path, list_key: str | None) -> Iterator[Record]:
     for position, item in enumerate(raw):
         if not isinstance(item, dict):
             raise DataFormatError(path, None, f"item {position}", "expected a JSON object")
-        yield Record(path, None, _normalise(path, None, item))
+        yield Record(path, None, _normalize(path, None, item))
 
 
 def read_records(path: str | Path, *, list_key: str | None = None) -> Iterator[Record]:

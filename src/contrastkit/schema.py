@@ -22,15 +22,14 @@ Sec. 3.1 terminology, never male/female); ``neutral`` stands for they/their.
 
 from __future__ import annotations
 
-import contextlib
 import difflib
-import os
-import shutil
-import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
+
+from contrastkit.errors import DataFormatError
+from contrastkit.io import atomic_write_text
 
 __all__ = [
     "OO_COLUMNS",
@@ -41,8 +40,6 @@ __all__ = [
     "TSVStream",
     "VisoGenderRow",
     "VisoGenderTable",
-    "atomic_write_bytes",
-    "atomic_write_text",
     "columns_for",
     "parse_visogender_tsv",
     "read_visogender_tsv",
@@ -159,30 +156,6 @@ OO_COLUMNS: tuple[str, ...] = (
 def columns_for(context: Context) -> tuple[str, ...]:
     """The official header of a ``context`` file, in order."""
     return OP_COLUMNS if context is Context.OP else OO_COLUMNS
-
-
-class DataFormatError(ValueError):
-    """Malformed input, located precisely.
-
-    Attributes:
-        path: the file.
-        line: 1-based physical line number (the header is line 1), or ``None`` for
-            whole-file problems.
-        field: the column or field name at fault, or ``None``.
-        reason: what is wrong, in words.
-    """
-
-    def __init__(self, path: str | Path, line: int | None, field: str | None, reason: str):
-        self.path = str(path)
-        self.line = line
-        self.field = field
-        self.reason = reason
-        super().__init__(self._render())
-
-    def _render(self) -> str:
-        where = self.path if self.line is None else f"{self.path}:{self.line}"
-        what = f" field {self.field!r}:" if self.field else ""
-        return f"{where}:{what} {self.reason}"
 
 
 @dataclass(frozen=True)
@@ -521,37 +494,6 @@ def render_visogender_tsv(
     if newline not in ("\n", "\r\n"):
         raise ValueError(f"newline must be \\n or \\r\\n, not {newline!r}")
     return newline.join(lines) + (newline if final_newline else "")
-
-
-def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder (flushed and
-    fsynced) and rename it into place, so readers only ever see the old or the new file,
-    never a partial one; a crash leaves at most a ``.{name}.*.tmp`` file behind. A
-    replaced file keeps its permission bits; a new one gets the umask's defaults."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        if path.exists():
-            shutil.copymode(path, tmp_name)
-        else:
-            umask = os.umask(0)
-            os.umask(umask)
-            Path(tmp_name).chmod(0o666 & ~umask)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        Path(tmp_name).replace(path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            Path(tmp_name).unlink()
-        raise
-
-
-def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write ``text`` (UTF-8, line ends as given) atomically: :func:`atomic_write_bytes`."""
-    atomic_write_bytes(path, text.encode("utf-8"))
 
 
 def write_visogender_tsv(

@@ -18,8 +18,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from contrastkit.errors import DataFormatError
 from contrastkit.records import read_records
-from contrastkit.schema import Context, DataFormatError
+from contrastkit.schema import Context
 
 __all__ = [
     "BUILTIN_SOURCE",

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from contrastkit.builders.coco import find_split, read_coco, select_sources
-from contrastkit.schema import DataFormatError, Gender
+from contrastkit.errors import DataFormatError
+from contrastkit.schema import Gender
 
 
 def test_select_sources_keeps_one_person_with_a_defined_label(coco_dir: Path) -> None:

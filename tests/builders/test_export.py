@@ -29,8 +29,9 @@ from contrastkit.curation.editing import EditSettings, load_editor
 from contrastkit.curation.faces import FaceDetector
 from contrastkit.curation.integrity import check_tables
 from contrastkit.curation.urls import CheckConfig
+from contrastkit.errors import DataFormatError
 from contrastkit.evaluators.models import load_scorer
-from contrastkit.schema import Context, DataFormatError, Gender, read_visogender_tsv
+from contrastkit.schema import Context, Gender, read_visogender_tsv
 from contrastkit.schema import write_visogender_tsv as write_tsv
 from contrastkit.store import ImageStore
 from factories import make_row

@@ -11,7 +11,8 @@ import pytest
 
 from contrastkit.builders.visogender import build_visogender, output_name
 from contrastkit.curation.validation import validate_files
-from contrastkit.schema import Context, DataFormatError, read_visogender_tsv
+from contrastkit.errors import DataFormatError
+from contrastkit.schema import Context, read_visogender_tsv
 from contrastkit.taxonomy import load_taxonomy
 
 GENDER = {"M": "masculine", "F": "feminine"}

@@ -16,8 +16,9 @@ from contrastkit.curation.faces import (
     read_face_bank,
     swap_face,
 )
+from contrastkit.errors import DataFormatError
 from contrastkit.samples import photo
-from contrastkit.schema import DataFormatError, Gender
+from contrastkit.schema import Gender
 
 
 def test_mtcnn_finds_the_astronauts_face(face_detector: FaceDetector) -> None:

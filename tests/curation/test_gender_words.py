@@ -16,7 +16,7 @@ from contrastkit.curation.gender_words import (
     gendered_words,
     image_label,
     match_case,
-    neutralise,
+    neutralize,
     text_label,
     to_gender,
 )
@@ -52,7 +52,7 @@ def test_word_table_is_the_papers_table_4() -> None:
     ],
 )
 def test_neutralise_reproduces_table_5(original: str, neutral: str) -> None:
-    assert neutralise(original) == neutral
+    assert neutralize(original) == neutral
 
 
 def test_image_label_joins_all_captions() -> None:

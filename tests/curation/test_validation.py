@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from contrastkit.curation.validation import ValidationReport, normalise_noun, validate_files
+from contrastkit.curation.validation import ValidationReport, normalize_noun, validate_files
 from contrastkit.schema import (
     OO_COLUMNS,
     OP_COLUMNS,
@@ -531,7 +531,7 @@ def test_warnings_alone_still_ok_in_text(tmp_path: Path) -> None:
     assert "WARNINGS (1)" in lines
 
 
-# normalise_noun
+# normalize_noun
 
 
 @pytest.mark.parametrize(
@@ -548,7 +548,7 @@ def test_warnings_alone_still_ok_in_text(tmp_path: Path) -> None:
     ],
 )
 def test_spelling_variants_share_a_key(variants: tuple[str, ...]) -> None:
-    assert len({normalise_noun(v) for v in variants}) == 1
+    assert len({normalize_noun(v) for v in variants}) == 1
 
 
 @pytest.mark.parametrize(
@@ -562,4 +562,4 @@ def test_spelling_variants_share_a_key(variants: tuple[str, ...]) -> None:
     ],
 )
 def test_different_nouns_keep_different_keys(first: str, second: str) -> None:
-    assert normalise_noun(first) != normalise_noun(second)
+    assert normalize_noun(first) != normalize_noun(second)

@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 
 from contrastkit.builders.export import contrast_features, export_visogender
 from contrastkit.cli import app
+from contrastkit.errors import DataFormatError
 from contrastkit.evaluators.contrast import evaluate_contrast, load_contrast
 from contrastkit.evaluators.hub import hub_name
-from contrastkit.schema import DataFormatError
 
 datasets.disable_progress_bars()
 runner = CliRunner()

@@ -14,12 +14,12 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from contrastkit.cli import app
+from contrastkit.errors import DataFormatError
 from contrastkit.evaluators.data import ImageLoader, load_items
 from contrastkit.evaluators.models import ImageTextScorer
 from contrastkit.evaluators.report import benchmark, load_benchmark, write_outputs
 from contrastkit.evaluators.runner import EvalConfig, read_raw, score_dataset
-from contrastkit.evaluators.stats import labour_comparison, labour_shares
-from contrastkit.schema import DataFormatError
+from contrastkit.evaluators.stats import labor_comparison, labor_shares
 from contrastkit.store import ImageStore
 from eval_data import write_small_dataset
 
@@ -304,16 +304,16 @@ def test_images_from_a_saved_hugging_face_dataset(dataset: Path, tmp_path: Path)
 
 
 def test_labour_statistics_ship_with_their_source() -> None:
-    shares = labour_shares()
+    shares = labor_shares()
     assert len(shares) == 23
     assert shares["hairdresser"].male_share_percent == 6.9
     assert shares["specialist"].year == 2020 and shares["doctor"].year == 2022
     assert "labour force statistics" in shares["engineer"].source
     # perfectly monotone data: r = 1, tau = 1
-    got = labour_comparison({"hairdresser": 0.1, "teacher": 0.2, "engineer": 0.9, "astronaut": 5})
+    got = labor_comparison({"hairdresser": 0.1, "teacher": 0.2, "engineer": 0.9, "astronaut": 5})
     assert got["n"] == 3 and got["kendall_tau"] == pytest.approx(1.0)
     assert 0.9 < got["pearson_r"] <= 1.0 and 0 <= got["pearson_p"] <= 1
-    assert math.isnan(labour_comparison({"teacher": 0.1, "engineer": 0.2})["pearson_r"])
+    assert math.isnan(labor_comparison({"teacher": 0.1, "engineer": 0.2})["pearson_r"])
 
 
 def test_cli_evaluate_writes_every_output_and_report_compares(
@@ -451,7 +451,7 @@ def test_hub_style_folders_of_the_same_name_are_not_read_back_from_a_stale_cache
 
     from contrastkit.builders.export import export_visogender
     from contrastkit.builders.publish import publish
-    from contrastkit.evaluators.hub import materialise_hub_dataset
+    from contrastkit.evaluators.hub import materialize_hub_dataset
     from contrastkit.schema import read_visogender_tsv, write_visogender_tsv
 
     table = read_visogender_tsv(official_oo)
@@ -462,6 +462,6 @@ def test_hub_style_folders_of_the_same_name_are_not_read_back_from_a_stale_cache
         write_visogender_tsv(base / "oo.tsv", rows, table.context)
         export_visogender([base / "oo.tsv"], base / "export")
         publish(base / "export", "me/oo", dry_run=True, tree=base / "tree")
-        saved = materialise_hub_dataset(str(base / "tree"), base / "copy") / "saved" / "OO"
+        saved = materialize_hub_dataset(str(base / "tree"), base / "copy") / "saved" / "OO"
         got.append(set(datasets.load_from_disk(str(saved))["test"]["url"]))
     assert got == [{"first.png"}, {"second.png"}]

@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from contrastkit.curation.gender_words import image_label
-from contrastkit.schema import DataFormatError, Gender
+from contrastkit.errors import DataFormatError
+from contrastkit.schema import Gender
 
 __all__ = [
     "Box",

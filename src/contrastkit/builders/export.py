@@ -49,18 +49,12 @@ from datasets.utils.tqdm import (
 
 from contrastkit import __version__
 from contrastkit.builders.manifest import CONTRAST_SET, SUMMARY, Manifest, read_contrast_set
-from contrastkit.curation.gender_words import neutralise
+from contrastkit.curation.gender_words import neutralize
 from contrastkit.data_cards import render_card
+from contrastkit.errors import DataFormatError
+from contrastkit.io import atomic_write_text
 from contrastkit.records import read_records
-from contrastkit.schema import (
-    Context,
-    DataFormatError,
-    Gender,
-    VisoGenderRow,
-    VisoGenderTable,
-    atomic_write_text,
-    read_visogender_tsv,
-)
+from contrastkit.schema import Context, Gender, VisoGenderRow, VisoGenderTable, read_visogender_tsv
 from contrastkit.store import ImageStore
 
 __all__ = [
@@ -356,7 +350,7 @@ def export_contrast_set(
             "method": item.method,
             "source_label": record.source_label,
             "captions": list(item.captions),
-            "neutral_captions": [neutralise(c) for c in item.original_captions],
+            "neutral_captions": [neutralize(c) for c in item.original_captions],
             "original_captions": list(item.original_captions),
             "box": [float(v) for v in item.box],
             "p_real": item.p_real,

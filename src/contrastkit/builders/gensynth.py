@@ -63,8 +63,10 @@ from contrastkit.curation.knn_filter import (
     knn_filter,
     select_edits,
 )
-from contrastkit.evaluators.models import ImageTextScorer
-from contrastkit.schema import DataFormatError, Gender, atomic_write_bytes, atomic_write_text
+from contrastkit.errors import DataFormatError
+from contrastkit.interfaces import ImageTextScorer
+from contrastkit.io import atomic_write_bytes, atomic_write_text
+from contrastkit.schema import Gender
 
 __all__ = [
     "DEFAULT_ZERO_SHOT_PROMPTS",
@@ -447,7 +449,7 @@ def recall_at_k(
     return {k: float(np.mean(closer < k)) for k in ks}
 
 
-def _normalised(array: np.ndarray) -> np.ndarray:
+def _normalized(array: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(array, axis=1, keepdims=True)
     out: np.ndarray = (array / np.maximum(norms, 1e-12)).astype(np.float32)
     return out
@@ -472,18 +474,18 @@ def quality_checks(
     """
     prompts = prompts or DEFAULT_ZERO_SHOT_PROMPTS
     order = list(Gender.binary())
-    image_emb = _normalised(np.asarray(model.encode_images(list(images)), np.float32))
-    prompt_emb = _normalised(np.asarray(model.encode_texts([prompts[g] for g in order])))
+    image_emb = _normalized(np.asarray(model.encode_images(list(images)), np.float32))
+    prompt_emb = _normalized(np.asarray(model.encode_texts([prompts[g] for g in order])))
     accuracy = zero_shot_accuracy(image_emb, prompt_emb, [order.index(g) for g in genders])
     texts = [c for group in captions for c in group]
     owners = [i for i, group in enumerate(captions) for _ in group]
-    text_emb = _normalised(np.asarray(model.encode_texts(texts), np.float32))
+    text_emb = _normalized(np.asarray(model.encode_texts(texts), np.float32))
     if pool is None:
         recall = recall_at_k(text_emb, owners, image_emb, image_emb, ks,
                              pool_index=range(len(images)))  # fmt: skip
         pool_size = len(images)
     else:
-        pool_emb = _normalised(np.asarray(model.encode_images(list(pool)), np.float32))
+        pool_emb = _normalized(np.asarray(model.encode_images(list(pool)), np.float32))
         recall = recall_at_k(text_emb, owners, image_emb, pool_emb, ks)
         pool_size = len(pool) + 1
     return {

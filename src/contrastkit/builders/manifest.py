@@ -30,7 +30,9 @@ from PIL import Image
 
 from contrastkit.builders.coco import Box, SourceImage
 from contrastkit.curation.gender_words import to_gender
-from contrastkit.schema import DataFormatError, Gender, atomic_write_bytes, atomic_write_text
+from contrastkit.errors import DataFormatError
+from contrastkit.io import atomic_write_bytes, atomic_write_text
+from contrastkit.schema import Gender
 
 __all__ = [
     "CONTRAST_SET",

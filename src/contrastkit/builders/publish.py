@@ -12,7 +12,6 @@ would be pushed is known to load before anything leaves the machine.
 
 from __future__ import annotations
 
-import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -20,12 +19,12 @@ from pathlib import Path
 
 from contrastkit import __version__
 from contrastkit.builders.export import METADATA_FILE, read_metadata
+from contrastkit.repo_ids import check_repo_id
 
 __all__ = ["HUB_FILES", "PublishError", "PublishResult", "publish", "write_hub_tree"]
 
 HUB_FILES = ("README.md", METADATA_FILE, "data")
 """What of an export folder goes to the Hub."""
-_REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}$")
 
 
 class PublishError(RuntimeError):
@@ -103,8 +102,7 @@ def publish(
     Raises:
         PublishError: bad ``repo_id``, no token, or a tree that does not load.
     """
-    if not _REPO_ID.match(repo_id):
-        raise PublishError(f"--repo-id {repo_id!r}: expected USER/NAME (letters, digits, -_.)")
+    check_repo_id(repo_id, "--repo-id")
     export_dir = Path(export_dir)
     if dry_run:
         tree = tree or export_dir.with_name(f"{export_dir.name}-hub")

@@ -36,8 +36,8 @@ from contrastkit.curation.knn_filter import DEFAULT_TAU_GENDER, DEFAULT_TAU_REAL
 from contrastkit.evaluators.contrast import evaluate_contrast, load_contrast, write_contrast_outputs
 from contrastkit.evaluators.models import ModelNotFoundError, load_scorer
 from contrastkit.evaluators.report import model_slug
+from contrastkit.io import atomic_write_text
 from contrastkit.samples import write_coco
-from contrastkit.schema import atomic_write_text
 from contrastkit.tiny.clip import tiny_open_clip
 from contrastkit.tiny.editor import tiny_instruct_pix2pix
 

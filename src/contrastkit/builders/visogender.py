@@ -43,15 +43,10 @@ from pathlib import Path
 from typing import Any
 
 from contrastkit.curation.dedup import canonical_url
+from contrastkit.errors import DataFormatError
+from contrastkit.io import atomic_write_text
 from contrastkit.records import Record, parse_bool, read_records
-from contrastkit.schema import (
-    Context,
-    DataFormatError,
-    Gender,
-    VisoGenderRow,
-    atomic_write_text,
-    render_visogender_tsv,
-)
+from contrastkit.schema import Context, Gender, VisoGenderRow, render_visogender_tsv
 from contrastkit.taxonomy import Taxonomy
 
 __all__ = [

@@ -6,10 +6,15 @@ Commands only parse options, call library functions and print; the work itself l
 
 from __future__ import annotations
 
+import sys
+import traceback
+
+import click
 import typer
 
 from contrastkit import __version__
 from contrastkit.cli import build, evaluate, export, quickstart, taxonomy, urls, validate
+from contrastkit.cli.common import DEBUG, EXIT_BUG, err_console
 
 app = typer.Typer(
     name="contrastkit",
@@ -22,6 +27,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     rich_markup_mode="markdown",
+    pretty_exceptions_enable=False,
 )
 app.add_typer(build.app, name="build")
 app.command(name="validate")(validate.validate)
@@ -44,10 +50,36 @@ def _root(
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
     ),
+    debug: bool = typer.Option(
+        False, "--debug", help="Print tracebacks (with their causes) of reported errors too."
+    ),
 ) -> None:
     """contrastkit: datasets for measuring gender bias in vision-language models."""
+    DEBUG["enabled"] = debug
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point.
+
+    Errors a user can fix are reported by each command (exit 2). Anything else is a bug
+    in contrastkit: its traceback is printed under a line that says so, exit code 70.
+    """
+    try:
+        app(standalone_mode=False)
+    except click.exceptions.Exit as done:
+        sys.exit(done.exit_code)
+    except click.ClickException as error:
+        error.show()
+        sys.exit(error.exit_code)
+    except click.Abort:
+        err_console.print("aborted")
+        sys.exit(1)
+    except Exception:
+        err_console.print(
+            "internal error: this is a bug in contrastkit, not a problem with your input; "
+            "please report it with the traceback below",
+            style="bold red",
+            markup=False,
+        )
+        err_console.print(traceback.format_exc(), markup=False, highlight=False)
+        sys.exit(EXIT_BUG)

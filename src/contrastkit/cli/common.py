@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import sqlite3
+import traceback
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
+from rich.text import Text
 
-from contrastkit.schema import Context, DataFormatError
+from contrastkit.errors import ConfigError, ContrastkitError
+from contrastkit.schema import Context
 from contrastkit.taxonomy import Taxonomy, load_taxonomy
 
 console = Console()
@@ -28,18 +33,84 @@ TAXONOMY_OPTION = typer.Option(
 )
 
 
+#: Exit code of a command that hit a bug in contrastkit (BSD ``EX_SOFTWARE``).
+EXIT_BUG = 70
+
+#: Set by ``contrastkit --debug``: print tracebacks of reported errors too.
+DEBUG = {"enabled": False}
+
+
+def report_error(label: str, message: str) -> None:
+    """``label: message`` on stderr; the message is printed as text, never as markup."""
+    err_console.print(Text.assemble((f"{label}: ", "bold red"), message), soft_wrap=True)
+
+
 @contextmanager
 def user_errors() -> Iterator[None]:
-    """Turn malformed-input errors into one clear line on stderr and exit code 2."""
+    """Report the errors a user can fix as one line on stderr and exit 2.
+
+    :class:`~contrastkit.errors.ContrastkitError` (bad data, bad options, a missing
+    model, an unusable state, an unwritable folder) and the operating system's errors
+    (a missing input file; a full disk or a permission, named as an environment error).
+    Anything else is a bug: it propagates, and :func:`contrastkit.cli.main` prints its
+    traceback. ``--debug`` prints tracebacks of reported errors too, causes included.
+    """
     try:
         yield
-    except DataFormatError as error:
-        err_console.print(f"[bold red]error:[/] {error}", highlight=False, soft_wrap=True)
-        raise typer.Exit(EXIT_BAD_INPUT) from None
-    except (KeyError, ValueError) as error:
-        message = error.args[0] if isinstance(error, KeyError) and error.args else error
-        err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
-        raise typer.Exit(EXIT_BAD_INPUT) from None
+    except typer.Exit:
+        raise
+    except ContrastkitError as error:
+        _report(error, error.label, str(error))
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError) as error:
+        _report(error, "error", f"{error.filename}: {error.strerror}")
+    except (OSError, sqlite3.OperationalError) as error:
+        _report(error, "environment error", str(error))
+
+
+def _report(error: BaseException, label: str, message: str) -> NoReturn:
+    if DEBUG["enabled"]:
+        err_console.print("".join(traceback.format_exception(error)), markup=False)
+    report_error(label, message)
+    cause = error.__cause__
+    if cause is not None and str(cause) and str(cause) not in message:
+        err_console.print(Text(f"  caused by {type(cause).__name__}: {cause}"), soft_wrap=True)
+    raise typer.Exit(EXIT_BAD_INPUT) from error
+
+
+@contextmanager
+def progress(label: str, total: int | None = None) -> Iterator[Callable[..., None]]:
+    """One progress bar on stderr, on a terminal only.
+
+    Yields ``update(done=None, total=None, advance=0, failed=None)``: jobs report either
+    absolute counts (``update(done, total)``) or steps (``update(advance=1)``).
+    """
+    if not err_console.is_terminal:
+        yield lambda *args, **kwargs: None
+        return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    columns = [TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("{task.fields[note]}"), TimeRemainingColumn()]  # fmt: skip
+    with Progress(*columns, console=err_console, transient=True) as bar:
+        task = bar.add_task(escape(label), total=total, note="")
+
+        def update(
+            done: int | None = None,
+            total: int | None = None,
+            *,
+            advance: int = 0,
+            failed: int | None = None,
+        ) -> None:
+            bar.update(task, completed=done, total=total, advance=advance,
+                       note="" if failed is None else f"{failed} failed")  # fmt: skip
+
+        yield update
 
 
 def taxonomy_from(paths: list[Path] | None) -> Taxonomy:
@@ -49,9 +120,12 @@ def taxonomy_from(paths: list[Path] | None) -> Taxonomy:
 
 def parse_contexts(text: str) -> list[Context]:
     """``"OP,OO"`` -> [Context.OP, Context.OO]."""
-    contexts = [Context.parse(part) for part in text.split(",") if part.strip()]
+    try:
+        contexts = [Context.parse(part) for part in text.split(",") if part.strip()]
+    except ValueError as error:
+        raise ConfigError(f"--contexts: {error}") from error
     if not contexts:
-        raise ValueError("--contexts needs at least one of OP, OO")
+        raise ConfigError("--contexts needs at least one of OP, OO")
     return list(dict.fromkeys(contexts))
 
 

@@ -75,7 +75,7 @@ def evaluate(
     """
     from contrastkit.evaluators.contrast import is_contrast_dataset
     from contrastkit.evaluators.data import ImageLoader, load_items
-    from contrastkit.evaluators.hub import hub_name, materialise_hub_dataset
+    from contrastkit.evaluators.hub import hub_name, materialize_hub_dataset
     from contrastkit.evaluators.models import load_model
     from contrastkit.evaluators.report import (
         benchmark,
@@ -84,7 +84,7 @@ def evaluate(
         write_outputs,
     )
     from contrastkit.evaluators.runner import EvalConfig, score_dataset
-    from contrastkit.schema import atomic_write_text
+    from contrastkit.io import atomic_write_text
 
     summary: list[dict[str, Any]] = []
     with user_errors():
@@ -95,7 +95,7 @@ def evaluate(
                 paths.append(Path(given))
             else:
                 dest = out / "_data" / model_slug(name)
-                paths.append(materialise_hub_dataset(name, dest))
+                paths.append(materialize_hub_dataset(name, dest))
         contrast = [is_contrast_dataset(p) for p in paths]
         if any(contrast):
             if not all(contrast):
@@ -185,7 +185,7 @@ def report(
         contrastkit report results/open_clip-ViT-B-32-openai results/git-microsoft-git-large
     """
     from contrastkit.evaluators.report import comparison_markdown, load_benchmark
-    from contrastkit.schema import atomic_write_text
+    from contrastkit.io import atomic_write_text
 
     with user_errors():
         loaded = [load_benchmark(path)[1] for path in results]

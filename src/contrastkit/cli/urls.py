@@ -31,7 +31,7 @@ from contrastkit.curation.maintenance import (
     maintain,
 )
 from contrastkit.curation.urls import DEFAULT_USER_AGENT, CheckConfig, URLCheck, redact_url
-from contrastkit.schema import atomic_write_text
+from contrastkit.io import atomic_write_text
 from contrastkit.store import ImageStore
 
 app = typer.Typer(

@@ -24,8 +24,9 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from contrastkit.errors import DataFormatError
 from contrastkit.records import Record, read_records
-from contrastkit.schema import DataFormatError, Gender
+from contrastkit.schema import Gender
 
 __all__ = [
     "DEFAULT_MIN_AGE",

@@ -8,7 +8,7 @@ Appendix A.1):
 * :func:`image_label` is the function ``g`` of Sec. 3.1/3.2: all captions of an image are
   joined into one paragraph; only masculine words gives ``masculine``, only feminine
   words ``feminine``, both or neither ``None`` (the paper's *undefined*).
-* :func:`neutralise` and :func:`to_gender` map each gendered word across its Tab. 4 row
+* :func:`neutralize` and :func:`to_gender` map each gendered word across its Tab. 4 row
   ("she" -> "he" or "they"), by whole-word replacement (``\\b`` boundaries), keeping the
   case of the word (``Man`` -> ``Person``, ``MAN`` -> ``PERSON``) and every character
   around it (punctuation, spacing, ``'s``).
@@ -40,6 +40,7 @@ Verb agreement is not changed ("she is" -> "they is"), as in the paper's word ma
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Iterable
 from typing import Final
 
@@ -56,6 +57,7 @@ __all__ = [
     "is_determiner_use",
     "match_case",
     "neutralise",
+    "neutralize",
     "text_label",
     "to_gender",
 ]
@@ -186,7 +188,7 @@ def _replacement(word: str, target: Gender, text: str, end: int) -> str:
 def to_gender(text: str, target: Gender) -> str:
     """Rewrite ``text`` so that every gendered Tab. 4 word is ``target``'s word of its row.
 
-    ``Gender.NEUTRAL`` gives the gender-neutral caption of Sec. 3.2 (:func:`neutralise`);
+    ``Gender.NEUTRAL`` gives the gender-neutral caption of Sec. 3.2 (:func:`neutralize`);
     ``Gender.MASCULINE`` / ``Gender.FEMININE`` give the gender-adjusted captions of an
     edit (Sec. 4.3, "the reverse procedure"). Words are replaced in place, in the case of
     the original; everything else is kept character for character. Pronouns follow the
@@ -200,7 +202,13 @@ def to_gender(text: str, target: Gender) -> str:
     return _WORD_RE.sub(replace, text)
 
 
-def neutralise(text: str) -> str:
+def neutralize(text: str) -> str:
     """The gender-neutral caption (GenSynth Sec. 3.2, Tab. 5): "The woman brushes her
     teeth in the bathroom." -> "The person brushes their teeth in the bathroom."."""
     return to_gender(text, Gender.NEUTRAL)
+
+
+def neutralise(text: str) -> str:
+    """Deprecated British spelling of :func:`neutralize` (public in 0.1.0)."""
+    warnings.warn("neutralise() is deprecated; use neutralize()", DeprecationWarning, stacklevel=2)
+    return neutralize(text)

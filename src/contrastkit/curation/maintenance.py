@@ -45,12 +45,8 @@ from contrastkit.curation.images import phash_distance
 from contrastkit.curation.integrity import check_tables
 from contrastkit.curation.urls import CheckConfig, Status, URLCheck, redact_url
 from contrastkit.curation.validation import RowRef
-from contrastkit.schema import (
-    VisoGenderRow,
-    VisoGenderTable,
-    atomic_write_text,
-    render_visogender_tsv,
-)
+from contrastkit.io import atomic_write_text
+from contrastkit.schema import VisoGenderRow, VisoGenderTable, render_visogender_tsv
 from contrastkit.store import ImageStore
 
 __all__ = [

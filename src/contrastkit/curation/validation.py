@@ -34,10 +34,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from contrastkit.curation.dedup import find_duplicates
-from contrastkit.schema import Context, DataFormatError, VisoGenderRow, parse_visogender_tsv
+from contrastkit.errors import DataFormatError
+from contrastkit.schema import Context, VisoGenderRow, parse_visogender_tsv
 from contrastkit.taxonomy import Taxonomy
 
-__all__ = ["Finding", "RowRef", "ValidationReport", "normalise_noun", "validate_files"]
+__all__ = ["Finding", "RowRef", "ValidationReport", "normalize_noun", "validate_files"]
 
 Severity = Literal["error", "warning"]
 AFFIRMATIVE_LICENCE = frozenset({"yes", "y", "true", "1", "ok"})
@@ -171,7 +172,7 @@ _NON_ALNUM = re.compile(r"[^a-z0-9]+")
 _DOUBLED = re.compile(r"([a-z])\1")
 
 
-def normalise_noun(noun: str) -> str:
+def normalize_noun(noun: str) -> str:
     """A spelling-insensitive key for a noun.
 
     Lower-cases; drops spaces, hyphens and other punctuation; reduces a plural to its
@@ -198,7 +199,7 @@ def _spelling_findings(
 ) -> Iterable[Finding]:
     by_key: dict[str, list[str]] = defaultdict(list)
     for spelling in spellings:
-        by_key[normalise_noun(spelling)].append(spelling)
+        by_key[normalize_noun(spelling)].append(spelling)
     for variants in by_key.values():
         if len(variants) > 1:
             # The rarer spellings first: they are usually the ones to fix.

@@ -34,9 +34,10 @@ from typing import Any
 import numpy as np
 
 from contrastkit import __version__
+from contrastkit.errors import DataFormatError
 from contrastkit.evaluators.metrics import retrieval_metrics_batch, summarize
 from contrastkit.evaluators.models.base import ImageTextScorer, batched
-from contrastkit.schema import DataFormatError, atomic_write_text
+from contrastkit.io import atomic_write_text
 
 __all__ = [
     "CONTRAST_COLUMNS",

@@ -34,10 +34,10 @@ from urllib.parse import unquote, urlparse
 
 from PIL import Image, UnidentifiedImageError
 
+from contrastkit.errors import DataFormatError
 from contrastkit.schema import (
     URL_COLUMN,
     Context,
-    DataFormatError,
     Gender,
     VisoGenderRow,
     parse_visogender_tsv,

@@ -10,16 +10,15 @@ out like a Hub repository (what ``contrastkit publish --dry-run`` writes).
 
 from __future__ import annotations
 
-import re
 import tempfile
 from pathlib import Path
 
-from contrastkit.schema import DataFormatError
+from contrastkit.errors import ConfigError, DataFormatError
+from contrastkit.repo_ids import is_repo_id
 
-__all__ = ["HUB_PREFIX", "hub_name", "materialise_hub_dataset"]
+__all__ = ["HUB_PREFIX", "hub_name", "materialize_hub_dataset"]
 
 HUB_PREFIX = "hf:"
-_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$")
 
 
 def hub_name(data: str) -> str | None:
@@ -27,18 +26,18 @@ def hub_name(data: str) -> str | None:
     local path.
 
     Raises:
-        ValueError: ``hf:`` followed by something that is neither ``USER/NAME`` nor an
+        ConfigError: ``hf:`` followed by something that is neither ``USER/NAME`` nor an
             existing folder.
     """
     if not data.startswith(HUB_PREFIX):
         return None
     name = data[len(HUB_PREFIX) :]
-    if not (_REPO_ID.match(name) or Path(name).is_dir()):
-        raise ValueError(f"--data {data}: expected hf:USER/NAME or hf:FOLDER")
+    if not (is_repo_id(name) or Path(name).is_dir()):
+        raise ConfigError(f"--data {data}: expected hf:USER/NAME or hf:FOLDER")
     return name
 
 
-def materialise_hub_dataset(name: str, dest: Path) -> Path:
+def materialize_hub_dataset(name: str, dest: Path) -> Path:
     """Load every config of ``name`` and save it to ``dest/saved/<config>``; return ``dest``.
 
     Raises:

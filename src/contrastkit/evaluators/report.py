@@ -19,16 +19,17 @@ from pathlib import Path
 from typing import Any
 
 from contrastkit import __version__
+from contrastkit.errors import DataFormatError
 from contrastkit.evaluators.runner import EvalConfig, ScoredRun
 from contrastkit.evaluators.stats import (
-    labour_comparison,
-    labour_shares,
+    labor_comparison,
+    labor_shares,
     resolution_subsamples,
     retrieval_random_baseline,
 )
 from contrastkit.evaluators.tasks.resolution import SPLITS, summarize_resolution
 from contrastkit.evaluators.tasks.retrieval import summarize_retrieval
-from contrastkit.schema import DataFormatError, atomic_write_text
+from contrastkit.io import atomic_write_text
 
 __all__ = [
     "PLOTS",
@@ -83,7 +84,7 @@ def jsonable(value: Any) -> Any:
 
 def _labour_section(resolution: Mapping[str, Any], retrieval: Mapping[str, Any]) -> dict[str, Any]:
     """Appendix F: per-occupation values against the male share."""
-    shares = labour_shares()
+    shares = labor_shares()
     section: dict[str, Any] = {
         "source": next(iter(shares.values())).source,
         "male_share_percent": {name: share.male_share_percent for name, share in shares.items()},
@@ -91,14 +92,14 @@ def _labour_section(resolution: Mapping[str, Any], retrieval: Mapping[str, Any])
     comparisons: dict[str, Any] = {}
     occupations = resolution.get("per_occupation", {})
     if occupations:
-        comparisons["resolution_gap"] = labour_comparison(
+        comparisons["resolution_gap"] = labor_comparison(
             {name: entry["gender_gap"] for name, entry in occupations.items()}
         )
-        comparisons["resolution_gap_two_person"] = labour_comparison(
+        comparisons["resolution_gap_two_person"] = labor_comparison(
             {name: entry["two_person"]["gender_gap"] for name, entry in occupations.items()}
         )
         for cell in ("MM", "FF", "MF", "FM"):  # Tab. 7: occupation | participant
-            comparisons[f"resolution_accuracy_{cell}"] = labour_comparison(
+            comparisons[f"resolution_accuracy_{cell}"] = labor_comparison(
                 {
                     name: entry["per_cell"][cell]["accuracy"]
                     for name, entry in occupations.items()
@@ -110,7 +111,7 @@ def _labour_section(resolution: Mapping[str, Any], retrieval: Mapping[str, Any])
             "two_person_images" if retrieval["context"] == "OP" else "single_person_images"
         ]
         k = 10 if 10 in retrieval["ks"] else max(retrieval["ks"])
-        comparisons[f"retrieval_bias@{k}"] = labour_comparison(
+        comparisons[f"retrieval_bias@{k}"] = labor_comparison(
             {name: values[f"bias@{k}"] for name, values in headline["per_occupation"].items()}
         )
     section["comparisons"] = comparisons

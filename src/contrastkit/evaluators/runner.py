@@ -40,7 +40,7 @@ from contrastkit.evaluators.tasks.retrieval import (
     query_record,
     retrieval_queries,
 )
-from contrastkit.schema import atomic_write_text
+from contrastkit.io import atomic_write_text
 
 __all__ = ["RAW_FILES", "TASKS", "EvalConfig", "ScoredRun", "read_raw", "score_dataset"]
 

@@ -8,10 +8,10 @@
   her"), recompute every retrieval metric with the model's own scores, repeat (3000
   times); report the baseline's mean and standard deviation and how many standard
   deviations the real value lies from it (``z = (real - mean) / sigma``).
-* :func:`labour_comparison` — Appendix F: Pearson's r and Kendall's tau (with p-values,
+* :func:`labor_comparison` — Appendix F: Pearson's r and Kendall's tau (with p-values,
   ``scipy.stats.pearsonr`` / ``kendalltau``) between per-occupation values (resolution
   gaps, accuracies, Bias@10) and the share of men in the occupation in US labour force
-  statistics (:func:`labour_shares`, package data with its source).
+  statistics (:func:`labor_shares`, package data with its source).
 """
 
 from __future__ import annotations
@@ -32,16 +32,16 @@ from contrastkit.evaluators.tasks.resolution import MAIN_TEMPLATES, SPLITS
 from contrastkit.evaluators.tasks.retrieval import CONTEXT_SECTIONS, by_query
 
 __all__ = [
-    "LabourShare",
-    "labour_comparison",
-    "labour_shares",
+    "LaborShare",
+    "labor_comparison",
+    "labor_shares",
     "resolution_subsamples",
     "retrieval_random_baseline",
 ]
 
 
 @dataclass(frozen=True)
-class LabourShare:
+class LaborShare:
     """The share of men (percent) in an occupation in US labour statistics."""
 
     occupation: str
@@ -51,22 +51,22 @@ class LabourShare:
 
 
 @lru_cache(maxsize=1)
-def labour_shares() -> dict[str, LabourShare]:
+def labor_shares() -> dict[str, LaborShare]:
     """The male shares of the VisoGender occupations, from ``data/labour_stats.tsv``:
     US labour force statistics, 2022 (specialist: 2020), as matched to the occupations by
     VisoGender Appendix F."""
     text = resources.files("contrastkit").joinpath("data/labour_stats.tsv").read_text("utf-8")
     reader = csv.DictReader(text.splitlines(), delimiter="\t")
     return {
-        row["occupation"]: LabourShare(
+        row["occupation"]: LaborShare(
             row["occupation"], float(row["male_share_percent"]), int(row["year"]), row["source"]
         )
         for row in reader
     }
 
 
-def labour_comparison(
-    values: Mapping[str, float], shares: Mapping[str, LabourShare] | None = None
+def labor_comparison(
+    values: Mapping[str, float], shares: Mapping[str, LaborShare] | None = None
 ) -> dict[str, Any]:
     """Correlate per-occupation values with the male share (Appendix F, Tab. 7).
 
@@ -80,7 +80,7 @@ def labour_comparison(
     """
     from scipy import stats
 
-    table = labour_shares() if shares is None else shares
+    table = labor_shares() if shares is None else shares
     points = [
         (name, float(value), table[name].male_share_percent)
         for name, value in values.items()

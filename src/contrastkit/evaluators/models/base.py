@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
-from typing import Protocol, TypeVar, runtime_checkable
+from typing import TypeVar
 
 import numpy as np
 import torch
 from PIL import Image
+
+from contrastkit.errors import ModelNotFoundError
+from contrastkit.interfaces import ImageTextScorer, PronounScorer
 
 __all__ = [
     "DTYPES",
@@ -40,66 +43,6 @@ DTYPES: dict[str, torch.dtype] = {
     "bfloat16": torch.bfloat16,
     "bf16": torch.bfloat16,
 }
-
-
-class ModelNotFoundError(ValueError):
-    """A model spec names weights that are neither a local path nor in the local cache.
-
-    The message says how to get them. A ``ValueError``, so command-line tools report it
-    as unusable input (exit code 2).
-    """
-
-
-@runtime_checkable
-class ImageTextScorer(Protocol):
-    """A CLIP-like dual encoder: images and texts embedded into one space.
-
-    ``encode_images`` / ``encode_texts`` return float32 arrays of shape ``(n, d)`` whose
-    rows have unit L2 norm. ``score(images, texts)`` returns the ``(n_images, n_texts)``
-    matrix of cosine similarities (dot products of the unit embeddings, in ``[-1, 1]``),
-    without the model's temperature (logit scale) or bias: those are monotone, so the
-    argmax over captions (resolution) and the ranking of images (retrieval) are the ones
-    the model's own logits give.
-    """
-
-    spec: str
-
-    def encode_images(self, images: Sequence[Image.Image]) -> np.ndarray:
-        """Unit-norm image embeddings, float32, shape ``(len(images), d)``."""
-        ...
-
-    def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit-norm text embeddings, float32, shape ``(len(texts), d)``."""
-        ...
-
-    def score(self, images: Sequence[Image.Image], texts: Sequence[str]) -> np.ndarray:
-        """Cosine similarities, float32, shape ``(len(images), len(texts))``."""
-        ...
-
-
-@runtime_checkable
-class PronounScorer(Protocol):
-    """A captioning model scored by the log-probability of continuations.
-
-    ``continuation_logprobs(images, prefixes, continuations)`` takes one prefix per image
-    ("The doctor and") and the continuations shared by all images (" his", " her",
-    " their"); it returns a float64 array of shape ``(len(images), len(continuations))``
-    holding ``log p(continuation | image, prefix)``, the sum of the log-probabilities of
-    the continuation's tokens, each conditioned on the image, the prefix and the tokens
-    before it (VisoGender Sec. 3.4, ``p_cap(t_{N+1} | i, t_1..t_N)`` chained over the
-    tokens of a continuation).
-    """
-
-    spec: str
-
-    def continuation_logprobs(
-        self,
-        images: Sequence[Image.Image],
-        prefixes: Sequence[str],
-        continuations: Sequence[str],
-    ) -> np.ndarray:
-        """Log-probability of each continuation after each image's prefix."""
-        ...
 
 
 def resolve_device(device: str | None) -> torch.device:

@@ -1,0 +1,90 @@
+"""The interfaces builders and evaluators meet at, in a module both may import.
+
+* :class:`ImageTextScorer` — CLIP-like dual encoders (VisoGender Sec. 3.4, "VLEs";
+  GenSynth Sec. 4.2 embeds crops with one): a compatibility score ``s(i, t)`` between an
+  image and a text, and the unit-norm embeddings behind it.
+* :class:`PronounScorer` — captioning models (VisoGender Sec. 3.4, "Captioning models"):
+  the probability of a continuation after a partial caption given the image.
+* :class:`ImageOpener` and :data:`ImageSource` — where images come from: a path, bytes,
+  an object of the image store, a dataset row's decoded image.
+
+Nothing here imports torch: the protocols describe behaviour, the adapters in
+``contrastkit.evaluators.models`` implement it, and a test double or a user's own model
+satisfies them structurally.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol, TypeAlias, runtime_checkable
+
+import numpy as np
+from PIL import Image
+
+__all__ = ["ImageOpener", "ImageSource", "ImageTextScorer", "PronounScorer"]
+
+#: Something an image can be read from: a file path, encoded bytes, or a decoded image.
+ImageSource: TypeAlias = "str | Path | bytes | Image.Image"
+
+
+@runtime_checkable
+class ImageOpener(Protocol):
+    """Turns the references a dataset holds into decoded images (local files, URLs via the
+    image store, dataset ``image`` columns)."""
+
+    def open(self, source: ImageSource) -> Image.Image:
+        """The decoded image ``source`` refers to."""
+        ...
+
+
+@runtime_checkable
+class ImageTextScorer(Protocol):
+    """A CLIP-like dual encoder: images and texts embedded into one space.
+
+    ``encode_images`` / ``encode_texts`` return float32 arrays of shape ``(n, d)`` whose
+    rows have unit L2 norm. ``score(images, texts)`` returns the ``(n_images, n_texts)``
+    matrix of cosine similarities (dot products of the unit embeddings, in ``[-1, 1]``),
+    without the model's temperature (logit scale) or bias: those are monotone, so the
+    argmax over captions (resolution) and the ranking of images (retrieval) are the ones
+    the model's own logits give.
+    """
+
+    spec: str
+
+    def encode_images(self, images: Sequence[Image.Image]) -> np.ndarray:
+        """Unit-norm image embeddings, float32, shape ``(len(images), d)``."""
+        ...
+
+    def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit-norm text embeddings, float32, shape ``(len(texts), d)``."""
+        ...
+
+    def score(self, images: Sequence[Image.Image], texts: Sequence[str]) -> np.ndarray:
+        """Cosine similarities, float32, shape ``(len(images), len(texts))``."""
+        ...
+
+
+@runtime_checkable
+class PronounScorer(Protocol):
+    """A captioning model scored by the log-probability of continuations.
+
+    ``continuation_logprobs(images, prefixes, continuations)`` takes one prefix per image
+    ("The doctor and") and the continuations shared by all images (" his", " her",
+    " their"); it returns a float64 array of shape ``(len(images), len(continuations))``
+    holding ``log p(continuation | image, prefix)``, the sum of the log-probabilities of
+    the continuation's tokens, each conditioned on the image, the prefix and the tokens
+    before it (VisoGender Sec. 3.4, ``p_cap(t_{N+1} | i, t_1..t_N)`` chained over the
+    tokens of a continuation).
+    """
+
+    spec: str
+
+    def continuation_logprobs(
+        self,
+        images: Sequence[Image.Image],
+        prefixes: Sequence[str],
+        continuations: Sequence[str],
+    ) -> np.ndarray:
+        """Log-probability of each continuation after each image's prefix."""
+        ...

@@ -1,0 +1,131 @@
+"""Writing files safely: atomic replacement, and checking up front that outputs can be
+written at all.
+
+Every file contrastkit writes goes through :func:`atomic_write` (or its bytes / text
+forms): a temporary file in the same folder, flushed and fsynced, renamed into place, so
+readers only ever see the old or the new file and a crash leaves at most a
+``.{name}.*.tmp`` file behind. :func:`check_writable` turns an output that cannot be
+written (read-only folder, full disk, a file where a folder should be) into a
+:class:`~contrastkit.errors.ResourceError` before a long job starts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import BinaryIO
+
+from contrastkit.errors import ResourceError
+
+__all__ = [
+    "atomic_path",
+    "atomic_write",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "check_writable",
+    "resource_error",
+]
+
+
+def resource_error(path: str | Path, what: str, error: OSError) -> ResourceError:
+    """A :class:`ResourceError` naming ``path`` and the system's reason, ``error`` chained
+    by the caller (``raise resource_error(...) from error``)."""
+    reason = error.strerror or str(error)
+    if error.errno == errno.ENOSPC:
+        reason = "no space left on the device"
+    elif error.errno in (errno.EACCES, errno.EPERM):
+        reason = "permission denied"
+    elif error.errno == errno.EROFS:
+        reason = "read-only file system"
+    return ResourceError(f"{path}: cannot write {what}: {reason}")
+
+
+@contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; when the block ends without an error the
+    file written there is fsynced and renamed onto ``path``, else it is removed.
+
+    For writers that want a file name (``figure.savefig(tmp)``); the temporary name keeps
+    ``path``'s suffix so such writers pick the right format. A replaced file keeps its
+    permission bits; a new one gets the umask's defaults.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".tmp{path.suffix}",
+                                    dir=path.parent)  # fmt: skip
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        if path.exists():
+            tmp.chmod(path.stat().st_mode & 0o7777)
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            tmp.chmod(0o666 & ~umask)
+        yield tmp
+        with tmp.open("rb+") as handle:
+            os.fsync(handle.fileno())
+        tmp.replace(path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
+
+
+def atomic_write(path: str | Path, write: Callable[[BinaryIO], object]) -> None:
+    """Call ``write(handle)`` on a temporary binary file and rename it onto ``path``."""
+    with atomic_path(path) as tmp, tmp.open("wb") as handle:
+        write(handle)
+        handle.flush()
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (see :func:`atomic_path`)."""
+    atomic_write(path, lambda handle: handle.write(data))
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` (UTF-8, line ends as given) atomically."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def check_writable(path: str | Path, what: str, *, folder: bool = True) -> Path:
+    """Make sure ``path`` can be written before long work starts; return it.
+
+    ``folder=True``: ``path`` is an output folder; it is created if missing and a 4 KiB
+    probe file is written, fsynced and removed inside it. ``folder=False``: ``path`` is an
+    output file; its folder is checked the same way and the file, if it exists, must be
+    a writable file (it is not touched).
+
+    Raises:
+        ResourceError: permission denied, read-only file system, no space left, or a file
+            where a folder should be — naming ``path`` and ``what`` it was for.
+    """
+    path = Path(path)
+    target = path if folder else path.parent
+    try:
+        if target.exists() and not target.is_dir():
+            raise ResourceError(f"{target}: cannot write {what}: it is a file, not a folder")
+        target.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".contrastkit-probe-", dir=target)
+        try:
+            os.write(fd, b"\0" * 4096)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+            Path(probe).unlink(missing_ok=True)
+        if not folder and path.exists():
+            if path.is_dir():
+                raise ResourceError(f"{path}: cannot write {what}: it is a folder")
+            if not os.access(path, os.W_OK):
+                raise PermissionError(errno.EACCES, "permission denied", str(path))
+    except ResourceError:
+        raise
+    except OSError as error:
+        raise resource_error(path, what, error) from error
+    return path
