@@ -32,6 +32,7 @@ import numpy as np
 import torch
 from PIL import Image
 
+from contrastkit.config import ModelConfig
 from contrastkit.evaluators.data import ImageLoader, load_items
 from contrastkit.evaluators.models import load_scorer
 from contrastkit.evaluators.models.openclip import OpenCLIPScorer
@@ -126,7 +127,7 @@ def main() -> None:
         loader = ImageLoader()
         cases = sum(len(templates_for(item.row.context)) for item in items)
         spec = "open_clip:ViT-B-32/random"
-        baseline_scorer = load_scorer(spec, device=args.device, batch_size=1)
+        baseline_scorer = load_scorer(spec, ModelConfig(device=args.device, batch_size=1))
         assert isinstance(baseline_scorer, OpenCLIPScorer)
         device = baseline_scorer.device
         print(
@@ -139,7 +140,8 @@ def main() -> None:
         print(f"(a) official-style, one image at a time: {seconds_a:.1f} s, {rate_a:.1f} images/s")
 
         config = EvalConfig(tasks=("resolution",))
-        scorer = load_scorer(spec, device=args.device, batch_size=args.batch_size)
+        batched_config = ModelConfig(device=args.device, batch_size=args.batch_size)
+        scorer = load_scorer(spec, batched_config)
         start = time.perf_counter()
         score_dataset(items, scorer, folder / "out_b", loader, config, batch_size=args.batch_size)
         seconds_b = time.perf_counter() - start
@@ -148,7 +150,7 @@ def main() -> None:
             f"(b) contrastkit, batched ({args.batch_size}), cached captions: {seconds_b:.1f} s, "
             f"{rate_b:.1f} images/s"
         )
-        scorer_both = load_scorer(spec, device=args.device, batch_size=args.batch_size)
+        scorer_both = load_scorer(spec, batched_config)
         start = time.perf_counter()
         score_dataset(
             items, scorer_both, folder / "out_c", loader, EvalConfig(), batch_size=args.batch_size

@@ -70,3 +70,46 @@ def test_concurrent_first_writes_to_a_new_store(tmp_path: Path) -> None:
             shas = list(pool.map(put, range(8)))
         assert len(set(shas)) == 8
         assert [store.sha_for_url(f"http://a/{n}") for n in range(8)] == shas
+
+
+def test_a_store_folder_that_cannot_be_written_is_a_resource_error(tmp_path: Path) -> None:
+    from contrastkit.errors import ResourceError
+
+    (tmp_path / "store").write_text("a file where the store's folder should be")
+    store = ImageStore(tmp_path / "store")
+    with pytest.raises(ResourceError, match="cannot write an image of the store") as caught:
+        store.put(b"abc", format="PNG", width=1, height=1, phash="0" * 16)
+    assert isinstance(caught.value.__cause__, OSError)
+
+
+def test_an_index_that_is_not_a_database_is_a_state_error(tmp_path: Path) -> None:
+    from contrastkit.errors import StateError
+
+    (tmp_path / "index.sqlite").write_bytes(b"not a database " * 100)
+    with pytest.raises(StateError, match="not a usable image store index") as caught:
+        ImageStore(tmp_path).put(b"abc", format="PNG", width=1, height=1, phash="0" * 16)
+    assert caught.value.__cause__ is not None
+
+
+def test_sqlite_errors_names_locks_and_broken_files_and_leaves_bugs_alone(tmp_path: Path) -> None:
+    import sqlite3
+
+    from contrastkit.errors import ResourceError, StateError
+    from contrastkit.store import sqlite_errors
+
+    db = tmp_path / "state.sqlite"
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("CREATE TABLE t (x)")
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(ResourceError, match="database is locked"), sqlite_errors(db, "db"):
+            sqlite3.connect(db, timeout=0).execute("SELECT * FROM t").fetchall()
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    with pytest.raises(StateError, match="not a usable db"), sqlite_errors(db, "db"):
+        sqlite3.connect(db).execute("INSERT INTO t VALUES (1, 2)")  # another schema
+    closed = sqlite3.connect(db)
+    closed.close()
+    with pytest.raises(sqlite3.ProgrammingError), sqlite_errors(db, "db"):
+        closed.execute("SELECT 1")  # misuse of the API is a bug, not the user's problem

@@ -1,4 +1,199 @@
 """contrastkit: build, maintain, publish and score datasets that measure gender bias in
-vision-language models."""
+vision-language models.
+
+The main entry points are importable from here; each is one function taking one frozen
+config dataclass and returning a typed result::
+
+    import contrastkit as ck
+
+    build = ck.build_visogender(ck.BuildVisoGenderConfig(candidates="pool.csv", out="build"))
+    report = ck.check_dataset_urls(ck.URLCheckJobConfig(files=build.written, store="images"))
+    run = ck.evaluate(ck.EvaluateConfig(data=("build",), models=("open_clip:ViT-B-32/openai",),
+                                        out="results", store="images"))
+
+Names are loaded on first use, so ``import contrastkit`` stays light (no torch, no
+datasets) until a job that needs them is touched.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+#: Public name -> the module that defines it.
+_API: dict[str, str] = {
+    # errors and shared configuration
+    "ContrastkitError": "contrastkit.errors",
+    "ConfigError": "contrastkit.errors",
+    "DataFormatError": "contrastkit.errors",
+    "ModelNotFoundError": "contrastkit.errors",
+    "ResourceError": "contrastkit.errors",
+    "StateError": "contrastkit.errors",
+    "ModelConfig": "contrastkit.config",
+    "ImageTextScorer": "contrastkit.interfaces",
+    "PronounScorer": "contrastkit.interfaces",
+    # build
+    "BuildVisoGenderConfig": "contrastkit.builders.visogender",
+    "build_visogender": "contrastkit.builders.visogender",
+    "GenSynthConfig": "contrastkit.apps.gensynth",
+    "build_gensynth": "contrastkit.apps.gensynth",
+    "GenSwapConfig": "contrastkit.apps.genswap",
+    "build_genswap": "contrastkit.apps.genswap",
+    "EditSettings": "contrastkit.curation.editing",
+    # export and publish
+    "ExportVisoGenderConfig": "contrastkit.builders.export",
+    "export_visogender": "contrastkit.builders.export",
+    "ExportContrastConfig": "contrastkit.builders.export",
+    "export_contrast_set": "contrastkit.builders.export",
+    "PublishConfig": "contrastkit.builders.publish",
+    "publish": "contrastkit.builders.publish",
+    # URL checks and maintenance
+    "CheckConfig": "contrastkit.curation.urls",
+    "URLCheckJobConfig": "contrastkit.curation.integrity",
+    "check_dataset_urls": "contrastkit.curation.integrity",
+    "MaintainConfig": "contrastkit.curation.maintenance",
+    "RetirementPolicy": "contrastkit.curation.maintenance",
+    "maintain": "contrastkit.curation.maintenance",
+    # evaluation
+    "EvalConfig": "contrastkit.evaluators.runner",
+    "EvaluateConfig": "contrastkit.evaluators.job",
+    "evaluate": "contrastkit.evaluators.job",
+    "ReportConfig": "contrastkit.evaluators.job",
+    "compare_results": "contrastkit.evaluators.job",
+    "load_model": "contrastkit.evaluators.models",
+    "load_scorer": "contrastkit.evaluators.models",
+    # the whole workflow
+    "QuickstartConfig": "contrastkit.apps.quickstart",
+    "quickstart": "contrastkit.apps.quickstart",
+}
+
+__all__ = ["__version__", *sorted(_API)]
+
+
+def __getattr__(name: str) -> Any:
+    module = _API.get(name)
+    if module is None:
+        raise AttributeError(f"module 'contrastkit' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from contrastkit.apps.genswap import (
+        GenSwapConfig as GenSwapConfig,
+    )
+    from contrastkit.apps.genswap import (
+        build_genswap as build_genswap,
+    )
+    from contrastkit.apps.gensynth import (
+        GenSynthConfig as GenSynthConfig,
+    )
+    from contrastkit.apps.gensynth import (
+        build_gensynth as build_gensynth,
+    )
+    from contrastkit.apps.quickstart import (
+        QuickstartConfig as QuickstartConfig,
+    )
+    from contrastkit.apps.quickstart import (
+        quickstart as quickstart,
+    )
+    from contrastkit.builders.export import (
+        ExportContrastConfig as ExportContrastConfig,
+    )
+    from contrastkit.builders.export import (
+        ExportVisoGenderConfig as ExportVisoGenderConfig,
+    )
+    from contrastkit.builders.export import (
+        export_contrast_set as export_contrast_set,
+    )
+    from contrastkit.builders.export import (
+        export_visogender as export_visogender,
+    )
+    from contrastkit.builders.publish import (
+        PublishConfig as PublishConfig,
+    )
+    from contrastkit.builders.publish import (
+        publish as publish,
+    )
+    from contrastkit.builders.visogender import (
+        BuildVisoGenderConfig as BuildVisoGenderConfig,
+    )
+    from contrastkit.builders.visogender import (
+        build_visogender as build_visogender,
+    )
+    from contrastkit.config import (
+        ModelConfig as ModelConfig,
+    )
+    from contrastkit.curation.editing import (
+        EditSettings as EditSettings,
+    )
+    from contrastkit.curation.integrity import (
+        URLCheckJobConfig as URLCheckJobConfig,
+    )
+    from contrastkit.curation.integrity import (
+        check_dataset_urls as check_dataset_urls,
+    )
+    from contrastkit.curation.maintenance import (
+        MaintainConfig as MaintainConfig,
+    )
+    from contrastkit.curation.maintenance import (
+        RetirementPolicy as RetirementPolicy,
+    )
+    from contrastkit.curation.maintenance import (
+        maintain as maintain,
+    )
+    from contrastkit.curation.urls import (
+        CheckConfig as CheckConfig,
+    )
+    from contrastkit.errors import (
+        ConfigError as ConfigError,
+    )
+    from contrastkit.errors import (
+        ContrastkitError as ContrastkitError,
+    )
+    from contrastkit.errors import (
+        DataFormatError as DataFormatError,
+    )
+    from contrastkit.errors import (
+        ModelNotFoundError as ModelNotFoundError,
+    )
+    from contrastkit.errors import (
+        ResourceError as ResourceError,
+    )
+    from contrastkit.errors import (
+        StateError as StateError,
+    )
+    from contrastkit.evaluators.job import (
+        EvaluateConfig as EvaluateConfig,
+    )
+    from contrastkit.evaluators.job import (
+        ReportConfig as ReportConfig,
+    )
+    from contrastkit.evaluators.job import (
+        compare_results as compare_results,
+    )
+    from contrastkit.evaluators.job import (
+        evaluate as evaluate,
+    )
+    from contrastkit.evaluators.models import (
+        load_model as load_model,
+    )
+    from contrastkit.evaluators.models import (
+        load_scorer as load_scorer,
+    )
+    from contrastkit.evaluators.runner import (
+        EvalConfig as EvalConfig,
+    )
+    from contrastkit.interfaces import (
+        ImageTextScorer as ImageTextScorer,
+    )
+    from contrastkit.interfaces import (
+        PronounScorer as PronounScorer,
+    )

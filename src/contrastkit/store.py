@@ -7,10 +7,13 @@ files a person can inspect::
     DIR/objects/ab/ab12...ef      the image bytes, named by their sha256 (64 hex digits)
     DIR/index.sqlite              url -> sha256, and sha256 -> format, width, height, phash
 
-An object is written to a temporary file in the same folder, flushed, and renamed into
-place, so a crash never leaves a partial object under its final name; an object whose name
-exists is never rewritten (same name, same bytes). Index updates are SQLite transactions.
-Several processes may add to one store at once.
+An object is written atomically (:func:`contrastkit.io.atomic_write_bytes`: a temporary
+file in the same folder, fsynced, renamed into place), so a crash never leaves a partial
+object under its final name; an object whose name exists is never rewritten (same name,
+same bytes). Index updates are SQLite transactions. Several processes may add to one store
+at once. A folder that cannot be written is a :class:`~contrastkit.errors.ResourceError`,
+an index that is not a usable database a :class:`~contrastkit.errors.StateError`
+(:func:`sqlite_errors`).
 """
 
 from __future__ import annotations
@@ -18,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -27,7 +29,14 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-__all__ = ["ImageInfo", "ImageStore", "sha256_hex"]
+from contrastkit.errors import ResourceError, StateError
+from contrastkit.io import atomic_write_bytes, resource_error
+
+__all__ = ["ImageInfo", "ImageStore", "sha256_hex", "sqlite_errors"]
+
+#: Words of SQLite's messages that mean the machine, not the file's content, is at fault.
+_ENVIRONMENT_WORDS = ("locked", "busy", "disk i/o", "disk is full", "readonly", "read-only",
+                      "unable to open", "out of memory")  # fmt: skip
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS objects (
@@ -44,6 +53,29 @@ CREATE TABLE IF NOT EXISTS urls (
     stored_at TEXT NOT NULL
 );
 """
+
+
+@contextmanager
+def sqlite_errors(path: str | os.PathLike[str], what: str) -> Iterator[None]:
+    """Raise SQLite's errors about the database file ``path`` as contrastkit errors.
+
+    ``database is locked``, disk I/O errors, a full disk, a read-only or unopenable file
+    become :class:`~contrastkit.errors.ResourceError`; any other database error (not a
+    database, a malformed file, tables of another schema) a
+    :class:`~contrastkit.errors.StateError` saying the file is not a usable ``what``.
+    SQLite's error is chained as the cause. Misuse of the ``sqlite3`` API (a bug) is left
+    as it is.
+    """
+    try:
+        yield
+    except (sqlite3.ProgrammingError, sqlite3.InterfaceError):
+        raise
+    except sqlite3.OperationalError as error:
+        if any(word in str(error).lower() for word in _ENVIRONMENT_WORDS):
+            raise ResourceError(f"{path}: cannot use the {what}: {error}") from error
+        raise StateError(f"{path}: not a usable {what} ({error})") from error
+    except sqlite3.DatabaseError as error:
+        raise StateError(f"{path}: not a usable {what} ({error})") from error
 
 
 def sha256_hex(data: bytes) -> str:
@@ -125,21 +157,18 @@ class ImageStore:
         """Add an image (and optionally the URL it came from); return its sha256.
 
         Adding bytes that are already stored only updates the URL index.
+
+        Raises:
+            ResourceError: the store's folder cannot be written (permissions, full disk).
+            StateError: the index is not a usable database.
         """
         digest = sha256_hex(data)
         target = self.path(digest)
         if not target.is_file():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
             try:
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(data)
-                    handle.flush()
-                    os.fsync(handle.fileno())
-                Path(tmp).replace(target)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+                atomic_write_bytes(target, data)
+            except OSError as error:
+                raise resource_error(target, "an image of the store", error) from error
         with self._connect() as conn:
             conn.execute(
                 "INSERT OR IGNORE INTO objects VALUES (?, ?, ?, ?, ?, ?)",
@@ -187,8 +216,14 @@ class ImageStore:
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
-        self.root.mkdir(parents=True, exist_ok=True)
-        with closing(sqlite3.connect(self._index, timeout=30)) as conn:
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise resource_error(self.root, "the image store", error) from error
+        with (
+            sqlite_errors(self._index, "image store index"),
+            closing(sqlite3.connect(self._index, timeout=30)) as conn,
+        ):
             if not self._ready:
                 self._set_up(conn)
             with conn:

@@ -14,22 +14,26 @@ import yaml
 from PIL import Image
 from typer.testing import CliRunner
 
+from contrastkit.apps.quality import run_quality_checks
 from contrastkit.builders.export import (
+    ExportContrastConfig,
+    ExportVisoGenderConfig,
     export_contrast_set,
     export_visogender,
     load_export,
     read_metadata,
 )
-from contrastkit.builders.genswap import build_genswap
+from contrastkit.builders.genswap import swap_faces
 from contrastkit.builders.gensynth import run_edit_stage, run_filter_stage, run_select_stage
 from contrastkit.builders.manifest import read_contrast_set
-from contrastkit.builders.publish import PublishError, publish
+from contrastkit.builders.publish import TREE_MARKER, PublishConfig, publish
 from contrastkit.cli import app
+from contrastkit.config import ModelConfig
 from contrastkit.curation.editing import EditSettings, load_editor
 from contrastkit.curation.faces import FaceDetector
 from contrastkit.curation.integrity import check_tables
 from contrastkit.curation.urls import CheckConfig
-from contrastkit.errors import DataFormatError
+from contrastkit.errors import ConfigError, DataFormatError, StateError
 from contrastkit.evaluators.models import load_scorer
 from contrastkit.schema import Context, Gender, read_visogender_tsv
 from contrastkit.schema import write_visogender_tsv as write_tsv
@@ -74,7 +78,7 @@ def test_round_trip_through_save_to_disk_and_parquet_keeps_rows_and_image_bytes(
 ) -> None:
     op, oo, store_dir, _ = built
     store = ImageStore(store_dir)
-    result = export_visogender([op, oo], tmp_path / "out", store=store)
+    result = export_visogender(ExportVisoGenderConfig((op, oo), tmp_path / "out", store=store.root))
     assert list(result.configs) == ["OP", "OO"]
     rows = read_visogender_tsv(op).rows
     for source in ("disk", "parquet"):
@@ -104,7 +108,9 @@ def test_the_card_states_the_numbers_of_the_data(
     built: tuple[Path, Path, Path, Path], tmp_path: Path
 ) -> None:
     op, oo, store_dir, checks = built
-    export_visogender([op, oo], tmp_path / "out", store=ImageStore(store_dir), checks=checks)
+    export_visogender(
+        ExportVisoGenderConfig((op, oo), tmp_path / "out", store=store_dir, checks=checks)
+    )
     card = (tmp_path / "out" / "README.md").read_text()
     front, body = re.match(r"---\n(.*?)\n---\n(.*)", card, re.S).groups()  # type: ignore[union-attr]
     header = yaml.safe_load(front)
@@ -131,17 +137,19 @@ def test_url_only_export_and_missing_images(
     built: tuple[Path, Path, Path, Path], tmp_path: Path
 ) -> None:
     op, _, _, _ = built
-    plain = export_visogender([op], tmp_path / "plain")
+    plain = export_visogender(ExportVisoGenderConfig((op,), tmp_path / "plain"))
     assert "image" not in plain.configs["OP"]["test"].column_names
     assert "URL-only export" in (tmp_path / "plain" / "README.md").read_text()
 
     empty = ImageStore(tmp_path / "empty-store")
     with pytest.raises(DataFormatError, match=r"op.tsv:2: field 'URL': the image store"):
-        export_visogender([op], tmp_path / "failed", store=empty)
+        export_visogender(ExportVisoGenderConfig((op,), tmp_path / "failed", store=empty.root))
     assert not (tmp_path / "failed").exists()
     assert not list(tmp_path.glob(".failed*"))  # no half-written folder left behind
 
-    skipped = export_visogender([op], tmp_path / "skipped", store=empty, skip_missing=True)
+    skipped = export_visogender(
+        ExportVisoGenderConfig((op,), tmp_path / "skipped", store=empty.root, skip_missing=True)
+    )
     assert skipped.configs["OP"]["test"].num_rows == 0
     assert len(skipped.metadata["skipped_missing_images"]["OP"]) == 8
 
@@ -150,8 +158,8 @@ def test_a_new_export_replaces_the_old_one_whole(
     built: tuple[Path, Path, Path, Path], tmp_path: Path
 ) -> None:
     op, oo, _, _ = built
-    export_visogender([op, oo], tmp_path / "out")
-    export_visogender([oo], tmp_path / "out")
+    export_visogender(ExportVisoGenderConfig((op, oo), tmp_path / "out"))
+    export_visogender(ExportVisoGenderConfig((oo,), tmp_path / "out"))
     assert sorted(read_metadata(tmp_path / "out")["configs"]) == ["OO"]
     assert not (tmp_path / "out" / "data" / "OP").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
@@ -161,8 +169,8 @@ def test_publish_dry_run_writes_a_tree_that_datasets_loads(
     built: tuple[Path, Path, Path, Path], tmp_path: Path
 ) -> None:
     op, oo, store_dir, _ = built
-    export_visogender([op, oo], tmp_path / "out", store=ImageStore(store_dir))
-    result = publish(tmp_path / "out", "someone/visogender-test", dry_run=True)
+    export_visogender(ExportVisoGenderConfig((op, oo), tmp_path / "out", store=store_dir))
+    result = publish(PublishConfig(tmp_path / "out", "someone/visogender-test", dry_run=True))
     assert result.tree == tmp_path / "out-hub"
     assert result.files == [
         "README.md", "build_metadata.json",
@@ -179,14 +187,15 @@ def test_publish_refuses_without_a_token_or_with_a_bad_repo_id(
     built: tuple[Path, Path, Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     op, _, _, _ = built
-    export_visogender([op], tmp_path / "out")
+    export_visogender(ExportVisoGenderConfig((op,), tmp_path / "out"))
     monkeypatch.delenv("HF_TOKEN", raising=False)
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))  # no cached login
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(PublishError, match="no Hugging Face token"):
-        publish(tmp_path / "out", "someone/name")
-    with pytest.raises(PublishError, match="expected USER/NAME"):
-        publish(tmp_path / "out", "not a repo id", dry_run=True)
+    with pytest.raises(ConfigError, match="no Hugging Face token"):
+        publish(PublishConfig(tmp_path / "out", "someone/name"))
+    with pytest.raises(ConfigError, match="repo_id 'not a repo id': expected USER/NAME"):
+        PublishConfig(tmp_path / "out", "not a repo id", dry_run=True)
+    assert "secret" not in repr(PublishConfig(tmp_path / "out", "a/b", token="secret"))
 
 
 runner = CliRunner()
@@ -224,16 +233,18 @@ def gensynth_build(
     """A finished tiny GenSynth build of the shipped photos (the filter accepts everything:
     random weights make the paper's thresholds meaningless)."""
     out = tmp_path_factory.mktemp("gensynth") / "build"
-    editor = load_editor(tiny_editor_dir, batch_size=8)
+    editor = load_editor(tiny_editor_dir, ModelConfig(batch_size=8))
     run_edit_stage(coco_dir, out, editor, EditSettings(steps=2, resolution=32), min_box_side=64)
     scorer = load_scorer(tiny_clip_spec)
     run_filter_stage(out, scorer, k=10, tau_real=-1, tau_gender=-1)
-    run_select_stage(out, seed=0, model=scorer)
+    run_select_stage(out, seed=0)
+    run_quality_checks(out, scorer, None)
     return out
 
 
+@pytest.mark.slow
 def test_contrast_set_round_trip_and_card(gensynth_build: Path, tmp_path: Path) -> None:
-    result = export_contrast_set(gensynth_build, tmp_path / "out")
+    result = export_contrast_set(ExportContrastConfig(gensynth_build, tmp_path / "out"))
     items = read_contrast_set(gensynth_build)
     for source in ("disk", "parquet"):
         data = load_export(tmp_path / "out", "contrast", source=source)["test"]
@@ -254,27 +265,99 @@ def test_contrast_set_round_trip_and_card(gensynth_build: Path, tmp_path: Path) 
     assert f"{accepted} of {edits} edits accepted" in card
     assert "6 images from 3 source photos: 3 masculine and 3 feminine" in card
     assert "tau_R = -1, tau_G = -1" in card and "K = 10" in card
-    q = summary["select"]["quality"]["contrast_set"]
+    q = summary["quality"]["contrast_set"]
     assert f"| contrast_set | 6 | {100 * q['zero_shot_gender_accuracy']:.1f}% |" in card
     assert result.metadata["kind"] == "gensynth"
 
 
+@pytest.mark.slow
 def test_genswap_sets_export_too(
     coco_dir: Path, face_bank: Path, face_detector: FaceDetector, tmp_path: Path
 ) -> None:
-    build_genswap(coco_dir, face_bank, tmp_path / "swap", min_box_side=64, detector=face_detector)
-    result = export_contrast_set(tmp_path / "swap", tmp_path / "out")
+    swap_faces(coco_dir, face_bank, tmp_path / "swap", min_box_side=64, detector=face_detector)
+    result = export_contrast_set(ExportContrastConfig(tmp_path / "swap", tmp_path / "out"))
     data = result.configs["contrast"]["test"]
     assert data.num_rows == 6 and all(d is not None for d in data["donor"])
     assert all(p is None for p in data["p_real"])  # GenSwap has no filter
     card = (tmp_path / "out" / "README.md").read_text()
     assert card.startswith("---\n") and "GenSwap" in card and "adults only: age 20" in card
-    dry = publish(tmp_path / "out", "me/genswap", dry_run=True)
+    dry = publish(PublishConfig(tmp_path / "out", "me/genswap", dry_run=True))
     assert dry.loaded_rows == {"contrast": {"test": 6}}
 
 
 def test_contrast_export_needs_a_finished_build(tmp_path: Path) -> None:
     with pytest.raises(DataFormatError, match="run the select stage first"):
-        export_contrast_set(tmp_path, tmp_path / "out")
+        export_contrast_set(ExportContrastConfig(tmp_path, tmp_path / "out"))
     result = runner.invoke(app, ["export", "contrast", str(tmp_path), "--out", str(tmp_path / "o")])
     assert result.exit_code == 2
+
+
+# -- safety of the folders a job replaces -------------------------------------------------
+
+
+def test_publish_tree_never_deletes_a_users_folder(
+    built: tuple[Path, Path, Path, Path], tmp_path: Path
+) -> None:
+    op, _, _, _ = built
+    export_visogender(ExportVisoGenderConfig((op,), tmp_path / "out"))
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "thesis.tex").write_text("years of work")
+    with pytest.raises(StateError, match="not written by a contrastkit dry run"):
+        publish(PublishConfig(tmp_path / "out", "me/vg", dry_run=True, tree=mine))
+    assert (mine / "thesis.tex").read_text() == "years of work"
+    assert sorted(p.name for p in mine.iterdir()) == ["thesis.tex"]
+    # The export folder itself is not a tree either.
+    with pytest.raises(StateError):
+        publish(PublishConfig(tmp_path / "out", "me/vg", dry_run=True, tree=tmp_path / "out"))
+    assert (tmp_path / "out" / "saved").is_dir()
+    # A file is refused too; an empty folder, or a tree of an earlier dry run, is replaced.
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(StateError, match="is a file"):
+        publish(PublishConfig(tmp_path / "out", "me/vg", dry_run=True, tree=tmp_path / "afile"))
+    (tmp_path / "empty").mkdir()
+    first = publish(PublishConfig(tmp_path / "out", "me/vg", dry_run=True, tree=tmp_path / "empty"))
+    assert (tmp_path / "empty" / TREE_MARKER).is_file() and TREE_MARKER not in first.files
+    (tmp_path / "empty" / "stale.txt").write_text("from an earlier run")
+    again = publish(PublishConfig(tmp_path / "out", "me/vg", dry_run=True, tree=tmp_path / "empty"))
+    assert again.files == first.files and not (tmp_path / "empty" / "stale.txt").exists()
+
+
+def test_export_never_replaces_a_folder_that_is_not_an_export(
+    built: tuple[Path, Path, Path, Path], tmp_path: Path
+) -> None:
+    op, _, _, _ = built
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.md").write_text("keep me")
+    with pytest.raises(StateError, match="not a contrastkit export"):
+        export_visogender(ExportVisoGenderConfig((op,), mine))
+    assert sorted(p.name for p in mine.iterdir()) == ["notes.md"]
+
+
+def test_a_saved_dataset_instead_of_a_dataset_dict_is_a_data_format_error(
+    built: tuple[Path, Path, Path, Path], tmp_path: Path
+) -> None:
+    import shutil
+
+    op, _, _, _ = built
+    export_visogender(ExportVisoGenderConfig((op,), tmp_path / "out"))
+    saved = tmp_path / "out" / "saved" / "OP"
+    dataset = load_export(tmp_path / "out", "OP")["test"]
+    shutil.rmtree(saved)
+    dataset.save_to_disk(str(saved))
+    with pytest.raises(DataFormatError, match="not a DatasetDict"):
+        load_export(tmp_path / "out", "OP")
+    with pytest.raises(ConfigError, match="no config 'XX'"):
+        load_export(tmp_path / "out", "XX", source="parquet")
+
+
+def test_export_configs_check_their_fields(tmp_path: Path) -> None:
+    config = ExportVisoGenderConfig("op.tsv", "out", store="store")  # type: ignore[arg-type]
+    assert config.files == (Path("op.tsv"),) and config.store == Path("store")
+    with pytest.raises(ConfigError, match="files: needs at least one"):
+        ExportVisoGenderConfig((), tmp_path)
+    with pytest.raises(ConfigError, match="out: must not be the build folder"):
+        ExportContrastConfig(tmp_path, tmp_path)
+    with pytest.raises(ConfigError, match="tree: only a dry run"):
+        PublishConfig(tmp_path, "me/x", tree=tmp_path / "t")

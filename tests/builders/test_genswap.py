@@ -6,18 +6,20 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 from PIL import Image
 
-from contrastkit.builders.genswap import build_genswap
+from contrastkit.builders.genswap import swap_faces
 from contrastkit.builders.manifest import Manifest, read_contrast_set
 from contrastkit.curation.faces import FaceDetector
 
 
+@pytest.mark.slow
 def test_genswap_replaces_the_astronauts_face_and_resumes(
     coco_dir: Path, face_bank: Path, face_detector: FaceDetector, tmp_path: Path
 ) -> None:
     out = tmp_path / "swap"
-    summary = build_genswap(coco_dir, face_bank, out, min_box_side=64, detector=face_detector)
+    summary = swap_faces(coco_dir, face_bank, out, min_box_side=64, detector=face_detector)
     assert summary["sources"] == 3 and summary["no_face"] == 0
     assert summary["swapped"] == 6 and summary["sources_kept"] == 3
     records = {r.edit_id: r for r in Manifest(out).read()}
@@ -38,7 +40,7 @@ def test_genswap_replaces_the_astronauts_face_and_resumes(
     assert [(i.source_id, i.gender) for i in items][:2] == [("1", "masculine"), ("1", "feminine")]
     assert items[1].captions[0] == "A woman takes a picture with a camera on a tripod."
     # A rerun does nothing again; the summary says so.
-    again = build_genswap(coco_dir, face_bank, out, min_box_side=64, detector=face_detector)
+    again = swap_faces(coco_dir, face_bank, out, min_box_side=64, detector=face_detector)
     assert again["swapped"] == 0 and again["skipped_finished"] == 6
     assert json.loads((out / "build_summary.json").read_text())["genswap"]["images"] == 6
 
@@ -67,3 +69,10 @@ def test_genswap_cli_with_quality_checks(
               "--out", str(out)],
     )  # fmt: skip
     assert bad.exit_code == 2 and "no such file" in bad.stderr
+    assert json.loads((out / "build_summary.json").read_text())["quality"] == summary["quality"]
+    # The card of a GenSwap export states its quality checks too.
+    from contrastkit.builders.export import ExportContrastConfig, export_contrast_set
+
+    export_contrast_set(ExportContrastConfig(out, tmp_path / "export"))
+    card = (tmp_path / "export" / "README.md").read_text()
+    assert "Quality checks (GenSynth Sec. 4.3, Tab. 2)" in card and "| contrast_set | 2 |" in card

@@ -1,5 +1,6 @@
-"""GenSynth pipeline (Sec. 4.1-4.3) end to end with a tiny InstructPix2Pix pipeline and a
-tiny OpenCLIP model on the shipped photos; resume after SIGKILL; quality metrics."""
+"""GenSynth stages (Sec. 4.1-4.2) end to end with a tiny InstructPix2Pix pipeline and a
+tiny OpenCLIP model on the shipped photos; resume after SIGKILL. (The Sec. 4.3 metrics:
+tests/evaluators/test_quality.py; the whole job with them: tests/apps/test_gensynth.py.)"""
 
 from __future__ import annotations
 
@@ -17,28 +18,33 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from contrastkit.builders.gensynth import (
-    recall_at_k,
+    quality_sets,
+    read_summary,
     run_edit_stage,
     run_filter_stage,
     run_select_stage,
-    zero_shot_accuracy,
+    update_summary,
 )
 from contrastkit.builders.manifest import Manifest, read_contrast_set
 from contrastkit.cli import app
+from contrastkit.config import ModelConfig
 from contrastkit.curation.editing import EditSettings, load_editor
 from contrastkit.curation.knn_filter import knn_filter
+from contrastkit.errors import DataFormatError, StateError
 from contrastkit.evaluators.models import load_scorer
+from contrastkit.schema import Gender
 
 ROOT = Path(__file__).parents[2]
 SETTINGS = EditSettings(steps=2, resolution=32)
 BOXES = {"1": (0, 60, 335, 512), "2": (18, 14, 368, 512), "3": (10, 20, 510, 600)}
 
 
+@pytest.mark.slow
 def test_pipeline_stages_on_real_photos(
     coco_dir: Path, tiny_editor_dir: Path, tiny_clip_spec: str, tmp_path: Path
 ) -> None:
     out = tmp_path / "build"
-    editor = load_editor(tiny_editor_dir, batch_size=4)
+    editor = load_editor(tiny_editor_dir, ModelConfig(batch_size=4))
     report = run_edit_stage(coco_dir, out, editor, SETTINGS, min_box_side=64)
     assert (report.sources, report.planned, report.edited) == (3, 48, 48)
     records = Manifest(out).read()
@@ -83,9 +89,9 @@ def test_pipeline_stages_on_real_photos(
     assert summary["accepted"] == int(result.accepted.sum())
     assert set(summary["by_text_guidance_scale"]) == {"9.5", "15"}
 
-    # Accept everything (thresholds below 0) to exercise selection and the checks.
+    # Accept everything (thresholds below 0) to exercise selection.
     run_filter_stage(out, scorer, k=10, tau_real=-1, tau_gender=-1)
-    select = run_select_stage(out, seed=0, model=scorer)
+    select = run_select_stage(out, seed=0)
     assert select["sources_kept"] == 3 and select["images"] == 6
     items = read_contrast_set(out)
     assert [(i.source_id, i.gender) for i in items] == [
@@ -93,35 +99,36 @@ def test_pipeline_stages_on_real_photos(
     ]
     assert items[1].captions[0] == "A woman takes a picture with a camera on a tripod."
     assert items[2].captions[0] == "A man in an orange space suit smiles for his portrait."
-    quality = select["quality"]
-    assert set(quality) == {"contrast_set", "original", "all_edits"}
-    assert quality["all_edits"]["images"] == 48 and quality["original"]["images"] == 3
-    for row in quality.values():
-        assert 0 <= row["zero_shot_gender_accuracy"] <= 1
-        assert row["recall@1"] <= row["recall@5"] <= row["recall@10"]
-        if row["retrieval_pool_size"] <= 10:
-            assert row["recall@10"] == 1.0
     built = json.loads((out / "build_summary.json").read_text())
     assert set(built) == {"edit", "filter", "select"}
+    assert read_summary(out) == built
+
+    # What the Sec. 4.3 checks score (Tab. 2's rows), read from the build folder.
+    sets = quality_sets(out)
+    assert list(sets) == ["contrast_set", "original", "all_edits"]
+    assert [len(s.images) for s in sets.values()] == [6, 3, 48]
+    assert sets["contrast_set"].images[1] == out / items[1].image
+    assert sets["contrast_set"].captions[1] == tuple(items[1].captions)
+    assert sets["original"].genders == (Gender.MASCULINE, Gender.FEMININE, Gender.FEMININE)
+    feminine_edit = next(i for i, r in enumerate(scored) if r.target == "feminine")
+    assert sets["all_edits"].genders[feminine_edit] is Gender.FEMININE
+    assert sets["all_edits"].captions[feminine_edit][0] == items[1].captions[0]
 
 
-def test_zero_shot_accuracy_and_recall_by_hand() -> None:
-    images = np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]])
-    prompts = np.array([[1.0, 0.0], [0.0, 1.0]])
-    assert zero_shot_accuracy(images, prompts, [0, 1, 0]) == pytest.approx(2 / 3)
-    # Two captions of image 0, one of image 1; a pool of three other images.
-    texts = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
-    pool = np.array([[0.9, 0.1], [0.1, 0.9], [0.5, 0.5]])
-    queries = np.array([[0.8, 0.2], [0.0, 1.0]])
-    # caption 0 -> image 0 at d=0.08; pool [0.9,0.1] is closer (0.02): rank 2.
-    # caption 1 -> image 0 at d=1.28; all three pool images closer: rank 4.
-    # caption 2 -> image 1 at d=0: rank 1.
-    recall = recall_at_k(texts, [0, 0, 1], queries, pool, (1, 2, 4))
-    assert recall == {1: pytest.approx(1 / 3), 2: pytest.approx(2 / 3), 4: 1.0}
-    # Pool = the query images themselves: own row excluded.
-    assert recall_at_k(texts, [0, 0, 1], queries, queries, (1,), pool_index=[0, 1]) == {
-        1: pytest.approx(2 / 3)
-    }
+def test_a_new_selection_drops_the_checks_of_the_old_one(tmp_path: Path) -> None:
+    update_summary(tmp_path, "quality", {"contrast_set": {"images": 6}})
+    update_summary(tmp_path, "select", {"images": 4}, stale=("quality",))
+    assert read_summary(tmp_path) == {"select": {"images": 4}}
+    (tmp_path / "build_summary.json").write_text("[1, 2]")
+    with pytest.raises(DataFormatError, match="expected a JSON object"):
+        read_summary(tmp_path)
+
+
+def test_stages_out_of_order_are_state_errors(tmp_path: Path) -> None:
+    with pytest.raises(StateError, match="run the edit stage first"):
+        run_select_stage(tmp_path)
+    with pytest.raises(StateError, match="run the edit stage first"):
+        run_filter_stage(tmp_path, object())  # type: ignore[arg-type]
 
 
 def test_torn_manifest_line_is_not_counted_and_is_cut_before_appending(tmp_path: Path) -> None:
@@ -147,6 +154,7 @@ def _cli(out: Path, coco_dir: Path, editor: Path, clip: str, *extra: str) -> lis
             "--k", "10", "--tau-real", "-1", "--tau-gender", "-1", *extra]  # fmt: skip
 
 
+@pytest.mark.slow
 def test_sigkill_mid_build_then_rerun_gives_the_same_set(
     coco_dir: Path, tiny_editor_dir: Path, tiny_clip_spec: str, tmp_path: Path
 ) -> None:
@@ -206,6 +214,7 @@ def test_cli_stage_errors(coco_dir: Path, tmp_path: Path) -> None:
     result = runner.invoke(app, ["build", "gensynth", "--out", str(tmp_path / "o"), "--coco",
                                  str(coco_dir), "--editor", str(tmp_path / "missing")])  # fmt: skip
     assert result.exit_code == 2 and "does not exist" in result.stderr
+    assert "model not found" in result.stderr
     result = runner.invoke(app, ["build", "gensynth", "--out", str(tmp_path / "o"), "--stage",
                                  "select", "--no-quality"])  # fmt: skip
     assert result.exit_code == 2 and "run the edit stage" in result.stderr

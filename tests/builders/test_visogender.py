@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from contrastkit.builders.visogender import build_visogender, output_name
+from contrastkit.builders.visogender import BuildVisoGenderConfig, build_visogender, output_name
 from contrastkit.curation.validation import validate_files
-from contrastkit.errors import DataFormatError
+from contrastkit.errors import ConfigError, DataFormatError
 from contrastkit.schema import Context, read_visogender_tsv
 from contrastkit.taxonomy import load_taxonomy
 
@@ -71,7 +71,7 @@ def selected_urls(out: Path) -> dict[str, set[str]]:
 
 def test_balanced_selection_matches_the_paper(tmp_path: Path) -> None:
     candidates = write_csv(tmp_path / "pool.csv", pool({"doctor": 8, "teacher": 6}))
-    result = build_visogender(candidates, tmp_path / "out", load_taxonomy())
+    result = build_visogender(BuildVisoGenderConfig(candidates, tmp_path / "out"))
     assert result.complete and result.excluded == []
     op = read_visogender_tsv(tmp_path / "out" / "visogender_OP.tsv")
     oo = read_visogender_tsv(tmp_path / "out" / "visogender_OO.tsv")
@@ -97,9 +97,9 @@ def test_balanced_selection_matches_the_paper(tmp_path: Path) -> None:
 
 def test_seeded_and_deterministic(tmp_path: Path) -> None:
     candidates = write_csv(tmp_path / "pool.csv", pool({"doctor": 9}))
-    build_visogender(candidates, tmp_path / "a", load_taxonomy(), seed=1)
-    build_visogender(candidates, tmp_path / "b", load_taxonomy(), seed=1)
-    build_visogender(candidates, tmp_path / "c", load_taxonomy(), seed=2)
+    build_visogender(BuildVisoGenderConfig(candidates, tmp_path / "a", seed=1))
+    build_visogender(BuildVisoGenderConfig(candidates, tmp_path / "b", seed=1))
+    build_visogender(BuildVisoGenderConfig(candidates, tmp_path / "c", seed=2))
     for name in ("visogender_OP.tsv", "visogender_OO.tsv", "build_report.json"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
     assert selected_urls(tmp_path / "a") != selected_urls(tmp_path / "c")
@@ -115,8 +115,8 @@ def test_adding_candidates_to_one_cell_leaves_the_others_alone(tmp_path: Path) -
     base = write_csv(tmp_path / "base.csv", records)
     extra = dict(records[0], url="https://img.example.org/new.jpg", source="new")
     grown = write_csv(tmp_path / "grown.csv", [*records, extra])
-    build_visogender(base, tmp_path / "a", load_taxonomy())
-    build_visogender(grown, tmp_path / "b", load_taxonomy())
+    build_visogender(BuildVisoGenderConfig(base, tmp_path / "a"))
+    build_visogender(BuildVisoGenderConfig(grown, tmp_path / "b"))
     before, after = selected_urls(tmp_path / "a"), selected_urls(tmp_path / "b")
     changed_cell = f"{records[0]['occupation']}/OP/MM"
     assert {k for k in before if before[k] != after[k]} <= {changed_cell}
@@ -131,7 +131,7 @@ def test_skips_unlicensed_and_duplicates_keeping_the_first(tmp_path: Path) -> No
     records[3]["url"] = pexels + "?auto=compress&w=600"
     records.append(dict(records[3], url=pexels + "?w=1260&h=750&dpr=1", source="resized"))
     path = write_csv(tmp_path / "pool.csv", records)
-    result = build_visogender(path, tmp_path / "out", load_taxonomy(), keep_incomplete=True)
+    result = build_visogender(BuildVisoGenderConfig(path, tmp_path / "out", keep_incomplete=True))
     assert result.skipped_unlicensed == [3]
     assert [(d["line"], d["duplicate_of_line"], d["kind"]) for d in result.skipped_duplicates] == [
         (len(records), 4, "exact"),
@@ -148,7 +148,7 @@ def test_shortfalls_are_reported_and_incomplete_occupations_left_out(tmp_path: P
     path = write_csv(
         tmp_path / "pool.csv", pool({"doctor": 5, "baker": 5}, skip=("baker", "OP", "FM"))
     )
-    result = build_visogender(path, tmp_path / "out", load_taxonomy())
+    result = build_visogender(BuildVisoGenderConfig(path, tmp_path / "out"))
     assert result.included == ["doctor"] and result.excluded == ["baker"]
     report = json.loads((tmp_path / "out" / "build_report.json").read_text())
     assert report["shortfalls"] == [
@@ -162,7 +162,7 @@ def test_shortfalls_are_reported_and_incomplete_occupations_left_out(tmp_path: P
     }
     assert occupations == {"doctor"}
 
-    kept = build_visogender(path, tmp_path / "kept", load_taxonomy(), keep_incomplete=True)
+    kept = build_visogender(BuildVisoGenderConfig(path, tmp_path / "kept", keep_incomplete=True))
     assert kept.included == ["doctor", "baker"]
     balance = validate_files([tmp_path / "kept" / "visogender_OP.tsv"])
     assert [f.check for f in balance.errors] == ["balance"]
@@ -171,21 +171,22 @@ def test_shortfalls_are_reported_and_incomplete_occupations_left_out(tmp_path: P
 
 def test_all_occupations_reports_every_missing_cell(tmp_path: Path) -> None:
     path = write_csv(tmp_path / "pool.csv", pool({"doctor": 5}))
-    result = build_visogender(path, tmp_path / "out", load_taxonomy(), occupations="all")
+    result = build_visogender(BuildVisoGenderConfig(path, tmp_path / "out", occupations="all"))
     assert len(result.excluded) == 22 and result.included == ["doctor"]
     assert len(result.shortfalls) == 22 * 6
     assert {s.available for s in result.shortfalls} == {0}
-    with pytest.raises(KeyError):
-        build_visogender(path, tmp_path / "x", load_taxonomy(), occupations=["astronaut"])
+    with pytest.raises(ConfigError, match="unknown occupation 'astronaut'"):
+        build_visogender(BuildVisoGenderConfig(path, tmp_path / "x", occupations=("astronaut",)))
+    assert not (tmp_path / "x").exists()
 
 
 def test_strict_keeps_the_previous_build(tmp_path: Path) -> None:
     out = tmp_path / "out"
     good = write_csv(tmp_path / "good.csv", pool({"doctor": 5}))
-    build_visogender(good, out, load_taxonomy(), strict=True)
+    build_visogender(BuildVisoGenderConfig(good, out, strict=True))
     before = (out / "visogender_OP.tsv").read_bytes()
     short = write_csv(tmp_path / "short.csv", pool({"doctor": 5}, skip=("doctor", "OO", "F")))
-    result = build_visogender(short, out, load_taxonomy(), strict=True)
+    result = build_visogender(BuildVisoGenderConfig(short, out, strict=True))
     assert not result.complete
     assert (out / "visogender_OP.tsv").read_bytes() == before
     assert json.loads((out / "build_report.json").read_text())["complete"] is False
@@ -203,7 +204,9 @@ def test_contexts_and_jsonl_input_and_custom_occupations(tmp_path: Path) -> None
     path = tmp_path / "pool.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     result = build_visogender(
-        path, tmp_path / "out", load_taxonomy(extra), contexts=[Context.OO], per_cell=3
+        BuildVisoGenderConfig(
+            path, tmp_path / "out", taxonomy=(extra,), contexts=(Context.OO,), per_cell=3
+        )
     )
     assert result.complete and not (tmp_path / "out" / "visogender_OP.tsv").exists()
     rows = read_visogender_tsv(tmp_path / "out" / "visogender_OO.tsv").rows
@@ -232,7 +235,7 @@ def test_bad_pool_names_line_and_field_and_writes_nothing(
     out.mkdir()
     (out / "visogender_OP.tsv").write_text("previous build\n")
     with pytest.raises(DataFormatError) as caught:
-        build_visogender(path, out, load_taxonomy())
+        build_visogender(BuildVisoGenderConfig(path, out))
     assert (caught.value.path, caught.value.line, caught.value.field) == (str(path), line, field)
     assert words in str(caught.value)
     assert sorted(p.name for p in out.iterdir()) == ["visogender_OP.tsv"]
@@ -248,16 +251,46 @@ def test_nouns_that_disagree_with_the_taxonomy_are_refused(tmp_path: Path) -> No
         ) + "\n"
     )  # fmt: skip
     with pytest.raises(DataFormatError, match="taxonomy's object 'clipboard'") as caught:
-        build_visogender(path, tmp_path / "out", load_taxonomy())
+        build_visogender(BuildVisoGenderConfig(path, tmp_path / "out"))
     assert (caught.value.line, caught.value.field) == (1, "object")
 
 
 def test_the_example_pool(tmp_path: Path) -> None:
     example = Path(__file__).parents[2] / "examples" / "candidates.csv"
-    result = build_visogender(example, tmp_path, load_taxonomy())
+    result = build_visogender(BuildVisoGenderConfig(example, tmp_path))
     assert result.included == ["teacher", "doctor", "engineer"]
     assert [(s.occupation, s.context, s.cell, s.short_by) for s in result.shortfalls] == [
         ("hairdresser", "OP", "FM", 1)
     ]
     assert [d["kind"] for d in result.skipped_duplicates] == ["exact", "canonical"]
     assert {c.value: len(r) for c, r in result.rows.items()} == {"OP": 60, "OO": 30}
+
+
+def test_config_parses_and_checks_its_fields(tmp_path: Path) -> None:
+    config = BuildVisoGenderConfig(
+        "pool.csv", "out", taxonomy="extra.csv", contexts="oo, OP,OO", occupations=" doctor,nurse "
+    )  # type: ignore[arg-type]
+    assert config.candidates == Path("pool.csv") and config.out == Path("out")
+    assert config.taxonomy == (Path("extra.csv"),)
+    assert config.contexts == (Context.OO, Context.OP)
+    assert config.occupations == ("doctor", "nurse")
+    assert BuildVisoGenderConfig("p", "o", occupations=" all ").occupations == "all"
+    with pytest.raises(ConfigError, match="per_cell: must be at least 1"):
+        BuildVisoGenderConfig("p", "o", per_cell=0)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="contexts: unknown context 'OX'"):
+        BuildVisoGenderConfig("p", "o", contexts="OX")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="contexts: needs at least one"):
+        BuildVisoGenderConfig("p", "o", contexts=" , ")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="occupations: name at least one"):
+        BuildVisoGenderConfig("p", "o", occupations=",")  # type: ignore[arg-type]
+    with pytest.raises(AttributeError):
+        config.seed = 3  # type: ignore[misc]  # frozen
+
+
+def test_an_unwritable_output_folder_is_an_environment_error(tmp_path: Path) -> None:
+    from contrastkit.errors import ResourceError
+
+    path = write_csv(tmp_path / "pool.csv", pool({"doctor": 5}))
+    (tmp_path / "file").write_text("not a folder")
+    with pytest.raises(ResourceError, match="cannot write the build folder"):
+        build_visogender(BuildVisoGenderConfig(path, tmp_path / "file"))

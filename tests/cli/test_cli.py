@@ -173,3 +173,27 @@ def test_the_readme_documents_every_command_with_an_example() -> None:
     for command in commands:
         assert f"### `contrastkit {command}`" in readme, f"README lacks a section for {command}"
         assert f"contrastkit {command} " in readme.split(f"### `contrastkit {command}`", 1)[1]
+
+
+def test_build_option_defaults_are_the_library_defaults() -> None:
+    """cli/build.py spells its defaults out (so `--help` imports no job module); they must
+    be the configs' own."""
+    from contrastkit.apps.gensynth import DEFAULT_EMBEDDER, GenSynthConfig
+    from contrastkit.builders.visogender import DEFAULT_PER_CELL
+    from contrastkit.curation.editing import DEFAULT_EDITOR, EditSettings
+
+    group: Any = typer.main.get_command(app).commands["build"]  # type: ignore[attr-defined]
+    gensynth = {p.name: p.default for p in group.commands["gensynth"].params}
+    visogender = {p.name: p.default for p in group.commands["visogender"].params}
+    config, edit = GenSynthConfig(out=Path("o"), coco=Path("c")), EditSettings()
+    assert gensynth["editor"] == DEFAULT_EDITOR == config.editor
+    assert gensynth["embedder"] == DEFAULT_EMBEDDER == config.embedder
+    assert (gensynth["k"], gensynth["tau_real"], gensynth["tau_gender"]) == (
+        config.k, config.tau_real, config.tau_gender
+    )  # fmt: skip
+    assert (gensynth["steps"], gensynth["image_guidance"], gensynth["resolution"]) == (
+        edit.steps, edit.image_guidance_scale, edit.resolution
+    )  # fmt: skip
+    assert (gensynth["margin"], gensynth["batch_size"]) == (edit.margin, config.model.batch_size)
+    assert tuple(float(s) for s in gensynth["scales"].split(",")) == edit.text_guidance_scales
+    assert visogender["per_cell"] == DEFAULT_PER_CELL

@@ -99,3 +99,53 @@ def test_bad_input_exits_2(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "bad.tsv" in result.output
     resolve = runner.invoke(app, ["urls", "check", str(bad), "--resolve", "nocolon"])
     assert resolve.exit_code == 2 and "expected HOST:ADDRESS" in resolve.output
+
+
+def test_a_bad_network_option_exits_2_naming_it(server: LoopbackServer, tmp_path: Path) -> None:
+    oo, _ = write_tables(server, tmp_path, "/a.jpg", "/b.jpg")
+    result = runner.invoke(app, ["urls", "check", str(oo), "--allow-network", "intranet"])
+    assert result.exit_code == 2
+    assert "allowed_networks: 'intranet' is not a CIDR network" in result.output
+
+
+def test_urls_and_details_are_printed_as_text_not_markup(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
+    oo, _ = write_tables(server, tmp_path, "/a.jpg", "/[bold]x[/bold].jpg")
+    result = runner.invoke(
+        app, ["urls", "check", str(oo), "--allow-private"], env={"COLUMNS": "300"}
+    )
+    assert result.exit_code == 1, result.output
+    assert "/[bold]x[/bold].jpg" in result.output
+
+
+def test_maintain_reports_an_unwritable_report_before_any_request(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
+    oo, _ = write_tables(server, tmp_path, "/a.jpg", "/b.jpg")
+    (tmp_path / "taken").write_text("a file where a folder should be")
+    before = sum(server.hits.values())
+    report = tmp_path / "taken" / "r.md"
+    args = ["urls", "maintain", str(oo), "--db", str(tmp_path / "s.db"), "--report", str(report)]
+    result = runner.invoke(app, [*args, "--allow-private"])
+    assert result.exit_code == 2
+    assert "environment error:" in result.output and "cannot write the maintenance report" in (
+        result.output
+    )
+    assert sum(server.hits.values()) == before
+
+
+@pytest.mark.parametrize(
+    ("options", "status"),
+    [(["--min-side", "100"], "image_too_small"), (["--max-bytes", "100"], "image_too_large"),
+     (["--max-pixels", "100"], "image_too_large"), (["--max-redirects", "0"], "ok")],
+)  # fmt: skip
+def test_network_and_image_options_reach_the_checker(
+    server: LoopbackServer, tmp_path: Path, options: list[str], status: str
+) -> None:
+    oo, _ = write_tables(server, tmp_path, "/a.jpg", "/b.jpg")
+    agent = f"contrastkit-cli-test/{status}"
+    args = ["urls", "check", str(oo), "--json", "--allow-private", "--user-agent", agent]
+    result = runner.invoke(app, [*args, *options])
+    assert json.loads(result.output)["status_counts"] == {status: 2}
+    assert agent in server.user_agents

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from contrastkit.config import ModelConfig
 from contrastkit.curation.editing import (
     DEFAULT_INSTRUCTIONS,
     EditSettings,
@@ -17,7 +18,9 @@ from contrastkit.curation.editing import (
     load_editor,
     paste_back,
     plan_edits,
+    read_instructions,
 )
+from contrastkit.errors import ConfigError, DataFormatError, ModelNotFoundError
 from contrastkit.samples import photo
 from contrastkit.schema import Gender
 
@@ -40,9 +43,9 @@ def test_plan_has_16_seeded_edits_per_source() -> None:
 
 
 def test_settings_are_validated() -> None:
-    with pytest.raises(ValueError, match="multiple of 8"):
+    with pytest.raises(ConfigError, match="resolution: must be a positive multiple of 8"):
         EditSettings(resolution=100)
-    with pytest.raises(ValueError, match="no edit instructions for feminine"):
+    with pytest.raises(ConfigError, match="instructions: no edit instructions for feminine"):
         EditSettings(instructions={Gender.MASCULINE: ("Make it a man",)})
 
 
@@ -71,12 +74,13 @@ def test_feather_mask_ramps_from_edge_to_centre() -> None:
     assert np.all(np.diff(mask[10, :20]) >= 0)
 
 
+@pytest.mark.slow
 def test_tiny_pipeline_batched_equals_one_by_one(tiny_editor_dir: Path) -> None:
     settings = EditSettings(steps=3, resolution=32)
     specs = plan_edits("1", settings)[:5]
     crop, _ = crop_for_editing(photo("astronaut"), (18, 14, 368, 512), 32)
-    batched = load_editor(tiny_editor_dir, batch_size=4).edit([crop] * 5, specs)
-    single = load_editor(tiny_editor_dir, batch_size=1).edit([crop] * 5, specs)
+    batched = load_editor(tiny_editor_dir, ModelConfig(batch_size=4)).edit([crop] * 5, specs)
+    single = load_editor(tiny_editor_dir, ModelConfig(batch_size=1)).edit([crop] * 5, specs)
     assert [im.size for im in batched] == [(32, 32)] * 5
     for a, b in zip(batched, single, strict=True):
         assert np.abs(np.asarray(a, dtype=int) - np.asarray(b, dtype=int)).max() <= 2
@@ -87,10 +91,49 @@ def test_tiny_pipeline_batched_equals_one_by_one(tiny_editor_dir: Path) -> None:
 
 
 def test_missing_editor_says_how_to_get_it(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="does not exist"):
+    with pytest.raises(ModelNotFoundError, match="does not exist"):
         load_editor(tmp_path / "nowhere")
-    with pytest.raises(ValueError, match="huggingface-cli download"):
+    with pytest.raises(ModelNotFoundError, match="hf download contrastkit-tests/no-such-model"):
         load_editor("contrastkit-tests/no-such-model")
     (tmp_path / "empty").mkdir()
-    with pytest.raises(ValueError, match="not an InstructPix2Pix pipeline folder"):
+    with pytest.raises(
+        ModelNotFoundError, match="not an InstructPix2Pix pipeline folder"
+    ) as caught:
         load_editor(tmp_path / "empty")
+    assert caught.value.__cause__ is not None  # the loader's own error is kept
+
+
+def test_a_broken_pipeline_folder_is_reported_with_its_cause(
+    tiny_editor_dir: Path, tmp_path: Path
+) -> None:
+    import shutil
+
+    broken = tmp_path / "broken"
+    shutil.copytree(tiny_editor_dir, broken)
+    (broken / "unet" / "config.json").write_text("{ not json")
+    with pytest.raises(ModelNotFoundError, match="does not load") as caught:
+        load_editor(broken)
+    assert isinstance(caught.value.__cause__, (OSError, ValueError))
+
+
+def test_instructions_are_read_from_a_table(tmp_path: Path) -> None:
+    table = tmp_path / "instructions.csv"
+    table.write_text(
+        "gender,instruction\nfeminine,Make her a woman\nM,Make him a man\n"
+        "masculine,  Turn into a man  \n"
+    )
+    found = read_instructions(table)
+    assert found == {
+        Gender.FEMININE: ("Make her a woman",),
+        Gender.MASCULINE: ("Make him a man", "Turn into a man"),
+    }
+    table.write_text("gender,instruction\nfemale,Make her a woman\n")
+    with pytest.raises(DataFormatError, match="field 'gender'") as caught:
+        read_instructions(table)
+    assert caught.value.line == 2 and caught.value.__cause__ is not None
+    table.write_text("gender,instruction\nfeminine,Make her a woman\n")
+    with pytest.raises(DataFormatError, match="no instruction for masculine"):
+        read_instructions(table)
+    table.write_text("gender,instruction\nfeminine,\n")
+    with pytest.raises(DataFormatError, match="empty instruction"):
+        read_instructions(table)

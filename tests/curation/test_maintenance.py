@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -20,13 +21,14 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from contrastkit.cli import app
-from contrastkit.curation.integrity import read_tables
 from contrastkit.curation.maintenance import (
-    MaintenanceError,
+    MaintainConfig,
+    MaintenanceResult,
     RetirementPolicy,
     maintain,
 )
 from contrastkit.curation.urls import CheckConfig
+from contrastkit.errors import StateError
 from contrastkit.schema import Context, Gender, read_visogender_tsv, write_visogender_tsv
 from factories import make_row
 from loopback import LoopbackServer, Request, jpeg_bytes, static
@@ -76,11 +78,12 @@ def oo_table(server: LoopbackServer, path: Path, codes: dict[int, str] | None = 
     return path
 
 
-def run(tsv: Path, db: Path, when: datetime = DAY0, **options: object):  # type: ignore[no-untyped-def]
+def run(tsv: Path, db: Path, when: datetime = DAY0, **options: Any) -> MaintenanceResult:
     options.setdefault("per_cell", 2)
-    return maintain(
-        read_tables([tsv]), db, CONFIG, now=when, report_path=db.parent / "report.md", **options
-    )  # type: ignore[arg-type]
+    config = MaintainConfig(
+        files=(tsv,), db=db, network=CONFIG, report=db.parent / "report.md", **options
+    )
+    return maintain(config, now=when)
 
 
 def codes(tsv: Path) -> dict[str, str]:
@@ -198,7 +201,7 @@ def test_one_run_at_a_time(server: LoopbackServer, tmp_path: Path) -> None:
     tsv, db = oo_table(server, tmp_path / "oo.tsv"), tmp_path / "state.sqlite"
     with (tmp_path / "state.sqlite.lock").open("a") as handle:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        with pytest.raises(MaintenanceError, match="another `contrastkit urls maintain` run"):
+        with pytest.raises(StateError, match="another `contrastkit urls maintain` run"):
             run(tsv, db)
     assert run(tsv, db).healthy
 

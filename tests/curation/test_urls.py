@@ -293,3 +293,27 @@ def test_redact_url_hides_credentials() -> None:
         "https://host.org/a.jpg?token=%2A%2A%2A&w=600"
     )
     assert redact_url("https://host.org/a.jpg?w=600") == "https://host.org/a.jpg?w=600"
+
+
+def test_a_store_that_cannot_be_written_stops_the_run_at_once(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
+    from contrastkit.errors import ResourceError
+
+    (tmp_path / "store").write_text("a file where the store's folder should be")
+    urls = [server.url(f"/photo.jpg?copy={n}") for n in range(30)]
+    config = CheckConfig(allowed_networks=("127.0.0.0/8",), concurrency=1)
+    with pytest.raises(ResourceError, match="cannot write an image of the store"):
+        check_urls(urls, config, store=ImageStore(tmp_path / "store"))
+    fetched = sum(n for path, n in server.hits.items() if path.startswith("/photo.jpg?copy="))
+    assert fetched <= 2  # not every URL was fetched before the error surfaced
+
+
+def test_check_config_values_that_cannot_work_name_their_field() -> None:
+    from contrastkit.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"^allowed_networks: 'intranet' is not a CIDR"):
+        CheckConfig(allowed_networks=("intranet",))
+    with pytest.raises(ConfigError, match=r"^per_host: must be at least 1"):
+        CheckConfig(per_host=0)
+    assert CheckConfig(resolve=(("[::1]", "[::1]"),)).resolve == (("[::1]", "[::1]"),)

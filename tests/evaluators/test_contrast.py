@@ -13,7 +13,11 @@ import pytest
 from PIL import Image
 from typer.testing import CliRunner
 
-from contrastkit.builders.export import contrast_features, export_visogender
+from contrastkit.builders.export import (
+    ExportVisoGenderConfig,
+    contrast_features,
+    export_visogender,
+)
 from contrastkit.cli import app
 from contrastkit.errors import DataFormatError
 from contrastkit.evaluators.contrast import evaluate_contrast, load_contrast
@@ -121,7 +125,7 @@ def test_evaluate_reads_a_hub_style_dataset(
 ) -> None:
     """`hf:` goes through datasets.load_dataset, here on a folder laid out like a Hub
     repository (what `publish --dry-run` writes), with images from local files."""
-    from contrastkit.builders.publish import publish
+    from contrastkit.builders.publish import PublishConfig, publish
     from contrastkit.schema import read_visogender_tsv, write_visogender_tsv
 
     table = read_visogender_tsv(official_oo)
@@ -129,11 +133,67 @@ def test_evaluate_reads_a_hub_style_dataset(
     Image.new("RGB", (40, 40), (120, 80, 40)).save(photo)
     rows = [r.__class__(**{**r.__dict__, "url": str(photo)}) for r in table.rows[:20]]
     write_visogender_tsv(tmp_path / "oo.tsv", rows, table.context)
-    export_visogender([tmp_path / "oo.tsv"], tmp_path / "export")
-    publish(tmp_path / "export", "me/oo", dry_run=True, tree=tmp_path / "tree")
+    export_visogender(ExportVisoGenderConfig(files=(tmp_path / "oo.tsv",), out=tmp_path / "export"))
+    publish(PublishConfig(tmp_path / "export", "me/oo", dry_run=True, tree=tmp_path / "tree"))
     result = runner.invoke(
         app, ["evaluate", "--data", f"hf:{tmp_path / 'tree'}", "--model", tiny_clip_spec,
               "--out", str(tmp_path / "res"), "--task", "resolution"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     assert list((tmp_path / "res" / "_data").iterdir())  # the local copy of the Hub data
+
+
+def test_evaluate_contrast_sets_from_python(tmp_path: Path, tiny_clip_spec: str) -> None:
+    """Two contrast sets, one model: one report per data folder, from the Python API."""
+    from contrastkit.config import ModelConfig
+    from contrastkit.evaluators.job import EvaluateConfig, evaluate
+    from contrastkit.evaluators.runner import EvalConfig
+
+    first = contrast_export(tmp_path / "first", sources=4)
+    second = contrast_export(tmp_path / "second", sources=2)
+    result = evaluate(
+        EvaluateConfig(
+            data=(str(first), str(second)),
+            models=(tiny_clip_spec,),
+            out=tmp_path / "res",
+            model=ModelConfig(device="cpu", batch_size=3),
+            settings=EvalConfig(ks=(2, 4)),
+        )
+    )
+    assert result.kind == "contrast" and result.comparison is None
+    assert [e.data for e in result.evaluations] == [str(first), str(second)]
+    assert [e.folder.name for e in result.evaluations] == ["first", "second"]
+    one = result.evaluations[0]
+    assert one.scored_images == 8 and one.summary["queries"] == 4
+    assert set(one.summary["retrieval"]) >= {"bias@2", "bias@4", "bias_gensynth@4"}
+    assert one.files["plot"].read_bytes()[:4] == b"\x89PNG"
+    assert json.loads(one.files["benchmark"].read_text())["summary"]["ks"] == [2, 4]
+
+
+def test_contrast_sets_cannot_be_mixed_with_visogender_data(
+    tmp_path: Path, tiny_clip_spec: str, official_oo: Path
+) -> None:
+    from contrastkit.errors import ConfigError
+    from contrastkit.evaluators.job import EvaluateConfig, evaluate
+
+    folder = contrast_export(tmp_path / "set")
+    config = EvaluateConfig(
+        data=(str(folder), str(official_oo)), models=(tiny_clip_spec,), out=tmp_path / "res"
+    )
+    with pytest.raises(ConfigError, match="mixes contrast sets"):
+        evaluate(config)
+    with pytest.raises(ConfigError, match="captioning model"):
+        evaluate(
+            EvaluateConfig(data=(str(folder),), models=("blip:some/model",), out=tmp_path / "r")
+        )
+
+
+def test_a_contrast_set_without_neutral_captions_is_a_data_error(tmp_path: Path) -> None:
+    folder = contrast_export(tmp_path / "set", sources=1)
+    saved = folder / "saved" / "contrast"
+    data = datasets.load_from_disk(str(saved))["test"]
+    data = data.map(lambda row: {"neutral_captions": []})
+    datasets.DatasetDict({"test": data}).save_to_disk(str(tmp_path / "empty"))
+    with pytest.raises(DataFormatError, match="no neutral captions") as info:
+        load_contrast(tmp_path / "empty")
+    assert info.value.field == "neutral_captions"

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,7 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from contrastkit.cli import app
-from contrastkit.errors import DataFormatError
+from contrastkit.errors import ConfigError, DataFormatError
 from contrastkit.evaluators.data import ImageLoader, load_items
 from contrastkit.evaluators.models import ImageTextScorer
 from contrastkit.evaluators.report import benchmark, load_benchmark, write_outputs
@@ -214,14 +215,18 @@ def test_urls_are_read_from_the_image_store(tmp_path: Path, tiny_specs: dict[str
 def test_an_export_folder_is_evaluated_from_its_embedded_images(
     tmp_path: Path, tiny_specs: dict[str, str]
 ) -> None:
-    from contrastkit.builders.export import export_visogender
+    from contrastkit.builders.export import ExportVisoGenderConfig, export_visogender
 
     folder = tmp_path / "data"
     tsvs = write_small_dataset(folder, url_for=_url)
     store = ImageStore(tmp_path / "store")
     for n, path in enumerate(sorted(folder.glob("img_*.png"))):
         _store(store, path, _url(n, path))
-    export_visogender([tsvs["OP"], tsvs["OO"]], tmp_path / "export", store=store)
+    export_visogender(
+        ExportVisoGenderConfig(
+            files=(tsvs["OP"], tsvs["OO"]), out=tmp_path / "export", store=tmp_path / "store"
+        )
+    )
     items = load_items([tmp_path / "export"])
     from_tsv = load_items([tsvs["OO"], tsvs["OP"]])
     assert [(i.row.idx, i.row.cell, i.row.noun) for i in items] == [
@@ -421,7 +426,7 @@ def test_cli_bad_input_exits_2_with_a_clear_message(
         ],
     )
     assert result.exit_code == 2 and "no official-format TSV" in result.stderr
-    assert not (tmp_path / "o").exists()
+    assert not any((tmp_path / "o").iterdir())  # checked writable up front; nothing written
     result = runner.invoke(app, ["report", str(tmp_path / "missing.json")])
     assert result.exit_code == 2 and "no such benchmark file" in result.stderr
 
@@ -449,8 +454,8 @@ def test_hub_style_folders_of_the_same_name_are_not_read_back_from_a_stale_cache
     read as it is now (the datasets cache keys local folders by name)."""
     import datasets
 
-    from contrastkit.builders.export import export_visogender
-    from contrastkit.builders.publish import publish
+    from contrastkit.builders.export import ExportVisoGenderConfig, export_visogender
+    from contrastkit.builders.publish import PublishConfig, publish
     from contrastkit.evaluators.hub import materialize_hub_dataset
     from contrastkit.schema import read_visogender_tsv, write_visogender_tsv
 
@@ -460,8 +465,144 @@ def test_hub_style_folders_of_the_same_name_are_not_read_back_from_a_stale_cache
         base = tmp_path / run
         rows = [r.__class__(**{**r.__dict__, "url": f"{run}.png"}) for r in table.rows[:4]]
         write_visogender_tsv(base / "oo.tsv", rows, table.context)
-        export_visogender([base / "oo.tsv"], base / "export")
-        publish(base / "export", "me/oo", dry_run=True, tree=base / "tree")
+        export_visogender(ExportVisoGenderConfig(files=(base / "oo.tsv",), out=base / "export"))
+        publish(PublishConfig(base / "export", "me/oo", dry_run=True, tree=base / "tree"))
         saved = materialize_hub_dataset(str(base / "tree"), base / "copy") / "saved" / "OO"
         got.append(set(datasets.load_from_disk(str(saved))["test"]["url"]))
     assert got == [{"first.png"}, {"second.png"}]
+
+
+# -- the Python API: evaluate() and compare_results() without the command line ------------
+
+
+def test_evaluate_from_python_writes_every_output_and_compares(
+    dataset: Path, tmp_path: Path, tiny_specs: dict[str, str]
+) -> None:
+    from contrastkit.config import ModelConfig
+    from contrastkit.evaluators.job import (
+        EvaluateConfig,
+        ReportConfig,
+        compare_results,
+        evaluate,
+    )
+
+    phases: list[tuple[str, int | None]] = []
+    updates: list[tuple[int, int]] = []
+
+    @contextmanager
+    def progress(label: str, total: int | None = None) -> Iterator[Callable[..., None]]:
+        phases.append((label, total))
+        yield lambda done, total: updates.append((done, total))
+
+    config = EvaluateConfig(
+        data=(str(dataset / "visogender_OP.tsv"), str(dataset / "visogender_OO.tsv")),
+        models=(tiny_specs["hf_clip"], tiny_specs["git"]),
+        out=tmp_path / "results",
+        model=ModelConfig(device="cpu", batch_size=8),
+        settings=EvalConfig(neutral=True, subsample_runs=20, baseline_runs=40),
+    )
+    result = evaluate(config, progress=progress)
+    assert result.kind == "visogender"
+    assert [e.model for e in result.evaluations] == [tiny_specs["hf_clip"], tiny_specs["git"]]
+    assert [label for label, _ in phases] == [f"scoring {spec}" for spec in config.models]
+    assert updates[-1] == (24, 24)
+    dual, captioning = result.evaluations
+    assert dual.scored_images == 24 and dual.reused_records == 0 and dual.skipped == ()
+    assert captioning.skipped == ("retrieval (captioning models cannot retrieve)",)
+    assert set(dual.files) >= {"benchmark", "report", "bias_at_k_per_occupation"}
+    assert all(path.is_file() for path in dual.files.values())
+    assert dual.summary["resolution_bias"]["all_images"]["n"] == 24
+    assert set(dual.summary["retrieval_bias"]["bias@5"]) >= {"mean", "sigma"}
+    assert not any(name.startswith("per_") for name in dual.summary["resolution_bias"])
+    assert result.comparison == tmp_path / "results" / "comparison.md"
+    assert "## Retrieval bias" in result.comparison.read_text()
+    assert json.loads(json.dumps(dual.to_dict()))["folder"] == str(dual.folder)
+
+    again = evaluate(config)  # resumed: every score is reused
+    assert [e.scored_images for e in again.evaluations] == [0, 0]
+    assert again.evaluations[0].reused_records == 40 + 24  # resolution + retrieval records
+
+    comparison = compare_results(
+        ReportConfig(results=(dual.folder, captioning.files["benchmark"]), out=tmp_path / "c.md")
+    )
+    assert (tmp_path / "c.md").read_text() == comparison.markdown
+    assert [h["model"] for h in comparison.headlines] == [e.model for e in result.evaluations]
+    assert comparison.headlines[0] == dual.summary
+    assert comparison.results[1]["metadata"]["experiment_desc"] == "CAPTIONING"
+
+
+def test_bad_config_values_are_config_errors_naming_the_field(
+    dataset: Path, tmp_path: Path, tiny_specs: dict[str, str]
+) -> None:
+    from contrastkit.config import ModelConfig
+    from contrastkit.evaluators.job import EvaluateConfig, ReportConfig, evaluate
+
+    def config(**changes: object) -> EvaluateConfig:
+        values: dict[str, object] = {
+            "data": (str(dataset),), "models": (tiny_specs["blip"],), "out": tmp_path / "o",
+        }  # fmt: skip
+        return EvaluateConfig(**{**values, **changes})  # type: ignore[arg-type]
+
+    for settings, field in (
+        ({"ks": (0, 5)}, "ks"),
+        ({"tasks": ("ranking",)}, "tasks"),
+        ({"tasks": ()}, "tasks"),
+        ({"baseline_runs": 1}, "baseline_runs"),
+        ({"subsample_ks": (0,)}, "subsample_ks"),
+        ({"ndkl_k": 0}, "ndkl_k"),
+    ):
+        with pytest.raises(ConfigError, match=f"^{field}: "):
+            EvalConfig(**settings)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"^data: give at least one"):
+        config(data=())
+    with pytest.raises(ConfigError, match=r"^models: give at least one"):
+        config(models=[])
+    with pytest.raises(ConfigError, match=r"^data: takes a tuple"):
+        config(data=str(dataset))
+    with pytest.raises(ConfigError, match="expected hf:USER/NAME"):
+        config(data=("hf:not a repo",))
+    with pytest.raises(ConfigError, match="must start with one of"):
+        config(models=("clip:ViT-B-32",))
+    with pytest.raises(ConfigError, match="given twice"):
+        config(models=(tiny_specs["blip"], tiny_specs["blip"]))
+    with pytest.raises(ConfigError, match=r"^batch_size: "):
+        config(model=ModelConfig(batch_size=0))
+    with pytest.raises(ConfigError, match=r"^results: give at least one"):
+        ReportConfig(results=())
+    # checked by the job before any model loads: nothing is scored, nothing written
+    with pytest.raises(ConfigError, match="retrieval task needs a dual encoder"):
+        evaluate(config(settings=EvalConfig(tasks=("retrieval",))))
+    with pytest.raises(ConfigError, match=r"^store: "):
+        evaluate(config(store=tmp_path / "no-store"))
+    assert not list((tmp_path / "o").iterdir())
+
+
+def test_an_unwritable_output_is_an_environment_error_before_any_work(
+    dataset: Path, tmp_path: Path, tiny_specs: dict[str, str]
+) -> None:
+    from contrastkit.errors import ResourceError
+    from contrastkit.evaluators.job import EvaluateConfig, ReportConfig, compare_results, evaluate
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    missing_model = "hf-clip:contrastkit-test/never-loaded"  # would fail if it were loaded
+    with pytest.raises(ResourceError, match="cannot write evaluation results"):
+        evaluate(EvaluateConfig(data=(str(dataset),), models=(missing_model,), out=blocker))
+    with pytest.raises(ResourceError, match="cannot write the comparison"):
+        compare_results(ReportConfig(results=(tmp_path / "none.json",), out=blocker / "c.md"))
+
+
+def test_plots_leave_the_matplotlib_backend_alone(
+    dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import matplotlib
+
+    monkeypatch.setitem(matplotlib.rcParams, "backend", "svg")  # a notebook's own choice
+    items = load_items([dataset])
+    config = EvalConfig(subsample_runs=5, baseline_runs=5)
+    run = score_dataset(items, KnownScorer(set()), tmp_path, ImageLoader(), config)
+    files = write_outputs(benchmark(run, config, [dataset]), tmp_path / "model")
+    assert matplotlib.rcParams["backend"] == "svg"
+    for name in ("accuracy_by_gender_pair", "bias_at_k_per_occupation", "labour_statistics"):
+        with Image.open(files[name]) as plot:
+            assert plot.format == "PNG" and plot.width > 300

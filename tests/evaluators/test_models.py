@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -9,6 +13,8 @@ import pytest
 import torch
 from PIL import Image
 
+from contrastkit.config import ModelConfig
+from contrastkit.errors import ConfigError
 from contrastkit.evaluators.models import (
     ImageTextScorer,
     ModelNotFoundError,
@@ -28,7 +34,7 @@ TEXTS = ["The doctor and his patient", "The doctor and her patient", "The baker 
 def test_dual_encoder_embeddings_are_unit_float32_and_score_is_their_product(
     family: str, tiny_specs: dict[str, str], photos: list[Image.Image]
 ) -> None:
-    scorer = load_scorer(tiny_specs[family], batch_size=3)
+    scorer = load_scorer(tiny_specs[family], ModelConfig(batch_size=3))
     assert isinstance(scorer, ImageTextScorer) and scorer.spec == tiny_specs[family]
     images = scorer.encode_images(photos)
     texts = scorer.encode_texts(TEXTS)
@@ -48,8 +54,8 @@ def test_dual_encoder_embeddings_are_unit_float32_and_score_is_their_product(
 def test_batch_size_does_not_change_embeddings(
     family: str, tiny_specs: dict[str, str], photos: list[Image.Image]
 ) -> None:
-    one = load_scorer(tiny_specs[family], batch_size=1)
-    many = load_scorer(tiny_specs[family], batch_size=32)
+    one = load_scorer(tiny_specs[family], ModelConfig(batch_size=1))
+    many = load_scorer(tiny_specs[family], ModelConfig(batch_size=32))
     np.testing.assert_allclose(one.encode_images(photos), many.encode_images(photos), atol=1e-5)
     np.testing.assert_allclose(one.encode_texts(TEXTS), many.encode_texts(TEXTS), atol=1e-5)
 
@@ -145,7 +151,7 @@ def _stepwise_logprob(
 def test_continuation_logprobs_equal_a_step_by_step_computation(
     family: str, tiny_specs: dict[str, str], photos: list[Image.Image]
 ) -> None:
-    scorer = load_model(tiny_specs[family], batch_size=2)
+    scorer = load_model(tiny_specs[family], ModelConfig(batch_size=2))
     assert isinstance(scorer, PronounScorer) and isinstance(scorer, CaptioningScorer)
     assert not isinstance(scorer, ImageTextScorer)
     continuations = [" his", " her", " their"]
@@ -169,8 +175,8 @@ def test_captioning_batch_size_does_not_change_scores(
     tiny_specs: dict[str, str], photos: list[Image.Image]
 ) -> None:
     prefixes = ["The doctor and", "The patient and", "The teacher and", "The baker and"]
-    one = load_model(tiny_specs["git"], batch_size=1)
-    many = load_model(tiny_specs["git"], batch_size=8)
+    one = load_model(tiny_specs["git"], ModelConfig(batch_size=1))
+    many = load_model(tiny_specs["git"], ModelConfig(batch_size=8))
     assert isinstance(one, CaptioningScorer) and isinstance(many, CaptioningScorer)
     np.testing.assert_allclose(
         one.continuation_logprobs(photos, prefixes, [" his", " her"]),
@@ -190,15 +196,15 @@ def test_captioning_needs_one_prefix_per_image(
 
 
 def test_load_scorer_refuses_captioning_models(tiny_specs: dict[str, str]) -> None:
-    with pytest.raises(ValueError, match="captioning model"):
+    with pytest.raises(ConfigError, match="captioning model"):
         load_scorer(tiny_specs["blip"])
 
 
 def test_spec_prefix_must_match_the_saved_model(tiny_specs: dict[str, str]) -> None:
     blip_dir = tiny_specs["blip"].split(":", 1)[1]
-    with pytest.raises(ValueError, match="captioning model; use the blip: prefix"):
+    with pytest.raises(ConfigError, match="captioning model; use the blip: prefix"):
         load_model(f"hf-clip:{blip_dir}")
-    with pytest.raises(ValueError, match="not 'git'"):
+    with pytest.raises(ConfigError, match="not 'git'"):
         load_model(f"git:{blip_dir}")
 
 
@@ -214,21 +220,91 @@ def test_spec_prefix_must_match_the_saved_model(tiny_specs: dict[str, str]) -> N
     ],
 )
 def test_malformed_specs_are_clear_errors(spec: str, message: str) -> None:
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ConfigError, match=message):
         load_model(spec)
 
 
 def test_missing_models_say_how_to_get_them(tmp_path: Path) -> None:
-    with pytest.raises(ModelNotFoundError, match="hf download contrastkit-test/no-such-model"):
+    with pytest.raises(
+        ModelNotFoundError, match="hf download contrastkit-test/no-such-model"
+    ) as info:
         load_model("hf-clip:contrastkit-test/no-such-model")
+    assert isinstance(info.value.__cause__, OSError)  # the loader's own error, kept
     with pytest.raises(ModelNotFoundError, match="hf download"):
         load_model("blip2:contrastkit-test/no-such-blip2")
+    with pytest.raises(ModelNotFoundError, match="neither a folder nor a Hugging Face model id"):
+        load_model("hf-clip:not a model id")
     with pytest.raises(ModelNotFoundError, match="checkpoint file not found"):
         load_model(f"open_clip:ViT-B-32/{tmp_path / 'missing.pt'}")
     with pytest.raises(ModelNotFoundError, match=r"without open_clip_config\.json"):
         load_model(f"open_clip:{tmp_path}")
-    with pytest.raises(ModelNotFoundError, match="a folder, but its config"):
+    with pytest.raises(ModelNotFoundError, match="a folder, but loading its config failed"):
         load_model(f"hf-clip:{tmp_path}")
+
+
+def _copy(spec: str, folder: Path) -> Path:
+    """A copy of a tiny model's folder, to break."""
+    source = Path(spec.split(":", 1)[1])
+    return Path(shutil.copytree(source, folder / source.name))
+
+
+def test_a_corrupt_model_folder_says_so_and_keeps_the_cause(
+    tiny_specs: dict[str, str], tmp_path: Path
+) -> None:
+    """A folder that exists but does not load is not reported as "not in the cache": the
+    message says what is wrong and the loader's error is chained."""
+    broken = _copy(tiny_specs["hf_clip"], tmp_path / "config")
+    (broken / "config.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(
+        ModelNotFoundError, match="is a folder, but loading its config failed"
+    ) as info:
+        load_model(f"hf-clip:{broken}")
+    assert "not in the Hugging Face cache" not in str(info.value)
+    assert info.value.__cause__ is not None and "JSON" in str(info.value.__cause__)
+
+    unknown = _copy(tiny_specs["hf_clip"], tmp_path / "architecture")
+    config = json.loads((unknown / "config.json").read_text())
+    (unknown / "config.json").write_text(json.dumps({**config, "model_type": "no-such-arch"}))
+    with pytest.raises(ModelNotFoundError, match="loading its config failed") as info:
+        load_model(f"hf-clip:{unknown}")
+    assert isinstance(info.value.__cause__, ValueError)
+
+    weights = _copy(tiny_specs["git"], tmp_path / "weights")
+    for path in weights.glob("*.safetensors"):
+        path.write_bytes(b"not a safetensors file")
+    with pytest.raises(ModelNotFoundError, match="loading its weights failed") as info:
+        load_model(f"git:{weights}")
+    assert info.value.__cause__ is not None
+
+    clip = _copy(tiny_specs["open_clip"], tmp_path / "open_clip")
+    (clip / "open_clip_pytorch_model.bin").write_bytes(b"truncated")
+    with pytest.raises(ModelNotFoundError, match="does not load as an OpenCLIP model") as info:
+        load_model(f"open_clip:{clip}")
+    assert info.value.__cause__ is not None
+    (clip / "open_clip_pytorch_model.bin").unlink()  # OpenCLIP would use random weights
+    with pytest.raises(ModelNotFoundError, match="but no weights"):
+        load_model(f"open_clip:{clip}")
+    checkpoint = tmp_path / "broken.pt"
+    checkpoint.write_bytes(b"\0" * 10)
+    arch = tiny_specs["open_clip_checkpoint"].split(":", 1)[1].split("/", 1)[0]
+    with pytest.raises(ModelNotFoundError, match=r"checkpoint .* does not load") as info:
+        load_model(f"open_clip:{arch}/{checkpoint}")
+    assert info.value.__cause__ is not None
+
+
+def test_a_bug_inside_a_loader_is_not_reported_as_a_missing_model(
+    tiny_specs: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only what loaders raise for unreadable files is translated; anything else (here a
+    ZeroDivisionError standing for a bug) propagates as it is."""
+    import transformers
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(transformers.AutoModel, "from_pretrained", broken)
+    with pytest.raises(ZeroDivisionError):
+        load_model(tiny_specs["hf_clip"])
 
 
 def test_an_uncached_open_clip_tag_fails_fast_with_instructions(
@@ -243,15 +319,26 @@ def test_an_uncached_open_clip_tag_fails_fast_with_instructions(
 
 
 def test_device_and_dtype_are_checked(tiny_specs: dict[str, str]) -> None:
-    with pytest.raises(ValueError, match="unknown dtype"):
-        load_model(tiny_specs["hf_clip"], dtype="float8")
-    with pytest.raises(ValueError, match="float16 needs a GPU"):
-        load_model(tiny_specs["hf_clip"], device="cpu", dtype="float16")
-    with pytest.raises(ValueError, match="batch size"):
-        load_model(tiny_specs["hf_clip"], batch_size=0)
-    scorer = load_scorer(tiny_specs["hf_clip"], device="cpu", dtype="bfloat16")
+    with pytest.raises(ConfigError, match="dtype: unknown dtype"):
+        ModelConfig(dtype="float8")
+    with pytest.raises(ConfigError, match="batch_size: must be at least 1"):
+        ModelConfig(batch_size=0)
+    with pytest.raises(ConfigError, match="float16 needs a GPU"):
+        load_model(tiny_specs["hf_clip"], ModelConfig(device="cpu", dtype="float16"))
+    with pytest.raises(ConfigError, match="device: unknown device 'abacus'") as info:
+        load_model(tiny_specs["hf_clip"], ModelConfig(device="abacus"))
+    assert isinstance(info.value.__cause__, RuntimeError)
+    scorer = load_scorer(tiny_specs["hf_clip"], ModelConfig(device="cpu", dtype="bfloat16"))
     assert scorer.model.dtype == torch.bfloat16  # type: ignore[attr-defined]
     assert scorer.encode_texts(TEXTS).dtype == np.float32
+
+
+def test_importing_the_registry_does_not_import_torch() -> None:
+    code = (
+        "import sys, contrastkit.evaluators.models, contrastkit.evaluators.job; "
+        "sys.exit('torch' in sys.modules)"
+    )
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
 
 
 def test_parse_spec() -> None:

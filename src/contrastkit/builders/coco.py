@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from contrastkit.curation.gender_words import image_label
-from contrastkit.errors import DataFormatError
+from contrastkit.errors import ConfigError, DataFormatError
 from contrastkit.schema import Gender
 
 __all__ = [
@@ -173,7 +173,7 @@ def _load_json(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise DataFormatError(path, exc.lineno, None, f"invalid JSON: {exc.msg}") from None
+        raise DataFormatError(path, exc.lineno, None, f"invalid JSON: {exc.msg}") from exc
     if not isinstance(data, dict):
         raise DataFormatError(path, None, None, "expected a COCO JSON object")
     return data
@@ -308,9 +308,9 @@ def select_sources(
         The sources in image-id order, and the counts (:class:`SourceSelection`).
     """
     if min_box_side < 0:
-        raise ValueError(f"min_box_side must be >= 0, not {min_box_side}")
+        raise ConfigError(f"min_box_side must be >= 0, not {min_box_side}")
     if limit is not None and limit < 1:
-        raise ValueError(f"limit must be >= 1, not {limit}")
+        raise ConfigError(f"limit must be >= 1, not {limit}")
     wanted = None if image_ids is None else set(image_ids)
     counts: Counter[str] = Counter()
     sources: list[SourceImage] = []

@@ -25,7 +25,7 @@ import math
 import shutil
 import tempfile
 from collections import Counter, defaultdict
-from collections.abc import Sequence as Seq
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -49,10 +49,11 @@ from datasets.utils.tqdm import (
 
 from contrastkit import __version__
 from contrastkit.builders.manifest import CONTRAST_SET, SUMMARY, Manifest, read_contrast_set
+from contrastkit.config import require
 from contrastkit.curation.gender_words import neutralize
 from contrastkit.data_cards import render_card
-from contrastkit.errors import DataFormatError
-from contrastkit.io import atomic_write_text
+from contrastkit.errors import ConfigError, DataFormatError, StateError
+from contrastkit.io import atomic_write_text, check_writable
 from contrastkit.records import read_records
 from contrastkit.schema import Context, Gender, VisoGenderRow, VisoGenderTable, read_visogender_tsv
 from contrastkit.store import ImageStore
@@ -61,7 +62,10 @@ __all__ = [
     "CONTEXT_LABELS",
     "GENDER_LABELS",
     "METADATA_FILE",
+    "ExportContrastConfig",
     "ExportResult",
+    "ExportVisoGenderConfig",
+    "check_replaceable",
     "contrast_features",
     "export_contrast_set",
     "export_visogender",
@@ -191,30 +195,61 @@ def _url_check_summary(checks: Path) -> dict[str, Any]:
     }
 
 
-def export_visogender(
-    paths: Seq[Path],
-    out_dir: Path,
-    *,
-    store: ImageStore | None = None,
-    checks: Path | None = None,
-    skip_missing: bool = False,
-    split: str = "test",
-    pretty_name: str = "VisoGender-style occupation and pronoun resolution set",
-    license: str = "cc-by-4.0",
-) -> ExportResult:
-    """Export official-format OP/OO TSVs (configs ``OP`` and ``OO``) to ``out_dir``.
+@dataclass(frozen=True)
+class ExportVisoGenderConfig:
+    """What :func:`export_visogender` exports (strings are taken as paths).
 
-    Args:
-        paths: The TSVs; each becomes the config of its context (one file per context).
-        out_dir: Export folder (replaced atomically if it exists).
-        store: Embed the images from this store (``urls check --store``); URL-only without.
-        checks: ``urls check --results`` file whose status counts and dates go in the card.
-        skip_missing: Leave out rows whose image the store lacks (listed in the metadata)
-            instead of failing.
+    Attributes:
+        files: Official-format OP/OO TSVs; each becomes the config of its context (one
+            file per context).
+        out: Export folder (replaced atomically if it exists).
+        store: Embed the images from this image store (``urls check --store``);
+            URL-only without.
+        checks: ``urls check --results`` file whose status counts and dates go in the
+            card.
+        skip_missing: Leave out rows whose image the store lacks (listed in the
+            metadata) instead of failing.
         split: Split name of every config (VisoGender is an evaluation set: ``test``).
         pretty_name: The card's title.
-        license: SPDX-style licence id of the annotations (the card's ``license``).
+        license: SPDX-style license id of the annotations (the card's ``license``).
     """
+
+    files: tuple[Path, ...]
+    out: Path
+    store: Path | None = None
+    checks: Path | None = None
+    skip_missing: bool = False
+    split: str = "test"
+    pretty_name: str = "VisoGender-style occupation and pronoun resolution set"
+    license: str = "cc-by-4.0"
+
+    def __post_init__(self) -> None:
+        files: object = self.files
+        if isinstance(files, str | Path):  # one file
+            files = [files]
+        if not isinstance(files, Iterable):
+            raise ConfigError(f"files: expected TSV paths, not {files!r}")
+        object.__setattr__(self, "files", tuple(Path(f) for f in files))
+        object.__setattr__(self, "out", Path(self.out))
+        for name in ("store", "checks"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, Path(getattr(self, name)))
+        require(bool(self.files), "files", "needs at least one OP or OO TSV")
+        require(bool(self.split.strip()), "split", "must not be empty")
+        require(self.out not in self.files, "out", f"{self.out} is also one of the files")
+
+
+def export_visogender(config: ExportVisoGenderConfig) -> ExportResult:
+    """Export official-format OP/OO TSVs (configs ``OP`` and ``OO``) to ``config.out``.
+
+    Raises:
+        DataFormatError: a malformed TSV, two files of one context, a row whose image
+            the store lacks (unless ``skip_missing``), a malformed checks file.
+        ResourceError: the export folder cannot be written (checked first).
+    """
+    check_replaceable(config.out)
+    store = ImageStore(config.store) if config.store is not None else None
+    paths, skip_missing, split = config.files, config.skip_missing, config.split
     tables = [read_visogender_tsv(path) for path in paths]
     seen: dict[Context, Path] = {}
     for table in tables:
@@ -252,8 +287,8 @@ def export_visogender(
             skipped[name] = missing
     metadata: dict[str, Any] = {
         "kind": "visogender",
-        "pretty_name": pretty_name,
-        "license": license,
+        "pretty_name": config.pretty_name,
+        "license": config.license,
         "split": split,
         "sources": sources,
         "with_images": store is not None,
@@ -264,9 +299,9 @@ def export_visogender(
         "sectors": {
             name: dict(sorted(Counter(configs[name][split]["sector"]).items())) for name in configs
         },
-        "url_check": _url_check_summary(checks) if checks is not None else None,
+        "url_check": _url_check_summary(config.checks) if config.checks is not None else None,
     }
-    return write_export(out_dir, configs, metadata)
+    return write_export(config.out, configs, metadata)
 
 
 def contrast_features() -> Features:
@@ -295,14 +330,33 @@ def contrast_features() -> Features:
     )
 
 
-def export_contrast_set(
-    build_dir: Path,
-    out_dir: Path,
-    *,
-    split: str = "test",
-    pretty_name: str | None = None,
-    license: str = "other",
-) -> ExportResult:
+@dataclass(frozen=True)
+class ExportContrastConfig:
+    """What :func:`export_contrast_set` exports (strings are taken as paths).
+
+    Attributes:
+        build: A GenSynth or GenSwap build folder, after its select stage.
+        out: Export folder (replaced atomically if it exists).
+        split: Split name (contrast sets are evaluation sets: ``test``).
+        pretty_name: The card's title (default from the method).
+        license: License id of the edited images and captions; COCO images carry their
+            Flickr licenses, so the default is ``other`` (say which in the card).
+    """
+
+    build: Path
+    out: Path
+    split: str = "test"
+    pretty_name: str | None = None
+    license: str = "other"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "build", Path(self.build))
+        object.__setattr__(self, "out", Path(self.out))
+        require(bool(self.split.strip()), "split", "must not be empty")
+        require(self.out != self.build, "out", "must not be the build folder")
+
+
+def export_contrast_set(config: ExportContrastConfig) -> ExportResult:
     """Export a GenSynth or GenSwap build folder's contrast set (config ``contrast``).
 
     Each row is one edited image (bytes as written by the build, PNG) with its target
@@ -313,24 +367,21 @@ def export_contrast_set(
     GenSwap). The build summary (editor, settings, filter thresholds, acceptance rates,
     quality checks) goes into the metadata and the card.
 
-    Args:
-        build_dir: A ``contrastkit build gensynth`` / ``build genswap`` folder, after
-            its select stage.
-        out_dir: Export folder (replaced atomically if it exists).
-        split: Split name (contrast sets are evaluation sets: ``test``).
-        pretty_name: The card's title (default from the method).
-        license: Licence id of the edited images and captions; COCO images carry their
-            Flickr licences, so the default is ``other`` (say which in the card).
+    Raises:
+        DataFormatError: the build is not finished (no contrast set or build summary),
+            or its contrast set names an edit the manifest or the folder lacks.
+        ResourceError: the export folder cannot be written (checked first).
     """
-    build_dir = Path(build_dir)
+    build_dir, split = config.build, config.split
+    check_replaceable(config.out)
     items = read_contrast_set(build_dir / CONTRAST_SET)
     summary_path = build_dir / SUMMARY
     try:
         summary: dict[str, Any] = json.loads(summary_path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    except FileNotFoundError as error:
         raise DataFormatError(
             summary_path, None, None, "no build summary (run the build)"
-        ) from None
+        ) from error
     kind = "genswap" if "genswap" in summary else "gensynth"
     records = {r.edit_id: r for r in Manifest(build_dir).read()}
     rows: list[dict[str, Any]] = []
@@ -367,13 +418,13 @@ def export_contrast_set(
     genders = Counter(item.gender for item in items)
     metadata: dict[str, Any] = {
         "kind": kind,
-        "pretty_name": pretty_name
+        "pretty_name": config.pretty_name
         or (
             "GenSynth synthetic gender contrast set"
             if kind == "gensynth"
             else "GenSwap face-swap gender contrast set"
         ),
-        "license": license,
+        "license": config.license,
         "split": split,
         "build_dir": str(build_dir),
         "sources_kept": len({item.source_id for item in items}),
@@ -381,7 +432,7 @@ def export_contrast_set(
         "source_labels": dict(sorted(Counter(r["source_label"] for r in rows).items())),
         "build_summary": summary,
     }
-    return write_export(out_dir, {"contrast": DatasetDict({split: dataset})}, metadata)
+    return write_export(config.out, {"contrast": DatasetDict({split: dataset})}, metadata)
 
 
 def write_export(
@@ -447,17 +498,38 @@ def _replace_dir(new: Path, target: Path) -> None:
         new.rename(target)
 
 
+def check_replaceable(out_dir: Path) -> None:
+    """Check, before an export starts, that ``out_dir`` may be written: its parent folder
+    is writable, and ``out_dir`` is absent, empty, or an earlier export (it holds
+    ``build_metadata.json``), since an export replaces the whole folder.
+
+    Raises:
+        StateError: ``out_dir`` is a file, or a folder with other content.
+        ResourceError: the parent folder cannot be written.
+    """
+    out_dir = Path(out_dir)
+    if out_dir.is_symlink() or (out_dir.exists() and not out_dir.is_dir()):
+        raise StateError(f"{out_dir}: the export folder is a file or a link; choose another --out")
+    if out_dir.is_dir() and any(out_dir.iterdir()) and not (out_dir / METADATA_FILE).is_file():
+        raise StateError(
+            f"{out_dir}: the folder holds files that are not a contrastkit export (no "
+            f"{METADATA_FILE}); an export replaces the whole folder, so choose another "
+            "--out or empty it"
+        )
+    check_writable(out_dir.parent, "the export folder")
+
+
 def read_metadata(out_dir: Path) -> dict[str, Any]:
     """The ``build_metadata.json`` of an export folder."""
     path = Path(out_dir) / METADATA_FILE
     try:
         data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    except FileNotFoundError as error:
         raise DataFormatError(
             path, None, None, "not an export folder (no build metadata)"
-        ) from None
+        ) from error
     except json.JSONDecodeError as exc:
-        raise DataFormatError(path, exc.lineno, None, f"invalid JSON: {exc.msg}") from None
+        raise DataFormatError(path, exc.lineno, None, f"invalid JSON: {exc.msg}") from exc
     return data
 
 
@@ -466,15 +538,25 @@ def load_export(out_dir: Path, config: str, *, source: str = "disk") -> DatasetD
     from its parquet files (``source="parquet"``)."""
     out_dir = Path(out_dir)
     if source == "disk":
-        loaded = load_from_disk(str(out_dir / "saved" / config))
-        assert isinstance(loaded, DatasetDict)
+        folder = out_dir / "saved" / config
+        loaded = load_from_disk(str(folder))
+        if not isinstance(loaded, DatasetDict):
+            raise DataFormatError(
+                folder, None, None,
+                "holds a single Dataset, not a DatasetDict of splits; export it again with "
+                "contrastkit (which saves every config as a DatasetDict)",
+            )  # fmt: skip
         return loaded
     if source != "parquet":
-        raise ValueError(f"source must be 'disk' or 'parquet', not {source!r}")
+        raise ConfigError(f"source must be 'disk' or 'parquet', not {source!r}")
     from datasets import load_dataset
 
-    described = read_metadata(out_dir)["configs"][config]["splits"]
+    configs = read_metadata(out_dir)["configs"]
+    if config not in configs:
+        raise ConfigError(f"{out_dir}: no config {config!r}; it has {', '.join(configs)}")
+    described = configs[config]["splits"]
     files = {split: [str(out_dir / f) for f in info["files"]] for split, info in described.items()}
     loaded = load_dataset("parquet", data_files=files)
-    assert isinstance(loaded, DatasetDict)
+    if not isinstance(loaded, DatasetDict):  # load_dataset without split= gives a dict
+        raise DataFormatError(out_dir, None, None, f"config {config} did not load as splits")
     return loaded

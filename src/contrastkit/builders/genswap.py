@@ -42,7 +42,7 @@ from contrastkit.curation.faces import (
 )
 from contrastkit.schema import Gender
 
-__all__ = ["build_genswap", "swap_id"]
+__all__ = ["swap_faces", "swap_id"]
 
 
 def swap_id(source_id: str, gender: Gender) -> str:
@@ -50,7 +50,7 @@ def swap_id(source_id: str, gender: Gender) -> str:
     return f"{source_id}-{gender.short}swap"
 
 
-def build_genswap(
+def swap_faces(
     coco_dir: str | Path,
     faces: str | Path,
     out: str | Path,
@@ -65,7 +65,10 @@ def build_genswap(
     detector: FaceDetector | None = None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Build a GenSwap contrast set.
+    """Build a GenSwap contrast set: swap faces, then write the contrast set.
+
+    The job that also runs the Sec. 4.3 quality checks is
+    :func:`contrastkit.apps.genswap.build_genswap`.
 
     Args:
         coco_dir, split, limit, min_box_side: the sources (:func:`select_sources`).
@@ -80,7 +83,8 @@ def build_genswap(
         progress: called with (finished sources, total).
 
     Returns:
-        The summary, also stored under ``genswap`` in ``build_summary.json``.
+        The summary, also stored under ``genswap`` in ``build_summary.json`` (the quality
+        checks of an earlier run, ``quality``, are dropped: they described another set).
     """
     out = Path(out)
     ids = None
@@ -131,7 +135,7 @@ def build_genswap(
         "min_age": min_age,
         "seed": seed,
     }
-    update_summary(out, "genswap", summary)
+    update_summary(out, "genswap", summary, stale=("quality",))
     return summary
 
 

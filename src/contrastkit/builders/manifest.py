@@ -104,7 +104,7 @@ class EditRecord:
         try:
             return cls(**data)
         except TypeError as error:
-            raise DataFormatError(path, line, None, str(error)) from None
+            raise DataFormatError(path, line, None, str(error)) from error
 
 
 class Manifest:
@@ -138,7 +138,7 @@ class Manifest:
             try:
                 parsed = json.loads(raw)
             except json.JSONDecodeError as exc:
-                raise DataFormatError(self.path, number, None, f"invalid JSON: {exc.msg}") from None
+                raise DataFormatError(self.path, number, None, f"invalid JSON: {exc.msg}") from exc
             record = EditRecord.from_json(self.path, number, parsed)
             if record.edit_id in seen:
                 raise DataFormatError(
@@ -224,9 +224,9 @@ def read_sources(folder: Path) -> list[SourceImage]:
                 )
             )
         except json.JSONDecodeError as exc:
-            raise DataFormatError(path, number, None, f"invalid JSON: {exc.msg}") from None
+            raise DataFormatError(path, number, None, f"invalid JSON: {exc.msg}") from exc
         except (KeyError, TypeError, ValueError) as exc:
-            raise DataFormatError(path, number, None, f"malformed source: {exc}") from None
+            raise DataFormatError(path, number, None, f"malformed source: {exc}") from exc
     return sources
 
 
@@ -295,7 +295,7 @@ def read_contrast_set(path: str | Path) -> list[ContrastItem]:
             try:
                 items.append(ContrastItem(**json.loads(raw)))
             except (json.JSONDecodeError, TypeError) as exc:
-                raise DataFormatError(path, number, None, f"malformed item: {exc}") from None
+                raise DataFormatError(path, number, None, f"malformed item: {exc}") from exc
     return items
 
 

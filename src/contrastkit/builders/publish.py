@@ -1,13 +1,15 @@
-"""Publish an export folder to the Hugging Face Hub, or rehearse it locally (``--dry-run``).
+"""Publish an export folder to the Hugging Face Hub, or rehearse it locally (``dry_run``).
 
 The repository gets exactly the export's Hub files: ``README.md`` (the dataset card),
 ``build_metadata.json`` and ``data/`` (parquet shards per config and split); the local
-``saved/`` copy stays home. The token comes from ``HF_TOKEN`` or the user's
+``saved/`` copy stays home. The token comes from the config, ``HF_TOKEN`` or the user's
 ``hf auth login``; it is passed to ``huggingface_hub`` and never printed or logged.
 
 A dry run writes that exact tree to a local folder and loads every config from it with
 ``datasets.load_dataset``, checking the row counts against the build metadata, so what
-would be pushed is known to load before anything leaves the machine.
+would be pushed is known to load before anything leaves the machine. The tree folder is
+only ever replaced when it is absent, empty, or a tree an earlier dry run wrote (marked
+by a :data:`TREE_MARKER` file): a folder of the user's is never deleted.
 """
 
 from __future__ import annotations
@@ -19,16 +21,60 @@ from pathlib import Path
 
 from contrastkit import __version__
 from contrastkit.builders.export import METADATA_FILE, read_metadata
+from contrastkit.errors import ConfigError, DataFormatError, StateError
+from contrastkit.io import atomic_write_text, check_writable
 from contrastkit.repo_ids import check_repo_id
 
-__all__ = ["HUB_FILES", "PublishError", "PublishResult", "publish", "write_hub_tree"]
+__all__ = [
+    "HUB_FILES",
+    "TREE_MARKER",
+    "PublishConfig",
+    "PublishResult",
+    "publish",
+    "write_hub_tree",
+]
 
 HUB_FILES = ("README.md", METADATA_FILE, "data")
 """What of an export folder goes to the Hub."""
 
+TREE_MARKER = ".contrastkit-hub-tree"
+"""The file a dry run leaves in its tree folder, so a later dry run may replace it."""
 
-class PublishError(RuntimeError):
-    """Publishing cannot proceed (no token, bad repository id, a tree that does not load)."""
+
+@dataclass(frozen=True)
+class PublishConfig:
+    """What :func:`publish` pushes, and where (strings are taken as paths).
+
+    Attributes:
+        export: A folder written by ``contrastkit export``.
+        repo_id: ``USER/NAME`` or ``ORG/NAME``.
+        private: Create the repository private.
+        dry_run: Write the exact tree to ``tree`` and load it with ``datasets`` instead.
+        tree: Where a dry run writes the tree (default: ``<export>-hub`` beside it). It
+            must be absent, empty, or a tree an earlier dry run wrote.
+        token: A Hub token; default ``HF_TOKEN`` or the cached login. Never shown in the
+            config's ``repr``.
+    """
+
+    export: Path
+    repo_id: str
+    private: bool = False
+    dry_run: bool = False
+    tree: Path | None = None
+    token: str | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "export", Path(self.export))
+        if self.tree is not None:
+            object.__setattr__(self, "tree", Path(self.tree))
+        check_repo_id(self.repo_id, "repo_id")
+        if self.tree is not None and not self.dry_run:
+            raise ConfigError("tree: only a dry run writes a tree folder (dry_run=True)")
+
+    @property
+    def tree_path(self) -> Path:
+        """Where a dry run writes the tree: :attr:`tree`, or ``<export>-hub``."""
+        return self.tree or self.export.with_name(f"{self.export.name}-hub")
 
 
 @dataclass
@@ -43,22 +89,48 @@ class PublishResult:
     url: str | None = None
 
 
-def write_hub_tree(export_dir: Path, tree: Path) -> list[str]:
-    """Copy the export's Hub files to ``tree`` (replacing it); return their relative paths."""
-    export_dir = Path(export_dir)
+def _check_tree_folder(tree: Path) -> None:
+    """Refuse to replace anything but an absent or empty folder or an earlier tree."""
+    if tree.is_symlink() or (tree.exists() and not tree.is_dir()):
+        raise StateError(f"{tree}: the tree folder is a file or a link; choose another --tree")
+    if tree.is_dir() and any(tree.iterdir()) and not (tree / TREE_MARKER).is_file():
+        raise StateError(
+            f"{tree}: the folder is not empty and was not written by a contrastkit dry run "
+            f"(no {TREE_MARKER} file); it is left alone: choose another --tree or empty it"
+        )
+
+
+def write_hub_tree(export_dir: Path, tree: Path, *, mark: bool = True) -> list[str]:
+    """Copy the export's Hub files to ``tree``; return their relative paths.
+
+    ``tree`` must be absent, empty, or a tree written here before (it holds
+    :data:`TREE_MARKER`); such a tree is replaced. With ``mark`` the marker is written
+    (it is not one of the returned files and is never uploaded).
+
+    Raises:
+        DataFormatError: ``export_dir`` is not an export folder, or lacks a Hub file.
+        StateError: ``tree`` is a file, or a folder with other content.
+    """
+    export_dir, tree = Path(export_dir), Path(tree)
     read_metadata(export_dir)  # an export folder, or a clear error
+    for name in HUB_FILES:
+        if not (export_dir / name).exists():
+            raise DataFormatError(export_dir / name, None, None, "missing; export it again")
+    _check_tree_folder(tree)
     if tree.exists():
         shutil.rmtree(tree)
     tree.mkdir(parents=True)
+    if mark:
+        atomic_write_text(tree / TREE_MARKER, "written by contrastkit publish --dry-run\n")
     for name in HUB_FILES:
         source = export_dir / name
         if source.is_dir():
             shutil.copytree(source, tree / name)
-        elif source.is_file():
-            shutil.copy2(source, tree / name)
         else:
-            raise PublishError(f"{export_dir}: the export lacks {name}; export it again")
-    return sorted(str(p.relative_to(tree)) for p in tree.rglob("*") if p.is_file())
+            shutil.copy2(source, tree / name)
+    return sorted(
+        str(p.relative_to(tree)) for p in tree.rglob("*") if p.is_file() and p.name != TREE_MARKER
+    )
 
 
 def _verify(tree: Path) -> dict[str, dict[str, int]]:
@@ -74,60 +146,53 @@ def _verify(tree: Path) -> dict[str, dict[str, int]]:
             loaded[config] = {split: splits[split].num_rows for split in splits}
             expected = {split: s["rows"] for split, s in info["splits"].items()}
             if loaded[config] != expected:
-                raise PublishError(
-                    f"{tree}: config {config} loads as {loaded[config]}, metadata says {expected}"
-                )
+                raise DataFormatError(
+                    tree, None, None,
+                    f"config {config} loads as {loaded[config]}, the metadata says {expected}",
+                )  # fmt: skip
     return loaded
 
 
-def publish(
-    export_dir: Path,
-    repo_id: str,
-    *,
-    private: bool = False,
-    dry_run: bool = False,
-    tree: Path | None = None,
-    token: str | None = None,
-) -> PublishResult:
-    """Push an export folder to the dataset repository ``repo_id``.
-
-    Args:
-        export_dir: A folder written by ``contrastkit export``.
-        repo_id: ``USER/NAME`` or ``ORG/NAME``.
-        private: Create the repository private.
-        dry_run: Write the exact tree to ``tree`` and load it with ``datasets`` instead.
-        tree: Where a dry run writes the tree (default: ``<export_dir>-hub`` beside it).
-        token: A Hub token; default ``HF_TOKEN`` or the cached login.
+def publish(config: PublishConfig) -> PublishResult:
+    """Push an export folder to the dataset repository ``config.repo_id``, or, with
+    ``dry_run``, write the exact tree locally and load it with ``datasets``.
 
     Raises:
-        PublishError: bad ``repo_id``, no token, or a tree that does not load.
+        ConfigError: no token (set ``HF_TOKEN`` or run ``hf auth login``).
+        DataFormatError: not an export folder, or a tree that does not load as its
+            metadata says.
+        StateError: the dry run's tree folder holds something else (it is left alone).
+        ResourceError: the tree folder cannot be written.
     """
-    check_repo_id(repo_id, "--repo-id")
-    export_dir = Path(export_dir)
-    if dry_run:
-        tree = tree or export_dir.with_name(f"{export_dir.name}-hub")
-        files = write_hub_tree(export_dir, tree)
-        return PublishResult(repo_id, True, tree, files, _verify(tree))
+    if config.dry_run:
+        tree = config.tree_path
+        read_metadata(config.export)
+        _check_tree_folder(tree)
+        check_writable(tree.parent, "the Hub tree folder")
+        files = write_hub_tree(config.export, tree)
+        return PublishResult(config.repo_id, True, tree, files, _verify(tree))
 
     from huggingface_hub import HfApi, get_token
 
-    token = token or get_token()
+    token = config.token or get_token()
     if not token:
-        raise PublishError(
+        raise ConfigError(
             "no Hugging Face token: set HF_TOKEN or run `hf auth login`, then publish again "
             "(or rehearse with --dry-run)"
         )
     api = HfApi(token=token)
     with tempfile.TemporaryDirectory(prefix="contrastkit-hub-") as folder:
         staged = Path(folder) / "tree"
-        files = write_hub_tree(export_dir, staged)
+        files = write_hub_tree(config.export, staged, mark=False)
         _verify(staged)
-        repo = api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
+        repo = api.create_repo(
+            config.repo_id, repo_type="dataset", private=config.private, exist_ok=True
+        )
         api.upload_folder(
             folder_path=str(staged),
-            repo_id=repo_id,
+            repo_id=config.repo_id,
             repo_type="dataset",
             commit_message=f"Export with contrastkit {__version__}",
             delete_patterns=["data/**"],  # shards of an older export go in the same commit
         )
-    return PublishResult(repo_id, False, None, files, url=str(repo))
+    return PublishResult(config.repo_id, False, None, files, url=str(repo))

@@ -37,20 +37,23 @@ import hashlib
 import json
 import random
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from contrastkit.config import require
 from contrastkit.curation.dedup import canonical_url
-from contrastkit.errors import DataFormatError
-from contrastkit.io import atomic_write_text
+from contrastkit.errors import ConfigError, DataFormatError
+from contrastkit.io import atomic_write_text, check_writable
 from contrastkit.records import Record, parse_bool, read_records
 from contrastkit.schema import Context, Gender, VisoGenderRow, render_visogender_tsv
-from contrastkit.taxonomy import Taxonomy
+from contrastkit.taxonomy import Taxonomy, load_taxonomy
 
 __all__ = [
+    "DEFAULT_PER_CELL",
     "BuildResult",
+    "BuildVisoGenderConfig",
     "Candidate",
     "Shortfall",
     "build_visogender",
@@ -106,7 +109,7 @@ def _candidate(record: Record, taxonomy: Taxonomy) -> Candidate:
     try:
         context = Context.parse(record.get("context"))
     except ValueError as exc:
-        raise record.error("context", str(exc)) from None
+        raise record.error("context", str(exc)) from exc
     occupation_name = record.get("occupation")
     occupation = taxonomy.get(occupation_name)
     if occupation is None:
@@ -118,13 +121,13 @@ def _candidate(record: Record, taxonomy: Taxonomy) -> Candidate:
     try:
         occupation_gender = Gender.parse_label(record.get("occupation_gender"))
     except ValueError as exc:
-        raise record.error("occupation_gender", str(exc)) from None
+        raise record.error("occupation_gender", str(exc)) from exc
     participant_gender: Gender | None = None
     if context is Context.OP:
         try:
             participant_gender = Gender.parse_label(record.get("participant_gender"))
         except ValueError as exc:
-            raise record.error("participant_gender", str(exc)) from None
+            raise record.error("participant_gender", str(exc)) from exc
     elif record.get("participant_gender"):
         raise record.error("participant_gender", "OO candidates have no participant")
     for kind in ("participant", "object"):
@@ -198,6 +201,11 @@ class BuildResult:
         """Whether every requested cell was filled."""
         return not self.shortfalls
 
+    @property
+    def tables(self) -> tuple[Path, ...]:
+        """The official-format TSVs written (OP, then OO), without the reports."""
+        return tuple(path for path in self.written if path.suffix == ".tsv")
+
     def report(self) -> dict[str, Any]:
         """The build report as JSON-ready data."""
         return {
@@ -256,7 +264,7 @@ def _row_id(context: Context, url: str) -> str:
 
 
 def _requested_occupations(
-    occupations: Sequence[str] | str | None, candidates: list[Candidate], taxonomy: Taxonomy
+    occupations: tuple[str, ...] | str | None, candidates: list[Candidate], taxonomy: Taxonomy
 ) -> list[str]:
     if occupations == "all":
         return taxonomy.names
@@ -264,52 +272,114 @@ def _requested_occupations(
         present = {c.occupation for c in candidates}
         return [name for name in taxonomy.names if name in present]
     names = [occupations] if isinstance(occupations, str) else list(occupations)
-    for name in names:
-        taxonomy[name]  # raises KeyError saying which occupations exist and how to add one
+    unknown = [name for name in names if taxonomy.get(name) is None]
+    if unknown:
+        raise ConfigError(
+            f"occupations: unknown occupation {unknown[0]!r}; known: "
+            f"{', '.join(taxonomy.names)}. Add your own with a taxonomy file (--taxonomy FILE)"
+        )
     return sorted(set(names), key=taxonomy.position)
 
 
-def build_visogender(
-    candidates_path: str | Path,
-    out_dir: str | Path,
-    taxonomy: Taxonomy,
-    *,
-    per_cell: int = DEFAULT_PER_CELL,
-    seed: int = 0,
-    contexts: Sequence[Context] = (Context.OP, Context.OO),
-    occupations: Sequence[str] | str | None = None,
-    keep_incomplete: bool = False,
-    strict: bool = False,
-) -> BuildResult:
-    """Select balanced OP and OO sets from a candidate pool and write them.
+def _paths(value: object) -> tuple[Path, ...]:
+    """One path or several, as a tuple of paths (a lone string is one path)."""
+    if isinstance(value, str | Path):
+        return (Path(value),)
+    if not isinstance(value, Iterable):
+        raise ConfigError(f"taxonomy: expected a Taxonomy or paths, not {value!r}")
+    return tuple(Path(p) for p in value)
 
-    Args:
-        candidates_path: the candidate pool (see the module docstring for its fields).
-        out_dir: where ``visogender_OP.tsv``, ``visogender_OO.tsv``, ``build_report.json``
+
+def _contexts(value: str | Context | Sequence[str | Context]) -> tuple[Context, ...]:
+    parts = value.split(",") if isinstance(value, str) else list(value)
+    try:
+        contexts = [Context.parse(p) if isinstance(p, str) else Context(p) for p in parts
+                    if not isinstance(p, str) or p.strip()]  # fmt: skip
+    except ValueError as error:
+        raise ConfigError(f"contexts: {error}") from error
+    require(bool(contexts), "contexts", "needs at least one of OP, OO")
+    return tuple(dict.fromkeys(contexts))
+
+
+def _occupations(value: str | Sequence[str] | None) -> tuple[str, ...] | str | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if value.strip() == "all":
+            return "all"
+        value = value.split(",")
+    names = tuple(name.strip() for name in value if name.strip())
+    require(bool(names), "occupations", "name at least one occupation, or 'all'")
+    return names
+
+
+@dataclass(frozen=True)
+class BuildVisoGenderConfig:
+    """What :func:`build_visogender` builds.
+
+    Attributes:
+        candidates: the candidate pool (see the module docstring for its fields).
+        out: where ``visogender_OP.tsv``, ``visogender_OO.tsv``, ``build_report.json``
             and ``build_report.md`` are written, each atomically.
-        taxonomy: occupations, with their sector, specialisation and nouns.
+        taxonomy: a :class:`~contrastkit.taxonomy.Taxonomy`, or files of extra
+            occupations (CSV, TSV, JSONL, JSON) that extend the built-in one.
         per_cell: images per gender cell and occupation (``n``; 5 in the paper).
         seed: seed of the per-cell sampling.
-        contexts: which scene types to build.
+        contexts: which scene types to build: ``Context`` values or ``"OP"`` / ``"OO"``,
+            or one comma-separated text (``"OP,OO"``).
         occupations: ``None`` for the occupations present in the pool, ``"all"`` for
-            every taxonomy occupation, or a list of names.
+            every taxonomy occupation, or names (a sequence, or one comma-separated
+            text).
         keep_incomplete: also write occupations whose cells fall short (unbalanced).
         strict: with any shortfall, write only the reports, leaving earlier TSVs in place.
+    """
+
+    candidates: Path
+    out: Path
+    taxonomy: Taxonomy | tuple[Path, ...] = ()
+    per_cell: int = DEFAULT_PER_CELL
+    seed: int = 0
+    contexts: tuple[Context, ...] = (Context.OP, Context.OO)
+    occupations: tuple[str, ...] | str | None = None
+    keep_incomplete: bool = False
+    strict: bool = False
+
+    def __post_init__(self) -> None:
+        set_field = object.__setattr__
+        set_field(self, "candidates", Path(self.candidates))
+        set_field(self, "out", Path(self.out))
+        if not isinstance(self.taxonomy, Taxonomy):
+            set_field(self, "taxonomy", _paths(self.taxonomy))
+        require(self.per_cell >= 1, "per_cell", f"must be at least 1, not {self.per_cell}")
+        set_field(self, "contexts", _contexts(self.contexts))
+        set_field(self, "occupations", _occupations(self.occupations))
+
+
+def build_visogender(config: BuildVisoGenderConfig) -> BuildResult:
+    """Select balanced OP and OO sets from a candidate pool and write them.
+
+    The pool is read and checked first; the output folder is then checked for
+    writability before anything is written.
 
     Returns:
         The result; ``result.written`` lists the files written.
 
     Raises:
-        DataFormatError: if the pool is malformed; nothing is written then.
-        KeyError: if an occupation asked for is not in the taxonomy.
-        ValueError: if ``per_cell`` is not positive.
+        DataFormatError: if the pool (or a taxonomy file) is malformed; nothing is
+            written then.
+        ConfigError: if an occupation asked for is not in the taxonomy.
+        ResourceError: if the output folder cannot be written.
     """
-    if per_cell < 1:
-        raise ValueError("per_cell must be at least 1")
-    candidates_path = Path(candidates_path)
-    out_dir = Path(out_dir)
+    taxonomy = (
+        config.taxonomy
+        if isinstance(config.taxonomy, Taxonomy)
+        else load_taxonomy(list(config.taxonomy) or None)
+    )
+    candidates_path, out_dir = config.candidates, config.out
+    per_cell, seed, contexts = config.per_cell, config.seed, config.contexts
+    keep_incomplete = config.keep_incomplete
     candidates = read_candidates(candidates_path, taxonomy)
-    requested = _requested_occupations(occupations, candidates, taxonomy)
+    requested = _requested_occupations(config.occupations, candidates, taxonomy)
 
     unlicensed = [c.line for c in candidates if not c.licensed]
     kept_by_url: dict[str, Candidate] = {}
@@ -399,9 +469,10 @@ def build_visogender(
             "taxonomy": taxonomy.sources,
         },
     )
+    check_writable(out_dir, "the build folder")  # quick: the pool is read, nothing written
     # Render everything first: a failure here leaves the output folder untouched.
     outputs: dict[Path, str] = {}
-    if not (strict and shortfalls):
+    if not (config.strict and shortfalls):
         for context, context_rows in rows.items():
             outputs[out_dir / output_name(context)] = render_visogender_tsv(context_rows, context)
     result.written = [*outputs, out_dir / "build_report.json", out_dir / "build_report.md"]

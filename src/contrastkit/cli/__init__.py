@@ -65,7 +65,8 @@ def main() -> None:
     in contrastkit: its traceback is printed under a line that says so, exit code 70.
     """
     try:
-        app(standalone_mode=False)
+        # Without standalone mode click returns a command's exit code instead of exiting.
+        code = app(standalone_mode=False)
     except click.exceptions.Exit as done:
         sys.exit(done.exit_code)
     except click.ClickException as error:
@@ -83,3 +84,4 @@ def main() -> None:
         )
         err_console.print(traceback.format_exc(), markup=False, highlight=False)
         sys.exit(EXIT_BUG)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -1,15 +1,21 @@
-"""``contrastkit export ...`` and ``contrastkit publish``: Hugging Face datasets and the Hub."""
+"""``contrastkit export ...`` and ``contrastkit publish``: Hugging Face datasets and the Hub.
+
+The commands map their options onto :class:`~contrastkit.builders.export.ExportVisoGenderConfig`,
+:class:`~contrastkit.builders.export.ExportContrastConfig` and
+:class:`~contrastkit.builders.publish.PublishConfig`, run the job and print the result.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from contrastkit.builders.export import ExportResult, export_contrast_set, export_visogender
-from contrastkit.builders.publish import PublishError, publish
 from contrastkit.cli.common import console, print_json, user_errors
-from contrastkit.store import ImageStore
+
+if TYPE_CHECKING:
+    from contrastkit.builders.export import ExportResult
 
 app = typer.Typer(
     help=(
@@ -22,21 +28,31 @@ app = typer.Typer(
     rich_markup_mode="markdown",
 )
 
+_OUT = typer.Option(..., help="Export folder (replaced atomically if it exists).")
+_JSON = typer.Option(False, "--json", help="Print the build metadata as JSON.")
 
-def print_export(result: ExportResult) -> None:
-    """Where the export went and what it holds."""
+
+def print_export(result: ExportResult, as_json: bool = False) -> None:
+    """Where the export went and what it holds (or its metadata as JSON)."""
+    if as_json:
+        print_json(result.metadata)
+        return
     for name, splits in result.configs.items():
         for split, dataset in splits.items():
             console.print(
-                f"{name}/{split}: {dataset.num_rows} rows, columns {dataset.column_names}"
+                f"{name}/{split}: {dataset.num_rows} rows, columns {dataset.column_names}",
+                markup=False,
             )
-    console.print(f"wrote {result.out_dir} (README.md card, build_metadata.json, data/, saved/)")
+    console.print(
+        f"wrote {result.out_dir} (README.md card, build_metadata.json, data/, saved/)",
+        markup=False,
+    )
 
 
 @app.command("visogender")
 def export_visogender_command(
     files: list[Path] = typer.Argument(..., help="Official-format OP and/or OO TSVs."),
-    out: Path = typer.Option(..., help="Export folder (replaced atomically if it exists)."),
+    out: Path = _OUT,
     store: Path | None = typer.Option(
         None, help="Embed images from this store (`urls check --store`); URL-only without."
     ),
@@ -49,8 +65,8 @@ def export_visogender_command(
     pretty_name: str = typer.Option(
         "VisoGender-style occupation and pronoun resolution set", help="The card's title."
     ),
-    license: str = typer.Option("cc-by-4.0", help="Licence id of the annotations."),
-    as_json: bool = typer.Option(False, "--json", help="Print the build metadata as JSON."),
+    license: str = typer.Option("cc-by-4.0", help="License id of the annotations."),
+    as_json: bool = _JSON,
 ) -> None:
     """Export VisoGender-style TSVs as a Hugging Face dataset: configs `OP` and `OO`
     (split `test`), perceived genders and contexts as ClassLabel, images embedded from the
@@ -60,31 +76,25 @@ def export_visogender_command(
 
         contrastkit export visogender data/visogender_O?.tsv --store build/images --out build/export
     """
+    from contrastkit.builders.export import ExportVisoGenderConfig, export_visogender
+
     with user_errors():
-        result = export_visogender(
-            files,
-            out,
-            store=ImageStore(store) if store is not None else None,
-            checks=checks,
-            skip_missing=skip_missing,
-            pretty_name=pretty_name,
-            license=license,
-        )
-    if as_json:
-        print_json(result.metadata)
-    else:
-        print_export(result)
+        result = export_visogender(ExportVisoGenderConfig(
+            files=tuple(files), out=out, store=store, checks=checks, skip_missing=skip_missing,
+            pretty_name=pretty_name, license=license,
+        ))  # fmt: skip
+    print_export(result, as_json)
 
 
 @app.command("contrast")
 def export_contrast_command(
     build: Path = typer.Argument(..., help="A `build gensynth` or `build genswap` folder."),
-    out: Path = typer.Option(..., help="Export folder (replaced atomically if it exists)."),
+    out: Path = _OUT,
     pretty_name: str | None = typer.Option(None, help="The card's title."),
     license: str = typer.Option(
-        "other", help="Licence id of the edited images (COCO sources keep their own)."
+        "other", help="License id of the edited images (COCO sources keep their own)."
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print the build metadata as JSON."),
+    as_json: bool = _JSON,
 ) -> None:
     """Export a GenSynth or GenSwap contrast set as a Hugging Face dataset: config
     `contrast` (split `test`), one row per edited image with its target gender
@@ -95,12 +105,13 @@ def export_contrast_command(
 
         contrastkit export contrast build/gensynth --out build/gensynth-export
     """
+    from contrastkit.builders.export import ExportContrastConfig, export_contrast_set
+
     with user_errors():
-        result = export_contrast_set(build, out, pretty_name=pretty_name, license=license)
-    if as_json:
-        print_json(result.metadata)
-    else:
-        print_export(result)
+        result = export_contrast_set(
+            ExportContrastConfig(build=build, out=out, pretty_name=pretty_name, license=license)
+        )
+    print_export(result, as_json)
 
 
 def publish_command(
@@ -111,7 +122,9 @@ def publish_command(
         False, help="Write the exact repository tree locally and load it with `datasets`."
     ),
     tree: Path | None = typer.Option(
-        None, help="Where --dry-run writes the tree [default: FOLDER-hub beside FOLDER]."
+        None,
+        help="Where --dry-run writes the tree [default: FOLDER-hub beside FOLDER]; an "
+        "existing folder is replaced only if empty or written by an earlier dry run.",
     ),
 ) -> None:
     """Publish an export to the Hugging Face Hub: the card (README.md), the build metadata
@@ -123,18 +136,20 @@ def publish_command(
 
         contrastkit publish build/export --repo-id my-lab/visogender-2026 --dry-run
     """
+    from contrastkit.builders.publish import PublishConfig, publish
+
     with user_errors():
-        try:
-            result = publish(folder, repo_id, private=private, dry_run=dry_run, tree=tree)
-        except PublishError as exc:
-            raise ValueError(str(exc)) from None
-    if dry_run:
-        console.print(f"dry run: wrote {len(result.files)} files to {result.tree}:")
-        for name in result.files:
-            console.print(f"  {name}")
-        for config, splits in result.loaded_rows.items():
-            counts = ", ".join(f"{split} {rows} rows" for split, rows in splits.items())
-            console.print(f"datasets.load_dataset loads {config}: {counts}")
-        console.print(f"nothing was pushed; run without --dry-run to publish to {repo_id}")
-    else:
-        console.print(f"published {len(result.files)} files to {result.url}")
+        result = publish(PublishConfig(export=folder, repo_id=repo_id, private=private,
+                                       dry_run=dry_run, tree=tree))  # fmt: skip
+    if not dry_run:
+        console.print(f"published {len(result.files)} files to {result.url}", markup=False)
+        return
+    console.print(f"dry run: wrote {len(result.files)} files to {result.tree}:", markup=False)
+    for name in result.files:
+        console.print(f"  {name}", markup=False, highlight=False)
+    for config, splits in result.loaded_rows.items():
+        counts = ", ".join(f"{split} {rows} rows" for split, rows in splits.items())
+        console.print(f"datasets.load_dataset loads {config}: {counts}", markup=False)
+    console.print(
+        f"nothing was pushed; run without --dry-run to publish to {repo_id}", markup=False
+    )

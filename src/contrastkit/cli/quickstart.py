@@ -1,4 +1,5 @@
-"""``contrastkit quickstart``: the whole workflow, offline, in one command."""
+"""``contrastkit quickstart``: the whole workflow, offline, in one command
+(:func:`contrastkit.apps.quickstart.quickstart`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,20 @@ from pathlib import Path
 import typer
 
 from contrastkit.cli.common import console, err_console, print_json, user_errors
+
+
+def _quiet_libraries() -> None:
+    """Our own step lines say what happens; the libraries' load bars and notices would
+    bury them."""
+    import datasets
+    import diffusers
+    import transformers
+
+    datasets.disable_progress_bars()
+    diffusers.utils.logging.set_verbosity_error()
+    diffusers.utils.logging.disable_progress_bar()
+    transformers.utils.logging.set_verbosity_error()  # type: ignore[no-untyped-call]
+    transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
 
 
 def quickstart(
@@ -21,46 +36,40 @@ def quickstart(
     steps: int = typer.Option(20, min=1, help="Denoising steps of a real editor."),
     tau_real: float | None = typer.Option(None, help="Filter threshold tau_R (Eq. 5)."),
     tau_gender: float | None = typer.Option(None, help="Filter threshold tau_G (Eq. 5)."),
+    device: str | None = typer.Option(None, help="cpu / cuda (default: CUDA if any)."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Run the whole workflow on a fresh machine with no internet: a small GenSynth
     contrast set from the bundled public-domain photos (edited, filtered, selected),
     exported with its dataset card, checked to load as a Hub repository, evaluated, and a
-    report written to OUT/QUICKSTART.md. Without cached real models it builds tiny ones
-    and says plainly that the figures are a pipeline check, not a measurement.
+    report written to OUT/QUICKSTART.md. A model named with --editor / --model must load;
+    without them the cached defaults are used, and only if those are not on this machine
+    tiny random-weight models, saying plainly that the figures are then a pipeline check,
+    not a measurement.
 
     Example:
 
         contrastkit quickstart --out build/quickstart
     """
-    import datasets
-    import diffusers
-    import transformers
+    from contrastkit.apps.quickstart import QuickstartConfig
+    from contrastkit.apps.quickstart import quickstart as run
+    from contrastkit.config import ModelConfig
 
-    from contrastkit.builders.quickstart import run_quickstart
-
-    # Our own step lines say what happens; the libraries' load bars and notices would
-    # bury them.
-    datasets.disable_progress_bars()
-    diffusers.utils.logging.set_verbosity_error()
-    diffusers.utils.logging.disable_progress_bar()
-    transformers.utils.logging.set_verbosity_error()  # type: ignore[no-untyped-call]
-    transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    _quiet_libraries()
 
     def log(line: str) -> None:
         if not as_json:
-            err_console.print(line, highlight=False)
+            err_console.print(line, highlight=False, markup=False)
 
     with user_errors():
-        result = run_quickstart(
-            out, editor=editor, model=model, tiny=tiny, steps=steps,
-            tau_real=tau_real, tau_gender=tau_gender, log=log,
-        )  # fmt: skip
+        result = run(QuickstartConfig(
+            out=out, editor=editor, model=model, tiny=tiny, steps=steps, tau_real=tau_real,
+            tau_gender=tau_gender, runtime=ModelConfig(device=device, batch_size=8),
+        ), log=log)  # fmt: skip
     if as_json:
-        print_json({"editor": result.editor, "model": result.model, "tiny_models": result.tiny,
-                    "files": result.files, "summary": result.summary})  # fmt: skip
+        print_json(result.to_json())
         return
     if result.tiny:
-        console.print(f"[yellow]{result.summary['note']}[/]", highlight=False)
-    console.print(f"report: {result.files['report']}", highlight=False)
-    console.print(f"dataset card: {result.files['card']}", highlight=False)
+        console.print(result.summary["note"], style="yellow", highlight=False, markup=False)
+    console.print(f"report: {result.files['report']}", highlight=False, markup=False)
+    console.print(f"dataset card: {result.files['card']}", highlight=False, markup=False)

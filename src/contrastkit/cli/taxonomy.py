@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.table import Table
 
 from contrastkit.cli.common import TAXONOMY_OPTION, console, print_json, taxonomy_from, user_errors
 from contrastkit.taxonomy import builtin_source
@@ -47,6 +46,8 @@ def show(
             }
         )
         return
+    from rich.table import Table
+
     table = Table(title=f"{len(loaded)} occupations")
     for column in ("sector", "specialisation", "occupation", "participant", "object", "source"):
         table.add_column(column)

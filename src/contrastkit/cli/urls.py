@@ -1,38 +1,37 @@
-"""``contrastkit urls ...``: URL integrity checks and the nightly maintenance job."""
+"""``contrastkit urls ...``: URL integrity checks and the nightly maintenance job.
+
+Each command maps its options onto the job's config
+(:class:`~contrastkit.curation.integrity.URLCheckJobConfig`,
+:class:`~contrastkit.curation.maintenance.MaintainConfig`), runs the job and prints the
+result. The jobs, and aiohttp with them, are imported inside the commands.
+"""
 
 from __future__ import annotations
 
-import inspect
-import json
-import sqlite3
 from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
+from rich.text import Text
 
-from contrastkit.cli.common import console, err_console, print_json, user_errors
+from contrastkit.cli.common import console, print_json, progress, user_errors
 from contrastkit.curation.dedup import NEAR_DUPLICATE_MAX_DISTANCE
-from contrastkit.curation.images import (
+from contrastkit.curation.image_limits import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_PIXELS,
     DEFAULT_MIN_SIDE,
     ImageLimits,
 )
-from contrastkit.curation.integrity import IntegrityReport, check_tables, read_tables
-from contrastkit.curation.maintenance import (
-    MaintenanceError,
-    MaintenanceResult,
-    RetirementPolicy,
-    maintain,
-)
-from contrastkit.curation.urls import DEFAULT_USER_AGENT, CheckConfig, URLCheck, redact_url
-from contrastkit.io import atomic_write_text
-from contrastkit.store import ImageStore
+from contrastkit.curation.urls.config import DEFAULT_USER_AGENT, CheckConfig
+from contrastkit.errors import ConfigError
+
+if TYPE_CHECKING:
+    from contrastkit.curation.integrity import IntegrityReport
+    from contrastkit.curation.maintenance import MaintenanceResult
+    from contrastkit.curation.urls import URLCheck
 
 app = typer.Typer(
     help=(
@@ -46,181 +45,149 @@ app = typer.Typer(
 _NETWORK = "Network"
 _IMAGES = "Image limits"
 
+# -- options of both commands -------------------------------------------------------------
 
-def checker_options(
-    concurrency: int = typer.Option(
-        64, min=1, help="Requests in flight at once.", rich_help_panel=_NETWORK
-    ),
-    per_host: int = typer.Option(
-        16, min=1, help="Requests in flight at once to one host.", rich_help_panel=_NETWORK
-    ),
-    connect_timeout: float = typer.Option(
-        10.0, min=0.01, help="Seconds to resolve and connect.", rich_help_panel=_NETWORK
-    ),
-    read_timeout: float = typer.Option(
-        20.0, min=0.01, help="Seconds allowed between received bytes.", rich_help_panel=_NETWORK
-    ),
-    timeout: float = typer.Option(
-        60.0, min=0.01, help="Seconds for a whole request.", rich_help_panel=_NETWORK
-    ),
-    retries: int = typer.Option(
-        2,
-        min=0,
-        help="Retries after a transient failure (5xx, 429, timeout).",
-        rich_help_panel=_NETWORK,
-    ),
-    max_redirects: int = typer.Option(5, min=0, rich_help_panel=_NETWORK),
-    max_retry_after: float = typer.Option(
-        30.0, min=0, help="Longest Retry-After honoured, in seconds.", rich_help_panel=_NETWORK
-    ),
-    user_agent: str = typer.Option(DEFAULT_USER_AGENT, rich_help_panel=_NETWORK),
-    allow_private: bool = typer.Option(
-        False,
-        help="Allow loopback, private and link-local addresses (tests, intranet mirrors).",
-        rich_help_panel=_NETWORK,
-    ),
-    allow_network: list[str] | None = typer.Option(
-        None,
-        metavar="CIDR",
-        help="Allow one non-public network, e.g. 10.1.0.0/16. Repeatable.",
-        rich_help_panel=_NETWORK,
-    ),
-    resolve: list[str] | None = typer.Option(
-        None,
-        metavar="HOST:ADDRESS",
-        help="Use ADDRESS for HOST instead of DNS. Repeatable.",
-        rich_help_panel=_NETWORK,
-    ),
-    max_bytes: int = typer.Option(DEFAULT_MAX_BYTES, min=1, rich_help_panel=_IMAGES),
-    max_pixels: int = typer.Option(DEFAULT_MAX_PIXELS, min=1, rich_help_panel=_IMAGES),
-    min_side: int = typer.Option(DEFAULT_MIN_SIDE, min=1, rich_help_panel=_IMAGES),
-) -> CheckConfig:
-    """Build a :class:`CheckConfig` from the shared command-line options."""
-    pairs = []
-    for item in resolve or []:
-        host, sep, address = item.rpartition(":") if item.count(":") == 1 else item.partition(":")
-        if not sep or not host or not address:
-            raise ValueError(f"--resolve {item!r}: expected HOST:ADDRESS")
-        pairs.append((host, address))
+FILES = typer.Argument(..., help="Official-format OP and/or OO TSVs.")
+STORE = typer.Option(None, help="Keep every image that decodes in this content-addressed store.")
+CONCURRENCY = typer.Option(64, min=1, help="Requests in flight at once.", rich_help_panel=_NETWORK)
+PER_HOST = typer.Option(
+    16, min=1, help="Requests in flight at once to one host.", rich_help_panel=_NETWORK
+)
+CONNECT_TIMEOUT = typer.Option(
+    10.0, min=0.01, help="Seconds to resolve and connect.", rich_help_panel=_NETWORK
+)
+READ_TIMEOUT = typer.Option(
+    20.0, min=0.01, help="Seconds allowed between received bytes.", rich_help_panel=_NETWORK
+)
+TIMEOUT = typer.Option(
+    60.0, min=0.01, help="Seconds for a whole request.", rich_help_panel=_NETWORK
+)
+RETRIES = typer.Option(
+    2, min=0, help="Retries after a transient failure (5xx, 429, timeout).",
+    rich_help_panel=_NETWORK,
+)  # fmt: skip
+MAX_REDIRECTS = typer.Option(5, min=0, rich_help_panel=_NETWORK)
+MAX_RETRY_AFTER = typer.Option(
+    30.0, min=0, help="Longest Retry-After honoured, in seconds.", rich_help_panel=_NETWORK
+)
+USER_AGENT = typer.Option(DEFAULT_USER_AGENT, rich_help_panel=_NETWORK)
+ALLOW_PRIVATE = typer.Option(
+    False, help="Allow loopback, private and link-local addresses (tests, intranet mirrors).",
+    rich_help_panel=_NETWORK,
+)  # fmt: skip
+ALLOW_NETWORK = typer.Option(
+    None, metavar="CIDR", help="Allow one non-public network, e.g. 10.1.0.0/16. Repeatable.",
+    rich_help_panel=_NETWORK,
+)  # fmt: skip
+RESOLVE = typer.Option(
+    None, metavar="HOST:ADDRESS", help="Use ADDRESS for HOST instead of DNS. Repeatable.",
+    rich_help_panel=_NETWORK,
+)  # fmt: skip
+MAX_BYTES = typer.Option(DEFAULT_MAX_BYTES, min=1, rich_help_panel=_IMAGES)
+MAX_PIXELS = typer.Option(DEFAULT_MAX_PIXELS, min=1, rich_help_panel=_IMAGES)
+MIN_SIDE = typer.Option(DEFAULT_MIN_SIDE, min=1, rich_help_panel=_IMAGES)
+
+# -- options of one command ---------------------------------------------------------------
+
+CHECK_NEAR_DISTANCE = typer.Option(
+    NEAR_DUPLICATE_MAX_DISTANCE,
+    help="Largest perceptual-hash distance (bits of 64) of a near-duplicate; -1: off.",
+)
+RESULTS = typer.Option(
+    None, help="Also write one JSON line per row (status, detail, hashes) to this file."
+)
+CHECK_JSON = typer.Option(False, "--json", help="Print the full report as JSON.")
+DB = typer.Option(..., help="SQLite state database (created on the first run).")
+REPORT = typer.Option(
+    None, help="Markdown report path [default: DB's folder, maintenance_report.md]."
+)
+RETIRE_AFTER = typer.Option(
+    3, min=1, help="Retire a row after this many consecutive failed checks ..."
+)
+RETIRE_DAYS = typer.Option(7.0, min=0, help="... that span at least this many days.")
+PER_CELL = typer.Option(
+    5, "--per-cell", "-n", min=1, help="Healthy rows each occupation cell needs."
+)
+DROP_RETIRED = typer.Option(
+    False, help="Remove retired rows from the TSVs (each file is backed up first)."
+)
+ACCEPT_CHANGES = typer.Option(
+    False, help="Take the images served now as the rows' reference images."
+)
+MAINTAIN_NEAR_DISTANCE = typer.Option(
+    NEAR_DUPLICATE_MAX_DISTANCE,
+    help="Perceptual-hash distance (bits) up to which an image is the same picture.",
+)
+MAINTAIN_JSON = typer.Option(False, "--json", help="Print the run's result as JSON.")
+
+
+def network_config(
+    concurrency: int, per_host: int, connect_timeout: float, read_timeout: float,
+    timeout: float, retries: int, max_redirects: int, max_retry_after: float,
+    user_agent: str, allow_private: bool, allow_network: list[str] | None,
+    resolve: list[str] | None, max_bytes: int, max_pixels: int, min_side: int,
+) -> CheckConfig:  # fmt: skip
+    """The :class:`~contrastkit.curation.urls.CheckConfig` the shared options describe."""
     return CheckConfig(
-        concurrency=concurrency,
-        per_host=per_host,
-        connect_timeout=connect_timeout,
-        read_timeout=read_timeout,
-        total_timeout=timeout,
-        retries=retries,
-        max_redirects=max_redirects,
-        max_retry_after=max_retry_after,
-        user_agent=user_agent,
-        allow_private=allow_private,
-        allowed_networks=tuple(allow_network or ()),
-        resolve=tuple(pairs),
+        concurrency=concurrency, per_host=per_host, connect_timeout=connect_timeout,
+        read_timeout=read_timeout, total_timeout=timeout, retries=retries,
+        max_redirects=max_redirects, max_retry_after=max_retry_after, user_agent=user_agent,
+        allow_private=allow_private, allowed_networks=tuple(allow_network or ()),
+        resolve=tuple(parse_resolve(item) for item in resolve or ()),
         limits=ImageLimits(max_bytes=max_bytes, max_pixels=max_pixels, min_side=min_side),
-    )
+    )  # fmt: skip
 
 
-def with_checker_options(command: Callable[..., None]) -> Callable[..., None]:
-    """Give ``command`` the options of :func:`checker_options`; it receives ``config=``."""
-    shared = inspect.signature(checker_options).parameters
-    own = [p for p in inspect.signature(command).parameters.values() if p.name != "config"]
-
-    def wrapper(**kwargs: Any) -> None:
-        options = {name: kwargs.pop(name) for name in shared}
-        with user_errors():
-            config = checker_options(**options)
-        command(**kwargs, config=config)
-
-    parameters = own + [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in shared.values()]
-    wrapper.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
-    wrapper.__name__, wrapper.__doc__ = command.__name__, command.__doc__
-    annotations = dict(command.__annotations__)
-    annotations.pop("config", None)
-    wrapper.__annotations__ = annotations | {
-        name: ann for name, ann in checker_options.__annotations__.items() if name != "return"
-    }
-    return wrapper
+def parse_resolve(item: str) -> tuple[str, str]:
+    """``--resolve HOST:ADDRESS`` -> ``(host, address)``; an IPv6 address keeps its colons."""
+    host, sep, address = item.rpartition(":") if item.count(":") == 1 else item.partition(":")
+    if not sep or not host or not address:
+        raise ConfigError(f"--resolve {item!r}: expected HOST:ADDRESS")
+    return host, address
 
 
-@contextmanager
-def progress_bar(total: int, label: str) -> Iterator[Callable[[URLCheck], Any]]:
-    """A rich progress bar on stderr (only on a terminal); yields the per-result callback."""
-    if not err_console.is_terminal:
-        yield lambda result: None
-        return
-    columns = (
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[failed]} failed"),
-        TimeRemainingColumn(),
-    )
-    with Progress(*columns, console=err_console, transient=True) as progress:
-        task = progress.add_task(label, total=total, failed=0)
-        failed = 0
+class ProgressHooks:
+    """A job's ``on_start`` / ``on_result`` hooks feeding one progress bar
+    (:func:`~contrastkit.cli.common.progress`): the total, then a step per URL, failures
+    counted."""
 
-        def advance(result: URLCheck) -> None:
-            nonlocal failed
-            failed += not result.ok
-            progress.update(task, advance=1, failed=failed)
+    def __init__(self, update: Callable[..., None]) -> None:
+        self.update = update
+        self.failed = 0
 
-        yield advance
+    def start(self, total: int) -> None:
+        self.update(0, total)
+
+    def result(self, result: URLCheck) -> None:
+        self.failed += not result.ok
+        self.update(advance=1, failed=self.failed)
 
 
-def print_status_counts(counts: Counter[str], title: str) -> None:
-    """Rows per status, ok first and in green, failures by frequency in red."""
-    table = Table(title=title)
-    table.add_column("status")
-    table.add_column("rows", justify="right")
-    for status, count in sorted(counts.items(), key=lambda item: (item[0] != "ok", -item[1])):
-        table.add_row(status, str(count), style="green" if status == "ok" else "red")
-    console.print(table)
-
-
-def print_integrity(report: IntegrityReport, limit: int = 50) -> None:
-    """Summary table, failing rows and duplicate groups, for people."""
-    counts = report.status_counts()
-    urls = len({r.result.url for r in report.rows})
-    print_status_counts(counts, f"{len(report.rows)} rows, {urls} URLs")
-    failed = report.failed
-    if failed:
-        table = Table(title=f"Failed rows ({len(failed)})")
-        for column in ("row", "status", "detail", "url"):
-            table.add_column(column, overflow="fold")
-        for row in failed[:limit]:
-            result = row.result
-            detail = result.detail or ""
-            table.add_row(row.ref.idx, result.status.value, detail, redact_url(result.url))
-        console.print(table)
-        if len(failed) > limit:
-            console.print(f"... and {len(failed) - limit} more (use --json for all)")
-    if report.duplicates:
-        table = Table(title=f"Duplicate groups ({len(report.duplicates)})")
-        table.add_column("kind")
-        table.add_column("rows", overflow="fold")
-        for group in report.duplicates:
-            table.add_row(group.kind, ", ".join(group.items))
-        console.print(table)
-    verdict = "[green]all URLs healthy[/]" if report.ok else "[red]problems found[/]"
-    console.print(verdict)
+# -- commands -------------------------------------------------------------------------------
 
 
 @app.command("check")
-@with_checker_options
 def check(
-    files: list[Path] = typer.Argument(..., help="Official-format OP and/or OO TSVs."),
-    store: Path | None = typer.Option(
-        None, help="Keep every image that decodes in this content-addressed store."
-    ),
-    near_distance: int = typer.Option(
-        NEAR_DUPLICATE_MAX_DISTANCE,
-        help="Largest perceptual-hash distance (bits of 64) of a near-duplicate; -1: off.",
-    ),
-    results: Path | None = typer.Option(
-        None, help="Also write one JSON line per row (status, detail, hashes) to this file."
-    ),
-    as_json: bool = typer.Option(False, "--json", help="Print the full report as JSON."),
-    *,
-    config: CheckConfig,
+    files: list[Path] = FILES,
+    store: Path | None = STORE,
+    near_distance: int = CHECK_NEAR_DISTANCE,
+    results: Path | None = RESULTS,
+    as_json: bool = CHECK_JSON,
+    concurrency: int = CONCURRENCY,
+    per_host: int = PER_HOST,
+    connect_timeout: float = CONNECT_TIMEOUT,
+    read_timeout: float = READ_TIMEOUT,
+    timeout: float = TIMEOUT,
+    retries: int = RETRIES,
+    max_redirects: int = MAX_REDIRECTS,
+    max_retry_after: float = MAX_RETRY_AFTER,
+    user_agent: str = USER_AGENT,
+    allow_private: bool = ALLOW_PRIVATE,
+    allow_network: list[str] | None = ALLOW_NETWORK,
+    resolve: list[str] | None = RESOLVE,
+    max_bytes: int = MAX_BYTES,
+    max_pixels: int = MAX_PIXELS,
+    min_side: int = MIN_SIDE,
 ) -> None:
     """Check every URL of the given TSVs: reachable, safe, and a fully decodable image.
 
@@ -229,62 +196,58 @@ def check(
     invalid_url or opted_out. Rows that share an image (same URL, same resource at another
     size, same bytes, or a perceptual near-duplicate) are reported as groups of row IDs.
     Exit code 0 when everything is healthy, 1 when any URL failed or duplicates exist,
-    2 when a file cannot be read.
+    2 when a file cannot be read or an output cannot be written.
 
     Example:
 
         contrastkit urls check build/example/visogender_O?.tsv --store build/images
     """
+    from contrastkit.curation.integrity import URLCheckJobConfig, check_dataset_urls
+
     with user_errors():
-        tables = read_tables(files)
-    image_store = ImageStore(store) if store is not None else None
-    distinct = len({row.url for table in tables for row in table.rows})
-    with progress_bar(distinct, "checking URLs") as advance:
-        report = check_tables(
-            tables, config, store=image_store, on_result=advance, max_distance=near_distance
-        )
-    if results is not None:
-        lines = "".join(json.dumps(row.to_dict()) + "\n" for row in report.rows)
-        atomic_write_text(results, lines)
-    if as_json:
-        print_json(report.to_dict())
-    else:
-        print_integrity(report)
+        network = network_config(
+            concurrency, per_host, connect_timeout, read_timeout, timeout, retries,
+            max_redirects, max_retry_after, user_agent, allow_private, allow_network, resolve,
+            max_bytes, max_pixels, min_side,
+        )  # fmt: skip
+        config = URLCheckJobConfig(files=tuple(files), network=network, store=store,
+                                   near_distance=near_distance, results=results)  # fmt: skip
+        with progress("checking URLs") as update:
+            hooks = ProgressHooks(update)
+            report = check_dataset_urls(config, on_start=hooks.start, on_result=hooks.result)
+    print_integrity(report, as_json)
     if not report.ok:
         raise typer.Exit(1)
 
 
 @app.command("maintain")
-@with_checker_options
 def maintain_command(
-    files: list[Path] = typer.Argument(..., help="Official-format OP and/or OO TSVs."),
-    db: Path = typer.Option(..., help="SQLite state database (created on the first run)."),
-    store: Path | None = typer.Option(
-        None, help="Keep every image that decodes in this content-addressed store."
-    ),
-    report: Path | None = typer.Option(
-        None, help="Markdown report path [default: DB's folder, maintenance_report.md]."
-    ),
-    retire_after: int = typer.Option(
-        3, min=1, help="Retire a row after this many consecutive failed checks ..."
-    ),
-    retire_days: float = typer.Option(7.0, min=0, help="... that span at least this many days."),
-    per_cell: int = typer.Option(
-        5, "--per-cell", "-n", min=1, help="Healthy rows each occupation cell needs."
-    ),
-    drop_retired: bool = typer.Option(
-        False, help="Remove retired rows from the TSVs (each file is backed up first)."
-    ),
-    accept_changes: bool = typer.Option(
-        False, help="Take the images served now as the rows' reference images."
-    ),
-    near_distance: int = typer.Option(
-        NEAR_DUPLICATE_MAX_DISTANCE,
-        help="Perceptual-hash distance (bits) up to which an image is the same picture.",
-    ),
-    as_json: bool = typer.Option(False, "--json", help="Print the run's result as JSON."),
-    *,
-    config: CheckConfig,
+    files: list[Path] = FILES,
+    db: Path = DB,
+    store: Path | None = STORE,
+    report: Path | None = REPORT,
+    retire_after: int = RETIRE_AFTER,
+    retire_days: float = RETIRE_DAYS,
+    per_cell: int = PER_CELL,
+    drop_retired: bool = DROP_RETIRED,
+    accept_changes: bool = ACCEPT_CHANGES,
+    near_distance: int = MAINTAIN_NEAR_DISTANCE,
+    as_json: bool = MAINTAIN_JSON,
+    concurrency: int = CONCURRENCY,
+    per_host: int = PER_HOST,
+    connect_timeout: float = CONNECT_TIMEOUT,
+    read_timeout: float = READ_TIMEOUT,
+    timeout: float = TIMEOUT,
+    retries: int = RETRIES,
+    max_redirects: int = MAX_REDIRECTS,
+    max_retry_after: float = MAX_RETRY_AFTER,
+    user_agent: str = USER_AGENT,
+    allow_private: bool = ALLOW_PRIVATE,
+    allow_network: list[str] | None = ALLOW_NETWORK,
+    resolve: list[str] | None = RESOLVE,
+    max_bytes: int = MAX_BYTES,
+    max_pixels: int = MAX_PIXELS,
+    min_side: int = MIN_SIDE,
 ) -> None:
     """Nightly maintenance for cron: check every URL, record the checks in SQLite, flag rows
     whose image changed, retire rows that keep failing, write the TSVs back atomically with
@@ -297,36 +260,78 @@ def maintain_command(
 
         contrastkit urls maintain data/visogender_OP.tsv data/visogender_OO.tsv --db state.sqlite
     """
-    report_path = report or db.parent / "maintenance_report.md"
+    from contrastkit.curation.maintenance import MaintainConfig, RetirementPolicy, maintain
+
     with user_errors():
-        tables = read_tables(files)
-        distinct = len({row.url for table in tables for row in table.rows})
-        try:
-            with progress_bar(distinct, "maintaining") as advance:
-                result = maintain(
-                    tables,
-                    db,
-                    config,
-                    policy=RetirementPolicy(failures=retire_after, days=retire_days),
-                    per_cell=per_cell,
-                    store=ImageStore(store) if store is not None else None,
-                    drop_retired=drop_retired,
-                    accept_changes=accept_changes,
-                    report_path=report_path,
-                    max_distance=near_distance,
-                    on_result=advance,
-                )
-        except (MaintenanceError, sqlite3.Error, OSError) as exc:
-            raise ValueError(str(exc)) from None
-    if as_json:
-        print_json(result.to_dict())
-    else:
-        print_maintenance(result)
+        network = network_config(
+            concurrency, per_host, connect_timeout, read_timeout, timeout, retries,
+            max_redirects, max_retry_after, user_agent, allow_private, allow_network, resolve,
+            max_bytes, max_pixels, min_side,
+        )  # fmt: skip
+        config = MaintainConfig(
+            files=tuple(files), db=db, network=network, store=store, report=report,
+            policy=RetirementPolicy(failures=retire_after, days=retire_days),
+            per_cell=per_cell, drop_retired=drop_retired, accept_changes=accept_changes,
+            near_distance=near_distance,
+        )  # fmt: skip
+        with progress("maintaining") as update:
+            hooks = ProgressHooks(update)
+            result = maintain(config, on_start=hooks.start, on_result=hooks.result)
+    print_maintenance(result, as_json)
     raise typer.Exit(result.exit_code)
 
 
-def print_maintenance(result: MaintenanceResult) -> None:
-    """Summary of a maintenance run, for people (the markdown report has the details)."""
+# -- printing -------------------------------------------------------------------------------
+
+
+def print_status_counts(counts: Counter[str], title: str) -> None:
+    """Rows per status, ok first and in green, failures by frequency in red."""
+    table = Table(title=Text(title))
+    table.add_column("status")
+    table.add_column("rows", justify="right")
+    for status, count in sorted(counts.items(), key=lambda item: (item[0] != "ok", -item[1])):
+        table.add_row(Text(status), str(count), style="green" if status == "ok" else "red")
+    console.print(table)
+
+
+def print_integrity(report: IntegrityReport, as_json: bool = False, limit: int = 50) -> None:
+    """Summary table, failing rows and duplicate groups, for people; or all of it as JSON."""
+    from contrastkit.curation.urls import redact_url
+
+    if as_json:
+        print_json(report.to_dict())
+        return
+
+    urls = len({r.result.url for r in report.rows})
+    print_status_counts(report.status_counts(), f"{len(report.rows)} rows, {urls} URLs")
+    failed = report.failed
+    if failed:
+        table = Table(title=f"Failed rows ({len(failed)})")
+        for column in ("row", "status", "detail", "url"):
+            table.add_column(column, overflow="fold")
+        for row in failed[:limit]:
+            result = row.result
+            table.add_row(Text(row.ref.idx), Text(result.status.value), Text(result.detail),
+                          Text(redact_url(result.url)))  # fmt: skip
+        console.print(table)
+        if len(failed) > limit:
+            console.print(f"... and {len(failed) - limit} more (use --json for all)")
+    if report.duplicates:
+        table = Table(title=f"Duplicate groups ({len(report.duplicates)})")
+        table.add_column("kind")
+        table.add_column("rows", overflow="fold")
+        for group in report.duplicates:
+            table.add_row(Text(group.kind), Text(", ".join(group.items)))
+        console.print(table)
+    console.print("[green]all URLs healthy[/]" if report.ok else "[red]problems found[/]")
+
+
+def print_maintenance(result: MaintenanceResult, as_json: bool = False) -> None:
+    """Summary of a maintenance run, for people (the markdown report has the details); or
+    the run's result as JSON."""
+    if as_json:
+        print_json(result.to_dict())
+        return
     print_status_counts(result.status_counts(), f"Run {result.run_id}: {len(result.rows)} rows")
     facts = {
         "content changed": [r.ref.idx for r in result.rows if r.content_changed],
@@ -340,10 +345,9 @@ def print_maintenance(result: MaintenanceResult) -> None:
     }
     for label, items in facts.items():
         if items:
-            console.print(f"[bold]{label}[/] ({len(items)}): {'; '.join(items)}")
+            console.print(Text.assemble((label, "bold"), f" ({len(items)}): {'; '.join(items)}"))
     for path in result.rewritten:
-        console.print(f"rewrote {path}")
+        console.print(Text(f"rewrote {path}"))
     if result.report_path:
-        console.print(f"report: {result.report_path}")
-    verdict = "[green]healthy[/]" if result.healthy else "[yellow]degraded[/]"
-    console.print(verdict)
+        console.print(Text(f"report: {result.report_path}"))
+    console.print("[green]healthy[/]" if result.healthy else "[yellow]degraded[/]")

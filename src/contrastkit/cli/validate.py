@@ -7,7 +7,6 @@ from pathlib import Path
 import typer
 
 from contrastkit.cli.common import TAXONOMY_OPTION, print_json, taxonomy_from, user_errors
-from contrastkit.curation.validation import validate_files
 
 
 def validate(
@@ -28,6 +27,8 @@ def validate(
 
         contrastkit validate build/example/visogender_OP.tsv build/example/visogender_OO.tsv
     """
+    from contrastkit.curation.validation import validate_files
+
     with user_errors():
         report = validate_files(files, taxonomy_from(taxonomy), per_cell=per_cell)
     if as_json:

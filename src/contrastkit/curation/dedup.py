@@ -18,14 +18,16 @@ Two more need the images (``contrastkit urls check`` fetches them) and are found
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "DROPPED_QUERY_PARAMS",
@@ -209,6 +211,8 @@ def find_content_duplicates(
     ]
     if max_distance < 0 or len(by_sha) < 2:
         return groups
+    import numpy as np  # here, not at the top: the URL functions and the constants need none
+
     shas = list(by_sha)
     hashes = np.array([int(phash_of[sha], 16) for sha in shas], dtype=np.uint64)
     parent = list(range(len(shas)))
@@ -236,12 +240,19 @@ def find_content_duplicates(
     return groups
 
 
-_BYTE_BITS = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
-
-
 def _popcount(values: np.ndarray) -> np.ndarray:
     """Set bits per uint64 element (``np.bitwise_count`` on NumPy 2, a table before)."""
+    import numpy as np
+
     bitwise_count = getattr(np, "bitwise_count", None)
     if bitwise_count is not None:
         return np.asarray(bitwise_count(values))
-    return np.asarray(_BYTE_BITS[values.view(np.uint8).reshape(-1, 8)].sum(axis=1))
+    return np.asarray(_byte_bits()[values.view(np.uint8).reshape(-1, 8)].sum(axis=1))
+
+
+@functools.cache
+def _byte_bits() -> np.ndarray:
+    """Set bits of every byte value (the table behind :func:`_popcount` on NumPy 1)."""
+    import numpy as np
+
+    return np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)

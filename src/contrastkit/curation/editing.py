@@ -25,6 +25,7 @@ Here:
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +35,8 @@ from typing import Any, Protocol
 import numpy as np
 from PIL import Image
 
+from contrastkit.config import ModelConfig, require
+from contrastkit.errors import DataFormatError, ModelNotFoundError
 from contrastkit.schema import Gender
 
 __all__ = [
@@ -47,10 +50,12 @@ __all__ = [
     "Editor",
     "InstructPix2PixEditor",
     "crop_for_editing",
+    "editor_is_cached",
     "feather_mask",
     "load_editor",
     "paste_back",
     "plan_edits",
+    "read_instructions",
 ]
 
 #: GenSynth Tab. 7 (Appendix C): the edit instructions for each target gender.
@@ -108,19 +113,25 @@ class EditSettings:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if self.resolution < 8 or self.resolution % 8:
-            raise ValueError(f"resolution must be a positive multiple of 8, not {self.resolution}")
-        if self.steps < 1:
-            raise ValueError(f"steps must be >= 1, not {self.steps}")
-        if not self.text_guidance_scales:
-            raise ValueError("at least one text guidance scale is needed")
-        if not 0 <= self.margin <= 1:
-            raise ValueError(f"margin must be in [0, 1], not {self.margin}")
-        if not 0 < self.feather <= 0.5:
-            raise ValueError(f"feather must be in (0, 0.5], not {self.feather}")
+        require(
+            self.resolution >= 8 and self.resolution % 8 == 0,
+            "resolution",
+            f"must be a positive multiple of 8, not {self.resolution}",
+        )
+        require(self.steps >= 1, "steps", f"must be >= 1, not {self.steps}")
+        require(
+            bool(self.text_guidance_scales),
+            "text_guidance_scales",
+            "at least one text guidance scale is needed",
+        )
+        require(0 <= self.margin <= 1, "margin", f"must be in [0, 1], not {self.margin}")
+        require(0 < self.feather <= 0.5, "feather", f"must be in (0, 0.5], not {self.feather}")
         for gender in Gender.binary():
-            if not self.instructions.get(gender):
-                raise ValueError(f"no edit instructions for {gender.value}")
+            require(
+                bool(self.instructions.get(gender)),
+                "instructions",
+                f"no edit instructions for {gender.value}",
+            )
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready settings (recorded in the build summary)."""
@@ -134,6 +145,33 @@ class EditSettings:
             "feather": self.feather,
             "seed": self.seed,
         }
+
+
+def read_instructions(path: str | Path) -> dict[Gender, tuple[str, ...]]:
+    """Edit instructions from a table (CSV, TSV, JSONL or JSON) with the fields ``gender``
+    (masculine / feminine, or a label :meth:`Gender.parse_label` reads) and
+    ``instruction``; they replace Tab. 7's (:data:`DEFAULT_INSTRUCTIONS`).
+
+    Raises:
+        DataFormatError: a bad gender label or an empty instruction (naming the line and
+            field), or a target gender without any instruction.
+    """
+    from contrastkit.records import read_records
+
+    found: dict[Gender, list[str]] = {g: [] for g in Gender.binary()}
+    for record in read_records(path):
+        try:
+            gender = Gender.parse_label(record.get("gender"))
+        except ValueError as error:
+            raise record.error("gender", str(error)) from error
+        instruction = record.get("instruction").strip()
+        if not instruction:
+            raise record.error("instruction", "empty instruction")
+        found[gender].append(instruction)
+    for gender, instructions in found.items():
+        if not instructions:
+            raise DataFormatError(path, None, "gender", f"no instruction for {gender.value}")
+    return {g: tuple(v) for g, v in found.items()}
 
 
 @dataclass(frozen=True)
@@ -338,62 +376,131 @@ class InstructPix2PixEditor:
         return [results[i] for i in range(len(specs))]
 
 
+#: What a failed ``from_pretrained`` of a pipeline the user pointed at raises: a missing
+#: or unreadable file (``OSError``), a config that is not JSON or names an unknown class
+#: (``ValueError``, ``KeyError``), weights of another shape (``RuntimeError``), a
+#: truncated file (``EOFError``).
+_LOAD_ERRORS: tuple[type[Exception], ...] = (OSError, ValueError, KeyError, RuntimeError, EOFError)
+
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}(/[A-Za-z0-9][\w.-]{0,95})?$")
+
+_TORCH_DTYPES = {"float32": "float32", "fp32": "float32", "float16": "float16",
+                 "fp16": "float16", "bfloat16": "bfloat16", "bf16": "bfloat16"}  # fmt: skip
+
+
+def _is_missing(error: BaseException) -> bool:
+    """Whether ``error`` (or an error it came from) says the files do not exist on the Hub."""
+    from huggingface_hub.errors import (
+        EntryNotFoundError,
+        HFValidationError,
+        RepositoryNotFoundError,
+    )
+
+    current: BaseException | None = error
+    seen: list[BaseException] = []
+    while current is not None and current not in seen:
+        if isinstance(current, (EntryNotFoundError, RepositoryNotFoundError, HFValidationError)):
+            return True
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def editor_is_cached(model: str) -> bool:
+    """Whether the Hub pipeline ``model`` (e.g. ``timbrooks/instruct-pix2pix``) is in the
+    local Hugging Face cache (its ``model_index.json`` is)."""
+    from huggingface_hub import try_to_load_from_cache
+
+    if not _HUB_ID.match(model):
+        return False
+    return isinstance(try_to_load_from_cache(model, "model_index.json"), str)
+
+
+def _how_to_get(model: str) -> str:
+    return (
+        f"editor model {model!r} is not a local folder and is not in the Hugging Face "
+        f"cache. Download it first on a machine with internet access (`hf download {model}`, "
+        "formerly `huggingface-cli download`), or allow downloads (download=True, "
+        "--allow-download), or give the folder of a pipeline saved with save_pretrained"
+    )
+
+
 def load_editor(
-    model: str | Path = DEFAULT_EDITOR,
-    *,
-    device: str | None = None,
-    dtype: str | None = None,
-    batch_size: int = 8,
-    allow_download: bool = False,
+    model: str | Path = DEFAULT_EDITOR, config: ModelConfig | None = None
 ) -> InstructPix2PixEditor:
     """Load an InstructPix2Pix pipeline from a folder or the Hugging Face cache.
 
     Args:
         model: a folder saved with ``save_pretrained`` or a Hub id
             (``timbrooks/instruct-pix2pix``), looked up in the local cache only unless
-            ``allow_download``.
-        device: ``cuda``, ``cpu`` ...; default CUDA when available.
-        dtype: ``float16`` / ``float32``; default float16 on CUDA, float32 elsewhere.
-        batch_size: edits per forward pass.
+            ``config.download``.
+        config: device, dtype, batch size (edits per forward pass) and download
+            permission; default ``ModelConfig(batch_size=8)``. For the editor a
+            ``dtype`` of ``None`` means float16 on CUDA (InstructPix2Pix's own
+            precision) and float32 elsewhere.
 
     Raises:
-        ValueError: the model is not there (with how to get it), or is not an
-            InstructPix2Pix pipeline (its UNet must take 8 input channels).
+        ModelNotFoundError: the folder does not exist; the Hub id is not in the cache
+            (the message says how to get it); the folder or cached copy does not load
+            as a pipeline (the loader's error chained); or the pipeline is not an
+            InstructPix2Pix one (its UNet must take 8 input channels). Other errors (a
+            network failure while downloading, a bug) propagate.
     """
     import torch
     from diffusers import StableDiffusionInstructPix2PixPipeline
 
-    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    chosen = dtype or ("float16" if device.startswith("cuda") else "float32")
-    if chosen not in ("float16", "float32", "bfloat16"):
-        raise ValueError(f"dtype must be float16, bfloat16 or float32, not {chosen!r}")
-    torch_dtype = getattr(torch, chosen)
-    path = Path(model)
+    config = config or ModelConfig(batch_size=8)
+    device = config.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    chosen = _TORCH_DTYPES[(config.dtype or "").lower()] if config.dtype else (
+        "float16" if device.startswith("cuda") else "float32"
+    )  # fmt: skip
+    name = str(model)
+    path = Path(name).expanduser()
     local = path.is_dir()
-    if not local and (path.is_absolute() or str(model).startswith((".", "~"))):
-        raise ValueError(f"editor model folder {str(model)!r} does not exist")
+    if not local and (path.exists() or path.is_absolute() or name.startswith((".", "~"))
+                      or not _HUB_ID.match(name)):  # fmt: skip
+        raise ModelNotFoundError(
+            f"editor model folder {name!r} does not exist"
+            if not path.exists()
+            else f"editor model {name!r} is a file; give the folder of a saved pipeline"
+        )
+    if not local and not config.download and not editor_is_cached(name):
+        raise ModelNotFoundError(_how_to_get(name))
     try:
         pipeline = StableDiffusionInstructPix2PixPipeline.from_pretrained(  # type: ignore[no-untyped-call]
-            str(path) if local else str(model),
-            dtype=torch_dtype,
+            str(path) if local else name,
+            dtype=getattr(torch, chosen),
             safety_checker=None,
             feature_extractor=None,
             requires_safety_checker=False,
-            local_files_only=local or not allow_download,
+            local_files_only=local or not config.download,
         )
-    except (OSError, ValueError) as error:
+    except _LOAD_ERRORS as error:
+        what = f"{type(error).__name__}: {error}"
         if local:
-            raise ValueError(f"{model}: not an InstructPix2Pix pipeline folder ({error})") from None
-        raise ValueError(
-            f"editor model {str(model)!r} is not a local folder and is not in the Hugging "
-            f"Face cache. Download it first (huggingface-cli download {model}), or pass "
-            "--allow-download, or give the folder of a saved pipeline."
-        ) from None
-    if int(pipeline.unet.config.in_channels) != 8:
-        raise ValueError(
-            f"{model}: the UNet takes {pipeline.unet.config.in_channels} input channels; an "
-            "InstructPix2Pix UNet takes 8 (4 noise + 4 image latents)"
+            raise ModelNotFoundError(
+                f"{name}: not an InstructPix2Pix pipeline folder: it does not load ({what}); "
+                "a pipeline folder holds what save_pretrained writes (model_index.json, "
+                "unet/, vae/, text_encoder/, tokenizer/, scheduler/)"
+            ) from error
+        if config.download and _is_missing(error):
+            raise ModelNotFoundError(
+                f"editor model {name!r} is not in the Hugging Face cache and could not be "
+                "downloaded: check the id, and log in with `hf auth login` for a gated model"
+            ) from error
+        if config.download:
+            raise  # a network failure or a bug, not a missing model
+        raise ModelNotFoundError(
+            f"editor model {name!r} is in the Hugging Face cache but does not load ({what}); "
+            f"an interrupted download? Delete it with `hf cache delete` and download it "
+            f"again (`hf download {name}`)"
+        ) from error
+    in_channels = int(pipeline.unet.config.in_channels)
+    if in_channels != 8:
+        raise ModelNotFoundError(
+            f"{name}: not an InstructPix2Pix pipeline: its UNet takes {in_channels} input "
+            "channels; an InstructPix2Pix UNet takes 8 (4 noise + 4 image latents)"
         )
     pipeline = pipeline.to(device)
     pipeline.set_progress_bar_config(disable=True)
-    return InstructPix2PixEditor(pipeline, name=str(model), batch_size=batch_size)
+    return InstructPix2PixEditor(pipeline, name=name, batch_size=config.batch_size)

@@ -134,7 +134,7 @@ def _bank_gender(record: Record, name: str) -> Gender:
     try:
         return Gender.parse_label(value)
     except ValueError as error:
-        raise record.error(name, str(error)) from None
+        raise record.error(name, str(error)) from error
 
 
 @dataclass(frozen=True)
@@ -186,7 +186,7 @@ def read_face_bank(path: str | Path, *, min_age: int = DEFAULT_MIN_AGE) -> FaceB
         try:
             age = parse_age(record.get("age"))
         except ValueError as error:
-            raise record.error("age", str(error)) from None
+            raise record.error("age", str(error)) from error
         if age < min_age:
             minors += 1
             continue

@@ -12,11 +12,16 @@ from __future__ import annotations
 
 import io
 import warnings
-from dataclasses import dataclass
 
 import imagehash
 from PIL import Image, UnidentifiedImageError
 
+from contrastkit.curation.image_limits import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_PIXELS,
+    DEFAULT_MIN_SIDE,
+    ImageLimits,
+)
 from contrastkit.store import ImageInfo, sha256_hex
 
 __all__ = [
@@ -29,33 +34,6 @@ __all__ = [
     "inspect_image",
     "phash_distance",
 ]
-
-DEFAULT_MAX_BYTES = 25 * 1024 * 1024
-"""Largest body accepted, in bytes (25 MiB)."""
-DEFAULT_MAX_PIXELS = 50_000_000
-"""Largest canvas accepted, in pixels summed over frames (50 megapixels)."""
-DEFAULT_MIN_SIDE = 64
-"""Smallest accepted width and height: tracking pixels and icons are not photos."""
-
-
-@dataclass(frozen=True)
-class ImageLimits:
-    """Size limits an image must meet.
-
-    Attributes:
-        max_bytes: Largest body in bytes; larger is ``image_too_large``.
-        max_pixels: Largest width x height (summed over frames); larger is
-            ``image_too_large``, refused from the header alone.
-        min_side: Smallest accepted width and height; smaller is ``image_too_small``.
-    """
-
-    max_bytes: int = DEFAULT_MAX_BYTES
-    max_pixels: int = DEFAULT_MAX_PIXELS
-    min_side: int = DEFAULT_MIN_SIDE
-
-    def __post_init__(self) -> None:
-        if self.max_bytes <= 0 or self.max_pixels <= 0 or self.min_side < 1:
-            raise ValueError("image limits must be positive")
 
 
 class ImageRejectedError(Exception):

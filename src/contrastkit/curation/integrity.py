@@ -1,6 +1,7 @@
 """URL integrity of whole datasets: check every row's URL, group duplicates across files.
 
-This is what ``contrastkit urls check`` runs. Each distinct URL is fetched once
+This is what ``contrastkit urls check`` runs: :func:`check_dataset_urls` with a
+:class:`URLCheckJobConfig`. Each distinct URL is fetched once
 (:mod:`contrastkit.curation.urls`); every row gets its URL's result; duplicates are
 reported as groups of row IDs across all files, by URL (``exact``, ``canonical``) and by
 content (``same_bytes``, ``near_duplicate``), because the same photo under two occupations
@@ -9,13 +10,16 @@ or two gender cells breaks the benchmark.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from contrastkit.config import require
 from contrastkit.curation.dedup import (
     NEAR_DUPLICATE_MAX_DISTANCE,
     DuplicateGroup,
@@ -24,10 +28,70 @@ from contrastkit.curation.dedup import (
 )
 from contrastkit.curation.urls import CheckConfig, URLCheck, check_urls, redact_url
 from contrastkit.curation.validation import RowRef
+from contrastkit.errors import ConfigError
+from contrastkit.io import atomic_write_text, check_writable, resource_error
 from contrastkit.schema import VisoGenderTable, read_visogender_tsv
 from contrastkit.store import ImageStore
 
-__all__ = ["CheckedRow", "IntegrityReport", "check_tables", "duplicate_groups", "read_tables"]
+__all__ = [
+    "CheckedRow",
+    "IntegrityReport",
+    "URLCheckJobConfig",
+    "check_dataset_urls",
+    "check_tables",
+    "distinct_urls",
+    "duplicate_groups",
+    "read_tables",
+]
+
+
+def check_near_distance(value: int, field: str = "near_distance") -> None:
+    """The perceptual-hash distance of a config: -1 (off) to 64 bits."""
+    require(-1 <= value <= 64, field, f"must be -1 (off) to 64 bits, not {value}")
+
+
+def as_paths(files: object) -> tuple[Path, ...]:
+    """A config's ``files`` as a tuple of paths (one path, or any iterable of paths)."""
+    if isinstance(files, str | PathLike):
+        return (Path(files),)
+    if not isinstance(files, Iterable):
+        raise ConfigError(f"files: expected paths, not {files!r}")
+    return tuple(Path(path) for path in files)
+
+
+@dataclass(frozen=True)
+class URLCheckJobConfig:
+    """What ``contrastkit urls check`` does, for :func:`check_dataset_urls`.
+
+    Attributes:
+        files: Official-format OP and/or OO TSVs (strings are taken as paths).
+        network: How URLs are fetched (:class:`~contrastkit.curation.urls.CheckConfig`).
+        store: Keep every image that decodes in this content-addressed store
+            (:class:`~contrastkit.store.ImageStore`); None keeps nothing.
+        near_distance: Largest perceptual-hash distance (bits of 64) of a near-duplicate;
+            -1 turns near-duplicate search off.
+        results: Also write one JSON line per row (status, detail, hashes) to this file,
+            atomically; None writes none.
+
+    Raises:
+        ConfigError: no files, or a value out of range, naming the field.
+    """
+
+    files: tuple[Path, ...]
+    network: CheckConfig = field(default_factory=CheckConfig)
+    store: Path | None = None
+    near_distance: int = NEAR_DUPLICATE_MAX_DISTANCE
+    results: Path | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "files", as_paths(self.files))
+        require(bool(self.files), "files", "needs at least one TSV")
+        require(isinstance(self.network, CheckConfig), "network", "must be a CheckConfig")
+        check_near_distance(self.near_distance)
+        for name in ("store", "results"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, Path(value))
 
 
 @dataclass(frozen=True)
@@ -158,8 +222,71 @@ def check_tables(
 
 
 def read_tables(paths: Sequence[Path]) -> list[VisoGenderTable]:
-    """Parse every file first, so a malformed one stops the run before any request."""
+    """Parse every file first, so a malformed one stops the run before any request.
+
+    Raises:
+        DataFormatError: a file is not an official-format TSV (file, line, field).
+        FileNotFoundError: a file does not exist.
+    """
     return [read_visogender_tsv(path) for path in paths]
+
+
+def distinct_urls(tables: Sequence[VisoGenderTable]) -> int:
+    """How many different URLs the rows of ``tables`` have (what a check fetches)."""
+    return len({row.url for table in tables for row in table.rows})
+
+
+def check_dataset_urls(
+    config: URLCheckJobConfig,
+    *,
+    on_start: Callable[[int], Any] | None = None,
+    on_result: Callable[[URLCheck], Any] | None = None,
+) -> IntegrityReport:
+    """Check every URL of the dataset's TSVs: reachable, safe, and a fully decodable image.
+
+    The job behind ``contrastkit urls check``: read every file (so a malformed one stops
+    the run before any request), check that the store and the results file can be
+    written, fetch each distinct URL once, group rows that share an image, and write the
+    results file.
+
+    Args:
+        config: The files, the network settings and the outputs.
+        on_start: Called once with the number of distinct URLs, before the first request.
+        on_result: Called once per distinct URL as its check finishes (progress bars).
+
+    Returns:
+        Every row with its URL's result, and the duplicate groups; ``report.ok`` is
+        True when every URL is a usable image and no two rows share one.
+
+    Raises:
+        DataFormatError: a file is not an official-format TSV.
+        ResourceError: the store or the results file cannot be written (before any request).
+        StateError: the store's index is not a usable database.
+
+    Example:
+        >>> from contrastkit.curation.integrity import URLCheckJobConfig, check_dataset_urls
+        >>> config = URLCheckJobConfig(files=(Path("data/visogender_OO.tsv"),))  # doctest: +SKIP
+        >>> report = check_dataset_urls(config)  # doctest: +SKIP
+        >>> report.ok, report.status_counts()  # doctest: +SKIP
+        (False, Counter({'ok': 226, 'http_error': 4}))
+    """
+    tables = read_tables(config.files)
+    if config.store is not None:
+        check_writable(config.store, "the image store")
+    if config.results is not None:
+        check_writable(config.results, "the results file", folder=False)
+    if on_start is not None:
+        on_start(distinct_urls(tables))
+    store = ImageStore(config.store) if config.store is not None else None
+    report = check_tables(tables, config.network, store=store, on_result=on_result,
+                          max_distance=config.near_distance)  # fmt: skip
+    if config.results is not None:
+        lines = "".join(json.dumps(row.to_dict()) + "\n" for row in report.rows)
+        try:
+            atomic_write_text(config.results, lines)
+        except OSError as error:
+            raise resource_error(config.results, "the results file", error) from error
+    return report
 
 
 def _now() -> str:

@@ -15,8 +15,9 @@ one accepted edit of each gender are kept and one accepted edit per gender is dr
 random (:func:`select_edits`).
 
 The search is exact: a FAISS ``IndexFlatL2`` (moved to the GPU when FAISS sees one), or
-a blocked NumPy ``q @ x.T`` + ``argpartition`` (``backend="numpy"``, the reference the
-benchmark compares against).
+a blocked NumPy search (``backend="numpy"``, the reference the benchmark compares
+against): :func:`contrastkit.distances.squared_euclidean` per block of queries, then
+``argpartition``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from contrastkit.distances import squared_euclidean
+from contrastkit.errors import ConfigError
 from contrastkit.schema import Gender
 
 __all__ = [
@@ -69,7 +72,7 @@ def _faiss_search(
         use_gpu = gpus > 0
     if use_gpu:
         if gpus == 0 or not hasattr(faiss, "StandardGpuResources"):
-            raise ValueError("use_gpu=True but this FAISS build sees no GPU (install faiss-gpu)")
+            raise ConfigError("use_gpu=True but this FAISS build sees no GPU (install faiss-gpu)")
         index = faiss.index_cpu_to_gpu(faiss.StandardGpuResources(), 0, index)
     index.add(points)
     _, found = index.search(queries, n)
@@ -77,11 +80,10 @@ def _faiss_search(
 
 
 def _numpy_search(points: np.ndarray, queries: np.ndarray, n: int, block: int = 4096) -> np.ndarray:
-    squared = np.einsum("ij,ij->i", points, points)
     found = np.empty((len(queries), n), dtype=np.int64)
     for start in range(0, len(queries), block):
         q = queries[start : start + block]
-        distance = squared[None, :] - 2.0 * (q @ points.T)  # + |q|^2, constant per row
+        distance = squared_euclidean(q, points)
         part = np.argpartition(distance, n - 1, axis=1)[:, :n]
         order = np.argsort(np.take_along_axis(distance, part, axis=1), axis=1, kind="stable")
         found[start : start + len(q)] = np.take_along_axis(part, order, axis=1)
@@ -116,9 +118,9 @@ def knn_excluding_self(
     points = _as_matrix("points", points)
     query_ids = np.asarray(query_ids, dtype=np.int64).reshape(-1)
     if k < 1:
-        raise ValueError(f"k must be >= 1, not {k}")
+        raise ConfigError(f"k must be >= 1, not {k}")
     if k >= len(points):
-        raise ValueError(
+        raise ConfigError(
             f"k={k} neighbours need at least {k + 1} embeddings (self excluded); "
             f"there are {len(points)}"
         )
@@ -132,7 +134,7 @@ def knn_excluding_self(
     elif backend == "numpy":
         found = _numpy_search(points, queries, k + 1)
     else:
-        raise ValueError(f"backend must be 'faiss' or 'numpy', not {backend!r}")
+        raise ConfigError(f"backend must be 'faiss' or 'numpy', not {backend!r}")
     drop = found == query_ids[:, None]
     missing = ~drop.any(axis=1)
     drop[missing, -1] = True

@@ -29,15 +29,19 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from contrastkit import __version__
 from contrastkit.errors import DataFormatError
 from contrastkit.evaluators.metrics import retrieval_metrics_batch, summarize
-from contrastkit.evaluators.models.base import ImageTextScorer, batched
+from contrastkit.evaluators.models.base import batched
+from contrastkit.interfaces import ImageTextScorer
 from contrastkit.io import atomic_write_text
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = [
     "CONTRAST_COLUMNS",
@@ -74,8 +78,8 @@ def load_contrast(path: Path, split: str | None = None) -> Any:
     folder = _saved_contrast(path) or path
     try:
         loaded = load_from_disk(str(folder))
-    except FileNotFoundError:
-        raise DataFormatError(path, None, None, "not a saved contrast set") from None
+    except FileNotFoundError as error:
+        raise DataFormatError(path, None, None, "not a saved contrast set") from error
     if isinstance(loaded, DatasetDict):
         names = list(loaded)
         split = split or (names[0] if len(names) == 1 else "test")
@@ -85,7 +89,20 @@ def load_contrast(path: Path, split: str | None = None) -> Any:
     missing = [c for c in CONTRAST_COLUMNS if c not in loaded.column_names]
     if missing:
         raise DataFormatError(path, None, missing[0], "a contrast set needs this column")
+    if len(loaded) == 0:
+        raise DataFormatError(path, None, None, "the contrast set has no images")
+    if not any(loaded["neutral_captions"]):
+        raise DataFormatError(
+            path, None, "neutral_captions", "the contrast set has no neutral captions to query with"
+        )
     return loaded
+
+
+def _where(dataset: Any) -> str:
+    """The folder a loaded dataset was read from, for error messages."""
+    files = getattr(dataset, "cache_files", None) or [{}]
+    filename = files[0].get("filename")
+    return str(Path(filename).parent) if filename else "the contrast set"
 
 
 def _genders(dataset: Any) -> list[str]:
@@ -113,12 +130,15 @@ def evaluate_contrast(
 
     Returns:
         ``{"summary": ..., "queries": [per-query records]}``.
+
+    Raises:
+        DataFormatError: a dataset without images or without neutral captions.
     """
     genders = _genders(dataset)
     sources = [str(s) for s in dataset["source_id"]]
     n = len(genders)
     if n == 0:
-        raise ValueError("the contrast set has no images")
+        raise DataFormatError(_where(dataset), None, None, "the contrast set has no images")
     image_column = dataset.select_columns(["image"])
     embeddings = []
     for start, chunk in enumerate(batched(range(n), batch_size)):
@@ -139,7 +159,9 @@ def evaluate_contrast(
                 seen.add(caption)
                 queries.append((source, caption))
     if not queries:
-        raise ValueError("the contrast set has no neutral captions to query with")
+        raise DataFormatError(
+            _where(dataset), None, "neutral_captions", "no neutral captions to query with"
+        )
     text_embeddings = np.concatenate(
         [scorer.encode_texts([c for _, c in chunk]) for chunk in batched(queries, 256)]
     )
@@ -220,14 +242,27 @@ def contrast_markdown(benchmark: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _contrast_plot(retrieval: dict[str, Any], model: str) -> Figure:
+    """Mean Bias@K (both conventions) and MaxSkew@K over the queries."""
+    from matplotlib.figure import Figure
+
+    names = [n for n in retrieval if n.startswith(("bias@", "bias_gensynth@", "maxskew@"))]
+    means = [retrieval[n]["mean"] for n in names]
+    figure = Figure(figsize=(6, 3))
+    axis = figure.subplots()
+    axis.bar(range(len(names)), [m if np.isfinite(m) else 0.0 for m in means], color="#4477aa")
+    axis.set_xticks(range(len(names)), names, rotation=30, ha="right")
+    axis.axhline(0, color="black", linewidth=0.8)
+    axis.set_title(f"Contrast-set retrieval bias: {model}", fontsize=9)
+    return figure
+
+
 def write_contrast_outputs(
     result: dict[str, Any], folder: Path, *, model: str, data: str, note: str | None = None
 ) -> dict[str, Path]:
-    """Write ``raw_contrast.jsonl``, ``benchmark.json``, ``report.md`` and the plot."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    """Write ``raw_contrast.jsonl``, ``benchmark.json``, ``report.md`` and the plot, each
+    atomically; return them by name (``raw``, ``benchmark``, ``report``, ``plot``)."""
+    from contrastkit.evaluators.report.plots import save_figure
 
     folder.mkdir(parents=True, exist_ok=True)
     benchmark = {
@@ -250,18 +285,5 @@ def write_contrast_outputs(
     )
     atomic_write_text(paths["benchmark"], json.dumps(benchmark, indent=2) + "\n")
     atomic_write_text(paths["report"], contrast_markdown(benchmark))
-    retrieval = result["summary"]["retrieval"]
-    names = [n for n in retrieval if n.startswith(("bias@", "bias_gensynth@", "maxskew@"))]
-    figure, axis = plt.subplots(figsize=(6, 3))
-    means = [retrieval[n]["mean"] for n in names]
-    axis.bar(range(len(names)), [m if np.isfinite(m) else 0.0 for m in means], color="#4477aa")
-    axis.set_xticks(range(len(names)), names, rotation=30, ha="right")
-    axis.axhline(0, color="black", linewidth=0.8)
-    axis.set_title(f"Contrast-set retrieval bias: {model}", fontsize=9)
-    figure.tight_layout()
-    paths["plot"].parent.mkdir(parents=True, exist_ok=True)
-    tmp = paths["plot"].with_name(".contrast_bias.tmp.png")
-    figure.savefig(tmp, dpi=110)
-    plt.close(figure)
-    tmp.replace(paths["plot"])
+    save_figure(_contrast_plot(result["summary"]["retrieval"], model), paths["plot"])
     return paths

@@ -206,7 +206,7 @@ def _dataset_row(folder: Path, index: int, values: dict[str, Any]) -> VisoGender
         try:
             return Gender.parse_label(text(name))
         except ValueError as exc:
-            raise DataFormatError(folder, None, f"row {index} {name}", str(exc)) from None
+            raise DataFormatError(folder, None, f"row {index} {name}", str(exc)) from exc
 
     participant = text("participant") or None
     context_text = text("context") or ("OP" if participant else "OO")
@@ -231,7 +231,7 @@ def _dataset_row(folder: Path, index: int, values: dict[str, Any]) -> VisoGender
     except ValueError as exc:
         if isinstance(exc, DataFormatError):
             raise
-        raise DataFormatError(folder, None, f"row {index}", str(exc)) from None
+        raise DataFormatError(folder, None, f"row {index}", str(exc)) from exc
 
 
 class ImageLoader:
@@ -303,7 +303,7 @@ class ImageLoader:
                     image = Image.open(path)
             image.load()
         except (UnidentifiedImageError, OSError) as exc:
-            raise item.error(f"image cannot be decoded: {exc}") from None
+            raise item.error(f"image cannot be decoded: {exc}") from exc
         return image if image.mode == "RGB" else image.convert("RGB")
 
     def _dataset_image(self, item: EvalItem) -> Image.Image:

@@ -27,8 +27,9 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from contrastkit.config import require
+from contrastkit.errors import ConfigError
 from contrastkit.evaluators.data import EvalItem, ImageLoader
-from contrastkit.evaluators.models.base import ImageTextScorer, PronounScorer, batched
 from contrastkit.evaluators.tasks.resolution import (
     ResolutionCase,
     case_record,
@@ -40,9 +41,18 @@ from contrastkit.evaluators.tasks.retrieval import (
     query_record,
     retrieval_queries,
 )
+from contrastkit.interfaces import ImageTextScorer, PronounScorer
 from contrastkit.io import atomic_write_text
 
-__all__ = ["RAW_FILES", "TASKS", "EvalConfig", "ScoredRun", "read_raw", "score_dataset"]
+__all__ = [
+    "RAW_FILES",
+    "TASKS",
+    "EvalConfig",
+    "ScoredRun",
+    "read_raw",
+    "retrieval_needs_dual",
+    "score_dataset",
+]
 
 TASKS = ("resolution", "retrieval")
 RAW_FILES = {"resolution": "raw_resolution.jsonl", "retrieval": "raw_retrieval.jsonl"}
@@ -59,8 +69,12 @@ class EvalConfig:
         ndkl_k: NDKL depth (``None``: every candidate image).
         subsample_ks: images kept per group in the Appendix G.1 subsamples.
         subsample_runs: repetitions of each subsample (paper: 500).
-        baseline_runs: repetitions of the Appendix G.2 relabelling (paper: 3000).
+        baseline_runs: repetitions of the Appendix G.2 relabeling (paper: 3000).
         seed: seed of both random analyses.
+
+    Raises:
+        ConfigError: naming the field, for an unknown task, a cut-off, depth or subsample
+            size below 1, fewer than 1 subsample run or 2 baseline runs.
     """
 
     tasks: tuple[str, ...] = TASKS
@@ -73,15 +87,50 @@ class EvalConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
+        for name in ("tasks", "ks", "subsample_ks"):  # lists from Python callers
+            object.__setattr__(self, name, tuple(getattr(self, name)))
         unknown = [task for task in self.tasks if task not in TASKS]
-        if unknown or not self.tasks:
-            raise ValueError(f"unknown task(s) {unknown}; choose from {', '.join(TASKS)}")
-        if not self.ks or any(k < 1 for k in self.ks):
-            raise ValueError(f"retrieval cut-offs must be positive integers, not {self.ks}")
-        if any(k < 1 for k in self.subsample_ks) or self.subsample_runs < 1:
-            raise ValueError("subsample sizes and runs must be at least 1")
-        if self.baseline_runs < 2:
-            raise ValueError("the relabelling baseline needs at least 2 runs")
+        require(
+            not unknown and bool(self.tasks),
+            "tasks",
+            f"unknown task(s) {unknown or 'none given'}; choose from {', '.join(TASKS)}",
+        )
+        require(
+            bool(self.ks) and all(_positive_int(k) for k in self.ks),
+            "ks",
+            f"retrieval cut-offs must be positive integers, not {self.ks}",
+        )
+        require(
+            self.ndkl_k is None or _positive_int(self.ndkl_k),
+            "ndkl_k",
+            f"must be a positive integer or None, not {self.ndkl_k!r}",
+        )
+        require(
+            bool(self.subsample_ks) and all(_positive_int(k) for k in self.subsample_ks),
+            "subsample_ks",
+            f"subsample sizes must be positive integers, not {self.subsample_ks}",
+        )
+        require(
+            self.subsample_runs >= 1,
+            "subsample_runs",
+            f"must be at least 1, not {self.subsample_runs}",
+        )
+        require(
+            self.baseline_runs >= 2,
+            "baseline_runs",
+            f"the relabeling baseline needs at least 2 runs, not {self.baseline_runs}",
+        )
+
+
+def _positive_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def retrieval_needs_dual(spec: str) -> str:
+    """Why a captioning model cannot run the retrieval task alone."""
+    return (
+        f"{spec} is a captioning model; the retrieval task needs a dual encoder (VisoGender Sec. 4)"
+    )
 
 
 @dataclass
@@ -162,17 +211,16 @@ def score_dataset(
 
     Raises:
         DataFormatError: an image is missing or cannot be decoded (checked up front).
-        ValueError: only ``retrieval`` asked of a captioning model.
+        ConfigError: only ``retrieval`` asked of a captioning model.
     """
+    from contrastkit.evaluators.models.base import batched  # torch: not on import
+
     dual = isinstance(model, ImageTextScorer)
     run = ScoredRun(model=model.spec, kind="dual" if dual else "captioning")
     tasks = list(config.tasks)
     if "retrieval" in tasks and not dual:
         if tasks == ["retrieval"]:
-            raise ValueError(
-                f"{model.spec} is a captioning model; the retrieval task needs a dual encoder "
-                "(VisoGender Sec. 4)"
-            )
+            raise ConfigError(retrieval_needs_dual(model.spec))
         tasks.remove("retrieval")
         run.skipped.append("retrieval (captioning models cannot retrieve)")
     cases = resolution_cases(items, neutral=config.neutral) if "resolution" in tasks else []

@@ -9,22 +9,29 @@ device and dtype selection, batching, and the per-caption text-embedding cache.
 
 from __future__ import annotations
 
+import pickle
+import struct
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import TypeVar
 
 import numpy as np
 import torch
 from PIL import Image
+from safetensors import SafetensorError
 
-from contrastkit.errors import ModelNotFoundError
+from contrastkit.config import ModelConfig, require
+from contrastkit.errors import ConfigError, ModelNotFoundError
 from contrastkit.interfaces import ImageTextScorer, PronounScorer
 
 __all__ = [
     "DTYPES",
+    "LOAD_ERRORS",
     "DualEncoder",
     "ImageTextScorer",
     "ModelNotFoundError",
+    "ModelRuntime",
     "PronounScorer",
     "batched",
     "resolve_device",
@@ -45,20 +52,40 @@ DTYPES: dict[str, torch.dtype] = {
 }
 
 
+#: What model loaders (transformers, OpenCLIP, torch, safetensors) raise for files that
+#: are missing, unreadable or not the model they claim to be: a truncated or corrupt
+#: checkpoint (``UnpicklingError``, ``struct.error``, ``EOFError``, ``SafetensorError``,
+#: and ``IndexError`` from torch's unpickler), a config that is not JSON or names an
+#: unknown architecture (``ValueError``, ``KeyError``), weights of another shape
+#: (``RuntimeError``), a missing file (``OSError``). Only the calls that read a user's
+#: model files are wrapped in it, so the same errors elsewhere still surface as bugs.
+LOAD_ERRORS: tuple[type[Exception], ...] = (
+    OSError,
+    ValueError,
+    KeyError,
+    IndexError,
+    RuntimeError,
+    EOFError,
+    struct.error,
+    pickle.UnpicklingError,
+    SafetensorError,
+)
+
+
 def resolve_device(device: str | None) -> torch.device:
     """``None`` picks CUDA when available, else the CPU; otherwise the named device.
 
     Raises:
-        ValueError: for a device torch does not know, or CUDA asked for but absent.
+        ConfigError: for a device torch does not know, or CUDA asked for but absent.
     """
     if device is None:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
         chosen = torch.device(device)
-    except RuntimeError as exc:
-        raise ValueError(f"unknown device {device!r}: {exc}") from None
+    except RuntimeError as error:
+        raise ConfigError(f"device: unknown device {device!r} ({error})") from error
     if chosen.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device {device!r} asked for, but CUDA is not available here")
+        raise ConfigError(f"device: {device!r} asked for, but CUDA is not available here")
     return chosen
 
 
@@ -67,25 +94,57 @@ def resolve_dtype(dtype: str | None, device: torch.device) -> torch.dtype:
     of :data:`DTYPES`. Half precision on the CPU is refused (slow and poorly supported).
 
     Raises:
-        ValueError: for an unknown name, or float16 on the CPU.
+        ConfigError: for an unknown name, or float16 on the CPU.
     """
     if dtype is None:
         return torch.float32
-    try:
-        chosen = DTYPES[dtype.lower()]
-    except KeyError:
-        raise ValueError(
-            f"unknown dtype {dtype!r}; use one of {', '.join(sorted(set(DTYPES)))}"
-        ) from None
+    chosen = DTYPES.get(dtype.lower())
+    if chosen is None:
+        raise ConfigError(
+            f"dtype: unknown dtype {dtype!r}; use one of {', '.join(sorted(set(DTYPES)))}"
+        )
     if chosen is torch.float16 and device.type == "cpu":
-        raise ValueError("float16 needs a GPU; use float32 or bfloat16 on the CPU")
+        raise ConfigError("dtype: float16 needs a GPU; use float32 or bfloat16 on the CPU")
     return chosen
 
 
+@dataclass(frozen=True)
+class ModelRuntime:
+    """A :class:`~contrastkit.config.ModelConfig` resolved on this machine: what every
+    loader needs, worked out in one place.
+
+    Attributes:
+        device: the torch device the model runs on.
+        dtype: the torch dtype of its weights.
+        batch_size: images (and texts) per forward pass.
+        download: whether weights missing from the local cache may be fetched.
+    """
+
+    device: torch.device
+    dtype: torch.dtype
+    batch_size: int
+    download: bool
+
+    @classmethod
+    def resolve(cls, config: ModelConfig | None = None) -> ModelRuntime:
+        """Resolve ``config`` (default: ``ModelConfig()``).
+
+        Raises:
+            ConfigError: an unknown or unavailable device, an unknown dtype, float16 on
+                the CPU.
+        """
+        config = config or ModelConfig()
+        device = resolve_device(config.device)
+        return cls(device, resolve_dtype(config.dtype, device), config.batch_size, config.download)
+
+
 def batched(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
-    """Consecutive slices of ``items`` of at most ``size`` elements."""
-    if size < 1:
-        raise ValueError(f"batch size must be at least 1, not {size}")
+    """Consecutive slices of ``items`` of at most ``size`` elements.
+
+    Raises:
+        ConfigError: ``size`` below 1.
+    """
+    require(size >= 1, "batch_size", f"must be at least 1, not {size}")
     for start in range(0, len(items), size):
         yield items[start : start + size]
 
@@ -114,8 +173,7 @@ class DualEncoder(ABC):
     spec: str
 
     def __init__(self, spec: str, device: torch.device, dtype: torch.dtype, batch_size: int):
-        if batch_size < 1:
-            raise ValueError(f"batch size must be at least 1, not {batch_size}")
+        require(batch_size >= 1, "batch_size", f"must be at least 1, not {batch_size}")
         self.spec = spec
         self.device = device
         self.dtype = dtype

@@ -36,17 +36,17 @@ import numpy as np
 import torch
 from PIL import Image
 
-from contrastkit.evaluators.models.base import batched, to_rgb
+from contrastkit.config import require
+from contrastkit.errors import ConfigError
+from contrastkit.evaluators.models.base import ModelRuntime, batched, to_rgb
 from contrastkit.evaluators.models.hf import (
     hf_from_pretrained,
     hf_model_type,
     hf_text_and_image_processors,
 )
+from contrastkit.evaluators.models.registry import FAMILIES
 
 __all__ = ["FAMILIES", "CaptioningScorer", "load_captioning"]
-
-#: Spec prefix -> transformers ``model_type`` of the models it loads.
-FAMILIES = {"blip": "blip", "git": "git", "blip2": "blip-2"}
 
 
 class CaptioningScorer:
@@ -66,9 +66,8 @@ class CaptioningScorer:
         batch_size: int,
     ):
         if family not in FAMILIES:
-            raise ValueError(f"unknown captioning family {family!r}; use one of {list(FAMILIES)}")
-        if batch_size < 1:
-            raise ValueError(f"batch size must be at least 1, not {batch_size}")
+            raise ConfigError(f"unknown captioning family {family!r}; use one of {list(FAMILIES)}")
+        require(batch_size >= 1, "batch_size", f"must be at least 1, not {batch_size}")
         self.spec = spec
         self.family = family
         self.model = model
@@ -255,20 +254,18 @@ class CaptioningScorer:
         return f"CaptioningScorer({self.spec!r}, device={self.device}, dtype={self.dtype})"
 
 
-def load_captioning(
-    family: str,
-    target: str,
-    *,
-    device: torch.device,
-    dtype: torch.dtype,
-    batch_size: int,
-    download: bool = False,
-) -> CaptioningScorer:
+def load_captioning(family: str, target: str, runtime: ModelRuntime) -> CaptioningScorer:
     """Load a ``blip`` / ``git`` / ``blip2`` captioning model from a hub id or folder.
 
+    Args:
+        family: the spec prefix, one of :data:`FAMILIES`.
+        target: the part of the spec after the prefix.
+        runtime: device, dtype, batch size, and whether missing weights may be fetched.
+
     Raises:
-        ModelNotFoundError: neither a folder nor cached (says how to get it).
-        ValueError: the config is another kind of model, or BLIP-2 with an
+        ModelNotFoundError: neither a folder nor cached (says how to get it), or a folder
+            or cached copy that does not load (its error chained).
+        ConfigError: the config is another kind of model, or BLIP-2 with an
             encoder-decoder language model (Flan-T5), whose prompt is not continued.
     """
     from transformers import (
@@ -279,10 +276,11 @@ def load_captioning(
 
     spec = f"{family}:{target}"
     if family not in FAMILIES:
-        raise ValueError(f"unknown captioning family {family!r}; use one of {list(FAMILIES)}")
+        raise ConfigError(f"unknown captioning family {family!r}; use one of {list(FAMILIES)}")
+    download = runtime.download
     model_type = hf_model_type(target, download=download)
     if model_type != FAMILIES[family]:
-        raise ValueError(f"{spec} holds a {model_type!r} model, not {FAMILIES[family]!r}")
+        raise ConfigError(f"{spec} holds a {model_type!r} model, not {FAMILIES[family]!r}")
     classes: dict[str, Any] = {
         "blip": BlipForConditionalGeneration,
         "git": GitForCausalLM,
@@ -292,19 +290,19 @@ def load_captioning(
         classes[family].from_pretrained, target, "weights", download=download
     )
     if family == "blip2" and not model.config.use_decoder_only_language_model:
-        raise ValueError(
+        raise ConfigError(
             f"{spec}: BLIP-2 with an encoder-decoder language model (Flan-T5) is not supported; "
             "use an OPT-based BLIP-2 such as Salesforce/blip2-opt-2.7b"
         )
     tokenizer, processor = hf_text_and_image_processors(target, download=download)
-    model = model.to(device=device, dtype=dtype).eval()
+    model = model.to(device=runtime.device, dtype=runtime.dtype).eval()
     return CaptioningScorer(
         spec,
         family,
         model,
         tokenizer,
         processor,
-        device=device,
-        dtype=dtype,
-        batch_size=batch_size,
+        device=runtime.device,
+        dtype=runtime.dtype,
+        batch_size=runtime.batch_size,
     )

@@ -1,5 +1,17 @@
 """Loading transformers models from a local folder or the Hugging Face cache, never
-reaching for the network unless asked to."""
+reaching for the network unless asked to.
+
+A failed load is told apart by what failed:
+
+* the weights are not on this machine (not a folder, not in the cache, or an id the Hub
+  could not have): :class:`~contrastkit.errors.ModelNotFoundError` saying how to get them;
+* a folder, or a cached copy, that exists but does not load (a config that is not JSON,
+  an architecture transformers does not know, corrupt weights, weights of another shape):
+  :class:`~contrastkit.errors.ModelNotFoundError` saying so;
+* anything else (a network failure while downloading, a bug) propagates.
+
+The loader's own error is always chained as ``__cause__``.
+"""
 
 from __future__ import annotations
 
@@ -7,46 +19,94 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from contrastkit.errors import ModelNotFoundError
+from contrastkit.evaluators.models.base import LOAD_ERRORS
+
 __all__ = ["hf_from_pretrained", "hf_model_type", "hf_text_and_image_processors"]
 
 T = TypeVar("T")
 
 
-def _not_found(target: str, what: str, exc: Exception) -> Exception:
-    from contrastkit.evaluators.models.base import ModelNotFoundError
+def _causes(error: BaseException) -> list[BaseException]:
+    """``error`` and the errors it was raised from or while handling, outermost first."""
+    chain: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and current not in chain:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
 
-    if Path(target).is_dir():
-        return ModelNotFoundError(
-            f"{target} is a folder, but its {what} could not be loaded ({exc}); a model folder "
-            "holds what save_pretrained writes: config.json, the weights, the tokenizer and "
-            "preprocessor files"
-        )
-    if "/" not in target and not Path(target).exists():
-        looks = "neither a folder nor"
-    else:
-        looks = "not a folder and not"
-    return ModelNotFoundError(
+
+def _is_missing(error: BaseException) -> bool:
+    """Whether ``error`` says the files are not on this machine (nor, when downloads are
+    allowed, on the Hub), rather than that they are there and broken."""
+    from huggingface_hub.errors import EntryNotFoundError, RepositoryNotFoundError
+
+    missing = (EntryNotFoundError, RepositoryNotFoundError)
+    return any(isinstance(cause, missing) for cause in _causes(error))
+
+
+def _is_bad_id(error: BaseException) -> bool:
+    from huggingface_hub.errors import HFValidationError
+
+    return any(isinstance(cause, HFValidationError) for cause in _causes(error))
+
+
+def _how_to_get(target: str) -> str:
+    looks = "neither a folder nor" if "/" not in target else "not a folder and not"
+    return (
         f"{target!r} is {looks} in the Hugging Face cache. Get it on a machine with internet "
         f"access with `hf download {target}` (then copy ~/.cache/huggingface), pass a folder "
         "written by save_pretrained, or pass download=True (`--download`)"
     )
 
 
+def _load_error(target: str, what: str, error: Exception, *, download: bool) -> Exception | None:
+    """The error to report for a failed load, or ``None`` to let ``error`` propagate."""
+    if Path(target).is_dir():
+        return ModelNotFoundError(
+            f"{target} is a folder, but loading its {what} failed ({type(error).__name__}: "
+            f"{error}); a model folder holds what save_pretrained writes: config.json, the "
+            "weights, the tokenizer and preprocessor files"
+        )
+    if _is_bad_id(error):
+        return ModelNotFoundError(
+            f"{target!r} is neither a folder nor a Hugging Face model id (ORG/NAME)"
+        )
+    if _is_missing(error) and download:
+        return ModelNotFoundError(
+            f"{target!r} is not in the Hugging Face cache and could not be downloaded: check "
+            "the id, and log in with `hf auth login` for a gated or private model"
+        )
+    if _is_missing(error):
+        return ModelNotFoundError(_how_to_get(target))
+    if not download:  # nothing was fetched: the cached copy is there but does not load
+        return ModelNotFoundError(
+            f"{target} is in the Hugging Face cache, but loading its {what} failed "
+            f"({type(error).__name__}: {error}); delete it with `hf cache delete` and "
+            f"download it again (`hf download {target}`)"
+        )
+    return None
+
+
 def hf_from_pretrained(
     loader: Callable[..., T], target: str, what: str, *, download: bool, **kwargs: Any
 ) -> T:
-    """``loader(target, local_files_only=not download, **kwargs)``, with a missing model
-    turned into a :class:`~contrastkit.evaluators.models.ModelNotFoundError` that says
-    how to get it."""
+    """``loader(target, local_files_only=not download, **kwargs)``, its failures reported
+    as described in the module docstring.
+
+    Raises:
+        ModelNotFoundError: the model is not on this machine, or it is and does not load
+            (the loader's error chained).
+    """
     local_only = not download or Path(target).is_dir()
     try:
         return loader(target, local_files_only=local_only, **kwargs)
-    except OSError as exc:
-        raise _not_found(target, what, exc) from None
-    except ValueError as exc:  # a folder without a usable config.json
-        if Path(target).is_dir():
-            raise _not_found(target, what, exc) from None
-        raise
+    except LOAD_ERRORS as error:
+        reported = _load_error(target, what, error, download=download)
+        if reported is None:
+            raise
+        raise reported from error
 
 
 def hf_model_type(target: str, *, download: bool) -> str:

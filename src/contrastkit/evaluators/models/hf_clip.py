@@ -14,7 +14,8 @@ from typing import Any
 import torch
 from PIL import Image
 
-from contrastkit.evaluators.models.base import DualEncoder
+from contrastkit.errors import ConfigError
+from contrastkit.evaluators.models.base import DualEncoder, ModelRuntime
 from contrastkit.evaluators.models.hf import (
     hf_from_pretrained,
     hf_model_type,
@@ -89,42 +90,41 @@ class HFClipScorer(DualEncoder):
         return int(dim)
 
 
-def load_hf_clip(
-    target: str,
-    *,
-    device: torch.device,
-    dtype: torch.dtype,
-    batch_size: int,
-    download: bool = False,
-) -> HFClipScorer:
+def load_hf_clip(target: str, runtime: ModelRuntime) -> HFClipScorer:
     """Load a transformers dual encoder from a hub id or a ``save_pretrained`` folder.
 
+    Args:
+        target: the part of the spec after ``hf-clip:``.
+        runtime: device, dtype, batch size, and whether missing weights may be fetched.
+
     Raises:
-        ModelNotFoundError: neither a folder nor cached (says how to get it).
-        ValueError: the model is a captioning model or has no image/text features.
+        ModelNotFoundError: neither a folder nor cached (says how to get it), or a folder
+            or cached copy that does not load (its error chained).
+        ConfigError: the model is a captioning model or has no image/text features.
     """
     from transformers import AutoModel
 
+    download = runtime.download
     model_type = hf_model_type(target, download=download)
     if model_type in ("blip", "git", "blip-2"):
-        raise ValueError(
+        raise ConfigError(
             f"hf-clip:{target} is a {model_type} captioning model; use the "
             f"{'blip2' if model_type == 'blip-2' else model_type}: prefix"
         )
     model = hf_from_pretrained(AutoModel.from_pretrained, target, "weights", download=download)
     if not hasattr(model, "get_image_features") or not hasattr(model, "get_text_features"):
-        raise ValueError(
+        raise ConfigError(
             f"hf-clip:{target} ({model_type}) is not a dual encoder: it has no "
             "get_image_features/get_text_features"
         )
     tokenizer, processor = hf_text_and_image_processors(target, download=download)
-    model = model.to(device=device, dtype=dtype).eval()
+    model = model.to(device=runtime.device, dtype=runtime.dtype).eval()
     return HFClipScorer(
         f"hf-clip:{target}",
         model,
         tokenizer,
         processor,
-        device=device,
-        dtype=dtype,
-        batch_size=batch_size,
+        device=runtime.device,
+        dtype=runtime.dtype,
+        batch_size=runtime.batch_size,
     )

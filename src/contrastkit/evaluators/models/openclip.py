@@ -17,6 +17,7 @@ import difflib
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,8 @@ from typing import Any
 import torch
 from PIL import Image
 
-from contrastkit.evaluators.models.base import DualEncoder, ModelNotFoundError
+from contrastkit.errors import ConfigError, ModelNotFoundError
+from contrastkit.evaluators.models.base import LOAD_ERRORS, DualEncoder, ModelRuntime
 
 __all__ = ["OpenCLIPScorer", "load_open_clip"]
 
@@ -130,13 +132,13 @@ def _safe_alternative(name: str) -> list[str]:
     return []
 
 
-def _arch_error(arch: str) -> ValueError:
+def _arch_error(arch: str) -> ConfigError:
     import open_clip
 
     known = open_clip.list_models()
     close = difflib.get_close_matches(arch, known, n=3, cutoff=0.6)
     hint = f" (did you mean {', '.join(close)}?)" if close else ""
-    return ValueError(
+    return ConfigError(
         f"unknown OpenCLIP architecture {arch!r}{hint}; see open_clip.list_models(), or pass "
         "a folder with open_clip_config.json"
     )
@@ -146,99 +148,151 @@ def _is_path(text: str) -> bool:
     return "/" in text or os.sep in text or text.endswith(_CHECKPOINT_SUFFIXES)
 
 
-def load_open_clip(
-    target: str,
-    *,
-    device: torch.device,
-    dtype: torch.dtype,
-    batch_size: int,
-    download: bool = False,
-) -> OpenCLIPScorer:
+@dataclass(frozen=True)
+class _Source:
+    """What ``create_model_and_transforms`` is called with, and where its files are."""
+
+    name: str
+    pretrained: str | None
+    kwargs: dict[str, Any]
+    files: str | None  # the user's folder / checkpoint, or the cached file; None: nothing local
+    cached: bool = False  # ``files`` is a file of the local cache
+
+
+def _folder_source(target: str) -> _Source:
+    folder = Path(target)
+    if not (folder / "open_clip_config.json").is_file():
+        raise ModelNotFoundError(
+            f"{target} is a folder without open_clip_config.json; an OpenCLIP model folder "
+            "holds that file and the weights (open_clip_model.safetensors or "
+            "open_clip_pytorch_model.bin)"
+        )
+    if not any(p.suffix in (".safetensors", ".bin", ".pth") for p in folder.iterdir()):
+        # OpenCLIP would log a warning and go on with random weights
+        raise ModelNotFoundError(
+            f"{target} holds open_clip_config.json but no weights (open_clip_model.safetensors "
+            "or open_clip_pytorch_model.bin)"
+        )
+    return _Source(f"local-dir:{target}", None, {}, target)
+
+
+def _hub_source(target: str, download: bool) -> _Source:
+    if not download:
+        from huggingface_hub import try_to_load_from_cache
+
+        repo = target.removeprefix("hf-hub:")
+        if not isinstance(try_to_load_from_cache(repo, "open_clip_config.json"), str):
+            raise ModelNotFoundError(
+                f"{repo} is not in the Hugging Face cache; get it with `hf download {repo}` "
+                "on a machine with internet access, or pass download=True (`--download`)"
+            )
+    return _Source(target, None, {}, None, cached=not download)
+
+
+def _tag_source(target: str, download: bool) -> _Source:
+    import open_clip
+
+    arch, sep, pretrained = target.partition("/")
+    if not sep or not pretrained:
+        raise ConfigError(
+            f"model spec 'open_clip:{target}': write open_clip:ARCH/PRETRAINED, e.g. "
+            "open_clip:ViT-B-32/openai, open_clip:ViT-B-32/PATH.pt or open_clip:ViT-B-32/random"
+        )
+    if arch not in open_clip.list_models():
+        raise _arch_error(arch)
+    if pretrained == "random":
+        return _Source(arch, None, {}, None)
+    if _is_path(pretrained) or Path(pretrained).is_file():
+        if not Path(pretrained).is_file():
+            raise ModelNotFoundError(f"OpenCLIP checkpoint file not found: {pretrained}")
+        return _Source(arch, pretrained, {}, pretrained)
+    cfg = open_clip.get_pretrained_cfg(arch, pretrained)
+    if not cfg:
+        tags = open_clip.list_pretrained_tags_by_model(arch)
+        raise ConfigError(
+            f"unknown OpenCLIP tag {pretrained!r} for {arch}; known tags: "
+            f"{', '.join(tags) or 'none'} (or give a checkpoint file path)"
+        )
+    if download:
+        return _Source(arch, pretrained, {}, None)
+    cached = _cached_checkpoint(cfg)
+    if cached is None:
+        raise ModelNotFoundError(_how_to_get(arch, pretrained, cfg))
+    kwargs: dict[str, Any] = {"force_quick_gelu": bool(cfg.get("quick_gelu", False))}
+    for key, option in (
+        ("mean", "image_mean"),
+        ("std", "image_std"),
+        ("interpolation", "image_interpolation"),
+        ("resize_mode", "image_resize_mode"),
+    ):
+        if cfg.get(key) is not None:
+            kwargs[option] = cfg[key]
+    return _Source(arch, cached, kwargs, cached, cached=True)
+
+
+def _load_error(spec: str, source: _Source, error: Exception, download: bool) -> Exception | None:
+    """The error to report for a failed ``create_model_and_transforms``, or ``None`` to let
+    ``error`` propagate (a network failure while downloading, a bug)."""
+    reason = f"{type(error).__name__}: {error}"
+    if source.cached:
+        return ModelNotFoundError(
+            f"{spec}: the cached weights {source.files or ''} do not load ({reason}); delete "
+            "them and download them again"
+        )
+    if source.files is not None:
+        what = "folder" if Path(source.files).is_dir() else "checkpoint"
+        return ModelNotFoundError(
+            f"{spec}: the {what} {source.files} does not load as an OpenCLIP model ({reason})"
+        )
+    if download and isinstance(error, RuntimeError) and "download" in str(error).lower():
+        return ModelNotFoundError(f"{spec}: the weights could not be downloaded ({reason})")
+    return None
+
+
+def load_open_clip(target: str, runtime: ModelRuntime) -> OpenCLIPScorer:
     """Load an OpenCLIP model from the part of a spec after ``open_clip:``.
 
     Args:
         target: ``ARCH/TAG``, ``ARCH/CHECKPOINT_PATH``, ``ARCH/random``, a folder with
             ``open_clip_config.json``, or ``hf-hub:ORG/NAME``.
-        device, dtype, batch_size: where and how to run it.
-        download: let OpenCLIP download weights missing from the cache.
+        runtime: device, dtype, batch size, and whether OpenCLIP may download weights
+            missing from the cache.
 
     Raises:
-        ModelNotFoundError: weights neither on disk nor cached (says how to get them).
-        ValueError: unknown architecture or tag, or a malformed target.
+        ModelNotFoundError: weights neither on disk nor cached (says how to get them), or
+            a folder, checkpoint or cached file that does not load (its error chained).
+        ConfigError: unknown architecture or tag, or a malformed target.
     """
     import open_clip
 
     spec = f"open_clip:{target}"
-    kwargs: dict[str, Any] = {"device": device, "precision": _PRECISION[dtype]}
     if target.startswith("hf-hub:"):
-        name, pretrained = target, None
-        if not download:
-            from huggingface_hub import try_to_load_from_cache
-
-            repo = target.removeprefix("hf-hub:")
-            if not isinstance(try_to_load_from_cache(repo, "open_clip_config.json"), str):
-                raise ModelNotFoundError(
-                    f"{repo} is not in the Hugging Face cache; get it with `hf download {repo}` "
-                    "on a machine with internet access, or pass download=True (`--download`)"
-                )
+        source = _hub_source(target, runtime.download)
     elif Path(target).is_dir():
-        if not (Path(target) / "open_clip_config.json").is_file():
-            raise ModelNotFoundError(
-                f"{target} is a folder without open_clip_config.json; an OpenCLIP model folder "
-                "holds that file and the weights (open_clip_model.safetensors or "
-                "open_clip_pytorch_model.bin)"
-            )
-        name, pretrained = f"local-dir:{target}", None
+        source = _folder_source(target)
     else:
-        arch, sep, pretrained_text = target.partition("/")
-        if not sep or not pretrained_text:
-            raise ValueError(
-                f"model spec {spec!r}: write open_clip:ARCH/PRETRAINED, e.g. "
-                "open_clip:ViT-B-32/openai, open_clip:ViT-B-32/PATH.pt or open_clip:ViT-B-32/random"
-            )
-        if arch not in open_clip.list_models():
-            raise _arch_error(arch)
-        name = arch
-        if pretrained_text == "random":
-            pretrained = None
-        elif _is_path(pretrained_text) or Path(pretrained_text).is_file():
-            if not Path(pretrained_text).is_file():
-                raise ModelNotFoundError(f"OpenCLIP checkpoint file not found: {pretrained_text}")
-            pretrained = pretrained_text
-        else:
-            cfg = open_clip.get_pretrained_cfg(arch, pretrained_text)
-            if not cfg:
-                tags = open_clip.list_pretrained_tags_by_model(arch)
-                raise ValueError(
-                    f"unknown OpenCLIP tag {pretrained_text!r} for {arch}; known tags: "
-                    f"{', '.join(tags) or 'none'} (or give a checkpoint file path)"
-                )
-            if download:
-                pretrained = pretrained_text
-            else:
-                cached = _cached_checkpoint(cfg)
-                if cached is None:
-                    raise ModelNotFoundError(_how_to_get(arch, pretrained_text, cfg))
-                pretrained = cached
-                for key, option in (
-                    ("mean", "image_mean"),
-                    ("std", "image_std"),
-                    ("interpolation", "image_interpolation"),
-                    ("resize_mode", "image_resize_mode"),
-                ):
-                    if cfg.get(key) is not None:
-                        kwargs[option] = cfg[key]
-                kwargs["force_quick_gelu"] = bool(cfg.get("quick_gelu", False))
+        source = _tag_source(target, runtime.download)
     try:
         model, _, preprocess = open_clip.create_model_and_transforms(
-            name, pretrained=pretrained, **kwargs
+            source.name,
+            pretrained=source.pretrained,
+            device=runtime.device,
+            precision=_PRECISION[runtime.dtype],
+            **source.kwargs,
         )
-    except RuntimeError as exc:
-        if "download" in str(exc).lower():
-            raise ModelNotFoundError(f"{spec}: {exc}") from None
-        raise
+        tokenizer = open_clip.get_tokenizer(source.name)
+    except LOAD_ERRORS as error:
+        reported = _load_error(spec, source, error, runtime.download)
+        if reported is None:
+            raise
+        raise reported from error
     model.eval()
-    tokenizer = open_clip.get_tokenizer(name)
     return OpenCLIPScorer(
-        spec, model, preprocess, tokenizer, device=device, dtype=dtype, batch_size=batch_size
+        spec,
+        model,
+        preprocess,
+        tokenizer,
+        device=runtime.device,
+        dtype=runtime.dtype,
+        batch_size=runtime.batch_size,
     )

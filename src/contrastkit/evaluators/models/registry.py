@@ -14,23 +14,46 @@ spec                               loads
 =================================  =====================================================
 
 Dual encoders are :class:`ImageTextScorer`\\ s, captioning models :class:`PronounScorer`\\ s.
-Nothing is downloaded unless ``download=True``: a model neither on disk nor in the local
-cache raises :class:`ModelNotFoundError` saying how to get it.
+Where and how a model runs (device, dtype, batch size, whether weights may be downloaded)
+is one :class:`~contrastkit.config.ModelConfig`, shared with every other job that loads a
+model. Nothing is downloaded unless ``ModelConfig(download=True)``: a model neither on
+disk nor in the local cache raises :class:`~contrastkit.errors.ModelNotFoundError` saying
+how to get it; a folder or cached copy that does not load raises it too, saying so, with
+the loader's own error chained.
+
+This module imports no torch: specs parse (and configs validate) without it.
+
+Example:
+    >>> from contrastkit.config import ModelConfig
+    >>> from contrastkit.evaluators.models import load_scorer
+    >>> config = ModelConfig(device="cpu", batch_size=64)
+    >>> scorer = load_scorer("open_clip:ViT-B-32/openai", config)  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from contrastkit.evaluators.models.base import (
-    ImageTextScorer,
-    PronounScorer,
-    resolve_device,
-    resolve_dtype,
-)
-from contrastkit.evaluators.models.captioning import FAMILIES
+from contrastkit.config import ModelConfig
+from contrastkit.errors import ConfigError
+from contrastkit.interfaces import ImageTextScorer, PronounScorer
 
-__all__ = ["KINDS", "ModelSpec", "load_model", "load_scorer", "parse_spec"]
+if TYPE_CHECKING:
+    from contrastkit.evaluators.models.base import ModelRuntime
+
+__all__ = [
+    "FAMILIES",
+    "KINDS",
+    "ModelSpec",
+    "check_dual",
+    "load_model",
+    "load_scorer",
+    "parse_spec",
+]
+
+#: Captioning spec prefix -> transformers ``model_type`` of the models it loads.
+FAMILIES = {"blip": "blip", "git": "git", "blip2": "blip-2"}
 
 #: Spec prefix -> "dual" (an ImageTextScorer) or "captioning" (a PronounScorer).
 KINDS: dict[str, str] = {
@@ -60,91 +83,88 @@ def parse_spec(spec: str) -> ModelSpec:
     """Split ``PREFIX:TARGET``.
 
     Raises:
-        ValueError: no prefix, an unknown prefix, or an empty target.
+        ConfigError: no prefix, an unknown prefix, or an empty target.
     """
     prefix, sep, target = spec.strip().partition(":")
     if not sep or prefix not in KINDS:
-        raise ValueError(
+        raise ConfigError(
             f"model spec {spec!r} must start with one of {', '.join(p + ':' for p in KINDS)} "
             "(e.g. open_clip:ViT-B-32/openai, hf-clip:openai/clip-vit-base-patch32, "
             "blip:Salesforce/blip-image-captioning-large)"
         )
     if not target.strip():
-        raise ValueError(f"model spec {spec!r} names no model after {prefix!r}")
+        raise ConfigError(f"model spec {spec!r} names no model after {prefix!r}")
     return ModelSpec(prefix, target.strip())
 
 
-def load_model(
-    spec: str,
-    *,
-    device: str | None = None,
-    dtype: str | None = None,
-    batch_size: int = 32,
-    download: bool = False,
-) -> ImageTextScorer | PronounScorer:
+def load_model(spec: str, config: ModelConfig | None = None) -> ImageTextScorer | PronounScorer:
     """Load the adapter a spec names.
 
     Args:
         spec: see the module docstring.
-        device: ``cpu``, ``cuda``, ``cuda:1`` ...; ``None`` picks CUDA when available.
-        dtype: ``float32`` (default), ``bfloat16``, or ``float16`` (GPU only).
-        batch_size: images (and texts) per forward pass.
-        download: allow fetching weights missing from the local cache.
+        config: device (``None``: CUDA when available), dtype (``None``: float32),
+            batch size, and whether weights missing from the cache may be downloaded;
+            default ``ModelConfig()``.
 
     Returns:
         An :class:`ImageTextScorer` for dual encoders, a :class:`PronounScorer` for
         captioning models.
 
     Raises:
-        ModelNotFoundError: weights neither on disk nor cached (says how to get them).
-        ValueError: a malformed spec, unknown architecture/tag, or bad device/dtype.
+        ModelNotFoundError: weights neither on disk nor cached (says how to get them), or a
+            folder, checkpoint or cached copy that does not load (its error chained).
+        ConfigError: a malformed spec, unknown architecture or tag, a spec prefix that does
+            not match the saved model, or a device/dtype this machine cannot use.
     """
+    from contrastkit.evaluators.models.base import ModelRuntime
+
     parsed = parse_spec(spec)
-    chosen_device = resolve_device(device)
-    chosen_dtype = resolve_dtype(dtype, chosen_device)
-    if batch_size < 1:
-        raise ValueError(f"batch size must be at least 1, not {batch_size}")
-    options = {
-        "device": chosen_device,
-        "dtype": chosen_dtype,
-        "batch_size": batch_size,
-        "download": download,
-    }
+    runtime = ModelRuntime.resolve(config)
+    return _load(parsed, runtime)
+
+
+def _load(parsed: ModelSpec, runtime: ModelRuntime) -> ImageTextScorer | PronounScorer:
     if parsed.prefix == "open_clip":
         from contrastkit.evaluators.models.openclip import load_open_clip
 
-        return load_open_clip(parsed.target, **options)  # type: ignore[arg-type]
+        return load_open_clip(parsed.target, runtime)
     if parsed.prefix == "hf-clip":
         from contrastkit.evaluators.models.hf_clip import load_hf_clip
 
-        return load_hf_clip(parsed.target, **options)  # type: ignore[arg-type]
+        return load_hf_clip(parsed.target, runtime)
     from contrastkit.evaluators.models.captioning import load_captioning
 
-    return load_captioning(parsed.prefix, parsed.target, **options)  # type: ignore[arg-type]
+    return load_captioning(parsed.prefix, parsed.target, runtime)
 
 
-def load_scorer(
-    spec: str,
-    *,
-    device: str | None = None,
-    dtype: str | None = None,
-    batch_size: int = 32,
-    download: bool = False,
-) -> ImageTextScorer:
+def check_dual(spec: str) -> ModelSpec:
+    """Parse ``spec`` and make sure it names a dual encoder.
+
+    Raises:
+        ConfigError: a malformed spec, or a captioning spec (``blip:``, ``git:``,
+            ``blip2:``), which has no image-text embedding space.
+    """
+    parsed = parse_spec(spec)
+    if parsed.kind != "dual":
+        raise ConfigError(
+            f"{spec} is a captioning model: it scores pronoun continuations, not image-text "
+            "similarity; use an open_clip: or hf-clip: model for embeddings"
+        )
+    return parsed
+
+
+def load_scorer(spec: str, config: ModelConfig | None = None) -> ImageTextScorer:
     """Load a dual encoder (:class:`ImageTextScorer`): image and text embeddings.
 
     Same arguments as :func:`load_model`.
 
     Raises:
-        ValueError: for a captioning spec (``blip:``, ``git:``, ``blip2:``), which has no
+        ConfigError: for a captioning spec (``blip:``, ``git:``, ``blip2:``), which has no
             image-text embedding space; plus everything :func:`load_model` raises.
     """
-    parsed = parse_spec(spec)
-    if parsed.kind != "dual":
-        raise ValueError(
-            f"{spec} is a captioning model: it scores pronoun continuations, not image-text "
-            "similarity; use an open_clip: or hf-clip: model for embeddings"
-        )
-    model = load_model(spec, device=device, dtype=dtype, batch_size=batch_size, download=download)
+    from contrastkit.evaluators.models.base import ModelRuntime
+
+    parsed = check_dual(spec)
+    model = _load(parsed, ModelRuntime.resolve(config))
     assert isinstance(model, ImageTextScorer)
     return model

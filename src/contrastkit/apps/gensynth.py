@@ -1,0 +1,252 @@
+"""The GenSynth build as one job: edit, filter, select, quality checks (seeds/001, Sec. 4).
+
+:func:`build_gensynth` loads the editor (InstructPix2Pix) and the CLIP-like embedder, runs
+the builder's stages on a build folder (:mod:`contrastkit.builders.gensynth`: edit
+Sec. 4.1, KNN filter Sec. 4.2, selection) and then the Sec. 4.3 / Tab. 2 quality checks
+(:mod:`contrastkit.evaluators.quality`), and returns the build summary. Every stage
+resumes: a rerun skips finished edits and reuses cached embeddings.
+
+Example::
+
+    from contrastkit.apps.gensynth import GenSynthConfig, build_gensynth
+    from contrastkit.config import ModelConfig
+    from contrastkit.curation.editing import EditSettings
+
+    result = build_gensynth(GenSynthConfig(
+        out="build/gensynth", coco="coco", limit=100,
+        edit=EditSettings(steps=100), model=ModelConfig(device="cuda", batch_size=8),
+    ))
+    print(result.sources_kept, result.quality["contrast_set"]["recall@5"])
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from contrastkit.apps.progress import ProgressFactory, stage
+from contrastkit.apps.quality import run_quality_checks
+from contrastkit.builders.manifest import CONTRAST_SET, MANIFEST, SUMMARY
+from contrastkit.config import ModelConfig, require
+from contrastkit.curation.editing import DEFAULT_EDITOR, EditSettings
+from contrastkit.curation.knn_filter import (
+    DEFAULT_K,
+    DEFAULT_TAU_GENDER,
+    DEFAULT_TAU_REAL,
+    Backend,
+)
+from contrastkit.errors import ConfigError
+from contrastkit.interfaces import ImageTextScorer
+from contrastkit.io import check_writable
+
+__all__ = ["DEFAULT_EMBEDDER", "GenSynthConfig", "GenSynthResult", "Stage", "build_gensynth"]
+
+#: CLIP by default (GenSynth Sec. 4.2 embeds with CLIP ViT-B/32).
+DEFAULT_EMBEDDER = "open_clip:ViT-B-32/openai"
+
+
+class Stage(str, Enum):
+    """Which GenSynth stages a run does: one, or all in turn."""
+
+    ALL = "all"
+    EDIT = "edit"
+    FILTER = "filter"
+    SELECT = "select"
+
+    def runs(self, step: Stage) -> bool:
+        """Whether this choice runs ``step`` (one of edit, filter, select)."""
+        return self in (Stage.ALL, step)
+
+
+def _path(value: Any) -> Path | None:
+    return None if value is None else Path(value)
+
+
+@dataclass(frozen=True)
+class GenSynthConfig:
+    """What :func:`build_gensynth` does (strings are taken as paths).
+
+    Attributes:
+        out: The build folder (created; reruns resume).
+        stage: ``all`` (default), or one of ``edit``, ``filter``, ``select``.
+        coco: COCO folder with ``annotations/`` and images (the edit stage needs it).
+        split: COCO split (default: the only one).
+        limit: Edit the first ``limit`` selected sources only.
+        min_box_side: Smallest person box side, in pixels.
+        editor: InstructPix2Pix: a saved pipeline folder or a Hub id.
+        embedder: CLIP-like model spec for the filter and the quality checks.
+        edit: Instructions, guidance scales, steps, resolution, margin, seed of the edits
+            (the seed also seeds the selection).
+        instructions: A table (``gender``, ``instruction``) whose instructions replace
+            ``edit.instructions``.
+        k, tau_real, tau_gender: The KNN filter's ``K``, ``τ_R``, ``τ_G`` (Eq. 4-5).
+        backend: Nearest-neighbour search: ``faiss`` or ``numpy``.
+        quality: Run the Sec. 4.3 quality checks after the select stage.
+        pool: Folder of images to retrieve among in the checks (e.g. COCO val2017).
+        pool_limit: Use the first ``pool_limit`` images of ``pool``.
+        model: Device, dtype, batch size (edits per forward pass; also the embedder's)
+            and download permission of both models.
+    """
+
+    out: Path
+    stage: Stage = Stage.ALL
+    coco: Path | None = None
+    split: str | None = None
+    limit: int | None = None
+    min_box_side: float = 0.0
+    editor: str = DEFAULT_EDITOR
+    embedder: str = DEFAULT_EMBEDDER
+    edit: EditSettings = field(default_factory=EditSettings)
+    instructions: Path | None = None
+    k: int = DEFAULT_K
+    tau_real: float = DEFAULT_TAU_REAL
+    tau_gender: float = DEFAULT_TAU_GENDER
+    backend: Backend = "faiss"
+    quality: bool = True
+    pool: Path | None = None
+    pool_limit: int | None = None
+    model: ModelConfig = field(default_factory=lambda: ModelConfig(batch_size=8))
+
+    def __post_init__(self) -> None:
+        set_field = object.__setattr__
+        set_field(self, "out", Path(self.out))
+        for name in ("coco", "instructions", "pool"):
+            set_field(self, name, _path(getattr(self, name)))
+        try:
+            set_field(self, "stage", Stage(self.stage))
+        except ValueError as error:
+            choices = ", ".join(s.value for s in Stage)
+            raise ConfigError(f"stage: {self.stage!r} is not one of {choices}") from error
+        require(isinstance(self.edit, EditSettings), "edit", "must be an EditSettings")
+        require(isinstance(self.model, ModelConfig), "model", "must be a ModelConfig")
+        if self.stage.runs(Stage.EDIT):
+            require(
+                self.coco is not None,
+                "coco",
+                "the edit stage needs --coco DIR, a COCO folder with annotations/ and images",
+            )
+            require(bool(self.editor.strip()), "editor", "names no editor model")
+        require(self.limit is None or self.limit >= 1, "limit", f"must be >= 1, not {self.limit}")
+        require(self.min_box_side >= 0, "min_box_side", f"must be >= 0, not {self.min_box_side}")
+        require(self.k >= 1, "k", f"must be >= 1, not {self.k}")
+        require(self.backend in ("faiss", "numpy"), "backend", "must be 'faiss' or 'numpy'")
+        require(
+            self.pool_limit is None or self.pool_limit >= 1,
+            "pool_limit",
+            f"must be >= 1, not {self.pool_limit}",
+        )
+        if self.needs_embedder:
+            from contrastkit.evaluators.models import check_dual
+
+            check_dual(self.embedder)
+
+    @property
+    def needs_embedder(self) -> bool:
+        """Whether the run loads the embedder (filter stage, or quality checks)."""
+        return self.stage.runs(Stage.FILTER) or (self.stage.runs(Stage.SELECT) and self.quality)
+
+
+@dataclass(frozen=True)
+class GenSynthResult:
+    """What :func:`build_gensynth` did.
+
+    Attributes:
+        out: The build folder.
+        stages: The stages that ran, in order (``edit``, ``filter``, ``select``).
+        summary: ``build_summary.json`` after the run: ``edit``, ``filter``, ``select``
+            and ``quality`` entries, those of earlier runs included.
+        summary_path, manifest, contrast_set: Where the summary, the edit manifest and
+            the contrast set are (``contrast_set`` is ``None`` before any selection).
+        sources_kept: Sources with one accepted edit of each gender, when the select
+            stage ran (``None`` otherwise); 0 means an empty contrast set.
+        quality: The Sec. 4.3 checks of this run (``None`` when they did not run).
+    """
+
+    out: Path
+    stages: tuple[str, ...]
+    summary: dict[str, Any]
+    summary_path: Path
+    manifest: Path
+    contrast_set: Path | None
+    sources_kept: int | None
+    quality: dict[str, Any] | None
+
+
+def build_gensynth(
+    config: GenSynthConfig, *, progress: ProgressFactory | None = None
+) -> GenSynthResult:
+    """Build (or resume) a GenSynth contrast set: edit COCO people with InstructPix2Pix,
+    filter the edits with the KNN test, keep one masculine and one feminine edit per
+    image, and check the result (GenSynth Sec. 4.1-4.3).
+
+    Args:
+        config: What to build (:class:`GenSynthConfig`).
+        progress: ``progress(label)`` -> a context manager yielding ``update(done,
+            total)``, one per stage (:mod:`contrastkit.apps.progress`).
+
+    Raises:
+        ResourceError: the build folder cannot be written (checked before anything runs).
+        ConfigError: a bad pool folder, or a model spec of the wrong kind.
+        DataFormatError: a malformed COCO folder, instructions table or build file.
+        ModelNotFoundError: the editor or the embedder is not on this machine.
+        StateError: a stage that needs an earlier one's output (filter before edit).
+    """
+    from contrastkit.builders import gensynth as builder
+    from contrastkit.curation.editing import load_editor, read_instructions
+    from contrastkit.evaluators.quality import list_pool_images
+
+    out = config.out
+    check_writable(out, "the GenSynth build folder")
+    settings = config.edit
+    if config.instructions is not None:
+        settings = replace(settings, instructions=read_instructions(config.instructions))
+    checks = config.quality and config.stage.runs(Stage.SELECT)
+    pool = list_pool_images(config.pool, config.pool_limit) if checks and config.pool else None
+    stages: list[str] = []
+    if config.stage.runs(Stage.EDIT):
+        assert config.coco is not None  # the config checked it
+        editor = load_editor(config.editor, config.model)
+        with stage(progress, "editing") as update:
+            builder.run_edit_stage(
+                config.coco, out, editor, settings, split=config.split, limit=config.limit,
+                min_box_side=config.min_box_side, progress=update,
+                edits_per_call=config.model.batch_size * len(settings.text_guidance_scales),
+            )  # fmt: skip
+        del editor  # free its memory before the embedder loads
+        stages.append("edit")
+    scorer = _load_scorer(config.embedder, config.model) if config.needs_embedder else None
+    if config.stage.runs(Stage.FILTER):
+        assert scorer is not None
+        with stage(progress, "embedding") as update:
+            builder.run_filter_stage(
+                out, scorer, k=config.k, tau_real=config.tau_real,
+                tau_gender=config.tau_gender, backend=config.backend, progress=update,
+            )  # fmt: skip
+        stages.append("filter")
+    quality: dict[str, Any] | None = None
+    sources_kept: int | None = None
+    if config.stage.runs(Stage.SELECT):
+        sources_kept = builder.run_select_stage(out, seed=settings.seed)["sources_kept"]
+        stages.append("select")
+        if checks:
+            assert scorer is not None
+            quality = run_quality_checks(out, scorer, pool)
+    contrast = out / CONTRAST_SET
+    return GenSynthResult(
+        out=out,
+        stages=tuple(stages),
+        summary=builder.read_summary(out),
+        summary_path=out / SUMMARY,
+        manifest=out / MANIFEST,
+        contrast_set=contrast if contrast.exists() else None,
+        sources_kept=sources_kept,
+        quality=quality,
+    )
+
+
+def _load_scorer(spec: str, model: ModelConfig) -> ImageTextScorer:
+    from contrastkit.evaluators.models import load_scorer
+
+    return load_scorer(spec, model)

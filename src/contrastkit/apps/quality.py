@@ -1,0 +1,29 @@
+"""The Sec. 4.3 quality checks of a GenSynth or GenSwap build folder, run by both jobs.
+
+The image sets come from the build (:func:`contrastkit.builders.gensynth.quality_sets`),
+the checks from the evaluators (:func:`contrastkit.evaluators.quality.quality_report`);
+the report is stored under ``quality`` in the build summary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from contrastkit.builders.gensynth import quality_sets, update_summary
+from contrastkit.evaluators.quality import quality_report
+from contrastkit.interfaces import ImageTextScorer
+
+__all__ = ["run_quality_checks"]
+
+
+def run_quality_checks(
+    out: Path, scorer: ImageTextScorer, pool: Sequence[Path] | None
+) -> dict[str, dict[str, Any]]:
+    """Score the build's ``contrast_set``, ``original`` and ``all_edits`` sets (GenSynth
+    Tab. 2) with ``scorer``, retrieving among ``pool`` (default: each set's own images);
+    store the report under ``quality`` in ``build_summary.json`` and return it."""
+    report = quality_report(quality_sets(out), scorer, pool=pool)
+    update_summary(out, "quality", report)
+    return report

@@ -1,0 +1,133 @@
+"""GenSynth stage 3: one accepted edit per gender and source (Sec. 4.2), the contrast set
+with gender-adjusted captions (Sec. 4.3), and the image sets its quality checks score."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from contrastkit.builders.gensynth.summary import update_summary
+from contrastkit.builders.manifest import (
+    CONTRAST_SET,
+    MANIFEST,
+    Manifest,
+    read_contrast_set,
+    read_sources,
+    write_contrast_set,
+)
+from contrastkit.curation.gender_words import to_gender
+from contrastkit.curation.knn_filter import select_edits
+from contrastkit.errors import DataFormatError, StateError
+from contrastkit.schema import Gender
+
+__all__ = ["LabeledImages", "quality_sets", "run_select_stage"]
+
+
+def run_select_stage(out: str | Path, *, seed: int = 0) -> dict[str, Any]:
+    """Keep the sources with an accepted edit of each gender, draw one per gender (seeded
+    per source) and write ``contrast_set.jsonl`` with gender-adjusted captions.
+
+    The quality checks of an earlier selection (``quality`` in the build summary) are
+    dropped: they described another contrast set.
+
+    Returns:
+        The select summary (also stored under ``select`` in ``build_summary.json``).
+
+    Raises:
+        StateError: the build has no finished edits, or edits without a filter decision
+            (run the edit and filter stages first).
+    """
+    out = Path(out)
+    records = Manifest(out).read()
+    if not records:
+        raise StateError(f"{out / MANIFEST}: no finished edits (run the edit stage first)")
+    unscored = [r.edit_id for r in records if r.accepted is None]
+    if unscored:
+        raise StateError(
+            f"{out / MANIFEST}: {len(unscored)} edits have no filter decision (e.g. "
+            f"{unscored[0]}): run the filter stage first"
+        )
+    sources = {s.source_id: s for s in read_sources(out)}
+    picks = select_edits(
+        [r.source_id for r in records],
+        [r.target for r in records],
+        [bool(r.accepted) for r in records],
+        seed=seed,
+    )
+    chosen = {s: {g: records[i] for g, i in per.items()} for s, per in picks.items()}
+    items = write_contrast_set(out, chosen, sources)
+    sources_with_edits = len({r.source_id for r in records})
+    summary: dict[str, Any] = {
+        "seed": seed,
+        "sources_with_edits": sources_with_edits,
+        "sources_kept": len(chosen),
+        "images": len(items),
+        "source_keep_rate": len(chosen) / sources_with_edits,
+        "kept_by_source_label": dict(Counter(sources[s].label.value for s in chosen)),
+    }
+    update_summary(out, "select", summary, stale=("quality",))
+    return summary
+
+
+@dataclass(frozen=True)
+class LabeledImages:
+    """Images with a perceived-gender label and captions each: what the Sec. 4.3 quality
+    checks score (the evaluators' ``quality_report`` reads these three
+    fields).
+
+    Attributes:
+        images: image files.
+        genders: the label of each image (a source's caption label, an edit's target).
+        captions: the captions describing each image.
+    """
+
+    images: tuple[Path, ...]
+    genders: tuple[Gender, ...]
+    captions: tuple[tuple[str, ...], ...]
+
+
+def quality_sets(out: str | Path) -> dict[str, LabeledImages]:
+    """The image sets of a GenSynth or GenSwap build folder that Tab. 2 scores:
+
+    * ``contrast_set``: the selected edits with their gender-adjusted captions (Tab. 2's
+      GenSynth / GenSwap rows), once ``contrast_set.jsonl`` exists;
+    * ``original``: the source images of all edited sources with their own captions and
+      caption labels ("Original");
+    * ``all_edits``: every edit in the manifest before selection ("unfilt.").
+
+    Raises:
+        DataFormatError: the manifest names a source that ``sources.jsonl`` lacks.
+    """
+    out = Path(out)
+    records = Manifest(out).read()
+    sources = {s.source_id: s for s in read_sources(out)}
+    missing = [r.source_id for r in records if r.source_id not in sources]
+    if missing:
+        raise DataFormatError(out / "sources.jsonl", None, None, f"no source {missing[0]!r}")
+    sets: dict[str, LabeledImages] = {}
+    contrast = out / CONTRAST_SET
+    items = read_contrast_set(contrast) if contrast.exists() else []
+    if items:
+        sets["contrast_set"] = LabeledImages(
+            tuple(out / i.image for i in items),
+            tuple(Gender(i.gender) for i in items),
+            tuple(tuple(i.captions) for i in items),
+        )
+    edited = list(dict.fromkeys(r.source_id for r in records))
+    if edited:
+        sets["original"] = LabeledImages(
+            tuple(sources[s].path for s in edited),
+            tuple(sources[s].label for s in edited),
+            tuple(tuple(sources[s].captions) for s in edited),
+        )
+        sets["all_edits"] = LabeledImages(
+            tuple(out / r.path for r in records),
+            tuple(Gender(r.target) for r in records),
+            tuple(
+                tuple(to_gender(c, Gender(r.target)) for c in sources[r.source_id].captions)
+                for r in records
+            ),
+        )
+    return sets

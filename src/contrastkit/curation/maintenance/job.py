@@ -1,0 +1,199 @@
+"""The maintenance job itself: :func:`maintain` (see :mod:`contrastkit.curation.maintenance`)."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from contrastkit.curation.integrity import check_tables, distinct_urls, read_tables
+from contrastkit.curation.maintenance.config import MaintainConfig
+from contrastkit.curation.maintenance.report import render_markdown
+from contrastkit.curation.maintenance.results import BelowBalance, MaintenanceResult, RowHealth
+from contrastkit.curation.maintenance.rewrite import rewrite_table
+from contrastkit.curation.maintenance.state import RowState, StateDatabase
+from contrastkit.curation.urls import URLCheck
+from contrastkit.curation.validation import RowRef
+from contrastkit.errors import DataFormatError
+from contrastkit.io import atomic_write_text, check_writable, resource_error
+from contrastkit.schema import VisoGenderTable
+from contrastkit.store import ImageStore
+
+__all__ = ["maintain"]
+
+
+def maintain(
+    config: MaintainConfig,
+    *,
+    on_start: Callable[[int], Any] | None = None,
+    on_result: Callable[[URLCheck], Any] | None = None,
+    now: datetime | None = None,
+) -> MaintenanceResult:
+    """Run the maintenance job once: check, record, flag, retire, rewrite, report.
+
+    Before any URL is fetched, every file is read (a malformed one stops the run) and
+    every output is checked for writability: the store, the state database, the report
+    and the folders of the TSVs.
+
+    Args:
+        config: The files, the database and what the run does.
+        on_start: Called once with the number of distinct URLs, before the first request.
+        on_result: Called once per distinct URL as its check finishes (progress bars).
+        now: Record this time for every check of the run instead of the time of each
+            check (tests use it to span days; backfills).
+
+    Returns:
+        The run's outcome; ``result.exit_code`` is 0 when healthy, 1 when degraded.
+
+    Raises:
+        DataFormatError: a file is not an official-format TSV, or two files share a row ID.
+        ResourceError: an output cannot be written (before any request), the database is
+            locked by another program, or the disk fails.
+        StateError: another run holds the database's lock, or the file is not a usable
+            state database.
+
+    Example:
+        >>> from contrastkit.curation.maintenance import MaintainConfig, maintain
+        >>> config = MaintainConfig(files=("data/oo.tsv",), db="state.sqlite")  # doctest: +SKIP
+        >>> maintain(config).exit_code  # doctest: +SKIP
+        0
+    """
+    tables = read_tables(config.files)
+    where, rows_of_url = _index_rows(tables)
+    _check_outputs(config)
+    store = ImageStore(config.store) if config.store is not None else None
+    files = [str(table.path) for table in tables]
+    with StateDatabase.open(config.db) as db:
+        started = _stamp(now)
+        run_id = db.start_run(started, files)
+        before = db.flags()
+
+        def record(result: URLCheck) -> None:
+            stamp = _stamp(now) if now is not None else result.checked_at
+            db.record(run_id, rows_of_url[result.url], result, stamp, config.policy,
+                      config.near_distance, config.accept_changes)  # fmt: skip
+            if on_result is not None:
+                on_result(result)
+
+        if on_start is not None:
+            on_start(distinct_urls(tables))
+        checked = check_tables(tables, config.network, store=store, on_result=record,
+                               max_distance=config.near_distance)  # fmt: skip
+        health = _health(db.row_states(), before, where)
+        result = MaintenanceResult(
+            run_id=run_id,
+            files=files,
+            started_at=started,
+            finished_at="",
+            rows=[health[idx] for idx in where],
+            duplicates=checked.duplicates,
+            below_balance=_below_balance(tables, health, config.per_cell),
+        )
+        file_stamp = _stamp(now).replace(":", "").replace("-", "").replace("+0000", "Z")
+        for table in tables:
+            rewritten, dropped, backup = rewrite_table(
+                table, health, config.drop_retired, file_stamp
+            )
+            if rewritten:
+                result.rewritten.append(str(table.path))
+            result.dropped += dropped
+            if backup:
+                result.backups.append(backup)
+        result.finished_at = _stamp(now)
+        _write_report(config, result)
+        db.finish_run(run_id, result.finished_at, "healthy" if result.healthy else "degraded")
+    return result
+
+
+def _index_rows(
+    tables: Sequence[VisoGenderTable],
+) -> tuple[dict[str, tuple[RowRef, str]], dict[str, list[str]]]:
+    """Each row ID's place and URL, and the row IDs of each URL.
+
+    Raises:
+        DataFormatError: two rows share an ID (the state database keys rows by ID).
+    """
+    where: dict[str, tuple[RowRef, str]] = {}
+    rows_of_url: dict[str, list[str]] = defaultdict(list)
+    for table in tables:
+        for row in table.rows:
+            if row.idx in where:
+                first = where[row.idx][0]
+                raise DataFormatError(
+                    table.path, row.line, "IDX",
+                    f"row ID {row.idx} is also on {first.path}:{first.line}; "
+                    "the state database keys rows by ID",
+                )  # fmt: skip
+            where[row.idx] = (RowRef(str(table.path), row.line, row.idx), row.url)
+            rows_of_url[row.url].append(row.idx)
+    return where, rows_of_url
+
+
+def _check_outputs(config: MaintainConfig) -> None:
+    """Raise :class:`~contrastkit.errors.ResourceError` now for an output that cannot be
+    written, rather than after every URL was fetched."""
+    if config.store is not None:
+        check_writable(config.store, "the image store")
+    check_writable(config.db, "the state database", folder=False)
+    check_writable(config.report_path, "the maintenance report", folder=False)
+    for path in config.files:
+        check_writable(path, "the maintained TSV (rewritten in place)", folder=False)
+
+
+def _health(
+    states: Iterable[RowState],
+    before: Mapping[str, tuple[str | None, str | None]],
+    where: Mapping[str, tuple[RowRef, str]],
+) -> dict[str, RowHealth]:
+    """Each row's :class:`RowHealth` from its state now and its flags before the run."""
+    health: dict[str, RowHealth] = {}
+    for row_id, status, detail, http, failures, since, changed, retired in states:
+        if row_id not in where:
+            continue  # a row the files no longer have: its history stays in the database
+        was_retired, was_changed = before.get(row_id, (None, None))
+        ref, url = where[row_id]
+        health[row_id] = RowHealth(
+            ref=ref, url=url, status=status, detail=detail, http_status=http,
+            consecutive_failures=failures, failing_since=since,
+            content_changed=changed is not None, retired=retired is not None,
+            newly_retired=retired is not None and was_retired is None,
+            newly_changed=changed is not None and was_changed is None,
+        )  # fmt: skip
+    return health
+
+
+def _below_balance(
+    tables: Sequence[VisoGenderTable], health: Mapping[str, RowHealth], per_cell: int
+) -> list[BelowBalance]:
+    """Occupation cells (OO: M, F; OP: MM, MF, FM, FF) with fewer than ``per_cell``
+    healthy rows."""
+    below: list[BelowBalance] = []
+    for table in tables:
+        counts: dict[str, Counter[str]] = defaultdict(Counter)
+        for row in table.rows:
+            counts[row.occupation][row.cell] += health[row.idx].healthy
+        for occupation, cells in counts.items():
+            below += [
+                BelowBalance(str(table.path), occupation, table.context.value, cell,
+                             cells[cell], per_cell)
+                for cell in table.context.cells
+                if cells[cell] < per_cell
+            ]  # fmt: skip
+    return below
+
+
+def _write_report(config: MaintainConfig, result: MaintenanceResult) -> None:
+    path = config.report_path
+    try:
+        atomic_write_text(path, render_markdown(result))
+    except OSError as error:
+        raise resource_error(path, "the maintenance report", error) from error
+    result.report_path = str(path)
+
+
+def _stamp(now: datetime | None) -> str:
+    moment = now or datetime.now(timezone.utc)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc).isoformat(timespec="seconds")

@@ -1,0 +1,70 @@
+"""The markdown report of a maintenance run (:func:`render_markdown`)."""
+
+from __future__ import annotations
+
+from contrastkit.curation.maintenance.results import MaintenanceResult
+from contrastkit.curation.urls import Status, redact_url
+
+__all__ = ["render_markdown"]
+
+
+def render_markdown(result: MaintenanceResult) -> str:
+    """The run's report as markdown: outcome, counts, failures, changes, retirements,
+    duplicate groups and cells below balance."""
+    outcome = "healthy" if result.healthy else "degraded"
+    lines = [
+        "# URL maintenance report",
+        "",
+        f"- Run {result.run_id}: {result.started_at} to {result.finished_at}",
+        f"- Files: {', '.join(f'`{f}`' for f in result.files)}",
+        f"- Outcome: **{outcome}**",
+        "",
+        "## Status counts",
+        "",
+        "| status | rows |",
+        "|---|---:|",
+    ]
+    lines += [f"| {status} | {n} |" for status, n in sorted(result.status_counts().items())]
+    failing = [r for r in result.rows if r.status != Status.OK.value]
+    if failing:
+        lines += ["", f"## Failing rows ({len(failing)})", "",
+                  "| row | status | detail | failed checks in a row | failing since | url |",
+                  "|---|---|---|---:|---|---|"]  # fmt: skip
+        lines += [
+            f"| {r.ref.idx} | {r.status} | {_cell(r.detail)} | {r.consecutive_failures} | "
+            f"{r.failing_since or ''} | {_cell(redact_url(r.url))} |"
+            for r in failing
+        ]
+    for title, rows in (
+        ("Content changed (the link serves another picture)",
+         [r for r in result.rows if r.content_changed]),
+        ("Retired", [r for r in result.rows if r.retired]),
+    ):  # fmt: skip
+        if rows:
+            lines += ["", f"## {title} ({len(rows)})", ""]
+            lines += [
+                f"- {r.ref.idx}{' (new this run)' if r.newly_retired or r.newly_changed else ''}"
+                for r in rows
+            ]
+    if result.duplicates:
+        lines += ["", f"## Rows sharing an image ({len(result.duplicates)} groups)", ""]
+        lines += [f"- {g.kind}: {', '.join(g.items)}" for g in result.duplicates]
+    if result.below_balance:
+        lines += ["", "## Cells below balance", "",
+                  "| file | occupation | context | cell | healthy | needed |",
+                  "|---|---|---|---|---:|---:|"]  # fmt: skip
+        lines += [
+            f"| `{b.file}` | {b.occupation} | {b.context} | {b.cell} | {b.healthy} | {b.needed} |"
+            for b in result.below_balance
+        ]
+    if result.rewritten or result.dropped:
+        lines += ["", "## Files written", ""]
+        lines += [f"- rewrote `{path}` (Error codes column)" for path in result.rewritten]
+        if result.dropped:
+            lines.append(f"- dropped retired rows: {', '.join(result.dropped)}")
+            lines += [f"- backup: `{path}`" for path in result.backups]
+    return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")

@@ -1,0 +1,139 @@
+"""What one maintenance run found and did: :class:`MaintenanceResult`, with a
+:class:`RowHealth` per row and the cells :class:`BelowBalance`."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from contrastkit.curation.dedup import DuplicateGroup
+from contrastkit.curation.urls import Status
+from contrastkit.curation.validation import RowRef
+
+__all__ = ["BelowBalance", "MaintenanceResult", "RowHealth"]
+
+
+@dataclass(frozen=True)
+class RowHealth:
+    """A row's state after the run.
+
+    Attributes:
+        ref: The row (file, line, ID).
+        url: Its URL.
+        status, detail, http_status: Its latest check.
+        consecutive_failures: Failed checks in a row, up to this one.
+        failing_since: Time of the first failure of the streak, or None.
+        content_changed: The URL serves another picture than the reference image.
+        retired: The row is retired
+            (:class:`~contrastkit.curation.maintenance.RetirementPolicy`).
+        newly_retired, newly_changed: The flag was raised by this run.
+    """
+
+    ref: RowRef
+    url: str
+    status: str
+    detail: str
+    http_status: int | None
+    consecutive_failures: int
+    failing_since: str | None
+    content_changed: bool
+    retired: bool
+    newly_retired: bool = False
+    newly_changed: bool = False
+
+    @property
+    def healthy(self) -> bool:
+        """The row's image is served, unchanged, and the row is not retired."""
+        return self.status == Status.OK.value and not self.content_changed and not self.retired
+
+
+@dataclass(frozen=True)
+class BelowBalance:
+    """An occupation cell with fewer healthy rows than the balance asks for."""
+
+    file: str
+    occupation: str
+    context: str
+    cell: str
+    healthy: int
+    needed: int
+
+
+@dataclass
+class MaintenanceResult:
+    """Everything one run found and did.
+
+    Attributes:
+        run_id: The run's number in the state database.
+        files: The TSVs maintained.
+        started_at, finished_at: ISO 8601 UTC times of the run.
+        rows: Every row's :class:`RowHealth`, in file order.
+        duplicates: Groups of row IDs that share an image.
+        below_balance: Occupation cells short of healthy rows.
+        rewritten: TSVs written back (their ``Error codes`` changed).
+        dropped: IDs of retired rows removed (``drop_retired``).
+        backups: Copies of the files taken before rows were dropped.
+        report_path: Where the markdown report was written.
+    """
+
+    run_id: int
+    files: list[str]
+    started_at: str
+    finished_at: str
+    rows: list[RowHealth]
+    duplicates: list[DuplicateGroup[str]]
+    below_balance: list[BelowBalance]
+    rewritten: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+    backups: list[str] = field(default_factory=list)
+    report_path: str | None = None
+
+    @property
+    def healthy(self) -> bool:
+        """Every row healthy, no shared images, every cell at balance."""
+        return (
+            all(row.healthy for row in self.rows) and not self.duplicates and not self.below_balance
+        )
+
+    @property
+    def exit_code(self) -> int:
+        """0 healthy, 1 degraded."""
+        return 0 if self.healthy else 1
+
+    def status_counts(self) -> Counter[str]:
+        """Rows per status."""
+        return Counter(row.status for row in self.rows)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: outcome, counts, failing rows, flags, groups, files written."""
+        return {
+            "run_id": self.run_id,
+            "files": self.files,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "outcome": "healthy" if self.healthy else "degraded",
+            "status_counts": dict(sorted(self.status_counts().items())),
+            "failing": [_row_dict(r) for r in self.rows if r.status != Status.OK.value],
+            "content_changed": [r.ref.idx for r in self.rows if r.content_changed],
+            "retired": [r.ref.idx for r in self.rows if r.retired],
+            "newly_retired": [r.ref.idx for r in self.rows if r.newly_retired],
+            "duplicates": [{"kind": g.kind, "rows": list(g.items)} for g in self.duplicates],
+            "below_balance": [vars(b) for b in self.below_balance],
+            "rewritten": self.rewritten,
+            "dropped": self.dropped,
+            "backups": self.backups,
+            "report": self.report_path,
+        }
+
+
+def _row_dict(row: RowHealth) -> dict[str, Any]:
+    return {
+        "idx": row.ref.idx,
+        "file": row.ref.path,
+        "status": row.status,
+        "detail": row.detail,
+        "http_status": row.http_status,
+        "consecutive_failures": row.consecutive_failures,
+        "failing_since": row.failing_since,
+    }

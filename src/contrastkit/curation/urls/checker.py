@@ -1,0 +1,328 @@
+"""The checker: fetch each URL (redirects by hand, retries with backoff), decide on its
+one :class:`~contrastkit.curation.urls.status.Status`, and run many URLs concurrently
+(:func:`iter_checks`, :func:`check_urls`)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import ssl
+import time
+from collections.abc import AsyncIterator, Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from typing import Any
+
+import aiohttp
+import certifi
+from yarl import URL
+
+from contrastkit.curation.images import ImageRejectedError, inspect_image
+from contrastkit.curation.urls.addresses import (
+    AddressPolicy,
+    BlockedAddressError,
+    DNSLookupError,
+    GuardedResolver,
+)
+from contrastkit.curation.urls.config import CheckConfig
+from contrastkit.curation.urls.responses import (
+    TRANSIENT_HTTP,
+    FinalStatus,
+    RetryableError,
+    opted_out,
+    retry_after,
+    validate_url,
+)
+from contrastkit.curation.urls.status import Status, URLCheck, redact_url
+from contrastkit.store import ImageStore
+
+__all__ = ["check_urls", "iter_checks"]
+
+log = logging.getLogger("contrastkit.urls")
+
+
+class _Checker:
+    """One aiohttp session and the per-host limits; :meth:`check` checks one URL."""
+
+    def __init__(
+        self, config: CheckConfig, decoder: ThreadPoolExecutor, store: ImageStore | None
+    ) -> None:
+        self.config = config
+        self.decoder = decoder
+        self.store = store
+        self.policy = AddressPolicy(config)
+        self.hosts: dict[str, asyncio.Semaphore] = {}
+        connector = aiohttp.TCPConnector(
+            limit=config.concurrency,
+            limit_per_host=config.per_host,
+            resolver=GuardedResolver(self.policy),
+            ssl=ssl.create_default_context(cafile=certifi.where()),
+            ttl_dns_cache=300,  # cached addresses were checked when they were resolved
+        )
+        self.session = aiohttp.ClientSession(
+            connector=connector,
+            timeout=aiohttp.ClientTimeout(
+                total=None, sock_connect=config.connect_timeout, sock_read=config.read_timeout
+            ),
+            headers={"User-Agent": config.user_agent, "Accept": "image/*,*/*;q=0.5"},
+            trust_env=False,  # no environment proxies: the address check must see the target
+            cookie_jar=aiohttp.DummyCookieJar(),
+        )
+
+    def _host_slot(self, host: str) -> asyncio.Semaphore:
+        slot = self.hosts.get(host)
+        if slot is None:
+            slot = self.hosts[host] = asyncio.Semaphore(self.config.per_host)
+        return slot
+
+    async def aclose(self) -> None:
+        """Close every connection."""
+        await self.session.close()
+
+    async def check(self, url: str) -> URLCheck:
+        """Check one URL, retrying transient failures; always returns its result."""
+        started = time.monotonic()
+        result = URLCheck(
+            url=url,
+            status=Status.OK,
+            checked_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        )
+        attempt = 0
+        while True:
+            attempt += 1
+            result.attempts = attempt
+            try:
+                body, final_url, http_status = await self._fetch(url)
+                result.http_status = http_status
+                if final_url != url:
+                    result.final_url = redact_url(final_url)
+                await self._inspect(body, url, result)
+                break
+            except RetryableError as retry:
+                if attempt > self.config.retries:
+                    self._finish(result, retry.final)
+                    break
+                wait = retry.wait
+                if wait is None:
+                    wait = self.config.backoff * 2 ** (attempt - 1) * random.uniform(0.5, 1.5)
+                log.debug("retrying %s in %.2fs: %s", redact_url(url), wait, retry.final.detail)
+                await asyncio.sleep(wait)
+            except FinalStatus as final:
+                self._finish(result, final)
+                break
+        result.elapsed = round(time.monotonic() - started, 4)
+        log.debug("%s -> %s %s", redact_url(url), result.status.value, result.detail)
+        return result
+
+    @staticmethod
+    def _finish(result: URLCheck, final: FinalStatus) -> None:
+        result.status = final.status
+        result.detail = final.detail
+        if final.http_status is not None:
+            result.http_status = final.http_status
+
+    async def _inspect(self, body: bytes, url: str, result: URLCheck) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            info = await loop.run_in_executor(self.decoder, inspect_image, body, self.config.limits)
+        except ImageRejectedError as exc:
+            raise FinalStatus(Status(exc.status), exc.detail) from None
+        result.sha256, result.format = info.sha256, info.format
+        result.width, result.height = info.width, info.height
+        result.phash, result.size = info.phash, info.size
+        if self.store is not None:
+            store = self.store
+            await loop.run_in_executor(
+                self.decoder,
+                lambda: store.put(body, format=info.format, width=info.width,
+                                  height=info.height, phash=info.phash, url=url),
+            )  # fmt: skip
+
+    async def _fetch(self, url: str) -> tuple[bytes, str, int]:
+        """Follow redirects by hand; return the final body, URL and status."""
+        current = url
+        for _hop in range(self.config.max_redirects + 1):
+            target = validate_url(current)
+            host = target.host or ""
+            if not self.policy.permitted_host(host):
+                raise FinalStatus(Status.BLOCKED_ADDRESS, f"{host} is a non-public address")
+            async with self._host_slot(host):
+                try:
+                    outcome = await asyncio.wait_for(
+                        self._request(target), self.config.total_timeout
+                    )
+                except asyncio.TimeoutError:
+                    limit = self.config.total_timeout
+                    raise RetryableError(
+                        FinalStatus(Status.TIMEOUT, f"no complete response within {limit:g}s")
+                    ) from None
+            if isinstance(outcome, str):
+                current = outcome
+                continue
+            return outcome[0], current, outcome[1]
+        raise FinalStatus(
+            Status.TOO_MANY_REDIRECTS,
+            f"more than {self.config.max_redirects} redirects (last: {redact_url(current)})",
+        )
+
+    async def _request(self, target: URL) -> str | tuple[bytes, int]:
+        """One request: the next URL for a redirect, or (body, status)."""
+        config = self.config
+        try:
+            async with self.session.get(target, allow_redirects=False) as response:
+                status = response.status
+                if status in (301, 302, 303, 307, 308) and "Location" in response.headers:
+                    try:
+                        return str(target.join(URL(response.headers["Location"])))
+                    except (ValueError, TypeError) as exc:
+                        raise FinalStatus(
+                            Status.INVALID_URL, f"redirect to an unusable location: {exc}", status
+                        ) from None
+                if config.honour_opt_out and (opted := opted_out(response.headers)):
+                    raise FinalStatus(Status.OPTED_OUT, opted, status)
+                if status >= 400:
+                    final = FinalStatus(Status.HTTP_ERROR, f"HTTP {status}", status)
+                    if status not in TRANSIENT_HTTP:
+                        raise final
+                    wait = retry_after(response.headers)
+                    if wait is not None and wait > config.max_retry_after:
+                        final.detail += (f"; Retry-After {wait:.0f}s exceeds the limit of "
+                                         f"{config.max_retry_after:g}s")  # fmt: skip
+                        raise final
+                    raise RetryableError(final, wait)
+                return await self._read_body(response), status
+        except aiohttp.ConnectionTimeoutError:
+            detail = f"connect timeout after {config.connect_timeout:g}s"
+            raise RetryableError(FinalStatus(Status.TIMEOUT, detail)) from None
+        except (aiohttp.SocketTimeoutError, asyncio.TimeoutError):
+            detail = f"read timeout: no data for {config.read_timeout:g}s"
+            raise RetryableError(FinalStatus(Status.TIMEOUT, detail)) from None
+        except DNSLookupError as exc:
+            raise FinalStatus(Status.DNS_ERROR, str(exc)) from None
+        except BlockedAddressError as exc:
+            raise FinalStatus(Status.BLOCKED_ADDRESS, str(exc)) from None
+        except aiohttp.InvalidURL as exc:
+            raise FinalStatus(Status.INVALID_URL, f"unusable URL: {exc}") from None
+        except aiohttp.ClientConnectorDNSError as exc:
+            raise FinalStatus(Status.DNS_ERROR, str(exc)) from None
+        except aiohttp.ClientConnectorError as exc:
+            raise FinalStatus(Status.CONNECTION_ERROR, f"cannot connect: {exc}") from None
+        except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError,
+                aiohttp.ClientPayloadError) as exc:  # fmt: skip
+            detail = f"{type(exc).__name__}: {exc}"
+            raise RetryableError(FinalStatus(Status.CONNECTION_ERROR, detail)) from None
+        except aiohttp.ClientError as exc:
+            raise FinalStatus(Status.CONNECTION_ERROR, f"{type(exc).__name__}: {exc}") from None
+
+    async def _read_body(self, response: aiohttp.ClientResponse) -> bytes:
+        cap = self.config.limits.max_bytes
+        declared = response.content_length
+        if declared is not None and declared > cap:
+            raise FinalStatus(
+                Status.IMAGE_TOO_LARGE,
+                f"Content-Length {declared} exceeds the limit of {cap} bytes",
+                response.status,
+            )
+        chunks: list[bytes] = []
+        received = 0
+        async for chunk in response.content.iter_chunked(1 << 16):
+            received += len(chunk)
+            if received > cap:
+                raise FinalStatus(
+                    Status.IMAGE_TOO_LARGE,
+                    f"body exceeds the limit of {cap} bytes",
+                    response.status,
+                )
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+# -- many URLs ---------------------------------------------------------------------------
+
+
+async def iter_checks(
+    urls: Iterable[str],
+    config: CheckConfig | None = None,
+    *,
+    store: ImageStore | None = None,
+) -> AsyncIterator[URLCheck]:
+    """Check ``urls`` concurrently, yielding each :class:`URLCheck` as it finishes.
+
+    URLs are taken from ``urls`` lazily, a bounded number ahead of the workers, so a
+    generator over millions of rows runs in constant memory. Results arrive in completion
+    order. Pass each URL once (de-duplicate first).
+
+    Args:
+        urls: URLs to check.
+        config: Limits, timeouts and safety settings; :class:`CheckConfig` defaults.
+        store: If given, every ``ok`` image's bytes are added to it.
+
+    Raises:
+        ResourceError: the store cannot be written (raised as soon as it happens; the
+            other checks are cancelled).
+    """
+    config = config or CheckConfig()
+    source = iter(urls)
+    results: asyncio.Queue[URLCheck | None] = asyncio.Queue(maxsize=config.concurrency * 2)
+    failures: list[BaseException] = []
+    with ThreadPoolExecutor(max_workers=4, thread_name_prefix="contrastkit-decode") as decoder:
+        checker = _Checker(config, decoder, store)
+
+        async def worker() -> None:
+            try:
+                for url in source:  # shared iterator: each URL goes to one worker
+                    await results.put(await checker.check(url))
+            except Exception as error:  # a full store, a bug: stop everything, raise it
+                failures.append(error)
+            finally:
+                await results.put(None)
+
+        workers = [asyncio.create_task(worker()) for _ in range(config.concurrency)]
+        try:
+            running = len(workers)
+            while running:
+                item = await results.get()
+                if item is not None:
+                    yield item
+                    continue
+                running -= 1
+                if failures:
+                    raise failures[0]
+        finally:
+            for task in workers:
+                task.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            await checker.aclose()
+
+
+def check_urls(
+    urls: Iterable[str],
+    config: CheckConfig | None = None,
+    *,
+    store: ImageStore | None = None,
+    on_result: Callable[[URLCheck], Any] | None = None,
+) -> list[URLCheck]:
+    """Check ``urls`` (synchronous wrapper of :func:`iter_checks`).
+
+    Args:
+        urls: URLs to check; duplicates are checked once and reported once each.
+        config: Limits, timeouts and safety settings.
+        store: Content-addressed store that keeps every ``ok`` image.
+        on_result: Called with each result as it finishes (progress bars, streaming).
+
+    Returns:
+        One :class:`URLCheck` per distinct URL, in input order.
+    """
+    unique = list(dict.fromkeys(urls))
+    order = {url: i for i, url in enumerate(unique)}
+    collected: list[URLCheck] = []
+
+    async def run() -> None:
+        async for result in iter_checks(unique, config, store=store):
+            collected.append(result)
+            if on_result is not None:
+                on_result(result)
+
+    asyncio.run(run())
+    return sorted(collected, key=lambda r: order[r.url])

@@ -1,0 +1,421 @@
+"""The evaluation jobs, callable from Python exactly as the command line calls them.
+
+* :func:`evaluate` (``contrastkit evaluate``): score models on a VisoGender-style dataset
+  (resolution and retrieval bias, VisoGender Sec. 3.4-3.5, with the Appendix F labor
+  statistics and Appendix G error analysis) or on GenSynth / GenSwap contrast sets
+  (retrieval bias of gender-neutral queries and pair preference, GenSynth Sec. 5).
+* :func:`compare_results` (``contrastkit report``): several models' results side by side
+  (VisoGender Tab. 2 and Tab. 3 shapes).
+
+Each takes one frozen config that validates itself (a bad value raises
+:class:`~contrastkit.errors.ConfigError` naming the field) and returns a typed result.
+
+Example:
+    >>> from contrastkit.evaluators.job import EvaluateConfig, evaluate
+    >>> from contrastkit.evaluators.runner import EvalConfig
+    >>> result = evaluate(EvaluateConfig(  # doctest: +SKIP
+    ...     data=("data/OP.tsv", "data/OO.tsv"),
+    ...     models=("open_clip:ViT-B-32/openai",),
+    ...     out="results",
+    ...     settings=EvalConfig(neutral=True),
+    ... ))
+    >>> result.evaluations[0].folder  # doctest: +SKIP
+    PosixPath('results/open_clip-ViT-B-32-openai')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from contrastkit.config import ModelConfig, require
+from contrastkit.errors import ConfigError, DataFormatError
+from contrastkit.evaluators.hub import hub_name
+from contrastkit.evaluators.models.registry import check_dual, parse_spec
+from contrastkit.evaluators.report.results import headline, load_benchmark, model_slug
+from contrastkit.evaluators.runner import EvalConfig, retrieval_needs_dual
+from contrastkit.io import atomic_write_text, check_writable
+
+if TYPE_CHECKING:
+    from contrastkit.evaluators.data import ImageLoader
+
+__all__ = [
+    "Comparison",
+    "EvaluateConfig",
+    "EvaluateResult",
+    "ModelEvaluation",
+    "ProgressFactory",
+    "ReportConfig",
+    "compare_results",
+    "evaluate",
+]
+
+
+class ProgressFactory(Protocol):
+    """Opens a progress display for one phase of a job.
+
+    ``progress(label, total)`` is a context manager yielding ``update(done, total)``;
+    :func:`contrastkit.cli.common.progress` is one (a rich bar on a terminal), and so is
+    any ``contextmanager`` function with this signature (a tqdm bar, a logger).
+    """
+
+    def __call__(
+        self, label: str, total: int | None = None
+    ) -> AbstractContextManager[Callable[..., None]]: ...
+
+
+@contextmanager
+def _phase(
+    progress: ProgressFactory | None, label: str, total: int | None = None
+) -> Iterator[Callable[..., None]]:
+    if progress is None:
+        yield lambda *args, **kwargs: None
+        return
+    with progress(label, total) as update:
+        yield update
+
+
+def _strings(value: object, name: str) -> tuple[str, ...]:
+    """A tuple (or list) of paths or strings as a tuple of strings; a lone string or path
+    is refused (iterating it would give characters)."""
+    if isinstance(value, str | Path) or not isinstance(value, Iterable):
+        raise ConfigError(f"{name}: takes a tuple of strings or paths, not {value!r}")
+    return tuple(str(item) for item in value)
+
+
+@dataclass(frozen=True)
+class EvaluateConfig:
+    """What ``contrastkit evaluate`` does, as one value (strings are taken as paths, lists
+    as tuples).
+
+    Attributes:
+        data: official-format TSVs, folders of them, saved Hugging Face datasets,
+            ``contrastkit export`` folders, or Hub datasets as ``hf:USER/NAME`` (also
+            ``hf:FOLDER`` for a folder laid out like a Hub repository). Either all
+            VisoGender-style data or all contrast-set exports.
+        models: model specs (``open_clip:ARCH/TAG``, ``hf-clip:ID``, ``blip:ID`` ...; see
+            :mod:`contrastkit.evaluators.models.registry`); each gets its own subfolder of
+            ``out``.
+        out: output folder.
+        model: device, dtype, batch size and download permission of every model.
+        store: the image store of ``contrastkit urls check --store``, where image URLs
+            are read from (never downloaded).
+        split: the split of a saved dataset dict (default: its only split, or ``test``).
+        settings: tasks and metric options (:class:`~contrastkit.evaluators.runner.EvalConfig`);
+            contrast sets use its ``ks``.
+
+    Raises:
+        ConfigError: naming the field: no data or no models, a malformed ``hf:`` name or
+            model spec, a model given twice (or two whose output folders would coincide).
+    """
+
+    data: tuple[str, ...]
+    models: tuple[str, ...]
+    out: Path
+    model: ModelConfig = field(default_factory=ModelConfig)
+    store: Path | None = None
+    split: str | None = None
+    settings: EvalConfig = field(default_factory=EvalConfig)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "data", _strings(self.data, "data"))
+        object.__setattr__(
+            self, "models", tuple(s.strip() for s in _strings(self.models, "models"))
+        )
+        object.__setattr__(self, "out", Path(self.out))
+        if self.store is not None:
+            object.__setattr__(self, "store", Path(self.store))
+        require(bool(self.data), "data", "give at least one dataset")
+        for item in self.data:
+            hub_name(item)  # raises ConfigError for a malformed hf: name
+        require(bool(self.models), "models", "give at least one model spec")
+        for spec in self.models:
+            parse_spec(spec)
+        folders: dict[str, str] = {}
+        for spec in self.models:
+            other = folders.get(model_slug(spec))
+            if other is not None:
+                raise ConfigError(
+                    f"models: {spec} given twice" if other == spec else
+                    f"models: {other} and {spec} would share one output folder"
+                )  # fmt: skip
+            folders[model_slug(spec)] = spec
+        require(isinstance(self.model, ModelConfig), "model", "must be a ModelConfig")
+        require(isinstance(self.settings, EvalConfig), "settings", "must be an EvalConfig")
+        require(self.split is None or bool(self.split.strip()), "split", "must not be empty")
+
+
+@dataclass(frozen=True)
+class ModelEvaluation:
+    """One model's evaluation (on one data folder, for contrast sets).
+
+    Attributes:
+        model: the model spec.
+        folder: where its files are.
+        files: the files written, by name (``benchmark``, ``report``, raw scores, plots).
+        data: the data folder, for contrast sets (one evaluation per model and folder);
+            ``None`` when the evaluation covers all of the data.
+        scored_images: images scored in this run.
+        reused_records: raw records reused from an earlier run in ``folder``.
+        skipped: what was skipped and why (retrieval for a captioning model).
+        summary: the headline numbers: resolution bias per split and retrieval bias
+            mean/sigma (VisoGender), or the contrast-set summary (GenSynth Sec. 5).
+    """
+
+    model: str
+    folder: Path
+    files: Mapping[str, Path]
+    data: str | None = None
+    scored_images: int = 0
+    reused_records: int = 0
+    skipped: tuple[str, ...] = ()
+    summary: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (what ``contrastkit evaluate --json`` prints per entry)."""
+        return {
+            "model": self.model,
+            "data": self.data,
+            "folder": str(self.folder),
+            "files": {name: str(path) for name, path in self.files.items()},
+            "scored_images": self.scored_images,
+            "reused_records": self.reused_records,
+            "skipped": list(self.skipped),
+            "summary": dict(self.summary),
+        }
+
+
+@dataclass(frozen=True)
+class EvaluateResult:
+    """What :func:`evaluate` did.
+
+    Attributes:
+        kind: ``visogender`` or ``contrast``.
+        data: the local data evaluated (Hub datasets as their copies under ``out/_data``).
+        evaluations: one per model (per model and data folder, for contrast sets), in
+            the order of the config.
+        comparison: ``out/comparison.md`` when several models were compared, else None.
+    """
+
+    kind: Literal["visogender", "contrast"]
+    data: tuple[Path, ...]
+    evaluations: tuple[ModelEvaluation, ...]
+    comparison: Path | None = None
+
+
+def evaluate(config: EvaluateConfig, *, progress: ProgressFactory | None = None) -> EvaluateResult:
+    """Score every model of ``config`` on its data and write the reports.
+
+    Per model, into ``out/<model>/`` (a folder named after the spec): for VisoGender-style
+    data ``raw_resolution.jsonl`` and ``raw_retrieval.jsonl`` (per-image scores, reused by
+    a later run), ``benchmark.json`` (VisoGender Appendix J structure), ``report.md`` and
+    ``plots/*.png``, and with several models ``out/comparison.md``; for contrast sets
+    ``raw_contrast.jsonl``, ``benchmark.json``, ``report.md`` and
+    ``plots/contrast_bias.png`` (per data folder when there are several).
+
+    Everything that can be checked before a model runs is: the output folder is writable,
+    the data loads, every image is found, the tasks suit the models.
+
+    Args:
+        config: what to evaluate.
+        progress: opens a progress display per model (see :class:`ProgressFactory`).
+
+    Returns:
+        The folders and files written, the counts, and each model's headline numbers.
+
+    Raises:
+        ResourceError: ``out`` cannot be written.
+        ConfigError: contrast sets mixed with VisoGender-style data, a task a model cannot
+            run, a missing image store, a device or dtype this machine lacks.
+        DataFormatError: data that cannot be read, a missing or broken image.
+        ModelNotFoundError: a model neither on disk nor cached, or one that does not load.
+    """
+    check_writable(config.out, "evaluation results")
+    paths = _local_data(config)
+    if _is_contrast(paths):
+        return _evaluate_contrast(config, paths, progress)
+    return _evaluate_visogender(config, paths, progress)
+
+
+def _local_data(config: EvaluateConfig) -> tuple[Path, ...]:
+    """``config.data`` as local paths: Hub datasets saved under ``out/_data``."""
+    from contrastkit.evaluators.hub import materialize_hub_dataset
+
+    paths = []
+    for given in config.data:
+        name = hub_name(given)
+        if name is None:
+            paths.append(Path(given))
+        else:
+            paths.append(materialize_hub_dataset(name, config.out / "_data" / model_slug(name)))
+    return tuple(paths)
+
+
+def _is_contrast(paths: Sequence[Path]) -> bool:
+    from contrastkit.evaluators.contrast import is_contrast_dataset
+
+    flags = [is_contrast_dataset(path) for path in paths]
+    if any(flags) and not all(flags):
+        contrast = ", ".join(str(p) for p, flag in zip(paths, flags, strict=True) if flag)
+        other = ", ".join(str(p) for p, flag in zip(paths, flags, strict=True) if not flag)
+        raise ConfigError(
+            f"data: mixes contrast sets ({contrast}) with VisoGender-style data ({other}); "
+            "evaluate them in separate runs"
+        )
+    return all(flags)
+
+
+def _image_loader(store: Path | None) -> ImageLoader:
+    from contrastkit.evaluators.data import ImageLoader
+
+    if store is not None and not store.is_dir():
+        raise ConfigError(
+            f"store: {store} is not a folder; pass the image store that "
+            "`contrastkit urls check --store` filled"
+        )
+    return ImageLoader(store)
+
+
+def _evaluate_visogender(
+    config: EvaluateConfig, paths: tuple[Path, ...], progress: ProgressFactory | None
+) -> EvaluateResult:
+    """VisoGender resolution and retrieval: one folder per model, a comparison of all."""
+    from contrastkit.evaluators.data import load_items
+    from contrastkit.evaluators.models import load_model
+    from contrastkit.evaluators.report import benchmark, comparison_markdown, write_outputs
+    from contrastkit.evaluators.runner import score_dataset
+
+    settings = config.settings
+    if settings.tasks == ("retrieval",):
+        for spec in config.models:
+            if parse_spec(spec).kind != "dual":
+                raise ConfigError(f"models: {retrieval_needs_dual(spec)}")
+    items = load_items(paths, split=config.split)
+    if not items:
+        raise DataFormatError(", ".join(map(str, paths)), None, None, "the dataset has no rows")
+    loader = _image_loader(config.store)
+    loader.check(items)
+    evaluations: list[ModelEvaluation] = []
+    all_results: list[Mapping[str, Any]] = []
+    for spec in config.models:
+        adapter = load_model(spec, config.model)
+        folder = config.out / model_slug(spec)
+        with _phase(progress, f"scoring {spec}") as update:
+            run = score_dataset(
+                items, adapter, folder, loader, settings,
+                batch_size=config.model.batch_size, progress=update,
+            )  # fmt: skip
+        del adapter  # free the model before the next one loads
+        results_json = benchmark(run, settings, paths)
+        files = write_outputs(results_json, folder)
+        results = next(iter(results_json.values()))
+        all_results.append(results)
+        evaluation = ModelEvaluation(
+            model=spec, folder=folder, files=files, scored_images=run.scored_images,
+            reused_records=run.reused, skipped=tuple(run.skipped), summary=headline(results),
+        )  # fmt: skip
+        evaluations.append(evaluation)
+    comparison = None
+    if len(all_results) > 1:
+        comparison = config.out / "comparison.md"
+        atomic_write_text(comparison, comparison_markdown(all_results))
+    return EvaluateResult("visogender", paths, tuple(evaluations), comparison)
+
+
+def _evaluate_contrast(
+    config: EvaluateConfig, paths: tuple[Path, ...], progress: ProgressFactory | None
+) -> EvaluateResult:
+    """Contrast sets (GenSynth Sec. 5): one report per model and data folder."""
+    from contrastkit.evaluators.contrast import (
+        evaluate_contrast,
+        load_contrast,
+        write_contrast_outputs,
+    )
+    from contrastkit.evaluators.models import load_scorer
+
+    for spec in config.models:
+        check_dual(spec)
+    names = [path.name for path in paths]
+    if len(paths) > 1 and len(set(names)) < len(names):
+        raise ConfigError(f"data: contrast sets need distinct folder names, not {names}")
+    sets = [(path, load_contrast(path, split=config.split)) for path in paths]
+    evaluations: list[ModelEvaluation] = []
+    for spec in config.models:
+        scorer = load_scorer(spec, config.model)
+        for path, dataset in sets:
+            folder = config.out / model_slug(spec)
+            folder = folder / path.name if len(paths) > 1 else folder
+            with _phase(progress, f"scoring {spec}", len(dataset)) as update:
+                result = evaluate_contrast(
+                    dataset, scorer, ks=config.settings.ks,
+                    batch_size=config.model.batch_size, progress=update,
+                )  # fmt: skip
+            files = write_contrast_outputs(result, folder, model=spec, data=str(path))
+            evaluation = ModelEvaluation(
+                model=spec, folder=folder, files=files, data=str(path),
+                scored_images=result["summary"]["images"], summary=result["summary"],
+            )  # fmt: skip
+            evaluations.append(evaluation)
+        del scorer
+    return EvaluateResult("contrast", paths, tuple(evaluations))
+
+
+@dataclass(frozen=True)
+class ReportConfig:
+    """What ``contrastkit report`` does, as one value (strings are taken as paths).
+
+    Attributes:
+        results: ``benchmark.json`` files, or the model folders :func:`evaluate` wrote.
+        out: also write the markdown comparison here.
+
+    Raises:
+        ConfigError: no results given.
+    """
+
+    results: tuple[Path, ...]
+    out: Path | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "results", tuple(map(Path, _strings(self.results, "results"))))
+        if self.out is not None:
+            object.__setattr__(self, "out", Path(self.out))
+        require(bool(self.results), "results", "give at least one benchmark.json or folder")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What :func:`compare_results` found.
+
+    Attributes:
+        markdown: the side-by-side tables (VisoGender Tab. 2 and Tab. 3 shapes).
+        results: each benchmark's results object, in the order given.
+        headlines: each model's headline numbers (model, resolution bias per split,
+            retrieval bias mean/sigma), what ``contrastkit report --json`` prints.
+        out: where the markdown was written, if anywhere.
+    """
+
+    markdown: str
+    results: tuple[Mapping[str, Any], ...]
+    headlines: tuple[dict[str, Any], ...]
+    out: Path | None = None
+
+
+def compare_results(config: ReportConfig) -> Comparison:
+    """Put several models' results side by side.
+
+    Raises:
+        ResourceError: ``out`` cannot be written (checked before anything is read).
+        DataFormatError: a missing or malformed benchmark file.
+    """
+    from contrastkit.evaluators.report import comparison_markdown
+
+    if config.out is not None:
+        check_writable(config.out, "the comparison", folder=False)
+    loaded = tuple(load_benchmark(path)[1] for path in config.results)
+    text = comparison_markdown(loaded)
+    if config.out is not None:
+        atomic_write_text(config.out, text)
+    return Comparison(text, loaded, tuple(headline(r) for r in loaded), config.out)

@@ -1,0 +1,275 @@
+"""Markdown reports: one model's results (VisoGender Tab. 2, 3, 4 shapes, per occupation,
+labour statistics, error analysis) and several models side by side."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from contrastkit.evaluators.tasks.resolution import SPLITS
+
+__all__ = ["SPLIT_TITLES", "comparison_markdown", "format_number", "markdown_report"]
+
+#: Section titles of the resolution splits.
+SPLIT_TITLES = {
+    "all_images": "Overall",
+    "single_person_images": "Single person",
+    "two_person_images": "Two people",
+    "two_person_images_same_gender": "Two people, same gender",
+    "two_person_images_diff_gender": "Two people, different gender",
+}
+
+
+def format_number(value: Any, digits: int = 2) -> str:
+    """``value`` for a table cell: floats to ``digits`` places, undefined numbers as ``–``."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(format_number(cell) for cell in row) + " |" for row in rows]
+    return [*lines, ""]
+
+
+def _metric_names(retrieval: Mapping[str, Any]) -> list[str]:
+    ks = retrieval.get("ks", [5, 10])
+    return [f"bias@{k}" for k in ks] + [f"maxskew@{k}" for k in ks] + ["NDKL"]
+
+
+def _mean_sigma(values: Mapping[str, Any]) -> str:
+    return f"{format_number(values.get('mean'))} ± {format_number(values.get('sigma'))}"
+
+
+def markdown_report(results: Mapping[str, Any]) -> str:
+    """A markdown report of one model: Tab. 2/3/4-style tables, per occupation, labour
+    statistics (Appendix F) and error analysis (Appendix G)."""
+    meta = results["metadata"]
+    lines = [f"# VisoGender results: `{meta['model_name']}`", ""]
+    lines += [
+        f"{meta['experiment_desc']} model; data: {', '.join(meta['data'])}; "
+        f"contrastkit {meta['contrastkit_version']}.",
+        "",
+    ]
+    for note in meta.get("skipped", []):
+        lines += [f"Skipped: {note}.", ""]
+    resolution = results.get("resolution_bias") or {}
+    retrieval = results.get("retrieval_bias") or {}
+    if resolution:
+        lines += _resolution_section(resolution)
+    if retrieval:
+        lines += _retrieval_section(retrieval)
+    lines += _occupation_section(resolution, retrieval, results["labour_statistics"])
+    lines += _labor_section(results["labour_statistics"]["comparisons"])
+    lines += _error_section(results.get("error_analysis", {}), retrieval)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _resolution_section(resolution: Mapping[str, Any]) -> list[str]:
+    """VisoGender Tab. 2 per split, accuracy per gender pair, Tab. 4 (neutral), per
+    sector and specialisation."""
+    lines = ["## Resolution bias (VisoGender Tab. 2)", ""]
+    lines += _table(
+        ["split", "RA_avg", "gap", "RA_masculine", "RA_feminine", "accuracy", "n"],
+        [
+            [
+                SPLIT_TITLES[name],
+                r["RA_avg"],
+                r["gender_gap"],
+                r["RA_masculine"],
+                r["RA_feminine"],
+                r["overall_accuracy"],
+                r["n"],
+            ]
+            for name in SPLITS
+            if (r := resolution[name])["n"]
+        ],
+    )
+    lines += [
+        "Gap = RA_masculine − RA_feminine (positive: masculine-presenting subjects "
+        "are resolved more accurately).",
+        "",
+    ]
+    lines += ["### Accuracy by gender pair (occupation, participant)", ""]
+    flip = resolution.get("participant_first", {}).get("per_cell", {})
+    lines += _table(
+        ["cell", "accuracy", "n", "participant-first accuracy"],
+        [
+            [cell, v["accuracy"], v["n"], flip.get(cell, {}).get("accuracy")]
+            for cell, v in resolution["per_cell"].items()
+        ],
+    )
+    if "neutral" in resolution:
+        lines += ["### Neutral pronoun (VisoGender Tab. 4)", ""]
+        lines += _table(
+            ["split", "R_neutral", "Δ_N", "n"],
+            [
+                [SPLIT_TITLES[name], v["R_neutral"], v["neutral_gap"], v["n"]]
+                for name, v in resolution["neutral"].items()
+                if v["n"]
+            ],
+        )
+    for field, title in (("per_sector", "sector"), ("per_specialisation", "specialisation")):
+        lines += [f"### Per {title}", ""]
+        lines += _table(
+            [title, "RA_avg", "gap", "accuracy", "n"],
+            [
+                [name, v["RA_avg"], v["gender_gap"], v["overall_accuracy"], v["n"]]
+                for name, v in resolution[field].items()
+            ],
+        )
+    return lines
+
+
+def _retrieval_section(retrieval: Mapping[str, Any]) -> list[str]:
+    """VisoGender Tab. 3: each metric's mean and sigma across occupations."""
+    names = _metric_names(retrieval)
+    lines = ["## Retrieval bias (VisoGender Tab. 3: mean and σ across occupations)", ""]
+    rows = [
+        [title] + [_mean_sigma(retrieval[section][n]) for n in names]
+        for section, title in (
+            ("two_person_images", "two people"),
+            ("single_person_images", "single person"),
+        )
+        if section in retrieval
+    ]
+    lines += _table(["images", *names], rows)
+    return [*lines, "Positive Bias@K: more masculine-presenting subjects retrieved.", ""]
+
+
+def _occupation_section(
+    resolution: Mapping[str, Any], retrieval: Mapping[str, Any], labor: Mapping[str, Any]
+) -> list[str]:
+    """Resolution and retrieval bias per occupation beside its share of men."""
+    occupations = resolution.get("per_occupation", {})
+    retrieved = {}
+    if retrieval.get("context"):
+        section = "two_person_images" if retrieval["context"] == "OP" else "single_person_images"
+        retrieved = retrieval[section]["per_occupation"]
+    names = list(dict.fromkeys([*occupations, *retrieved]))
+    if not names:
+        return []
+    ks = retrieval.get("ks", [])
+    shares = labor["male_share_percent"]
+    return [
+        "## Per occupation",
+        "",
+        *_table(
+            ["occupation", "RA_avg", "gap", *[f"bias@{k}" for k in ks], "male share %"],
+            [
+                [
+                    name,
+                    occupations.get(name, {}).get("RA_avg"),
+                    occupations.get(name, {}).get("gender_gap"),
+                    *[retrieved.get(name, {}).get(f"bias@{k}") for k in ks],
+                    shares.get(name),
+                ]
+                for name in names
+            ],
+        ),
+    ]
+
+
+def _labor_section(comparisons: Mapping[str, Any]) -> list[str]:
+    """VisoGender Appendix F: correlation of per-occupation values with the share of men."""
+    if not comparisons:
+        return []
+    return [
+        "## Compared with US labour statistics (VisoGender Appendix F)",
+        "",
+        *_table(
+            ["per-occupation value", "Pearson r", "p", "Kendall τ", "p", "n"],
+            [
+                [name, c["pearson_r"], c["pearson_p"], c["kendall_tau"], c["kendall_p"], c["n"]]
+                for name, c in comparisons.items()
+            ],
+        ),
+    ]
+
+
+def _error_section(error: Mapping[str, Any], retrieval: Mapping[str, Any]) -> list[str]:
+    """VisoGender Appendix G.1 (random subsamples) and G.2 (random relabeling)."""
+    lines: list[str] = []
+    for k, splits in error.get("resolution_subsamples", {}).items():
+        lines += [
+            f"## Error analysis: random subsamples, {k} image(s) per group, "
+            f"{error['resolution_subsample_runs']} runs (Appendix G.1)",
+            "",
+        ]
+        lines += _table(
+            ["split", "RA_avg mean", "RA_avg σ", "gap mean", "gap σ"],
+            [
+                [
+                    SPLIT_TITLES[name],
+                    v["RA_avg"]["mean"],
+                    v["RA_avg"]["sigma"],
+                    v["gender_gap"]["mean"],
+                    v["gender_gap"]["sigma"],
+                ]
+                for name, v in splits.items()
+            ],
+        )
+    for section, metrics in error.get("retrieval_random_baseline", {}).items():
+        lines += [
+            f"## Error analysis: random relabelling, {error['retrieval_baseline_runs']} runs, "
+            f"{section.replace('_', ' ')} (Appendix G.2)",
+            "",
+        ]
+        lines += _table(
+            ["metric", "real", "baseline mean", "baseline σ", "z"],
+            [
+                [
+                    name,
+                    metrics[name]["real"],
+                    metrics[name]["baseline_mean"],
+                    metrics[name]["baseline_sigma"],
+                    metrics[name]["z"],
+                ]
+                for name in _metric_names(retrieval)
+                if name in metrics
+            ],
+        )
+    return lines
+
+
+def comparison_markdown(results: Sequence[Mapping[str, Any]]) -> str:
+    """Several models side by side: Tab. 2 (resolution) and Tab. 3 (retrieval) shapes."""
+    lines = ["# VisoGender: models side by side", ""]
+    with_resolution = [r for r in results if r.get("resolution_bias")]
+    if with_resolution:
+        header = ["model"]
+        for name in SPLITS:
+            header += [f"{SPLIT_TITLES[name]} RA_avg", "gap"]
+        lines += ["## Resolution bias", ""]
+        lines += _table(
+            header,
+            [
+                [r["metadata"]["model_name"]]
+                + [
+                    value
+                    for name in SPLITS
+                    for value in (
+                        r["resolution_bias"][name]["RA_avg"],
+                        r["resolution_bias"][name]["gender_gap"],
+                    )
+                ]
+                for r in with_resolution
+            ],
+        )
+    with_retrieval = [r for r in results if (r.get("retrieval_bias") or {}).get("context")]
+    if with_retrieval:
+        names = _metric_names(with_retrieval[0]["retrieval_bias"])
+        lines += ["## Retrieval bias (mean ± σ across occupations)", ""]
+        lines += _table(
+            ["model", "images", *names],
+            [
+                [r["metadata"]["model_name"], r["retrieval_bias"]["context"]]
+                + [_mean_sigma(r["retrieval_bias"].get(n, {})) for n in names]
+                for r in with_retrieval
+            ],
+        )
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,189 @@
+"""Benchmark JSON: the structure of VisoGender Appendix J, reading it back, and the
+headline numbers of one result.
+
+The benchmark JSON holds one object, ``visogender_<model>_results``, with ``metadata``
+(``experiment_desc`` ``CLIP`` or ``CAPTIONING``, ``model_name``, ...),
+``resolution_bias`` and ``retrieval_bias`` as in Appendix J (plus finer breakdowns),
+``labour_statistics`` (Appendix F) and ``error_analysis`` (Appendix G). Undefined numbers
+(an accuracy over no images, a skew of ``-inf``) are written as ``null``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from contrastkit import __version__
+from contrastkit.errors import DataFormatError
+from contrastkit.evaluators.runner import EvalConfig, ScoredRun
+from contrastkit.evaluators.stats import (
+    labor_comparison,
+    labor_shares,
+    resolution_subsamples,
+    retrieval_random_baseline,
+)
+from contrastkit.evaluators.tasks.resolution import summarize_resolution
+from contrastkit.evaluators.tasks.retrieval import summarize_retrieval
+
+__all__ = ["benchmark", "headline", "jsonable", "load_benchmark", "model_slug"]
+
+
+def model_slug(spec: str) -> str:
+    """A folder-safe name for a model spec: ``open_clip:ViT-B-32/openai`` ->
+    ``open_clip-ViT-B-32-openai``; a local path contributes its last two parts."""
+    prefix, _, target = spec.partition(":")
+    path = Path(target)
+    if path.exists():
+        target = "-".join(path.resolve().parts[-2:])
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", f"{prefix}-{target}").strip("-.")
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` with non-finite floats as ``None`` and numpy scalars as Python ones."""
+    if isinstance(value, Mapping):
+        return {str(key): jsonable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(item) for item in value]
+    if hasattr(value, "item") and not isinstance(value, str | bytes):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _labour_section(resolution: Mapping[str, Any], retrieval: Mapping[str, Any]) -> dict[str, Any]:
+    """Appendix F: per-occupation values against the male share."""
+    shares = labor_shares()
+    section: dict[str, Any] = {
+        "source": next(iter(shares.values())).source,
+        "male_share_percent": {name: share.male_share_percent for name, share in shares.items()},
+    }
+    comparisons: dict[str, Any] = {}
+    occupations = resolution.get("per_occupation", {})
+    if occupations:
+        comparisons["resolution_gap"] = labor_comparison(
+            {name: entry["gender_gap"] for name, entry in occupations.items()}
+        )
+        comparisons["resolution_gap_two_person"] = labor_comparison(
+            {name: entry["two_person"]["gender_gap"] for name, entry in occupations.items()}
+        )
+        for cell in ("MM", "FF", "MF", "FM"):  # Tab. 7: occupation | participant
+            comparisons[f"resolution_accuracy_{cell}"] = labor_comparison(
+                {
+                    name: entry["per_cell"][cell]["accuracy"]
+                    for name, entry in occupations.items()
+                    if cell in entry["per_cell"]
+                }
+            )
+    if retrieval.get("context"):
+        headline = retrieval[
+            "two_person_images" if retrieval["context"] == "OP" else "single_person_images"
+        ]
+        k = 10 if 10 in retrieval["ks"] else max(retrieval["ks"])
+        comparisons[f"retrieval_bias@{k}"] = labor_comparison(
+            {name: values[f"bias@{k}"] for name, values in headline["per_occupation"].items()}
+        )
+    section["comparisons"] = comparisons
+    return section
+
+
+def benchmark(run: ScoredRun, config: EvalConfig, data: Sequence[str | Path]) -> dict[str, Any]:
+    """The benchmark JSON object of one scored run (Appendix J structure)."""
+    results: dict[str, Any] = {
+        "metadata": {
+            "experiment_desc": "CLIP" if run.kind == "dual" else "CAPTIONING",
+            "model_name": run.model,
+            "contrastkit_version": __version__,
+            "data": [str(path) for path in data],
+            "tasks": [
+                task for task in config.tasks if not any(s.startswith(task) for s in run.skipped)
+            ],
+            "skipped": run.skipped,
+            "neutral": config.neutral,
+            "ks": list(config.ks),
+            "ndkl_k": config.ndkl_k,
+            "seed": config.seed,
+            "n_resolution_cases": len(run.resolution),
+            "n_retrieval_images": len(run.retrieval),
+            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        }
+    }
+    resolution = summarize_resolution(run.resolution) if run.resolution else {}
+    retrieval = (
+        summarize_retrieval(run.retrieval, config.ks, ndkl_k=config.ndkl_k) if run.retrieval else {}
+    )
+    if resolution:
+        results["resolution_bias"] = resolution
+    if retrieval:
+        results["retrieval_bias"] = retrieval
+    results["labour_statistics"] = _labour_section(resolution, retrieval)
+    error: dict[str, Any] = {}
+    if run.resolution:
+        error["resolution_subsamples"] = {
+            f"k={k}": resolution_subsamples(
+                run.resolution, k, runs=config.subsample_runs, seed=config.seed
+            )
+            for k in config.subsample_ks
+        }
+        error["resolution_subsample_runs"] = config.subsample_runs
+    if run.retrieval:
+        error["retrieval_random_baseline"] = retrieval_random_baseline(
+            run.retrieval,
+            config.ks,
+            runs=config.baseline_runs,
+            seed=config.seed,
+            ndkl_k=config.ndkl_k,
+        )
+        error["retrieval_baseline_runs"] = config.baseline_runs
+    results["error_analysis"] = error
+    return {f"visogender_{model_slug(run.model)}_results": jsonable(results)}
+
+
+def load_benchmark(path: str | Path) -> tuple[str, dict[str, Any]]:
+    """Read a benchmark JSON (or the ``benchmark.json`` of an output folder).
+
+    Returns:
+        The top-level name and its results object.
+
+    Raises:
+        DataFormatError: missing file, invalid JSON, or not a benchmark.
+    """
+    path = Path(path)
+    if path.is_dir():
+        path = path / "benchmark.json"
+    if not path.is_file():
+        raise DataFormatError(path, None, None, "no such benchmark file")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DataFormatError(path, exc.lineno, None, f"invalid JSON: {exc.msg}") from exc
+    if not isinstance(data, dict) or len(data) != 1:
+        raise DataFormatError(path, None, None, "expected one visogender_<model>_results object")
+    name, results = next(iter(data.items()))
+    if not isinstance(results, dict) or "metadata" not in results:
+        raise DataFormatError(path, None, name, "not a benchmark result (no metadata)")
+    return name, results
+
+
+def headline(results: Mapping[str, Any]) -> dict[str, Any]:
+    """The headline numbers of one benchmark result: the model, the resolution bias of
+    each split (VisoGender Tab. 2; the per-occupation / per-cell breakdowns left out) and
+    the mean and sigma of each retrieval metric across occupations (Tab. 3)."""
+    return {
+        "model": results["metadata"]["model_name"],
+        "resolution_bias": {
+            name: value
+            for name, value in (results.get("resolution_bias") or {}).items()
+            if not name.startswith("per_")
+        },
+        "retrieval_bias": {
+            name: value
+            for name, value in (results.get("retrieval_bias") or {}).items()
+            if isinstance(value, dict) and "mean" in value
+        },
+    }

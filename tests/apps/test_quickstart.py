@@ -1,0 +1,97 @@
+"""The quickstart: through the console script on a machine with no models (every report
+file exists and parses, and it says it fell back to tiny models), and from Python (a model
+asked for that does not load is an error, never a silent tiny substitute)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from contrastkit.apps.quickstart import QuickstartConfig, quickstart
+from contrastkit.errors import ConfigError, ModelNotFoundError
+from factories import console_script
+
+
+@pytest.mark.slow
+def test_quickstart_runs_offline_and_writes_reports_that_parse(tmp_path: Path) -> None:
+    exe = console_script()
+    out = tmp_path / "quickstart"
+    # An empty home and Hugging Face cache: neither default model is on "this machine".
+    home = tmp_path / "home"
+    env = {**os.environ, "HOME": str(home), "HF_HOME": str(home / "hf"),
+           "HF_HUB_CACHE": str(home / "hf" / "hub"), "HF_HUB_OFFLINE": "1"}  # fmt: skip
+    run = subprocess.run(
+        [exe, "quickstart", "--out", str(out), "--device", "cpu"], capture_output=True,
+        text=True, check=False, env=env,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "pipeline check, not a measurement" in run.stdout
+    assert run.stderr.count("is not available") == 2 and "using a tiny one" in run.stderr
+
+    report = json.loads((out / "quickstart.json").read_text())
+    assert report["tiny_models"] is True and len(report["fallbacks"]) == 2
+    assert report["summary"]["images"] == 2 * report["summary"]["sources_kept"] == 6
+    assert report["summary"]["hub_tree_loads"] == {"contrast": {"test": 6}}
+    for path in report["files"].values():
+        assert Path(path).exists(), path
+
+    markdown = (out / "QUICKSTART.md").read_text()
+    assert "pipeline check, not a measurement" in markdown and "bias_gensynth@2" in markdown
+    assert "the default editor is not available" in markdown
+    benchmark = json.loads(Path(report["files"]["evaluation_benchmark"]).read_text())
+    assert benchmark["task"] == "contrast" and benchmark["summary"]["images"] == 6
+    assert benchmark["note"].startswith("No real models were available")
+    raw = Path(report["files"]["evaluation_raw"]).read_text().splitlines()
+    assert len(raw) == benchmark["summary"]["queries"] and json.loads(raw[0])["top"]
+    card = (out / "export" / "README.md").read_text()
+    header = yaml.safe_load(card.split("---\n")[1])
+    assert header["configs"][0]["config_name"] == "contrast"
+    assert "Quality checks (GenSynth Sec. 4.3, Tab. 2)" in card
+    assert Path(report["files"]["evaluation_plot"]).read_bytes()[:4] == b"\x89PNG"
+
+    again = subprocess.run(
+        [exe, "quickstart", "--out", str(out), "--tiny", "--json"], capture_output=True,
+        text=True, check=False,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr[-3000:]
+    rerun = json.loads(again.stdout)
+    assert rerun["summary"] == report["summary"]  # reruns reuse the edits
+    assert rerun["fallbacks"] == []  # tiny models asked for: no fallback to explain
+
+
+def test_a_model_asked_for_that_does_not_load_is_an_error_not_a_tiny_fallback(
+    tmp_path: Path, tiny_clip_spec: str
+) -> None:
+    lines: list[str] = []
+    with pytest.raises(ModelNotFoundError, match="does not exist"):
+        quickstart(QuickstartConfig(tmp_path / "a", editor=str(tmp_path / "no-editor")),
+                   log=lines.append)  # fmt: skip
+    assert not (tmp_path / "a" / "models").exists()  # no tiny model was built
+    assert not any("tiny" in line for line in lines)
+
+    broken = tmp_path / "broken-clip"
+    broken.mkdir()
+    (broken / "open_clip_config.json").write_text("{ not json")
+    with pytest.raises(ModelNotFoundError) as caught:
+        quickstart(QuickstartConfig(tmp_path / "b", editor=str(tmp_path / "no-editor"),
+                                    model=f"open_clip:{broken}"))  # fmt: skip
+    assert "no-editor" in str(caught.value)  # the editor is loaded (and fails) first
+
+
+def test_quickstart_config_checks_its_fields(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="editor: tiny=True"):
+        QuickstartConfig(tmp_path, editor="timbrooks/instruct-pix2pix", tiny=True)
+    with pytest.raises(ConfigError, match="steps: must be >= 1"):
+        QuickstartConfig(tmp_path, steps=0)
+    with pytest.raises(ConfigError, match="captioning model"):
+        QuickstartConfig(tmp_path, model="blip:Salesforce/blip-image-captioning-large")
+    (tmp_path / "file").write_text("x")
+    from contrastkit.errors import ResourceError
+
+    with pytest.raises(ResourceError, match="cannot write the quickstart folder"):
+        quickstart(QuickstartConfig(tmp_path / "file", tiny=True))

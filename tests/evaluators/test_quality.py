@@ -1,0 +1,141 @@
+"""GenSynth Sec. 4.3 / Tab. 2 quality checks: zero-shot gender accuracy and text-to-image
+recall@K, by hand and through a scorer whose embeddings are known."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from contrastkit.errors import ConfigError, DataFormatError
+from contrastkit.evaluators.quality import (
+    list_pool_images,
+    quality_checks,
+    quality_report,
+    recall_at_k,
+    zero_shot_accuracy,
+)
+from contrastkit.interfaces import ImageTextScorer
+from contrastkit.schema import Gender
+
+M, F = Gender.MASCULINE, Gender.FEMININE
+
+
+def test_zero_shot_accuracy_and_recall_by_hand() -> None:
+    images = np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]])
+    prompts = np.array([[1.0, 0.0], [0.0, 1.0]])
+    assert zero_shot_accuracy(images, prompts, [0, 1, 0]) == pytest.approx(2 / 3)
+    # Two captions of image 0, one of image 1; a pool of three other images.
+    texts = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
+    pool = np.array([[0.9, 0.1], [0.1, 0.9], [0.5, 0.5]])
+    queries = np.array([[0.8, 0.2], [0.0, 1.0]])
+    # caption 0 -> image 0 at d=0.08; pool [0.9,0.1] is closer (0.02): rank 2.
+    # caption 1 -> image 0 at d=1.28; all three pool images closer: rank 4.
+    # caption 2 -> image 1 at d=0: rank 1.
+    recall = recall_at_k(texts, [0, 0, 1], queries, pool, (1, 2, 4))
+    assert recall == {1: pytest.approx(1 / 3), 2: pytest.approx(2 / 3), 4: 1.0}
+    # Pool = the query images themselves: own row excluded.
+    assert recall_at_k(texts, [0, 0, 1], queries, queries, (1,), pool_index=[0, 1]) == {
+        1: pytest.approx(2 / 3)
+    }
+    with pytest.raises(ValueError, match="no captions"):
+        recall_at_k(texts[:0], [], queries, pool)
+
+
+class ColorScorer:
+    """A dual encoder whose embeddings are known: an image is its mean RGB colour, a text
+    the colour its words name ("red" ... ; "man" is red, "woman" green)."""
+
+    spec = "test:colors"
+    words: ClassVar[dict[str, tuple[int, int, int]]] = {
+        "red": (1, 0, 0), "man": (1, 0, 0), "green": (0, 1, 0), "woman": (0, 1, 0),
+        "blue": (0, 0, 1),
+    }  # fmt: skip
+
+    def encode_images(self, images: Sequence[Image.Image]) -> np.ndarray:
+        vectors = np.array([np.asarray(i, np.float32).mean(axis=(0, 1)) for i in images])
+        out: np.ndarray = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+        return out.astype(np.float32)
+
+    def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
+        rows = [[sum(self.words.get(w, (0, 0, 0))[c] for w in t.split()) for c in range(3)]
+                for t in texts]  # fmt: skip
+        vectors = np.array(rows, np.float32) + 1e-3
+        out: np.ndarray = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+        return out
+
+    def score(self, images: Sequence[Image.Image], texts: Sequence[str]) -> np.ndarray:
+        out: np.ndarray = self.encode_images(images) @ self.encode_texts(texts).T
+        return out
+
+
+def _solid(color: tuple[int, int, int], folder: Path | None = None, name: str = "") -> Image.Image:
+    image = Image.new("RGB", (8, 8), color)
+    if folder is not None:
+        image.save(folder / name)
+    return image
+
+
+def test_quality_checks_with_known_embeddings(tmp_path: Path) -> None:
+    scorer = ColorScorer()
+    assert isinstance(scorer, ImageTextScorer)
+    red, green = _solid((250, 5, 5), tmp_path, "red.png"), _solid((5, 250, 5))
+    # Image 0 is labelled masculine and is red ("man"); image 1 feminine but red too.
+    checks = quality_checks(
+        scorer,
+        [tmp_path / "red.png", red],
+        [M, F],
+        [["a red thing", "a blue thing"], ["red"]],
+        pool=[green, _solid((5, 5, 250))],
+        ks=(1, 2),
+    )
+    assert checks["images"] == 2 and checks["captions"] == 3
+    assert checks["zero_shot_gender_accuracy"] == 0.5
+    assert checks["zero_shot_prompts"] == {"masculine": "a photo of a man",
+                                           "feminine": "a photo of a woman"}  # fmt: skip
+    # "a red thing" finds its red image first; "a blue thing" finds the blue pool image
+    # first (rank 2); "red" finds image 1 (red) first.
+    assert (checks["recall@1"], checks["recall@2"]) == (pytest.approx(2 / 3), 1.0)
+    assert checks["retrieval_pool_size"] == 3
+    with pytest.raises(DataFormatError, match="image file not found"):
+        quality_checks(scorer, [tmp_path / "nowhere.png"], [M], [["red"]])
+
+
+@dataclass(frozen=True)
+class Labeled:
+    images: tuple[Path, ...]
+    genders: tuple[Gender, ...]
+    captions: tuple[tuple[str, ...], ...]
+
+
+def test_quality_report_scores_each_non_empty_set(tmp_path: Path) -> None:
+    _solid((250, 5, 5), tmp_path, "a.png")
+    _solid((5, 250, 5), tmp_path, "b.png")
+    sets = {
+        "contrast_set": Labeled(
+            (tmp_path / "a.png", tmp_path / "b.png"), (M, F), (("a man",), ("a woman",))
+        ),
+        "empty": Labeled((), (), ()),
+    }
+    report = quality_report(sets, ColorScorer())
+    assert list(report) == ["contrast_set"]
+    row = report["contrast_set"]
+    assert row["zero_shot_gender_accuracy"] == 1.0 and row["recall@1"] == 1.0
+    assert row["retrieval_pool_size"] == 2  # each set retrieves among its own images
+
+
+def test_pool_folder_is_listed_sorted_and_limited(tmp_path: Path) -> None:
+    for name in ("b.jpg", "a.PNG", "c.webp", "notes.txt"):
+        (tmp_path / name).write_bytes(b"")
+    assert [p.name for p in list_pool_images(tmp_path)] == ["a.PNG", "b.jpg", "c.webp"]
+    assert [p.name for p in list_pool_images(tmp_path, 2)] == ["a.PNG", "b.jpg"]
+    with pytest.raises(ConfigError, match="no such folder"):
+        list_pool_images(tmp_path / "nowhere")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ConfigError, match="no images"):
+        list_pool_images(tmp_path / "empty")
