@@ -37,8 +37,8 @@ from contrastkit.evaluators.data import ImageLoader, load_items
 from contrastkit.evaluators.models import load_scorer
 from contrastkit.evaluators.models.openclip import OpenCLIPScorer
 from contrastkit.evaluators.runner import EvalConfig, score_dataset
-from contrastkit.schema import read_visogender_tsv, write_visogender_tsv
 from contrastkit.templates import captions, templates_for
+from contrastkit.tsv import read_visogender_tsv, write_visogender_tsv
 
 ROOT = Path(__file__).resolve().parents[1]
 OFFICIAL = ROOT / "tests" / "data" / "visogender_official"

@@ -10,7 +10,8 @@ from pathlib import Path
 import matplotlib
 from PIL import Image
 
-from contrastkit.schema import Context, VisoGenderRow, read_visogender_tsv, write_visogender_tsv
+from contrastkit.schema import Context, VisoGenderRow
+from contrastkit.tsv import read_visogender_tsv, write_visogender_tsv
 
 OFFICIAL = Path(__file__).parent / "data" / "visogender_official"
 OFFICIAL_OP = OFFICIAL / "OP_Visogender_11012024.tsv"

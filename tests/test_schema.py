@@ -10,16 +10,8 @@ import pytest
 
 from contrastkit.errors import DataFormatError
 from contrastkit.io import atomic_write_text
-from contrastkit.schema import (
-    OO_COLUMNS,
-    OP_COLUMNS,
-    Context,
-    Gender,
-    VisoGenderRow,
-    read_visogender_tsv,
-    render_visogender_tsv,
-    write_visogender_tsv,
-)
+from contrastkit.schema import OO_COLUMNS, OP_COLUMNS, Context, Gender, VisoGenderRow
+from contrastkit.tsv import read_visogender_tsv, render_visogender_tsv, write_visogender_tsv
 from factories import make_row
 
 OP_HEADER = "\t".join(OP_COLUMNS)
@@ -232,3 +224,13 @@ def _umask() -> int:
     current = os.umask(0)
     os.umask(current)
     return current
+
+
+def test_the_old_import_path_of_the_tsv_functions_warns_and_works(official_op: Path) -> None:
+    import contrastkit.schema as schema
+    import contrastkit.tsv as tsv
+
+    with pytest.warns(DeprecationWarning, match="moved to contrastkit.tsv"):
+        old = schema.read_visogender_tsv
+    assert old is tsv.read_visogender_tsv
+    assert old(official_op).rows == tsv.read_visogender_tsv(official_op).rows

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from contrastkit.errors import DataFormatError
-from contrastkit.schema import Context, read_visogender_tsv
+from contrastkit.schema import Context
 from contrastkit.taxonomy import load_taxonomy
+from contrastkit.tsv import read_visogender_tsv
 
 
 def test_builtin_has_the_23_occupations_of_the_paper() -> None:

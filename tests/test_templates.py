@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from contrastkit.schema import Context, Gender, VisoGenderRow, read_visogender_tsv
+from contrastkit.schema import Context, Gender, VisoGenderRow
 from contrastkit.templates import (
     PRONOUNS,
     Template,
@@ -17,6 +17,7 @@ from contrastkit.templates import (
     neutral_query,
     templates_for,
 )
+from contrastkit.tsv import read_visogender_tsv
 from factories import make_row
 
 

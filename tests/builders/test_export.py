@@ -35,9 +35,10 @@ from contrastkit.curation.integrity import check_tables
 from contrastkit.curation.urls import CheckConfig
 from contrastkit.errors import ConfigError, DataFormatError, StateError
 from contrastkit.evaluators.models import load_scorer
-from contrastkit.schema import Context, Gender, read_visogender_tsv
-from contrastkit.schema import write_visogender_tsv as write_tsv
+from contrastkit.schema import Context, Gender
 from contrastkit.store import ImageStore
+from contrastkit.tsv import read_visogender_tsv
+from contrastkit.tsv import write_visogender_tsv as write_tsv
 from factories import make_row
 from loopback import LoopbackServer, jpeg_bytes, static
 

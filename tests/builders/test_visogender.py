@@ -12,8 +12,9 @@ import pytest
 from contrastkit.builders.visogender import BuildVisoGenderConfig, build_visogender, output_name
 from contrastkit.curation.validation import validate_files
 from contrastkit.errors import ConfigError, DataFormatError
-from contrastkit.schema import Context, read_visogender_tsv
+from contrastkit.schema import Context
 from contrastkit.taxonomy import load_taxonomy
+from contrastkit.tsv import read_visogender_tsv
 
 GENDER = {"M": "masculine", "F": "feminine"}
 FIELDS = [

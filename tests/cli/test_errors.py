@@ -38,10 +38,10 @@ def _run(*args: str, code: str | None = None) -> subprocess.CompletedProcess[str
 
 def test_a_bug_inside_a_job_is_reported_as_a_bug_not_as_bad_input() -> None:
     plant = (
-        "import contrastkit.schema as schema\n"
+        "import contrastkit.tsv as tsv\n"
         "def broken(path):\n"
         "    return [][1]  # IndexError: a bug, whatever the input\n"
-        "schema.parse_visogender_tsv = broken\n"
+        "tsv.parse_visogender_tsv = broken\n"
     )
     result = _run("validate", str(OFFICIAL_OP), code=plant)
     assert result.returncode == 70, result.stderr

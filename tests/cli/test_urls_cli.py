@@ -12,8 +12,9 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from contrastkit.cli import app
-from contrastkit.schema import Context, Gender, write_visogender_tsv
+from contrastkit.schema import Context, Gender
 from contrastkit.store import ImageStore
+from contrastkit.tsv import write_visogender_tsv
 from factories import make_row
 from loopback import LoopbackServer, jpeg_bytes, static
 

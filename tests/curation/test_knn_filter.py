@@ -99,3 +99,22 @@ def test_select_edits_keeps_sources_with_both_genders_and_draws_reproducibly() -
     assert select_edits(sources[:8], targets[:8], accepted[:8], seed=3)["a"] == chosen["a"]
     draws = {select_edits(sources, targets, accepted, seed=s)["a"][M] for s in range(20)}
     assert draws == {0, 1}
+
+
+def test_auto_uses_faiss_when_installed_and_numpy_without_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    from contrastkit.curation.knn_filter import knn_excluding_self, resolve_backend
+    from contrastkit.errors import ConfigError
+
+    rng = np.random.default_rng(3)
+    points = rng.normal(size=(300, 16)).astype(np.float32)
+    with_faiss = knn_excluding_self(points, np.arange(40), 10)
+    assert resolve_backend("auto") == "faiss"
+    monkeypatch.setitem(sys.modules, "faiss", None)  # as if faiss-cpu were not installed
+    assert resolve_backend("auto") == "numpy"
+    np.testing.assert_array_equal(knn_excluding_self(points, np.arange(40), 10), with_faiss)
+    with pytest.raises(ConfigError, match=r"contrastkit\[faiss\]"):
+        knn_excluding_self(points, np.arange(40), 10, backend="faiss")

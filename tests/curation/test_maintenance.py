@@ -29,7 +29,8 @@ from contrastkit.curation.maintenance import (
 )
 from contrastkit.curation.urls import CheckConfig
 from contrastkit.errors import StateError
-from contrastkit.schema import Context, Gender, read_visogender_tsv, write_visogender_tsv
+from contrastkit.schema import Context, Gender
+from contrastkit.tsv import read_visogender_tsv, write_visogender_tsv
 from factories import make_row
 from loopback import LoopbackServer, Request, jpeg_bytes, static
 

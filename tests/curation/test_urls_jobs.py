@@ -17,8 +17,9 @@ from contrastkit.curation.integrity import URLCheckJobConfig, check_dataset_urls
 from contrastkit.curation.maintenance import MaintainConfig, RetirementPolicy, maintain
 from contrastkit.curation.urls import CheckConfig, URLCheck
 from contrastkit.errors import ConfigError, DataFormatError, StateError
-from contrastkit.schema import Context, Gender, write_visogender_tsv
+from contrastkit.schema import Context, Gender
 from contrastkit.store import ImageStore
+from contrastkit.tsv import write_visogender_tsv
 from factories import make_row
 from loopback import LoopbackServer, jpeg_bytes, static
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from contrastkit.schema import Context, Gender, write_visogender_tsv
+from contrastkit.schema import Context, Gender
+from contrastkit.tsv import write_visogender_tsv
 from factories import make_row
 from loopback import LoopbackServer, jpeg_bytes, static
 

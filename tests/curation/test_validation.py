@@ -11,16 +11,9 @@ from typing import Any
 import pytest
 
 from contrastkit.curation.validation import ValidationReport, normalize_noun, validate_files
-from contrastkit.schema import (
-    OO_COLUMNS,
-    OP_COLUMNS,
-    Context,
-    Gender,
-    VisoGenderRow,
-    read_visogender_tsv,
-    write_visogender_tsv,
-)
+from contrastkit.schema import OO_COLUMNS, OP_COLUMNS, Context, Gender, VisoGenderRow
 from contrastkit.taxonomy import load_taxonomy
+from contrastkit.tsv import read_visogender_tsv, write_visogender_tsv
 from factories import make_row, pexels_url
 
 M, F = Gender.MASCULINE, Gender.FEMININE

@@ -126,7 +126,7 @@ def test_evaluate_reads_a_hub_style_dataset(
     """`hf:` goes through datasets.load_dataset, here on a folder laid out like a Hub
     repository (what `publish --dry-run` writes), with images from local files."""
     from contrastkit.builders.publish import PublishConfig, publish
-    from contrastkit.schema import read_visogender_tsv, write_visogender_tsv
+    from contrastkit.tsv import read_visogender_tsv, write_visogender_tsv
 
     table = read_visogender_tsv(official_oo)
     photo = tmp_path / "photo.png"

@@ -457,7 +457,7 @@ def test_hub_style_folders_of_the_same_name_are_not_read_back_from_a_stale_cache
     from contrastkit.builders.export import ExportVisoGenderConfig, export_visogender
     from contrastkit.builders.publish import PublishConfig, publish
     from contrastkit.evaluators.hub import materialize_hub_dataset
-    from contrastkit.schema import read_visogender_tsv, write_visogender_tsv
+    from contrastkit.tsv import read_visogender_tsv, write_visogender_tsv
 
     table = read_visogender_tsv(official_oo)
     got = []

@@ -32,6 +32,7 @@ from contrastkit.builders.manifest import CONTRAST_SET, MANIFEST, SUMMARY
 from contrastkit.config import ModelConfig, require
 from contrastkit.curation.editing import DEFAULT_EDITOR, EditSettings
 from contrastkit.curation.knn_filter import (
+    BACKENDS,
     DEFAULT_K,
     DEFAULT_TAU_GENDER,
     DEFAULT_TAU_REAL,
@@ -82,7 +83,8 @@ class GenSynthConfig:
         instructions: A table (``gender``, ``instruction``) whose instructions replace
             ``edit.instructions``.
         k, tau_real, tau_gender: The KNN filter's ``K``, ``τ_R``, ``τ_G`` (Eq. 4-5).
-        backend: Nearest-neighbour search: ``faiss`` or ``numpy``.
+        backend: Nearest-neighbour search: ``auto`` (FAISS when installed, else NumPy),
+            ``faiss`` or ``numpy``.
         quality: Run the Sec. 4.3 quality checks after the select stage.
         pool: Folder of images to retrieve among in the checks (e.g. COCO val2017).
         pool_limit: Use the first ``pool_limit`` images of ``pool``.
@@ -103,7 +105,7 @@ class GenSynthConfig:
     k: int = DEFAULT_K
     tau_real: float = DEFAULT_TAU_REAL
     tau_gender: float = DEFAULT_TAU_GENDER
-    backend: Backend = "faiss"
+    backend: Backend = "auto"
     quality: bool = True
     pool: Path | None = None
     pool_limit: int | None = None
@@ -131,7 +133,7 @@ class GenSynthConfig:
         require(self.limit is None or self.limit >= 1, "limit", f"must be >= 1, not {self.limit}")
         require(self.min_box_side >= 0, "min_box_side", f"must be >= 0, not {self.min_box_side}")
         require(self.k >= 1, "k", f"must be >= 1, not {self.k}")
-        require(self.backend in ("faiss", "numpy"), "backend", "must be 'faiss' or 'numpy'")
+        require(self.backend in BACKENDS, "backend", f"must be one of {', '.join(BACKENDS)}")
         require(
             self.pool_limit is None or self.pool_limit >= 1,
             "pool_limit",

@@ -55,8 +55,9 @@ from contrastkit.data_cards import render_card
 from contrastkit.errors import ConfigError, DataFormatError, StateError
 from contrastkit.io import atomic_write_text, check_writable
 from contrastkit.records import read_records
-from contrastkit.schema import Context, Gender, VisoGenderRow, VisoGenderTable, read_visogender_tsv
+from contrastkit.schema import Context, Gender, VisoGenderRow, VisoGenderTable
 from contrastkit.store import ImageStore
+from contrastkit.tsv import read_visogender_tsv
 
 __all__ = [
     "CONTEXT_LABELS",

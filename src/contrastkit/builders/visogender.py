@@ -47,8 +47,9 @@ from contrastkit.curation.dedup import canonical_url
 from contrastkit.errors import ConfigError, DataFormatError
 from contrastkit.io import atomic_write_text, check_writable
 from contrastkit.records import Record, parse_bool, read_records
-from contrastkit.schema import Context, Gender, VisoGenderRow, render_visogender_tsv
+from contrastkit.schema import Context, Gender, VisoGenderRow
 from contrastkit.taxonomy import Taxonomy, load_taxonomy
+from contrastkit.tsv import render_visogender_tsv
 
 __all__ = [
     "DEFAULT_PER_CELL",

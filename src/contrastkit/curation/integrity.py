@@ -30,8 +30,9 @@ from contrastkit.curation.urls import CheckConfig, URLCheck, check_urls, redact_
 from contrastkit.curation.validation import RowRef
 from contrastkit.errors import ConfigError
 from contrastkit.io import atomic_write_text, check_writable, resource_error
-from contrastkit.schema import VisoGenderTable, read_visogender_tsv
+from contrastkit.schema import VisoGenderTable
 from contrastkit.store import ImageStore
+from contrastkit.tsv import read_visogender_tsv
 
 __all__ = [
     "CheckedRow",
@@ -195,7 +196,7 @@ def check_tables(
     """Check the URL of every row of ``tables`` and group duplicates.
 
     Args:
-        tables: Parsed official-format TSVs (:func:`contrastkit.schema.read_visogender_tsv`).
+        tables: Parsed official-format TSVs (:func:`contrastkit.tsv.read_visogender_tsv`).
         config: Checker settings (:class:`~contrastkit.curation.urls.CheckConfig`).
         store: Keep every ``ok`` image in this content-addressed store.
         on_result: Called once per distinct URL as its check finishes.

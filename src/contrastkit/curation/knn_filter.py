@@ -16,7 +16,9 @@ random (:func:`select_edits`).
 
 The search is exact: a FAISS ``IndexFlatL2`` (moved to the GPU when FAISS sees one), or
 a blocked NumPy search (``backend="numpy"``, the reference the benchmark compares
-against): :func:`contrastkit.distances.squared_euclidean` per block of queries, then
+against; ``"auto"``, the default, takes FAISS when it is installed — the ``faiss`` or
+``gpu`` extra — and NumPy otherwise, with the same neighbours). The NumPy search is
+:func:`contrastkit.distances.squared_euclidean` per block of queries, then
 ``argpartition``.
 """
 
@@ -41,6 +43,7 @@ __all__ = [
     "accept",
     "knn_excluding_self",
     "knn_filter",
+    "resolve_backend",
     "select_edits",
 ]
 
@@ -49,7 +52,31 @@ DEFAULT_K = 50
 DEFAULT_TAU_REAL = 0.08
 DEFAULT_TAU_GENDER = 0.5
 
-Backend = Literal["faiss", "numpy"]
+Backend = Literal["auto", "faiss", "numpy"]
+BACKENDS: tuple[str, ...] = ("auto", "faiss", "numpy")
+
+
+def resolve_backend(backend: str) -> Literal["faiss", "numpy"]:
+    """The search that ``backend`` stands for: ``auto`` is FAISS when it can be imported,
+    else NumPy.
+
+    Raises:
+        ConfigError: an unknown name, or ``faiss`` asked for but not installed.
+    """
+    if backend not in BACKENDS:
+        raise ConfigError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
+    if backend == "numpy":
+        return "numpy"
+    try:
+        import faiss  # noqa: F401
+    except ImportError as error:
+        if backend == "auto":
+            return "numpy"
+        raise ConfigError(
+            "backend 'faiss' needs FAISS: pip install 'contrastkit[faiss]' (CPU) or "
+            "'contrastkit[gpu]' (faiss-gpu); or use backend 'numpy' (same neighbours)"
+        ) from error
+    return "faiss"
 
 
 def _as_matrix(name: str, array: np.ndarray) -> np.ndarray:
@@ -95,7 +122,7 @@ def knn_excluding_self(
     query_ids: np.ndarray,
     k: int,
     *,
-    backend: Backend = "faiss",
+    backend: Backend = "auto",
     use_gpu: bool | None = None,
 ) -> np.ndarray:
     """The ``k`` nearest neighbours of ``points[query_ids]`` among ``points``, exact, by
@@ -109,7 +136,8 @@ def knn_excluding_self(
         points: (n, dim) embeddings.
         query_ids: indices into ``points`` of the queries.
         k: neighbours per query; ``k < n``.
-        backend: ``faiss`` (``IndexFlatL2``; GPU when available) or ``numpy``.
+        backend: ``faiss`` (``IndexFlatL2``; GPU when available), ``numpy``, or ``auto``
+            (FAISS when installed, else NumPy).
         use_gpu: FAISS on the GPU: ``None`` when FAISS sees one, ``True`` to insist.
 
     Returns:
@@ -129,12 +157,10 @@ def knn_excluding_self(
     if len(query_ids) == 0:
         return np.empty((0, k), dtype=np.int64)
     queries = points[query_ids]
-    if backend == "faiss":
+    if resolve_backend(backend) == "faiss":
         found = _faiss_search(points, queries, k + 1, use_gpu)
-    elif backend == "numpy":
-        found = _numpy_search(points, queries, k + 1)
     else:
-        raise ConfigError(f"backend must be 'faiss' or 'numpy', not {backend!r}")
+        found = _numpy_search(points, queries, k + 1)
     drop = found == query_ids[:, None]
     missing = ~drop.any(axis=1)
     drop[missing, -1] = True
@@ -183,7 +209,7 @@ def knn_filter(
     k: int = DEFAULT_K,
     tau_real: float = DEFAULT_TAU_REAL,
     tau_gender: float = DEFAULT_TAU_GENDER,
-    backend: Backend = "faiss",
+    backend: Backend = "auto",
     use_gpu: bool | None = None,
 ) -> KnnFilterResult:
     """Score and accept edits by their neighbourhoods (GenSynth Sec. 4.2, Eq. 4-5).

@@ -35,8 +35,9 @@ from typing import Any, Literal
 
 from contrastkit.curation.dedup import find_duplicates
 from contrastkit.errors import DataFormatError
-from contrastkit.schema import Context, VisoGenderRow, parse_visogender_tsv
+from contrastkit.schema import Context, VisoGenderRow
 from contrastkit.taxonomy import Taxonomy
+from contrastkit.tsv import parse_visogender_tsv
 
 __all__ = ["Finding", "RowRef", "ValidationReport", "normalize_noun", "validate_files"]
 

@@ -35,15 +35,9 @@ from urllib.parse import unquote, urlparse
 from PIL import Image, UnidentifiedImageError
 
 from contrastkit.errors import DataFormatError
-from contrastkit.schema import (
-    URL_COLUMN,
-    Context,
-    Gender,
-    VisoGenderRow,
-    parse_visogender_tsv,
-    read_visogender_tsv,
-)
+from contrastkit.schema import URL_COLUMN, Context, Gender, VisoGenderRow
 from contrastkit.store import ImageStore
+from contrastkit.tsv import parse_visogender_tsv, read_visogender_tsv
 
 __all__ = ["EvalItem", "ImageLoader", "load_items"]
 

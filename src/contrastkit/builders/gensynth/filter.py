@@ -25,6 +25,7 @@ from contrastkit.curation.knn_filter import (
     DEFAULT_TAU_REAL,
     Backend,
     knn_filter,
+    resolve_backend,
 )
 from contrastkit.errors import DataFormatError, StateError
 from contrastkit.interfaces import ImageTextScorer
@@ -95,7 +96,7 @@ def run_filter_stage(
     k: int = DEFAULT_K,
     tau_real: float = DEFAULT_TAU_REAL,
     tau_gender: float = DEFAULT_TAU_GENDER,
-    backend: Backend = "faiss",
+    backend: Backend = "auto",
     batch_size: int = 32,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
@@ -158,7 +159,7 @@ def run_filter_stage(
         "k_effective": k_effective,
         "tau_real": tau_real,
         "tau_gender": tau_gender,
-        "backend": backend,
+        "backend": resolve_backend(backend),
         "accepted": int(result.accepted.sum()),
         "acceptance_rate": float(result.accepted.mean()),
         "mean_p_real": float(result.p_real.mean()),

@@ -15,7 +15,8 @@ from pathlib import Path
 from contrastkit.curation.maintenance.results import RowHealth
 from contrastkit.curation.urls import Status
 from contrastkit.io import atomic_path, atomic_write_text, resource_error
-from contrastkit.schema import VisoGenderRow, VisoGenderTable, render_visogender_tsv
+from contrastkit.schema import VisoGenderRow, VisoGenderTable
+from contrastkit.tsv import render_visogender_tsv
 
 __all__ = ["CONTENT_CHANGED", "RETIRED", "error_codes_for", "rewrite_table"]
 
