@@ -50,6 +50,7 @@ def test_unknown_urls_and_objects(tmp_path: Path) -> None:
     assert not (tmp_path / "never-written").exists()
 
 
+@pytest.mark.slow
 def test_concurrent_first_writes_to_a_new_store(tmp_path: Path) -> None:
     """The checker stores images from several threads at once, starting on an empty store:
     the threads' first writes meet while the index is being set up."""

@@ -35,6 +35,7 @@ class Recorder:
         yield update
 
 
+@pytest.mark.slow
 def test_the_whole_build_from_python_then_one_stage_again(
     coco_dir: Path, tiny_editor_dir: Path, tiny_clip_spec: str, tmp_path: Path
 ) -> None:

@@ -98,6 +98,7 @@ def test_a_read_only_output_folder_is_an_environment_error_before_any_work() -> 
     assert "read-only file system" in result.stderr and "/mnt/build" in result.stderr
 
 
+@pytest.mark.slow
 @needs_unshare
 def test_a_full_disk_is_an_environment_error_before_any_work() -> None:
     result = _in_namespace(

@@ -225,6 +225,7 @@ def _pexels(scheme: str, photo_id: int, params: list[tuple[str, str]]) -> str:
     return url
 
 
+@pytest.mark.slow
 @settings(deadline=None, max_examples=100)
 @given(_photo_ids, _param_lists, _param_lists, _schemes, _schemes)
 def test_any_sizes_of_one_pexels_photo_share_a_key(
@@ -239,6 +240,7 @@ def test_any_sizes_of_one_pexels_photo_share_a_key(
     assert key == f"images.pexels.com/photos/{photo_id}/pexels-photo-{photo_id}.jpeg"
 
 
+@pytest.mark.slow
 @settings(deadline=None, max_examples=100)
 @given(_photo_ids, _photo_ids, _param_lists, _param_lists)
 def test_different_pexels_photos_never_share_a_key(

@@ -250,6 +250,7 @@ def _consistent(db: Path) -> None:
             assert streak == trailing, (row_id, statuses)
 
 
+@pytest.mark.slow
 def test_sigkill_at_any_point_leaves_the_tsv_old_or_new_and_the_db_consistent(
     tmp_path: Path,
 ) -> None:

@@ -141,6 +141,7 @@ def test_check_fails_before_any_request(
     assert requests(server) == before
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("output", ["db", "report", "store", "tsv"])
 def test_maintain_fails_before_any_request(
     server: LoopbackServer, tsv: Path, tmp_path: Path, output: str

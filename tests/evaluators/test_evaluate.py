@@ -321,6 +321,7 @@ def test_labour_statistics_ship_with_their_source() -> None:
     assert math.isnan(labor_comparison({"teacher": 0.1, "engineer": 0.2})["pearson_r"])
 
 
+@pytest.mark.slow
 def test_cli_evaluate_writes_every_output_and_report_compares(
     dataset: Path, tmp_path: Path, tiny_specs: dict[str, str]
 ) -> None:
@@ -475,6 +476,7 @@ def test_hub_style_folders_of_the_same_name_are_not_read_back_from_a_stale_cache
 # -- the Python API: evaluate() and compare_results() without the command line ------------
 
 
+@pytest.mark.slow
 def test_evaluate_from_python_writes_every_output_and_compares(
     dataset: Path, tmp_path: Path, tiny_specs: dict[str, str]
 ) -> None:
