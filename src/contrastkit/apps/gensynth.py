@@ -22,12 +22,12 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from contrastkit.apps.progress import ProgressFactory, stage
 from contrastkit.apps.quality import run_quality_checks
+from contrastkit.apps.stages import DEFAULT_EMBEDDER, Stage
 from contrastkit.builders.manifest import CONTRAST_SET, MANIFEST, SUMMARY
 from contrastkit.config import ModelConfig, require
 from contrastkit.curation.editing import DEFAULT_EDITOR, EditSettings
@@ -43,22 +43,6 @@ from contrastkit.interfaces import ImageTextScorer
 from contrastkit.io import check_writable
 
 __all__ = ["DEFAULT_EMBEDDER", "GenSynthConfig", "GenSynthResult", "Stage", "build_gensynth"]
-
-#: CLIP by default (GenSynth Sec. 4.2 embeds with CLIP ViT-B/32).
-DEFAULT_EMBEDDER = "open_clip:ViT-B-32/openai"
-
-
-class Stage(str, Enum):
-    """Which GenSynth stages a run does: one, or all in turn."""
-
-    ALL = "all"
-    EDIT = "edit"
-    FILTER = "filter"
-    SELECT = "select"
-
-    def runs(self, step: Stage) -> bool:
-        """Whether this choice runs ``step`` (one of edit, filter, select)."""
-        return self in (Stage.ALL, step)
 
 
 def _path(value: Any) -> Path | None:

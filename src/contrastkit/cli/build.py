@@ -8,12 +8,12 @@ Each command maps its options onto the job's config, runs the job
 
 from __future__ import annotations
 
-from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
 
+from contrastkit.apps.stages import DEFAULT_EMBEDDER, Stage
 from contrastkit.cli.common import (
     TAXONOMY_OPTION,
     console,
@@ -33,19 +33,9 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-# Defaults are spelled out here so that `contrastkit --help` imports no job module; the
-# configs hold the same values (tests/cli checks that they agree).
+# Spelled out here so that `contrastkit --help` imports no model library; the editing
+# module holds the same value (tests/cli checks that they agree).
 DEFAULT_EDITOR = "timbrooks/instruct-pix2pix"
-DEFAULT_EMBEDDER = "open_clip:ViT-B-32/openai"
-
-
-class Stage(str, Enum):
-    """GenSynth build stages (:class:`contrastkit.apps.gensynth.Stage`)."""
-
-    ALL = "all"
-    EDIT = "edit"
-    FILTER = "filter"
-    SELECT = "select"
 
 
 _OUT = typer.Option(..., "--out", help="Build folder (created; reruns resume).")
@@ -181,7 +171,6 @@ def gensynth(
         contrastkit build gensynth --coco coco --out build/gensynth --limit 100
     """
     from contrastkit.apps.gensynth import GenSynthConfig, build_gensynth
-    from contrastkit.apps.gensynth import Stage as Stages
     from contrastkit.config import ModelConfig
     from contrastkit.curation.editing import EditSettings
 
@@ -192,7 +181,7 @@ def gensynth(
         )  # fmt: skip
         model = ModelConfig(device=device, batch_size=batch_size, download=allow_download)
         result = build_gensynth(GenSynthConfig(
-            out=out, stage=Stages(stage.value), coco=coco, split=split, limit=limit,
+            out=out, stage=stage, coco=coco, split=split, limit=limit,
             min_box_side=min_box_side, editor=editor, embedder=embedder, edit=edit,
             instructions=instructions, k=k, tau_real=tau_real, tau_gender=tau_gender,
             quality=quality, pool=pool, pool_limit=pool_limit, model=model,
