@@ -7,6 +7,9 @@
   the probability of a continuation after a partial caption given the image.
 * :class:`ImageOpener` and :data:`ImageSource` — where images come from: a path, bytes,
   an object of the image store, a dataset row's decoded image.
+* :class:`ProgressFactory` — how a job reports progress, one display per stage: the
+  command line passes a rich bar (:func:`contrastkit.cli.common.progress`), a notebook any
+  ``contextmanager`` function of the same shape (a tqdm bar, a logger).
 
 Nothing here imports torch: the protocols describe behaviour, the adapters in
 ``contrastkit.evaluators.models`` implement it, and a test double or a user's own model
@@ -15,14 +18,22 @@ satisfies them structurally.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Protocol, TypeAlias, runtime_checkable
 
 import numpy as np
 from PIL import Image
 
-__all__ = ["ImageOpener", "ImageSource", "ImageTextScorer", "PronounScorer"]
+__all__ = [
+    "ImageOpener",
+    "ImageSource",
+    "ImageTextScorer",
+    "ProgressFactory",
+    "PronounScorer",
+    "progress_stage",
+]
 
 #: Something an image can be read from: a file path, encoded bytes, or a decoded image.
 ImageSource: TypeAlias = "str | Path | bytes | Image.Image"
@@ -88,3 +99,26 @@ class PronounScorer(Protocol):
     ) -> np.ndarray:
         """Log-probability of each continuation after each image's prefix."""
         ...
+
+
+class ProgressFactory(Protocol):
+    """Opens a progress display for one stage of a job: ``progress(label, total)`` is a
+    context manager yielding ``update(done, total)`` (``done`` of ``total`` steps of the
+    stage are finished; ``total`` may be ``None`` until it is known)."""
+
+    def __call__(
+        self, label: str, total: int | None = None
+    ) -> AbstractContextManager[Callable[..., None]]: ...
+
+
+@contextmanager
+def progress_stage(
+    progress: ProgressFactory | None, label: str, total: int | None = None
+) -> Iterator[Callable[..., None]]:
+    """The stage's ``update(done, total)`` from ``progress``, or one that does nothing when
+    the caller asked for no progress display."""
+    if progress is None:
+        yield lambda *args, **kwargs: None
+        return
+    with progress(label, total) as update:
+        yield update

@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from contrastkit.apps.progress import ProgressFactory, stage
 from contrastkit.apps.quality import run_quality_checks
 from contrastkit.builders.manifest import CONTRAST_SET, MANIFEST, SUMMARY
 from contrastkit.config import ModelConfig, require
 from contrastkit.curation.faces import DEFAULT_MIN_AGE
+from contrastkit.interfaces import ProgressFactory, progress_stage
 from contrastkit.io import check_writable
 
 __all__ = ["GenSwapConfig", "GenSwapResult", "build_genswap"]
@@ -148,7 +148,7 @@ def build_genswap(
         if config.embedder and config.pool
         else None
     )
-    with stage(progress, "swapping faces") as update:
+    with progress_stage(progress, "swapping faces") as update:
         swap = swap_faces(
             config.coco, config.faces, out, split=config.split, limit=config.limit,
             min_box_side=config.min_box_side, seed=config.seed,

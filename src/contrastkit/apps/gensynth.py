@@ -25,7 +25,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from contrastkit.apps.progress import ProgressFactory, stage
 from contrastkit.apps.quality import run_quality_checks
 from contrastkit.apps.stages import DEFAULT_EMBEDDER, Stage
 from contrastkit.builders.manifest import CONTRAST_SET, MANIFEST, SUMMARY
@@ -39,7 +38,7 @@ from contrastkit.curation.knn_filter import (
     Backend,
 )
 from contrastkit.errors import ConfigError
-from contrastkit.interfaces import ImageTextScorer
+from contrastkit.interfaces import ImageTextScorer, ProgressFactory, progress_stage
 from contrastkit.io import check_writable
 
 __all__ = ["DEFAULT_EMBEDDER", "GenSynthConfig", "GenSynthResult", "Stage", "build_gensynth"]
@@ -194,7 +193,7 @@ def build_gensynth(
     if config.stage.runs(Stage.EDIT):
         assert config.coco is not None  # the config checked it
         editor = load_editor(config.editor, config.model)
-        with stage(progress, "editing") as update:
+        with progress_stage(progress, "editing") as update:
             builder.run_edit_stage(
                 config.coco, out, editor, settings, split=config.split, limit=config.limit,
                 min_box_side=config.min_box_side, progress=update,
@@ -205,7 +204,7 @@ def build_gensynth(
     scorer = _load_scorer(config.embedder, config.model) if config.needs_embedder else None
     if config.stage.runs(Stage.FILTER):
         assert scorer is not None
-        with stage(progress, "embedding") as update:
+        with progress_stage(progress, "embedding") as update:
             builder.run_filter_stage(
                 out, scorer, k=config.k, tau_real=config.tau_real,
                 tau_gender=config.tau_gender, backend=config.backend, progress=update,

@@ -25,11 +25,10 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal
 
 from contrastkit.config import ModelConfig, require
 from contrastkit.errors import ConfigError, DataFormatError
@@ -37,6 +36,7 @@ from contrastkit.evaluators.hub import hub_name
 from contrastkit.evaluators.models.registry import check_dual, parse_spec
 from contrastkit.evaluators.report.results import headline, load_benchmark, model_slug
 from contrastkit.evaluators.runner import EvalConfig, retrieval_needs_dual
+from contrastkit.interfaces import ProgressFactory, progress_stage
 from contrastkit.io import atomic_write_text, check_writable
 
 if TYPE_CHECKING:
@@ -47,35 +47,10 @@ __all__ = [
     "EvaluateConfig",
     "EvaluateResult",
     "ModelEvaluation",
-    "ProgressFactory",
     "ReportConfig",
     "compare_results",
     "evaluate",
 ]
-
-
-class ProgressFactory(Protocol):
-    """Opens a progress display for one phase of a job.
-
-    ``progress(label, total)`` is a context manager yielding ``update(done, total)``;
-    :func:`contrastkit.cli.common.progress` is one (a rich bar on a terminal), and so is
-    any ``contextmanager`` function with this signature (a tqdm bar, a logger).
-    """
-
-    def __call__(
-        self, label: str, total: int | None = None
-    ) -> AbstractContextManager[Callable[..., None]]: ...
-
-
-@contextmanager
-def _phase(
-    progress: ProgressFactory | None, label: str, total: int | None = None
-) -> Iterator[Callable[..., None]]:
-    if progress is None:
-        yield lambda *args, **kwargs: None
-        return
-    with progress(label, total) as update:
-        yield update
 
 
 def _strings(value: object, name: str) -> tuple[str, ...]:
@@ -303,7 +278,7 @@ def _evaluate_visogender(
     for spec in config.models:
         adapter = load_model(spec, config.model)
         folder = config.out / model_slug(spec)
-        with _phase(progress, f"scoring {spec}") as update:
+        with progress_stage(progress, f"scoring {spec}") as update:
             run = score_dataset(
                 items, adapter, folder, loader, settings,
                 batch_size=config.model.batch_size, progress=update,
@@ -348,7 +323,7 @@ def _evaluate_contrast(
         for path, dataset in sets:
             folder = config.out / model_slug(spec)
             folder = folder / path.name if len(paths) > 1 else folder
-            with _phase(progress, f"scoring {spec}", len(dataset)) as update:
+            with progress_stage(progress, f"scoring {spec}", len(dataset)) as update:
                 result = evaluate_contrast(
                     dataset, scorer, ks=config.settings.ks,
                     batch_size=config.model.batch_size, progress=update,
