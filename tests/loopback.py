@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from PIL import Image
+from PIL import ExifTags, Image
 
 Handler = Callable[["Request", asyncio.StreamWriter], Awaitable[None]]
 
@@ -97,9 +97,49 @@ async def endless_body(request: Request, writer: asyncio.StreamWriter) -> None:
         await writer.drain()
 
 
+def trickle(body: bytes, interval: float = 1.0, content_type: str = "image/jpeg") -> Handler:
+    """Send the headers at once, then ``body`` one byte every ``interval`` seconds: never
+    silent long enough for a read timeout, never finished in time."""
+
+    async def handler(request: Request, writer: asyncio.StreamWriter) -> None:
+        head = f"HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}"
+        writer.write(head.encode() + b"\r\n\r\n")
+        await writer.drain()
+        for byte in body:
+            await asyncio.sleep(interval)
+            writer.write(bytes([byte]))
+            await writer.drain()
+
+    return handler
+
+
 def jpeg_bytes(image: Image.Image, quality: int = 90) -> bytes:
     out = io.BytesIO()
     image.convert("RGB").save(out, "JPEG", quality=quality)
+    return out.getvalue()
+
+
+#: For each EXIF orientation, the turn that stores an upright picture so that a viewer
+#: applying the orientation shows it upright again.
+EXIF_STORED_AS = {
+    2: Image.Transpose.FLIP_LEFT_RIGHT,
+    3: Image.Transpose.ROTATE_180,
+    4: Image.Transpose.FLIP_TOP_BOTTOM,
+    5: Image.Transpose.TRANSPOSE,
+    6: Image.Transpose.ROTATE_90,  # shown after a quarter turn clockwise
+    7: Image.Transpose.TRANSVERSE,
+    8: Image.Transpose.ROTATE_270,
+}
+
+
+def exif_rotated_jpeg(image: Image.Image, orientation: int = 6, quality: int = 90) -> bytes:
+    """A real camera-style JPEG: ``image`` stored turned (or mirrored), with the EXIF
+    ``Orientation`` tag that tells a viewer to show it as ``image``."""
+    exif = Image.Exif()
+    exif[ExifTags.Base.Orientation] = orientation
+    out = io.BytesIO()
+    stored = image.convert("RGB").transpose(EXIF_STORED_AS[orientation])
+    stored.save(out, "JPEG", quality=quality, exif=exif)
     return out.getvalue()
 
 

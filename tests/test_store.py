@@ -114,3 +114,87 @@ def test_sqlite_errors_names_locks_and_broken_files_and_leaves_bugs_alone(tmp_pa
     closed.close()
     with pytest.raises(sqlite3.ProgrammingError), sqlite_errors(db, "db"):
         closed.execute("SELECT 1")  # misuse of the API is a bug, not the user's problem
+
+
+def _age(path: Path, seconds: float) -> None:
+    import os
+    import time
+
+    then = time.time() - seconds
+    os.utime(path, (then, then))
+
+
+def test_stale_temp_files_of_killed_runs_are_removed_on_the_first_put(tmp_path: Path) -> None:
+    from contrastkit.store import STALE_TEMP_SECONDS
+
+    store = ImageStore(tmp_path)
+    kept = store.put(b"kept", format="PNG", width=1, height=1, phash="0" * 16)
+    shard = store.path(kept).parent
+    stale = [shard / f".{kept}.k3x_9q2a.tmp", shard / ".tmp-abc123_x"]  # now and before
+    fresh = shard / f".{'e' * 64}.a1b2c3d4.tmp"  # a writer of another process, right now
+    others = [shard / ".notes", shard / "readme.tmp", tmp_path / ".tmp-outside-objects"]
+    for path in [*stale, fresh, *others]:
+        path.write_bytes(b"partial")
+    for path in [*stale, *others]:
+        _age(path, STALE_TEMP_SECONDS + 60)
+    _age(fresh, STALE_TEMP_SECONDS - 60)
+
+    reopened = ImageStore(tmp_path)
+    reopened.put(b"new", format="PNG", width=1, height=1, phash="1" * 16)
+    assert [p.exists() for p in stale] == [False, False]
+    assert fresh.exists() and all(p.exists() for p in others)
+    assert reopened.read(kept) == b"kept"
+
+    again = shard / ".tmp-later"
+    again.write_bytes(b"partial")
+    _age(again, STALE_TEMP_SECONDS + 60)
+    reopened.put(b"newer", format="PNG", width=1, height=1, phash="2" * 16)
+    assert again.exists()  # one sweep per store instance, not one per put
+    assert reopened.remove_stale_temp_files() == 1 and not again.exists()
+    assert reopened.remove_stale_temp_files(older_than=0) == 1 and not fresh.exists()
+
+
+def test_a_store_without_objects_has_nothing_to_sweep(tmp_path: Path) -> None:
+    assert ImageStore(tmp_path / "absent").remove_stale_temp_files() == 0
+    (tmp_path / "file").write_text("not a store")
+    assert ImageStore(tmp_path / "file").remove_stale_temp_files() == 0
+
+
+def test_the_temp_file_of_a_writer_killed_mid_put_is_swept(tmp_path: Path) -> None:
+    """SIGKILL a process while it writes an object: its temporary file stays behind, the
+    store never shows a partial object, and the next writer removes the file once stale."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from contrastkit.store import STALE_TEMP_SECONDS
+
+    script = f"""
+import os, time
+from contrastkit.store import ImageStore
+def hang(fd):  # the bytes are written; the kill comes before fsync and rename
+    print("writing", flush=True)
+    time.sleep(60)
+os.fsync = hang
+ImageStore({str(tmp_path)!r}).put(b"x" * 100_000, format="PNG", width=1, height=1,
+                                  phash="0" * 16)
+"""
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline() == "writing\n"
+    finally:
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(10)
+    sha = hashlib.sha256(b"x" * 100_000).hexdigest()
+    [left] = list((tmp_path / "objects" / sha[:2]).iterdir())
+    assert left.name.startswith(f".{sha}.") and left.name.endswith(".tmp")
+    store = ImageStore(tmp_path)
+    assert not store.has(sha)
+    store.put(b"y", format="PNG", width=1, height=1, phash="0" * 16)
+    assert left.exists()  # not an hour old: it could still be a running writer's
+    then = time.time() - STALE_TEMP_SECONDS - 1
+    os.utime(left, (then, then))
+    ImageStore(tmp_path).put(b"z", format="PNG", width=1, height=1, phash="0" * 16)
+    assert not left.exists()

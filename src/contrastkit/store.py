@@ -14,13 +14,26 @@ same bytes). Index updates are SQLite transactions. Several processes may add to
 at once. A folder that cannot be written is a :class:`~contrastkit.errors.ResourceError`,
 an index that is not a usable database a :class:`~contrastkit.errors.StateError`
 (:func:`sqlite_errors`).
+
+A run killed while writing an object leaves its temporary file behind
+(``objects/ab/.<sha256>.<random>.tmp``; earlier versions of the store used
+``objects/ab/.tmp-<random>``). The first :meth:`ImageStore.put` of each store instance
+removes those temporary files that are older than :data:`STALE_TEMP_SECONDS` (one hour,
+by modification time): a writer renames its temporary file into place within one
+``put`` (one write and one fsync, well under a minute even for the largest image), so a
+temporary file that old belongs to no running writer, and a file another process is
+still writing is never removed. :meth:`ImageStore.remove_stale_temp_files` runs the same
+sweep on demand.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
+import re
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Iterator
@@ -32,7 +45,17 @@ from pathlib import Path
 from contrastkit.errors import ResourceError, StateError
 from contrastkit.io import atomic_write_bytes, resource_error
 
-__all__ = ["ImageInfo", "ImageStore", "sha256_hex", "sqlite_errors"]
+__all__ = ["STALE_TEMP_SECONDS", "ImageInfo", "ImageStore", "sha256_hex", "sqlite_errors"]
+
+log = logging.getLogger("contrastkit.store")
+
+STALE_TEMP_SECONDS = 3600.0
+"""Age (seconds since last modification) from which a temporary file of the store is a
+leftover of a killed run and is removed."""
+
+#: Temporary files of object writes: ``io.atomic_path``'s ``.{sha256}.{random}.tmp`` and
+#: the ``.tmp-{random}`` of earlier versions of the store.
+_TEMP_NAME = re.compile(r"\.(?:[0-9a-f]{64}\.[A-Za-z0-9_]+\.tmp|tmp-[A-Za-z0-9_]+)")
 
 #: Words of SQLite's messages that mean the machine, not the file's content, is at fault.
 _ENVIRONMENT_WORDS = ("locked", "busy", "disk i/o", "disk is full", "readonly", "read-only",
@@ -119,6 +142,7 @@ class ImageStore:
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
         self._ready = False  # index set up by this instance (once, not on every put)
+        self._swept = False  # stale temporary files removed (on the first put)
         self._setup = threading.Lock()
 
     # -- objects ---------------------------------------------------------------------------
@@ -162,6 +186,11 @@ class ImageStore:
             ResourceError: the store's folder cannot be written (permissions, full disk).
             StateError: the index is not a usable database.
         """
+        if not self._swept:
+            with self._setup:
+                if not self._swept:
+                    self._swept = True
+                    self.remove_stale_temp_files()
         digest = sha256_hex(data)
         target = self.path(digest)
         if not target.is_file():
@@ -181,6 +210,44 @@ class ImageStore:
                     (url, digest, datetime.now(timezone.utc).isoformat(timespec="seconds")),
                 )
         return digest
+
+    def remove_stale_temp_files(self, older_than: float = STALE_TEMP_SECONDS) -> int:
+        """Remove the temporary object files killed runs left, if older than
+        ``older_than`` seconds (by modification time); return how many were removed.
+
+        Only names of the store's own temporary files inside ``objects/??/`` are touched;
+        a file that cannot be removed (a read-only store) is left and logged.
+        """
+        cutoff = time.time() - older_than
+        removed = 0
+        try:
+            shards = [e.path for e in os.scandir(self.root / "objects")
+                      if len(e.name) == 2 and e.is_dir(follow_symlinks=False)]  # fmt: skip
+        except (FileNotFoundError, NotADirectoryError):
+            return 0
+        except OSError as error:
+            log.warning("%s: cannot look for stale temporary files: %s", self.root, error)
+            return 0
+        for shard in shards:
+            try:
+                with os.scandir(shard) as entries:
+                    candidates = [Path(e.path) for e in entries if _TEMP_NAME.fullmatch(e.name)]
+            except OSError as error:  # gone meanwhile, or unreadable
+                log.warning("%s: cannot look for stale temporary files: %s", shard, error)
+                continue
+            for path in candidates:
+                try:
+                    info = path.lstat()
+                    if stat.S_ISREG(info.st_mode) and info.st_mtime < cutoff:
+                        path.unlink()
+                        removed += 1
+                except FileNotFoundError:
+                    continue  # renamed into place, or swept by another process, meanwhile
+                except OSError as error:
+                    log.warning("%s: cannot remove a stale temporary file: %s", path, error)
+        if removed:
+            log.info("%s: removed %d stale temporary file(s)", self.root, removed)
+        return removed
 
     # -- index -----------------------------------------------------------------------------
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -297,3 +299,29 @@ def test_popcount_without_numpy_bitwise_count(monkeypatch: pytest.MonkeyPatch) -
     assert _popcount(values).tolist() == expected
     monkeypatch.delattr(np, "bitwise_count", raising=False)
     assert _popcount(values).tolist() == expected
+
+
+@pytest.mark.parametrize("orientation", range(2, 9))
+def test_an_exif_oriented_jpeg_and_its_upright_twin_are_near_duplicates(orientation: int) -> None:
+    """A camera stores a photo sideways with an EXIF Orientation tag; the same picture
+    saved upright (an edited copy, another site's rendition) is the same image: same
+    reported size, neighbouring perceptual hashes, one near-duplicate group."""
+    from PIL import ExifTags, Image
+    from skimage import data as skdata
+
+    from contrastkit.curation.images import inspect_image, phash_distance
+    from loopback import exif_rotated_jpeg, jpeg_bytes
+
+    upright_image = Image.fromarray(skdata.chelsea())  # 451 x 300
+    tagged_bytes = exif_rotated_jpeg(upright_image, orientation)
+    with Image.open(io.BytesIO(tagged_bytes)) as stored:
+        assert stored.getexif()[ExifTags.Base.Orientation] == orientation
+        assert stored.size == ((300, 451) if orientation >= 5 else (451, 300))
+    tagged, upright = inspect_image(tagged_bytes), inspect_image(jpeg_bytes(upright_image))
+    assert (tagged.width, tagged.height) == (upright.width, upright.height) == (451, 300)
+    assert tagged.sha256 != upright.sha256
+    assert phash_distance(tagged.phash, upright.phash) <= 4
+    groups = find_content_duplicates(
+        [("OO_1", upright.sha256, upright.phash), ("OO_2", tagged.sha256, tagged.phash)]
+    )
+    assert [(g.kind, g.items) for g in groups] == [("near_duplicate", ("OO_1", "OO_2"))]

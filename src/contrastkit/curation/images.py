@@ -6,6 +6,11 @@ any pixel is decoded, so a decompression bomb (a small file that claims a huge c
 refused without allocating it. Each accepted image gets its sha256, Pillow format name,
 width, height and a 64-bit perceptual hash (``imagehash.phash``: DCT of the 32x32
 greyscale thumbnail, one bit per low-frequency coefficient against their median).
+
+The hash and the size are those of the image as it is shown: an EXIF ``Orientation`` tag
+(a camera's "rotate 90 degrees") is applied first (:func:`oriented`), so a photo stored
+sideways with the tag and its physically rotated twin get the same size and neighbouring
+hashes.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import io
 import warnings
 
 import imagehash
-from PIL import Image, UnidentifiedImageError
+from PIL import ExifTags, Image, ImageOps, UnidentifiedImageError
 
 from contrastkit.curation.image_limits import (
     DEFAULT_MAX_BYTES,
@@ -32,6 +37,7 @@ __all__ = [
     "ImageLimits",
     "ImageRejectedError",
     "inspect_image",
+    "oriented",
     "phash_distance",
 ]
 
@@ -73,6 +79,8 @@ def inspect_image(data: bytes, limits: ImageLimits | None = None) -> ImageInfo:
     with warnings.catch_warnings():
         # We enforce our own pixel budget below; Pillow's warning would only be noise.
         warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+        # A broken EXIF block is read as no EXIF (see oriented()); no warning per image.
+        warnings.filterwarnings("ignore", "Corrupt EXIF data", UserWarning)
         try:
             image = Image.open(io.BytesIO(data))
         except Image.DecompressionBombError as exc:
@@ -97,7 +105,9 @@ def inspect_image(data: bytes, limits: ImageLimits | None = None) -> ImageInfo:
                     image.seek(frame)
                     image.load()
                 image.seek(0)
-                phash = str(imagehash.phash(image))
+                shown = oriented(image)
+                width, height = shown.size
+                phash = str(imagehash.phash(shown))
             except Image.DecompressionBombError as exc:
                 raise ImageRejectedError("image_too_large", f"decompression bomb: {exc}") from None
             except (OSError, ValueError, SyntaxError, EOFError) as exc:
@@ -114,6 +124,22 @@ def inspect_image(data: bytes, limits: ImageLimits | None = None) -> ImageInfo:
         phash=phash,
         size=len(data),
     )
+
+
+def oriented(image: Image.Image) -> Image.Image:
+    """``image`` turned as its EXIF ``Orientation`` tag says (``image`` itself when it has
+    no such tag, or a tag that cannot be read: a broken EXIF block does not make a
+    picture unusable)."""
+    try:
+        orientation = image.getexif().get(ExifTags.Base.Orientation, 1)
+    except Exception:  # any malformed EXIF block: show the pixels as stored
+        return image
+    if orientation not in range(2, 9):
+        return image
+    try:
+        return ImageOps.exif_transpose(image)
+    except Exception:  # as above
+        return image
 
 
 def phash_distance(first: str, second: str) -> int:

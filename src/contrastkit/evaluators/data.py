@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from PIL import Image, UnidentifiedImageError
+from PIL import ExifTags, Image, ImageOps, UnidentifiedImageError
 
 from contrastkit.errors import DataFormatError
 from contrastkit.schema import URL_COLUMN, Context, Gender, VisoGenderRow
@@ -278,7 +278,8 @@ class ImageLoader:
                 raise item.error(f"image file not found: {path}")
 
     def open(self, item: EvalItem) -> Image.Image:
-        """The item's image, decoded, in RGB.
+        """The item's image, decoded, turned as its EXIF ``Orientation`` tag says (as a
+        viewer shows it, and as the URL checker measured and hashed it), in RGB.
 
         Raises:
             DataFormatError: the image is missing or cannot be decoded.
@@ -298,6 +299,7 @@ class ImageLoader:
             image.load()
         except (UnidentifiedImageError, OSError) as exc:
             raise item.error(f"image cannot be decoded: {exc}") from exc
+        image = _oriented(image)
         return image if image.mode == "RGB" else image.convert("RGB")
 
     def _dataset_image(self, item: EvalItem) -> Image.Image:
@@ -314,3 +316,18 @@ class ImageLoader:
         if not isinstance(value, Image.Image):
             raise item.error(f"column {column!r} does not hold images", column)
         return value
+
+
+def _oriented(image: Image.Image) -> Image.Image:
+    """``image`` turned as its EXIF ``Orientation`` tag says; as it is when it has none or
+    the EXIF block cannot be read (the same rule as ``curation.images.oriented``)."""
+    try:
+        orientation = image.getexif().get(ExifTags.Base.Orientation, 1)
+    except Exception:  # any malformed EXIF block: use the pixels as stored
+        return image
+    if orientation not in range(2, 9):
+        return image
+    try:
+        return ImageOps.exif_transpose(image)
+    except Exception:  # as above
+        return image

@@ -5,11 +5,12 @@ one :class:`~contrastkit.curation.urls.status.Status`, and run many URLs concurr
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 import ssl
 import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import Any
@@ -83,31 +84,43 @@ class _Checker:
     async def check(self, url: str) -> URLCheck:
         """Check one URL, retrying transient failures; always returns its result."""
         started = time.monotonic()
+        clock = _Deadline(self.config.url_deadline)
         result = URLCheck(
             url=url,
             status=Status.OK,
             checked_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         )
         attempt = 0
+        last: FinalStatus | None = None  # the latest transient failure
         while True:
             attempt += 1
             result.attempts = attempt
             try:
-                body, final_url, http_status = await self._fetch(url)
+                body, final_url, http_status = await self._fetch(url, clock)
                 result.http_status = http_status
                 if final_url != url:
                     result.final_url = redact_url(final_url)
                 await self._inspect(body, url, result)
                 break
             except RetryableError as retry:
+                last = retry.final
                 if attempt > self.config.retries:
                     self._finish(result, retry.final)
                     break
                 wait = retry.wait
                 if wait is None:
                     wait = self.config.backoff * 2 ** (attempt - 1) * random.uniform(0.5, 1.5)
+                if wait >= clock.remaining():
+                    kind = "Retry-After" if retry.wait is not None else "retry"
+                    self._finish(result, clock.expired(
+                        attempt, retry.final, f"; the {kind} wait of {wait:.3g}s would pass it"
+                    ))  # fmt: skip
+                    break
                 log.debug("retrying %s in %.2fs: %s", redact_url(url), wait, retry.final.detail)
                 await asyncio.sleep(wait)
+            except _DeadlineReached:
+                self._finish(result, clock.expired(attempt, last))
+                break
             except FinalStatus as final:
                 self._finish(result, final)
                 break
@@ -139,24 +152,38 @@ class _Checker:
                                   height=info.height, phash=info.phash, url=url),
             )  # fmt: skip
 
-    async def _fetch(self, url: str) -> tuple[bytes, str, int]:
-        """Follow redirects by hand; return the final body, URL and status."""
+    async def _fetch(self, url: str, clock: _Deadline) -> tuple[bytes, str, int]:
+        """Follow redirects by hand; return the final body, URL and status.
+
+        Raises:
+            _DeadlineReached: the per-URL deadline passed during a request.
+        """
         current = url
         for _hop in range(self.config.max_redirects + 1):
             target = validate_url(current)
             host = target.host or ""
-            if not self.policy.permitted_host(host):
-                raise FinalStatus(Status.BLOCKED_ADDRESS, f"{host} is a non-public address")
-            async with self._host_slot(host):
+            refused = self.policy.host_refusal(host)
+            if refused is not None:
+                raise FinalStatus(
+                    Status.BLOCKED_ADDRESS, f"{host} is a non-public address ({refused})"
+                )
+            with clock.paused():  # waiting for a free slot of a busy host is not its fault
+                slot = self._host_slot(host)
+                await slot.acquire()
+            try:
+                limit = min(self.config.total_timeout, clock.remaining())
+                if limit <= 0:
+                    raise _DeadlineReached
                 try:
-                    outcome = await asyncio.wait_for(
-                        self._request(target), self.config.total_timeout
-                    )
+                    outcome = await asyncio.wait_for(self._request(target), limit)
                 except asyncio.TimeoutError:
-                    limit = self.config.total_timeout
+                    if limit < self.config.total_timeout:
+                        raise _DeadlineReached from None
                     raise RetryableError(
                         FinalStatus(Status.TIMEOUT, f"no complete response within {limit:g}s")
                     ) from None
+            finally:
+                slot.release()
             if isinstance(outcome, str):
                 current = outcome
                 continue
@@ -175,7 +202,7 @@ class _Checker:
                 if status in (301, 302, 303, 307, 308) and "Location" in response.headers:
                     try:
                         return str(target.join(URL(response.headers["Location"])))
-                    except (ValueError, TypeError) as exc:
+                    except Exception as exc:  # any failure of the URL parser on hostile text
                         raise FinalStatus(
                             Status.INVALID_URL, f"redirect to an unusable location: {exc}", status
                         ) from None
@@ -236,6 +263,40 @@ class _Checker:
                 )
             chunks.append(chunk)
         return b"".join(chunks)
+
+
+class _DeadlineReached(Exception):  # noqa: N818 - control flow, not an error
+    """The per-URL deadline passed during a request."""
+
+
+class _Deadline:
+    """The per-URL deadline (``url_deadline``) of one check: a monotonic end time that
+    time spent waiting for a per-host slot pushes back."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.end = time.monotonic() + seconds
+
+    def remaining(self) -> float:
+        """Seconds left (negative once passed)."""
+        return self.end - time.monotonic()
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Time spent inside the block does not count."""
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.end += time.monotonic() - started
+
+    def expired(self, attempts: int, last: FinalStatus | None, why: str = "") -> FinalStatus:
+        """The ``timeout`` a URL ends with when its deadline is reached."""
+        detail = f"per-URL deadline of {self.seconds:g}s reached after {attempts} attempt(s)"
+        detail += why
+        if last is not None:
+            detail += f" (last: {last.detail})"
+        return FinalStatus(Status.TIMEOUT, detail, None if last is None else last.http_status)
 
 
 # -- many URLs ---------------------------------------------------------------------------

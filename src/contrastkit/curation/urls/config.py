@@ -14,9 +14,13 @@ from contrastkit.config import require
 from contrastkit.curation.image_limits import ImageLimits
 from contrastkit.errors import ConfigError
 
-__all__ = ["DEFAULT_USER_AGENT", "CheckConfig"]
+__all__ = ["DEFAULT_URL_DEADLINE", "DEFAULT_USER_AGENT", "CheckConfig"]
 
 DEFAULT_USER_AGENT = f"contrastkit/{__version__} (dataset integrity check; +https://github.com/contrastkit/contrastkit)"
+
+DEFAULT_URL_DEADLINE = 120.0
+"""Seconds one URL may take over all its attempts, redirects and waits (twice the default
+total timeout of one request)."""
 
 
 @dataclass(frozen=True)
@@ -29,6 +33,11 @@ class CheckConfig:
         connect_timeout: Seconds to resolve and connect.
         read_timeout: Seconds allowed between received bytes.
         total_timeout: Seconds for one request from connect to last byte.
+        url_deadline: Seconds one URL may take in all: every attempt, redirect, backoff
+            and ``Retry-After`` wait counts against it (time spent waiting for a free
+            per-host slot does not). When it is reached, or a wait would pass it, the URL
+            ends ``timeout`` with a detail naming the deadline. It also caps a single
+            request when it is shorter than ``total_timeout``.
         retries: Extra attempts after a transient failure.
         backoff: Base delay in seconds; attempt ``i`` waits ``backoff * 2**(i-1)``,
             jittered by +-50%.
@@ -53,6 +62,7 @@ class CheckConfig:
     connect_timeout: float = 10.0
     read_timeout: float = 20.0
     total_timeout: float = 60.0
+    url_deadline: float = DEFAULT_URL_DEADLINE
     retries: int = 2
     backoff: float = 0.5
     max_retry_after: float = 30.0
@@ -68,7 +78,7 @@ class CheckConfig:
         for name in ("concurrency", "per_host"):
             value = getattr(self, name)
             require(value >= 1, name, f"must be at least 1, not {value}")
-        for name in ("connect_timeout", "read_timeout", "total_timeout"):
+        for name in ("connect_timeout", "read_timeout", "total_timeout", "url_deadline"):
             value = getattr(self, name)
             require(value > 0, name, f"must be a positive number of seconds, not {value}")
         for name in ("retries", "max_redirects", "backoff", "max_retry_after"):

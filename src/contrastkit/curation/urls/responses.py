@@ -5,6 +5,7 @@ exceptions that end (:class:`FinalStatus`) or retry (:class:`RetryableError`) a 
 from __future__ import annotations
 
 import email.utils
+import ipaddress
 from datetime import datetime, timezone
 
 from multidict import CIMultiDictProxy
@@ -13,10 +14,13 @@ from yarl import URL
 from contrastkit.curation.urls.status import Status
 
 __all__ = [
+    "MAX_HOST_LENGTH",
+    "MAX_LABEL_LENGTH",
     "OPT_OUT_DIRECTIVES",
     "TRANSIENT_HTTP",
     "FinalStatus",
     "RetryableError",
+    "host_name_problem",
     "opted_out",
     "retry_after",
     "validate_url",
@@ -26,6 +30,10 @@ TRANSIENT_HTTP = frozenset({408, 429, 500, 502, 503, 504, 507, 508, 509, 520, 52
 """HTTP statuses worth retrying."""
 OPT_OUT_DIRECTIVES = frozenset({"noai", "noimageai"})
 """``X-Robots-Tag`` directives that opt an image out of AI datasets."""
+MAX_HOST_LENGTH = 253
+"""Longest DNS name, in characters, without its final dot (RFC 1035)."""
+MAX_LABEL_LENGTH = 63
+"""Longest label of a DNS name (RFC 1035)."""
 
 
 class FinalStatus(Exception):  # noqa: N818 - control flow, not an error
@@ -58,16 +66,55 @@ def validate_url(url: str) -> URL:
         raise FinalStatus(Status.INVALID_URL, "empty, or contains whitespace or control characters")
     try:
         parsed = URL(url)
-        parsed.raw_host  # noqa: B018 - IDNA-encodes the host: raises on a bad one
-    except (ValueError, UnicodeError, TypeError) as exc:
-        raise FinalStatus(Status.INVALID_URL, f"cannot parse: {exc}") from None
+        # IDNA-encode the host and decode it back: either raises on a bad one (an
+        # "xn--" label that is not valid punycode fails only on the way back).
+        parsed.raw_host  # noqa: B018
+        parsed.host  # noqa: B018
+    except Exception as exc:  # any failure of the parser on hostile text: not a URL
+        raise FinalStatus(
+            Status.INVALID_URL, f"cannot parse: {type(exc).__name__}: {exc}"
+        ) from None
     if parsed.scheme not in ("http", "https"):
         raise FinalStatus(
             Status.INVALID_URL, f"scheme {parsed.scheme or '(none)'!r} is not http(s)"
         )
     if not parsed.host:
         raise FinalStatus(Status.INVALID_URL, "no host")
+    problem = host_name_problem(parsed.raw_host or "")
+    if problem is not None:
+        raise FinalStatus(Status.INVALID_URL, problem)
     return parsed
+
+
+def host_name_problem(host: str) -> str | None:
+    """Why ``host`` (as sent: IDNA-encoded) cannot be contacted safely, or None.
+
+    What looks like an IP literal (a colon, or only digits and dots) must be one exactly,
+    without a zone ID: the HTTP client connects to such a host without asking the
+    resolver, so anything else (``[v1.fe80::1]``, ``127.1``, ``fe80::1%eth0``) would
+    reach the operating system's name lookup unchecked. A name is at most 253 characters
+    (one final dot aside) and each of its labels 1 to 63 (RFC 1035 2.3.4): a longer or
+    empty label can never resolve, so the URL is invalid rather than its lookup failing.
+    """
+    literal = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if ":" in literal or literal.replace(".", "").isdigit():
+        if "%" in literal:
+            return f"IP address with a zone ID ({literal})"
+        try:
+            ipaddress.ip_address(literal)
+        except ValueError:
+            kind = "IPv6" if ":" in literal else "canonical IPv4"
+            return f"{literal} is not a {kind} address"
+        return None
+    name = host[:-1] if host.endswith(".") else host
+    if len(name) > MAX_HOST_LENGTH:
+        return f"host name of {len(name)} characters (the limit is {MAX_HOST_LENGTH})"
+    for label in name.split("."):
+        if not label:
+            return "host name with an empty label"
+        if len(label) > MAX_LABEL_LENGTH:
+            return f"host name label of {len(label)} characters (the limit is {MAX_LABEL_LENGTH})"
+    return None
 
 
 def opted_out(headers: CIMultiDictProxy[str]) -> str | None:
