@@ -50,3 +50,46 @@ def test_yes_no_words(tmp_path: Path) -> None:
     with pytest.raises(DataFormatError, match="expected yes or no") as caught:
         parse_bool(records[3], "ok")
     assert caught.value.line == 4
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "line", "field", "words"),
+    [
+        ("a.csv", b"url,occupation\nx,Jos\xe9\n", 2, None, "not UTF-8"),
+        ("a.jsonl", b'{"url": "x"}\n{"url": "\xff"}\n', 2, None, "not UTF-8"),
+        ("a.csv", b"url,occupation\nx,do\x00ctor\n", 2, None, "NUL byte"),
+        ("a.jsonl", b'{"url": "do\\u0000c"}\n', 1, "url", "NUL character"),
+        ("a.jsonl", b'{"url": "\\udcff"}\n', 1, "url", "lone surrogate \\udcff"),
+        ("a.json", b'[{"url": "x"}, {"\\ud800": "y"}]', None, None, "lone surrogate"),
+        ("a.jsonl", b"[" * 100_000 + b"\n", 1, None, "nested too deeply"),
+        ("a.jsonl", b'{"n": ' + b"9" * 5000 + b"}\n", 1, None, "invalid JSON"),
+        ("a.json", b"[" * 100_000, None, None, "nested too deeply"),
+        ("a.csv", b'url,occupation\n"x,' + b"y" * 200_000 + b'"\n', 2, None, "malformed table"),
+        ("a.csv", b"url\tx,occupation\n", 1, None, "tab or a line break"),
+    ],
+)
+def test_hostile_bytes_are_located_errors(
+    tmp_path: Path, name: str, data: bytes, line: int | None, field: str | None, words: str
+) -> None:
+    path = tmp_path / name
+    path.write_bytes(data)
+    with pytest.raises(DataFormatError) as caught:
+        list(read_records(path))
+    assert (caught.value.line, caught.value.field) == (line, field)
+    assert words in str(caught.value)
+
+
+def test_single_line_refuses_tabs_and_line_breaks_in_values(tmp_path: Path) -> None:
+    path = tmp_path / "pool.csv"
+    path.write_text('url,annotator\nx,"two\nlines"\ny,"a\tb"\n')
+    assert [r.get("annotator") for r in read_records(path)] == ["two\nlines", "a\tb"]
+    with pytest.raises(DataFormatError, match="tab or a line break") as caught:
+        list(read_records(path, single_line=True))
+    assert (caught.value.line, caught.value.field) == (3, "annotator")
+
+
+def test_a_folder_is_a_located_error(tmp_path: Path) -> None:
+    folder = tmp_path / "pool.csv"
+    folder.mkdir()
+    with pytest.raises(DataFormatError, match="no such file"):
+        list(read_records(folder))

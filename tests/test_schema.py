@@ -11,7 +11,14 @@ import pytest
 from contrastkit.errors import DataFormatError
 from contrastkit.io import atomic_write_text
 from contrastkit.schema import OO_COLUMNS, OP_COLUMNS, Context, Gender, VisoGenderRow
-from contrastkit.tsv import read_visogender_tsv, render_visogender_tsv, write_visogender_tsv
+from contrastkit.tsv import (
+    FileFingerprint,
+    parse_visogender_tsv,
+    read_tsv_document,
+    read_visogender_tsv,
+    render_visogender_tsv,
+    write_visogender_tsv,
+)
 from factories import make_row
 
 OP_HEADER = "\t".join(OP_COLUMNS)
@@ -234,3 +241,96 @@ def test_the_old_import_path_of_the_tsv_functions_warns_and_works(official_op: P
         old = schema.read_visogender_tsv
     assert old is tsv.read_visogender_tsv
     assert old(official_op).rows == tsv.read_visogender_tsv(official_op).rows
+
+
+# encoding details, byte-exact edits, hostile bytes
+
+
+def test_render_and_write_keep_a_bom_when_asked(official_oo: Path, tmp_path: Path) -> None:
+    source = tmp_path / "bom.tsv"
+    source.write_bytes(b"\xef\xbb\xbf" + official_oo.read_bytes())
+    stream = parse_visogender_tsv(source)
+    assert stream.bom and stream.newline == "\r\n"
+    table = read_visogender_tsv(source)
+    out = write_visogender_tsv(tmp_path / "copy.tsv", table.rows, table.context,
+                               newline=table.newline, final_newline=table.final_newline,
+                               bom=stream.bom)  # fmt: skip
+    assert out.read_bytes() == source.read_bytes()
+    assert render_visogender_tsv([], Context.OO, bom=True).startswith("\ufeffIDX\t")
+
+
+def test_a_document_renders_every_untouched_byte_as_read(tmp_path: Path) -> None:
+    text = "\ufeff" + OP_HEADER + "\r\n" + OP_LINE + "\n\r\n" + OP_LINE.replace("OP_1", "OP_2")
+    path = write(tmp_path, text)
+    document = read_tsv_document(path)
+    assert document.to_bytes() == path.read_bytes() and document.bom
+    assert [row.line for row in document.table.rows] == [2, 4]
+    fields = list(document.fields(4))
+    fields[9] = "retired"
+    edited = document.render({4: fields}).decode("utf-8")
+    head, tail = text.rsplit("\n", 1)
+    assert edited == head + "\n" + tail.replace("\t\tSiobhan", "\tretired\tSiobhan")
+    dropped = document.render({4: None}).decode("utf-8")
+    assert dropped == "\ufeff" + OP_HEADER + "\r\n" + OP_LINE + "\n"  # no newline added
+    with pytest.raises(ValueError, match="tabs, line breaks"):
+        document.render({2: ["a\tb"]})
+
+
+def test_a_document_fingerprint_sees_a_change_that_keeps_size_and_time(tmp_path: Path) -> None:
+    path = write(tmp_path, OP_HEADER + "\n" + OP_LINE + "\n")
+    document = read_tsv_document(path)
+    status = path.stat()
+    path.write_bytes(path.read_bytes().replace(b"Siobhan", b"Siobhen"))
+    os.utime(path, ns=(status.st_atime_ns, status.st_mtime_ns))
+    now = FileFingerprint.of(path)
+    assert (now.size, now.mtime_ns) == (document.fingerprint.size, document.fingerprint.mtime_ns)
+    assert now != document.fingerprint
+
+
+@pytest.mark.parametrize(
+    ("data", "line", "words"),
+    [
+        ((OP_HEADER + "\n" + OP_LINE + "\n").encode().replace(b"Siobhan", b"Sio\0bhan"), 2, "NUL"),
+        (b"\x00\x01\x02\x03", 1, "NUL"),
+        (b"\xff\xfe" + OP_HEADER.encode("utf-16-le"), 1, "UTF-16 text"),
+        (b"\xef\xbb\xbf" + OP_HEADER.encode() + b"\n\xc3\x28\n", 2, "not UTF-8"),
+        (b"\n\n", 1, "empty file"),
+    ],
+)
+def test_binary_and_blank_files_are_located_errors(
+    tmp_path: Path, data: bytes, line: int, words: str
+) -> None:
+    path = tmp_path / "x.tsv"
+    path.write_bytes(data)
+    for reader in (read_visogender_tsv, read_tsv_document):
+        with pytest.raises(DataFormatError) as caught:
+            reader(path)
+        assert caught.value.line == line and words in str(caught.value)
+
+
+def test_a_folder_is_not_a_tsv(tmp_path: Path) -> None:
+    with pytest.raises(DataFormatError, match="is a folder"):
+        read_visogender_tsv(tmp_path)
+
+
+def test_an_overlong_line_is_an_error_of_that_line_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import contrastkit.tsv as tsv_module
+
+    monkeypatch.setattr(tsv_module, "MAX_LINE_BYTES", 1024)
+    path = write(tmp_path, OP_HEADER + "\n" + "x" * 5000 + "\n" + OP_LINE + "\n")
+    items = list(parse_visogender_tsv(path).rows)
+    assert isinstance(items[0], DataFormatError) and items[0].line == 2
+    assert "longer than 1024 bytes" in items[0].reason
+    assert isinstance(items[1], VisoGenderRow) and items[1].line == 3
+    with pytest.raises(DataFormatError, match="longer than"):
+        read_visogender_tsv(path)
+
+
+def test_parse_streams_and_reports_the_line_style_at_the_end(tmp_path: Path) -> None:
+    path = write(tmp_path, OP_HEADER + "\n" + OP_LINE + "\r\n" + OP_LINE.replace("OP_1", "OP_2"))
+    stream = parse_visogender_tsv(path)
+    rows = list(stream.rows)
+    assert [r.idx for r in rows if isinstance(r, VisoGenderRow)] == ["OP_1", "OP_2"]
+    assert (stream.newline, stream.final_newline, stream.bom) == ("\r\n", False, False)

@@ -9,6 +9,7 @@ name the file, the line and the field at fault.
 from __future__ import annotations
 
 import csv
+import io
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -54,73 +55,132 @@ def parse_bool(record: Record, name: str) -> bool:
     raise record.error(name, f"expected yes or no, found {record.get(name)!r}")
 
 
-def _scalar(path: Path, line: int | None, key: str, value: Any) -> str:
+_SINGLE_LINE_BREAKERS = ("\t", "\n", "\r")
+
+
+def _check_text(path: Path, line: int | None, key: str | None, text: str, single_line: bool) -> str:
+    """``text`` if it is a value a table may hold, else a located error: never a NUL or a
+    lone surrogate (not text), and with ``single_line`` no tab or line break."""
+    if "\0" in text:
+        raise DataFormatError(path, line, key, "holds a NUL character")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        code = ord(text[exc.start])
+        raise DataFormatError(
+            path, line, key, f"not valid Unicode text (a lone surrogate \\u{code:04x})"
+        ) from None
+    if single_line and any(ch in text for ch in _SINGLE_LINE_BREAKERS):
+        raise DataFormatError(
+            path, line, key, "holds a tab or a line break, which the TSV files cannot hold"
+        )
+    return text
+
+
+def _scalar(path: Path, line: int | None, key: str, value: Any, single_line: bool) -> str:
     if value is None:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str | int | float):
-        return str(value).strip()
+        return _check_text(path, line, key, str(value).strip(), single_line)
     raise DataFormatError(
         path, line, key, f"expected a text or number, found {type(value).__name__}"
     )
 
 
-def _normalize(path: Path, line: int | None, raw: dict[str, Any]) -> dict[str, str]:
-    return {
-        str(key).strip().lower(): _scalar(path, line, str(key), value)
-        for key, value in raw.items()
-        if key is not None
-    }
+def _normalize(
+    path: Path, line: int | None, raw: dict[str, Any], single_line: bool
+) -> dict[str, str]:
+    values: dict[str, str] = {}
+    for key, value in raw.items():
+        name = _check_text(path, line, None, str(key).strip().lower(), True)
+        values[name] = _scalar(path, line, name or str(key), value, single_line)
+    return values
 
 
-def _read_delimited(path: Path, delimiter: str) -> Iterator[Record]:
-    with path.open(encoding="utf-8-sig", newline="") as handle:
-        reader = csv.reader(handle, delimiter=delimiter)
-        header: list[str] | None = None
-        for row in reader:
-            line = reader.line_num
-            if not any(cell.strip() for cell in row):
-                continue
-            if header is None:
-                header = [cell.strip().lower() for cell in row]
-                seen: set[str] = set()
-                for name in header:
-                    if not name:
-                        raise DataFormatError(path, line, None, "empty column name in header")
-                    if name in seen:
-                        raise DataFormatError(path, line, name, "column named twice in header")
-                    seen.add(name)
-                continue
-            if len(row) != len(header):
-                raise DataFormatError(
-                    path,
-                    line,
-                    header[len(row)] if len(row) < len(header) else None,
-                    f"expected {len(header)} fields as in the header, found {len(row)}",
-                )
-            yield Record(path, line, {k: v.strip() for k, v in zip(header, row, strict=True)})
-
-
-def _read_jsonl(path: Path) -> Iterator[Record]:
-    with path.open(encoding="utf-8-sig") as handle:
-        for line, text in enumerate(handle, start=1):
-            if not text.strip():
-                continue
-            try:
-                raw = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise DataFormatError(path, line, None, f"invalid JSON: {exc.msg}") from None
-            if not isinstance(raw, dict):
-                raise DataFormatError(path, line, None, "each line must be a JSON object")
-            yield Record(path, line, _normalize(path, line, raw))
-
-
-def _read_json(path: Path, list_key: str | None) -> Iterator[Record]:
+def _read_text(path: Path) -> str:
+    """The file's text (a UTF-8 byte-order mark dropped), or a located error."""
     try:
-        raw = json.loads(path.read_text(encoding="utf-8-sig"))
+        data = path.read_bytes()
+    except IsADirectoryError:
+        raise DataFormatError(path, None, None, "is a folder, not a table file") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise DataFormatError(path, line, None, f"not UTF-8 text ({exc.reason})") from None
+    if "\0" in text:
+        line = text[: text.index("\0")].count("\n") + 1
+        raise DataFormatError(path, line, None, "NUL byte: a binary file, not a table")
+    return text
+
+
+def _loads(path: Path, line: int | None, text: str) -> Any:
+    """``json.loads(text)``, every failure a located :class:`DataFormatError`."""
+    try:
+        return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise DataFormatError(path, exc.lineno, None, f"invalid JSON: {exc.msg}") from None
+        where = line if line is not None else exc.lineno
+        raise DataFormatError(path, where, None, f"invalid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise DataFormatError(path, line, None, "invalid JSON: nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        raise DataFormatError(path, line, None, f"invalid JSON: {exc}") from None
+
+
+def _read_delimited(path: Path, delimiter: str, single_line: bool) -> Iterator[Record]:
+    text = _read_text(path)
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    header: list[str] | None = None
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise DataFormatError(path, reader.line_num, None, f"malformed table: {exc}") from None
+        line = reader.line_num
+        if not any(cell.strip() for cell in row):
+            continue
+        if header is None:
+            header = [_check_text(path, line, None, cell.strip().lower(), True) for cell in row]
+            seen: set[str] = set()
+            for name in header:
+                if not name:
+                    raise DataFormatError(path, line, None, "empty column name in header")
+                if name in seen:
+                    raise DataFormatError(path, line, name, "column named twice in header")
+                seen.add(name)
+            continue
+        if len(row) != len(header):
+            raise DataFormatError(
+                path,
+                line,
+                header[len(row)] if len(row) < len(header) else None,
+                f"expected {len(header)} fields as in the header, found {len(row)}",
+            )
+        values = {
+            name: _check_text(path, line, name, value.strip(), single_line)
+            for name, value in zip(header, row, strict=True)
+        }
+        yield Record(path, line, values)
+
+
+def _read_jsonl(path: Path, single_line: bool) -> Iterator[Record]:
+    text = _read_text(path)
+    # Only LF ends a line: U+2028 and friends may sit inside a JSON string.
+    for line, raw_line in enumerate(text.split("\n"), start=1):
+        if not raw_line.strip():
+            continue
+        raw = _loads(path, line, raw_line)
+        if not isinstance(raw, dict):
+            raise DataFormatError(path, line, None, "each line must be a JSON object")
+        yield Record(path, line, _normalize(path, line, raw, single_line))
+
+
+def _read_json(path: Path, list_key: str | None, single_line: bool) -> Iterator[Record]:
+    raw = _loads(path, None, _read_text(path))
     if isinstance(raw, dict) and list_key is not None and list_key in raw:
         raw = raw[list_key]
     if not isinstance(raw, list):
@@ -129,32 +189,37 @@ def _read_json(path: Path, list_key: str | None) -> Iterator[Record]:
     for position, item in enumerate(raw):
         if not isinstance(item, dict):
             raise DataFormatError(path, None, f"item {position}", "expected a JSON object")
-        yield Record(path, None, _normalize(path, None, item))
+        yield Record(path, None, _normalize(path, None, item, single_line))
 
 
-def read_records(path: str | Path, *, list_key: str | None = None) -> Iterator[Record]:
+def read_records(
+    path: str | Path, *, list_key: str | None = None, single_line: bool = False
+) -> Iterator[Record]:
     """Yield the records of a table file, chosen by its suffix.
 
     ``.csv`` (comma), ``.tsv`` / ``.tab`` (tab) need a header row; ``.jsonl`` /
     ``.ndjson`` hold one object per line; ``.json`` holds a list of objects, or an object
     whose ``list_key`` entry is that list. Field names are lower-cased and stripped, and
-    so are values. Blank lines are skipped.
+    so are values. Blank lines are skipped. A value never holds a NUL or a lone surrogate
+    (text that cannot be written back as UTF-8); ``single_line=True`` refuses tabs and line
+    breaks in values too (for tables whose values end up in TSV cells).
 
     Raises:
-        DataFormatError: for an unknown suffix, a missing file, or a malformed line.
+        DataFormatError: for an unknown suffix, a missing file, a file that is not UTF-8
+            text, or a malformed line or value, naming the line (JSON: the item) and field.
     """
     path = Path(path)
     if not path.is_file():
         raise DataFormatError(path, None, None, "no such file")
     suffix = path.suffix.lower()
     if suffix == ".csv":
-        return _read_delimited(path, ",")
+        return _read_delimited(path, ",", single_line)
     if suffix in (".tsv", ".tab"):
-        return _read_delimited(path, "\t")
+        return _read_delimited(path, "\t", single_line)
     if suffix in (".jsonl", ".ndjson"):
-        return _read_jsonl(path)
+        return _read_jsonl(path, single_line)
     if suffix == ".json":
-        return _read_json(path, list_key)
+        return _read_json(path, list_key, single_line)
     raise DataFormatError(
         path, None, None, f"unknown file type {suffix!r}: use .csv, .tsv, .jsonl or .json"
     )

@@ -147,7 +147,7 @@ def read_occupations(path: str | Path) -> list[tuple[Occupation, int | None]]:
     """
     occupations: list[tuple[Occupation, int | None]] = []
     seen: dict[str, int | None] = {}
-    for record in read_records(path, list_key="occupations"):
+    for record in read_records(path, list_key="occupations", single_line=True):
         for name in _FIELDS:
             if not record.get(name):
                 raise record.error(name, "missing or empty")

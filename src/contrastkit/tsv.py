@@ -7,14 +7,23 @@ of :data:`contrastkit.schema.OP_COLUMNS` and :data:`~contrastkit.schema.OO_COLUM
 :func:`write_visogender_tsv` writes one back atomically. Reading an official file and
 writing it back reproduces its rows and columns. Malformed input raises one
 :class:`~contrastkit.errors.DataFormatError` that names the file, the line and the field.
+
+:func:`parse_visogender_tsv` streams a file (the validator's reader: memory does not grow
+with the file, a line is never longer than :data:`MAX_LINE_BYTES`), and
+:func:`read_tsv_document` keeps every byte of one (byte-order mark, each line's ending, the
+final newline or its absence) so that an edit of some rows leaves every other byte as it
+was (the maintenance job's reader).
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Iterator
+import hashlib
+import io
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from contrastkit.errors import DataFormatError
 from contrastkit.io import atomic_write_text
@@ -28,8 +37,13 @@ from contrastkit.schema import (
 )
 
 __all__ = [
+    "MAX_LINE_BYTES",
+    "FileFingerprint",
+    "TSVDocument",
     "TSVStream",
+    "is_unusable",
     "parse_visogender_tsv",
+    "read_tsv_document",
     "read_visogender_tsv",
     "render_visogender_tsv",
     "write_visogender_tsv",
@@ -126,40 +140,114 @@ def _parse_row(path: Path, line: int, values: list[str], context: Context) -> Vi
     )
 
 
-def _read_text(path: Path) -> str:
-    data = path.read_bytes()
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise DataFormatError(path, line, None, f"not UTF-8 text ({exc.reason})") from None
+MAX_LINE_BYTES = 4 * 2**20
+"""Longest line read (4 MiB; an official row is about 200 bytes): a longer one is an error
+of that line, and is never held in memory whole."""
+
+_BOM = b"\xef\xbb\xbf"
 
 
-def _split_lines(text: str) -> Iterator[tuple[int, list[str]]]:
-    """Yield (line number, tab-split fields) for the non-blank lines of ``text``."""
-    # Only LF (optionally preceded by CR) ends a line: str.splitlines would also split on
-    # U+2028, U+0085 and form feeds, which can sit inside a field.
-    if text.endswith("\n"):
-        text = text[:-1]
-    for number, raw in enumerate(text.split("\n"), start=1):
-        raw = raw.removesuffix("\r")
-        if not raw.strip():
+class _UnusableFileError(DataFormatError):
+    """A problem that makes the whole file unusable (not UTF-8, a NUL byte): raised, even
+    by the lazy row iterator, rather than yielded as a row's error."""
+
+
+def _physical_lines(
+    handle: BinaryIO, path: Path, first: int = 1
+) -> Iterator[tuple[int, str | DataFormatError, str]]:
+    """Yield ``(number, text, terminator)`` for each physical line of ``handle``.
+
+    Only LF (optionally preceded by CR) ends a line: ``str.splitlines`` would also split
+    on U+2028, U+0085 and form feeds, which can sit inside a field. ``terminator`` is
+    ``"\r\n"``, ``"\n"``, ``"\r"`` or ``""`` (an unterminated last line). A UTF-8
+    byte-order mark opening the file (``first == 1``) is not part of the text. A line
+    longer than :data:`MAX_LINE_BYTES` is yielded as its :class:`DataFormatError`.
+
+    Raises:
+        DataFormatError: a line that is not UTF-8 or holds a NUL byte (a binary file).
+    """
+    number = first - 1
+    while True:
+        raw = handle.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        number += 1
+        if number == 1 and raw.startswith(_BOM):
+            raw = raw[len(_BOM) :]
+        elif number == 1 and raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+            raise _UnusableFileError(path, 1, None, "UTF-16 text: save the file as UTF-8")
+        if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+            ended = False
+            while not ended:
+                more = handle.readline(MAX_LINE_BYTES)
+                ended = not more or more.endswith(b"\n")
+            reason = f"line longer than {MAX_LINE_BYTES} bytes"
+            yield number, DataFormatError(path, number, None, reason), "\n"
             continue
-        yield number, raw.split("\t")
+        if b"\0" in raw:
+            raise _UnusableFileError(path, number, None, "NUL byte: a binary file, not a TSV")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _UnusableFileError(
+                path,
+                number,
+                None,
+                f"not UTF-8 text ({exc.reason}, byte {exc.start + 1} of the line)",
+            ) from None
+        if text.endswith("\r\n"):
+            yield number, text[:-2], "\r\n"
+        elif text.endswith(("\n", "\r")):
+            yield number, text[:-1], text[-1]
+        else:
+            yield number, text, ""
 
 
-@dataclass(frozen=True)
 class TSVStream:
-    """An opened official-format TSV: its context, line style and lazily parsed rows.
+    """An opened official-format TSV: its context, its line style and its lazily parsed
+    rows.
 
-    ``rows`` yields each row, or the :class:`DataFormatError` of a malformed line, in
-    file order.
+    ``rows`` yields each row, or the :class:`DataFormatError` of a malformed line, in file
+    order, reading the file as it goes (memory does not grow with the file). It raises a
+    :class:`DataFormatError` for a problem that makes the whole file unusable (a line that
+    is not UTF-8, a NUL byte). ``newline`` (``"\r\n"`` when any line ends so) and
+    ``final_newline`` describe the whole file once ``rows`` is exhausted; ``bom`` (the file
+    opens with a UTF-8 byte-order mark) is known at once.
     """
 
-    context: Context
-    newline: str
-    final_newline: bool
-    rows: Iterator[VisoGenderRow | DataFormatError]
+    def __init__(self, path: Path, context: Context, bom: bool, header_end: str, offset: int):
+        self.path = path
+        self.context = context
+        self.bom = bom
+        self.newline = "\r\n" if header_end == "\r\n" else "\n"
+        self.final_newline = header_end != ""
+        self.rows: Iterator[VisoGenderRow | DataFormatError] = self._rows(offset)
+
+    def _rows(self, offset: int) -> Iterator[VisoGenderRow | DataFormatError]:
+        if not self.final_newline:
+            return  # the header is the last line
+        with self.path.open("rb") as handle:
+            handle.seek(offset)
+            for number, text, end in _physical_lines(handle, self.path, first=2):
+                if end == "\r\n":
+                    self.newline = "\r\n"
+                self.final_newline = end != ""
+                if isinstance(text, DataFormatError):
+                    yield text
+                elif text.strip():
+                    try:
+                        yield _parse_row(self.path, number, text.split("\t"), self.context)
+                    except DataFormatError as error:
+                        yield error
+
+
+def _check_input_file(path: Path) -> None:
+    if path.is_dir():
+        raise _UnusableFileError(path, None, None, "is a folder, not a TSV file")
+    if not path.exists():
+        raise _UnusableFileError(path, None, None, "no such file")
+    if not path.is_file():
+        raise _UnusableFileError(path, None, None, "not a regular file")
 
 
 def parse_visogender_tsv(path: str | Path) -> TSVStream:
@@ -170,35 +258,30 @@ def parse_visogender_tsv(path: str | Path) -> TSVStream:
     first instead.
 
     Raises:
-        DataFormatError: if the file is missing, empty, not UTF-8, or its header is not
-            the official OP or OO header.
+        DataFormatError: if the file is missing, a folder, empty, binary, not UTF-8, or its
+            header is not the official OP or OO header.
     """
     path = Path(path)
-    if not path.is_file():
-        raise DataFormatError(path, None, None, "no such file")
-    text = _read_text(path)
-    lines = _split_lines(text)
-    first = next(lines, None)
-    if first is None:
-        raise DataFormatError(path, 1, None, "empty file: the header row is missing")
-    number, header = first
-    if number != 1:
-        raise DataFormatError(path, 1, None, "the header must be on line 1")
-    context = _context_from_header(path, header)
+    _check_input_file(path)
+    with path.open("rb") as handle:
+        bom = handle.read(len(_BOM)) == _BOM
+        handle.seek(0)
+        for number, text, end in _physical_lines(handle, path):
+            if isinstance(text, DataFormatError):
+                raise _UnusableFileError(path, number, None, text.reason)
+            if not text.strip():
+                continue
+            if number != 1:
+                raise DataFormatError(path, 1, None, "the header must be on line 1")
+            context = _context_from_header(path, text.split("\t"))
+            return TSVStream(path, context, bom, end, handle.tell())
+    raise _UnusableFileError(path, 1, None, "empty file: the header row is missing")
 
-    def rows() -> Iterator[VisoGenderRow | DataFormatError]:
-        for line, values in lines:
-            try:
-                yield _parse_row(path, line, values, context)
-            except DataFormatError as error:
-                yield error
 
-    return TSVStream(
-        context=context,
-        newline="\r\n" if "\r\n" in text else "\n",
-        final_newline=text.endswith(("\n", "\r")),
-        rows=rows(),
-    )
+def is_unusable(error: DataFormatError) -> bool:
+    """Whether ``error`` (from :func:`parse_visogender_tsv` or its rows) means the file
+    cannot be used at all: missing, a folder, empty, binary or not UTF-8."""
+    return isinstance(error, _UnusableFileError)
 
 
 def read_visogender_tsv(path: str | Path) -> VisoGenderTable:
@@ -206,7 +289,8 @@ def read_visogender_tsv(path: str | Path) -> VisoGenderTable:
 
     The context is told by the header. Blank lines are skipped; a UTF-8 byte-order mark
     and CRLF line ends are accepted, and the line style is kept on the table so that
-    :func:`write_visogender_tsv` can reproduce the file byte for byte.
+    :func:`write_visogender_tsv` can reproduce the file byte for byte
+    (:func:`read_tsv_document` keeps every byte, the byte-order mark included).
 
     Args:
         path: the TSV file.
@@ -217,21 +301,134 @@ def read_visogender_tsv(path: str | Path) -> VisoGenderTable:
     Raises:
         DataFormatError: naming file, line and field, for the first of: a missing or
             misplaced column, a wrong number of fields, an empty IDX / occupation /
-            noun / URL, or a gender label other than ``masculine`` / ``feminine``.
+            noun / URL, a gender label other than ``masculine`` / ``feminine``, a line
+            that is not UTF-8 or holds a NUL byte.
     """
-    stream = parse_visogender_tsv(path)
+    path = Path(path)
+    _check_input_file(path)
+    with path.open("rb") as handle:
+        return _read_table(path, handle)
+
+
+@dataclass(frozen=True)
+class FileFingerprint:
+    """What a file was when it was read: size, modification time (ns) and sha256 of its
+    bytes. Two fingerprints differ when the file was changed in between (the hash
+    catches a change that keeps size and time)."""
+
+    size: int
+    mtime_ns: int
+    sha256: str
+
+    @classmethod
+    def of(cls, path: str | Path, data: bytes | None = None) -> FileFingerprint:
+        """The fingerprint of ``path`` now (``data``: its bytes, when already read)."""
+        status = Path(path).stat()
+        if data is None:
+            data = Path(path).read_bytes()
+        return cls(status.st_size, status.st_mtime_ns, hashlib.sha256(data).hexdigest())
+
+
+@dataclass(frozen=True)
+class TSVDocument:
+    """An official-format TSV exactly as read: its table, and every physical line with its
+    own line ending, so that an edit changes only the lines it touches.
+
+    Attributes:
+        table: The parsed rows (:class:`~contrastkit.schema.VisoGenderTable`).
+        bom: The file opens with a UTF-8 byte-order mark.
+        lines: Each physical line's text and ending (``"\r\n"``, ``"\n"``, ``""``...);
+            line ``n`` is ``lines[n - 1]``.
+        fingerprint: The file when it was read.
+    """
+
+    table: VisoGenderTable
+    bom: bool
+    lines: tuple[tuple[str, str], ...]
+    fingerprint: FileFingerprint
+
+    @property
+    def path(self) -> Path:
+        return self.table.path
+
+    def fields(self, line: int) -> tuple[str, ...]:
+        """The tab-separated fields of line ``line`` as written."""
+        return tuple(self.lines[line - 1][0].split("\t"))
+
+    def to_bytes(self) -> bytes:
+        """The file's bytes, as read."""
+        return self.render({})
+
+    def render(self, edits: Mapping[int, Sequence[str] | None]) -> bytes:
+        """The file's bytes with ``edits`` applied, every other byte as read.
+
+        ``edits`` maps a line number to the line's new fields (written with the line's own
+        ending) or to None (the line is removed; the file keeps or lacks its final newline
+        as before).
+
+        Raises:
+            ValueError: a new field holds a tab, a line break or a NUL.
+        """
+        kept: list[list[str]] = []
+        for number, (text, end) in enumerate(self.lines, start=1):
+            if number not in edits:
+                kept.append([text, end])
+                continue
+            values = edits[number]
+            if values is None:
+                continue
+            for value in values:
+                if any(ch in value for ch in "\t\n\r\0"):
+                    raise ValueError(
+                        f"{self.path}:{number}: tabs, line breaks and NUL cannot be written "
+                        "to a TSV"
+                    )
+            kept.append(["\t".join(values), end])
+        if self.lines and kept and self.lines[-1][1] == "" and kept[-1][1] != "":
+            kept[-1][1] = ""  # the last line was removed: keep the missing final newline
+        body = "".join(text + end for text, end in kept).encode("utf-8")
+        return (_BOM if self.bom else b"") + body
+
+
+def read_tsv_document(path: str | Path) -> TSVDocument:
+    """Read an official-format TSV keeping every byte (see :class:`TSVDocument`).
+
+    Raises:
+        DataFormatError: as :func:`read_visogender_tsv`.
+    """
+    path = Path(path)
+    _check_input_file(path)
+    data = path.read_bytes()
+    fingerprint = FileFingerprint.of(path, data)
+    table = _read_table(path, io.BytesIO(data))
+    lines: list[tuple[str, str]] = []
+    for _, text, end in _physical_lines(io.BytesIO(data), path):
+        assert isinstance(text, str), "over-long lines were refused by the parse"
+        lines.append((text, end))
+    return TSVDocument(table, data.startswith(_BOM), tuple(lines), fingerprint)
+
+
+def _read_table(path: Path, handle: BinaryIO) -> VisoGenderTable:
+    """Parse the whole of ``handle`` (the bytes of ``path``), raising the first error."""
+    context: Context | None = None
     rows: list[VisoGenderRow] = []
-    for item in stream.rows:
-        if isinstance(item, DataFormatError):
-            raise item
-        rows.append(item)
-    return VisoGenderTable(
-        path=Path(path),
-        context=stream.context,
-        rows=tuple(rows),
-        newline=stream.newline,
-        final_newline=stream.final_newline,
-    )
+    newline, final_newline = "\n", True
+    for number, text, end in _physical_lines(handle, path):
+        if isinstance(text, DataFormatError):
+            raise text
+        newline = "\r\n" if end == "\r\n" else newline
+        final_newline = end != ""
+        if not text.strip():
+            continue
+        if context is None:
+            if number != 1:
+                raise DataFormatError(path, 1, None, "the header must be on line 1")
+            context = _context_from_header(path, text.split("\t"))
+            continue
+        rows.append(_parse_row(path, number, text.split("\t"), context))
+    if context is None:
+        raise _UnusableFileError(path, 1, None, "empty file: the header row is missing")
+    return VisoGenderTable(path, context, tuple(rows), newline, final_newline)
 
 
 def render_visogender_tsv(
@@ -240,15 +437,17 @@ def render_visogender_tsv(
     *,
     newline: str = "\n",
     final_newline: bool = True,
+    bom: bool = False,
 ) -> str:
     """Render rows as the text of an official ``context`` file (header included).
 
     ``newline`` (``"\n"`` or ``"\r\n"``) ends each line; ``final_newline=False`` leaves
-    the last line unterminated, as in the official files.
+    the last line unterminated, as in the official files; ``bom=True`` opens the text with
+    a byte-order mark (U+FEFF), as some spreadsheet programs write it.
 
     Raises:
-        ValueError: if a row has another context, or a value holds a tab or a line break
-            (the format cannot represent them).
+        ValueError: if a row has another context, or a value holds a tab, a line break or
+            a NUL (the format cannot represent them).
     """
     lines = ["\t".join(columns_for(context))]
     for row in rows:
@@ -256,15 +455,15 @@ def render_visogender_tsv(
             raise ValueError(f"row {row.idx!r} is {row.context.value}, not {context.value}")
         values = row.to_fields()
         for column, value in zip(columns_for(context), values, strict=True):
-            if "\t" in value or "\n" in value or "\r" in value:
+            if any(ch in value for ch in "\t\n\r\0"):
                 raise ValueError(
-                    f"row {row.idx!r} field {column!r}: tabs and line breaks cannot be "
-                    "written to a TSV"
+                    f"row {row.idx!r} field {column!r}: tabs and line breaks (and NUL) "
+                    "cannot be written to a TSV"
                 )
         lines.append("\t".join(values))
     if newline not in ("\n", "\r\n"):
         raise ValueError(f"newline must be \\n or \\r\\n, not {newline!r}")
-    return newline.join(lines) + (newline if final_newline else "")
+    return ("\ufeff" if bom else "") + newline.join(lines) + (newline if final_newline else "")
 
 
 def write_visogender_tsv(
@@ -274,16 +473,20 @@ def write_visogender_tsv(
     *,
     newline: str = "\n",
     final_newline: bool = True,
+    bom: bool = False,
 ) -> Path:
     """Write rows as an official-format ``context`` TSV, atomically.
 
     Everything is rendered and checked before the file is touched: on error the previous
-    file stays as it was. Pass a table's ``newline`` and ``final_newline`` to keep the
-    line style of the file it was read from.
+    file stays as it was. Pass a table's ``newline`` and ``final_newline`` (and a
+    :class:`TSVStream`'s or :class:`TSVDocument`'s ``bom``) to keep the style of the file
+    it was read from.
 
     Returns:
         The path written.
     """
-    text = render_visogender_tsv(rows, context, newline=newline, final_newline=final_newline)
+    text = render_visogender_tsv(
+        rows, context, newline=newline, final_newline=final_newline, bom=bom
+    )
     atomic_write_text(path, text)
     return Path(path)

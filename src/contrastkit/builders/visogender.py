@@ -161,7 +161,7 @@ def read_candidates(path: str | Path, taxonomy: Taxonomy) -> list[Candidate]:
             field, empty URL, unknown context, occupation or gender label, a noun that
             disagrees with the taxonomy, a licence flag that is not yes/no).
     """
-    candidates = [_candidate(record, taxonomy) for record in read_records(path)]
+    candidates = [_candidate(record, taxonomy) for record in read_records(path, single_line=True)]
     if not candidates:
         raise DataFormatError(path, None, None, "no candidates in the file")
     return candidates

@@ -9,12 +9,11 @@ from __future__ import annotations
 import sys
 import traceback
 
-import click
 import typer
 
 from contrastkit import __version__
 from contrastkit.cli import build, evaluate, export, quickstart, taxonomy, urls, validate
-from contrastkit.cli.common import DEBUG, EXIT_BUG, err_console
+from contrastkit.cli.common import DEBUG, EXIT_BUG, err_console, shown
 
 app = typer.Typer(
     name="contrastkit",
@@ -61,20 +60,14 @@ def _root(
 def main() -> None:
     """Console-script entry point.
 
-    Errors a user can fix are reported by each command (exit 2). Anything else is a bug
-    in contrastkit: its traceback is printed under a line that says so, exit code 70.
+    Errors a user can fix are reported by each command (exit 2), and so are bad options
+    and unknown commands (typer's usage errors, exit 2). Anything else is a bug in
+    contrastkit: its traceback is printed under a line that says so, exit code 70.
     """
     try:
-        # Without standalone mode click returns a command's exit code instead of exiting.
-        code = app(standalone_mode=False)
-    except click.exceptions.Exit as done:
-        sys.exit(done.exit_code)
-    except click.ClickException as error:
-        error.show()
-        sys.exit(error.exit_code)
-    except click.Abort:
-        err_console.print("aborted")
-        sys.exit(1)
+        # Standalone mode: typer reports usage errors itself (whatever click it bundles)
+        # and ends with SystemExit; only a bug gets past it as another exception.
+        app()
     except Exception:
         err_console.print(
             "internal error: this is a bug in contrastkit, not a problem with your input; "
@@ -82,6 +75,7 @@ def main() -> None:
             style="bold red",
             markup=False,
         )
-        err_console.print(traceback.format_exc(), markup=False, highlight=False)
+        err_console.print(
+            shown(traceback.format_exc(), multiline=True), markup=False, highlight=False
+        )
         sys.exit(EXIT_BUG)
-    sys.exit(code if isinstance(code, int) else 0)

@@ -18,6 +18,7 @@ from contrastkit.cli.common import (
     TAXONOMY_OPTION,
     console,
     parse_contexts,
+    plain,
     print_json,
     progress,
     user_errors,
@@ -102,23 +103,25 @@ def _print_visogender(result: BuildResult) -> None:
     from rich.table import Table
 
     counts = ", ".join(f"{c.value}: {len(rows)} rows" for c, rows in result.rows.items())
-    console.print(f"Selected {counts} for {len(result.included)} occupations.", markup=False)
+    console.print(plain(f"Selected {counts} for {len(result.included)} occupations."))
     console.print(
-        f"Skipped {len(result.skipped_unlicensed)} unlicensed and "
-        f"{len(result.skipped_duplicates)} duplicate candidates."
+        plain(
+            f"Skipped {len(result.skipped_unlicensed)} unlicensed and "
+            f"{len(result.skipped_duplicates)} duplicate candidates."
+        )
     )
     if result.shortfalls:
         table = Table(title="Cells that fall short")
         for column in ("occupation", "context", "cell", "available", "needed", "short by"):
             table.add_column(column, justify="right" if column[0] in "ans" else "left")
         for s in result.shortfalls:
-            table.add_row(s.occupation, s.context, s.cell, str(s.available), str(s.needed),
-                          str(s.short_by))  # fmt: skip
-        console.print(table, markup=False)
+            table.add_row(*(plain(value) for value in (
+                s.occupation, s.context, s.cell, s.available, s.needed, s.short_by)))  # fmt: skip
+        console.print(table)
         if result.excluded:
-            console.print(f"Left out (incomplete): {', '.join(result.excluded)}", markup=False)
+            console.print(plain(f"Left out (incomplete): {', '.join(result.excluded)}"))
     for path in result.written:
-        console.print(f"wrote {path}", markup=False, highlight=False)
+        console.print(plain(f"wrote {path}"), highlight=False)
 
 
 def _scales(text: str) -> tuple[float, ...]:
@@ -195,23 +198,27 @@ def _print_gensynth(summary: dict[str, Any], out: Path) -> None:
     if "edit" in summary:
         e = summary["edit"]
         console.print(
-            f"edit: {e['sources']} sources, {e['planned']} edits planned, {e['edited']} made, "
-            f"{e['skipped_finished']} already finished."
+            plain(
+                f"edit: {e['sources']} sources, {e['planned']} edits planned, "
+                f"{e['edited']} made, {e['skipped_finished']} already finished."
+            )
         )
     if "filter" in summary:
         f = summary["filter"]
         console.print(
-            f"filter: {f['accepted']} of {f['edits']} edits accepted "
-            f"({100 * f['acceptance_rate']:.1f}%; K={f['k_effective']}, "
-            f"tau_R={f['tau_real']}, tau_G={f['tau_gender']}).",
-            markup=False,
+            plain(
+                f"filter: {f['accepted']} of {f['edits']} edits accepted "
+                f"({100 * f['acceptance_rate']:.1f}%; K={f['k_effective']}, "
+                f"tau_R={f['tau_real']}, tau_G={f['tau_gender']})."
+            )
         )
     if "select" in summary:
         s = summary["select"]
         console.print(
-            f"select: {s['sources_kept']} of {s['sources_with_edits']} sources kept, "
-            f"{s['images']} images in {out / 'contrast_set.jsonl'}.",
-            markup=False,
+            plain(
+                f"select: {s['sources_kept']} of {s['sources_with_edits']} sources kept, "
+                f"{s['images']} images in {out / 'contrast_set.jsonl'}."
+            )
         )
     if summary.get("quality"):
         _print_quality(summary["quality"])
@@ -225,11 +232,11 @@ def _print_quality(quality: dict[str, Any]) -> None:
         table.add_column(column, justify="left" if column == "set" else "right")
     for name, row in quality.items():
         table.add_row(
-            name,
-            str(row["images"]),
-            f"{100 * row['zero_shot_gender_accuracy']:.1f}%",
-            *(f"{100 * row[f'recall@{k}']:.1f}%" for k in (1, 5, 10)),
-            str(row["retrieval_pool_size"]),
+            plain(name),
+            plain(row["images"]),
+            plain(f"{100 * row['zero_shot_gender_accuracy']:.1f}%"),
+            *(plain(f"{100 * row[f'recall@{k}']:.1f}%") for k in (1, 5, 10)),
+            plain(row["retrieval_pool_size"]),
         )
     console.print(table)
 
@@ -277,10 +284,11 @@ def genswap(
     else:
         s = result.swap
         console.print(
-            f"genswap: {s['sources']} sources, {s['no_face']} without a face, "
-            f"{s['swapped']} swaps made, {s['skipped_finished']} already finished; "
-            f"{s['images']} images in {result.contrast_set}.",
-            markup=False,
+            plain(
+                f"genswap: {s['sources']} sources, {s['no_face']} without a face, "
+                f"{s['swapped']} swaps made, {s['skipped_finished']} already finished; "
+                f"{s['images']} images in {result.contrast_set}."
+            )
         )
         if result.quality:
             _print_quality(result.quality)

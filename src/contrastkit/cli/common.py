@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import traceback
 from collections.abc import Callable, Iterator
@@ -15,7 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from contrastkit.errors import ConfigError, ContrastkitError
+from contrastkit.errors import ConfigError, ContrastkitError, ResourceError
 from contrastkit.schema import Context
 from contrastkit.taxonomy import Taxonomy, load_taxonomy
 
@@ -40,9 +41,55 @@ EXIT_BUG = 70
 DEBUG = {"enabled": False}
 
 
+# C0 and C1 controls (but tab and newline), DEL, the bidirectional marks, embeddings,
+# overrides and isolates, the line and paragraph separators, and lone surrogates (the
+# undecodable bytes of a file name): shown as escapes, never sent to the terminal.
+_UNSAFE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e"
+    "\u2066-\u2069\ud800-\udfff]"
+)
+
+
+def _escape_char(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def shown(value: object, *, multiline: bool = False) -> str:
+    """``value`` as a string safe to print: control characters (an ANSI escape, a carriage
+    return, a NUL), bidirectional overrides, U+2028 and lone surrogates are written as
+    escapes (``\\x1b``, ``\\u202e``); a line break too unless ``multiline``.
+
+    Every string that comes from data (IDs, URLs, labels, file names, error messages) goes
+    through this, and is then printed as text, never as rich markup (:func:`plain`).
+    """
+    text = _UNSAFE.sub(_escape_char, str(value))
+    return text if multiline else text.replace("\n", "\\n")
+
+
+#: Longest text :func:`plain` prints (a table cell, a line); the rest is counted.
+MAX_SHOWN = 1000
+
+
+def plain(value: object, style: str = "", *, limit: int = MAX_SHOWN) -> Text:
+    """``value`` as a rich :class:`~rich.text.Text`: printed as is (never parsed as markup),
+    made safe by :func:`shown`, cut after ``limit`` characters (a field of 100,000
+    characters gives one short cell, not pages). Use it for every table cell, title and
+    line that holds data."""
+    text = shown(value)
+    if len(text) > limit:
+        text = f"{text[:limit]}... ({len(text) - limit} more characters)"
+    return Text(text, style=style)
+
+
+def echo(text: str) -> None:
+    """Print multi-line plain text (a report) to stdout, made safe by :func:`shown`."""
+    typer.echo(shown(text, multiline=True))
+
+
 def report_error(label: str, message: str) -> None:
     """``label: message`` on stderr; the message is printed as text, never as markup."""
-    err_console.print(Text.assemble((f"{label}: ", "bold red"), message), soft_wrap=True)
+    err_console.print(Text.assemble((f"{label}: ", "bold red"), shown(message)), soft_wrap=True)
 
 
 @contextmanager
@@ -69,11 +116,14 @@ def user_errors() -> Iterator[None]:
 
 def _report(error: BaseException, label: str, message: str) -> NoReturn:
     if DEBUG["enabled"]:
-        err_console.print("".join(traceback.format_exception(error)), markup=False)
+        trace = "".join(traceback.format_exception(error))
+        err_console.print(Text(shown(trace, multiline=True)), highlight=False)
     report_error(label, message)
     cause = error.__cause__
+    if isinstance(error, ResourceError) and isinstance(cause, OSError):
+        cause = None  # the message has the system's reason; the cause may name a probe file
     if cause is not None and str(cause) and str(cause) not in message:
-        err_console.print(Text(f"  caused by {type(cause).__name__}: {cause}"), soft_wrap=True)
+        err_console.print(plain(f"  caused by {type(cause).__name__}: {cause}"), soft_wrap=True)
     raise typer.Exit(EXIT_BAD_INPUT) from error
 
 
@@ -98,7 +148,7 @@ def progress(label: str, total: int | None = None) -> Iterator[Callable[..., Non
     columns = [TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                TextColumn("{task.fields[note]}"), TimeRemainingColumn()]  # fmt: skip
     with Progress(*columns, console=err_console, transient=True) as bar:
-        task = bar.add_task(escape(label), total=total, note="")
+        task = bar.add_task(escape(shown(label)), total=total, note="")
 
         def update(
             done: int | None = None,

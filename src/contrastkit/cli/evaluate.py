@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.text import Text
 
-from contrastkit.cli.common import console, print_json, user_errors
+from contrastkit.cli.common import console, plain, print_json, shown, user_errors
 from contrastkit.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -131,23 +131,23 @@ def _print_evaluation(result: EvaluateResult, as_json: bool) -> None:
         print_json([evaluation.to_dict() for evaluation in result.evaluations])
         return
     for entry in result.evaluations:
-        line = Text.assemble((entry.model, "bold"))
+        line = Text.assemble((shown(entry.model), "bold"))
         if result.kind == "contrast":
             pairs = entry.summary["pairs"]
-            line.append(
+            line.append(shown(
                 f" on {entry.data}: {entry.summary['queries']} neutral queries, masculine "
                 f"preferred in {pairs['masculine_preferred']:.2f} of pairs -> {entry.folder}"
-            )
+            ))  # fmt: skip
         else:
-            line.append(
+            line.append(shown(
                 f": {entry.scored_images} images scored, {entry.reused_records} records "
                 f"reused -> {entry.folder}"
-            )
+            ))  # fmt: skip
         console.print(line, highlight=False)
         for note in entry.skipped:
-            console.print(Text(f"  skipped: {note}"), highlight=False)
+            console.print(plain(f"  skipped: {note}"), highlight=False)
     if result.comparison is not None:
-        console.print(Text(f"comparison: {result.comparison}"), highlight=False)
+        console.print(plain(f"comparison: {result.comparison}"), highlight=False)
 
 
 def report(
@@ -170,7 +170,7 @@ def report(
     if as_json:
         print_json(list(comparison.headlines))
     else:
-        typer.echo(comparison.markdown, nl=False)
+        typer.echo(shown(comparison.markdown, multiline=True), nl=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from contrastkit.cli.common import console, print_json, user_errors
+from contrastkit.cli.common import console, plain, print_json, user_errors
 
 if TYPE_CHECKING:
     from contrastkit.builders.export import ExportResult
@@ -40,12 +40,10 @@ def print_export(result: ExportResult, as_json: bool = False) -> None:
     for name, splits in result.configs.items():
         for split, dataset in splits.items():
             console.print(
-                f"{name}/{split}: {dataset.num_rows} rows, columns {dataset.column_names}",
-                markup=False,
+                plain(f"{name}/{split}: {dataset.num_rows} rows, columns {dataset.column_names}")
             )
     console.print(
-        f"wrote {result.out_dir} (README.md card, build_metadata.json, data/, saved/)",
-        markup=False,
+        plain(f"wrote {result.out_dir} (README.md card, build_metadata.json, data/, saved/)")
     )
 
 
@@ -142,14 +140,12 @@ def publish_command(
         result = publish(PublishConfig(export=folder, repo_id=repo_id, private=private,
                                        dry_run=dry_run, tree=tree))  # fmt: skip
     if not dry_run:
-        console.print(f"published {len(result.files)} files to {result.url}", markup=False)
+        console.print(plain(f"published {len(result.files)} files to {result.url}"))
         return
-    console.print(f"dry run: wrote {len(result.files)} files to {result.tree}:", markup=False)
+    console.print(plain(f"dry run: wrote {len(result.files)} files to {result.tree}:"))
     for name in result.files:
-        console.print(f"  {name}", markup=False, highlight=False)
+        console.print(plain(f"  {name}"), highlight=False)
     for config, splits in result.loaded_rows.items():
         counts = ", ".join(f"{split} {rows} rows" for split, rows in splits.items())
-        console.print(f"datasets.load_dataset loads {config}: {counts}", markup=False)
-    console.print(
-        f"nothing was pushed; run without --dry-run to publish to {repo_id}", markup=False
-    )
+        console.print(plain(f"datasets.load_dataset loads {config}: {counts}"))
+    console.print(plain(f"nothing was pushed; run without --dry-run to publish to {repo_id}"))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from contrastkit.cli.common import console, err_console, print_json, user_errors
+from contrastkit.cli.common import console, err_console, plain, print_json, user_errors
 
 
 def _quiet_libraries() -> None:
@@ -59,7 +59,7 @@ def quickstart(
 
     def log(line: str) -> None:
         if not as_json:
-            err_console.print(line, highlight=False, markup=False)
+            err_console.print(plain(line), highlight=False)
 
     with user_errors():
         result = run(QuickstartConfig(
@@ -70,6 +70,6 @@ def quickstart(
         print_json(result.to_json())
         return
     if result.tiny:
-        console.print(result.summary["note"], style="yellow", highlight=False, markup=False)
-    console.print(f"report: {result.files['report']}", highlight=False, markup=False)
-    console.print(f"dataset card: {result.files['card']}", highlight=False, markup=False)
+        console.print(plain(result.summary["note"], style="yellow"), highlight=False)
+    console.print(plain(f"report: {result.files['report']}"), highlight=False)
+    console.print(plain(f"dataset card: {result.files['card']}"), highlight=False)

@@ -6,7 +6,14 @@ from pathlib import Path
 
 import typer
 
-from contrastkit.cli.common import TAXONOMY_OPTION, console, print_json, taxonomy_from, user_errors
+from contrastkit.cli.common import (
+    TAXONOMY_OPTION,
+    console,
+    plain,
+    print_json,
+    taxonomy_from,
+    user_errors,
+)
 from contrastkit.taxonomy import builtin_source
 
 app = typer.Typer(
@@ -50,8 +57,9 @@ def show(
 
     table = Table(title=f"{len(loaded)} occupations")
     for column in ("sector", "specialisation", "occupation", "participant", "object", "source"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     for o in loaded:
-        table.add_row(o.sector, o.specialisation, o.name, o.participant, o.object, o.source)
+        table.add_row(*(plain(value) for value in (
+            o.sector, o.specialisation, o.name, o.participant, o.object, o.source)))  # fmt: skip
     console.print(table)
-    console.print(f"Built-in source: {builtin_source()}", highlight=False)
+    console.print(plain(f"Built-in source: {builtin_source()}"), highlight=False)

@@ -17,7 +17,14 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from contrastkit.cli.common import console, print_json, progress, user_errors
+from contrastkit.cli.common import (
+    console,
+    plain,
+    print_json,
+    progress,
+    report_error,
+    user_errors,
+)
 from contrastkit.curation.dedup import NEAR_DUPLICATE_MAX_DISTANCE
 from contrastkit.curation.image_limits import (
     DEFAULT_MAX_BYTES,
@@ -25,7 +32,11 @@ from contrastkit.curation.image_limits import (
     DEFAULT_MIN_SIDE,
     ImageLimits,
 )
-from contrastkit.curation.urls.config import DEFAULT_USER_AGENT, CheckConfig
+from contrastkit.curation.urls.config import (
+    DEFAULT_URL_DEADLINE,
+    DEFAULT_USER_AGENT,
+    CheckConfig,
+)
 from contrastkit.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -62,6 +73,11 @@ READ_TIMEOUT = typer.Option(
 TIMEOUT = typer.Option(
     60.0, min=0.01, help="Seconds for a whole request.", rich_help_panel=_NETWORK
 )
+URL_DEADLINE = typer.Option(
+    DEFAULT_URL_DEADLINE, min=0.01,
+    help="Seconds one URL may take in all: attempts, redirects, retry waits.",
+    rich_help_panel=_NETWORK,
+)  # fmt: skip
 RETRIES = typer.Option(
     2, min=0, help="Retries after a transient failure (5xx, 429, timeout).",
     rich_help_panel=_NETWORK,
@@ -126,11 +142,13 @@ def network_config(
     timeout: float, retries: int, max_redirects: int, max_retry_after: float,
     user_agent: str, allow_private: bool, allow_network: list[str] | None,
     resolve: list[str] | None, max_bytes: int, max_pixels: int, min_side: int,
+    url_deadline: float = DEFAULT_URL_DEADLINE,
 ) -> CheckConfig:  # fmt: skip
     """The :class:`~contrastkit.curation.urls.CheckConfig` the shared options describe."""
     return CheckConfig(
         concurrency=concurrency, per_host=per_host, connect_timeout=connect_timeout,
-        read_timeout=read_timeout, total_timeout=timeout, retries=retries,
+        read_timeout=read_timeout, total_timeout=timeout, url_deadline=url_deadline,
+        retries=retries,
         max_redirects=max_redirects, max_retry_after=max_retry_after, user_agent=user_agent,
         allow_private=allow_private, allowed_networks=tuple(allow_network or ()),
         resolve=tuple(parse_resolve(item) for item in resolve or ()),
@@ -178,6 +196,7 @@ def check(
     connect_timeout: float = CONNECT_TIMEOUT,
     read_timeout: float = READ_TIMEOUT,
     timeout: float = TIMEOUT,
+    url_deadline: float = URL_DEADLINE,
     retries: int = RETRIES,
     max_redirects: int = MAX_REDIRECTS,
     max_retry_after: float = MAX_RETRY_AFTER,
@@ -208,7 +227,7 @@ def check(
         network = network_config(
             concurrency, per_host, connect_timeout, read_timeout, timeout, retries,
             max_redirects, max_retry_after, user_agent, allow_private, allow_network, resolve,
-            max_bytes, max_pixels, min_side,
+            max_bytes, max_pixels, min_side, url_deadline,
         )  # fmt: skip
         config = URLCheckJobConfig(files=tuple(files), network=network, store=store,
                                    near_distance=near_distance, results=results)  # fmt: skip
@@ -238,6 +257,7 @@ def maintain_command(
     connect_timeout: float = CONNECT_TIMEOUT,
     read_timeout: float = READ_TIMEOUT,
     timeout: float = TIMEOUT,
+    url_deadline: float = URL_DEADLINE,
     retries: int = RETRIES,
     max_redirects: int = MAX_REDIRECTS,
     max_retry_after: float = MAX_RETRY_AFTER,
@@ -249,12 +269,13 @@ def maintain_command(
     max_pixels: int = MAX_PIXELS,
     min_side: int = MIN_SIDE,
 ) -> None:
-    """Nightly maintenance for cron: check every URL, record the checks in SQLite, flag rows
-    whose image changed, retire rows that keep failing, write the TSVs back atomically with
-    the `Error codes` column filled, report cells below balance, write a markdown report.
+    """Nightly maintenance for cron: check every URL, record the checks in SQLite, flag
+    changed images, retire rows that keep failing, fill the TSVs' `Error codes` (edits made
+    meanwhile are kept), report cells below balance, write a markdown report.
 
-    Exit code 0 when the dataset is healthy, 1 when degraded (failing, changed or retired
-    rows, shared images, cells below balance), 2 when the job could not run.
+    Exit code 0 when healthy, 1 when degraded (failing, changed or retired rows, shared
+    images, cells below balance), 2 when the job could not run or a TSV was not written
+    back (the summary and the report are still written).
 
     Example:
 
@@ -266,14 +287,13 @@ def maintain_command(
         network = network_config(
             concurrency, per_host, connect_timeout, read_timeout, timeout, retries,
             max_redirects, max_retry_after, user_agent, allow_private, allow_network, resolve,
-            max_bytes, max_pixels, min_side,
+            max_bytes, max_pixels, min_side, url_deadline,
         )  # fmt: skip
         config = MaintainConfig(
             files=tuple(files), db=db, network=network, store=store, report=report,
             policy=RetirementPolicy(failures=retire_after, days=retire_days),
             per_cell=per_cell, drop_retired=drop_retired, accept_changes=accept_changes,
-            near_distance=near_distance,
-        )  # fmt: skip
+            near_distance=near_distance)  # fmt: skip
         with progress("maintaining") as update:
             hooks = ProgressHooks(update)
             result = maintain(config, on_start=hooks.start, on_result=hooks.result)
@@ -286,11 +306,11 @@ def maintain_command(
 
 def print_status_counts(counts: Counter[str], title: str) -> None:
     """Rows per status, ok first and in green, failures by frequency in red."""
-    table = Table(title=Text(title))
+    table = Table(title=plain(title))
     table.add_column("status")
     table.add_column("rows", justify="right")
     for status, count in sorted(counts.items(), key=lambda item: (item[0] != "ok", -item[1])):
-        table.add_row(Text(status), str(count), style="green" if status == "ok" else "red")
+        table.add_row(plain(status), plain(count), style="green" if status == "ok" else "red")
     console.print(table)
 
 
@@ -311,27 +331,37 @@ def print_integrity(report: IntegrityReport, as_json: bool = False, limit: int =
             table.add_column(column, overflow="fold")
         for row in failed[:limit]:
             result = row.result
-            table.add_row(Text(row.ref.idx), Text(result.status.value), Text(result.detail),
-                          Text(redact_url(result.url)))  # fmt: skip
+            table.add_row(plain(row.ref.idx), plain(result.status.value), plain(result.detail),
+                          plain(redact_url(result.url)))  # fmt: skip
         console.print(table)
         if len(failed) > limit:
-            console.print(f"... and {len(failed) - limit} more (use --json for all)")
+            console.print(plain(f"... and {len(failed) - limit} more (use --json for all)"))
     if report.duplicates:
         table = Table(title=f"Duplicate groups ({len(report.duplicates)})")
         table.add_column("kind")
         table.add_column("rows", overflow="fold")
         for group in report.duplicates:
-            table.add_row(Text(group.kind), Text(", ".join(group.items)))
+            table.add_row(plain(group.kind), plain(", ".join(group.items)))
         console.print(table)
-    console.print("[green]all URLs healthy[/]" if report.ok else "[red]problems found[/]")
+    console.print(
+        Text("all URLs healthy", style="green")
+        if report.ok
+        else Text("problems found", style="red")
+    )
 
 
 def print_maintenance(result: MaintenanceResult, as_json: bool = False) -> None:
     """Summary of a maintenance run, for people (the markdown report has the details); or
-    the run's result as JSON."""
+    the run's result as JSON. The TSVs left unwritten are also named on stderr."""
     if as_json:
         print_json(result.to_dict())
-        return
+    else:
+        _print_maintenance_summary(result)
+    for unwritten in result.unwritten:
+        report_error("state error", f"{unwritten.file}: not written back: {unwritten.reason}")
+
+
+def _print_maintenance_summary(result: MaintenanceResult) -> None:
     print_status_counts(result.status_counts(), f"Run {result.run_id}: {len(result.rows)} rows")
     facts = {
         "content changed": [r.ref.idx for r in result.rows if r.content_changed],
@@ -342,12 +372,17 @@ def print_maintenance(result: MaintenanceResult, as_json: bool = False) -> None:
             f"{b.occupation} {b.context} {b.cell} ({b.healthy}/{b.needed})"
             for b in result.below_balance
         ],
+        "edited during the run, codes merged": result.merged,
+        "rows added or changed during the run, kept as written": result.kept_as_written,
+        "temporary files of an interrupted run removed": result.removed_temporaries,
     }
     for label, items in facts.items():
         if items:
-            console.print(Text.assemble((label, "bold"), f" ({len(items)}): {'; '.join(items)}"))
+            line = f" ({len(items)}): {'; '.join(items)}"
+            console.print(Text.assemble((label, "bold"), plain(line)))
     for path in result.rewritten:
-        console.print(Text(f"rewrote {path}"))
+        console.print(plain(f"rewrote {path}"))
     if result.report_path:
-        console.print(Text(f"report: {result.report_path}"))
-    console.print("[green]healthy[/]" if result.healthy else "[yellow]degraded[/]")
+        console.print(plain(f"report: {result.report_path}"))
+    styles = {"healthy": "green", "degraded": "yellow"}
+    console.print(Text(result.outcome, style=styles.get(result.outcome, "bold red")))

@@ -21,7 +21,14 @@
 * ``licence`` (warning): a licence column that does not confirm the licence;
 * ``error_codes`` (warning): rows whose ``Error codes`` column is filled in.
 
-Errors make the dataset unfit as a benchmark; warnings are for a person to look at.
+Errors make the dataset unfit as a benchmark; warnings are for a person to look at. A
+file that cannot be used at all (missing, a folder, empty, binary, not UTF-8 text) is an
+``unusable`` error and its rows are left out of the checks across files.
+
+The validator is bounded: files are streamed line by line, at most ``max_findings``
+findings of each check are kept (default :data:`DEFAULT_MAX_FINDINGS`; 0 keeps all) and
+the others are only counted (:attr:`ValidationReport.omitted`), and a message quotes at
+most :data:`MAX_MESSAGE_CHARS` characters of the data.
 """
 
 from __future__ import annotations
@@ -29,17 +36,31 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from contrastkit.config import require
 from contrastkit.curation.dedup import find_duplicates
 from contrastkit.errors import DataFormatError
 from contrastkit.schema import Context, VisoGenderRow
 from contrastkit.taxonomy import Taxonomy
-from contrastkit.tsv import parse_visogender_tsv
+from contrastkit.tsv import is_unusable, parse_visogender_tsv
 
-__all__ = ["Finding", "RowRef", "ValidationReport", "normalize_noun", "validate_files"]
+__all__ = [
+    "DEFAULT_MAX_FINDINGS",
+    "MAX_MESSAGE_CHARS",
+    "Finding",
+    "RowRef",
+    "ValidationReport",
+    "normalize_noun",
+    "validate_files",
+]
+
+DEFAULT_MAX_FINDINGS = 100
+"""Findings of each check kept by default; the others are counted, not kept."""
+MAX_MESSAGE_CHARS = 1000
+"""Longest message kept in a finding: longer ones (a huge field quoted) are cut."""
 
 Severity = Literal["error", "warning"]
 AFFIRMATIVE_LICENCE = frozenset({"yes", "y", "true", "1", "ok"})
@@ -93,78 +114,159 @@ class Finding:
 
 @dataclass(frozen=True)
 class FileSummary:
-    """What one file holds."""
+    """What one file holds; ``unusable``: the file could not be used at all."""
 
     path: str
     context: str | None
     rows: int
     occupations: int
+    unusable: bool = False
+
+
+def _clip(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit - 40]}... ({len(text) - limit + 40} more characters)"
 
 
 @dataclass
 class ValidationReport:
-    """All findings for a set of files."""
+    """All findings for a set of files.
+
+    Attributes:
+        files: What each file holds.
+        findings: The findings kept: at most ``max_findings`` of each check.
+        max_findings: Findings kept per check (0: all).
+        counts: Findings of each (severity, check), kept or not.
+    """
 
     files: list[FileSummary] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
+    max_findings: int = DEFAULT_MAX_FINDINGS
+    counts: Counter[tuple[str, str]] = field(default_factory=Counter)
+
+    def add(self, finding: Finding) -> None:
+        """Count ``finding``; keep it unless its check already has ``max_findings``."""
+        key = (finding.severity, finding.check)
+        self.counts[key] += 1
+        if self.max_findings and self.counts[key] > self.max_findings:
+            return
+        if len(finding.message) > MAX_MESSAGE_CHARS:
+            finding = replace(finding, message=_clip(finding.message))
+        self.findings.append(finding)
+
+    def extend(self, findings: Iterable[Finding]) -> None:
+        """:meth:`add` each of ``findings``."""
+        for finding in findings:
+            self.add(finding)
 
     @property
     def errors(self) -> list[Finding]:
-        """Findings of severity ``error``."""
+        """Findings of severity ``error`` (those kept)."""
         return [f for f in self.findings if f.severity == "error"]
 
     @property
     def warnings(self) -> list[Finding]:
-        """Findings of severity ``warning``."""
+        """Findings of severity ``warning`` (those kept)."""
         return [f for f in self.findings if f.severity == "warning"]
+
+    @property
+    def error_count(self) -> int:
+        """Errors found, kept or not."""
+        return sum(n for (severity, _), n in self.counts.items() if severity == "error")
+
+    @property
+    def warning_count(self) -> int:
+        """Warnings found, kept or not."""
+        return sum(n for (severity, _), n in self.counts.items() if severity == "warning")
+
+    @property
+    def omitted(self) -> dict[str, int]:
+        """Findings of each check found beyond ``max_findings`` (counted, not kept)."""
+        if not self.max_findings:
+            return {}
+        omitted: Counter[str] = Counter()
+        for (_, check), n in self.counts.items():
+            omitted[check] += max(0, n - self.max_findings)
+        return {check: n for check, n in omitted.items() if n}
+
+    @property
+    def unusable(self) -> list[str]:
+        """Files that could not be used at all (missing, a folder, empty, binary, not
+        UTF-8): the command line exits 2 for them."""
+        return [summary.path for summary in self.files if summary.unusable]
 
     @property
     def ok(self) -> bool:
         """Whether no error was found (warnings allowed)."""
-        return not self.errors
+        return self.error_count == 0
 
     def by_check(self) -> dict[str, int]:
-        """Number of findings per check."""
-        return dict(Counter(f.check for f in self.findings))
+        """Number of findings per check, kept or not."""
+        totals: Counter[str] = Counter()
+        for (_, check), n in self.counts.items():
+            totals[check] += n
+        return dict(totals)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form of the report."""
+        """JSON-ready form of the report (a finding lists at most ``max_findings`` rows)."""
+        findings = []
+        for finding in self.findings:
+            data = finding.to_dict()
+            if self.max_findings and len(finding.rows) > self.max_findings:
+                data["rows"] = data["rows"][: self.max_findings]
+                data["more_rows"] = len(finding.rows) - self.max_findings
+            findings.append(data)
         return {
             "ok": self.ok,
-            "errors": len(self.errors),
-            "warnings": len(self.warnings),
+            "errors": self.error_count,
+            "warnings": self.warning_count,
             "by_check": self.by_check(),
+            "max_findings": self.max_findings,
+            "omitted": self.omitted,
+            "unusable": self.unusable,
             "files": [vars(f) for f in self.files],
-            "findings": [f.to_dict() for f in self.findings],
+            "findings": findings,
         }
 
     def to_text(self, *, max_rows: int = 8) -> str:
         """Human-readable report: a summary line, the files, then findings by severity."""
         out = []
         for summary in self.files:
-            context = summary.context or "unreadable"
+            context = summary.context or ("unusable" if summary.unusable else "unreadable")
             out.append(
                 f"{summary.path}: {context}, {summary.rows} rows, {summary.occupations} occupations"
             )
+        omitted = self.omitted
         for severity in ("error", "warning"):
             found = [f for f in self.findings if f.severity == severity]
-            if not found:
+            total = sum(n for (s, _), n in self.counts.items() if s == severity)
+            if not total:
                 continue
             out.append("")
-            out.append(f"{severity.upper()}S ({len(found)})")
+            out.append(f"{severity.upper()}S ({total})")
             for finding in found:
                 location = finding.location()
                 prefix = f"{location}: " if location else ""
                 out.append(f"  [{finding.check}] {prefix}{finding.message}")
                 for ref in finding.rows[:max_rows]:
-                    out.append(f"      {ref}")
+                    out.append(f"      {_clip(str(ref), 200)}")
                 if len(finding.rows) > max_rows:
                     out.append(f"      ... and {len(finding.rows) - max_rows} more")
+            checks = sorted({check for (s, check) in self.counts if s == severity})
+            for check in checks:
+                if omitted.get(check):
+                    out.append(
+                        f"  [{check}] ... and {omitted[check]} more {check} findings "
+                        f"(only the first {self.max_findings} are listed; --max-findings 0 "
+                        "lists all)"
+                    )
         out.append("")
         verdict = "OK" if self.ok else "FAILED"
+        unusable = f", {len(self.unusable)} unusable" if self.unusable else ""
         out.append(
-            f"{verdict}: {len(self.errors)} errors, {len(self.warnings)} warnings in "
-            f"{len(self.files)} files"
+            f"{verdict}: {self.error_count} errors, {self.warning_count} warnings in "
+            f"{len(self.files)} files{unusable}"
         )
         return "\n".join(out)
 
@@ -241,6 +343,7 @@ def validate_files(
     taxonomy: Taxonomy | None = None,
     *,
     per_cell: int | None = None,
+    max_findings: int = DEFAULT_MAX_FINDINGS,
 ) -> ValidationReport:
     """Validate official-format VisoGender TSVs together.
 
@@ -250,36 +353,46 @@ def validate_files(
             compared with it (``taxonomy`` warnings).
         per_cell: when given, each gender cell of each occupation must hold exactly this
             many images; otherwise cells need only be equal.
+        max_findings: findings of each check kept in the report; the others are counted
+            (``report.omitted``). 0 keeps every finding.
 
     Returns:
-        The report; ``report.ok`` is false when any error was found.
+        The report; ``report.ok`` is false when any error was found, and
+        ``report.unusable`` lists the files that could not be used at all.
+
+    Raises:
+        ConfigError: a negative ``max_findings`` or a ``per_cell`` below 1.
     """
-    report = ValidationReport()
+    require(max_findings >= 0, "max_findings", f"must be 0 (all) or more, not {max_findings}")
+    require(per_cell is None or per_cell >= 1, "per_cell", f"must be at least 1, not {per_cell}")
+    report = ValidationReport(max_findings=max_findings)
     all_rows: list[tuple[str, VisoGenderRow]] = []
     for raw_path in paths:
         path = str(raw_path)
         try:
             stream = parse_visogender_tsv(raw_path)
+            rows: list[VisoGenderRow] = []
+            for item in stream.rows:
+                if isinstance(item, DataFormatError):
+                    report.add(Finding("error", "schema", item.reason, path, item.line, item.field))
+                else:
+                    rows.append(item)
         except DataFormatError as error:
-            report.files.append(FileSummary(path, None, 0, 0))
-            report.findings.append(
-                Finding("error", "schema", error.reason, path, error.line, error.field)
-            )
+            unusable = is_unusable(error)
+            report.files.append(FileSummary(path, None, 0, 0, unusable=unusable))
+            check = "unusable" if unusable else "schema"
+            report.add(Finding("error", check, error.reason, path, error.line, error.field))
+            continue
+        except OSError as error:  # unreadable: a permission, a device error
+            report.files.append(FileSummary(path, None, 0, 0, unusable=True))
+            report.add(Finding("error", "unusable", error.strerror or str(error), path))
             continue
         context = stream.context
-        rows: list[VisoGenderRow] = []
-        for item in stream.rows:
-            if isinstance(item, DataFormatError):
-                report.findings.append(
-                    Finding("error", "schema", item.reason, path, item.line, item.field)
-                )
-            else:
-                rows.append(item)
         report.files.append(
             FileSummary(path, context.value, len(rows), len({r.occupation for r in rows}))
         )
         all_rows.extend((path, row) for row in rows)
-        report.findings.extend(_balance_findings(path, context, rows, per_cell))
+        report.extend(_balance_findings(path, context, rows, per_cell))
 
     def ref(path: str, row: VisoGenderRow) -> RowRef:
         return RowRef(path, row.line, row.idx)
@@ -289,7 +402,7 @@ def validate_files(
         ids[row.idx].append(ref(path, row))
     for idx, refs in ids.items():
         if len(refs) > 1:
-            report.findings.append(
+            report.add(
                 Finding("error", "ids", f"IDX {idx!r} is used {len(refs)} times", rows=tuple(refs))
             )
 
@@ -303,20 +416,20 @@ def validate_files(
                 f"(canonical {group.key})"
             )
             check = "canonical_duplicate"
-        report.findings.append(Finding("error", check, message, rows=group.items))
+        report.add(Finding("error", check, message, rows=group.items))
 
     occupation_spellings: dict[str, list[RowRef]] = defaultdict(list)
     nouns: dict[tuple[str, str], dict[str, list[RowRef]]] = defaultdict(lambda: defaultdict(list))
     for path, row in all_rows:
         occupation_spellings[row.occupation].append(ref(path, row))
         nouns[(row.occupation, row.context.noun_kind)][row.noun].append(ref(path, row))
-    report.findings.extend(_spelling_findings("occupation", "", occupation_spellings))
+    report.extend(_spelling_findings("occupation", "", occupation_spellings))
     for (occupation, kind), spellings in nouns.items():
         scoped = list(_spelling_findings(kind, f" for occupation {occupation!r}", spellings))
-        report.findings.extend(scoped)
+        report.extend(scoped)
         if not scoped and len(spellings) > 1:
             described = ", ".join(f"{n!r} ({len(r)} rows)" for n, r in spellings.items())
-            report.findings.append(
+            report.add(
                 Finding(
                     "warning",
                     "nouns",
@@ -327,7 +440,7 @@ def validate_files(
     for path, row in all_rows:
         licence_field = "Licence" if row.context is Context.OP else "LICENSE OK?"
         if row.licence.strip().lower() not in AFFIRMATIVE_LICENCE:
-            report.findings.append(
+            report.add(
                 Finding(
                     "warning",
                     "licence",
@@ -338,7 +451,7 @@ def validate_files(
                 )
             )
         if row.error_codes.strip():
-            report.findings.append(
+            report.add(
                 Finding(
                     "warning",
                     "error_codes",
@@ -350,7 +463,7 @@ def validate_files(
             )
 
     if taxonomy is not None:
-        report.findings.extend(_taxonomy_findings(all_rows, taxonomy))
+        report.extend(_taxonomy_findings(all_rows, taxonomy))
     return report
 
 

@@ -17,9 +17,14 @@
    serves its image again is un-retired.
 4. Writes each TSV back atomically (temporary file + rename) with its ``Error codes``
    column filled: the failing status (``http_error:404``, ``timeout`` ...),
-   ``content_changed`` and ``retired``; codes not written by contrastkit are kept. Rows
-   are never deleted unless ``drop_retired`` is set, and then the original file is first
-   copied to ``FILE.bak-<UTC time>``.
+   ``content_changed`` and ``retired``; codes not written by contrastkit are kept. Only
+   the lines whose codes change are rewritten (byte-order mark, line endings, final
+   newline kept; an unchanged file is not touched). Rows are never deleted unless
+   ``drop_retired`` is set, and then the original file is first copied to
+   ``FILE.bak-<UTC time>``. A TSV a person edited during the run gets the run's codes
+   merged into its current text (rows added or changed meanwhile are kept as written), or
+   is left alone when that cannot be done safely (``result.unwritten``, exit code 2); see
+   :mod:`~contrastkit.curation.maintenance.rewrite`.
 5. Reports which occupation cells (OO: M, F; OP: MM, MF, FM, FF) have fewer than
    ``per_cell`` healthy rows, and writes a markdown report.
 
@@ -27,7 +32,8 @@ The run is *healthy* when every row is ok, unchanged and not retired, no rows sh
 image and every cell is at balance; otherwise *degraded*.
 
 Before any URL is fetched the files are read and every output is checked for
-writability (store, database, report, the TSVs' folders).
+writability (store, database, report, the TSVs' folders). Once the database's lock is held,
+temporary files a killed run left beside the TSVs (``.NAME.xxxxxxxx.tmp.tsv``) are removed.
 
 The modules: :mod:`~contrastkit.curation.maintenance.config` (:class:`MaintainConfig`,
 :class:`RetirementPolicy`), :mod:`~contrastkit.curation.maintenance.state` (the SQLite
@@ -46,7 +52,12 @@ from contrastkit.curation.maintenance.config import (
 )
 from contrastkit.curation.maintenance.job import maintain
 from contrastkit.curation.maintenance.report import render_markdown
-from contrastkit.curation.maintenance.results import BelowBalance, MaintenanceResult, RowHealth
+from contrastkit.curation.maintenance.results import (
+    BelowBalance,
+    MaintenanceResult,
+    RowHealth,
+    UnwrittenFile,
+)
 from contrastkit.curation.maintenance.rewrite import error_codes_for
 from contrastkit.curation.maintenance.state import SCHEMA_VERSION
 
@@ -58,6 +69,7 @@ __all__ = [
     "MaintenanceResult",
     "RetirementPolicy",
     "RowHealth",
+    "UnwrittenFile",
     "error_codes_for",
     "maintain",
     "render_markdown",

@@ -7,18 +7,24 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from contrastkit.curation.integrity import check_tables, distinct_urls, read_tables
+from contrastkit.curation.integrity import check_tables, distinct_urls
 from contrastkit.curation.maintenance.config import MaintainConfig
 from contrastkit.curation.maintenance.report import render_markdown
-from contrastkit.curation.maintenance.results import BelowBalance, MaintenanceResult, RowHealth
-from contrastkit.curation.maintenance.rewrite import rewrite_table
+from contrastkit.curation.maintenance.results import (
+    BelowBalance,
+    MaintenanceResult,
+    RowHealth,
+    UnwrittenFile,
+)
+from contrastkit.curation.maintenance.rewrite import clean_temporaries, write_back
 from contrastkit.curation.maintenance.state import RowState, StateDatabase
 from contrastkit.curation.urls import URLCheck
 from contrastkit.curation.validation import RowRef
-from contrastkit.errors import DataFormatError
+from contrastkit.errors import DataFormatError, ResourceError
 from contrastkit.io import atomic_write_text, check_writable, resource_error
 from contrastkit.schema import VisoGenderTable
 from contrastkit.store import ImageStore
+from contrastkit.tsv import read_tsv_document
 
 __all__ = ["maintain"]
 
@@ -34,7 +40,11 @@ def maintain(
 
     Before any URL is fetched, every file is read (a malformed one stops the run) and
     every output is checked for writability: the store, the state database, the report
-    and the folders of the TSVs.
+    and the folders of the TSVs. Once the database's lock is held, temporary files a
+    killed run left beside the TSVs are removed. A TSV changed by a person while the run
+    went on gets the run's codes merged into its current text, or is left alone (see
+    :mod:`~contrastkit.curation.maintenance.rewrite`); a TSV that cannot be written back is
+    listed in ``result.unwritten`` and the report is still written.
 
     Args:
         config: The files, the database and what the run does.
@@ -44,12 +54,15 @@ def maintain(
             check (tests use it to span days; backfills).
 
     Returns:
-        The run's outcome; ``result.exit_code`` is 0 when healthy, 1 when degraded.
+        The run's outcome; ``result.exit_code`` is 0 when healthy, 1 when degraded, 2 when
+        a TSV could not be written back (``result.unwritten``).
 
     Raises:
         DataFormatError: a file is not an official-format TSV, or two files share a row ID.
         ResourceError: an output cannot be written (before any request), the database is
-            locked by another program, or the disk fails.
+            locked by another program, or the disk fails. (A TSV or the report that cannot
+            be written at the end is listed in ``result.unwritten`` instead, so the run's
+            summary is never lost.)
         StateError: another run holds the database's lock, or the file is not a usable
             state database.
 
@@ -59,12 +72,14 @@ def maintain(
         >>> maintain(config).exit_code  # doctest: +SKIP
         0
     """
-    tables = read_tables(config.files)
+    documents = [read_tsv_document(path) for path in config.files]
+    tables = [document.table for document in documents]
     where, rows_of_url = _index_rows(tables)
     _check_outputs(config)
     store = ImageStore(config.store) if config.store is not None else None
     files = [str(table.path) for table in tables]
     with StateDatabase.open(config.db) as db:
+        removed = clean_temporaries(config.files)
         started = _stamp(now)
         run_id = db.start_run(started, files)
         before = db.flags()
@@ -89,20 +104,31 @@ def maintain(
             rows=[health[idx] for idx in where],
             duplicates=checked.duplicates,
             below_balance=_below_balance(tables, health, config.per_cell),
+            removed_temporaries=removed,
         )
         file_stamp = _stamp(now).replace(":", "").replace("-", "").replace("+0000", "Z")
-        for table in tables:
-            rewritten, dropped, backup = rewrite_table(
-                table, health, config.drop_retired, file_stamp
-            )
-            if rewritten:
-                result.rewritten.append(str(table.path))
-            result.dropped += dropped
-            if backup:
-                result.backups.append(backup)
+        for document in documents:
+            try:
+                done = write_back(document, health, config.drop_retired, file_stamp)
+            except ResourceError as error:
+                result.unwritten.append(UnwrittenFile(str(document.path), str(error)))
+                continue
+            if done.unwritten is not None:
+                result.unwritten.append(UnwrittenFile(done.path, done.unwritten))
+            if done.written:
+                result.rewritten.append(done.path)
+            if done.merged:
+                result.merged.append(done.path)
+            result.kept_as_written += done.kept_as_written
+            result.dropped += done.dropped
+            if done.backup:
+                result.backups.append(done.backup)
         result.finished_at = _stamp(now)
-        _write_report(config, result)
-        db.finish_run(run_id, result.finished_at, "healthy" if result.healthy else "degraded")
+        try:
+            _write_report(config, result)
+        except ResourceError as error:  # checked up front: a disk that filled up meanwhile
+            result.unwritten.append(UnwrittenFile(str(config.report_path), str(error)))
+        db.finish_run(run_id, result.finished_at, result.outcome)
     return result
 
 

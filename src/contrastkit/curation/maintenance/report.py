@@ -11,7 +11,7 @@ __all__ = ["render_markdown"]
 def render_markdown(result: MaintenanceResult) -> str:
     """The run's report as markdown: outcome, counts, failures, changes, retirements,
     duplicate groups and cells below balance."""
-    outcome = "healthy" if result.healthy else "degraded"
+    outcome = result.outcome
     lines = [
         "# URL maintenance report",
         "",
@@ -57,12 +57,27 @@ def render_markdown(result: MaintenanceResult) -> str:
             f"| `{b.file}` | {b.occupation} | {b.context} | {b.cell} | {b.healthy} | {b.needed} |"
             for b in result.below_balance
         ]
-    if result.rewritten or result.dropped:
+    if result.unwritten:
+        lines += ["", f"## Files NOT written ({len(result.unwritten)})", ""]
+        lines += [f"- `{u.file}`: {_cell(u.reason)}" for u in result.unwritten]
+    if result.rewritten or result.dropped or result.merged:
         lines += ["", "## Files written", ""]
         lines += [f"- rewrote `{path}` (Error codes column)" for path in result.rewritten]
+        lines += [
+            f"- `{path}` was edited during the run: this run's codes were merged into it"
+            for path in result.merged
+        ]
+        if result.kept_as_written:
+            lines.append(
+                "- rows added or changed during the run, kept as written: "
+                + ", ".join(result.kept_as_written)
+            )
         if result.dropped:
             lines.append(f"- dropped retired rows: {', '.join(result.dropped)}")
             lines += [f"- backup: `{path}`" for path in result.backups]
+    if result.removed_temporaries:
+        lines += ["", "## Temporary files of an interrupted run, removed", ""]
+        lines += [f"- `{path}`" for path in result.removed_temporaries]
     return "\n".join(lines) + "\n"
 
 

@@ -11,7 +11,7 @@ from contrastkit.curation.dedup import DuplicateGroup
 from contrastkit.curation.urls import Status
 from contrastkit.curation.validation import RowRef
 
-__all__ = ["BelowBalance", "MaintenanceResult", "RowHealth"]
+__all__ = ["BelowBalance", "MaintenanceResult", "RowHealth", "UnwrittenFile"]
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,15 @@ class BelowBalance:
     needed: int
 
 
+@dataclass(frozen=True)
+class UnwrittenFile:
+    """A TSV the run left as it was, and why (it changed during the run and the change
+    could not be merged, or it could not be written)."""
+
+    file: str
+    reason: str
+
+
 @dataclass
 class MaintenanceResult:
     """Everything one run found and did.
@@ -74,6 +83,13 @@ class MaintenanceResult:
         rewritten: TSVs written back (their ``Error codes`` changed).
         dropped: IDs of retired rows removed (``drop_retired``).
         backups: Copies of the files taken before rows were dropped.
+        merged: TSVs a person changed while the run went on, into which the run's codes
+            were merged (rows added or changed by the person kept as written).
+        kept_as_written: IDs of rows a person added or changed during the run, left
+            without this run's codes.
+        unwritten: TSVs the run could not write back, with the reason; the exit code is
+            then 2.
+        removed_temporaries: Temporary files of a killed earlier run, removed.
         report_path: Where the markdown report was written.
     """
 
@@ -87,6 +103,10 @@ class MaintenanceResult:
     rewritten: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
     backups: list[str] = field(default_factory=list)
+    merged: list[str] = field(default_factory=list)
+    kept_as_written: list[str] = field(default_factory=list)
+    unwritten: list[UnwrittenFile] = field(default_factory=list)
+    removed_temporaries: list[str] = field(default_factory=list)
     report_path: str | None = None
 
     @property
@@ -97,9 +117,16 @@ class MaintenanceResult:
         )
 
     @property
+    def outcome(self) -> str:
+        """``healthy``, ``degraded``, or ``incomplete`` (a TSV could not be written back)."""
+        if self.unwritten:
+            return "incomplete"
+        return "healthy" if self.healthy else "degraded"
+
+    @property
     def exit_code(self) -> int:
-        """0 healthy, 1 degraded."""
-        return 0 if self.healthy else 1
+        """0 healthy, 1 degraded, 2 incomplete (a TSV was left unwritten)."""
+        return {"healthy": 0, "degraded": 1}.get(self.outcome, 2)
 
     def status_counts(self) -> Counter[str]:
         """Rows per status."""
@@ -112,7 +139,8 @@ class MaintenanceResult:
             "files": self.files,
             "started_at": self.started_at,
             "finished_at": self.finished_at,
-            "outcome": "healthy" if self.healthy else "degraded",
+            "outcome": self.outcome,
+            "healthy": self.healthy,
             "status_counts": dict(sorted(self.status_counts().items())),
             "failing": [_row_dict(r) for r in self.rows if r.status != Status.OK.value],
             "content_changed": [r.ref.idx for r in self.rows if r.content_changed],
@@ -123,6 +151,10 @@ class MaintenanceResult:
             "rewritten": self.rewritten,
             "dropped": self.dropped,
             "backups": self.backups,
+            "merged": self.merged,
+            "kept_as_written": self.kept_as_written,
+            "unwritten": [vars(u) for u in self.unwritten],
+            "removed_temporaries": self.removed_temporaries,
             "report": self.report_path,
         }
 

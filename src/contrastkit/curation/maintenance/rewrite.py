@@ -1,30 +1,64 @@
-"""Writing the maintained TSVs back: the ``Error codes`` column, dropped rows, backups.
+"""Writing the maintained TSVs back: the ``Error codes`` column, dropped rows, backups,
+edits made while the job ran, and temporary files left by a killed run.
 
-Every file is written atomically (:func:`contrastkit.io.atomic_write_text`) and only when
-its bytes change; line endings and permissions are kept. Rows are dropped only on request,
-and then the original file is first copied, atomically too, to ``FILE.bak-<UTC time>``.
+Every file is written atomically (a temporary file beside it, fsynced, renamed into place)
+and only when a row's ``Error codes`` changes or a row is dropped. Only the lines of those
+rows change: every other byte (a UTF-8 byte-order mark, each line's ending, the final
+newline or its absence, blank lines) stays as it was, and so do the file's permissions.
+Rows are dropped only on request, and then the file is first copied, atomically too, to
+``FILE.bak-<UTC time>``.
+
+A person may edit a TSV while the job runs (a nightly job takes minutes). Just before the
+replace the file is compared with what was read at the start (size, modification time in
+nanoseconds and the sha256 of its bytes). If it changed, the current file is read again
+and the job's codes are merged into it, matching rows by ``IDX``:
+
+* a row that is as the job read it gets the job's codes (or is dropped, when retired and
+  ``drop_retired``);
+* a row the person added, or changed in any way, is kept exactly as written;
+* a row the person removed stays removed.
+
+If the current file can no longer be read as an official TSV (malformed, another context,
+an ``IDX`` used twice), or it keeps changing, it is not replaced: the outcome is an
+:class:`UnwrittenFile` naming the reason, the run's exit code is 2, and the database
+keeps every check (the next run writes the codes). A row a person wrote is never dropped.
 """
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Mapping
-from dataclasses import replace
+import contextlib
+import os
+import re
+import stat
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from contrastkit.curation.maintenance.results import RowHealth
 from contrastkit.curation.urls import Status
-from contrastkit.io import atomic_path, atomic_write_text, resource_error
-from contrastkit.schema import VisoGenderRow, VisoGenderTable
-from contrastkit.tsv import render_visogender_tsv
+from contrastkit.errors import DataFormatError
+from contrastkit.io import atomic_path, atomic_write_bytes, resource_error
+from contrastkit.schema import columns_for
+from contrastkit.tsv import FileFingerprint, TSVDocument, read_tsv_document
 
-__all__ = ["CONTENT_CHANGED", "RETIRED", "error_codes_for", "rewrite_table"]
+__all__ = [
+    "CONTENT_CHANGED",
+    "RETIRED",
+    "FileWrite",
+    "clean_temporaries",
+    "error_codes_for",
+    "temporary_pattern",
+    "write_back",
+]
 
 CONTENT_CHANGED = "content_changed"
 """Error code of a row whose URL serves another picture."""
 RETIRED = "retired"
 """Error code of a retired row."""
 _MANAGED = {status.value for status in Status} | {CONTENT_CHANGED, RETIRED}
+
+#: Times the current file is re-read and merged when it keeps changing under the job.
+MERGE_ATTEMPTS = 3
 
 
 def error_codes_for(existing: str, health: RowHealth) -> str:
@@ -48,43 +82,212 @@ def error_codes_for(existing: str, health: RowHealth) -> str:
     return "; ".join(kept + ours)
 
 
-def rewrite_table(
-    table: VisoGenderTable, health: Mapping[str, RowHealth], drop_retired: bool, stamp: str
-) -> tuple[bool, list[str], str | None]:
-    """Write ``table`` back with its error codes.
+@dataclass
+class FileWrite:
+    """What writing one TSV back did.
+
+    Attributes:
+        path: The TSV.
+        written: The file was replaced (a row's codes changed, or a row was dropped).
+        dropped: IDs of the retired rows removed.
+        backup: The copy taken before rows were dropped.
+        merged: The file changed while the job ran and the job's codes were merged into
+            the current file.
+        kept_as_written: IDs of rows a person added or changed during the run, left as
+            they were written (no codes from this run).
+        unwritten: Why the file was left as it is, or None.
+    """
+
+    path: str
+    written: bool = False
+    dropped: list[str] = field(default_factory=list)
+    backup: str | None = None
+    merged: bool = False
+    kept_as_written: list[str] = field(default_factory=list)
+    unwritten: str | None = None
+
+
+class _ChangedAgainError(Exception):
+    """The file changed between its re-read and the replace: merge again."""
+
+
+def write_back(
+    read: TSVDocument,
+    health: Mapping[str, RowHealth],
+    drop_retired: bool,
+    stamp: str,
+    *,
+    attempts: int = MERGE_ATTEMPTS,
+) -> FileWrite:
+    """Write ``read`` (the TSV as the job read it) back with the job's error codes.
 
     Args:
-        table: The parsed file.
+        read: The file as read at the start of the run.
         health: Each row's state, by row ID.
         drop_retired: Leave retired rows out (after a backup of the file).
         stamp: UTC time for the backup's name (``20260102T030000Z``).
+        attempts: Times to re-read and merge a file that keeps changing.
 
     Returns:
-        Whether the file was rewritten, the IDs of the rows dropped, the backup's path.
+        What was done; ``unwritten`` says why a file was left alone (it changed during the
+        run and the change cannot be merged, or it kept changing).
 
     Raises:
         ResourceError: the file or its backup cannot be written.
     """
-    rows: list[VisoGenderRow] = []
+    path = read.path
+    outcome = FileWrite(str(path))
+    for _ in range(attempts):
+        try:
+            now = FileFingerprint.of(path)
+        except FileNotFoundError:
+            outcome.unwritten = "the file was removed or renamed while the job ran"
+            return outcome
+        except OSError as error:
+            raise resource_error(path, "the maintained TSV", error) from error
+        current = read
+        if now != read.fingerprint:
+            try:
+                current = read_tsv_document(path)
+            except DataFormatError as error:
+                outcome.unwritten = (
+                    f"the file changed while the job ran and is no longer an official TSV "
+                    f"({error}); fix it, the next run writes the codes"
+                )
+                return outcome
+            except FileNotFoundError:
+                outcome.unwritten = "the file was removed or renamed while the job ran"
+                return outcome
+            outcome.merged = current.fingerprint.sha256 != read.fingerprint.sha256
+            refusal = _unmergeable(read, current)
+            if refusal is not None:
+                outcome.unwritten = refusal
+                return outcome
+        edits, dropped, kept = _edits(read, current, health, drop_retired)
+        outcome.kept_as_written = kept
+        try:
+            written, backup = _replace(current, edits, bool(dropped), stamp)
+        except _ChangedAgainError:
+            continue
+        outcome.written, outcome.dropped, outcome.backup = written, dropped, backup
+        return outcome
+    outcome.unwritten = (
+        f"the file kept changing while the job tried to write it ({attempts} attempts); "
+        "the next run writes the codes"
+    )
+    return outcome
+
+
+def _unmergeable(read: TSVDocument, current: TSVDocument) -> str | None:
+    """Why the job's codes cannot be merged into ``current``, or None."""
+    if current.table.context is not read.table.context:
+        return (
+            f"the file changed while the job ran and is now an "
+            f"{current.table.context.value} file, not {read.table.context.value}"
+        )
+    seen: dict[str, int | None] = {}
+    for row in current.table.rows:
+        if row.idx in seen:
+            return (
+                f"the file changed while the job ran and row ID {row.idx!r} is now on lines "
+                f"{seen[row.idx]} and {row.line}; make the IDs unique, the next run writes "
+                "the codes"
+            )
+        seen[row.idx] = row.line
+    return None
+
+
+def _edits(
+    read: TSVDocument,
+    current: TSVDocument,
+    health: Mapping[str, RowHealth],
+    drop_retired: bool,
+) -> tuple[dict[int, tuple[str, ...] | None], list[str], list[str]]:
+    """The line edits that apply the job's codes to ``current``; the IDs of the rows
+    dropped; the IDs of the rows kept as a person wrote them (added or changed since
+    ``read``)."""
+    as_read = {row.idx: read.fields(row.line) for row in read.table.rows if row.line}
+    column = columns_for(current.table.context).index("Error codes")
+    edits: dict[int, tuple[str, ...] | None] = {}
     dropped: list[str] = []
-    for row in table.rows:
-        state = health[row.idx]
+    kept: list[str] = []
+    for row in current.table.rows:
+        assert row.line is not None
+        fields = current.fields(row.line)
+        state = health.get(row.idx)
+        if state is None or as_read.get(row.idx) != fields:
+            kept.append(row.idx)  # added or changed by a person during the run
+            continue
         if drop_retired and state.retired:
+            edits[row.line] = None
             dropped.append(row.idx)
             continue
-        rows.append(replace(row, error_codes=error_codes_for(row.error_codes, state)))
-    text = render_visogender_tsv(
-        rows, table.context, newline=table.newline, final_newline=table.final_newline
-    )
-    path = Path(table.path)
-    if path.read_bytes() == text.encode("utf-8"):
-        return False, [], None
-    backup = path.with_name(f"{path.name}.bak-{stamp}") if dropped else None
+        codes = error_codes_for(row.error_codes, state)
+        if codes != fields[column]:
+            edits[row.line] = (*fields[:column], codes, *fields[column + 1 :])
+    return edits, dropped, kept
+
+
+def _replace(
+    current: TSVDocument,
+    edits: Mapping[int, tuple[str, ...] | None],
+    drop: bool,
+    stamp: str,
+) -> tuple[bool, str | None]:
+    """Replace the file with ``current`` edited, unless it changed since ``current`` was
+    read (:class:`_ChangedAgainError`); with a backup first when rows are dropped."""
+    if not edits:
+        return False, None
+    path = current.path
+    data = current.render(edits)
+    backup = path.with_name(f"{path.name}.bak-{stamp}") if drop else None
     try:
         if backup is not None:
-            with atomic_path(backup) as tmp:
-                shutil.copyfile(path, tmp)
-        atomic_write_text(path, text)
+            atomic_write_bytes(backup, current.to_bytes())
+        with atomic_path(path) as tmp:
+            tmp.write_bytes(data)
+            if FileFingerprint.of(path) != current.fingerprint:
+                raise _ChangedAgainError  # the temporary file is removed, the file left alone
+    except _ChangedAgainError:
+        if backup is not None:
+            backup.unlink(missing_ok=True)
+        raise
     except OSError as error:
         raise resource_error(path, "the maintained TSV or its backup", error) from error
-    return True, dropped, None if backup is None else str(backup)
+    return True, None if backup is None else str(backup)
+
+
+def temporary_pattern(path: Path) -> re.Pattern[str]:
+    """The names of the temporary files :func:`contrastkit.io.atomic_path` makes beside
+    ``path`` while writing it or its backups (``.NAME.xxxxxxxx.tmp.tsv``,
+    ``.NAME.bak-<time>.xxxxxxxx.tmp.bak-<time>``)."""
+    name, suffix = re.escape(path.name), re.escape(path.suffix)
+    return re.compile(
+        rf"\.{name}\.[a-z0-9_]{{8}}\.tmp{suffix}"
+        rf"|\.{name}\.bak-(\d{{8}}T\d{{6}}Z)\.[a-z0-9_]{{8}}\.tmp\.bak-\1"
+    )
+
+
+def clean_temporaries(paths: Sequence[Path]) -> list[str]:
+    """Remove the temporary files a killed run left beside ``paths`` (only regular files
+    whose names match :func:`temporary_pattern`); return their paths.
+
+    Call it only while holding the state database's lock: a run in progress has its own
+    temporary files there. A file that cannot be removed is left (the folder's
+    writability is checked separately).
+    """
+    removed: list[str] = []
+    for path in paths:
+        pattern = temporary_pattern(path)
+        try:
+            entries = list(os.scandir(path.parent))
+        except OSError:
+            continue
+        for entry in entries:
+            if not pattern.fullmatch(entry.name):
+                continue
+            with contextlib.suppress(OSError):
+                if stat.S_ISREG(entry.stat(follow_symlinks=False).st_mode):
+                    Path(entry.path).unlink()
+                    removed.append(entry.path)
+    return removed
