@@ -77,6 +77,7 @@ def test_the_whole_build_from_python_then_one_stage_again(
     assert "quality" not in again.summary and again.summary["edit"] == result.summary["edit"]
 
 
+@pytest.mark.slow
 def test_errors_come_before_long_work(coco_dir: Path, tiny_clip_spec: str, tmp_path: Path) -> None:
     (tmp_path / "file").write_text("not a folder")
     with pytest.raises(ResourceError, match="cannot write the GenSynth build folder"):

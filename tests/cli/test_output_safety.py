@@ -158,6 +158,7 @@ def test_validate_max_findings_option(tmp_path: Path) -> None:
 # -- usage mistakes through the console script --------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args",
     [

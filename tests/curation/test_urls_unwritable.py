@@ -30,11 +30,14 @@ def _namespaces_work() -> bool:
     return probe.returncode == 0
 
 
-pytestmark = pytest.mark.skipif(
-    not _namespaces_work(),
-    reason="needs `unshare -rm` (user + mount namespaces) to make a folder read-only or "
-    "full even for root",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        not _namespaces_work(),
+        reason="needs `unshare -rm` (user + mount namespaces) to make a folder read-only or "
+        "full even for root",
+    ),
+    pytest.mark.slow,  # a subprocess in a namespace per case
+]
 
 CHILD = """
 import json, sys
