@@ -58,6 +58,10 @@ TASKS = ("resolution", "retrieval")
 RAW_FILES = {"resolution": "raw_resolution.jsonl", "retrieval": "raw_retrieval.jsonl"}
 
 
+#: Resolution protocols: how the predicted pronoun is chosen from the candidates' scores.
+PROTOCOLS: tuple[str, ...] = ("visogender-official", "two-way")
+
+
 @dataclass(frozen=True)
 class EvalConfig:
     """What to compute.
@@ -70,7 +74,15 @@ class EvalConfig:
         subsample_ks: images kept per group in the Appendix G.1 subsamples.
         subsample_runs: repetitions of each subsample (paper: 500).
         baseline_runs: repetitions of the Appendix G.2 relabeling (paper: 3000).
-        seed: seed of both random analyses.
+        seed: seed of the random analyses (Appendix G and the bootstrap).
+        protocol: how a resolution prediction is made (see :data:`PROTOCOLS`):
+            ``visogender-official`` (default; the argmax over his / her / their, a
+            "their" win counting as wrong, as the official code computes the published
+            Tab. 2) or ``two-way`` (the argmax over his / her, as the paper's Sec. 3.4
+            text describes).
+        bootstrap: resamples of the percentile bootstrap over images behind every
+            headline figure's confidence interval (0: no intervals).
+        confidence: the intervals' level.
 
     Raises:
         ConfigError: naming the field, for an unknown task, a cut-off, depth or subsample
@@ -85,10 +97,26 @@ class EvalConfig:
     subsample_runs: int = 500
     baseline_runs: int = 3000
     seed: int = 0
+    protocol: str = "visogender-official"
+    bootstrap: int = 1000
+    confidence: float = 0.95
 
     def __post_init__(self) -> None:
         for name in ("tasks", "ks", "subsample_ks"):  # lists from Python callers
             object.__setattr__(self, name, tuple(getattr(self, name)))
+        require(
+            self.protocol in PROTOCOLS,
+            "protocol",
+            f"unknown protocol {self.protocol!r}; choose from {', '.join(PROTOCOLS)}",
+        )
+        require(
+            isinstance(self.bootstrap, int) and self.bootstrap >= 0,
+            "bootstrap",
+            f"must be a whole number >= 0, not {self.bootstrap!r}",
+        )
+        require(
+            0.0 < self.confidence < 1.0, "confidence", f"must be in (0, 1), not {self.confidence}"
+        )
         unknown = [task for task in self.tasks if task not in TASKS]
         require(
             not unknown and bool(self.tasks),
