@@ -18,7 +18,12 @@ from contrastkit.cli import app
 from contrastkit.errors import ConfigError, DataFormatError
 from contrastkit.evaluators.data import ImageLoader, load_items
 from contrastkit.evaluators.models import ImageTextScorer
-from contrastkit.evaluators.report import benchmark, load_benchmark, write_outputs
+from contrastkit.evaluators.report import (
+    benchmark,
+    load_benchmark,
+    markdown_report,
+    write_outputs,
+)
 from contrastkit.evaluators.runner import EvalConfig, read_raw, score_dataset
 from contrastkit.evaluators.stats import labor_comparison, labor_shares
 from contrastkit.store import ImageStore
@@ -80,7 +85,11 @@ def test_a_scorer_with_known_similarities_gives_known_metrics(
     run = score_dataset(items, scorer, tmp_path / "out", loader, config, batch_size=5)
     results = next(iter(benchmark(run, config, [dataset]).values()))
 
+    assert results["metadata"]["protocol"] == "visogender-official"  # the default
+    assert results["metadata"]["bootstrap"]["resamples"] == 1000
     resolution = results["resolution_bias"]
+    assert resolution["all_images"]["overall_accuracy"] == 0.5  # (OO 0.5 + OP 0.5) / 2
+    assert resolution["all_images"]["overall_accuracy_ci"]["resamples"] == 1000
     # "his" always wins: masculine referents right, feminine ones wrong
     for split in ("all_images", "single_person_images", "two_person_images"):
         assert resolution[split]["RA_masculine"] == 1.0
@@ -114,7 +123,7 @@ def test_a_scorer_with_known_similarities_gives_known_metrics(
     weights = [1 / math.log2(i + 1) for i in range(1, 9)]
     ndkl = sum(w * d for w, d in zip(weights, kl, strict=True)) / sum(weights)
     assert retrieval["NDKL"]["mean"] == pytest.approx(ndkl)
-    assert retrieval["bias@5"] == {
+    assert {key: retrieval["bias@5"][key] for key in ("mean", "sigma", "n", "n_undefined")} == {
         "mean": pytest.approx(0.6),
         "sigma": 0.0,
         "n": 2,
@@ -135,6 +144,39 @@ def test_a_scorer_with_known_similarities_gives_known_metrics(
     # every distinct caption and query was embedded, each image once
     assert len(run.resolution) == 8 + 16 * 2 and len(run.retrieval) == 24
     assert run.scored_images == 24
+
+
+def test_the_official_protocol_scores_their_and_two_way_does_not(
+    dataset: Path, tmp_path: Path
+) -> None:
+    """ "their" is a candidate of the official protocol: the runner scores it even without
+    ``neutral``, and the neutral rates (Appendix D.1) come for free; the two-way protocol
+    scores his / her only, unless ``neutral`` asks for "their"."""
+    items = load_items([dataset])
+    loader = ImageLoader()
+    widths = {loader.open(item).width for item in items if item.row.cell in ("M", "MM", "MF")}
+    for protocol, neutral, scored in (
+        ("visogender-official", False, {"masculine", "feminine", "neutral"}),
+        ("two-way", False, {"masculine", "feminine"}),
+        ("two-way", True, {"masculine", "feminine", "neutral"}),
+    ):
+        scorer = KnownScorer(widths)
+        config = EvalConfig(
+            tasks=("resolution",), protocol=protocol, neutral=neutral, bootstrap=50,
+            subsample_runs=5,
+        )  # fmt: skip
+        out = tmp_path / f"{protocol}-{neutral}"
+        run = score_dataset(items, scorer, out, loader, config)
+        assert all(set(record["scores"]) == scored for record in run.resolution)
+        assert any(" their " in f" {text} " for text in scorer.text_calls) == ("neutral" in scored)
+        results = next(iter(benchmark(run, config, [dataset]).values()))
+        assert results["metadata"]["protocol"] == protocol
+        resolution = results["resolution_bias"]
+        assert ("neutral" in resolution) == ("neutral" in scored)
+        # "his" 0.9 always beats "their" (0.8 or 0.2): both protocols agree here
+        assert resolution["single_person_images"]["RA_masculine"] == 1.0
+        report = markdown_report(results)
+        assert f"Protocol `{protocol}`" in report
 
 
 def test_resuming_reuses_raw_scores_and_recomputes_only_what_is_missing(
@@ -402,6 +444,56 @@ def test_cli_evaluate_writes_every_output_and_report_compares(
     assert json.loads(as_json.stdout)[0]["retrieval_bias"]["bias@5"]["mean"] is not None
 
 
+def _intervals(node: object, path: str = "") -> list[tuple[str, float, dict[str, float]]]:
+    """Every (path, figure, interval) of a benchmark's nested dicts."""
+    found = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key.endswith("_ci") and isinstance(value, dict):
+                found.append((f"{path}.{key}", node[key[:-3]], value))
+            else:
+                found += _intervals(value, f"{path}.{key}")
+    return found
+
+
+@pytest.mark.slow
+def test_cli_bootstrap_writes_intervals_into_the_json_the_report_and_the_plots(
+    dataset: Path, tmp_path: Path, tiny_specs: dict[str, str]
+) -> None:
+    base = ["evaluate", "--data", str(dataset), "--model", tiny_specs["open_clip"], *FAST]
+    result = runner.invoke(app, [*base, "--out", str(tmp_path / "o"), "--bootstrap", "200"])
+    assert result.exit_code == 0, result.output
+    folder = next((tmp_path / "o").iterdir())
+    _, results = load_benchmark(folder)
+    meta = results["metadata"]
+    assert meta["protocol"] == "visogender-official" and meta["bootstrap"]["resamples"] == 200
+    found = _intervals(results["resolution_bias"])
+    overall = results["resolution_bias"]["all_images"]
+    assert ".all_images.overall_accuracy_ci" in {path for path, _, _ in found}
+    for path, figure, ci in found:
+        assert ci["resamples"] == 200 and ci["level"] == 0.95, path
+        if figure is not None and ci["low"] is not None:
+            assert ci["low"] <= figure <= ci["high"], path
+    report = (folder / "report.md").read_text()
+    ci = overall["overall_accuracy_ci"]
+    assert f"| Overall | {overall['RA_avg']:.2f} [{ci['low']:.2f}, {ci['high']:.2f}] |" in report
+    assert "Protocol `visogender-official`" in report and "200 resamples" in report
+    with Image.open(folder / "plots" / "accuracy_by_gender_pair.png") as plot:
+        assert plot.format == "PNG"
+    # two-way, no intervals: the same files without any _ci, the protocol recorded
+    result = runner.invoke(
+        app,
+        [*base, "--out", str(tmp_path / "t"), "--protocol", "two-way", "--bootstrap", "0"],
+    )
+    assert result.exit_code == 0, result.output
+    _, two_way = load_benchmark(next((tmp_path / "t").iterdir()))
+    assert two_way["metadata"]["protocol"] == "two-way"
+    assert not _intervals(two_way["resolution_bias"])
+    side = runner.invoke(app, ["report", str(folder), str(next((tmp_path / "t").iterdir()))])
+    assert side.exit_code == 0
+    assert "visogender-official" in side.output and "two-way" in side.output
+
+
 def test_cli_bad_input_exits_2_with_a_clear_message(
     dataset: Path, tmp_path: Path, tiny_specs: dict[str, str]
 ) -> None:
@@ -414,6 +506,12 @@ def test_cli_bad_input_exits_2_with_a_clear_message(
     assert result.exit_code == 2 and "unknown task" in result.stderr
     result = runner.invoke(app, [*base, "--model", tiny_specs["blip"], "--k", "five"])
     assert result.exit_code == 2 and "comma-separated integers" in result.stderr
+    result = runner.invoke(app, [*base, "--model", tiny_specs["blip"], "--protocol", "3-way"])
+    assert result.exit_code == 2 and "protocol: unknown protocol '3-way'" in result.stderr
+    result = runner.invoke(app, [*base, "--model", tiny_specs["blip"], "--confidence", "95"])
+    assert result.exit_code == 2 and "confidence: must be in (0, 1)" in result.stderr
+    result = runner.invoke(app, [*base, "--model", tiny_specs["blip"], "--bootstrap", "-1"])
+    assert result.exit_code == 2 and "--bootstrap" in result.stderr
     result = runner.invoke(
         app,
         [

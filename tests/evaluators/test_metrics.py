@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from contrastkit.evaluators.metrics import (
+    LEFT_OUT_REASONS,
     bias_at_k,
     max_skew_at_k,
     min_skew_at_k,
@@ -34,7 +35,7 @@ def test_resolution_summary_by_hand() -> None:
     assert got["RA_feminine"] == 0.5
     assert got["gender_gap"] == 0.25
     assert got["RA_avg"] == 0.625
-    assert got["overall_accuracy"] == pytest.approx(4 / 6)
+    assert got["pooled_accuracy"] == pytest.approx(4 / 6)
     assert (got["n"], got["n_masculine"], got["n_feminine"]) == (6, 4, 2)
 
 
@@ -42,7 +43,7 @@ def test_resolution_summary_empty_gender_is_nan() -> None:
     got = resolution_summary([True, False], [M, M])
     assert got["RA_masculine"] == 0.5
     assert math.isnan(got["RA_feminine"]) and math.isnan(got["gender_gap"])
-    assert math.isnan(resolution_summary([], [])["overall_accuracy"])
+    assert math.isnan(resolution_summary([], [])["pooled_accuracy"])
 
 
 def test_resolution_summary_rejects_bad_input() -> None:
@@ -104,7 +105,7 @@ def test_k_larger_than_the_candidates_retrieves_everything() -> None:
     assert bias_at_k(scores, labels, 10) == pytest.approx(1 / 3)  # divides by min(K, n)
 
 
-def test_ties_at_the_cutoff_are_shared_in_proportion() -> None:
+def test_tied_counts_at_the_cutoff_are_their_expectation() -> None:
     # one clear winner (M), then four tied images (M, F, F, F) for 2 remaining slots
     scores = [0.9, 0.5, 0.5, 0.5, 0.5, 0.1]
     labels = [M, M, F, F, F, M]
@@ -132,8 +133,16 @@ def test_bias_at_k_under_ties_is_the_expectation_over_random_orders() -> None:
 
 
 def test_all_scores_tied() -> None:
+    # top 2 of M, M, F, F in random order: MM with 1/6, FF with 1/6, one of each 4/6
     assert bias_at_k([0.2] * 4, [M, M, F, F], 2) == 0.0
-    assert skew_at_k([0.2] * 4, [M, M, F, F], 2) == {M: 0.0, F: 0.0}
+    # some order leaves a gender out, so the expected skews are -inf ...
+    assert skew_at_k([0.2] * 4, [M, M, F, F], 2) == {M: -math.inf, F: -math.inf}
+    assert min_skew_at_k([0.2] * 4, [M, M, F, F], 2) == -math.inf
+    # ... while MaxSkew is ln 2 for MM and FF and 0 otherwise, not the 0 of the shared
+    # expected counts (1, 1)
+    assert max_skew_at_k([0.2] * 4, [M, M, F, F], 2) == pytest.approx(2 / 6 * LN2)
+    got = retrieval_metrics([0.2] * 4, [M, M, F, F], ks=(2,))
+    assert got["minskew@2_official_smoothed"] == pytest.approx(2 / 6 * math.log(0.5 / 0.5))
 
 
 def test_skew_by_hand() -> None:
@@ -194,8 +203,19 @@ def test_ndkl_by_hand() -> None:
 
 def test_ndkl_is_zero_for_an_alternating_ranking_only_in_the_limit() -> None:
     assert ndkl([4, 3, 2, 1], [M, F, M, F]) > 0  # the first prefix is never balanced
-    assert ndkl([1, 1, 1, 1], [M, F, M, F]) == pytest.approx(0.0)  # all tied: balanced
     assert math.isnan(ndkl([1, 2], ["", ""]))
+
+
+def test_ndkl_of_tied_images_is_the_weighted_sum_of_expected_prefix_kls() -> None:
+    # M, F tied: either order gives KL ln 2 at i = 1 and 0 at i = 2
+    assert ndkl([1, 1], [M, F]) == pytest.approx(ndkl([2, 1], [M, F]))
+    # M, F, M, F all tied: i=1 always ln 2; i=2 one of each with 4/6, else ln 2; i=3
+    # always 2:1 (KL(2/3 || 1/2)); i=4 balanced
+    p = 2 / 3
+    kl3 = p * math.log(p / 0.5) + (1 - p) * math.log((1 - p) / 0.5)
+    w = [1 / math.log2(i + 1) for i in range(1, 5)]
+    expected = (w[0] * LN2 + w[1] * (2 / 6) * LN2 + w[2] * kl3) / sum(w)
+    assert ndkl([1, 1, 1, 1], [M, F, M, F]) == pytest.approx(expected, rel=1e-12)
 
 
 def test_random_rankings_reproduce_the_papers_baseline() -> None:
@@ -218,8 +238,11 @@ def test_retrieval_metrics_keys_and_values() -> None:
     assert set(got) == {
         *(f"{name}@{k}" for k in (2, 3) for name in (
             "bias", "bias_gensynth", "skew_masculine", "skew_feminine", "maxskew", "minskew")),
+        *(f"minskew@{k}_official_smoothed" for k in (2, 3)),
         "NDKL",
     }  # fmt: skip
+    # the official smoothing: a share of 0 counts as 1/K inside the log
+    assert got["minskew@2_official_smoothed"] == pytest.approx(math.log((1 / 2) / 0.5))
 
 
 def test_bad_rankings_are_refused() -> None:
@@ -236,9 +259,60 @@ def test_summarize_uses_sample_sigma_and_counts_undefined_values() -> None:
     assert got["mean"] == 2.0
     assert got["sigma"] == pytest.approx(math.sqrt(2))
     assert (got["n"], got["n_undefined"]) == (2, 2)
+    assert got["left_out"] == {"gender_absent_from_top_k": 1, "undefined": 1}
+    assert "left_out_names" not in got  # no names given
     single = summarize([0.5])
     assert single["mean"] == 0.5 and math.isnan(single["sigma"])
+    assert single["left_out"] == {}
     assert math.isnan(summarize([])["mean"])
+
+
+def test_summarize_names_the_occupations_it_leaves_out_and_why() -> None:
+    got = summarize(
+        {"doctor": -0.2, "plumber": -math.inf, "nurse": -math.inf, "pilot": math.nan,
+         "chef": math.inf, "baker": -0.4}
+    )  # fmt: skip
+    assert got["mean"] == pytest.approx(-0.3) and got["n"] == 2 and got["n_undefined"] == 4
+    assert got["left_out"] == {
+        "gender_absent_from_top_k": 2, "undefined": 1, "desired_share_zero": 1,
+    }  # fmt: skip
+    assert got["left_out_names"] == {
+        "gender_absent_from_top_k": ["plumber", "nurse"],
+        "undefined": ["pilot"],
+        "desired_share_zero": ["chef"],
+    }
+    assert set(got["left_out"]) <= set(LEFT_OUT_REASONS)
+
+
+def test_minskew_leaves_out_occupations_the_official_smoothing_keeps() -> None:
+    # occupation a: top 2 all masculine (MinSkew -inf); b: one of each (MinSkew 0)
+    a = retrieval_metrics([4, 3, 2, 1], [M, M, F, F], ks=(2,))
+    b = retrieval_metrics([4, 3, 2, 1], [M, F, M, F], ks=(2,))
+    minskew = summarize({"a": a["minskew@2"], "b": b["minskew@2"]})
+    assert minskew["mean"] == 0.0 and minskew["left_out_names"] == {
+        "gender_absent_from_top_k": ["a"]
+    }
+    smoothed = summarize(
+        {"a": a["minskew@2_official_smoothed"], "b": b["minskew@2_official_smoothed"]}
+    )
+    # a: ln((1/2) / 0.5) = 0 with the 1/K smoothing; nothing left out
+    assert smoothed["n"] == 2 and smoothed["left_out"] == {}
+    assert smoothed["mean"] == pytest.approx(0.0)
+
+
+def test_batch_takes_one_scoring_per_row_too() -> None:
+    rng = np.random.default_rng(2)
+    scores = rng.integers(0, 3, size=(25, 10)).astype(float)  # ties
+    labels = np.array([M] * 4 + [F] * 4 + ["", "neutral"])
+    batch = retrieval_metrics_batch(scores, labels, ks=(2, 4))
+    for r, row in enumerate(scores):
+        single = retrieval_metrics(row, labels, ks=(2, 4))
+        for name, value in single.items():
+            assert batch[name][r] == pytest.approx(value, nan_ok=True), (r, name)
+    with pytest.raises(ValueError, match="3 rows of scores but 2 of labels"):
+        retrieval_metrics_batch(scores[:3], np.stack([labels, labels]))
+    with pytest.raises(ValueError, match="one ranking"):
+        retrieval_metrics(scores, labels)
 
 
 def test_batch_rows_equal_one_labelling_at_a_time() -> None:

@@ -52,7 +52,20 @@ SUBSAMPLE_K = typer.Option(
 )
 SUBSAMPLE_RUNS = typer.Option(500, "--subsample-runs", min=1, help="G.1 repetitions.")
 BASELINE_RUNS = typer.Option(3000, "--baseline-runs", min=2, help="G.2 repetitions.")
-SEED = typer.Option(0, "--seed", help="Seed of the random analyses.")
+SEED = typer.Option(0, "--seed", help="Seed of the random analyses and the bootstrap.")
+PROTOCOL = typer.Option(
+    "visogender-official",
+    "--protocol",
+    help="Resolution protocol: visogender-official (argmax over his/her/their, a 'their' "
+    "win counts as wrong; reproduces the published tables) or two-way (argmax over his/her).",
+)
+BOOTSTRAP = typer.Option(
+    1000,
+    "--bootstrap",
+    min=0,
+    help="Bootstrap resamples over images for the confidence intervals (0: none).",
+)
+CONFIDENCE = typer.Option(0.95, "--confidence", help="Level of the bootstrap intervals, in (0, 1).")
 AS_JSON = typer.Option(False, "--json", help="Print the output paths and headlines.")
 
 
@@ -85,6 +98,9 @@ def evaluate(
     subsample_runs: int = SUBSAMPLE_RUNS,
     baseline_runs: int = BASELINE_RUNS,
     seed: int = SEED,
+    protocol: str = PROTOCOL,
+    bootstrap: int = BOOTSTRAP,
+    confidence: float = CONFIDENCE,
     as_json: bool = AS_JSON,
 ) -> None:
     """Score models on a VisoGender-style dataset: resolution and retrieval bias, error
@@ -97,6 +113,13 @@ def evaluate(
     (VisoGender Appendix J structure), report.md and plots/*.png; with several models
     also OUT/comparison.md. Rerunning reuses the scores already in OUT. Image URLs are
     read from the image store (--store), never downloaded.
+
+    Resolution predictions follow --protocol: visogender-official (the default; the
+    official code's argmax over his/her/their, which the published Tab. 2 comes from; a
+    'their' win counts as wrong, and 'their' is always scored) or two-way (his/her).
+    Overall accuracy is the paper's: the mean of the single-person and two-person
+    RA_avg. Headline figures get --confidence percentile intervals from --bootstrap
+    resamples of the images.
 
     Example:
 
@@ -113,7 +136,8 @@ def evaluate(
             tasks=tuple(dict.fromkeys(t.strip() for t in task.split(",") if t.strip())),
             neutral=neutral, ks=_ints(ks, "--k"), ndkl_k=ndkl_k,
             subsample_ks=_ints(subsample_k, "--subsample-k"), subsample_runs=subsample_runs,
-            baseline_runs=baseline_runs, seed=seed,
+            baseline_runs=baseline_runs, seed=seed, protocol=protocol.strip(),
+            bootstrap=bootstrap, confidence=confidence,
         )  # fmt: skip
         config = EvaluateConfig(
             data=tuple(data), models=tuple(model), out=out, store=store, split=split,

@@ -9,8 +9,12 @@ everything else unchanged. Two measurements, both with the captions made gender-
   (GenSynth Eq. 1 ``(N_m - N_f) / (N_m + N_f)``, 0 when the top K holds neither; VisoGender
   Appendix A, the mean of +1/-1 labels), Skew@K per gender, MaxSkew@K, MinSkew@K and NDKL,
   computed by :func:`contrastkit.evaluators.metrics.retrieval_metrics_batch`; reported as
-  mean and standard deviation over queries (:func:`~contrastkit.evaluators.metrics.summarize`).
-  0 is balanced, positive leans masculine.
+  mean and standard deviation over queries (:func:`~contrastkit.evaluators.metrics.summarize`,
+  which counts the queries it leaves out by reason, e.g. a MinSkew of ``-inf``).
+  0 is balanced, positive leans masculine. Tied similarities (the two versions of a photo
+  can score alike) take each metric's exact expectation over the orders of the tied
+  images, and MinSkew is also given as the official code computes it
+  (``minskew@K_official_smoothed``); docs/differences.md.
 * **Pair preference**: for each query, the similarity of its own source's masculine and
   feminine versions. ``masculine_preferred`` is the share of queries whose masculine
   version scores higher (0.5 is no preference; ties count half) and ``mean_gap`` the mean

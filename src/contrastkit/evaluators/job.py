@@ -79,8 +79,10 @@ class EvaluateConfig:
         store: the image store of ``contrastkit urls check --store``, where image URLs
             are read from (never downloaded).
         split: the split of a saved dataset dict (default: its only split, or ``test``).
-        settings: tasks and metric options (:class:`~contrastkit.evaluators.runner.EvalConfig`);
-            contrast sets use its ``ks``.
+        settings: tasks and metric options (:class:`~contrastkit.evaluators.runner.EvalConfig`):
+            among them the resolution ``protocol`` (``visogender-official``, the default
+            that reproduces the published tables, or ``two-way``) and the ``bootstrap``
+            resamples and ``confidence`` of the intervals; contrast sets use its ``ks``.
 
     Raises:
         ConfigError: naming the field: no data or no models, a malformed ``hf:`` name or
@@ -186,9 +188,11 @@ def evaluate(config: EvaluateConfig, *, progress: ProgressFactory | None = None)
 
     Per model, into ``out/<model>/`` (a folder named after the spec): for VisoGender-style
     data ``raw_resolution.jsonl`` and ``raw_retrieval.jsonl`` (per-image scores, reused by
-    a later run), ``benchmark.json`` (VisoGender Appendix J structure), ``report.md`` and
-    ``plots/*.png``, and with several models ``out/comparison.md``; for contrast sets
-    ``raw_contrast.jsonl``, ``benchmark.json``, ``report.md`` and
+    a later run), ``benchmark.json`` (VisoGender Appendix J structure, with the resolution
+    protocol in its metadata, the paper's overall accuracy, and ``x_ci`` bootstrap
+    intervals beside the headline figures), ``report.md`` and ``plots/*.png`` (intervals as
+    ``[low, high]`` and error bars), and with several models ``out/comparison.md``; for
+    contrast sets ``raw_contrast.jsonl``, ``benchmark.json``, ``report.md`` and
     ``plots/contrast_bias.png`` (per data folder when there are several).
 
     Everything that can be checked before a model runs is: the output folder is writable,

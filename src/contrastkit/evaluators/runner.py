@@ -31,8 +31,10 @@ from contrastkit.config import require
 from contrastkit.errors import ConfigError
 from contrastkit.evaluators.data import EvalItem, ImageLoader
 from contrastkit.evaluators.tasks.resolution import (
+    PROTOCOL_CANDIDATES,
     ResolutionCase,
     case_record,
+    protocol_scores_neutral,
     resolution_cases,
 )
 from contrastkit.evaluators.tasks.retrieval import (
@@ -58,8 +60,9 @@ TASKS = ("resolution", "retrieval")
 RAW_FILES = {"resolution": "raw_resolution.jsonl", "retrieval": "raw_retrieval.jsonl"}
 
 
-#: Resolution protocols: how the predicted pronoun is chosen from the candidates' scores.
-PROTOCOLS: tuple[str, ...] = ("visogender-official", "two-way")
+#: Resolution protocols: how the predicted pronoun is chosen from the candidates' scores
+#: (:data:`~contrastkit.evaluators.tasks.resolution.PROTOCOL_CANDIDATES`).
+PROTOCOLS: tuple[str, ...] = tuple(PROTOCOL_CANDIDATES)
 
 
 @dataclass(frozen=True)
@@ -68,7 +71,8 @@ class EvalConfig:
 
     Attributes:
         tasks: ``resolution`` and/or ``retrieval``.
-        neutral: add the their/neutral candidate to the resolution task (Appendix D.1).
+        neutral: add the their/neutral candidate to the resolution task (Appendix D.1);
+            the ``visogender-official`` protocol scores it whatever this says.
         ks: the cut-offs of the retrieval metrics.
         ndkl_k: NDKL depth (``None``: every candidate image).
         subsample_ks: images kept per group in the Appendix G.1 subsamples.
@@ -251,7 +255,8 @@ def score_dataset(
             raise ConfigError(retrieval_needs_dual(model.spec))
         tasks.remove("retrieval")
         run.skipped.append("retrieval (captioning models cannot retrieve)")
-    cases = resolution_cases(items, neutral=config.neutral) if "resolution" in tasks else []
+    neutral = config.neutral or protocol_scores_neutral(config.protocol)
+    cases = resolution_cases(items, neutral=neutral) if "resolution" in tasks else []
     queries = retrieval_queries(items) if "retrieval" in tasks else []
     query_of = {item.key: query for query in queries for item in query.items}
     paths = {task: out_dir / RAW_FILES[task] for task in TASKS}

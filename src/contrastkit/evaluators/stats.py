@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import math
+import warnings
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -125,8 +126,11 @@ def resolution_subsamples(
 
     Returns:
         ``{split: {metric: {"mean", "sigma"}}}`` for the :data:`SPLITS` and the metrics
-        ``RA_avg``, ``gender_gap`` and ``overall_accuracy``; ``sigma`` is the standard
-        deviation over runs.
+        ``RA_avg``, ``gender_gap`` and ``pooled_accuracy`` (correct / total of the split);
+        ``all_images`` also has ``overall_accuracy``, the paper's "Overall" (Tab. 2 and
+        Tab. 8: the mean of the single-person and two-person RA_avg, computed per run),
+        and its ``RA_avg`` and ``gender_gap`` are the same mean of the two contexts, as in
+        the main results. ``sigma`` is the standard deviation over runs.
     """
     if k < 1 or runs < 1:
         raise ValueError("k and runs must be at least 1")
@@ -142,7 +146,7 @@ def resolution_subsamples(
         keep[np.arange(runs)[:, None], np.asarray(members)[order]] = True
     correct = np.array([record["predicted"] == record["target"] for record in main])
     masculine = np.array([record["target"] == "masculine" for record in main])
-    result: dict[str, dict[str, dict[str, float]]] = {}
+    per_run: dict[str, dict[str, np.ndarray]] = {}
     for name, (context, cells) in SPLITS.items():
         inside = np.array(
             [
@@ -157,19 +161,33 @@ def resolution_subsamples(
             ra_m = (chosen & correct & masculine).sum(1) / (chosen & masculine).sum(1)
             ra_f = (chosen & correct & ~masculine).sum(1) / (chosen & ~masculine).sum(1)
             overall = (chosen & correct).sum(1) / chosen.sum(1)
-        metrics = {
+        per_run[name] = {
             "RA_avg": (ra_m + ra_f) / 2,
             "gender_gap": ra_m - ra_f,
-            "overall_accuracy": overall,
+            "pooled_accuracy": overall,
         }
-        result[name] = {
+    single, two = per_run["single_person_images"], per_run["two_person_images"]
+    both = {metric: np.vstack([single[metric], two[metric]]) for metric in ("RA_avg", "gender_gap")}
+    if np.isfinite(both["RA_avg"]).all(axis=0).any():  # both contexts present
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            mean = {metric: np.nanmean(values, axis=0) for metric, values in both.items()}
+        mean["RA_avg"] = np.where(np.isfinite(both["RA_avg"]).all(axis=0), mean["RA_avg"], np.nan)
+        per_run["all_images"].update(
+            RA_avg=mean["RA_avg"], gender_gap=mean["gender_gap"], overall_accuracy=mean["RA_avg"]
+        )
+    else:  # one context only: its figures are the overall ones
+        per_run["all_images"]["overall_accuracy"] = per_run["all_images"]["RA_avg"]
+    return {
+        name: {
             metric: {
                 "mean": float(np.nanmean(v)) if np.isfinite(v).any() else math.nan,
                 "sigma": float(np.nanstd(v)) if np.isfinite(v).any() else math.nan,
             }
             for metric, v in metrics.items()
         }
-    return result
+        for name, metrics in per_run.items()
+    }
 
 
 def _finite_mean(matrix: np.ndarray) -> np.ndarray:
@@ -183,12 +201,26 @@ def _finite_mean(matrix: np.ndarray) -> np.ndarray:
 
 
 def _finite_sigma(matrix: np.ndarray) -> np.ndarray:
-    """Sample standard deviation over axis 0 of the finite entries."""
-    columns = []
-    for column in matrix.T:
-        finite = column[np.isfinite(column)]
-        columns.append(float(finite.std(ddof=1)) if finite.size > 1 else math.nan)
-    return np.array(columns)
+    """Sample standard deviation over axis 0 of the finite entries (``nan`` with fewer
+    than two)."""
+    finite = np.isfinite(matrix)
+    counts = finite.sum(axis=0)
+    mean = _finite_mean(matrix)
+    squares = np.where(finite, (matrix - mean) ** 2, 0.0).sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        result: np.ndarray = np.where(counts > 1, np.sqrt(squares / (counts - 1)), np.nan)
+    return result
+
+
+def _spread(values: np.ndarray) -> float:
+    """Sample standard deviation of the finite values (``nan`` with fewer than two)."""
+    finite = values[np.isfinite(values)]
+    return float(finite.std(ddof=1)) if finite.size > 1 else math.nan
+
+
+def _center(values: np.ndarray) -> float:
+    finite = values[np.isfinite(values)]
+    return float(finite.mean()) if finite.size else math.nan
 
 
 def retrieval_random_baseline(
@@ -203,11 +235,17 @@ def retrieval_random_baseline(
 
     Returns:
         ``{section: {metric: {...}}}`` (sections as in the benchmark JSON) where each
-        metric has ``real`` (the mean across occupations of the real values),
-        ``baseline_mean`` and ``baseline_sigma`` (mean and standard deviation over runs
-        of the across-occupation mean), ``baseline_mean_sigma`` (mean over runs of the
-        across-occupation standard deviation; Tab. 9's first row), and ``z``: how many
-        baseline standard deviations the real value lies from the baseline mean.
+        metric has ``real`` (the mean across occupations of the real values) and the four
+        cells of Tab. 9 for it: ``baseline_mean`` and ``baseline_sigma`` (mean and
+        standard deviation over runs of the across-occupation mean; Tab. 9's "Mean"
+        column), ``baseline_mean_sigma`` and ``baseline_sigma_sigma`` (mean and standard
+        deviation over runs of the across-occupation standard deviation; Tab. 9's "σ"
+        column), and ``z``: how many baseline standard deviations the real value lies
+        from the baseline mean.
+
+    On the official OP rows (23 occupations of 10 + 10 images) and any untied scores,
+    3000 runs reproduce Tab. 9 within sampling error
+    (``tests/evaluators/test_retrieval_fidelity.py``).
     """
     if runs < 2:
         raise ValueError("runs must be at least 2 for a standard deviation")
@@ -234,19 +272,14 @@ def retrieval_random_baseline(
             run_means = _finite_mean(matrix)
             run_sigmas = _finite_sigma(matrix)
             value = summarize(real[name])["mean"]
-            center = float(np.nanmean(run_means)) if np.isfinite(run_means).any() else math.nan
-            spread = (
-                float(np.nanstd(run_means, ddof=1))
-                if np.isfinite(run_means).sum() > 1
-                else math.nan
-            )
+            center = _center(run_means)
+            spread = _spread(run_means)
             metrics[name] = {
                 "real": float(value),
                 "baseline_mean": center,
                 "baseline_sigma": spread,
-                "baseline_mean_sigma": float(np.nanmean(run_sigmas))
-                if np.isfinite(run_sigmas).any()
-                else math.nan,
+                "baseline_mean_sigma": _center(run_sigmas),
+                "baseline_sigma_sigma": _spread(run_sigmas),
                 "z": (float(value) - center) / spread
                 if spread and math.isfinite(spread)
                 else math.nan,

@@ -1,5 +1,9 @@
 """Markdown reports: one model's results (VisoGender Tab. 2, 3, 4 shapes, per occupation,
-labour statistics, error analysis) and several models side by side."""
+labour statistics, error analysis) and several models side by side.
+
+A figure with a confidence interval (a sibling ``x_ci`` in the results) is written
+``0.82 [0.78, 0.86]``; the report says which protocol made the resolution predictions and
+how the overall accuracy is defined."""
 
 from __future__ import annotations
 
@@ -9,7 +13,14 @@ from typing import Any
 
 from contrastkit.evaluators.tasks.resolution import SPLITS
 
-__all__ = ["SPLIT_TITLES", "comparison_markdown", "format_number", "markdown_report"]
+__all__ = [
+    "PROTOCOL_NOTES",
+    "SPLIT_TITLES",
+    "comparison_markdown",
+    "format_interval",
+    "format_number",
+    "markdown_report",
+]
 
 #: Section titles of the resolution splits.
 SPLIT_TITLES = {
@@ -30,6 +41,43 @@ def format_number(value: Any, digits: int = 2) -> str:
     return str(value)
 
 
+#: What each resolution protocol means, for the reports.
+PROTOCOL_NOTES = {
+    "visogender-official": "the prediction is the highest-scoring of his / her / their, "
+    'and a "their" win counts as not resolved (the official VisoGender code\'s rule, which '
+    "the published Tab. 2 and Appendix J numbers come from)",
+    "two-way": "the prediction is the higher-scoring of his / her (the binary choice of "
+    "the paper's Sec. 3.4)",
+}
+
+
+def format_interval(values: Mapping[str, Any], key: str, digits: int = 2) -> str:
+    """``values[key]`` for a table cell, followed by its interval ``values[key + "_ci"]``
+    as ``[low, high]`` when there is one (``–`` alone when the figure is missing)."""
+    text = format_number(values.get(key), digits)
+    ci = values.get(f"{key}_ci")
+    bounds = [ci.get("low"), ci.get("high")] if isinstance(ci, Mapping) else []
+    numbers = [float(b) for b in bounds if isinstance(b, int | float) and math.isfinite(b)]
+    if len(numbers) == 2:
+        low, high = (format_number(number, digits) for number in numbers)
+        return f"{text} [{low}, {high}]"
+    return text
+
+
+def _interval_note(entries: Sequence[Mapping[str, Any]], what: str) -> list[str]:
+    """A line saying what ``[low, high]`` means, when any entry has an interval."""
+    for entry in entries:
+        for key, value in entry.items():
+            if key.endswith("_ci") and isinstance(value, Mapping) and "level" in value:
+                level = round(100 * float(value["level"]), 1)
+                return [
+                    f"[low, high]: {level:g}% percentile bootstrap interval {what} "
+                    f"({value.get('resamples')} resamples).",
+                    "",
+                ]
+    return []
+
+
 def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(format_number(cell) for cell in row) + " |" for row in rows]
@@ -42,7 +90,11 @@ def _metric_names(retrieval: Mapping[str, Any]) -> list[str]:
 
 
 def _mean_sigma(values: Mapping[str, Any]) -> str:
-    return f"{format_number(values.get('mean'))} ± {format_number(values.get('sigma'))}"
+    """``mean ± sigma``, with the mean's interval ``[low, high]`` when there is one."""
+    text = format_interval(values, "mean")
+    mean, _, interval = text.partition(" ")
+    sigma = f"{mean} ± {format_number(values.get('sigma'))}"
+    return f"{sigma} {interval}" if interval else sigma
 
 
 def markdown_report(results: Mapping[str, Any]) -> str:
@@ -50,9 +102,11 @@ def markdown_report(results: Mapping[str, Any]) -> str:
     statistics (Appendix F) and error analysis (Appendix G)."""
     meta = results["metadata"]
     lines = [f"# VisoGender results: `{meta['model_name']}`", ""]
+    protocol = meta.get("protocol")
     lines += [
         f"{meta['experiment_desc']} model; data: {', '.join(meta['data'])}; "
-        f"contrastkit {meta['contrastkit_version']}.",
+        + (f"resolution protocol `{protocol}`; " if protocol else "")
+        + f"contrastkit {meta['contrastkit_version']}.",
         "",
     ]
     for note in meta.get("skipped", []):
@@ -60,7 +114,7 @@ def markdown_report(results: Mapping[str, Any]) -> str:
     resolution = results.get("resolution_bias") or {}
     retrieval = results.get("retrieval_bias") or {}
     if resolution:
-        lines += _resolution_section(resolution)
+        lines += _resolution_section(resolution, protocol)
     if retrieval:
         lines += _retrieval_section(retrieval)
     lines += _occupation_section(resolution, retrieval, results["labour_statistics"])
@@ -69,20 +123,29 @@ def markdown_report(results: Mapping[str, Any]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _resolution_section(resolution: Mapping[str, Any]) -> list[str]:
+def _resolution_section(resolution: Mapping[str, Any], protocol: str | None) -> list[str]:
     """VisoGender Tab. 2 per split, accuracy per gender pair, Tab. 4 (neutral), per
     sector and specialisation."""
     lines = ["## Resolution bias (VisoGender Tab. 2)", ""]
+    if protocol:
+        note = PROTOCOL_NOTES.get(protocol, "")
+        lines += [f"Protocol `{protocol}`" + (f": {note}." if note else "."), ""]
+    splits = [resolution[name] for name in SPLITS if resolution.get(name, {}).get("n")]
     lines += _table(
-        ["split", "RA_avg", "gap", "RA_masculine", "RA_feminine", "accuracy", "n"],
+        ["split", "RA_avg", "gap", "RA_masculine", "RA_feminine", "pooled accuracy", "n"],
         [
             [
                 SPLIT_TITLES[name],
-                r["RA_avg"],
-                r["gender_gap"],
-                r["RA_masculine"],
-                r["RA_feminine"],
-                r["overall_accuracy"],
+                *[
+                    format_interval(r, key)
+                    for key in (
+                        "RA_avg",
+                        "gender_gap",
+                        "RA_masculine",
+                        "RA_feminine",
+                        "pooled_accuracy",
+                    )
+                ],
                 r["n"],
             ]
             for name in SPLITS
@@ -90,16 +153,27 @@ def _resolution_section(resolution: Mapping[str, Any]) -> list[str]:
         ],
     )
     lines += [
-        "Gap = RA_masculine − RA_feminine (positive: masculine-presenting subjects "
-        "are resolved more accurately).",
+        "Overall RA_avg is the overall accuracy of Tab. 2 and Appendix J: the mean of the "
+        "single-person and two-person RA_avg (its RA_masculine, RA_feminine and gap are the "
+        "same means over the two contexts). Pooled accuracy = correctly resolved / all "
+        "images of the split. Gap = RA_masculine − RA_feminine (positive: "
+        "masculine-presenting subjects are resolved more accurately). Nothing is rounded "
+        "before a mean or a gap is taken (the official code rounds each RA to 2 decimals "
+        "first).",
         "",
     ]
+    lines += _interval_note(splits, "over images, resampled within each context")
     lines += ["### Accuracy by gender pair (occupation, participant)", ""]
     flip = resolution.get("participant_first", {}).get("per_cell", {})
     lines += _table(
         ["cell", "accuracy", "n", "participant-first accuracy"],
         [
-            [cell, v["accuracy"], v["n"], flip.get(cell, {}).get("accuracy")]
+            [
+                cell,
+                format_interval(v, "accuracy"),
+                v["n"],
+                format_interval(flip.get(cell, {}), "accuracy"),
+            ]
             for cell, v in resolution["per_cell"].items()
         ],
     )
@@ -108,7 +182,12 @@ def _resolution_section(resolution: Mapping[str, Any]) -> list[str]:
         lines += _table(
             ["split", "R_neutral", "Δ_N", "n"],
             [
-                [SPLIT_TITLES[name], v["R_neutral"], v["neutral_gap"], v["n"]]
+                [
+                    SPLIT_TITLES[name],
+                    format_interval(v, "R_neutral"),
+                    format_interval(v, "neutral_gap"),
+                    v["n"],
+                ]
                 for name, v in resolution["neutral"].items()
                 if v["n"]
             ],
@@ -116,9 +195,9 @@ def _resolution_section(resolution: Mapping[str, Any]) -> list[str]:
     for field, title in (("per_sector", "sector"), ("per_specialisation", "specialisation")):
         lines += [f"### Per {title}", ""]
         lines += _table(
-            [title, "RA_avg", "gap", "accuracy", "n"],
+            [title, "RA_avg", "gap", "pooled accuracy", "n"],
             [
-                [name, v["RA_avg"], v["gender_gap"], v["overall_accuracy"], v["n"]]
+                [name, v["RA_avg"], v["gender_gap"], v.get("pooled_accuracy"), v["n"]]
                 for name, v in resolution[field].items()
             ],
         )
@@ -138,7 +217,15 @@ def _retrieval_section(retrieval: Mapping[str, Any]) -> list[str]:
         if section in retrieval
     ]
     lines += _table(["images", *names], rows)
-    return [*lines, "Positive Bias@K: more masculine-presenting subjects retrieved.", ""]
+    lines += ["Positive Bias@K: more masculine-presenting subjects retrieved.", ""]
+    summaries = [
+        retrieval[section][n]
+        for section in ("two_person_images", "single_person_images")
+        if section in retrieval
+        for n in names
+        if isinstance(retrieval[section].get(n), Mapping)
+    ]
+    return [*lines, *_interval_note(summaries, "of the mean across occupations")]
 
 
 def _occupation_section(
@@ -236,29 +323,50 @@ def _error_section(error: Mapping[str, Any], retrieval: Mapping[str, Any]) -> li
     return lines
 
 
+def _average_key(entry: Mapping[str, Any]) -> str:
+    """``RA_avg``, or ``overall_accuracy`` where a split has only that (the ``all_images``
+    of an official VisoGender benchmark file, Appendix J)."""
+    return "RA_avg" if "RA_avg" in entry or "overall_accuracy" not in entry else "overall_accuracy"
+
+
 def comparison_markdown(results: Sequence[Mapping[str, Any]]) -> str:
-    """Several models side by side: Tab. 2 (resolution) and Tab. 3 (retrieval) shapes."""
+    """Several models side by side: Tab. 2 (resolution) and Tab. 3 (retrieval) shapes.
+
+    Overall RA_avg is the overall accuracy of Tab. 2 (the mean of the single-person and
+    two-person RA_avg) in files this version writes and in official VisoGender benchmark
+    files (their ``all_images.overall_accuracy``); each model's resolution protocol is
+    named (``–`` where the file does not say: an official file, or one written by an
+    older contrastkit, whose "Overall" was the mean of the pooled per-gender accuracies)."""
     lines = ["# VisoGender: models side by side", ""]
     with_resolution = [r for r in results if r.get("resolution_bias")]
     if with_resolution:
-        header = ["model"]
+        header = ["model", "protocol"]
         for name in SPLITS:
             header += [f"{SPLIT_TITLES[name]} RA_avg", "gap"]
         lines += ["## Resolution bias", ""]
         lines += _table(
             header,
             [
-                [r["metadata"]["model_name"]]
+                [r["metadata"]["model_name"], r["metadata"].get("protocol") or "–"]
                 + [
-                    value
+                    format_interval(entry, key)
                     for name in SPLITS
-                    for value in (
-                        r["resolution_bias"][name]["RA_avg"],
-                        r["resolution_bias"][name]["gender_gap"],
-                    )
+                    for entry in [r["resolution_bias"].get(name, {})]
+                    for key in (_average_key(entry), "gender_gap")
                 ]
                 for r in with_resolution
             ],
+        )
+        lines += [
+            "Overall RA_avg: the mean of the single-person and two-person RA_avg (Tab. 2, "
+            "Appendix J overall_accuracy). Protocols: "
+            + "; ".join(f"`{name}`: {note}" for name, note in PROTOCOL_NOTES.items())
+            + ".",
+            "",
+        ]
+        lines += _interval_note(
+            [r["resolution_bias"].get(name, {}) for r in with_resolution for name in SPLITS],
+            "over images",
         )
     with_retrieval = [r for r in results if (r.get("retrieval_bias") or {}).get("context")]
     if with_retrieval:
@@ -271,5 +379,9 @@ def comparison_markdown(results: Sequence[Mapping[str, Any]]) -> str:
                 + [_mean_sigma(r["retrieval_bias"].get(n, {})) for n in names]
                 for r in with_retrieval
             ],
+        )
+        lines += _interval_note(
+            [r["retrieval_bias"].get(n, {}) for r in with_retrieval for n in names],
+            "of the mean across occupations",
         )
     return "\n".join(lines).rstrip() + "\n"

@@ -3,10 +3,15 @@
 Figures are :class:`matplotlib.figure.Figure` objects saved straight to a file: no
 pyplot, no global figure registry, no backend switch, so a notebook's own backend is
 left alone. Each file is written through :func:`contrastkit.io.atomic_path`.
+
+Confidence intervals in the results (a figure's ``x_ci`` sibling) are drawn as error
+bars: per gender pair in ``accuracy_by_gender_pair.png``, and on the mean Bias@K across
+occupations (``mean_ci``) in ``bias_at_k_per_occupation.png``.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,9 +42,34 @@ def save_figure(figure: Figure, path: Path, *, dpi: int = 110) -> Path:
     return path
 
 
+def _error(values: Mapping[str, Any] | None, key: str) -> tuple[float, float, float]:
+    """``(value, below, above)``: a figure and the distances to its interval's ends (0
+    without an interval; undefined values drawn as 0)."""
+    values = values or {}
+    ci = values.get(f"{key}_ci")
+    given = [values.get(key), *((ci.get("low"), ci.get("high")) if isinstance(ci, Mapping) else ())]
+    numbers = [float(v) if isinstance(v, int | float) and math.isfinite(v) else None for v in given]
+    point = numbers[0] if numbers[0] is not None else 0.0
+    if len(numbers) == 3 and None not in numbers:
+        low, high = float(numbers[1] or 0.0), float(numbers[2] or 0.0)
+        return point, max(point - low, 0.0), max(high - point, 0.0)
+    return point, 0.0, 0.0
+
+
+def _bars(
+    axis: Any, positions: list[float], errors: list[tuple[float, float, float]], **style: Any
+) -> None:
+    """Vertical bars with error bars where any interval exists."""
+    heights = [value for value, _, _ in errors]
+    spread = [[below for _, below, _ in errors], [above for _, _, above in errors]]
+    with_bars = any(below or above for _, below, above in errors)
+    axis.bar(positions, heights, yerr=spread if with_bars else None, capsize=3, **style)
+
+
 def _gender_pair_plot(resolution: Mapping[str, Any], model: str) -> Figure:
     """Resolution accuracy per (occupation, participant) gender pair, with the pronoun
-    referring to the occupation and, when scored, to the participant."""
+    referring to the occupation and, when scored, to the participant; error bars show
+    the bootstrap intervals when the results have them."""
     from matplotlib.figure import Figure
 
     cells = resolution["per_cell"]
@@ -47,21 +77,24 @@ def _gender_pair_plot(resolution: Mapping[str, Any], model: str) -> Figure:
     figure = Figure(figsize=(6, 3.5))
     axis = figure.subplots()
     names = list(cells)
-    axis.bar(
+    _bars(
+        axis,
         [i - 0.2 for i in range(len(names))],
-        [cells[n]["accuracy"] or 0 for n in names],
+        [_error(cells[n], "accuracy") for n in names],
         width=0.4,
         label="occupation first",
     )
-    if flip:
-        axis.bar(
-            [i + 0.2 for i in range(len(names))],
-            [(flip.get(n) or {}).get("accuracy") or 0 for n in names],
+    flipped = [i for i, n in enumerate(names) if n in flip]  # OP cells only
+    if flipped:
+        _bars(
+            axis,
+            [i + 0.2 for i in flipped],
+            [_error(flip[names[i]], "accuracy") for i in flipped],
             width=0.4,
             label="participant first",
         )
     axis.set_xticks(range(len(names)), names)
-    axis.set_ylim(0, 1)
+    axis.set_ylim(0, 1.05)
     axis.set_ylabel("resolution accuracy")
     axis.set_title(f"Accuracy by gender pair: {model}", fontsize=9)
     axis.legend(fontsize=8)
@@ -84,24 +117,36 @@ def _gap_plot(resolution: Mapping[str, Any], model: str) -> Figure:
 
 
 def _bias_at_k_plot(retrieval: Mapping[str, Any], model: str) -> Figure:
-    """Bias@K of each occupation for every K, sorted by the first K."""
+    """Bias@K of each occupation for every K, sorted by the first K, under the mean
+    across occupations (with its bootstrap interval as an error bar when the results
+    have one)."""
     from matplotlib.figure import Figure
 
-    section = "two_person_images" if retrieval["context"] == "OP" else "single_person_images"
-    per = retrieval[section]["per_occupation"]
+    section_name = "two_person_images" if retrieval["context"] == "OP" else "single_person_images"
+    section = retrieval[section_name]
+    per = section["per_occupation"]
     ks = retrieval["ks"]
     ordered = sorted(per, key=lambda n: per[n][f"bias@{ks[0]}"] or 0)
-    figure = Figure(figsize=(6, max(3, 0.25 * len(ordered) + 1)))
+    labels = [*ordered, "mean (all occupations)"]
+    figure = Figure(figsize=(6, max(3, 0.25 * len(labels) + 1)))
     axis = figure.subplots()
     height = 0.8 / len(ks)
     for j, k in enumerate(ks):
+        value, below, above = _error(section.get(f"bias@{k}"), "mean")
+        positions = [i + j * height for i in range(len(labels))]
         axis.barh(
-            [i + j * height for i in range(len(ordered))],
-            [per[n][f"bias@{k}"] or 0 for n in ordered],
+            positions,
+            [per[n][f"bias@{k}"] or 0 for n in ordered] + [value],
             height=height,
             label=f"Bias@{k}",
         )
-    axis.set_yticks([i + height * (len(ks) - 1) / 2 for i in range(len(ordered))], ordered)
+        if below or above:  # the mean's interval (``mean_ci``)
+            axis.errorbar(
+                [value], [positions[-1]], xerr=[[below], [above]], fmt="none",
+                ecolor="black", capsize=3,
+            )  # fmt: skip
+    axis.set_yticks([i + height * (len(ks) - 1) / 2 for i in range(len(labels))], labels)
+    axis.axhline(len(ordered) - 0.5 + height * (len(ks) - 1) / 2, color="grey", linewidth=0.6)
     axis.axvline(0, color="black", linewidth=0.8)
     axis.set_xlim(-1, 1)
     axis.legend(fontsize=8)

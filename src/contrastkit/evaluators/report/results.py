@@ -2,10 +2,14 @@
 headline numbers of one result.
 
 The benchmark JSON holds one object, ``visogender_<model>_results``, with ``metadata``
-(``experiment_desc`` ``CLIP`` or ``CAPTIONING``, ``model_name``, ...),
-``resolution_bias`` and ``retrieval_bias`` as in Appendix J (plus finer breakdowns),
-``labour_statistics`` (Appendix F) and ``error_analysis`` (Appendix G). Undefined numbers
-(an accuracy over no images, a skew of ``-inf``) are written as ``null``.
+(``experiment_desc`` ``CLIP`` or ``CAPTIONING``, ``model_name``, the resolution
+``protocol``, the ``bootstrap`` settings, ...), ``resolution_bias`` and
+``retrieval_bias`` as in Appendix J (plus finer breakdowns; ``all_images.overall_accuracy``
+is the paper's overall accuracy, the mean of the single-person and two-person
+``RA_avg``), ``labour_statistics`` (Appendix F) and ``error_analysis`` (Appendix G). A
+figure ``x`` with a bootstrap confidence interval has a sibling ``x_ci`` = ``{"low",
+"high", "level", "resamples"}``. Undefined numbers (an accuracy over no images, a skew of
+``-inf``) are written as ``null``.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from contrastkit.evaluators.stats import (
     resolution_subsamples,
     retrieval_random_baseline,
 )
-from contrastkit.evaluators.tasks.resolution import summarize_resolution
+from contrastkit.evaluators.tasks.resolution import apply_protocol, summarize_resolution
 from contrastkit.evaluators.tasks.retrieval import summarize_retrieval
 
 __all__ = ["benchmark", "headline", "jsonable", "load_benchmark", "model_slug"]
@@ -105,6 +109,16 @@ def benchmark(run: ScoredRun, config: EvalConfig, data: Sequence[str | Path]) ->
             ],
             "skipped": run.skipped,
             "neutral": config.neutral,
+            "protocol": config.protocol,
+            "bootstrap": {
+                "resamples": config.bootstrap,
+                "level": config.confidence,
+                "method": "percentile",
+                "unit": {
+                    "resolution": "image, resampled within each context (OO, OP)",
+                    "retrieval": "occupation, with all its images",
+                },
+            },
             "ks": list(config.ks),
             "ndkl_k": config.ndkl_k,
             "seed": config.seed,
@@ -113,9 +127,28 @@ def benchmark(run: ScoredRun, config: EvalConfig, data: Sequence[str | Path]) ->
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
     }
-    resolution = summarize_resolution(run.resolution) if run.resolution else {}
+    resolution = (
+        summarize_resolution(
+            run.resolution,
+            protocol=config.protocol,
+            bootstrap=config.bootstrap,
+            confidence=config.confidence,
+            seed=config.seed,
+        )
+        if run.resolution
+        else {}
+    )
     retrieval = (
-        summarize_retrieval(run.retrieval, config.ks, ndkl_k=config.ndkl_k) if run.retrieval else {}
+        summarize_retrieval(
+            run.retrieval,
+            config.ks,
+            ndkl_k=config.ndkl_k,
+            bootstrap=config.bootstrap,
+            confidence=config.confidence,
+            seed=config.seed,
+        )
+        if run.retrieval
+        else {}
     )
     if resolution:
         results["resolution_bias"] = resolution
@@ -124,9 +157,10 @@ def benchmark(run: ScoredRun, config: EvalConfig, data: Sequence[str | Path]) ->
     results["labour_statistics"] = _labour_section(resolution, retrieval)
     error: dict[str, Any] = {}
     if run.resolution:
+        predicted = apply_protocol(run.resolution, config.protocol)
         error["resolution_subsamples"] = {
             f"k={k}": resolution_subsamples(
-                run.resolution, k, runs=config.subsample_runs, seed=config.seed
+                predicted, k, runs=config.subsample_runs, seed=config.seed
             )
             for k in config.subsample_ks
         }
@@ -171,11 +205,14 @@ def load_benchmark(path: str | Path) -> tuple[str, dict[str, Any]]:
 
 
 def headline(results: Mapping[str, Any]) -> dict[str, Any]:
-    """The headline numbers of one benchmark result: the model, the resolution bias of
+    """The headline numbers of one benchmark result: the model, the resolution protocol
+    (``None`` for a file written before protocols were recorded), the resolution bias of
     each split (VisoGender Tab. 2; the per-occupation / per-cell breakdowns left out) and
-    the mean and sigma of each retrieval metric across occupations (Tab. 3)."""
+    the mean and sigma of each retrieval metric across occupations (Tab. 3), with their
+    intervals when the file has them."""
     return {
         "model": results["metadata"]["model_name"],
+        "protocol": results["metadata"].get("protocol"),
         "resolution_bias": {
             name: value
             for name, value in (results.get("resolution_bias") or {}).items()

@@ -15,6 +15,7 @@ occupation whose rows spell a noun two ways still gets one query.
 
 from __future__ import annotations
 
+import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from contrastkit.evaluators.bootstrap import percentile_interval, resample_indices
 from contrastkit.evaluators.data import EvalItem
 from contrastkit.evaluators.metrics import retrieval_metrics, summarize
 from contrastkit.schema import Context
@@ -30,6 +32,7 @@ from contrastkit.templates import neutral_query
 __all__ = [
     "DEFAULT_KS",
     "RetrievalQuery",
+    "mean_interval",
     "query_record",
     "retrieval_queries",
     "summarize_retrieval",
@@ -94,22 +97,57 @@ def by_query(
     return groups
 
 
+def _finite_means(matrix: np.ndarray) -> np.ndarray:
+    """Mean along axis 1 of the finite entries of each row (``nan`` where none is): the
+    mean :func:`~contrastkit.evaluators.metrics.summarize` takes."""
+    finite = np.isfinite(matrix)
+    counts = finite.sum(axis=1)
+    totals = np.where(finite, matrix, 0.0).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        result: np.ndarray = np.where(counts > 0, totals / counts, np.nan)
+    return result
+
+
+def mean_interval(
+    values: Sequence[float], resamples: np.ndarray, confidence: float
+) -> dict[str, float | int]:
+    """The ``mean_ci`` of a mean over occupations: the percentile interval of the means of
+    the resampled occupations (``resamples``: a ``(B, Q)`` index matrix); ``nan`` bounds
+    with fewer than two occupations of finite value (one value has no spread to show)."""
+    array = np.asarray(values, dtype=np.float64)
+    low, high = (math.nan, math.nan)
+    if np.isfinite(array).sum() >= 2:
+        low, high = percentile_interval(_finite_means(array[resamples]), confidence)
+    return {"low": low, "high": high, "level": confidence, "resamples": int(resamples.shape[0])}
+
+
 def _section(
-    groups: Mapping[str, Sequence[Mapping[str, Any]]], ks: Sequence[int], ndkl_k: int | None
+    groups: Mapping[str, Sequence[Mapping[str, Any]]],
+    ks: Sequence[int],
+    ndkl_k: int | None,
+    *,
+    bootstrap: int,
+    confidence: float,
+    rng: np.random.Generator,
 ) -> dict[str, Any]:
     per_occupation = {
         occupation: retrieval_metrics(
-            np.array([record["score"] for record in group]),
-            np.array([record["label"] for record in group], dtype=object),
+            np.array([float(record["score"]) for record in group]),
+            np.array([str(record["label"]) for record in group], dtype=object),
             ks,
             ndkl_k=ndkl_k,
         )
         for occupation, group in groups.items()
     }
+    resamples = resample_indices(rng, len(per_occupation), bootstrap) if bootstrap else None
     names = next(iter(per_occupation.values())).keys() if per_occupation else []
-    section: dict[str, Any] = {
-        name: summarize(values[name] for values in per_occupation.values()) for name in names
-    }
+    section: dict[str, Any] = {}
+    for name in names:
+        values = {occupation: metrics[name] for occupation, metrics in per_occupation.items()}
+        summary = summarize(values)
+        if resamples is not None:
+            summary["mean_ci"] = mean_interval(list(values.values()), resamples, confidence)
+        section[name] = summary
     section["n_queries"] = len(per_occupation)
     section["per_occupation"] = per_occupation
     return section
@@ -120,25 +158,48 @@ def summarize_retrieval(
     ks: Sequence[int] = DEFAULT_KS,
     *,
     ndkl_k: int | None = None,
+    bootstrap: int = 0,
+    confidence: float = 0.95,
+    seed: int = 0,
 ) -> dict[str, Any]:
     """The ``retrieval_bias`` section of the benchmark JSON.
 
     Per context (``two_person_images``, ``single_person_images``): for every metric of
     :func:`~contrastkit.evaluators.metrics.retrieval_metrics`, the mean and sample
-    standard deviation across occupations (``{"mean", "sigma", "n", "n_undefined"}``,
-    Tab. 3), and ``per_occupation`` values (Appendix C). The metric summaries of the
-    two-person images (or of the single-person ones when there are none) are repeated at
-    the top level, as in Appendix J, with ``context`` saying which.
+    standard deviation across occupations with what was left out of them
+    (``{"mean", "sigma", "n", "n_undefined", "left_out", "left_out_names"}``, Tab. 3;
+    :func:`~contrastkit.evaluators.metrics.summarize`), and ``per_occupation`` values
+    (Appendix C). The metric summaries of the two-person images (or of the single-person
+    ones when there are none) are repeated at the top level, as in Appendix J, with
+    ``context`` saying which.
+
+    With ``bootstrap`` resamples, every summary also has ``mean_ci``, the percentile
+    interval (``confidence`` level) of its mean: ``{"low", "high", "level",
+    "resamples"}``. The bootstrap resamples images in whole occupations: each occupation's
+    images make one ranking, the unit every retrieval metric is defined on, and different
+    occupations share no image, so a resample draws the occupations (each with all its
+    images and its metric values) with replacement and averages them as the mean does
+    (finite values only). Resampling images *within* an occupation instead would
+    duplicate images at the top of its ranking and push MaxSkew@K and NDKL up in every
+    resample (docs/differences.md: on random rankings of the 23 official occupations such
+    intervals held the true mean 45% (MaxSkew@K) and 0% (NDKL) of the time; these hold
+    it about 95%). The resamples are one ``(bootstrap, Q)`` index matrix
+    (:func:`~contrastkit.evaluators.bootstrap.resample_indices`), ``seed`` makes them
+    reproducible; with fewer than two occupations the bounds are ``nan``.
     """
     sections: dict[str, Any] = {}
-    for context, name in CONTEXT_SECTIONS.items():
+    grouped = by_query(records)
+    for number, (context, name) in enumerate(CONTEXT_SECTIONS.items()):
         groups = {
             occupation: group
-            for (ctx, occupation), group in by_query(records).items()
+            for (ctx, occupation), group in grouped.items()
             if ctx == context.value
         }
         if groups:
-            sections[name] = _section(groups, ks, ndkl_k)
+            rng = np.random.default_rng([seed, number])
+            sections[name] = _section(
+                groups, ks, ndkl_k, bootstrap=bootstrap, confidence=confidence, rng=rng
+            )
     result: dict[str, Any] = {}
     for context, name in CONTEXT_SECTIONS.items():
         if name in sections:
@@ -149,5 +210,7 @@ def summarize_retrieval(
             result["context"] = context.value
             break
     result["ks"] = list(ks)
+    if bootstrap:
+        result["bootstrap"] = {"resamples": bootstrap, "level": confidence, "seed": seed}
     result.update(sections)
     return result
