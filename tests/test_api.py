@@ -46,6 +46,7 @@ def _candidates(server: LoopbackServer, path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_the_visogender_jobs_end_to_end(
     server: LoopbackServer, tiny_clip_spec: str, tmp_path: Path
 ) -> None:

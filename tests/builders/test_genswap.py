@@ -45,6 +45,7 @@ def test_genswap_replaces_the_astronauts_face_and_resumes(
     assert json.loads((out / "build_summary.json").read_text())["genswap"]["images"] == 6
 
 
+@pytest.mark.slow
 def test_genswap_cli_with_quality_checks(
     coco_dir: Path, face_bank: Path, tiny_clip_spec: str, tmp_path: Path
 ) -> None:

@@ -206,6 +206,7 @@ def test_sigkill_mid_build_then_rerun_gives_the_same_set(
         assert diff.max() <= 2
 
 
+@pytest.mark.slow
 def test_cli_stage_errors(coco_dir: Path, tmp_path: Path) -> None:
     runner = CliRunner()
     result = runner.invoke(app, ["build", "gensynth", "--out", str(tmp_path / "o"),

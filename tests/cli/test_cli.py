@@ -59,6 +59,7 @@ def test_version() -> None:
     assert result.exit_code == 0 and result.output.startswith("contrastkit ")
 
 
+@pytest.mark.slow
 def test_build_and_validate_through_the_console_script(tmp_path: Path) -> None:
     exe = console_script()
     out = tmp_path / "example"

@@ -59,6 +59,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert str(bad) in result.stderr
 
 
+@pytest.mark.slow
 def test_debug_shows_the_traceback_of_a_reported_error(tmp_path: Path) -> None:
     bad = tmp_path / "bad.tsv"
     bad.write_text("not\ta\tvisogender\tfile\n")
@@ -67,6 +68,7 @@ def test_debug_shows_the_traceback_of_a_reported_error(tmp_path: Path) -> None:
     assert "Traceback" in result.stderr and "DataFormatError" in result.stderr
 
 
+@pytest.mark.slow
 def test_a_missing_input_file_is_named(tmp_path: Path) -> None:
     result = _run("urls", "check", str(tmp_path / "missing[/x].tsv"))
     assert result.returncode == 2
@@ -83,6 +85,7 @@ def _in_namespace(mount: str, command: list[str]) -> subprocess.CompletedProcess
     )
 
 
+@pytest.mark.slow
 @needs_unshare
 def test_a_read_only_output_folder_is_an_environment_error_before_any_work() -> None:
     result = _in_namespace(

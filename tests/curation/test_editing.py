@@ -90,6 +90,7 @@ def test_tiny_pipeline_batched_equals_one_by_one(tiny_editor_dir: Path) -> None:
     assert np.abs(np.asarray(rerun[0], dtype=int) - np.asarray(batched[0], dtype=int)).max() <= 2
 
 
+@pytest.mark.slow  # imports diffusers (about 6 s)
 def test_missing_editor_says_how_to_get_it(tmp_path: Path) -> None:
     with pytest.raises(ModelNotFoundError, match="does not exist"):
         load_editor(tmp_path / "nowhere")
@@ -103,6 +104,7 @@ def test_missing_editor_says_how_to_get_it(tmp_path: Path) -> None:
     assert caught.value.__cause__ is not None  # the loader's own error is kept
 
 
+@pytest.mark.slow  # imports diffusers (about 6 s)
 def test_a_broken_pipeline_folder_is_reported_with_its_cause(
     tiny_editor_dir: Path, tmp_path: Path
 ) -> None:

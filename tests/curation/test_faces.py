@@ -21,6 +21,7 @@ from contrastkit.samples import photo
 from contrastkit.schema import Gender
 
 
+@pytest.mark.slow
 def test_mtcnn_finds_the_astronauts_face(face_detector: FaceDetector) -> None:
     faces = face_detector.detect(photo("astronaut"))
     assert len(faces) == 1 and faces[0].probability > 0.99

@@ -353,6 +353,7 @@ def _namespaces_work() -> bool:
     return probe.returncode == 0
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not _namespaces_work(), reason="needs `unshare -rm` for a read-only mount")
 def test_a_read_only_tsv_folder_is_reported_up_front_naming_the_tsv(
     server: LoopbackServer, tmp_path: Path

@@ -102,6 +102,7 @@ def test_hub_names() -> None:
         hub_name("hf:not a repo")
 
 
+@pytest.mark.slow
 def test_evaluate_a_contrast_export_from_the_command_line(
     tmp_path: Path, tiny_clip_spec: str
 ) -> None:
@@ -120,6 +121,7 @@ def test_evaluate_a_contrast_export_from_the_command_line(
     assert (model_dir / "plots" / "contrast_bias.png").read_bytes()[:4] == b"\x89PNG"
 
 
+@pytest.mark.slow
 def test_evaluate_reads_a_hub_style_dataset(
     tmp_path: Path, tiny_clip_spec: str, official_oo: Path
 ) -> None:
@@ -143,6 +145,7 @@ def test_evaluate_reads_a_hub_style_dataset(
     assert list((tmp_path / "res" / "_data").iterdir())  # the local copy of the Hub data
 
 
+@pytest.mark.slow
 def test_evaluate_contrast_sets_from_python(tmp_path: Path, tiny_clip_spec: str) -> None:
     """Two contrast sets, one model: one report per data folder, from the Python API."""
     from contrastkit.config import ModelConfig
@@ -170,6 +173,7 @@ def test_evaluate_contrast_sets_from_python(tmp_path: Path, tiny_clip_spec: str)
     assert json.loads(one.files["benchmark"].read_text())["summary"]["ks"] == [2, 4]
 
 
+@pytest.mark.slow
 def test_contrast_sets_cannot_be_mixed_with_visogender_data(
     tmp_path: Path, tiny_clip_spec: str, official_oo: Path
 ) -> None:

@@ -217,6 +217,7 @@ def _store(store: ImageStore, path: Path, url: str) -> None:
     )
 
 
+@pytest.mark.slow
 def test_urls_are_read_from_the_image_store(tmp_path: Path, tiny_specs: dict[str, str]) -> None:
     folder = tmp_path / "data"
     write_small_dataset(folder, url_for=_url)
@@ -254,6 +255,7 @@ def test_urls_are_read_from_the_image_store(tmp_path: Path, tiny_specs: dict[str
     assert result.exit_code == 0, result.output
 
 
+@pytest.mark.slow
 def test_an_export_folder_is_evaluated_from_its_embedded_images(
     tmp_path: Path, tiny_specs: dict[str, str]
 ) -> None:
@@ -530,6 +532,7 @@ def test_cli_bad_input_exits_2_with_a_clear_message(
     assert result.exit_code == 2 and "no such benchmark file" in result.stderr
 
 
+@pytest.mark.slow
 def test_write_outputs_replaces_files_atomically(dataset: Path, tmp_path: Path) -> None:
     items = load_items([dataset])
     config = EvalConfig(tasks=("resolution",), subsample_runs=5, baseline_runs=5)
@@ -692,6 +695,7 @@ def test_an_unwritable_output_is_an_environment_error_before_any_work(
         compare_results(ReportConfig(results=(tmp_path / "none.json",), out=blocker / "c.md"))
 
 
+@pytest.mark.slow
 def test_plots_leave_the_matplotlib_backend_alone(
     dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
