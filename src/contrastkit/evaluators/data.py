@@ -32,8 +32,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from PIL import ExifTags, Image, ImageOps, UnidentifiedImageError
+from PIL import Image, UnidentifiedImageError
 
+from contrastkit.curation.images import oriented
 from contrastkit.errors import DataFormatError
 from contrastkit.schema import URL_COLUMN, Context, Gender, VisoGenderRow
 from contrastkit.store import ImageStore
@@ -299,7 +300,7 @@ class ImageLoader:
             image.load()
         except (UnidentifiedImageError, OSError) as exc:
             raise item.error(f"image cannot be decoded: {exc}") from exc
-        image = _oriented(image)
+        image = oriented(image)
         return image if image.mode == "RGB" else image.convert("RGB")
 
     def _dataset_image(self, item: EvalItem) -> Image.Image:
@@ -316,18 +317,3 @@ class ImageLoader:
         if not isinstance(value, Image.Image):
             raise item.error(f"column {column!r} does not hold images", column)
         return value
-
-
-def _oriented(image: Image.Image) -> Image.Image:
-    """``image`` turned as its EXIF ``Orientation`` tag says; as it is when it has none or
-    the EXIF block cannot be read (the same rule as ``curation.images.oriented``)."""
-    try:
-        orientation = image.getexif().get(ExifTags.Base.Orientation, 1)
-    except Exception:  # any malformed EXIF block: use the pixels as stored
-        return image
-    if orientation not in range(2, 9):
-        return image
-    try:
-        return ImageOps.exif_transpose(image)
-    except Exception:  # as above
-        return image
