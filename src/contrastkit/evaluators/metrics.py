@@ -77,10 +77,15 @@ from numpy.typing import ArrayLike
 __all__ = [
     "GENDERS",
     "LEFT_OUT_REASONS",
+    "accuracy_figures",
+    "accuracy_from_sums",
     "bias_at_k",
+    "indicator_columns",
     "max_skew_at_k",
     "min_skew_at_k",
     "ndkl",
+    "neutral_figures",
+    "neutral_from_sums",
     "neutral_summary",
     "resolution_summary",
     "retrieval_metrics",
@@ -95,8 +100,79 @@ GENDERS = ("masculine", "feminine")
 BiasConvention = Literal["visogender", "gensynth"]
 
 
-def _safe_ratio(numerator: float, denominator: float) -> float:
-    return numerator / denominator if denominator else math.nan
+def _ratios(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    """``numerator / denominator``, ``nan`` where the denominator is 0."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        result: np.ndarray = np.where(denominator > 0, numerator / denominator, np.nan)
+    return result
+
+
+def accuracy_from_sums(sums: np.ndarray) -> dict[str, np.ndarray]:
+    """:func:`accuracy_figures` from the weighted sums of its four columns."""
+    ra_m = _ratios(sums[:, 0], sums[:, 1])
+    ra_f = _ratios(sums[:, 2], sums[:, 3])
+    return {
+        "RA_masculine": ra_m,
+        "RA_feminine": ra_f,
+        "RA_avg": (ra_m + ra_f) / 2,
+        "gender_gap": ra_m - ra_f,
+        "pooled_accuracy": _ratios(sums[:, 0] + sums[:, 2], sums[:, 1] + sums[:, 3]),
+    }
+
+
+def neutral_from_sums(sums: np.ndarray) -> dict[str, np.ndarray]:
+    """:func:`neutral_figures` from the weighted sums of its four columns."""
+    rate_m = _ratios(sums[:, 0], sums[:, 1])
+    rate_f = _ratios(sums[:, 2], sums[:, 3])
+    return {
+        "R_neutral": _ratios(sums[:, 0] + sums[:, 2], sums[:, 1] + sums[:, 3]),
+        "R_neutral_masculine": rate_m,
+        "R_neutral_feminine": rate_f,
+        "neutral_gap": rate_m - rate_f,
+    }
+
+
+def indicator_columns(
+    hit: np.ndarray, masculine: np.ndarray, feminine: np.ndarray
+) -> list[np.ndarray]:
+    """The four count columns of the figures below: hits among masculine referents,
+    masculine referents, hits among feminine referents, feminine referents."""
+    return [masculine & hit, masculine, feminine & hit, feminine]
+
+
+def accuracy_figures(
+    weights: np.ndarray, correct: np.ndarray, masculine: np.ndarray, feminine: np.ndarray
+) -> dict[str, np.ndarray]:
+    """Resolution accuracy per perceived gender, its mean, its gap and the pooled accuracy
+    of weighted cases, for every row of ``weights`` at once.
+
+    VisoGender Sec. 3.5: ``RA_g = (correctly resolved pronouns of gender g) / (pronouns of
+    gender g)``; Eq. 1: ``Δ = RA_m - RA_f``; Tab. 2: ``RA_avg = (RA_m + RA_f) / 2``; and
+    ``pooled_accuracy = correct / total``. A case of weight ``w`` counts ``w`` times (a
+    bootstrap resample's multiplicity; all ones for the figures themselves).
+
+    Args:
+        weights: ``(B, n)`` case weights.
+        correct, masculine, feminine: ``(n,)`` booleans: resolved correctly, the
+            referent's perceived gender.
+
+    Returns:
+        ``RA_masculine``, ``RA_feminine``, ``RA_avg``, ``gender_gap``, ``pooled_accuracy``,
+        each ``(B,)``; ``nan`` where a gender (or everything) has weight 0.
+    """
+    matrix = np.stack(indicator_columns(correct, masculine, feminine), axis=1).astype(np.float64)
+    return accuracy_from_sums(np.asarray(weights, dtype=np.float64) @ matrix)
+
+
+def neutral_figures(
+    weights: np.ndarray, neutral: np.ndarray, masculine: np.ndarray, feminine: np.ndarray
+) -> dict[str, np.ndarray]:
+    """The neutral-pronoun resolution rate and its gap (VisoGender Appendix D.1, Tab. 4)
+    of weighted cases, for every row of ``weights``: ``R_neutral`` is the share of cases
+    (his / her / their) resolved to "their"; ``Δ_N = R_neutral(masculine) -
+    R_neutral(feminine)`` by the referent's perceived gender."""
+    matrix = np.stack(indicator_columns(neutral, masculine, feminine), axis=1).astype(np.float64)
+    return neutral_from_sums(np.asarray(weights, dtype=np.float64) @ matrix)
 
 
 def resolution_summary(correct: ArrayLike, target: ArrayLike) -> dict[str, float | int]:
@@ -131,14 +207,8 @@ def resolution_summary(correct: ArrayLike, target: ArrayLike) -> dict[str, float
         raise ValueError(f"resolution targets must be masculine or feminine, found {unknown}")
     masculine = labels == "masculine"
     feminine = labels == "feminine"
-    ra_m = _safe_ratio(float(hits[masculine].sum()), float(masculine.sum()))
-    ra_f = _safe_ratio(float(hits[feminine].sum()), float(feminine.sum()))
-    return {
-        "RA_masculine": ra_m,
-        "RA_feminine": ra_f,
-        "RA_avg": (ra_m + ra_f) / 2,
-        "gender_gap": ra_m - ra_f,
-        "pooled_accuracy": _safe_ratio(float(hits.sum()), float(hits.size)),
+    figures = accuracy_figures(np.ones((1, hits.size)), hits, masculine, feminine)
+    return {name: float(value[0]) for name, value in figures.items()} | {
         "n": int(hits.size),
         "n_masculine": int(masculine.sum()),
         "n_feminine": int(feminine.sum()),
@@ -164,15 +234,8 @@ def neutral_summary(predicted: ArrayLike, target: ArrayLike) -> dict[str, float 
     neutral = chosen == "neutral"
     masculine = labels == "masculine"
     feminine = labels == "feminine"
-    rate_m = _safe_ratio(float(neutral[masculine].sum()), float(masculine.sum()))
-    rate_f = _safe_ratio(float(neutral[feminine].sum()), float(feminine.sum()))
-    return {
-        "R_neutral": _safe_ratio(float(neutral.sum()), float(neutral.size)),
-        "R_neutral_masculine": rate_m,
-        "R_neutral_feminine": rate_f,
-        "neutral_gap": rate_m - rate_f,
-        "n": int(neutral.size),
-    }
+    figures = neutral_figures(np.ones((1, neutral.size)), neutral, masculine, feminine)
+    return {name: float(value[0]) for name, value in figures.items()} | {"n": int(neutral.size)}
 
 
 #: Label codes of the ranking internals: the two attribute values, then everything else.

@@ -72,6 +72,11 @@ import numpy as np
 from contrastkit.errors import ConfigError
 from contrastkit.evaluators.bootstrap import percentile_interval, resample_indices
 from contrastkit.evaluators.data import EvalItem
+from contrastkit.evaluators.metrics import (
+    accuracy_from_sums,
+    indicator_columns,
+    neutral_from_sums,
+)
 from contrastkit.schema import Context, Gender
 from contrastkit.templates import (
     PRONOUNS,
@@ -344,77 +349,6 @@ class _Cases:
         return result
 
 
-def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
-    """``numerator / denominator``, ``nan`` where the denominator is 0."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        result: np.ndarray = np.where(denominator > 0, numerator / denominator, np.nan)
-    return result
-
-
-def _accuracy_from_sums(sums: np.ndarray) -> dict[str, np.ndarray]:
-    """:func:`accuracy_figures` from the weighted sums of its four columns."""
-    ra_m = _ratio(sums[:, 0], sums[:, 1])
-    ra_f = _ratio(sums[:, 2], sums[:, 3])
-    return {
-        "RA_masculine": ra_m,
-        "RA_feminine": ra_f,
-        "RA_avg": (ra_m + ra_f) / 2,
-        "gender_gap": ra_m - ra_f,
-        "pooled_accuracy": _ratio(sums[:, 0] + sums[:, 2], sums[:, 1] + sums[:, 3]),
-    }
-
-
-def _neutral_from_sums(sums: np.ndarray) -> dict[str, np.ndarray]:
-    """:func:`neutral_figures` from the weighted sums of its four columns."""
-    rate_m = _ratio(sums[:, 0], sums[:, 1])
-    rate_f = _ratio(sums[:, 2], sums[:, 3])
-    return {
-        "R_neutral": _ratio(sums[:, 0] + sums[:, 2], sums[:, 1] + sums[:, 3]),
-        "R_neutral_masculine": rate_m,
-        "R_neutral_feminine": rate_f,
-        "neutral_gap": rate_m - rate_f,
-    }
-
-
-def _columns(hit: np.ndarray, masculine: np.ndarray, feminine: np.ndarray) -> list[np.ndarray]:
-    return [masculine & hit, masculine, feminine & hit, feminine]
-
-
-def accuracy_figures(
-    weights: np.ndarray, correct: np.ndarray, masculine: np.ndarray, feminine: np.ndarray
-) -> dict[str, np.ndarray]:
-    """Resolution accuracy per perceived gender, its mean, its gap and the pooled accuracy
-    of weighted cases, for every row of ``weights`` at once.
-
-    VisoGender Sec. 3.5: ``RA_g = (correctly resolved pronouns of gender g) / (pronouns of
-    gender g)``; Eq. 1: ``Δ = RA_m - RA_f``; Tab. 2: ``RA_avg = (RA_m + RA_f) / 2``; and
-    ``pooled_accuracy = correct / total``. A case of weight ``w`` counts ``w`` times (a
-    bootstrap resample's multiplicity; all ones for the figures themselves).
-
-    Args:
-        weights: ``(B, n)`` case weights.
-        correct, masculine, feminine: ``(n,)`` booleans: resolved correctly, the
-            referent's perceived gender.
-
-    Returns:
-        ``RA_masculine``, ``RA_feminine``, ``RA_avg``, ``gender_gap``, ``pooled_accuracy``,
-        each ``(B,)``; ``nan`` where a gender (or everything) has weight 0.
-    """
-    matrix = np.stack(_columns(correct, masculine, feminine), axis=1).astype(np.float64)
-    return _accuracy_from_sums(np.asarray(weights, dtype=np.float64) @ matrix)
-
-
-def neutral_figures(
-    weights: np.ndarray, neutral: np.ndarray, masculine: np.ndarray, feminine: np.ndarray
-) -> dict[str, np.ndarray]:
-    """The neutral-pronoun resolution rate and its gap (VisoGender Appendix D.1, Tab. 4)
-    of weighted cases, for every row of ``weights``: ``R_neutral`` is the share of cases
-    (his / her / their) resolved to "their"; ``Δ_N = R_neutral(masculine) -
-    R_neutral(feminine)`` by the referent's perceived gender."""
-    matrix = np.stack(_columns(neutral, masculine, feminine), axis=1).astype(np.float64)
-    return _neutral_from_sums(np.asarray(weights, dtype=np.float64) @ matrix)
-
-
 @dataclass(frozen=True)
 class _Figures:
     """Every figure of a set of cases under one weighting (``(B,)`` arrays), from a
@@ -432,18 +366,18 @@ class _Figures:
         for name, (context, cells) in SPLITS.items():
             inside = cases.inside(context, cells)
             m, f = cases.masculine & inside, cases.feminine & inside
-            blocks[("split", name)] = _columns(cases.correct, m, f)
+            blocks[("split", name)] = indicator_columns(cases.correct, m, f)
             if cases.neutral is not None:
-                blocks[("neutral", name)] = _columns(cases.neutral, m, f)
+                blocks[("neutral", name)] = indicator_columns(cases.neutral, m, f)
         for cell in _present_cells(cases):
             inside = cases.cell == cell
-            blocks[("cell", cell)] = _columns(
+            blocks[("cell", cell)] = indicator_columns(
                 cases.correct, cases.masculine & inside, cases.feminine & inside
             )
         matrix = np.stack([c for columns in blocks.values() for c in columns], axis=1)
         sums = weights @ matrix.astype(np.float64)
         parts = {key: sums[:, 4 * n : 4 * n + 4] for n, key in enumerate(blocks)}
-        splits = {name: _accuracy_from_sums(parts[("split", name)]) for name in SPLITS}
+        splits = {name: accuracy_from_sums(parts[("split", name)]) for name in SPLITS}
         contexts = [
             name
             for name, (context, cells) in SPLITS.items()
@@ -459,11 +393,11 @@ class _Figures:
         return cls(
             splits=splits,
             cells={
-                cell: _accuracy_from_sums(parts[("cell", cell)])["pooled_accuracy"]
+                cell: accuracy_from_sums(parts[("cell", cell)])["pooled_accuracy"]
                 for cell in _present_cells(cases)
             },
             neutral={
-                name: _neutral_from_sums(parts[("neutral", name)])
+                name: neutral_from_sums(parts[("neutral", name)])
                 for name in SPLITS
                 if ("neutral", name) in parts
             },
