@@ -93,3 +93,26 @@ def test_a_folder_is_a_located_error(tmp_path: Path) -> None:
     folder.mkdir()
     with pytest.raises(DataFormatError, match="no such file"):
         list(read_records(folder))
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (b'{"a": 1,\n  "b": }', "invalid JSON"),
+        (b"[1, 2]", "expected a build summary"),
+        (b'{"a": "\xff"}', "not UTF-8 text"),
+        (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+    ],
+)
+def test_a_json_object_file_fails_as_a_located_error(
+    tmp_path: Path, content: bytes, reason: str
+) -> None:
+    from contrastkit.records import read_json_object
+
+    path = tmp_path / "build_summary.json"
+    path.write_bytes(content)
+    with pytest.raises(DataFormatError, match=reason) as caught:
+        read_json_object(path, "a build summary")
+    assert caught.value.path == str(path)
+    with pytest.raises(DataFormatError, match="no such file"):
+        read_json_object(tmp_path / "missing.json")

@@ -18,7 +18,14 @@ from typing import Any
 
 from contrastkit.errors import DataFormatError
 
-__all__ = ["FALSE_WORDS", "TRUE_WORDS", "Record", "parse_bool", "read_records"]
+__all__ = [
+    "FALSE_WORDS",
+    "TRUE_WORDS",
+    "Record",
+    "parse_bool",
+    "read_json_object",
+    "read_records",
+]
 
 TRUE_WORDS = frozenset({"1", "true", "yes", "y", "ok", "t"})
 FALSE_WORDS = frozenset({"0", "false", "no", "n", "f", ""})
@@ -103,13 +110,13 @@ def _read_text(path: Path) -> str:
     """The file's text (a UTF-8 byte-order mark dropped), or a located error."""
     try:
         data = path.read_bytes()
-    except IsADirectoryError:
-        raise DataFormatError(path, None, None, "is a folder, not a table file") from None
+    except IsADirectoryError as exc:
+        raise DataFormatError(path, None, None, "is a folder, not a table file") from exc
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        raise DataFormatError(path, line, None, f"not UTF-8 text ({exc.reason})") from None
+        raise DataFormatError(path, line, None, f"not UTF-8 text ({exc.reason})") from exc
     if "\0" in text:
         line = text[: text.index("\0")].count("\n") + 1
         raise DataFormatError(path, line, None, "NUL byte: a binary file, not a table")
@@ -122,11 +129,28 @@ def _loads(path: Path, line: int | None, text: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         where = line if line is not None else exc.lineno
-        raise DataFormatError(path, where, None, f"invalid JSON: {exc.msg}") from None
-    except RecursionError:
-        raise DataFormatError(path, line, None, "invalid JSON: nested too deeply") from None
+        raise DataFormatError(path, where, None, f"invalid JSON: {exc.msg}") from exc
+    except RecursionError as exc:
+        raise DataFormatError(path, line, None, "invalid JSON: nested too deeply") from exc
     except ValueError as exc:  # e.g. an integer of more digits than Python converts
-        raise DataFormatError(path, line, None, f"invalid JSON: {exc}") from None
+        raise DataFormatError(path, line, None, f"invalid JSON: {exc}") from exc
+
+
+def read_json_object(path: str | Path, what: str = "a JSON object") -> dict[str, Any]:
+    """The JSON object in ``path`` (a build summary, COCO annotations, export metadata, a
+    benchmark). Every way the file can be unusable — missing, a folder, not UTF-8, a NUL
+    byte, invalid or too deeply nested JSON, another JSON type than ``what`` — is a
+    :class:`DataFormatError` naming the file (and the line where JSON parsing stopped),
+    the underlying error chained."""
+    path = Path(path)
+    try:
+        text = _read_text(path)
+    except FileNotFoundError as exc:
+        raise DataFormatError(path, None, None, "no such file") from exc
+    data = _loads(path, None, text)
+    if not isinstance(data, dict):
+        raise DataFormatError(path, None, None, f"expected {what}")
+    return data
 
 
 def _read_delimited(path: Path, delimiter: str, single_line: bool) -> Iterator[Record]:

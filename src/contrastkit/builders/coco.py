@@ -19,7 +19,6 @@ side)::
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from typing import Any
 
 from contrastkit.curation.gender_words import image_label
 from contrastkit.errors import ConfigError, DataFormatError
+from contrastkit.records import read_json_object
 from contrastkit.schema import Gender
 
 __all__ = [
@@ -169,16 +169,6 @@ def find_split(root: str | Path, split: str | None = None) -> tuple[str, Path]:
     return split, ann
 
 
-def _load_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise DataFormatError(path, exc.lineno, None, f"invalid JSON: {exc.msg}") from exc
-    if not isinstance(data, dict):
-        raise DataFormatError(path, None, None, "expected a COCO JSON object")
-    return data
-
-
 def _items(path: Path, data: dict[str, Any], key: str) -> list[dict[str, Any]]:
     items = data.get(key)
     if not isinstance(items, list):
@@ -214,7 +204,7 @@ def read_coco(root: str | Path, split: str | None = None) -> CocoDataset:
     root = Path(root)
     image_dir = root / split if (root / split).is_dir() else ann.parent / split
     captions_path = ann / f"captions_{split}.json"
-    captions = _load_json(captions_path)
+    captions = read_json_object(captions_path, "a COCO JSON object")
     images: dict[int, dict[str, Any]] = {}
     for i, item in enumerate(_items(captions_path, captions, "images")):
         where = f"images[{i}]"
@@ -238,7 +228,7 @@ def read_coco(root: str | Path, split: str | None = None) -> CocoDataset:
         images[image_id]["captions"].append(_get(captions_path, item, where, "caption", str))
 
     instances_path = ann / f"instances_{split}.json"
-    instances = _load_json(instances_path)
+    instances = read_json_object(instances_path, "a COCO JSON object")
     person_ids = {
         _get(instances_path, c, f"categories[{i}]", "id", int)
         for i, c in enumerate(_items(instances_path, instances, "categories"))

@@ -54,7 +54,7 @@ from contrastkit.curation.gender_words import neutralize
 from contrastkit.data_cards import render_card
 from contrastkit.errors import ConfigError, DataFormatError, StateError
 from contrastkit.io import atomic_write_text, check_writable
-from contrastkit.records import read_records
+from contrastkit.records import read_json_object, read_records
 from contrastkit.schema import Context, Gender, VisoGenderRow, VisoGenderTable
 from contrastkit.store import ImageStore
 from contrastkit.tsv import read_visogender_tsv
@@ -523,15 +523,9 @@ def check_replaceable(out_dir: Path) -> None:
 def read_metadata(out_dir: Path) -> dict[str, Any]:
     """The ``build_metadata.json`` of an export folder."""
     path = Path(out_dir) / METADATA_FILE
-    try:
-        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as error:
-        raise DataFormatError(
-            path, None, None, "not an export folder (no build metadata)"
-        ) from error
-    except json.JSONDecodeError as exc:
-        raise DataFormatError(path, exc.lineno, None, f"invalid JSON: {exc.msg}") from exc
-    return data
+    if not path.is_file():
+        raise DataFormatError(path, None, None, "not an export folder (no build metadata)")
+    return read_json_object(path, "the build metadata object")
 
 
 def load_export(out_dir: Path, config: str, *, source: str = "disk") -> DatasetDict:

@@ -13,6 +13,7 @@ from contrastkit.builders.coco import SourceImage
 from contrastkit.builders.manifest import SUMMARY
 from contrastkit.errors import DataFormatError
 from contrastkit.io import atomic_write_text
+from contrastkit.records import read_json_object
 
 __all__ = ["Progress", "load_image", "person_crop", "read_summary", "update_summary"]
 
@@ -45,13 +46,7 @@ def read_summary(folder: str | Path) -> dict[str, Any]:
     path = Path(folder) / SUMMARY
     if not path.exists():
         return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise DataFormatError(path, error.lineno, None, f"invalid JSON: {error.msg}") from error
-    if not isinstance(data, dict):
-        raise DataFormatError(path, None, None, "expected a JSON object")
-    return data
+    return read_json_object(path)
 
 
 def update_summary(

@@ -14,7 +14,6 @@ figure ``x`` with a bootstrap confidence interval has a sibling ``x_ci`` = ``{"l
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -33,6 +32,7 @@ from contrastkit.evaluators.stats import (
 )
 from contrastkit.evaluators.tasks.resolution import apply_protocol, summarize_resolution
 from contrastkit.evaluators.tasks.retrieval import summarize_retrieval
+from contrastkit.records import read_json_object
 
 __all__ = ["benchmark", "headline", "jsonable", "load_benchmark", "model_slug"]
 
@@ -192,11 +192,8 @@ def load_benchmark(path: str | Path) -> tuple[str, dict[str, Any]]:
         path = path / "benchmark.json"
     if not path.is_file():
         raise DataFormatError(path, None, None, "no such benchmark file")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise DataFormatError(path, exc.lineno, None, f"invalid JSON: {exc.msg}") from exc
-    if not isinstance(data, dict) or len(data) != 1:
+    data = read_json_object(path, "one visogender_<model>_results object")
+    if len(data) != 1:
         raise DataFormatError(path, None, None, "expected one visogender_<model>_results object")
     name, results = next(iter(data.items()))
     if not isinstance(results, dict) or "metadata" not in results:
