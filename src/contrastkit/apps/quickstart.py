@@ -159,52 +159,62 @@ def _first_sentence(error: Exception) -> str:
     return text.split(". ", 1)[0].rstrip(".")
 
 
-def _load_editor(config: QuickstartConfig, folder: Path, say: Callable[[str], None]) -> _Loaded:
-    """The editor asked for; else the default; else, only if the default is not on this
-    machine (or ``tiny``), a tiny one."""
-    from contrastkit.curation.editing import load_editor
-
+def _load_or_tiny(
+    asked: str | None,
+    default: str,
+    what: str,
+    load: Callable[[str], Any],
+    build_tiny: Callable[[], tuple[Any, str]],
+    tiny: bool,
+    say: Callable[[str], None],
+) -> _Loaded:
+    """The model asked for; else the default; else, only if the default is not on this
+    machine (or ``tiny``), a tiny one built by ``build_tiny``. A model asked for by name
+    that does not load is an error, never silently replaced."""
     fallback = None
-    if not config.tiny:
-        spec = config.editor or DEFAULT_EDITOR
+    if not tiny:
+        spec = asked or default
         try:
-            return _Loaded(load_editor(spec, config.runtime), spec, False)
+            return _Loaded(load(spec), spec, False)
         except ModelNotFoundError as error:
-            if config.editor is not None:
-                raise  # asked for by name: an error, never a silent substitute
+            if asked is not None:
+                raise
             fallback = (
-                f"the default editor is not available ({_first_sentence(error)}); using a tiny one"
+                f"the default {what} is not available ({_first_sentence(error)}); using a tiny one"
             )
             say(f"  {fallback}")
-    from contrastkit.tiny.editor import tiny_instruct_pix2pix
+    model, name = build_tiny()
+    return _Loaded(model, name, True, fallback)
 
-    path = tiny_instruct_pix2pix(folder / "tiny-instruct-pix2pix")
-    editor = load_editor(path, replace(config.runtime, batch_size=16, dtype=None))
-    return _Loaded(editor, str(path), True, fallback)
+
+def _load_editor(config: QuickstartConfig, folder: Path, say: Callable[[str], None]) -> _Loaded:
+    """The InstructPix2Pix editor (:func:`_load_or_tiny`)."""
+    from contrastkit.curation.editing import load_editor
+
+    def build_tiny() -> tuple[Any, str]:
+        from contrastkit.tiny.editor import tiny_instruct_pix2pix
+
+        path = tiny_instruct_pix2pix(folder / "tiny-instruct-pix2pix")
+        return load_editor(path, replace(config.runtime, batch_size=16, dtype=None)), str(path)
+
+    return _load_or_tiny(config.editor, DEFAULT_EDITOR, "editor",
+                         lambda spec: load_editor(spec, config.runtime), build_tiny,
+                         config.tiny, say)  # fmt: skip
 
 
 def _load_model(config: QuickstartConfig, folder: Path, say: Callable[[str], None]) -> _Loaded:
-    """The CLIP-like model asked for; else the default; else (or with ``tiny``) a tiny
-    one."""
+    """The CLIP-like model (:func:`_load_or_tiny`)."""
     from contrastkit.evaluators.models import load_scorer
 
-    fallback = None
-    if not config.tiny:
-        spec = config.model or DEFAULT_MODEL
-        try:
-            return _Loaded(load_scorer(spec, config.runtime), spec, False)
-        except ModelNotFoundError as error:
-            if config.model is not None:
-                raise
-            fallback = (
-                f"the default CLIP-like model is not available ({_first_sentence(error)}); "
-                "using a tiny one"
-            )
-            say(f"  {fallback}")
-    from contrastkit.tiny.clip import tiny_open_clip
+    def build_tiny() -> tuple[Any, str]:
+        from contrastkit.tiny.clip import tiny_open_clip
 
-    spec = tiny_open_clip(folder)
-    return _Loaded(load_scorer(spec, replace(config.runtime, dtype=None)), spec, True, fallback)
+        spec = tiny_open_clip(folder)
+        return load_scorer(spec, replace(config.runtime, dtype=None)), spec
+
+    return _load_or_tiny(config.model, DEFAULT_MODEL, "CLIP-like model",
+                         lambda spec: load_scorer(spec, config.runtime), build_tiny,
+                         config.tiny, say)  # fmt: skip
 
 
 def _thresholds(config: QuickstartConfig, any_tiny: bool) -> tuple[float, float]:
