@@ -4,7 +4,6 @@ are seeded, fast, and reach the markdown report and the plots."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from functools import lru_cache
@@ -156,20 +155,6 @@ def test_intervals_are_seeded(records: list[dict[str, Any]]) -> None:
     assert first["all_images"]["overall_accuracy_ci"] != other["all_images"]["overall_accuracy_ci"]
     # the figures themselves do not depend on the bootstrap
     assert first["all_images"]["overall_accuracy"] == other["all_images"]["overall_accuracy"]
-
-
-def test_a_thousand_resamples_of_690_images_take_well_under_a_second(
-    records: list[dict[str, Any]],
-) -> None:
-    def best(bootstrap: int) -> float:
-        times = []
-        for _ in range(2):
-            start = time.perf_counter()
-            summarize_resolution(records, bootstrap=bootstrap)
-            times.append(time.perf_counter() - start)
-        return min(times)
-
-    assert best(1000) - best(0) < 0.5
 
 
 def _results(summary: Mapping[str, Any], retrieval: Mapping[str, Any] | None = None) -> dict:
