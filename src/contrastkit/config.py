@@ -13,10 +13,12 @@ from typing import Any
 
 from contrastkit.errors import ConfigError
 
-__all__ = ["DTYPE_NAMES", "ModelConfig", "require"]
+__all__ = ["DECODE_NAMES", "DTYPE_NAMES", "ModelConfig", "require"]
 
 #: ``dtype`` names a :class:`ModelConfig` accepts.
-DTYPE_NAMES = ("float32", "fp32", "float16", "fp16", "bfloat16", "bf16")
+DTYPE_NAMES = ("auto", "float32", "fp32", "float16", "fp16", "bfloat16", "bf16")
+#: ``decode`` names a :class:`ModelConfig` accepts (:mod:`contrastkit.pipeline`).
+DECODE_NAMES = ("auto", "pil", "tensor")
 
 
 def require(condition: bool, field: str, message: str) -> None:
@@ -31,17 +33,25 @@ class ModelConfig:
 
     Attributes:
         device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``; ``None`` picks CUDA when available.
-        dtype: ``"float32"`` (``None``: float32, the precision the papers used),
-            ``"bfloat16"``, ``"float16"`` (GPU only).
+        dtype: ``"auto"`` (the default; ``None`` means the same): float16 on CUDA,
+            float32 (the precision the papers used) on the CPU; or ``"float32"``,
+            ``"bfloat16"``, ``"float16"`` (GPU only). Hugging Face weights are loaded in
+            this dtype; OpenCLIP runs under ``torch.autocast``.
         batch_size: images (or edits) per forward pass.
         download: allow fetching weights missing from the local cache; off by default,
             so a missing model is a clear error, never a hang.
+        workers: image-decoding worker processes (``None``: as many as suit the device,
+            ``0``: threads of this process); :mod:`contrastkit.pipeline`.
+        decode: ``"auto"`` (on the GPU when the model is there), ``"pil"`` (Pillow in the
+            workers: the model's reference preprocessing, exactly) or ``"tensor"``.
     """
 
     device: str | None = None
-    dtype: str | None = None
+    dtype: str | None = "auto"
     batch_size: int = 32
     download: bool = False
+    workers: int | None = None
+    decode: str = "auto"
 
     def __post_init__(self) -> None:
         require(self.batch_size >= 1, "batch_size", f"must be at least 1, not {self.batch_size}")
@@ -51,6 +61,13 @@ class ModelConfig:
                 "dtype",
                 f"unknown dtype {self.dtype!r}; use one of {', '.join(DTYPE_NAMES)}",
             )
+        if self.workers is not None:
+            require(self.workers >= 0, "workers", f"must be 0 or more, not {self.workers}")
+        require(
+            self.decode in DECODE_NAMES,
+            "decode",
+            f"must be one of {', '.join(DECODE_NAMES)}, not {self.decode!r}",
+        )
 
     def loader_kwargs(self) -> dict[str, Any]:
         """The keyword arguments of the model loaders."""
@@ -59,4 +76,6 @@ class ModelConfig:
             "dtype": self.dtype,
             "batch_size": self.batch_size,
             "download": self.download,
+            "workers": self.workers,
+            "decode": self.decode,
         }

@@ -96,3 +96,61 @@ def write_coco(root: Path, image_ids: tuple[int, ...] = tuple(IMAGES)) -> Path:
         json.dumps({"images": images, "annotations": instances, "categories": categories})
     )
     return root
+
+
+def photo_crops(
+    folder: Path, n: int, *, size: tuple[int, int] = (320, 240), seed: int = 0
+) -> list[Path]:
+    """Write ``n`` distinct JPEG crops (quality 90) of the shipped photos into ``folder``,
+    cycling through Grace Hopper, the astronaut, coffee and the cat; return their paths.
+    The benchmarks' and the pipeline tests' workload: real photographs at the size of
+    VisoGender images and COCO person crops."""
+    rng = np.random.default_rng(seed)
+    photos = [photo(name) for name in ("grace_hopper", "astronaut", "coffee", "chelsea")]
+    width, height = size
+    paths = []
+    for i in range(n):
+        source = photos[i % len(photos)]
+        x = int(rng.integers(0, source.width - width + 1))
+        y = int(rng.integers(0, source.height - height + 1))
+        path = folder / f"{i:06d}.jpg"
+        source.crop((x, y, x + width, y + height)).save(path, quality=90)
+        paths.append(path)
+    return paths
+
+
+def write_visogender_workload(
+    folder: Path, tsvs: list[Path], *, per_occupation: dict[str, int] | None = None
+) -> list[Path]:
+    """Copies of official-format VisoGender TSVs whose every row points to its own local
+    JPEG (:func:`photo_crops`), written into ``folder``; return the new TSVs.
+
+    Args:
+        folder: where the TSVs and images go.
+        tsvs: official-format annotation files (the official files: 460 OP + 230 OO rows).
+        per_occupation: keep at most this many rows per occupation, by context name
+            (``{"OP": 4, "OO": 2}``); default every row.
+    """
+    from dataclasses import replace
+
+    from contrastkit.tsv import read_visogender_tsv, write_visogender_tsv
+
+    tables = [read_visogender_tsv(path) for path in tsvs]
+    kept = []
+    for table in tables:
+        limit = (per_occupation or {}).get(table.context.value)
+        seen: dict[str, int] = {}
+        rows = []
+        for row in table.rows:
+            seen[row.occupation] = seen.get(row.occupation, 0) + 1
+            if limit is None or seen[row.occupation] <= limit:
+                rows.append(row)
+        kept.append(rows)
+    images = iter(photo_crops(folder, sum(len(rows) for rows in kept)))
+    written = []
+    for path, table, rows in zip(tsvs, tables, kept, strict=True):
+        new_rows = [replace(row, url=next(images).name) for row in rows]
+        target = folder / Path(path).name
+        write_visogender_tsv(target, new_rows, table.context)
+        written.append(target)
+    return written

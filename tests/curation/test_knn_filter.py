@@ -27,9 +27,10 @@ REAL, REAL_G = _line(0, 1, 2, 3), [M, M, F, F]
 SYN, SYN_G = _line(0.4, 2.6, 100, 100, 2.4), [M, F, M, F, M]
 
 
-@pytest.mark.parametrize("backend", ["faiss", "numpy"])
+@pytest.mark.parametrize("backend", ["faiss", "numpy", "torch"])
 def test_p_r_p_g_and_decisions_match_hand_computation(backend: str) -> None:
-    result = knn_filter(REAL, REAL_G, SYN, SYN_G, k=4, backend=backend)  # type: ignore[arg-type]
+    result = knn_filter(REAL, REAL_G, SYN, SYN_G, k=4, backend=backend, device="cpu")  # type: ignore[arg-type]
+    assert (result.search.backend, result.search.device) == (backend, "cpu")
     # Neighbours by hand (self excluded; the two points at 100 see each other):
     assert result.neighbours.tolist() == [
         [0, 1, 2, 8],  # 0.4: r0 .4, r1 .6, r2 1.6, s4 2.0
@@ -54,20 +55,22 @@ def test_self_is_never_its_own_neighbour_even_among_duplicates() -> None:
     base = rng.normal(size=(40, 8)).astype(np.float32)
     points = np.concatenate([base, base[:20], base[:5]])  # many exact duplicates
     queries = np.arange(len(points))
-    for backend in ("faiss", "numpy"):
-        found = knn_excluding_self(points, queries, 6, backend=backend)  # type: ignore[arg-type]
+    for backend in ("faiss", "numpy", "torch"):
+        found = knn_excluding_self(points, queries, 6, backend=backend, device="cpu")  # type: ignore[arg-type]
         assert found.shape == (len(points), 6)
         assert not (found == queries[:, None]).any()
         assert all(len(set(row)) == 6 for row in found.tolist())
 
 
-def test_faiss_and_numpy_agree_on_random_embeddings() -> None:
+def test_faiss_torch_and_numpy_agree_on_random_embeddings() -> None:
     rng = np.random.default_rng(1)
     points = rng.normal(size=(500, 32)).astype(np.float32)
     queries = rng.choice(500, size=100, replace=False)
-    a = knn_excluding_self(points, queries, 10, backend="faiss")
+    a = knn_excluding_self(points, queries, 10, backend="faiss", device="cpu")
     b = knn_excluding_self(points, queries, 10, backend="numpy")
+    c = knn_excluding_self(points, queries, 10, backend="torch", device="cpu")
     assert [set(r) for r in a.tolist()] == [set(r) for r in b.tolist()]
+    np.testing.assert_array_equal(c, b)  # same neighbours in the same order
     # And against the definition: sort all distances.
     d = ((points[queries][:, None, :] - points[None, :, :]) ** 2).sum(-1)
     d[np.arange(100), queries] = np.inf
@@ -83,8 +86,14 @@ def test_bad_inputs_are_refused() -> None:
         knn_filter(REAL, REAL_G, SYN[:, :2], SYN_G, k=2)
     with pytest.raises(ValueError, match="NaN"):
         knn_filter(REAL * np.nan, REAL_G, SYN, SYN_G, k=2)
-    with pytest.raises(ValueError, match="no GPU"):
-        knn_excluding_self(REAL, np.arange(4), 2, use_gpu=True)
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        knn_filter(REAL, REAL_G, np.where(SYN == 100, np.inf, SYN), SYN_G, k=2)
+    # Large finite values whose float32 sum overflows are still accepted.
+    from contrastkit.curation.knn_filter import _as_matrix
+
+    assert _as_matrix("points", np.full((6, 2), 3e38, dtype=np.float32)).shape == (6, 2)
+    with pytest.raises(ValueError, match="needs a FAISS build with GPU support"):
+        knn_excluding_self(REAL, np.arange(4), 2, backend="faiss", device="cuda")
 
 
 def test_select_edits_keeps_sources_with_both_genders_and_draws_reproducibly() -> None:
@@ -106,15 +115,17 @@ def test_auto_uses_faiss_when_installed_and_numpy_without_it(
 ) -> None:
     import sys
 
-    from contrastkit.curation.knn_filter import knn_excluding_self, resolve_backend
+    from contrastkit.curation.knn_filter import KnnSearch, knn_excluding_self, resolve_backend
     from contrastkit.errors import ConfigError
 
     rng = np.random.default_rng(3)
     points = rng.normal(size=(300, 16)).astype(np.float32)
-    with_faiss = knn_excluding_self(points, np.arange(40), 10)
-    assert resolve_backend("auto") == "faiss"
+    with_faiss = knn_excluding_self(points, np.arange(40), 10, device="cpu")
+    assert resolve_backend("auto", "cpu") == KnnSearch("faiss", "cpu", 0)
     monkeypatch.setitem(sys.modules, "faiss", None)  # as if faiss-cpu were not installed
-    assert resolve_backend("auto") == "numpy"
-    np.testing.assert_array_equal(knn_excluding_self(points, np.arange(40), 10), with_faiss)
+    assert resolve_backend("auto", "cpu") == KnnSearch("numpy", "cpu", 0)
+    np.testing.assert_array_equal(
+        knn_excluding_self(points, np.arange(40), 10, device="cpu"), with_faiss
+    )
     with pytest.raises(ConfigError, match=r"contrastkit\[faiss\]"):
         knn_excluding_self(points, np.arange(40), 10, backend="faiss")

@@ -139,3 +139,93 @@ def test_pool_folder_is_listed_sorted_and_limited(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(ConfigError, match="no images"):
         list_pool_images(tmp_path / "empty")
+
+
+# --- Blocked recall@K (issue 15, item 3) ------------------------------------------------
+
+
+def dense_recall(
+    texts: np.ndarray,
+    owners: Sequence[int],
+    query_images: np.ndarray,
+    pool: np.ndarray,
+    ks: Sequence[int],
+    pool_index: Sequence[int] | None = None,
+) -> dict[int, float]:
+    """recall_at_k as it was before blocking: one captions x pool distance matrix."""
+    from contrastkit.distances import squared_euclidean
+
+    owners_array = np.asarray(owners, dtype=np.int64)
+    own = np.sum((texts - query_images[owners_array]) ** 2, axis=1)
+    others = squared_euclidean(texts, pool)
+    if pool_index is not None:
+        rows = np.asarray(pool_index, dtype=np.int64)[owners_array]
+        valid = rows >= 0
+        others[np.arange(len(rows))[valid], rows[valid]] = np.inf
+    closer = np.sum(others < own[:, None] - 1e-9, axis=1)
+    return {k: float(np.mean(closer < k)) for k in ks}
+
+
+def _integer_recall_case() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[int]]:
+    """Small integer coordinates (every distance exact in float32, many equal): 40
+    captions of 10 query images, the first 6 of which are also in a 23-image pool
+    (``pool_index``), beside duplicates of them."""
+    rng = np.random.default_rng(3)
+    pool = rng.integers(-2, 3, (23, 3)).astype(np.float32)
+    pool[10:13] = pool[0:3]  # duplicates of query images 0-2 elsewhere in the pool
+    query_images = np.concatenate([pool[:6], rng.integers(-2, 3, (4, 3)).astype(np.float32)])
+    owners = rng.integers(0, 10, 40)
+    texts = rng.integers(-2, 3, (40, 3)).astype(np.float32)
+    return texts, owners, query_images, pool, [0, 1, 2, 3, 4, 5, -1, -1, -1, -1]
+
+
+@pytest.mark.parametrize(
+    ("caption_block", "pool_block"), [(1, 1), (2, 3), (7, 5), (40, 23), (1000, 1000), (1024, 8192)]
+)
+def test_blocked_recall_equals_the_dense_matrix_with_ties(
+    caption_block: int, pool_block: int
+) -> None:
+    """Counting closer pool images block by block gives the recall of the dense
+    captions x pool matrix: with and without ``pool_index`` (own pool row left out, its
+    duplicates elsewhere still count as ties, not as closer), for blocks of one row, of
+    sizes that do not divide the counts, exactly the counts, and larger."""
+    texts, owners, query_images, pool, pool_index = _integer_recall_case()
+    ks = (1, 2, 3, 5, 30)
+    from contrastkit.distances import squared_euclidean
+
+    own = np.sum((texts - query_images[owners]) ** 2, axis=1)
+    assert np.any(squared_euclidean(texts, pool) == own[:, None])  # ties are exercised
+    for index in (None, pool_index):
+        expected = dense_recall(texts, owners, query_images, pool, ks, index)
+        assert 0.0 < expected[1] < expected[5] < 1.0
+        got = recall_at_k(texts, owners, query_images, pool, ks, pool_index=index,
+                          caption_block=caption_block, pool_block=pool_block)  # fmt: skip
+        assert got == expected
+
+
+def test_blocked_recall_equals_the_dense_matrix_on_real_valued_embeddings() -> None:
+    rng = np.random.default_rng(5)
+    pool = rng.standard_normal((300, 32)).astype(np.float32)
+    pool /= np.linalg.norm(pool, axis=1, keepdims=True)
+    texts = (pool[rng.integers(0, 300, 500)] + 0.8 * rng.standard_normal((500, 32))).astype(
+        np.float32
+    )
+    texts /= np.linalg.norm(texts, axis=1, keepdims=True)
+    owners = rng.integers(0, 300, 500)
+    ks = (1, 5, 10)
+    expected = dense_recall(texts, owners, pool, pool, ks, range(300))
+    assert 0.0 < expected[1] < expected[10] < 1.0
+    for caption_block, pool_block in ((64, 100), (7, 299), (1024, 8192)):
+        got = recall_at_k(texts, owners, pool, pool, ks, pool_index=range(300),
+                          caption_block=caption_block, pool_block=pool_block)  # fmt: skip
+        assert got == expected
+
+
+def test_recall_refuses_bad_blocks_and_pool_rows() -> None:
+    texts, owners, query_images, pool, _ = _integer_recall_case()
+    with pytest.raises(ValueError, match="caption_block must be a positive"):
+        recall_at_k(texts, owners, query_images, pool, caption_block=0)
+    with pytest.raises(ValueError, match="pool_block must be a positive"):
+        recall_at_k(texts, owners, query_images, pool, pool_block=-3)
+    with pytest.raises(ValueError, match="past the end of a pool of 23"):
+        recall_at_k(texts, owners, query_images, pool, pool_index=[23] * 10)

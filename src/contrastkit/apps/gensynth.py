@@ -35,7 +35,10 @@ from contrastkit.curation.knn_filter import (
     DEFAULT_K,
     DEFAULT_TAU_GENDER,
     DEFAULT_TAU_REAL,
+    DEVICES,
     Backend,
+    Device,
+    resolve_backend,
 )
 from contrastkit.errors import ConfigError
 from contrastkit.interfaces import ImageTextScorer, ProgressFactory, progress_stage
@@ -66,8 +69,12 @@ class GenSynthConfig:
         instructions: A table (``gender``, ``instruction``) whose instructions replace
             ``edit.instructions``.
         k, tau_real, tau_gender: The KNN filter's ``K``, ``τ_R``, ``τ_G`` (Eq. 4-5).
-        backend: Nearest-neighbour search: ``auto`` (FAISS when installed, else NumPy),
-            ``faiss`` or ``numpy``.
+        backend: Nearest-neighbour search: ``auto`` (FAISS when installed, else NumPy on
+            the CPU, torch on CUDA), ``faiss``, ``numpy`` or ``torch``.
+        knn_device: Where the search runs: ``auto`` (CUDA when a GPU is visible),
+            ``cpu`` or ``cuda`` (every visible GPU: FAISS with ``faiss-gpu``, else an
+            exact torch GEMM + top-k search). The build summary's ``filter`` entry
+            records the backend, device and GPU count that ran.
         quality: Run the Sec. 4.3 quality checks after the select stage.
         pool: Folder of images to retrieve among in the checks (e.g. COCO val2017).
         pool_limit: Use the first ``pool_limit`` images of ``pool``.
@@ -89,6 +96,7 @@ class GenSynthConfig:
     tau_real: float = DEFAULT_TAU_REAL
     tau_gender: float = DEFAULT_TAU_GENDER
     backend: Backend = "auto"
+    knn_device: Device = "auto"
     quality: bool = True
     pool: Path | None = None
     pool_limit: int | None = None
@@ -117,6 +125,16 @@ class GenSynthConfig:
         require(self.min_box_side >= 0, "min_box_side", f"must be >= 0, not {self.min_box_side}")
         require(self.k >= 1, "k", f"must be >= 1, not {self.k}")
         require(self.backend in BACKENDS, "backend", f"must be one of {', '.join(BACKENDS)}")
+        require(
+            self.knn_device in DEVICES,
+            "knn_device",
+            f"must be one of {', '.join(DEVICES)}, not {self.knn_device!r}",
+        )
+        if self.knn_device == "cuda" and self.stage.runs(Stage.FILTER):
+            try:  # before any editing: a missing GPU fails now, not hours later
+                resolve_backend(self.backend, "cuda", k=self.k)
+            except ConfigError as error:
+                raise ConfigError(f"knn_device (--knn-device): {error}") from error
         require(
             self.pool_limit is None or self.pool_limit >= 1,
             "pool_limit",
@@ -207,7 +225,8 @@ def build_gensynth(
         with progress_stage(progress, "embedding") as update:
             builder.run_filter_stage(
                 out, scorer, k=config.k, tau_real=config.tau_real,
-                tau_gender=config.tau_gender, backend=config.backend, progress=update,
+                tau_gender=config.tau_gender, backend=config.backend,
+                device=config.knn_device, progress=update,
             )  # fmt: skip
         stages.append("filter")
     quality: dict[str, Any] | None = None

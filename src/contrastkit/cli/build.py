@@ -9,7 +9,7 @@ Each command maps its options onto the job's config, runs the job
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import typer
 
@@ -47,6 +47,9 @@ _POOL = typer.Option(None, "--pool", help="Folder of images to retrieve among (e
 _POOL_LIMIT = typer.Option(None, "--pool-limit", min=1, help="Use N pool images.")
 _DEVICE = typer.Option(None, "--device", help="cpu / cuda (default: CUDA if any).")
 _JSON = typer.Option(False, "--json", help="Print the build summary as JSON.")
+_KNN_DEVICE = typer.Option(
+    "auto", "--knn-device", help="KNN filter search: cpu, cuda (every GPU); auto: CUDA if any."
+)
 
 
 @app.command("visogender")
@@ -154,6 +157,7 @@ def gensynth(
     k: int = typer.Option(50, "--k", min=1, help="KNN neighbourhood size K."),
     tau_real: float = typer.Option(0.08, "--tau-real", help="Threshold on P_R."),
     tau_gender: float = typer.Option(0.5, "--tau-gender", help="Threshold on P_G."),
+    knn_device: Literal["auto", "cpu", "cuda"] = _KNN_DEVICE,
     quality: bool = typer.Option(True, "--quality/--no-quality", help="Sec. 4.3 checks."),
     pool: Path | None = _POOL,
     pool_limit: int | None = _POOL_LIMIT,
@@ -187,7 +191,7 @@ def gensynth(
             out=out, stage=stage, coco=coco, split=split, limit=limit,
             min_box_side=min_box_side, editor=editor, embedder=embedder, edit=edit,
             instructions=instructions, k=k, tau_real=tau_real, tau_gender=tau_gender,
-            quality=quality, pool=pool, pool_limit=pool_limit, model=model,
+            knn_device=knn_device, quality=quality, pool=pool, pool_limit=pool_limit, model=model,
         ), progress=progress)  # fmt: skip
     print_json(result.summary) if as_json else _print_gensynth(result.summary, out)
     if result.sources_kept == 0:

@@ -42,7 +42,18 @@ NDKL_K = typer.Option(
     None, "--ndkl-k", min=1, help="NDKL depth (default: every image of the occupation)."
 )
 DEVICE = typer.Option(None, "--device", help="cpu, cuda, cuda:1 (default: auto).")
-DTYPE = typer.Option(None, "--dtype", help="float32 (default), bfloat16, float16.")
+DTYPE = typer.Option(
+    "auto", "--dtype", help="auto (float16 on CUDA, float32 on CPU), float32, bfloat16, float16."
+)
+WORKERS = typer.Option(
+    None, "--workers", min=0, help="Image-decoding processes (default: suits the device)."
+)
+DECODE = typer.Option(
+    "auto",
+    "--decode",
+    help="auto (on the GPU when the model is there), pil (the model's own preprocessing, "
+    "exactly) or tensor.",
+)
 BATCH_SIZE = typer.Option(32, "--batch-size", min=1, help="Images per forward pass.")
 DOWNLOAD = typer.Option(
     False, "--download", help="Allow downloading model weights missing from the cache."
@@ -91,8 +102,10 @@ def evaluate(
     ks: str = KS,
     ndkl_k: int | None = NDKL_K,
     device: str | None = DEVICE,
-    dtype: str | None = DTYPE,
+    dtype: str = DTYPE,
     batch_size: int = BATCH_SIZE,
+    workers: int | None = WORKERS,
+    decode: str = DECODE,
     download: bool = DOWNLOAD,
     subsample_k: str = SUBSAMPLE_K,
     subsample_runs: int = SUBSAMPLE_RUNS,
@@ -142,7 +155,7 @@ def evaluate(
         config = EvaluateConfig(
             data=tuple(data), models=tuple(model), out=out, store=store, split=split,
             model=ModelConfig(device=device, dtype=dtype, batch_size=batch_size,
-                              download=download),
+                              download=download, workers=workers, decode=decode),
             settings=settings,
         )  # fmt: skip
         result = run_evaluation(config, progress=progress)

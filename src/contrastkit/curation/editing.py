@@ -451,7 +451,8 @@ def load_editor(
 
     config = config or ModelConfig(batch_size=8)
     device = config.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    chosen = _TORCH_DTYPES[(config.dtype or "").lower()] if config.dtype else (
+    asked = (config.dtype or "auto").lower()  # auto: float16 on CUDA, float32 on the CPU
+    chosen = _TORCH_DTYPES[asked] if asked != "auto" else (
         "float16" if device.startswith("cuda") else "float32"
     )  # fmt: skip
     name = str(model)

@@ -19,7 +19,7 @@ import io
 import warnings
 
 import imagehash
-from PIL import ExifTags, Image, ImageOps, UnidentifiedImageError
+from PIL import Image, UnidentifiedImageError
 
 from contrastkit.curation.image_limits import (
     DEFAULT_MAX_BYTES,
@@ -27,6 +27,7 @@ from contrastkit.curation.image_limits import (
     DEFAULT_MIN_SIDE,
     ImageLimits,
 )
+from contrastkit.pipeline.sources import oriented
 from contrastkit.store import ImageInfo, sha256_hex
 
 __all__ = [
@@ -124,22 +125,6 @@ def inspect_image(data: bytes, limits: ImageLimits | None = None) -> ImageInfo:
         phash=phash,
         size=len(data),
     )
-
-
-def oriented(image: Image.Image) -> Image.Image:
-    """``image`` turned as its EXIF ``Orientation`` tag says (``image`` itself when it has
-    no such tag, or a tag that cannot be read: a broken EXIF block does not make a
-    picture unusable)."""
-    try:
-        orientation = image.getexif().get(ExifTags.Base.Orientation, 1)
-    except Exception:  # any malformed EXIF block: show the pixels as stored
-        return image
-    if orientation not in range(2, 9):
-        return image
-    try:
-        return ImageOps.exif_transpose(image)
-    except Exception:  # as above
-        return image
 
 
 def phash_distance(first: str, second: str) -> int:

@@ -122,8 +122,35 @@ def evaluate_contrast(
     ks: Sequence[int] = (5, 10),
     batch_size: int = 32,
     progress: Callable[[int, int], None] | None = None,
+    block: int | None = None,
+    device: str = "cpu",
 ) -> dict[str, Any]:
-    """Retrieval bias and pair preference of ``scorer`` on a contrast set.
+    """Retrieval bias and pair preference of ``scorer`` on a contrast set (GenSynth Sec. 5).
+
+    The queries are scored ``block`` at a time: the block's cosine similarities to every
+    image (one matrix product with torch on ``device``), its retrieval metrics
+    (:func:`~contrastkit.evaluators.metrics.retrieval_metrics_batch`, one call per block),
+    its top-K image ids (``torch.topk``) and its own-pair similarities; then the block is
+    freed. Memory is bounded by ``block x images``, never ``queries x images``: about 230
+    bytes per (query, image) pair of a block, nearly all of it the metrics' sorting and
+    tie bookkeeping in float64 / int64, beside one float64 copy of the image embeddings
+    on ``device`` (8 bytes per image and dimension). A full row per query is inherent:
+    NDKL (GenSynth Eq. 3) ranks every image, so no top-K shortcut can replace the row.
+
+    The results equal a dense ``queries x images`` evaluation query by query: same records
+    in the same order, the top-K ids ordered by descending similarity with ties broken by
+    the lower image index (the stable order of ``argsort(-similarity)``), tied
+    similarities handled by the metrics' exact expectation. Each similarity is a float64
+    dot product rounded to the dtype of the dense product (float32 for float32
+    embeddings), so it does not depend on ``block``, ``device``, the BLAS library or
+    TF32 settings; a float32 matrix product rounds in the last bit by kernel and shape
+    (the dense computation's own figures changed with the number of queries), which
+    reorders near-ties. On inputs whose products are exact (ties included),
+    similarities, top-K ids and pair statistics are bit for bit those of the dense
+    computation, and so are the metrics with ``block=1``; a larger block can move a
+    metric's last bit or two where tied images make it an expectation, because
+    ``retrieval_metrics_batch`` sums that over a grid as wide as the widest row of the
+    call.
 
     Args:
         dataset: A contrast set (:func:`load_contrast`).
@@ -131,26 +158,34 @@ def evaluate_contrast(
         ks: The retrieval cut-offs K.
         batch_size: Images per forward pass.
         progress: Called with (images embedded, total).
+        block: Queries scored together. Default: as many as keep ``block x images`` at
+            most 131,072 (2**17) similarities, between 1 and 256 queries (about 30 MB of
+            working memory; larger blocks gain nothing on the CPU, whose cache the metrics'
+            sorts then overflow).
+        device: The torch device of the similarity products and the top-K search
+            (``"cpu"``, ``"cuda"``, ``"cuda:1"``); the metrics run on the CPU.
 
     Returns:
         ``{"summary": ..., "queries": [per-query records]}``.
 
     Raises:
         DataFormatError: a dataset without images or without neutral captions.
+        ConfigError: ``block`` below 1, or a ``device`` torch does not know or cannot use.
     """
     genders = _genders(dataset)
     sources = [str(s) for s in dataset["source_id"]]
     n = len(genders)
     if n == 0:
         raise DataFormatError(_where(dataset), None, None, "the contrast set has no images")
-    image_column = dataset.select_columns(["image"])
-    embeddings = []
-    for start, chunk in enumerate(batched(range(n), batch_size)):
-        images = [image_column[i]["image"].convert("RGB") for i in chunk]
-        embeddings.append(scorer.encode_images(images))
-        if progress is not None:
-            progress(min((start + 1) * batch_size, n), n)
-    image_embeddings = np.concatenate(embeddings)
+    from contrastkit.pipeline import DatasetImage, embed_images  # torch: not on import
+
+    # the encoded images are read and decoded in the image pipeline's workers
+    image_embeddings = embed_images(
+        scorer,
+        DatasetImage.column_of(dataset.select_columns(["image"]), "image"),
+        batch_size=batch_size,
+        progress=progress,
+    )
 
     own: dict[str, dict[str, int]] = {}
     for index, (source, gender) in enumerate(zip(sources, genders, strict=True)):
@@ -169,29 +204,70 @@ def evaluate_contrast(
     text_embeddings = np.concatenate(
         [scorer.encode_texts([c for _, c in chunk]) for chunk in batched(queries, 256)]
     )
-    similarity = text_embeddings @ image_embeddings.T  # (queries, images), cosine
+    import torch
+
+    from contrastkit.errors import ConfigError
+
+    if block is None:
+        block = max(1, min(256, 2**17 // n))
+    elif isinstance(block, bool) or not isinstance(block, int | np.integer) or block < 1:
+        raise ConfigError(f"block must be a positive number of queries, not {block!r}")
+    try:
+        target = torch.device(device)
+    except (RuntimeError, TypeError, ValueError) as error:
+        raise ConfigError(f"device {device!r} is not a torch device ({error})") from error
+    if target.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"device {device!r}: torch sees no CUDA device")
+    # Similarities are float64 products rounded to the dtype the dense ``text @ images.T``
+    # had (float32 for float32 embeddings): float32 products round differently with the
+    # block's shape, the BLAS kernel and the device, which would reorder near-ties.
+    dense_dtype = np.result_type(text_embeddings, image_embeddings, np.float32)
+    score_dtype = torch.float32 if dense_dtype == np.float32 else torch.float64
+    image_matrix = torch.tensor(image_embeddings, dtype=torch.float64, device=target)
     labels = np.asarray(genders)
     ks = [k for k in ks if k >= 1]
+    top_k = min(max(ks, default=0), n)
+    # torch.topk orders tied scores arbitrarily: take a wider candidate list, re-sort it
+    # by (-score, index) and fall back to a stable full sort for a row whose tie at the
+    # K-th score reaches past the candidates.
+    wide = min(n, 2 * top_k + 8)
     per_query: dict[str, list[float]] = {}
     records: list[dict[str, Any]] = []
     preferred: list[float] = []
     gaps: list[float] = []
-    for row, (source, caption) in enumerate(queries):
-        metrics = retrieval_metrics_batch(similarity[row], labels, ks)
-        values = {name: float(array[0]) for name, array in metrics.items()}
-        for name, value in values.items():
-            per_query.setdefault(name, []).append(value)
-        pair = own.get(source, {})
-        record: dict[str, Any] = {"source_id": source, "query": caption, **values}
-        if "masculine" in pair and "feminine" in pair:
-            masculine = float(similarity[row, pair["masculine"]])
-            feminine = float(similarity[row, pair["feminine"]])
-            record |= {"score_masculine": masculine, "score_feminine": feminine}
-            gaps.append(masculine - feminine)
-            preferred.append(1.0 if masculine > feminine else 0.5 if masculine == feminine else 0.0)
-        order = np.argsort(-similarity[row], kind="stable")[: max(ks, default=0)]
-        record["top"] = [f"{sources[i]}:{genders[i]}" for i in order]
-        records.append(record)
+    with torch.inference_mode():
+        for start in range(0, len(queries), block):
+            block_queries = queries[start : start + block]
+            block_texts = text_embeddings[start : start + len(block_queries)]
+            texts = torch.tensor(block_texts, dtype=torch.float64, device=target)
+            scores_device = (texts @ image_matrix.T).to(score_dtype)  # (rows, images)
+            similarity = scores_device.cpu().numpy()
+            metrics = retrieval_metrics_batch(similarity, labels, ks)
+            tops = np.empty((len(block_queries), top_k), dtype=np.int64)
+            if top_k:
+                found, candidates = (t.cpu().numpy() for t in torch.topk(scores_device, wide))
+                order = np.lexsort((candidates, -found), axis=-1)[:, :top_k]
+                tops = np.take_along_axis(candidates, order, axis=1)
+                if wide < n:
+                    for tied in np.flatnonzero(found[:, top_k - 1] <= found[:, wide - 1]):
+                        tops[tied] = np.argsort(-similarity[tied], kind="stable")[:top_k]
+            for row, (source, caption) in enumerate(block_queries):
+                values = {name: float(array[row]) for name, array in metrics.items()}
+                for name, value in values.items():
+                    per_query.setdefault(name, []).append(value)
+                pair = own.get(source, {})
+                record: dict[str, Any] = {"source_id": source, "query": caption, **values}
+                if "masculine" in pair and "feminine" in pair:
+                    masculine = float(similarity[row, pair["masculine"]])
+                    feminine = float(similarity[row, pair["feminine"]])
+                    record |= {"score_masculine": masculine, "score_feminine": feminine}
+                    gaps.append(masculine - feminine)
+                    preferred.append(
+                        1.0 if masculine > feminine else 0.5 if masculine == feminine else 0.0
+                    )
+                record["top"] = [f"{sources[i]}:{genders[i]}" for i in tops[row]]
+                records.append(record)
+            del texts, scores_device, similarity, metrics, tops
     summary = {
         "images": n,
         "sources": len(own),

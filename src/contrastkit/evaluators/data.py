@@ -25,17 +25,16 @@ the line and the field.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from PIL import Image, UnidentifiedImageError
+from PIL import Image
 
-from contrastkit.curation.images import oriented
 from contrastkit.errors import DataFormatError
+from contrastkit.pipeline.sources import DECODE_ERRORS, DatasetImage, decode
 from contrastkit.schema import URL_COLUMN, Context, Gender, VisoGenderRow
 from contrastkit.store import ImageStore
 from contrastkit.tsv import parse_visogender_tsv, read_visogender_tsv
@@ -240,7 +239,7 @@ class ImageLoader:
 
     def __init__(self, store: ImageStore | Path | str | None = None):
         self.store = ImageStore(store) if isinstance(store, Path | str) else store
-        self._datasets: dict[Path, Any] = {}
+        self._datasets: dict[tuple[Path, str | None], list[DatasetImage]] = {}
 
     def _local_path(self, item: EvalItem) -> Path | None:
         ref = item.image_ref
@@ -278,42 +277,49 @@ class ImageLoader:
             elif not path.is_file():
                 raise item.error(f"image file not found: {path}")
 
+    def source(self, item: EvalItem) -> Any:
+        """Where the item's image is, as an image source of :mod:`contrastkit.pipeline`:
+        a local file, the store object of a URL, or a dataset row (read lazily)."""
+        if item.image_ref.startswith("dataset:"):
+            return self._dataset_image(item)
+        path = self._local_path(item)
+        if path is None:
+            return self.store.path(self._store_sha(item))  # type: ignore[union-attr]
+        return path
+
     def open(self, item: EvalItem) -> Image.Image:
         """The item's image, decoded, turned as its EXIF ``Orientation`` tag says (as a
-        viewer shows it, and as the URL checker measured and hashed it), in RGB.
+        viewer shows it, and as the URL checker measured and hashed it), in RGB: the
+        pipeline's reference rule (:func:`contrastkit.pipeline.decode`).
 
         Raises:
             DataFormatError: the image is missing or cannot be decoded.
         """
+        source = self.source(item)
+        if isinstance(source, Path) and not source.is_file():
+            raise item.error(f"image file not found: {source}")
         try:
-            if item.image_ref.startswith("dataset:"):
-                image = self._dataset_image(item)
-            else:
-                path = self._local_path(item)
-                if path is None:
-                    data = self.store.read(self._store_sha(item))  # type: ignore[union-attr]
-                    image = Image.open(io.BytesIO(data))
-                elif not path.is_file():
-                    raise item.error(f"image file not found: {path}")
-                else:
-                    image = Image.open(path)
-            image.load()
-        except (UnidentifiedImageError, OSError) as exc:
+            return decode(source)
+        except DataFormatError:
+            raise
+        except DECODE_ERRORS as exc:
             raise item.error(f"image cannot be decoded: {exc}") from exc
-        image = oriented(image)
-        return image if image.mode == "RGB" else image.convert("RGB")
 
-    def _dataset_image(self, item: EvalItem) -> Image.Image:
+    def _dataset_image(self, item: EvalItem) -> DatasetImage:
         from datasets import load_from_disk
 
         folder = item.source
-        if folder not in self._datasets:
-            self._datasets[folder] = load_from_disk(str(folder))
-        dataset = self._datasets[folder]
-        if item.dataset_split is not None:  # a DatasetDict
-            dataset = dataset[item.dataset_split]
-        column = "image" if "image" in dataset.column_names else "Image"
-        value = dataset[item.dataset_index][column]
-        if not isinstance(value, Image.Image):
-            raise item.error(f"column {column!r} does not hold images", column)
-        return value
+        key = (folder, item.dataset_split)
+        if key not in self._datasets:
+            dataset = load_from_disk(str(folder))
+            if item.dataset_split is not None:  # a DatasetDict
+                dataset = dataset[item.dataset_split]
+            from datasets import Image as ImageFeature
+
+            column = "image" if "image" in dataset.column_names else "Image"
+            if not isinstance(dataset.features.get(column), ImageFeature):
+                raise item.error(f"column {column!r} does not hold images", column)
+            self._datasets[key] = DatasetImage.column_of(dataset, column)
+        column_refs = self._datasets[key]
+        assert item.dataset_index is not None
+        return column_refs[item.dataset_index]

@@ -331,6 +331,7 @@ def _evaluate_contrast(
                 result = evaluate_contrast(
                     dataset, scorer, ks=config.settings.ks,
                     batch_size=config.model.batch_size, progress=update,
+                    device=str(getattr(scorer, "device", "cpu")),
                 )  # fmt: skip
             files = write_contrast_outputs(result, folder, model=spec, data=str(path))
             evaluation = ModelEvaluation(

@@ -26,7 +26,7 @@ import numpy as np
 from PIL import Image
 
 from contrastkit.distances import squared_euclidean
-from contrastkit.errors import ConfigError, DataFormatError
+from contrastkit.errors import ConfigError
 from contrastkit.interfaces import ImageTextScorer
 from contrastkit.schema import Gender
 
@@ -48,7 +48,7 @@ DEFAULT_ZERO_SHOT_PROMPTS: dict[Gender, str] = {
 }
 #: File suffixes :func:`list_pool_images` takes for images.
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".bmp")
-#: Images per ``encode_images`` call: bounds the memory a large pool takes.
+#: Images per batch for a model without a batch size: bounds the memory a pool takes.
 _CHUNK = 64
 
 
@@ -77,6 +77,8 @@ def recall_at_k(
     ks: Sequence[int] = (1, 5, 10),
     *,
     pool_index: Sequence[int] | None = None,
+    caption_block: int = 1024,
+    pool_block: int = 8192,
 ) -> dict[int, float]:
     """Text-to-image recall@K of GenSynth Sec. 4.3:
     ``R@K = 1/(N n) Σ_i Σ_j 1(I_i ∈ R_i^j(K))``.
@@ -87,6 +89,18 @@ def recall_at_k(
     query images, ``pool_index[i]`` gives the pool row of ``I_i`` so it is not counted
     as its own competitor.
 
+    Only the rank of ``I_i`` matters, so no caption x pool matrix is kept: the distances
+    are computed ``caption_block x pool_block`` at a time
+    (:func:`contrastkit.distances.squared_euclidean`) and each caption's count of
+    strictly closer pool images (closer by more than 1e-9) is summed over the pool
+    blocks. Memory is bounded by the block sizes (by default 8M distances, 32 MB in
+    float32, beside ``caption_block x d`` for the captions' own distances) at any number
+    of captions and pool size, where the dense matrix grows with their product: 477 MB
+    for COCO val's 25k captions against its 5k images, hundreds of GB for COCO train's
+    captions against its images. The counts equal those of the dense matrix; a different
+    block shape can change the BLAS kernel's last-bit rounding of a distance, which only
+    matters for a pool image within float rounding of the caption's own distance.
+
     Args:
         text_embeddings: (T, d) caption embeddings.
         owners: for each caption, the row of its image in ``query_images``.
@@ -94,23 +108,68 @@ def recall_at_k(
         pool: (P, d) embeddings of the other images.
         ks: the cut-offs.
         pool_index: for each query image, its row in ``pool`` (``-1``: not in it).
+        caption_block: captions whose distances are computed together.
+        pool_block: pool images whose distances are computed together.
 
     Returns:
         ``{K: recall@K}`` for each cut-off.
+
+    Raises:
+        ValueError: owners and captions of different lengths, no captions, a block size
+            below 1, or a ``pool_index`` row past the end of the pool.
     """
     owners_array = np.asarray(owners, dtype=np.int64)
     if len(owners_array) != len(text_embeddings):
         raise ValueError(f"{len(owners_array)} owners for {len(text_embeddings)} captions")
     if len(owners_array) == 0:
         raise ValueError("no captions to retrieve with")
-    own = np.sum((text_embeddings - query_images[owners_array]) ** 2, axis=1)
-    others = squared_euclidean(text_embeddings, pool)
-    if pool_index is not None:
-        rows = np.asarray(pool_index, dtype=np.int64)[owners_array]
-        valid = rows >= 0
-        others[np.arange(len(rows))[valid], rows[valid]] = np.inf
-    closer = np.sum(others < own[:, None] - 1e-9, axis=1)
+    for name, size in (("caption_block", caption_block), ("pool_block", pool_block)):
+        if isinstance(size, bool) or not isinstance(size, int | np.integer) or size < 1:
+            raise ValueError(f"{name} must be a positive number of rows, not {size!r}")
+    own_rows = None if pool_index is None else _own_pool_rows(pool_index, owners_array, len(pool))
+    closer = np.zeros(len(owners_array), dtype=np.int64)
+    for start in range(0, len(owners_array), caption_block):
+        stop = min(start + caption_block, len(owners_array))
+        texts = text_embeddings[start:stop]
+        own = np.sum((texts - query_images[owners_array[start:stop]]) ** 2, axis=1)
+        closer[start:stop] = _closer_in_pool(
+            texts,
+            own,
+            pool,
+            None if own_rows is None else own_rows[start:stop],
+            pool_block,
+        )
     return {k: float(np.mean(closer < k)) for k in ks}
+
+
+def _own_pool_rows(pool_index: Sequence[int], owners: np.ndarray, pool_size: int) -> np.ndarray:
+    """For each caption, the pool row of its own image (``-1``: not in the pool)."""
+    rows: np.ndarray = np.asarray(pool_index, dtype=np.int64)[owners]
+    if rows.size and rows.max() >= pool_size:
+        raise ValueError(f"pool_index {rows.max()} is past the end of a pool of {pool_size}")
+    return rows
+
+
+def _closer_in_pool(
+    texts: np.ndarray,
+    own: np.ndarray,
+    pool: np.ndarray,
+    own_rows: np.ndarray | None,
+    pool_block: int,
+) -> np.ndarray:
+    """For each caption of ``texts``, how many pool images are closer than its own image
+    (squared distance ``own``) by more than 1e-9, its own pool row (``own_rows``, ``-1``:
+    none) left out; the pool is read ``pool_block`` rows at a time."""
+    limit = own[:, None] - 1e-9
+    counts = np.zeros(len(texts), dtype=np.int64)
+    for start in range(0, len(pool), pool_block):
+        stop = min(start + pool_block, len(pool))
+        others = squared_euclidean(texts, pool[start:stop])
+        if own_rows is not None:
+            inside = np.flatnonzero((own_rows >= start) & (own_rows < stop))
+            others[inside, own_rows[inside] - start] = np.inf
+        counts += np.count_nonzero(others < limit, axis=1)
+    return counts
 
 
 def _normalized(array: np.ndarray) -> np.ndarray:
@@ -119,26 +178,14 @@ def _normalized(array: np.ndarray) -> np.ndarray:
     return out
 
 
-def _open(image: Image.Image | str | Path) -> Image.Image:
-    if isinstance(image, Image.Image):
-        return image
-    try:
-        with Image.open(image) as opened:
-            return opened.convert("RGB")
-    except FileNotFoundError as error:
-        raise DataFormatError(image, None, None, "image file not found") from error
-    except OSError as error:
-        raise DataFormatError(image, None, None, f"not a readable image ({error})") from error
-
-
 def _embed_images(model: ImageTextScorer, images: Sequence[Image.Image | str | Path]) -> np.ndarray:
-    """Unit-norm embeddings of ``images``, opened and encoded ``_CHUNK`` at a time."""
-    chunks = [
-        np.asarray(model.encode_images([_open(i) for i in images[start : start + _CHUNK]]),
-                   np.float32)
-        for start in range(0, len(images), _CHUNK)
-    ]  # fmt: skip
-    return _normalized(np.concatenate(chunks))
+    """Unit-norm embeddings of ``images`` (decoded images or files), through the image
+    pipeline: files are decoded in its worker processes, ``_CHUNK`` images per batch
+    unless the model has its own batch size."""
+    from contrastkit.pipeline.embed import embed_images  # torch: not on import
+
+    size = int(getattr(model, "batch_size", _CHUNK))
+    return _normalized(embed_images(model, images, batch_size=size))
 
 
 def quality_checks(

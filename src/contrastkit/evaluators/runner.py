@@ -19,13 +19,11 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from PIL import Image
 
 from contrastkit.config import require
 from contrastkit.errors import ConfigError
@@ -45,6 +43,9 @@ from contrastkit.evaluators.tasks.retrieval import (
 )
 from contrastkit.interfaces import ImageTextScorer, PronounScorer
 from contrastkit.io import atomic_write_text
+
+if TYPE_CHECKING:
+    from contrastkit.pipeline import DecodeFailure
 
 __all__ = [
     "RAW_FILES",
@@ -245,7 +246,7 @@ def score_dataset(
         DataFormatError: an image is missing or cannot be decoded (checked up front).
         ConfigError: only ``retrieval`` asked of a captioning model.
     """
-    from contrastkit.evaluators.models.base import batched  # torch: not on import
+    import torch  # not on import: the CLI starts without it
 
     dual = isinstance(model, ImageTextScorer)
     run = ScoredRun(model=model.spec, kind="dual" if dual else "captioning")
@@ -282,12 +283,16 @@ def score_dataset(
         finished = 0
         if progress is not None:
             progress(0, len(todo))
-        for batch, images in _decoded(list(batched(todo, batch_size)), loader):
+        for batch, images in _decoded(todo, loader, model, batch_size):
             new_resolution: list[dict[str, Any]] = []
             new_retrieval: list[dict[str, Any]] = []
             if dual:
                 assert isinstance(model, ImageTextScorer)
-                embeddings = model.encode_images(images)
+                embeddings = (
+                    model.encode_pixels(images)  # type: ignore[attr-defined]
+                    if isinstance(images, torch.Tensor)
+                    else model.encode_images(images)
+                )
                 for item, embedding in zip(batch, embeddings, strict=True):
                     for case in missing_cases.get(item.key, []):
                         texts = case.captions
@@ -332,19 +337,27 @@ def score_dataset(
 
 
 def _decoded(
-    batches: Sequence[Sequence[EvalItem]], loader: ImageLoader
-) -> Iterator[tuple[Sequence[EvalItem], list[Image.Image]]]:
-    """Each batch with its decoded images; the next batch is decoded by a thread pool while
-    the model works on the current one (decoding releases the GIL)."""
-    if not batches:
-        return
-    with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
-        pending = [pool.submit(loader.open, item) for item in batches[0]]
-        for number, batch in enumerate(batches):
-            images = [future.result() for future in pending]
-            following = batches[number + 1] if number + 1 < len(batches) else []
-            pending = [pool.submit(loader.open, item) for item in following]
-            yield batch, images
+    todo: Sequence[EvalItem], loader: ImageLoader, model: Any, batch_size: int
+) -> Iterator[tuple[Sequence[EvalItem], Any]]:
+    """Each batch of ``todo`` with its images, from the image pipeline
+    (:mod:`contrastkit.pipeline`): preprocessed pixels on the model's device when the
+    model has a pipeline preprocessing, else decoded PIL images. Worker processes prepare
+    the next batches while the model works on this one."""
+    from contrastkit.pipeline import image_batches
+
+    def located(failure: DecodeFailure) -> Exception:
+        return todo[failure.index].error(f"image cannot be decoded: {failure.message}")
+
+    for batch in image_batches(
+        [loader.source(item) for item in todo],
+        batch_size=batch_size,
+        preprocess=getattr(model, "image_preprocess", None),
+        device=getattr(model, "device", "cpu"),
+        config=getattr(model, "pipeline", None),
+        on_error=located,
+    ):
+        images = batch.pixels if batch.pixels is not None else batch.images
+        yield todo[batch.indices.start : batch.indices.stop], images
 
 
 def query_of_items(queries: Sequence[RetrievalQuery]) -> list[EvalItem]:

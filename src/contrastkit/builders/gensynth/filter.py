@@ -24,12 +24,14 @@ from contrastkit.curation.knn_filter import (
     DEFAULT_TAU_GENDER,
     DEFAULT_TAU_REAL,
     Backend,
+    Device,
     knn_filter,
-    resolve_backend,
 )
 from contrastkit.errors import DataFormatError, StateError
 from contrastkit.interfaces import ImageTextScorer
 from contrastkit.io import atomic_write_bytes
+from contrastkit.pipeline.embed import iter_embeddings
+from contrastkit.pipeline.sources import DecodeFailure
 
 __all__ = ["run_filter_stage"]
 
@@ -55,14 +57,20 @@ def _embed_cached(
             if str(data["encoder"]) == name:
                 cached = dict(zip(data["keys"].tolist(), data["vectors"], strict=True))
     missing = [key for key in keys if key not in cached]
-    for start in range(0, len(missing), batch_size):
-        chunk = missing[start : start + batch_size]
-        vectors = np.asarray(encoder.encode_images([loaders[k]() for k in chunk]), np.float32)
+
+    def located(failure: DecodeFailure) -> Exception:
+        return DataFormatError(out, None, missing[failure.index], failure.message)
+
+    # the crops are cut and decoded in the image pipeline's workers
+    for indices, vectors in iter_embeddings(
+        encoder, [loaders[k] for k in missing], batch_size=batch_size, on_error=located
+    ):
+        chunk = missing[indices.start : indices.stop]
         if vectors.shape[0] != len(chunk):
             raise ValueError(f"the encoder returned {vectors.shape[0]} rows for {len(chunk)}")
         cached.update(zip(chunk, vectors, strict=True))
         if progress:
-            progress(len(keys) - len(missing) + start + len(chunk), len(keys))
+            progress(len(keys) - len(missing) + indices.stop, len(keys))
     if missing:
         buffer = io.BytesIO()
         all_keys = sorted(cached)
@@ -97,6 +105,7 @@ def run_filter_stage(
     tau_real: float = DEFAULT_TAU_REAL,
     tau_gender: float = DEFAULT_TAU_GENDER,
     backend: Backend = "auto",
+    device: Device = "auto",
     batch_size: int = 32,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
@@ -143,6 +152,7 @@ def run_filter_stage(
         tau_real=tau_real,
         tau_gender=tau_gender,
         backend=backend,
+        device=device,
     )
     scored = [
         with_scores(r, float(pr), float(pg), bool(ok))
@@ -159,7 +169,7 @@ def run_filter_stage(
         "k_effective": k_effective,
         "tau_real": tau_real,
         "tau_gender": tau_gender,
-        "backend": resolve_backend(backend),
+        **result.search.summary(),  # backend, device, gpus: the search that ran
         "accepted": int(result.accepted.sum()),
         "acceptance_rate": float(result.accepted.mean()),
         "mean_p_real": float(result.p_real.mean()),

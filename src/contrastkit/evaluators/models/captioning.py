@@ -45,6 +45,7 @@ from contrastkit.evaluators.models.hf import (
     hf_text_and_image_processors,
 )
 from contrastkit.evaluators.models.registry import FAMILIES
+from contrastkit.pipeline import HFPreprocess, PipelineConfig
 
 __all__ = ["FAMILIES", "CaptioningScorer", "load_captioning"]
 
@@ -64,6 +65,7 @@ class CaptioningScorer:
         device: torch.device,
         dtype: torch.dtype,
         batch_size: int,
+        pipeline: PipelineConfig | None = None,
     ):
         if family not in FAMILIES:
             raise ConfigError(f"unknown captioning family {family!r}; use one of {list(FAMILIES)}")
@@ -73,6 +75,9 @@ class CaptioningScorer:
         self.model = model
         self.tokenizer = tokenizer
         self.image_processor = image_processor
+        #: the processor as the image pipeline runs it (:mod:`contrastkit.pipeline`)
+        self.image_preprocess = HFPreprocess(image_processor)
+        self.pipeline = pipeline or PipelineConfig()
         self.device = device
         self.dtype = dtype
         self.batch_size = batch_size
@@ -126,11 +131,17 @@ class CaptioningScorer:
         return self._split_cache[key]
 
     # -- model ------------------------------------------------------------------------
-    def _pixels(self, images: Sequence[Image.Image]) -> torch.Tensor:
-        pixels: torch.Tensor = self.image_processor(
-            images=[to_rgb(image) for image in images], return_tensors="pt"
-        )["pixel_values"]
-        return pixels.to(self.device, self.dtype)
+    def _pixels(self, images: Sequence[Image.Image] | Sequence[torch.Tensor]) -> torch.Tensor:
+        """Model inputs: PIL images go through the processor; tensors are rows the
+        pipeline already preprocessed with it (:attr:`image_preprocess`)."""
+        if len(images) and isinstance(images[0], torch.Tensor):
+            pixels = torch.stack(list(images))  # type: ignore[arg-type]
+        else:
+            pixels = self.image_processor(
+                images=[to_rgb(image) for image in images],  # type: ignore[arg-type]
+                return_tensors="pt",
+            )["pixel_values"]
+        return pixels.to(self.device, self.dtype, non_blocking=True)
 
     def _text_logits(
         self,
@@ -187,7 +198,7 @@ class CaptioningScorer:
     @torch.inference_mode()
     def continuation_logprobs(
         self,
-        images: Sequence[Image.Image],
+        images: Sequence[Image.Image] | Sequence[torch.Tensor] | torch.Tensor,
         prefixes: Sequence[str],
         continuations: Sequence[str],
     ) -> np.ndarray:
@@ -195,7 +206,8 @@ class CaptioningScorer:
         float64, shape ``(len(images), len(continuations))``.
 
         Args:
-            images: the images.
+            images: the images: PIL images, or the rows of a batch the pipeline
+                preprocessed with :attr:`image_preprocess`.
             prefixes: one partial caption per image ("The doctor and").
             continuations: the candidates, shared by all images (" his", " her").
 
@@ -217,7 +229,7 @@ class CaptioningScorer:
         return result
 
     def _score_chunk(
-        self, images: list[Image.Image], prefixes: list[str], continuations: Sequence[str]
+        self, images: list[Any], prefixes: list[str], continuations: Sequence[str]
     ) -> np.ndarray:
         n_images = len(images)
         rows: list[tuple[list[int], int]] = []  # (ids, index where the continuation starts)
@@ -287,15 +299,16 @@ def load_captioning(family: str, target: str, runtime: ModelRuntime) -> Captioni
         "blip2": Blip2ForConditionalGeneration,
     }
     model = hf_from_pretrained(
-        classes[family].from_pretrained, target, "weights", download=download
-    )
+        classes[family].from_pretrained, target, "weights", download=download,
+        dtype=runtime.dtype,
+    )  # fmt: skip
     if family == "blip2" and not model.config.use_decoder_only_language_model:
         raise ConfigError(
             f"{spec}: BLIP-2 with an encoder-decoder language model (Flan-T5) is not supported; "
             "use an OPT-based BLIP-2 such as Salesforce/blip2-opt-2.7b"
         )
     tokenizer, processor = hf_text_and_image_processors(target, download=download)
-    model = model.to(device=runtime.device, dtype=runtime.dtype).eval()
+    model = model.to(device=runtime.device).eval()
     return CaptioningScorer(
         spec,
         family,
@@ -305,4 +318,5 @@ def load_captioning(family: str, target: str, runtime: ModelRuntime) -> Captioni
         device=runtime.device,
         dtype=runtime.dtype,
         batch_size=runtime.batch_size,
+        pipeline=runtime.pipeline,
     )

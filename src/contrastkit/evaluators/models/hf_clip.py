@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
-from PIL import Image
 
 from contrastkit.errors import ConfigError
 from contrastkit.evaluators.models.base import DualEncoder, ModelRuntime
@@ -21,6 +20,7 @@ from contrastkit.evaluators.models.hf import (
     hf_model_type,
     hf_text_and_image_processors,
 )
+from contrastkit.pipeline import HFPreprocess, PipelineConfig
 
 __all__ = ["HFClipScorer", "load_hf_clip"]
 
@@ -51,8 +51,12 @@ class HFClipScorer(DualEncoder):
         device: torch.device,
         dtype: torch.dtype,
         batch_size: int,
+        pipeline: PipelineConfig | None = None,
     ):
-        super().__init__(spec, device, dtype, batch_size)
+        super().__init__(
+            spec, device, dtype, batch_size, image_preprocess=HFPreprocess(image_processor),
+            pipeline=pipeline,
+        )  # fmt: skip
         self.model = model
         self.tokenizer = tokenizer
         self.image_processor = image_processor
@@ -60,11 +64,8 @@ class HFClipScorer(DualEncoder):
         self.max_length = int(getattr(text_config, "max_position_embeddings", 77))
         self.model_type = str(model.config.model_type)
 
-    def _image_features(self, images: Sequence[Image.Image]) -> torch.Tensor:
-        pixels = self.image_processor(images=list(images), return_tensors="pt")["pixel_values"]
-        return _features(
-            self.model.get_image_features(pixel_values=pixels.to(self.device, self.dtype))
-        )
+    def _pixel_features(self, pixels: torch.Tensor) -> torch.Tensor:
+        return _features(self.model.get_image_features(pixel_values=pixels))
 
     def _text_features(self, texts: Sequence[str]) -> torch.Tensor:
         padding = "max_length" if self.model_type in MAX_LENGTH_PADDING else True
@@ -111,14 +112,16 @@ def load_hf_clip(target: str, runtime: ModelRuntime) -> HFClipScorer:
             f"hf-clip:{target} is a {model_type} captioning model; use the "
             f"{'blip2' if model_type == 'blip-2' else model_type}: prefix"
         )
-    model = hf_from_pretrained(AutoModel.from_pretrained, target, "weights", download=download)
+    model = hf_from_pretrained(
+        AutoModel.from_pretrained, target, "weights", download=download, dtype=runtime.dtype
+    )
     if not hasattr(model, "get_image_features") or not hasattr(model, "get_text_features"):
         raise ConfigError(
             f"hf-clip:{target} ({model_type}) is not a dual encoder: it has no "
             "get_image_features/get_text_features"
         )
     tokenizer, processor = hf_text_and_image_processors(target, download=download)
-    model = model.to(device=runtime.device, dtype=runtime.dtype).eval()
+    model = model.to(device=runtime.device).eval()
     return HFClipScorer(
         f"hf-clip:{target}",
         model,
@@ -127,4 +130,5 @@ def load_hf_clip(target: str, runtime: ModelRuntime) -> HFClipScorer:
         device=runtime.device,
         dtype=runtime.dtype,
         batch_size=runtime.batch_size,
+        pipeline=runtime.pipeline,
     )

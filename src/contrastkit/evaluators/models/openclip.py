@@ -16,9 +16,7 @@ from __future__ import annotations
 import difflib
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -27,24 +25,23 @@ from PIL import Image
 
 from contrastkit.errors import ConfigError, ModelNotFoundError
 from contrastkit.evaluators.models.base import LOAD_ERRORS, DualEncoder, ModelRuntime
+from contrastkit.pipeline import PipelineConfig, TorchvisionPreprocess
 
 __all__ = ["OpenCLIPScorer", "load_open_clip"]
 
-_PRECISION = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}
+#: OpenCLIP keeps float32 weights and runs under ``torch.autocast`` in the asked dtype
+#: ("amp": OpenCLIP's own mixed-precision setting).
+_PRECISION = {torch.float32: "fp32", torch.float16: "amp", torch.bfloat16: "amp_bf16"}
 _CHECKPOINT_SUFFIXES = (".pt", ".pth", ".bin", ".safetensors", ".ckpt")
-
-
-@lru_cache(maxsize=1)
-def _preprocess_pool() -> ThreadPoolExecutor:
-    """Threads for the per-image transforms (PIL resizing releases the GIL)."""
-    return ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1))
 
 
 class OpenCLIPScorer(DualEncoder):
     """An :class:`~contrastkit.evaluators.models.ImageTextScorer` over an OpenCLIP model.
 
-    Images go through the model's own evaluation transform; texts through its tokenizer.
-    Scores are cosine similarities (the model's ``logit_scale`` is left out).
+    Images go through the model's own evaluation transform (in the pipeline's workers, or
+    as tensor ops on the GPU); texts through its tokenizer. Half precision runs under
+    ``torch.autocast`` with float32 weights. Scores are cosine similarities (the model's
+    ``logit_scale`` is left out).
     """
 
     def __init__(
@@ -57,15 +54,18 @@ class OpenCLIPScorer(DualEncoder):
         device: torch.device,
         dtype: torch.dtype,
         batch_size: int,
+        pipeline: PipelineConfig | None = None,
     ):
-        super().__init__(spec, device, dtype, batch_size)
+        super().__init__(
+            spec, device, dtype, batch_size, image_preprocess=TorchvisionPreprocess(preprocess),
+            pipeline=pipeline, autocast=True,
+        )  # fmt: skip
         self.model = model
         self.preprocess = preprocess
         self.tokenizer = tokenizer
 
-    def _image_features(self, images: Sequence[Image.Image]) -> torch.Tensor:
-        pixels = torch.stack(list(_preprocess_pool().map(self.preprocess, images)))
-        features: torch.Tensor = self.model.encode_image(pixels.to(self.device, self.dtype))
+    def _pixel_features(self, pixels: torch.Tensor) -> torch.Tensor:
+        features: torch.Tensor = self.model.encode_image(pixels)
         return features
 
     def _text_features(self, texts: Sequence[str]) -> torch.Tensor:
@@ -295,4 +295,5 @@ def load_open_clip(target: str, runtime: ModelRuntime) -> OpenCLIPScorer:
         device=runtime.device,
         dtype=runtime.dtype,
         batch_size=runtime.batch_size,
+        pipeline=runtime.pipeline,
     )
