@@ -12,13 +12,13 @@ depend on the values):
    masculine one, as an edit is), and ``--queries`` neutral captions, each embedded near
    its own source. (a) the dense evaluation as it was before issue 15: one
    ``queries x images`` similarity matrix, then a Python loop calling
-   ``retrieval_metrics_batch`` and a stable ``argsort`` per query (reimplemented here
-   verbatim); (b) :func:`contrastkit.evaluators.contrast.evaluate_contrast`: blocks of
-   queries, torch matrix products and ``topk`` on ``--device``, one metrics call per
-   block. Both read the same in-memory stand-ins for a dataset and a model, and the
-   image pipeline (``contrastkit.pipeline.embed_images``, measured by bench/embed.py)
-   is replaced by the given image embeddings for the run, so the time is the scoring
-   alone.
+   ``retrieval_metrics_batch`` and a stable ``argsort`` per query (the tests' oracle,
+   ``dense_evaluate_contrast`` of tests/dense_contrast.py); (b)
+   :func:`contrastkit.evaluators.contrast.evaluate_contrast`: blocks of queries, torch
+   matrix products and ``topk`` on ``--device``, one metrics call per block. Both read
+   the same in-memory stand-ins for a dataset and a model, and the image pipeline
+   (``contrastkit.pipeline.embed_images``, measured by bench/embed.py) is replaced by the
+   given image embeddings for the run, so the time is the scoring alone.
 2. **Recall@K of the quality checks** (GenSynth Sec. 4.3): ``--pool`` images with five
    captions each, every caption searching the pool (its own image excluded from the
    competitors through ``pool_index``, as ``quality_checks`` does without a separate
@@ -56,11 +56,13 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+# the dense contrast evaluation (a) is the tests' oracle: tests/dense_contrast.py
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from contrastkit.distances import squared_euclidean
 from contrastkit.evaluators.contrast import evaluate_contrast
-from contrastkit.evaluators.metrics import retrieval_metrics_batch, summarize
 from contrastkit.evaluators.quality import recall_at_k
+from dense_contrast import dense_evaluate_contrast
 
 DIM = 512
 KS = (5, 10)
@@ -176,76 +178,6 @@ def contrast_data(images: int, queries: int, seed: int = 0) -> tuple[Any, KnownE
 
 
 # --- (a): the dense computations as they were before issue 15 -----------------------------
-
-
-def dense_evaluate_contrast(dataset: Any, scorer: KnownEmbeddings) -> dict[str, Any]:
-    """The scoring of ``evaluate_contrast`` before issue 15, verbatim from the dense
-    similarity matrix on (the embedding loop reads the same stand-ins)."""
-    feature = dataset.features["gender"]
-    genders = [feature.int2str(v) for v in dataset["gender"]]
-    sources = [str(s) for s in dataset["source_id"]]
-    n = len(genders)
-    image_column = dataset.select_columns(["image"])
-    image_embeddings = np.concatenate(
-        [
-            scorer.encode_images(
-                [image_column[i]["image"].convert("RGB") for i in range(s, min(s + 32, n))]
-            )
-            for s in range(0, n, 32)
-        ]
-    )
-    own: dict[str, dict[str, int]] = {}
-    for index, (source, gender) in enumerate(zip(sources, genders, strict=True)):
-        own.setdefault(source, {})[gender] = index
-    queries: list[tuple[str, str]] = []
-    seen: set[str] = set()
-    for source, captions in zip(sources, dataset["neutral_captions"], strict=True):
-        for caption in captions:
-            if caption not in seen:
-                seen.add(caption)
-                queries.append((source, caption))
-    text_embeddings = np.concatenate(
-        [
-            scorer.encode_texts([c for _, c in queries[s : s + 256]])
-            for s in range(0, len(queries), 256)
-        ]
-    )
-    similarity = text_embeddings @ image_embeddings.T  # (queries, images), cosine
-    labels = np.asarray(genders)
-    ks = list(KS)
-    per_query: dict[str, list[float]] = {}
-    records: list[dict[str, Any]] = []
-    preferred: list[float] = []
-    gaps: list[float] = []
-    for row, (source, caption) in enumerate(queries):
-        metrics = retrieval_metrics_batch(similarity[row], labels, ks)
-        values = {name: float(array[0]) for name, array in metrics.items()}
-        for name, value in values.items():
-            per_query.setdefault(name, []).append(value)
-        pair = own.get(source, {})
-        record: dict[str, Any] = {"source_id": source, "query": caption, **values}
-        if "masculine" in pair and "feminine" in pair:
-            masculine = float(similarity[row, pair["masculine"]])
-            feminine = float(similarity[row, pair["feminine"]])
-            record |= {"score_masculine": masculine, "score_feminine": feminine}
-            gaps.append(masculine - feminine)
-            preferred.append(1.0 if masculine > feminine else 0.5 if masculine == feminine else 0.0)
-        order = np.argsort(-similarity[row], kind="stable")[: max(ks, default=0)]
-        record["top"] = [f"{sources[i]}:{genders[i]}" for i in order]
-        records.append(record)
-    summary = {
-        "images": len(genders),
-        "sources": len(own),
-        "queries": len(queries),
-        "ks": ks,
-        "retrieval": {name: summarize(values) for name, values in per_query.items()},
-        "pairs": {
-            "queries_with_pair": len(gaps),
-            "masculine_preferred": float(np.mean(preferred)) if preferred else float("nan"),
-            "mean_gap": float(np.mean(gaps)) if gaps else float("nan"),
-        },
-    }
-    return {"summary": summary, "queries": records}
 
 
 def dense_recall_at_k(
@@ -364,13 +296,13 @@ def _contrast_agree(blocked: dict[str, Any], dense: dict[str, Any]) -> str:
 
 def bench_contrast(images: int, queries: int, block: int | None, device: str) -> None:
     small, small_scorer = contrast_data(200, 50, seed=9)  # first use of the code, untimed
-    dense_evaluate_contrast(small, small_scorer)
+    dense_evaluate_contrast(small, small_scorer, KS)
     with given_image_embeddings(small_scorer.images):
         evaluate_contrast(small, small_scorer, ks=KS, block=block, device=device)
     dataset, scorer = contrast_data(images, queries)
     n = len(dataset)
     print(f"\n1. contrast-set evaluation: {n:,} images, {queries:,} queries, K={KS}")
-    dense, t_dense, m_dense, _ = measure(lambda: dense_evaluate_contrast(dataset, scorer))
+    dense, t_dense, m_dense, _ = measure(lambda: dense_evaluate_contrast(dataset, scorer, KS))
     with given_image_embeddings(scorer.images):
         blocked, t_block, m_block, gpu = measure(
             lambda: evaluate_contrast(dataset, scorer, ks=KS, block=block, device=device), device

@@ -13,12 +13,10 @@ from typing import Any
 
 from contrastkit.errors import ConfigError
 
-__all__ = ["DECODE_NAMES", "DTYPE_NAMES", "ModelConfig", "require"]
+__all__ = ["DTYPE_NAMES", "ModelConfig", "require"]
 
 #: ``dtype`` names a :class:`ModelConfig` accepts.
 DTYPE_NAMES = ("auto", "float32", "fp32", "float16", "fp16", "bfloat16", "bf16")
-#: ``decode`` names a :class:`ModelConfig` accepts (:mod:`contrastkit.pipeline`).
-DECODE_NAMES = ("auto", "pil", "tensor")
 
 
 def require(condition: bool, field: str, message: str) -> None:
@@ -61,13 +59,9 @@ class ModelConfig:
                 "dtype",
                 f"unknown dtype {self.dtype!r}; use one of {', '.join(DTYPE_NAMES)}",
             )
-        if self.workers is not None:
-            require(self.workers >= 0, "workers", f"must be 0 or more, not {self.workers}")
-        require(
-            self.decode in DECODE_NAMES,
-            "decode",
-            f"must be one of {', '.join(DECODE_NAMES)}, not {self.decode!r}",
-        )
+        from contrastkit.pipeline.config import PipelineConfig  # checks workers and decode
+
+        PipelineConfig(workers=self.workers, decode=self.decode)  # type: ignore[arg-type]
 
     def loader_kwargs(self) -> dict[str, Any]:
         """The keyword arguments of the model loaders."""

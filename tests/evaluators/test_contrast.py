@@ -22,6 +22,7 @@ from contrastkit.cli import app
 from contrastkit.errors import DataFormatError
 from contrastkit.evaluators.contrast import evaluate_contrast, load_contrast
 from contrastkit.evaluators.hub import hub_name
+from dense_contrast import dense_evaluate_contrast
 
 datasets.disable_progress_bars()
 runner = CliRunner()
@@ -264,63 +265,6 @@ def table_contrast_set(sources: int, captions: int, seed: int = 0) -> datasets.D
     return datasets.Dataset.from_dict(rows, features=contrast_features())
 
 
-def dense_reference(dataset: datasets.Dataset, scorer: TableScorer, ks: Sequence[int]) -> dict:
-    """The evaluation as it was before blocking: one dense queries x images similarity
-    matrix, one metrics call and one stable ``argsort`` per query in a Python loop."""
-    from contrastkit.evaluators.metrics import retrieval_metrics_batch, summarize
-
-    feature = dataset.features["gender"]
-    genders = [feature.int2str(v) for v in dataset["gender"]]
-    sources = [str(s) for s in dataset["source_id"]]
-    image_embeddings = scorer.encode_images(dataset["image"])
-    own: dict[str, dict[str, int]] = {}
-    for index, (source, gender) in enumerate(zip(sources, genders, strict=True)):
-        own.setdefault(source, {})[gender] = index
-    queries: list[tuple[str, str]] = []
-    seen: set[str] = set()
-    for source, captions in zip(sources, dataset["neutral_captions"], strict=True):
-        for caption in captions:
-            if caption not in seen:
-                seen.add(caption)
-                queries.append((source, caption))
-    similarity = scorer.encode_texts([c for _, c in queries]) @ image_embeddings.T
-    labels = np.asarray(genders)
-    ks = [k for k in ks if k >= 1]
-    per_query: dict[str, list[float]] = {}
-    records: list[dict] = []
-    preferred: list[float] = []
-    gaps: list[float] = []
-    for row, (source, caption) in enumerate(queries):
-        metrics = retrieval_metrics_batch(similarity[row], labels, ks)
-        values = {name: float(array[0]) for name, array in metrics.items()}
-        for name, value in values.items():
-            per_query.setdefault(name, []).append(value)
-        pair = own.get(source, {})
-        record: dict = {"source_id": source, "query": caption, **values}
-        if "masculine" in pair and "feminine" in pair:
-            masculine = float(similarity[row, pair["masculine"]])
-            feminine = float(similarity[row, pair["feminine"]])
-            record |= {"score_masculine": masculine, "score_feminine": feminine}
-            gaps.append(masculine - feminine)
-            preferred.append(1.0 if masculine > feminine else 0.5 if masculine == feminine else 0.0)
-        order = np.argsort(-similarity[row], kind="stable")[: max(ks, default=0)]
-        record["top"] = [f"{sources[i]}:{genders[i]}" for i in order]
-        records.append(record)
-    summary = {
-        "images": len(genders),
-        "sources": len(own),
-        "queries": len(queries),
-        "ks": ks,
-        "retrieval": {name: summarize(values) for name, values in per_query.items()},
-        "pairs": {
-            "queries_with_pair": len(gaps),
-            "masculine_preferred": float(np.mean(preferred)) if preferred else float("nan"),
-            "mean_gap": float(np.mean(gaps)) if gaps else float("nan"),
-        },
-    }
-    return {"summary": summary, "queries": records}
-
-
 @pytest.fixture(scope="module")
 def tie_set() -> tuple[datasets.Dataset, TableScorer]:
     """36 sources (67 images), 27 distinct queries, embeddings from :data:`EXACT_VECTORS`;
@@ -392,7 +336,7 @@ def test_blocked_scoring_equals_the_dense_evaluation_with_ties(
     the number of images (every image listed). One query per block is the dense loop's
     own metrics call: bit for bit the same output."""
     dataset, scorer = tie_set
-    expected = dense_reference(dataset, scorer, ks)
+    expected = dense_evaluate_contrast(dataset, scorer, ks)
     assert expected["summary"]["queries"] == 27
     assert expected["summary"]["pairs"]["queries_with_pair"] > 0
     assert 0.0 in [r.get("score_masculine", 1) - r.get("score_feminine", 0) for r in
@@ -467,7 +411,7 @@ def test_blocked_scoring_matches_the_dense_evaluation_on_real_valued_embeddings(
     float64 one may differ in the last bit, so the scores agree to float32 precision and
     the rankings, top-K ids and pair decisions exactly."""
     dataset, scorer = random_set()
-    expected = dense_reference(dataset, scorer, (1, 5))
+    expected = dense_evaluate_contrast(dataset, scorer, (1, 5))
     result = evaluate_contrast(dataset, scorer, ks=(1, 5), block=3)
     assert len(result["queries"]) == len(expected["queries"])
     for got, want in zip(result["queries"], expected["queries"], strict=True):

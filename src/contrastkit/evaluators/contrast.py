@@ -49,6 +49,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONTRAST_COLUMNS",
+    "contrast_queries",
+    "contrast_summary",
     "evaluate_contrast",
     "is_contrast_dataset",
     "load_contrast",
@@ -113,6 +115,67 @@ def _genders(dataset: Any) -> list[str]:
     feature = dataset.features["gender"]
     values = dataset["gender"]
     return [feature.int2str(v) if hasattr(feature, "int2str") else str(v) for v in values]
+
+
+def contrast_summary(
+    images: int,
+    sources: int,
+    queries: int,
+    ks: Sequence[int],
+    per_query: dict[str, list[float]],
+    gaps: Sequence[float],
+    preferred: Sequence[float],
+) -> dict[str, Any]:
+    """The ``summary`` of a contrast-set evaluation (:func:`evaluate_contrast`).
+
+    Args:
+        images: Images in the set.
+        sources: Distinct source photos.
+        queries: Neutral-caption queries scored.
+        ks: The retrieval cut-offs K, as reported.
+        per_query: Each retrieval metric's values, one per query, in query order.
+        gaps: ``s(q, masculine) - s(q, feminine)`` of each query whose source has both
+            versions.
+        preferred: For the same queries, 1 where the masculine version scores higher,
+            0.5 on a tie, 0 otherwise.
+
+    Returns:
+        ``{"images", "sources", "queries", "ks", "retrieval", "pairs"}``: ``retrieval``
+        maps each metric to its :func:`~contrastkit.evaluators.metrics.summarize` over the
+        queries; ``pairs`` holds ``queries_with_pair``, ``masculine_preferred`` (the mean
+        of ``preferred``) and ``mean_gap`` (the mean of ``gaps``), both ``nan`` without
+        pairs.
+    """
+    return {
+        "images": images,
+        "sources": sources,
+        "queries": queries,
+        "ks": ks,
+        "retrieval": {name: summarize(values) for name, values in per_query.items()},
+        "pairs": {
+            "queries_with_pair": len(gaps),
+            "masculine_preferred": float(np.mean(preferred)) if preferred else float("nan"),
+            "mean_gap": float(np.mean(gaps)) if gaps else float("nan"),
+        },
+    }
+
+
+def contrast_queries(
+    sources: Sequence[str], genders: Sequence[str], neutral_captions: Sequence[Sequence[str]]
+) -> tuple[dict[str, dict[str, int]], list[tuple[str, str]]]:
+    """The rows of each source by gender (``{source: {gender: row}}``) and the queries:
+    every distinct neutral caption once, with the source it describes, in dataset order."""
+    own: dict[str, dict[str, int]] = {}
+    for index, (source, gender) in enumerate(zip(sources, genders, strict=True)):
+        own.setdefault(source, {})[gender] = index
+    queries: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for source, captions in zip(sources, neutral_captions, strict=True):
+        for caption in captions:
+            if caption not in seen:
+                seen.add(caption)
+                queries.append((source, caption))
+    return own, queries
 
 
 def evaluate_contrast(
@@ -187,16 +250,7 @@ def evaluate_contrast(
         progress=progress,
     )
 
-    own: dict[str, dict[str, int]] = {}
-    for index, (source, gender) in enumerate(zip(sources, genders, strict=True)):
-        own.setdefault(source, {})[gender] = index
-    queries: list[tuple[str, str]] = []
-    seen: set[str] = set()
-    for source, captions in zip(sources, dataset["neutral_captions"], strict=True):
-        for caption in captions:
-            if caption not in seen:
-                seen.add(caption)
-                queries.append((source, caption))
+    own, queries = contrast_queries(sources, genders, dataset["neutral_captions"])
     if not queries:
         raise DataFormatError(
             _where(dataset), None, "neutral_captions", "no neutral captions to query with"
@@ -268,18 +322,7 @@ def evaluate_contrast(
                 record["top"] = [f"{sources[i]}:{genders[i]}" for i in tops[row]]
                 records.append(record)
             del texts, scores_device, similarity, metrics, tops
-    summary = {
-        "images": n,
-        "sources": len(own),
-        "queries": len(queries),
-        "ks": ks,
-        "retrieval": {name: summarize(values) for name, values in per_query.items()},
-        "pairs": {
-            "queries_with_pair": len(gaps),
-            "masculine_preferred": float(np.mean(preferred)) if preferred else float("nan"),
-            "mean_gap": float(np.mean(gaps)) if gaps else float("nan"),
-        },
-    }
+    summary = contrast_summary(n, len(own), len(queries), ks, per_query, gaps, preferred)
     return {"summary": summary, "queries": records}
 
 

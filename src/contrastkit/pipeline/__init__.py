@@ -23,13 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from contrastkit.pipeline.batches import (
-        DECODE_MODES,
         ImageBatch,
-        PipelineConfig,
         auto_workers,
         image_batches,
         orient_tensor,
     )
+    from contrastkit.pipeline.config import DECODE_MODES, PipelineConfig
     from contrastkit.pipeline.embed import embed_images, iter_embeddings
     from contrastkit.pipeline.preprocess import (
         HFPreprocess,
@@ -46,9 +45,9 @@ if TYPE_CHECKING:
     )
 
 _API = {
-    "DECODE_MODES": "batches",
+    "DECODE_MODES": "config",
     "ImageBatch": "batches",
-    "PipelineConfig": "batches",
+    "PipelineConfig": "config",
     "auto_workers": "batches",
     "image_batches": "batches",
     "orient_tensor": "batches",

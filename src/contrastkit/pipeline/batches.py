@@ -30,12 +30,13 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import torch
 from PIL import Image
 
 from contrastkit.config import require
+from contrastkit.pipeline.config import DECODE_MODES, PipelineConfig
 from contrastkit.pipeline.preprocess import Preprocess
 from contrastkit.pipeline.sources import (
     DECODE_ERRORS,
@@ -48,40 +49,11 @@ from contrastkit.pipeline.sources import (
 __all__ = [
     "DECODE_MODES",
     "ImageBatch",
-    "PipelineConfig",
+    "PipelineConfig",  # re-exported from .config
     "auto_workers",
     "image_batches",
     "orient_tensor",
 ]
-
-DecodeMode = Literal["auto", "pil", "tensor"]
-DECODE_MODES: tuple[str, ...] = ("auto", "pil", "tensor")
-
-
-@dataclass(frozen=True)
-class PipelineConfig:
-    """How images reach the model.
-
-    Attributes:
-        workers: decoding worker processes; ``None`` picks :func:`auto_workers`, ``0``
-            decodes in threads of the calling process.
-        decode: ``"auto"``, ``"pil"`` or ``"tensor"`` (module docstring).
-        prefetch: batches each worker prepares ahead of the model.
-    """
-
-    workers: int | None = None
-    decode: DecodeMode = "auto"
-    prefetch: int = 2
-
-    def __post_init__(self) -> None:
-        if self.workers is not None:
-            require(self.workers >= 0, "workers", f"must be 0 or more, not {self.workers}")
-        require(
-            self.decode in DECODE_MODES,
-            "decode",
-            f"must be one of {', '.join(DECODE_MODES)}, not {self.decode!r}",
-        )
-        require(self.prefetch >= 1, "prefetch", f"must be at least 1, not {self.prefetch}")
 
 
 def _cpus() -> int:

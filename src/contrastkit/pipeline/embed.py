@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from contrastkit.pipeline.batches import PipelineConfig, image_batches
+from contrastkit.pipeline.batches import image_batches
+from contrastkit.pipeline.config import PipelineConfig
 from contrastkit.pipeline.sources import DecodeFailure
 
 __all__ = ["embed_images", "iter_embeddings"]
