@@ -288,6 +288,15 @@ def score_dataset(
             new_retrieval: list[dict[str, Any]] = []
             if dual:
                 assert isinstance(model, ImageTextScorer)
+                if hasattr(model, "cached_texts"):  # a caching adapter: warm its cache
+                    # with the batch's new captions in one batched text pass; the loop
+                    # below then only reads it (small text batches cost far more)
+                    model.encode_texts(
+                        [text for item in batch for case in missing_cases.get(item.key, [])
+                         for text in case.captions.values()]
+                        + [query_of[item.key].text for item in batch
+                           if item.key in retrieval_keys]
+                    )  # fmt: skip
                 embeddings = (
                     model.encode_pixels(images)  # type: ignore[attr-defined]
                     if isinstance(images, torch.Tensor)
