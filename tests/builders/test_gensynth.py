@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 from contrastkit.builders.gensynth import (
     quality_sets,
+    read_embeddings,
     read_summary,
     run_edit_stage,
     run_filter_stage,
@@ -41,7 +42,11 @@ BOXES = {"1": (0, 60, 335, 512), "2": (18, 14, 368, 512), "3": (10, 20, 510, 600
 
 @pytest.mark.slow
 def test_pipeline_stages_on_real_photos(
-    coco_dir: Path, tiny_editor_dir: Path, tiny_clip_spec: str, tmp_path: Path
+    coco_dir: Path,
+    tiny_editor_dir: Path,
+    tiny_clip_spec: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     out = tmp_path / "build"
     editor = load_editor(tiny_editor_dir, ModelConfig(batch_size=4))
@@ -74,8 +79,8 @@ def test_pipeline_stages_on_real_photos(
     assert summary["k_effective"] == 10 and summary["edits"] == 48
     # The manifest's scores are Eq. 4-5 on the cached embeddings.
     scored = Manifest(out).read()
-    with np.load(out / "embeddings.npz") as data:
-        vectors = dict(zip(data["keys"].tolist(), data["vectors"], strict=True))
+    vectors = read_embeddings(out, scorer.spec)
+    assert len(vectors) == 3 + 48
     result = knn_filter(
         np.stack([vectors[f"real:{s}"] for s in ("1", "2", "3")]),
         ["masculine", "feminine", "feminine"],
@@ -88,6 +93,7 @@ def test_pipeline_stages_on_real_photos(
     assert [r.accepted for r in scored] == result.accepted.tolist()
     assert summary["accepted"] == int(result.accepted.sum())
     assert set(summary["by_text_guidance_scale"]) == {"9.5", "15"}
+    _crash_mid_embedding_loses_at_most_one_shard(out, scorer, vectors, monkeypatch)
 
     # Accept everything (thresholds below 0) to exercise selection.
     run_filter_stage(out, scorer, k=10, tau_real=-1, tau_gender=-1)
@@ -113,6 +119,48 @@ def test_pipeline_stages_on_real_photos(
     feminine_edit = next(i for i, r in enumerate(scored) if r.target == "feminine")
     assert sets["all_edits"].genders[feminine_edit] is Gender.FEMININE
     assert sets["all_edits"].captions[feminine_edit][0] == items[1].captions[0]
+
+
+class _Counting:
+    """A scorer that counts the images it embeds and fails on batch ``fail_at``."""
+
+    def __init__(self, scorer: object, fail_at: int | None = None):
+        self.scorer, self.fail_at, self.batches, self.rows = scorer, fail_at, 0, 0
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.scorer, name)
+
+    def encode_pixels(self, pixels: object) -> object:
+        self.batches += 1
+        if self.batches == self.fail_at:
+            raise RuntimeError("the machine went away")
+        vectors = self.scorer.encode_pixels(pixels)  # type: ignore[attr-defined]
+        self.rows += len(vectors)
+        return vectors
+
+
+def _crash_mid_embedding_loses_at_most_one_shard(
+    out: Path, scorer: object, vectors: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Embeddings are checkpointed per shard: a crash on the 5th batch of 4 keeps the two
+    finished shards of 8; the rerun embeds only the other 51 - 16 crops."""
+    import shutil
+
+    from contrastkit.builders.gensynth import filter as filter_stage
+
+    shutil.rmtree(out / "embeddings")
+    monkeypatch.setattr(filter_stage, "SHARD_ROWS", 8)
+    crashing = _Counting(scorer, fail_at=5)
+    with pytest.raises(RuntimeError, match="went away"):
+        run_filter_stage(out, crashing, k=10, batch_size=4)  # type: ignore[arg-type]
+    assert len(read_embeddings(out, scorer.spec)) == 16  # type: ignore[attr-defined]
+    counting = _Counting(scorer)
+    run_filter_stage(out, counting, k=10, batch_size=4)  # type: ignore[arg-type]
+    assert counting.rows == 51 - 16
+    again = read_embeddings(out, scorer.spec)  # type: ignore[attr-defined]
+    assert again.keys() == vectors.keys()
+    for key, vector in vectors.items():
+        np.testing.assert_allclose(again[key], vector, atol=1e-6)
 
 
 def test_a_new_selection_drops_the_checks_of_the_old_one(tmp_path: Path) -> None:

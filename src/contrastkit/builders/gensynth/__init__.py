@@ -22,7 +22,7 @@ The build summary (``build_summary.json``) is read and written by :mod:`.summary
 """
 
 from contrastkit.builders.gensynth.edit import EditStageReport, run_edit_stage
-from contrastkit.builders.gensynth.filter import run_filter_stage
+from contrastkit.builders.gensynth.filter import read_embeddings, run_filter_stage
 from contrastkit.builders.gensynth.select import LabeledImages, quality_sets, run_select_stage
 from contrastkit.builders.gensynth.summary import (
     Progress,
@@ -39,6 +39,7 @@ __all__ = [
     "load_image",
     "person_crop",
     "quality_sets",
+    "read_embeddings",
     "read_summary",
     "run_edit_stage",
     "run_filter_stage",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -33,11 +34,57 @@ from contrastkit.io import atomic_write_bytes
 from contrastkit.pipeline.embed import iter_embeddings
 from contrastkit.pipeline.sources import DecodeFailure
 
-__all__ = ["run_filter_stage"]
+__all__ = ["SHARD_ROWS", "read_embeddings", "run_filter_stage"]
 
 
 def _encoder_name(encoder: ImageTextScorer) -> str:
     return str(encoder.spec)
+
+
+#: Embeddings per checkpoint file: a crash loses at most this many.
+SHARD_ROWS = 4096
+
+
+def _shard_folder(out: Path, name: str) -> Path:
+    return out / "embeddings" / hashlib.sha256(name.encode()).hexdigest()[:16]
+
+
+def read_embeddings(out: str | Path, encoder: str) -> dict[str, np.ndarray]:
+    """Every embedding a build folder holds for ``encoder`` (a model spec), by key
+    (``real:<source>``, ``edit:<edit>``): the checkpoint shards
+    ``embeddings/<encoder hash>/shard-*.npz``, and ``embeddings.npz`` of earlier
+    versions. Shards of another encoder are ignored.
+
+    Raises:
+        DataFormatError: a shard that cannot be read.
+    """
+    out = Path(out)
+    found: dict[str, np.ndarray] = {}
+    files = [out / "embeddings.npz", *sorted(_shard_folder(out, encoder).glob("shard-*.npz"))]
+    for path in files:
+        if not path.exists():
+            continue
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                if str(data["encoder"]) == encoder:
+                    found.update(zip(data["keys"].tolist(), data["vectors"], strict=True))
+        except (OSError, ValueError, KeyError) as error:
+            raise DataFormatError(path, None, None, f"not an embeddings file ({error})") from error
+    return found
+
+
+def _write_shard(out: Path, name: str, keys: list[str], vectors: list[np.ndarray]) -> None:
+    folder = _shard_folder(out, name)
+    folder.mkdir(parents=True, exist_ok=True)
+    number = len(list(folder.glob("shard-*.npz")))
+    buffer = io.BytesIO()
+    np.savez(
+        buffer,
+        encoder=np.array(name),
+        keys=np.array(keys),
+        vectors=np.stack(vectors).astype(np.float32),
+    )
+    atomic_write_bytes(folder / f"shard-{number:05d}.npz", buffer.getvalue())
 
 
 def _embed_cached(
@@ -48,19 +95,18 @@ def _embed_cached(
     batch_size: int,
     progress: Progress | None,
 ) -> np.ndarray:
-    """Embeddings for ``keys``, reusing ``embeddings.npz`` rows made by the same encoder."""
-    path = out / "embeddings.npz"
+    """Embeddings for ``keys``, reusing those the folder holds for the same encoder
+    (:func:`read_embeddings`). New ones are checkpointed every :data:`SHARD_ROWS` rows, so
+    a crash loses at most one shard's work."""
     name = _encoder_name(encoder)
-    cached: dict[str, np.ndarray] = {}
-    if path.exists():
-        with np.load(path, allow_pickle=False) as data:
-            if str(data["encoder"]) == name:
-                cached = dict(zip(data["keys"].tolist(), data["vectors"], strict=True))
+    cached = read_embeddings(out, name)
     missing = [key for key in keys if key not in cached]
 
     def located(failure: DecodeFailure) -> Exception:
         return DataFormatError(out, None, missing[failure.index], failure.message)
 
+    pending_keys: list[str] = []
+    pending: list[np.ndarray] = []
     # the crops are cut and decoded in the image pipeline's workers
     for indices, vectors in iter_embeddings(
         encoder, [loaders[k] for k in missing], batch_size=batch_size, on_error=located
@@ -69,18 +115,15 @@ def _embed_cached(
         if vectors.shape[0] != len(chunk):
             raise ValueError(f"the encoder returned {vectors.shape[0]} rows for {len(chunk)}")
         cached.update(zip(chunk, vectors, strict=True))
+        pending_keys += chunk
+        pending += list(vectors)
+        if len(pending_keys) >= SHARD_ROWS:
+            _write_shard(out, name, pending_keys, pending)
+            pending_keys, pending = [], []
         if progress:
             progress(len(keys) - len(missing) + indices.stop, len(keys))
-    if missing:
-        buffer = io.BytesIO()
-        all_keys = sorted(cached)
-        np.savez(
-            buffer,
-            encoder=np.array(name),
-            keys=np.array(all_keys),
-            vectors=np.stack([cached[k] for k in all_keys]).astype(np.float32),
-        )
-        atomic_write_bytes(path, buffer.getvalue())
+    if pending_keys:
+        _write_shard(out, name, pending_keys, pending)
     return np.stack([cached[k] for k in keys]).astype(np.float32)
 
 
@@ -115,7 +158,9 @@ def run_filter_stage(
     caption gender), ``S`` the same box cut from every edited image (labelled with its
     target gender). When ``R ∪ S`` has ``K`` or fewer points, ``K`` is lowered to
     ``|R ∪ S| - 1`` and the summary says so (``k_effective``). Embeddings are cached in
-    ``embeddings.npz`` per encoder, so a rerun only embeds new edits.
+    checkpoint shards per encoder (``embeddings/<encoder hash>/shard-*.npz``, at most
+    :data:`SHARD_ROWS` rows each), so a rerun only embeds new edits and a crash loses at
+    most one shard.
 
     Returns:
         The filter summary (also stored under ``filter`` in ``build_summary.json``).
