@@ -76,6 +76,34 @@ def test_the_whole_build_from_python_then_one_stage_again(
     assert again.stages == ("select",) and again.sources_kept == 2 and again.quality is None
     assert "quality" not in again.summary and again.summary["edit"] == result.summary["edit"]
 
+    # The checks on a sample: at most 3 images per set, drawn with the edit seed.
+    sampled = build_gensynth(
+        GenSynthConfig(out=config.out, stage="select", embedder=tiny_clip_spec,  # type: ignore[arg-type]
+                       quality_sample=3, model=ModelConfig(device="cpu", batch_size=4))
+    )  # fmt: skip
+    assert sampled.quality is not None
+    sizes = {name: (q["images"], q["sampled_from"]) for name, q in sampled.quality.items()}
+    assert sizes == {"contrast_set": (3, 4), "original": (2, 2), "all_edits": (3, 4)}
+
+
+def test_a_sample_of_a_labeled_set_is_seeded_ordered_and_bounded() -> None:
+    from contrastkit.builders.gensynth import LabeledImages
+    from contrastkit.schema import Gender
+
+    images = LabeledImages(
+        tuple(Path(f"{i}.png") for i in range(10)),
+        tuple(Gender.MASCULINE if i % 2 else Gender.FEMININE for i in range(10)),
+        tuple((f"caption {i}",) for i in range(10)),
+    )
+    picked = images.sample(4, seed=1)
+    assert len(picked.images) == 4 and picked == images.sample(4, seed=1)
+    assert picked != images.sample(4, seed=2)
+    numbers = [int(p.stem) for p in picked.images]
+    assert numbers == sorted(numbers)
+    assert [picked.captions[k] for k in range(4)] == [(f"caption {i}",) for i in numbers]
+    assert picked.genders == tuple(images.genders[i] for i in numbers)
+    assert images.sample(None) is images and images.sample(10) is images
+
 
 @pytest.mark.slow
 def test_errors_come_before_long_work(coco_dir: Path, tiny_clip_spec: str, tmp_path: Path) -> None:
@@ -101,6 +129,8 @@ def test_the_config_checks_its_fields(tmp_path: Path) -> None:
         GenSynthConfig(out=tmp_path, stage="twice")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="k: must be >= 1"):
         GenSynthConfig(out=tmp_path, coco=tmp_path, k=0)
+    with pytest.raises(ConfigError, match="quality_sample: must be >= 1"):
+        GenSynthConfig(out=tmp_path, stage="select", quality=False, quality_sample=0)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="captioning model"):
         GenSynthConfig(out=tmp_path, stage=Stage.FILTER, embedder="blip:Salesforce/blip")
     config = GenSynthConfig(out="o", stage="select", quality=False, embedder="blip:x")  # type: ignore[arg-type]

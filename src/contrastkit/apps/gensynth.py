@@ -78,6 +78,9 @@ class GenSynthConfig:
         quality: Run the Sec. 4.3 quality checks after the select stage.
         pool: Folder of images to retrieve among in the checks (e.g. COCO val2017).
         pool_limit: Use the first ``pool_limit`` images of ``pool``.
+        quality_sample: Score at most this many images of each set in the checks,
+            drawn with the edit seed (default: all; the paper-scale ``all_edits`` set
+            holds 184k edits).
         model: Device, dtype, batch size (edits per forward pass; also the embedder's)
             and download permission of both models.
     """
@@ -100,6 +103,7 @@ class GenSynthConfig:
     quality: bool = True
     pool: Path | None = None
     pool_limit: int | None = None
+    quality_sample: int | None = None
     model: ModelConfig = field(default_factory=lambda: ModelConfig(batch_size=8))
 
     def __post_init__(self) -> None:
@@ -135,11 +139,9 @@ class GenSynthConfig:
                 resolve_backend(self.backend, "cuda", k=self.k)
             except ConfigError as error:
                 raise ConfigError(f"knn_device (--knn-device): {error}") from error
-        require(
-            self.pool_limit is None or self.pool_limit >= 1,
-            "pool_limit",
-            f"must be >= 1, not {self.pool_limit}",
-        )
+        for name in ("pool_limit", "quality_sample"):
+            value = getattr(self, name)
+            require(value is None or value >= 1, name, f"must be >= 1, not {value}")
         if self.needs_embedder:
             from contrastkit.evaluators.models import check_dual
 
@@ -236,7 +238,9 @@ def build_gensynth(
         stages.append("select")
         if checks:
             assert scorer is not None
-            quality = run_quality_checks(out, scorer, pool)
+            quality = run_quality_checks(
+                out, scorer, pool, sample=config.quality_sample, seed=config.edit.seed
+            )
     contrast = out / CONTRAST_SET
     return GenSynthResult(
         out=out,

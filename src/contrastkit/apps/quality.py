@@ -19,11 +19,25 @@ __all__ = ["run_quality_checks"]
 
 
 def run_quality_checks(
-    out: Path, scorer: ImageTextScorer, pool: Sequence[Path] | None
+    out: Path,
+    scorer: ImageTextScorer,
+    pool: Sequence[Path] | None,
+    *,
+    sample: int | None = None,
+    seed: int = 0,
 ) -> dict[str, dict[str, Any]]:
     """Score the build's ``contrast_set``, ``original`` and ``all_edits`` sets (GenSynth
     Tab. 2) with ``scorer``, retrieving among ``pool`` (default: each set's own images);
-    store the report under ``quality`` in ``build_summary.json`` and return it."""
-    report = quality_report(quality_sets(out), scorer, pool=pool)
+    store the report under ``quality`` in ``build_summary.json`` and return it.
+
+    With ``sample``, each set is cut to at most ``sample`` images drawn with ``seed``
+    (:meth:`LabeledImages.sample`); the report gives each set's ``sampled_from`` size.
+    """
+    sets = quality_sets(out)
+    report = quality_report(
+        {name: images.sample(sample, seed) for name, images in sets.items()}, scorer, pool=pool
+    )
+    for name, checks in report.items():
+        checks["sampled_from"] = len(sets[name].images)
     update_summary(out, "quality", report)
     return report

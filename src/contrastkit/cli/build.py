@@ -161,6 +161,9 @@ def gensynth(
     quality: bool = typer.Option(True, "--quality/--no-quality", help="Sec. 4.3 checks."),
     pool: Path | None = _POOL,
     pool_limit: int | None = _POOL_LIMIT,
+    quality_sample: int | None = typer.Option(
+        None, "--quality-sample", min=1, help="Score at most N images per set in the checks."
+    ),
     device: str | None = _DEVICE,
     allow_download: bool = typer.Option(False, "--allow-download", help="Fetch missing models."),
     as_json: bool = _JSON,
@@ -191,7 +194,8 @@ def gensynth(
             out=out, stage=stage, coco=coco, split=split, limit=limit,
             min_box_side=min_box_side, editor=editor, embedder=embedder, edit=edit,
             instructions=instructions, k=k, tau_real=tau_real, tau_gender=tau_gender,
-            knn_device=knn_device, quality=quality, pool=pool, pool_limit=pool_limit, model=model,
+            knn_device=knn_device, quality=quality, pool=pool, pool_limit=pool_limit,
+            quality_sample=quality_sample, model=model,
         ), progress=progress)  # fmt: skip
     print_json(result.summary) if as_json else _print_gensynth(result.summary, out)
     if result.sources_kept == 0:
@@ -228,6 +232,12 @@ def _print_gensynth(summary: dict[str, Any], out: Path) -> None:
         _print_quality(summary["quality"])
 
 
+def _sampled(row: dict[str, Any]) -> str:
+    """``"3 of 184656"`` for a sampled set, else the number of images."""
+    images, total = row["images"], row.get("sampled_from", row["images"])
+    return f"{images} of {total}" if total != images else str(images)
+
+
 def _print_quality(quality: dict[str, Any]) -> None:
     from rich.table import Table
 
@@ -237,7 +247,7 @@ def _print_quality(quality: dict[str, Any]) -> None:
     for name, row in quality.items():
         table.add_row(
             plain(name),
-            plain(row["images"]),
+            plain(_sampled(row)),
             plain(f"{100 * row['zero_shot_gender_accuracy']:.1f}%"),
             *(plain(f"{100 * row[f'recall@{k}']:.1f}%") for k in (1, 5, 10)),
             plain(row["retrieval_pool_size"]),

@@ -113,6 +113,16 @@ RESULTS = typer.Option(
     None, help="Also write one JSON line per row (status, detail, hashes) to this file."
 )
 CHECK_JSON = typer.Option(False, "--json", help="Print the full report as JSON.")
+ENGINE = typer.Option(
+    "local", metavar="local|ray",
+    help="Where the checks run: this process, or Ray tasks grouped by host "
+    '(pip install "contrastkit[ray]"). Same report either way.',
+)  # fmt: skip
+RAY_ADDRESS = typer.Option(
+    None, metavar="ADDR",
+    help="With --engine ray: the Ray cluster (auto, ray://head:10001) "
+    "[default: start a local Ray instance for the run].",
+)  # fmt: skip
 DB = typer.Option(..., help="SQLite state database (created on the first run).")
 REPORT = typer.Option(
     None, help="Markdown report path [default: DB's folder, maintenance_report.md]."
@@ -191,6 +201,8 @@ def check(
     near_distance: int = CHECK_NEAR_DISTANCE,
     results: Path | None = RESULTS,
     as_json: bool = CHECK_JSON,
+    engine: str = ENGINE,
+    ray_address: str | None = RAY_ADDRESS,
     concurrency: int = CONCURRENCY,
     per_host: int = PER_HOST,
     connect_timeout: float = CONNECT_TIMEOUT,
@@ -217,9 +229,14 @@ def check(
     Exit code 0 when everything is healthy, 1 when any URL failed or duplicates exist,
     2 when a file cannot be read or an output cannot be written.
 
+    With --engine ray the URLs are checked by Ray tasks, one group of hosts per task (the
+    per-host limits still hold); images and results are written by this process only.
+
     Example:
 
         contrastkit urls check build/example/visogender_O?.tsv --store build/images
+
+        contrastkit urls check data/*.tsv --engine ray --ray-address auto
     """
     from contrastkit.curation.integrity import URLCheckJobConfig, check_dataset_urls
 
@@ -230,7 +247,8 @@ def check(
             max_bytes, max_pixels, min_side, url_deadline,
         )  # fmt: skip
         config = URLCheckJobConfig(files=tuple(files), network=network, store=store,
-                                   near_distance=near_distance, results=results)  # fmt: skip
+                                   near_distance=near_distance, results=results,
+                                   engine=engine, ray_address=ray_address)  # type: ignore[arg-type]  # fmt: skip
         with progress("checking URLs") as update:
             hooks = ProgressHooks(update)
             report = check_dataset_urls(config, on_start=hooks.start, on_result=hooks.result)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from os import PathLike
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from contrastkit.config import require
 from contrastkit.curation.dedup import (
@@ -27,6 +27,7 @@ from contrastkit.curation.dedup import (
     find_duplicates,
 )
 from contrastkit.curation.urls import CheckConfig, URLCheck, check_urls, redact_url
+from contrastkit.curation.urls.distributed import require_ray
 from contrastkit.curation.validation import RowRef
 from contrastkit.errors import ConfigError
 from contrastkit.io import atomic_write_text, check_writable, resource_error
@@ -44,6 +45,9 @@ __all__ = [
     "duplicate_groups",
     "read_tables",
 ]
+
+ENGINES = ("local", "ray")
+Engine = Literal["local", "ray"]
 
 
 def check_near_distance(value: int, field: str = "near_distance") -> None:
@@ -73,9 +77,16 @@ class URLCheckJobConfig:
             -1 turns near-duplicate search off.
         results: Also write one JSON line per row (status, detail, hashes) to this file,
             atomically; None writes none.
+        engine: Where the checks run: ``"local"`` (this process) or ``"ray"`` (Ray tasks
+            grouped by host, :mod:`~contrastkit.curation.urls.distributed`; the store and
+            the results are still written by this process only). Same report either way.
+        ray_address: With ``engine="ray"``: the cluster to connect to (``auto``,
+            ``ray://head:10001``); None starts a local Ray instance for the run and stops
+            it afterwards.
 
     Raises:
-        ConfigError: no files, or a value out of range, naming the field.
+        ConfigError: no files, a value out of range, an unknown engine, or engine
+            ``"ray"`` without Ray installed, naming the field.
     """
 
     files: tuple[Path, ...]
@@ -83,12 +94,22 @@ class URLCheckJobConfig:
     store: Path | None = None
     near_distance: int = NEAR_DUPLICATE_MAX_DISTANCE
     results: Path | None = None
+    engine: Engine = "local"
+    ray_address: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "files", as_paths(self.files))
         require(bool(self.files), "files", "needs at least one TSV")
         require(isinstance(self.network, CheckConfig), "network", "must be a CheckConfig")
         check_near_distance(self.near_distance)
+        require(self.engine in ENGINES, "engine",
+                f"must be one of {', '.join(ENGINES)}, not {self.engine!r}")  # fmt: skip
+        if self.engine == "ray":
+            require_ray("engine")
+        elif self.ray_address is not None:
+            raise ConfigError('ray_address: only used with engine "ray"')
+        require(self.ray_address is None or bool(self.ray_address.strip()), "ray_address",
+                "must be a Ray address (e.g. auto, ray://head:10001), not empty")  # fmt: skip
         for name in ("store", "results"):
             value = getattr(self, name)
             if value is not None:
@@ -192,6 +213,8 @@ def check_tables(
     store: ImageStore | None = None,
     on_result: Callable[[URLCheck], Any] | None = None,
     max_distance: int = NEAR_DUPLICATE_MAX_DISTANCE,
+    engine: Engine = "local",
+    ray_address: str | None = None,
 ) -> IntegrityReport:
     """Check the URL of every row of ``tables`` and group duplicates.
 
@@ -201,6 +224,8 @@ def check_tables(
         store: Keep every ``ok`` image in this content-addressed store.
         on_result: Called once per distinct URL as its check finishes.
         max_distance: Near-duplicate pHash threshold.
+        engine: ``"local"`` or ``"ray"`` (see :class:`URLCheckJobConfig`).
+        ray_address: The Ray cluster of engine ``"ray"``; None starts a local one.
     """
     started = _now()
     refs = [
@@ -208,10 +233,15 @@ def check_tables(
         for table in tables
         for row in table.rows
     ]
-    results = {
-        r.url: r
-        for r in check_urls((url for _, url in refs), config, store=store, on_result=on_result)
-    }
+    urls = (url for _, url in refs)
+    if engine == "ray":
+        from contrastkit.curation.urls.distributed import check_urls_ray
+
+        checked = check_urls_ray(urls, config, store=store, on_result=on_result,
+                                 address=ray_address)  # fmt: skip
+    else:
+        checked = check_urls(urls, config, store=store, on_result=on_result)
+    results = {r.url: r for r in checked}
     rows = [CheckedRow(ref, results[url]) for ref, url in refs]
     return IntegrityReport(
         files=[str(table.path) for table in tables],
@@ -280,7 +310,8 @@ def check_dataset_urls(
         on_start(distinct_urls(tables))
     store = ImageStore(config.store) if config.store is not None else None
     report = check_tables(tables, config.network, store=store, on_result=on_result,
-                          max_distance=config.near_distance)  # fmt: skip
+                          max_distance=config.near_distance, engine=config.engine,
+                          ray_address=config.ray_address)  # fmt: skip
     if config.results is not None:
         lines = "".join(json.dumps(row.to_dict()) + "\n" for row in report.rows)
         try:

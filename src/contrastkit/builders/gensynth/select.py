@@ -3,6 +3,7 @@ with gender-adjusted captions (Sec. 4.3), and the image sets its quality checks 
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,6 +87,19 @@ class LabeledImages:
     images: tuple[Path, ...]
     genders: tuple[Gender, ...]
     captions: tuple[tuple[str, ...], ...]
+
+    def sample(self, size: int | None, seed: int = 0) -> LabeledImages:
+        """At most ``size`` of the images, drawn without replacement with ``seed`` and
+        kept in their order (``self`` when ``size`` is ``None`` or not smaller): bounds
+        the work of the checks on a paper-scale build (184k edits)."""
+        if size is None or size >= len(self.images):
+            return self
+        keep = sorted(random.Random(seed).sample(range(len(self.images)), size))
+        return LabeledImages(
+            tuple(self.images[i] for i in keep),
+            tuple(self.genders[i] for i in keep),
+            tuple(self.captions[i] for i in keep),
+        )
 
 
 def quality_sets(out: str | Path) -> dict[str, LabeledImages]:

@@ -1,0 +1,251 @@
+"""URL checks spread over Ray tasks: ``urls check --engine ray``.
+
+The URLs are grouped by host (the host of the URL as written), and each group runs as a
+sequence of Ray tasks, one chunk of URLs at a time, each chunk checked by the ordinary
+checker (:func:`~contrastkit.curation.urls.check_urls`). A host belongs to exactly one
+group and a group has at most one task in flight, so the per-host limit (``per_host``) and
+the retry/backoff behaviour hold as in a local run; ``concurrency`` applies per task.
+
+Tasks never write anything: a task returns its results and, when the driver keeps a
+store, the bytes of every ``ok`` image. The driver adds them to the
+:class:`~contrastkit.store.ImageStore` (files and its SQLite index) itself, so there is a
+single writer, and the results are returned in input order: the report, the statuses and
+the store end up as with the local engine. At most ``chunk_size`` images per group are
+held in memory at once.
+
+Ray is an optional dependency (``pip install "contrastkit[ray]"``), imported only when a
+run starts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import logging
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import urlsplit
+
+from contrastkit.curation.urls.config import CheckConfig
+from contrastkit.curation.urls.status import URLCheck
+from contrastkit.errors import ConfigError
+
+if TYPE_CHECKING:
+    from contrastkit.store import ImageStore
+
+__all__ = [
+    "DEFAULT_CHUNK_SIZE",
+    "RAY_INSTALL_HINT",
+    "check_urls_ray",
+    "group_by_host",
+    "host_of",
+    "ray_session",
+    "require_ray",
+]
+
+RAY_INSTALL_HINT = 'pip install "contrastkit[ray]"'
+DEFAULT_CHUNK_SIZE = 256
+"""URLs per Ray task: bounds the images a task holds before the driver stores them."""
+
+LOCAL_NUM_CPUS = 4
+"""Logical CPUs of the local Ray instance started when no address is given (at least 4:
+``num_cpus=2`` can starve Ray's own tasks; see shared/RECIPES.md)."""
+
+log = logging.getLogger("contrastkit.urls")
+
+
+def require_ray(field: str = "engine") -> None:
+    """Raise :class:`ConfigError` unless Ray can be imported (checked without importing)."""
+    try:
+        found = importlib.util.find_spec("ray") is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        raise ConfigError(f'{field}: the "ray" engine needs Ray: {RAY_INSTALL_HINT}')
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError as error:
+        raise ConfigError(f'engine: the "ray" engine needs Ray: {RAY_INSTALL_HINT}') from error
+    return ray
+
+
+@contextmanager
+def ray_session(address: str | None = None) -> Iterator[Any]:
+    """The ``ray`` module, connected to a cluster for the duration of the block.
+
+    ``address`` None starts a local Ray instance (``LOCAL_NUM_CPUS`` logical CPUs or the
+    machine's count if larger, no dashboard) and shuts it down afterwards; an address
+    (``auto``, ``ray://head:10001``, ``head:6379``) connects to that cluster and leaves it
+    running. If Ray is already initialised in this process, that instance is used as is.
+
+    Raises:
+        ConfigError: Ray is not installed.
+    """
+    ray = _import_ray()
+    if ray.is_initialized():
+        yield ray
+        return
+    if address is None:
+        ray.init(
+            address="local",
+            num_cpus=max(LOCAL_NUM_CPUS, os.cpu_count() or 1),
+            include_dashboard=False,
+            logging_level=logging.WARNING,
+        )
+    else:
+        ray.init(address=address, logging_level=logging.WARNING)
+    try:
+        yield ray
+    finally:
+        if address is None:
+            ray.shutdown()
+
+
+def host_of(url: str) -> str:
+    """The lower-case host of ``url`` ("" when it has none or cannot be parsed)."""
+    try:
+        return (urlsplit(url.strip()).hostname or "").lower()
+    except ValueError:
+        return ""
+
+
+def group_by_host(urls: Iterable[str], groups: int) -> list[list[str]]:
+    """Split distinct ``urls`` into at most ``groups`` lists, each host in exactly one.
+
+    Hosts are assigned largest first to the least loaded group (ties broken by a stable
+    hash of the host), so the split is deterministic; URLs keep their input order within
+    a group. Empty groups are dropped.
+    """
+    by_host: dict[str, list[str]] = {}
+    for url in dict.fromkeys(urls):
+        by_host.setdefault(host_of(url), []).append(url)
+    count = max(1, min(groups, len(by_host)))
+    loads = [0] * count
+    group_of: dict[str, int] = {}
+    for host in sorted(by_host, key=lambda h: (-len(by_host[h]), _stable_hash(h))):
+        index = min(range(count), key=lambda i: (loads[i], i))
+        group_of[host] = index
+        loads[index] += len(by_host[host])
+    out: list[list[str]] = [[] for _ in range(count)]
+    for url in dict.fromkeys(u for urls_ in by_host.values() for u in urls_):
+        out[group_of[host_of(url)]].append(url)
+    return [group for group in out if group]
+
+
+def _stable_hash(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass
+class _Kept:
+    """What the checker would have written to the store, held for the driver."""
+
+    images: dict[str, tuple[bytes, dict[str, Any]]] = field(default_factory=dict)
+
+    def put(
+        self, data: bytes, *, format: str, width: int, height: int, phash: str,
+        url: str | None = None,
+    ) -> str:  # fmt: skip
+        meta = {"format": format, "width": width, "height": height, "phash": phash, "url": url}
+        self.images[url or ""] = (data, meta)
+        return hashlib.sha256(data).hexdigest()
+
+
+Checked = list[tuple[URLCheck, bytes | None, dict[str, Any] | None]]
+
+
+def _check_chunk(urls: list[str], config: CheckConfig, keep_images: bool) -> Checked:
+    """One Ray task: check ``urls``; return each result with its image when kept."""
+    from contrastkit.curation.urls.checker import check_urls
+
+    kept = _Kept() if keep_images else None
+    results = check_urls(urls, config, store=cast("ImageStore | None", kept))
+    out: Checked = []
+    for result in results:
+        image = kept.images.get(result.url) if kept is not None else None
+        out.append((result, *image) if image is not None else (result, None, None))
+    return out
+
+
+def check_urls_ray(
+    urls: Iterable[str],
+    config: CheckConfig | None = None,
+    *,
+    store: ImageStore | None = None,
+    on_result: Callable[[URLCheck], Any] | None = None,
+    address: str | None = None,
+    tasks: int | None = None,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+) -> list[URLCheck]:
+    """:func:`~contrastkit.curation.urls.check_urls` on Ray: same arguments, same results.
+
+    Args:
+        urls: URLs to check; duplicates are checked once.
+        config: Checker settings, shipped to every task.
+        store: Keep every ``ok`` image here; written by this (the driver) process only.
+        on_result: Called in this process with each result as its chunk comes back.
+        address: Ray cluster to use; None starts (and afterwards stops) a local instance.
+        tasks: Host groups run in parallel; default twice the cluster's CPUs.
+        chunk_size: URLs per task (a group's chunks run one after another).
+
+    Returns:
+        One :class:`URLCheck` per distinct URL, in input order.
+
+    Raises:
+        ConfigError: Ray is not installed, or ``chunk_size`` / ``tasks`` below 1.
+        ResourceError, StateError: the store cannot be written.
+    """
+    config = config or CheckConfig()
+    if chunk_size < 1:
+        raise ConfigError(f"chunk_size: must be at least 1, not {chunk_size}")
+    if tasks is not None and tasks < 1:
+        raise ConfigError(f"tasks: must be at least 1, not {tasks}")
+    unique = list(dict.fromkeys(urls))
+    order = {url: i for i, url in enumerate(unique)}
+    collected: list[URLCheck] = []
+    if not unique:
+        return collected
+    with ray_session(address) as ray:
+        if tasks is None:
+            tasks = max(1, 2 * int(ray.cluster_resources().get("CPU", 1)))
+        remote = ray.remote(num_cpus=1, max_retries=0)(_check_chunk)
+        config_ref = ray.put(config)
+        keep = store is not None
+        pending: dict[Any, Iterator[list[str]]] = {}
+
+        def submit(chunks: Iterator[list[str]]) -> None:
+            chunk = next(chunks, None)
+            if chunk is not None:
+                pending[remote.remote(chunk, config_ref, keep)] = chunks
+
+        for group in group_by_host(unique, tasks):
+            submit(_chunked(group, chunk_size))
+        log.debug("ray: %d URLs in %d host groups", len(unique), len(pending))
+        try:
+            while pending:
+                done, _ = ray.wait(list(pending), num_returns=1)
+                for ref in done:
+                    chunks = pending.pop(ref)
+                    checked: Checked = ray.get(ref)
+                    submit(chunks)  # the group's next chunk, before this one is stored
+                    for result, data, meta in checked:
+                        if store is not None and data is not None and meta is not None:
+                            store.put(data, **meta)
+                        collected.append(result)
+                        if on_result is not None:
+                            on_result(result)
+        finally:
+            for ref in pending:
+                ray.cancel(ref, force=True)
+    return sorted(collected, key=lambda r: order[r.url])
+
+
+def _chunked(items: Sequence[str], size: int) -> Iterator[list[str]]:
+    for start in range(0, len(items), size):
+        yield list(items[start : start + size])
