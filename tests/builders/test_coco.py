@@ -71,3 +71,36 @@ def test_split_must_be_chosen_when_several(coco_dir: Path, tmp_path: Path) -> No
     assert find_split(root, "val2017")[0] == "val2017"
     with pytest.raises(DataFormatError, match="no captions"):
         find_split(tmp_path)
+
+
+def test_the_parsed_split_is_kept_and_reused_until_the_annotations_change(
+    coco_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """read_coco_cached parses the JSON once into build/coco_table.parquet; a resumed run
+    reads the table (the JSON parser is not called) and gets the same split; a changed
+    annotation file makes it parse again."""
+    import os
+
+    from contrastkit.builders import coco as coco_module
+
+    build = tmp_path / "build"
+    parsed = read_coco(coco_dir)
+    assert coco_module.read_coco_cached(coco_dir, build) == parsed
+    assert (build / coco_module.SOURCE_TABLE).is_file()
+
+    def no_parsing(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the JSON was parsed again")
+
+    monkeypatch.setattr(coco_module, "read_coco", no_parsing)
+    again = coco_module.read_coco_cached(coco_dir, build)
+    assert again == parsed
+    assert select_sources(again).sources == select_sources(parsed).sources
+
+    captions = next((coco_dir / "annotations").glob("captions_*.json"))
+    stat = captions.stat()
+    os.utime(captions, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    try:
+        with pytest.raises(AssertionError, match="parsed again"):
+            coco_module.read_coco_cached(coco_dir, build)
+    finally:
+        os.utime(captions, ns=(stat.st_atime_ns, stat.st_mtime_ns))

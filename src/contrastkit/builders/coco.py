@@ -31,6 +31,7 @@ from contrastkit.records import read_json_object
 from contrastkit.schema import Gender
 
 __all__ = [
+    "SOURCE_TABLE",
     "Box",
     "CocoDataset",
     "CocoImage",
@@ -38,6 +39,7 @@ __all__ = [
     "SourceSelection",
     "find_split",
     "read_coco",
+    "read_coco_cached",
     "select_sources",
 ]
 
@@ -352,3 +354,93 @@ _COUNT_KEYS = (
     "selected_masculine",
     "selected_feminine",
 )
+
+
+#: The parsed split a build folder keeps, so a resumed run does not parse the COCO JSON
+#: again (instances_train2017.json is about 450 MB).
+SOURCE_TABLE = "coco_table.parquet"
+
+
+def _fingerprint(root: Path, split: str) -> str:
+    """Identifies the annotation files a table was made from: names, sizes, times."""
+    _, ann = find_split(root, split)
+    parts = []
+    for name in (f"captions_{split}.json", f"instances_{split}.json"):
+        stat = (ann / name).stat()
+        parts.append(f"{(ann / name).resolve()}:{stat.st_size}:{stat.st_mtime_ns}")
+    return "|".join(parts)
+
+
+def read_coco_cached(root: str | Path, cache: str | Path, split: str | None = None) -> CocoDataset:
+    """:func:`read_coco`, keeping the parsed split in ``cache/coco_table.parquet``: a
+    compact table (one row per image: id, file name, size, captions, person boxes, crowd)
+    that later calls read instead of the JSON while the annotation files are unchanged
+    (same paths, sizes and modification times).
+
+    Raises:
+        DataFormatError: as :func:`read_coco`.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from contrastkit.io import atomic_path
+
+    root = Path(root)
+    split, _ = find_split(root, split)
+    fingerprint = _fingerprint(root, split)
+    path = Path(cache) / SOURCE_TABLE
+    if path.is_file():
+        try:
+            table = pq.read_table(path)
+            meta = table.schema.metadata or {}
+            if meta.get(b"fingerprint", b"").decode() == fingerprint:
+                return _from_table(root, split, meta, table.to_pylist())
+        except (OSError, ValueError, KeyError, pa.ArrowException):
+            pass  # unreadable or of another layout: parse again and replace it
+    coco = read_coco(root, split)
+    rows = [
+        {
+            "image_id": image.image_id,
+            "file_name": image.file_name,
+            "width": image.width,
+            "height": image.height,
+            "captions": list(image.captions),
+            "person_boxes": [box.as_list() for box in image.person_boxes],
+            "crowd": image.crowd,
+        }
+        for image in coco.images.values()
+    ]
+    schema = pa.schema(
+        [
+            ("image_id", pa.int64()),
+            ("file_name", pa.string()),
+            ("width", pa.int32()),
+            ("height", pa.int32()),
+            ("captions", pa.list_(pa.string())),
+            ("person_boxes", pa.list_(pa.list_(pa.float64()))),
+            ("crowd", pa.bool_()),
+        ],
+        metadata={"fingerprint": fingerprint, "image_dir": str(coco.image_dir)},
+    )
+    Path(cache).mkdir(parents=True, exist_ok=True)
+    with atomic_path(path) as temporary:
+        pq.write_table(pa.Table.from_pylist(rows, schema=schema), temporary)
+    return coco
+
+
+def _from_table(
+    root: Path, split: str, meta: dict[bytes, bytes], rows: list[dict[str, Any]]
+) -> CocoDataset:
+    images = {
+        row["image_id"]: CocoImage(
+            image_id=row["image_id"],
+            file_name=row["file_name"],
+            width=row["width"],
+            height=row["height"],
+            captions=tuple(row["captions"]),
+            person_boxes=tuple(Box(*box) for box in row["person_boxes"]),
+            crowd=row["crowd"],
+        )
+        for row in rows
+    }
+    return CocoDataset(root, split, Path(meta[b"image_dir"].decode()), images)

@@ -20,7 +20,7 @@ from typing import Any
 
 from PIL import Image
 
-from contrastkit.builders.coco import SourceImage, read_coco, select_sources
+from contrastkit.builders.coco import SourceImage, read_coco_cached, select_sources
 from contrastkit.builders.gensynth import Progress, load_image, update_summary
 from contrastkit.builders.manifest import (
     EditRecord,
@@ -91,7 +91,10 @@ def swap_faces(
     if same_sources is not None:
         ids = sorted({int(item.source_id) for item in read_contrast_set(same_sources)})
     selection = select_sources(
-        read_coco(coco_dir, split), min_box_side=min_box_side, limit=limit, image_ids=ids
+        read_coco_cached(coco_dir, out, split),  # parsed once, kept in the build folder
+        min_box_side=min_box_side,
+        limit=limit,
+        image_ids=ids,
     )
     bank = read_face_bank(faces, min_age=min_age)
     out.mkdir(parents=True, exist_ok=True)

@@ -8,7 +8,7 @@ from typing import Any
 
 from PIL import Image
 
-from contrastkit.builders.coco import SourceImage, read_coco, select_sources
+from contrastkit.builders.coco import SourceImage, read_coco_cached, select_sources
 from contrastkit.builders.gensynth.summary import Progress, load_image, update_summary
 from contrastkit.builders.manifest import (
     EditRecord,
@@ -76,7 +76,8 @@ def run_edit_stage(
     if edits_per_call < 1:
         raise ConfigError(f"edits_per_call must be >= 1, not {edits_per_call}")
     out = Path(out)
-    selection = select_sources(read_coco(coco_dir, split), min_box_side=min_box_side, limit=limit)
+    coco = read_coco_cached(coco_dir, out, split)  # parsed once, kept in the build folder
+    selection = select_sources(coco, min_box_side=min_box_side, limit=limit)
     out.mkdir(parents=True, exist_ok=True)
     removed = remove_stale_temp_files(out)
     write_sources(out, selection.sources)
