@@ -199,6 +199,41 @@ def test_publish_refuses_without_a_token_or_with_a_bad_repo_id(
     assert "secret" not in repr(PublishConfig(tmp_path / "out", "a/b", token="secret"))
 
 
+def test_publish_links_the_export_files_and_uploads_the_export_folder_in_place(
+    built: tuple[Path, Path, Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import huggingface_hub
+
+    op, oo, store_dir, _ = built
+    export_visogender(ExportVisoGenderConfig((op, oo), tmp_path / "out", store=store_dir))
+    shard = Path("data/OP/test-00000-of-00001.parquet")
+    dry = publish(PublishConfig(tmp_path / "out", "me/vg", dry_run=True))
+    assert dry.tree is not None
+    # The dry run's tree holds hard links to the export's files: no image byte is copied.
+    assert (dry.tree / shard).stat().st_ino == (tmp_path / "out" / shard).stat().st_ino
+
+    calls: list[dict[str, object]] = []
+
+    class FakeApi:
+        def __init__(self, token: str) -> None:
+            assert token == "not-a-real-token"
+
+        def create_repo(self, repo_id: str, **kwargs: object) -> str:
+            return f"https://huggingface.co/datasets/{repo_id}"
+
+        def upload_folder(self, **kwargs: object) -> None:
+            calls.append(kwargs)
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", FakeApi)
+    result = publish(PublishConfig(tmp_path / "out", "me/vg", token="not-a-real-token"))
+    assert result.files == dry.files and result.url == "https://huggingface.co/datasets/me/vg"
+    (call,) = calls
+    assert call["folder_path"] == str(tmp_path / "out")  # the export itself, not a copy
+    assert call["allow_patterns"] == ["README.md", "build_metadata.json", "data/**"]
+    assert call["delete_patterns"] == ["data/**"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "out-hub"]  # no staging left
+
+
 runner = CliRunner()
 
 

@@ -15,32 +15,52 @@ values. Loading either copy back gives the same rows and the same image bytes.
 The folder is built under a temporary name beside ``OUT`` and renamed into place, so an
 interrupted export never leaves a half-written one, and a previous export is replaced only
 once the new one is complete.
+
+Peak memory does not grow with the number of rows or images: each split's rows come
+from a generator (:class:`SplitRows`; an image is read when its row is written), are
+encoded in batches, written once to the ``saved/`` Arrow files, and read back from those
+files batch by batch into the parquet shards (see :func:`write_export`). A contrast
+set's manifest is looked up through a scratch SQLite index, never held whole.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
 import shutil
+import sqlite3
 import tempfile
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 from datasets import (
     ClassLabel,
     Dataset,
     DatasetDict,
+    DatasetInfo,
     Features,
     Image,
     Sequence,
     Value,
     load_from_disk,
 )
+from datasets import config as datasets_config
+from datasets.arrow_writer import (
+    ArrowWriter,
+    get_arrow_writer_batch_size_from_features,
+    get_parquet_column_options,
+    get_writer_batch_size_from_features,
+)
+from datasets.fingerprint import generate_random_fingerprint
+from datasets.utils.py_utils import asdict
 from datasets.utils.tqdm import (
     are_progress_bars_disabled,
     disable_progress_bars,
@@ -48,7 +68,13 @@ from datasets.utils.tqdm import (
 )
 
 from contrastkit import __version__
-from contrastkit.builders.manifest import CONTRAST_SET, SUMMARY, Manifest, read_contrast_set
+from contrastkit.builders.manifest import (
+    CONTRAST_SET,
+    SUMMARY,
+    ContrastItem,
+    EditRecord,
+    Manifest,
+)
 from contrastkit.config import require
 from contrastkit.curation.gender_words import neutralize
 from contrastkit.data_cards import render_card
@@ -66,6 +92,7 @@ __all__ = [
     "ExportContrastConfig",
     "ExportResult",
     "ExportVisoGenderConfig",
+    "SplitRows",
     "check_replaceable",
     "contrast_features",
     "export_contrast_set",
@@ -147,14 +174,15 @@ def _row_record(row: VisoGenderRow) -> dict[str, Any]:
     return record
 
 
-def _table_dataset(
+def _table_rows(
     table: VisoGenderTable, store: ImageStore | None, skip_missing: bool
-) -> tuple[Dataset, list[str]]:
-    """One table as a Dataset; rows whose image the store lacks are an error or skipped."""
-    records: list[dict[str, Any]] = []
+) -> tuple[list[VisoGenderRow], list[str]]:
+    """The rows of ``table`` to export and the IDX of those left out; a row whose image
+    the store lacks is an error, or left out with ``skip_missing``. Checked before
+    anything is written; the image bytes are read later, one at a time."""
+    kept: list[VisoGenderRow] = []
     skipped: list[str] = []
     for row in table.rows:
-        record = _row_record(row)
         if store is not None:
             sha = store.sha_for_url(row.url)
             if sha is None or not store.has(sha):
@@ -169,12 +197,20 @@ def _table_dataset(
                     f"`contrastkit urls check {table.path} --store {store.root}` first, or "
                     "pass --skip-missing to leave such rows out",
                 )
+        kept.append(row)
+    return kept, skipped
+
+
+def _table_records(rows: list[VisoGenderRow], store: ImageStore | None) -> Iterator[dict[str, Any]]:
+    """One exported record per row, its image read from the store when it is yielded."""
+    for row in rows:
+        record = _row_record(row)
+        if store is not None:
+            sha = store.sha_for_url(row.url)
+            assert sha is not None  # checked by _table_rows
             record["image"] = {"bytes": store.read(sha), "path": f"{sha}"}
             record["image_sha256"] = sha
-        records.append(record)
-    features = visogender_features(table.context, with_images=store is not None)
-    columns = {name: [r[name] for r in records] for name in features}
-    return Dataset.from_dict(columns, features=features), skipped
+        yield record
 
 
 def _url_check_summary(checks: Path) -> dict[str, Any]:
@@ -262,16 +298,17 @@ def export_visogender(config: ExportVisoGenderConfig) -> ExportResult:
                 f"a second {table.context.value} file ({seen[table.context]})",
             )
         seen[table.context] = Path(table.path)
-    configs: dict[str, DatasetDict] = {}
+    configs: dict[str, dict[str, SplitRows]] = {}
     counts: dict[str, dict[str, dict[str, int]]] = {}
+    sectors: dict[str, dict[str, int]] = {}
     sources = []
     skipped: dict[str, list[str]] = {}
     for table in sorted(tables, key=lambda t: CONTEXT_LABELS.index(t.context.value)):
-        dataset, missing = _table_dataset(table, store, skip_missing)
+        kept, missing = _table_rows(table, store, skip_missing)
         name = table.context.value
-        configs[name] = DatasetDict({split: dataset})
-        left_out = set(missing)
-        kept = [row for row in table.rows if row.idx not in left_out]
+        features = visogender_features(table.context, with_images=store is not None)
+        configs[name] = {split: SplitRows(features, functools.partial(_table_records, kept, store))}
+        sectors[name] = dict(sorted(Counter(row.sector for row in kept).items()))
         cells: dict[str, Counter[str]] = defaultdict(Counter)
         for row in kept:
             cells[row.occupation][row.cell] += 1
@@ -297,9 +334,7 @@ def export_visogender(config: ExportVisoGenderConfig) -> ExportResult:
         "skipped_missing_images": skipped,
         "counts": counts,
         "cells": {name: list(Context(name).cells) for name in configs},
-        "sectors": {
-            name: dict(sorted(Counter(configs[name][split]["sector"]).items())) for name in configs
-        },
+        "sectors": sectors,
         "url_check": _url_check_summary(config.checks) if config.checks is not None else None,
     }
     return write_export(config.out, configs, metadata)
@@ -375,7 +410,11 @@ def export_contrast_set(config: ExportContrastConfig) -> ExportResult:
     """
     build_dir, split = config.build, config.split
     check_replaceable(config.out)
-    items = read_contrast_set(build_dir / CONTRAST_SET)
+    contrast_path = build_dir / CONTRAST_SET
+    if not contrast_path.is_file():
+        raise DataFormatError(
+            contrast_path, None, None, "no such file (run the select stage first)"
+        )
     summary_path = build_dir / SUMMARY
     try:
         summary: dict[str, Any] = json.loads(summary_path.read_text(encoding="utf-8"))
@@ -384,20 +423,135 @@ def export_contrast_set(config: ExportContrastConfig) -> ExportResult:
             summary_path, None, None, "no build summary (run the build)"
         ) from error
     kind = "genswap" if "genswap" in summary else "gensynth"
-    records = {r.edit_id: r for r in Manifest(build_dir).read()}
-    rows: list[dict[str, Any]] = []
-    for line, item in enumerate(items, start=1):
-        record = records.get(item.edit_id)
-        image_path = build_dir / item.image
-        if record is None or not image_path.is_file():
+    with tempfile.TemporaryDirectory(prefix="contrastkit-export-") as scratch:
+        index = _ManifestIndex(Manifest(build_dir).path, Path(scratch) / "manifest.sqlite")
+        try:
+            # Every item is checked (and counted) before anything is written; the rows,
+            # images included, are then produced one at a time while they are written.
+            genders: Counter[str] = Counter()
+            labels: Counter[str] = Counter()
+            sources: set[str] = set()
+            for line, item in _contrast_items(contrast_path):
+                record = _edit_of(index, build_dir, contrast_path, line, item)
+                genders[item.gender] += 1
+                labels[record.source_label] += 1
+                sources.add(item.source_id)
+            rows = SplitRows(
+                contrast_features(),
+                functools.partial(_contrast_records, build_dir, contrast_path, index),
+            )
+            metadata: dict[str, Any] = {
+                "kind": kind,
+                "pretty_name": config.pretty_name
+                or (
+                    "GenSynth synthetic gender contrast set"
+                    if kind == "gensynth"
+                    else "GenSwap face-swap gender contrast set"
+                ),
+                "license": config.license,
+                "split": split,
+                "build_dir": str(build_dir),
+                "sources_kept": len(sources),
+                "counts": {"contrast": {g: genders.get(g, 0) for g in GENDER_LABELS}},
+                "source_labels": dict(sorted(labels.items())),
+                "build_summary": summary,
+            }
+            del sources
+            return write_export(config.out, {"contrast": {split: rows}}, metadata)
+        finally:
+            index.close()
+
+
+def _contrast_items(path: Path) -> Iterator[tuple[int, ContrastItem]]:
+    """The items of a ``contrast_set.jsonl`` with their line numbers, read line by line
+    (the same parsing and errors as :func:`read_contrast_set`)."""
+    with path.open(encoding="utf-8") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if raw.strip():
+                try:
+                    yield number, ContrastItem(**json.loads(raw))
+                except (json.JSONDecodeError, TypeError) as exc:
+                    raise DataFormatError(path, number, None, f"malformed item: {exc}") from exc
+
+
+class _ManifestIndex:
+    """A build's manifest as an SQLite table keyed by edit id, in a scratch file, so a
+    contrast set of any size looks its edits up without holding the manifest in memory.
+    Reading checks what :meth:`Manifest.read` checks (a torn last line is left out)."""
+
+    def __init__(self, manifest: Path, database: Path) -> None:
+        self.manifest = manifest
+        self.connection = sqlite3.connect(database)
+        self.connection.execute("PRAGMA journal_mode = OFF")
+        self.connection.execute("PRAGMA synchronous = OFF")
+        self.connection.execute("CREATE TABLE edits (edit_id TEXT PRIMARY KEY, record TEXT)")
+        if manifest.exists():
+            self._load()
+
+    def _load(self) -> None:
+        where: dict[str, Any] = {"line": 0, "edit_id": ""}
+
+        def records() -> Iterator[tuple[str, str]]:
+            with self.manifest.open(encoding="utf-8", errors="strict", newline="\n") as handle:
+                for number, raw in enumerate(handle, start=1):
+                    if not raw.endswith("\n"):
+                        break  # a torn last line: its append never finished
+                    if not raw.strip():
+                        continue
+                    try:
+                        parsed = json.loads(raw)
+                    except json.JSONDecodeError as exc:
+                        raise DataFormatError(
+                            self.manifest, number, None, f"invalid JSON: {exc.msg}"
+                        ) from exc
+                    record = EditRecord.from_json(self.manifest, number, parsed)
+                    where["line"], where["edit_id"] = number, record.edit_id
+                    yield record.edit_id, raw
+
+        try:
+            with self.connection:
+                self.connection.executemany("INSERT INTO edits VALUES (?, ?)", records())
+        except sqlite3.IntegrityError as error:
             raise DataFormatError(
-                build_dir / CONTRAST_SET, line, "edit_id",
-                f"edit {item.edit_id} is not in the manifest or its image {item.image} is missing",
-            )  # fmt: skip
-        rows.append({
+                self.manifest, int(where["line"]), "edit_id",
+                f"edit {where['edit_id']!r} listed twice",
+            ) from error  # fmt: skip
+
+    def get(self, edit_id: str) -> EditRecord | None:
+        """The manifest's record of ``edit_id``, or ``None``."""
+        row = self.connection.execute(
+            "SELECT record FROM edits WHERE edit_id = ?", (edit_id,)
+        ).fetchone()
+        return None if row is None else EditRecord(**json.loads(row[0]))
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+def _edit_of(
+    index: _ManifestIndex, build_dir: Path, path: Path, line: int, item: ContrastItem
+) -> EditRecord:
+    """The manifest record of a contrast-set item whose image exists, or a clear error."""
+    record = index.get(item.edit_id)
+    if record is None or not (build_dir / item.image).is_file():
+        raise DataFormatError(
+            path, line, "edit_id",
+            f"edit {item.edit_id} is not in the manifest or its image {item.image} is missing",
+        )  # fmt: skip
+    return record
+
+
+def _contrast_records(
+    build_dir: Path, path: Path, index: _ManifestIndex
+) -> Iterator[dict[str, Any]]:
+    """The exported rows of a contrast set, each image read when its row is yielded."""
+    for line, item in _contrast_items(path):
+        record = _edit_of(index, build_dir, path, line, item)
+        image = {"bytes": (build_dir / item.image).read_bytes(), "path": Path(item.image).name}
+        yield {
             "source_id": item.source_id,
             "gender": item.gender,
-            "image": {"bytes": image_path.read_bytes(), "path": Path(item.image).name},
+            "image": image,
             "edit_id": item.edit_id,
             "method": item.method,
             "source_label": record.source_label,
@@ -413,36 +567,33 @@ def export_contrast_set(config: ExportContrastConfig) -> ExportResult:
             "steps": record.steps,
             "seed": record.seed,
             "donor": record.donor,
-        })  # fmt: skip
-    features = contrast_features()
-    dataset = Dataset.from_dict({name: [r[name] for r in rows] for name in features}, features)
-    genders = Counter(item.gender for item in items)
-    metadata: dict[str, Any] = {
-        "kind": kind,
-        "pretty_name": config.pretty_name
-        or (
-            "GenSynth synthetic gender contrast set"
-            if kind == "gensynth"
-            else "GenSwap face-swap gender contrast set"
-        ),
-        "license": config.license,
-        "split": split,
-        "build_dir": str(build_dir),
-        "sources_kept": len({item.source_id for item in items}),
-        "counts": {"contrast": {g: genders.get(g, 0) for g in GENDER_LABELS}},
-        "source_labels": dict(sorted(Counter(r["source_label"] for r in rows).items())),
-        "build_summary": summary,
-    }
-    return write_export(config.out, {"contrast": DatasetDict({split: dataset})}, metadata)
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class SplitRows:
+    """One split to export, produced on demand: ``rows()`` yields its records (plain
+    values, images as ``{"bytes": ..., "path": ...}``) one at a time, so that no more
+    than a batch of them is ever held in memory. It is called once."""
+
+    features: Features
+    rows: Callable[[], Iterable[dict[str, Any]]]
 
 
 def write_export(
-    out_dir: Path, configs: dict[str, DatasetDict], metadata: dict[str, Any]
+    out_dir: Path,
+    configs: Mapping[str, Mapping[str, Dataset | SplitRows]],
+    metadata: dict[str, Any],
 ) -> ExportResult:
     """Write configs (``save_to_disk`` and parquet), the metadata and the dataset card.
 
-    ``metadata`` is completed with the configs' row counts, features, file list, the
-    contrastkit version and the export time, then rendered into ``README.md``.
+    Each split is a :class:`SplitRows` (streamed) or a ``Dataset``. Its rows are encoded
+    in batches and written once to the ``save_to_disk`` Arrow files, then read back from
+    them batch by batch (not memory-mapped) into the parquet shards, so peak memory does
+    not grow with the number of rows or images. ``metadata`` is completed with the
+    configs' row counts, features, file list, the contrastkit version and the export
+    time, then rendered into ``README.md``. The result's configs are the written
+    ``saved/`` copies, loaded memory-mapped from ``out_dir``.
     """
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -453,22 +604,28 @@ def write_export(
         parquet_files: list[Path] = []
         described: dict[str, Any] = {}
         for name, splits in configs.items():
-            splits.save_to_disk(str(building / "saved" / name))
-            described[name] = {
-                "splits": {},
-                "features": splits[next(iter(splits))].features.to_dict(),
-            }
-            for split, dataset in splits.items():
-                size = dataset.data.nbytes
-                shards = max(1, math.ceil(size / MAX_SHARD_BYTES))
-                files = []
-                for index in range(shards):
-                    path = building / "data" / name / f"{split}-{index:05d}-of-{shards:05d}.parquet"
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    dataset.shard(shards, index, contiguous=True).to_parquet(str(path))
-                    parquet_files.append(out_dir / path.relative_to(building))
-                    files.append(str(path.relative_to(building)))
-                described[name]["splits"][split] = {"rows": dataset.num_rows, "files": files}
+            saved = building / "saved" / name
+            saved.mkdir(parents=True)
+            described[name] = {"splits": {}, "features": None}
+            for split, source in splits.items():
+                if isinstance(source, SplitRows):
+                    features = source.features
+                    batches = _encode_batches(source.rows(), features)
+                else:
+                    features = source.features
+                    size = _arrow_batch_size(features)
+                    batches = iter(source.with_format("arrow").iter(batch_size=size))
+                rows, nbytes = _write_saved_split(batches, features, saved / split)
+                files = _write_parquet_split(
+                    saved / split, features, rows, nbytes, building / "data" / name, split
+                )
+                parquet_files += [out_dir / "data" / name / f for f in files]
+                described[name]["features"] = features.to_dict()
+                described[name]["splits"][split] = {
+                    "rows": rows,
+                    "files": [f"data/{name}/{f}" for f in files],
+                }
+            atomic_write_text(saved / "dataset_dict.json", json.dumps({"splits": list(splits)}))
         metadata = {
             **metadata,
             "configs": described,
@@ -485,7 +642,185 @@ def write_export(
     finally:
         if bars_were_on:
             enable_progress_bars()
-    return ExportResult(out_dir, configs, metadata, parquet_files)
+    loaded = {name: load_export(out_dir, name) for name in configs}
+    return ExportResult(out_dir, loaded, metadata, parquet_files)
+
+
+MAX_ROW_GROUP_BYTES = 8 * 1024 * 1024
+"""Parquet row groups hold about this much (at least one row): what writing one costs in
+memory, and what reading one row from the Hub costs."""
+SAVED_SHARD_BYTES = 500 * 1024 * 1024
+"""``saved/`` Arrow files are cut at about this size (``save_to_disk``'s default)."""
+
+
+def _arrow_batch_size(features: Features) -> int:
+    """Rows per record batch: 100 for image tables (``datasets``' choice), else 1000."""
+    size = get_arrow_writer_batch_size_from_features(features)
+    return int(size or datasets_config.DEFAULT_MAX_BATCH_SIZE)
+
+
+def _encode_batches(rows: Iterable[dict[str, Any]], features: Features) -> Iterator[pa.Table]:
+    """Rows as Arrow tables of :func:`_arrow_batch_size` rows, encoded as
+    ``Dataset.from_dict`` encodes them (ClassLabel names to ids, images to structs)."""
+    size, schema = _arrow_batch_size(features), features.arrow_schema
+    batch: list[dict[str, Any]] = []
+
+    def encode() -> pa.Table:
+        columns = {name: [row[name] for row in batch] for name in features}
+        return pa.Table.from_pydict(features.encode_batch(columns), schema=schema)
+
+    for row in rows:
+        batch.append(row)
+        if len(batch) == size:
+            yield encode()
+            batch = []
+    if batch:
+        yield encode()
+
+
+def _write_saved_split(
+    batches: Iterator[pa.Table], features: Features, folder: Path
+) -> tuple[int, int]:
+    """Write one split in ``save_to_disk``'s format (``data-XXXXX-of-NNNNN.arrow``
+    files, ``state.json``, ``dataset_info.json``); return its rows and Arrow bytes."""
+    folder.mkdir(parents=True)
+    parts: list[Path] = []
+    writer: ArrowWriter | None = None
+    rows = nbytes = part_bytes = 0
+
+    def close() -> None:
+        if writer is not None:
+            writer.finalize()
+            writer.close()
+
+    try:
+        for table in _regroup(batches):
+            if writer is None or part_bytes >= SAVED_SHARD_BYTES:
+                close()
+                parts.append(folder / f".part-{len(parts):05d}.arrow")
+                writer = ArrowWriter(features=features, path=str(parts[-1]))
+                part_bytes = 0
+            writer.write_table(table, writer_batch_size=table.num_rows)  # one record batch
+            rows += table.num_rows
+            nbytes += table.nbytes
+            part_bytes += table.nbytes
+        if writer is None:  # no rows: one empty file, so the split still loads
+            parts.append(folder / ".part-00000.arrow")
+            writer = ArrowWriter(features=features, path=str(parts[-1]))
+        close()
+    except BaseException:
+        if writer is not None:
+            writer.close()
+        raise
+    names = [f"data-{i:05d}-of-{len(parts):05d}.arrow" for i in range(len(parts))]
+    for part, name in zip(parts, names, strict=True):
+        part.rename(folder / name)
+    state = {
+        "_data_files": [{"filename": name} for name in names],
+        "_fingerprint": generate_random_fingerprint(),
+        "_format_columns": None,
+        "_format_kwargs": {},
+        "_format_type": None,
+        "_output_all_columns": False,
+        "_split": None,
+    }
+    atomic_write_text(folder / "state.json", json.dumps(state, indent=2, sort_keys=True))
+    info = asdict(DatasetInfo(features=features))
+    atomic_write_text(
+        folder / "dataset_info.json", json.dumps({key: info[key] for key in sorted(info)}, indent=2)
+    )
+    return rows, nbytes
+
+
+def _regroup(batches: Iterator[pa.Table]) -> Iterator[pa.Table]:
+    """Tables of up to 1000 rows (``save_to_disk``'s record batches) and about
+    :data:`MAX_ROW_GROUP_BYTES`: few record batches keep loading the saved copy cheap
+    (each one read touches the pages around it)."""
+    pending: list[pa.Table] = []
+    rows = nbytes = 0
+    for table in batches:
+        if pending and (
+            rows + table.num_rows > datasets_config.DEFAULT_MAX_BATCH_SIZE
+            or nbytes + table.nbytes > MAX_ROW_GROUP_BYTES
+        ):
+            yield pa.concat_tables(pending)
+            pending, rows, nbytes = [], 0, 0
+        pending.append(table)
+        rows += table.num_rows
+        nbytes += table.nbytes
+    if pending:
+        yield pa.concat_tables(pending)
+
+
+def _read_saved_split(folder: Path) -> Iterator[pa.RecordBatch]:
+    """The record batches of a split written by :func:`_write_saved_split`, read from
+    the files (not memory-mapped: a batch's memory is freed once it is used)."""
+    state = json.loads((folder / "state.json").read_text(encoding="utf-8"))
+    for entry in state["_data_files"]:
+        with pa.OSFile(str(folder / entry["filename"])) as handle:
+            yield from pa.ipc.open_stream(handle)
+
+
+def _write_parquet_split(
+    saved: Path, features: Features, rows: int, nbytes: int, folder: Path, split: str
+) -> list[str]:
+    """Write one split's parquet shards from its ``saved/`` files, as
+    ``Dataset.shard(contiguous=True).to_parquet`` did (the same shard count, none much
+    over :data:`MAX_SHARD_BYTES`, the same rows and writer options), except that row
+    groups hold about :data:`MAX_ROW_GROUP_BYTES` (``datasets`` aims at 100 MB): a row
+    group is held in memory until it is written. Returns the file names."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shards = max(1, math.ceil(nbytes / MAX_SHARD_BYTES))
+    group = min(
+        get_writer_batch_size_from_features(features) or rows or 1,
+        max(1, rows * MAX_ROW_GROUP_BYTES // nbytes) if nbytes else 1,
+    )
+    schema = features.arrow_schema
+    cdc = datasets_config.DEFAULT_CDC_OPTIONS
+    source = _Rows(_read_saved_split(saved))
+    names = []
+    per_shard, extra = divmod(rows, shards)
+    for index in range(shards):
+        name = f"{split}-{index:05d}-of-{shards:05d}.parquet"
+        writer = pq.ParquetWriter(
+            str(folder / name),
+            schema=schema,
+            use_content_defined_chunking=cdc,
+            write_page_index=True,
+            **get_parquet_column_options(features, schema),
+        )
+        try:
+            left = per_shard + (1 if index < extra else 0)
+            while left > 0:
+                table = source.take(min(group, left))
+                writer.write_table(table.cast(schema))
+                left -= table.num_rows
+            writer.add_key_value_metadata({"content_defined_chunking": json.dumps(cdc)})
+        finally:
+            writer.close()
+        names.append(name)
+    return names
+
+
+class _Rows:
+    """Takes tables of exactly ``n`` rows from a stream of record batches."""
+
+    def __init__(self, batches: Iterator[pa.RecordBatch]) -> None:
+        self.batches = batches
+        self.pending: list[pa.RecordBatch] = []
+        self.count = 0
+
+    def take(self, n: int) -> pa.Table:
+        while self.count < n:
+            batch = next(self.batches, None)
+            if batch is None:
+                raise StateError("the saved Arrow files hold fewer rows than were written")
+            self.pending.append(batch)
+            self.count += batch.num_rows
+        table = pa.Table.from_batches(self.pending)
+        rest = table.slice(n)
+        self.pending, self.count = rest.to_batches(), rest.num_rows
+        return table.slice(0, n)
 
 
 def _replace_dir(new: Path, target: Path) -> None:

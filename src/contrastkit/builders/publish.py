@@ -10,10 +10,18 @@ A dry run writes that exact tree to a local folder and loads every config from i
 would be pushed is known to load before anything leaves the machine. The tree folder is
 only ever replaced when it is absent, empty, or a tree an earlier dry run wrote (marked
 by a :data:`TREE_MARKER` file): a folder of the user's is never deleted.
+
+Nothing is copied: the tree's files are hard links to the export's (copies only where
+the tree is on another file system), and a real publish uploads the export folder's Hub
+files in place (``HfApi.upload_folder`` with :data:`HUB_PATTERNS`; with ``hf_xet`` it
+streams, commits a large folder in several parts and resumes where an interrupted upload
+stopped). An export's files are written once and never changed in place (a new export
+replaces the whole folder), so the links stay equal to what was exported.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -27,6 +35,7 @@ from contrastkit.repo_ids import check_repo_id
 
 __all__ = [
     "HUB_FILES",
+    "HUB_PATTERNS",
     "TREE_MARKER",
     "PublishConfig",
     "PublishResult",
@@ -36,6 +45,9 @@ __all__ = [
 
 HUB_FILES = ("README.md", METADATA_FILE, "data")
 """What of an export folder goes to the Hub."""
+
+HUB_PATTERNS = ("README.md", METADATA_FILE, "data/**")
+""":data:`HUB_FILES` as ``upload_folder`` patterns (relative to the export folder)."""
 
 TREE_MARKER = ".contrastkit-hub-tree"
 """The file a dry run leaves in its tree folder, so a later dry run may replace it."""
@@ -100,8 +112,18 @@ def _check_tree_folder(tree: Path) -> None:
         )
 
 
+def _link_or_copy(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> None:
+    """Hard-link ``source`` at ``target`` (no bytes copied), or copy it where a link
+    cannot be made (another file system, or one without hard links)."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
+
+
 def write_hub_tree(export_dir: Path, tree: Path, *, mark: bool = True) -> list[str]:
-    """Copy the export's Hub files to ``tree``; return their relative paths.
+    """Put the export's Hub files in ``tree`` (hard links where the file system allows,
+    else copies); return their relative paths.
 
     ``tree`` must be absent, empty, or a tree written here before (it holds
     :data:`TREE_MARKER`); such a tree is replaced. With ``mark`` the marker is written
@@ -125,9 +147,9 @@ def write_hub_tree(export_dir: Path, tree: Path, *, mark: bool = True) -> list[s
     for name in HUB_FILES:
         source = export_dir / name
         if source.is_dir():
-            shutil.copytree(source, tree / name)
+            shutil.copytree(source, tree / name, copy_function=_link_or_copy)
         else:
-            shutil.copy2(source, tree / name)
+            _link_or_copy(source, tree / name)
     return sorted(
         str(p.relative_to(tree)) for p in tree.rglob("*") if p.is_file() and p.name != TREE_MARKER
     )
@@ -181,18 +203,24 @@ def publish(config: PublishConfig) -> PublishResult:
             "(or rehearse with --dry-run)"
         )
     api = HfApi(token=token)
-    with tempfile.TemporaryDirectory(prefix="contrastkit-hub-") as folder:
-        staged = Path(folder) / "tree"
-        files = write_hub_tree(config.export, staged, mark=False)
-        _verify(staged)
-        repo = api.create_repo(
-            config.repo_id, repo_type="dataset", private=config.private, exist_ok=True
-        )
-        api.upload_folder(
-            folder_path=str(staged),
-            repo_id=config.repo_id,
-            repo_type="dataset",
-            commit_message=f"Export with contrastkit {__version__}",
-            delete_patterns=["data/**"],  # shards of an older export go in the same commit
-        )
+    # The tree that is checked is made of hard links beside the export (same file
+    # system); what is uploaded is the export folder itself, its Hub files only.
+    try:
+        scratch = tempfile.TemporaryDirectory(prefix=".contrastkit-hub-", dir=config.export.parent)
+    except OSError:  # the export's folder is read-only: links would cross file systems
+        scratch = tempfile.TemporaryDirectory(prefix="contrastkit-hub-")
+    with scratch as folder:
+        files = write_hub_tree(config.export, Path(folder) / "tree", mark=False)
+        _verify(Path(folder) / "tree")
+    repo = api.create_repo(
+        config.repo_id, repo_type="dataset", private=config.private, exist_ok=True
+    )
+    api.upload_folder(
+        folder_path=str(config.export),
+        repo_id=config.repo_id,
+        repo_type="dataset",
+        commit_message=f"Export with contrastkit {__version__}",
+        allow_patterns=list(HUB_PATTERNS),  # saved/ stays home
+        delete_patterns=["data/**"],  # shards of an older export go in the same commit
+    )
     return PublishResult(config.repo_id, False, None, files, url=str(repo))
