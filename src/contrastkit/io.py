@@ -13,14 +13,17 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import os
+import socket
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-from contrastkit.errors import ResourceError
+from contrastkit.errors import ResourceError, StateError
 
 __all__ = [
     "atomic_path",
@@ -28,6 +31,7 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_text",
     "check_writable",
+    "exclusive_lock",
     "resource_error",
 ]
 
@@ -129,3 +133,41 @@ def check_writable(path: str | Path, what: str, *, folder: bool = True) -> Path:
     except OSError as error:
         raise resource_error(path, what, error) from error
     return path
+
+
+@contextmanager
+def exclusive_lock(lock_path: str | Path, what: str, run: str) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``lock_path`` for the block: one run at a time. The
+    file records the holder (``pid@host since time``) for the message a second run gets.
+
+    Args:
+        lock_path: the lock file (created if missing; never deleted).
+        what: what the lock guards, for messages (a path).
+        run: the kind of run that takes it (``contrastkit build gensynth``).
+
+    Raises:
+        StateError: another run holds the lock (the message names it).
+        ResourceError: the lock file cannot be created or opened.
+    """
+    lock_path = Path(lock_path)
+    try:
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        handle = lock_path.open("a+")
+    except OSError as error:
+        raise resource_error(lock_path, f"the lock of {what}", error) from error
+    with handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as error:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            raise StateError(f"{what}: another `{run}` run holds {lock_path} ({holder})") from error
+        try:
+            handle.seek(0)
+            handle.truncate()
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime())
+            handle.write(f"pid {os.getpid()}@{socket.gethostname()} since {stamp}")
+            handle.flush()
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)

@@ -267,3 +267,45 @@ def test_cli_stage_errors(coco_dir: Path, tmp_path: Path) -> None:
     result = runner.invoke(app, ["build", "gensynth", "--out", str(tmp_path / "o"), "--stage",
                                  "select", "--no-quality"])  # fmt: skip
     assert result.exit_code == 2 and "run the edit stage" in result.stderr
+
+
+def test_a_second_run_on_a_build_folder_is_refused_and_touches_nothing(
+    coco_dir: Path, tmp_path: Path
+) -> None:
+    """While one process runs a stage on a build folder (holds its lock), another run of
+    any stage there fails at once naming the holder, and leaves the first run's
+    temporary files alone; once the holder is gone, the folder is usable again."""
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "build"
+    out.mkdir()
+    in_flight = out / ".edit-in-flight.png.tmp"
+    in_flight.write_bytes(b"half an image")
+    release = tmp_path / "release"
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time, pathlib\n"
+         "from contrastkit.io import exclusive_lock\n"
+         "with exclusive_lock(pathlib.Path(sys.argv[1]) / '.build.lock', sys.argv[1], 'x'):\n"
+         "    print('held', flush=True)\n"
+         "    while not pathlib.Path(sys.argv[2]).exists(): time.sleep(0.05)\n",
+         str(out), str(release)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        editor = object()  # never reached: the lock is checked first
+        with pytest.raises(StateError, match=rf"pid {holder.pid}@"):
+            run_edit_stage(coco_dir, out, editor, SETTINGS)  # type: ignore[arg-type]
+        with pytest.raises(StateError, match="another `contrastkit build gensynth` run"):
+            run_select_stage(out)
+        assert in_flight.read_bytes() == b"half an image"
+    finally:
+        release.touch()
+        holder.wait(timeout=30)
+    start = time.monotonic()
+    with pytest.raises(StateError, match="no finished edits"):  # the lock is free again
+        run_select_stage(out)
+    assert time.monotonic() - start < 5

@@ -25,6 +25,7 @@ from contrastkit.builders.gensynth import Progress, load_image, update_summary
 from contrastkit.builders.manifest import (
     EditRecord,
     Manifest,
+    holds_build_lock,
     read_contrast_set,
     remove_stale_temp_files,
     write_contrast_set,
@@ -50,6 +51,7 @@ def swap_id(source_id: str, gender: Gender) -> str:
     return f"{source_id}-{gender.short}swap"
 
 
+@holds_build_lock("contrastkit build genswap", create=True)
 def swap_faces(
     coco_dir: str | Path,
     faces: str | Path,

@@ -18,23 +18,26 @@ A build folder holds:
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import io
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from PIL import Image
 
 from contrastkit.builders.coco import Box, SourceImage
 from contrastkit.curation.gender_words import to_gender
 from contrastkit.errors import DataFormatError
-from contrastkit.io import atomic_write_bytes, atomic_write_text
+from contrastkit.io import atomic_write_bytes, atomic_write_text, exclusive_lock
 from contrastkit.schema import Gender
 
 __all__ = [
+    "BUILD_LOCK",
     "CONTRAST_SET",
     "MANIFEST",
     "SOURCES",
@@ -42,6 +45,7 @@ __all__ = [
     "ContrastItem",
     "EditRecord",
     "Manifest",
+    "holds_build_lock",
     "read_contrast_set",
     "read_sources",
     "remove_stale_temp_files",
@@ -182,8 +186,41 @@ def write_image(path: Path, image: Image.Image) -> None:
     atomic_write_bytes(path, buffer.getvalue())
 
 
+#: The lock a build stage holds on its folder (one run per folder at a time).
+BUILD_LOCK = ".build.lock"
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def holds_build_lock(run: str, *, create: bool = False) -> Callable[[F], F]:
+    """Make a stage hold an exclusive lock on its build folder (its ``out`` argument)
+    while it runs (:func:`contrastkit.io.exclusive_lock`): a second run on the same
+    folder fails at once with a :class:`~contrastkit.errors.StateError` naming the
+    holder, instead of both deleting each other's temporary files and appending the same
+    edits. ``create``: make the folder if missing (the first stage); otherwise a missing
+    folder is left to the stage's own error.
+    """
+
+    def wrap(function: F) -> F:
+        signature = inspect.signature(function)
+
+        @functools.wraps(function)
+        def locked(*args: Any, **kwargs: Any) -> Any:
+            out = Path(signature.bind(*args, **kwargs).arguments["out"])
+            if not out.is_dir() and not create:
+                return function(*args, **kwargs)
+            with exclusive_lock(out / BUILD_LOCK, str(out), run):
+                return function(*args, **kwargs)
+
+        return locked  # type: ignore[return-value]
+
+    return wrap
+
+
 def remove_stale_temp_files(folder: Path) -> int:
-    """Delete the ``.*.tmp`` files a killed run left under ``folder``; return how many."""
+    """Delete the ``.*.tmp`` files a killed run left under ``folder``; return how many.
+    Call it only while holding the folder's lock (:func:`holds_build_lock`): the
+    temporary files of a run in progress would go too."""
     count = 0
     if folder.is_dir():
         for stale in folder.rglob(".*.tmp"):

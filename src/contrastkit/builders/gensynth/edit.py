@@ -13,6 +13,7 @@ from contrastkit.builders.gensynth.summary import Progress, load_image, update_s
 from contrastkit.builders.manifest import (
     EditRecord,
     Manifest,
+    holds_build_lock,
     remove_stale_temp_files,
     write_image,
     write_sources,
@@ -45,6 +46,7 @@ class EditStageReport:
     editor: str
 
 
+@holds_build_lock("contrastkit build gensynth", create=True)
 def run_edit_stage(
     coco_dir: str | Path,
     out: str | Path,

@@ -19,7 +19,13 @@ from contrastkit.builders.gensynth.summary import (
     person_crop,
     update_summary,
 )
-from contrastkit.builders.manifest import EditRecord, Manifest, read_sources, with_scores
+from contrastkit.builders.manifest import (
+    EditRecord,
+    Manifest,
+    holds_build_lock,
+    read_sources,
+    with_scores,
+)
 from contrastkit.curation.knn_filter import (
     DEFAULT_K,
     DEFAULT_TAU_GENDER,
@@ -140,6 +146,7 @@ def _rates(records: Sequence[EditRecord], key: Callable[[EditRecord], str]) -> d
     }  # fmt: skip
 
 
+@holds_build_lock("contrastkit build gensynth")
 def run_filter_stage(
     out: str | Path,
     encoder: ImageTextScorer,

@@ -14,6 +14,7 @@ from contrastkit.builders.manifest import (
     CONTRAST_SET,
     MANIFEST,
     Manifest,
+    holds_build_lock,
     read_contrast_set,
     read_sources,
     write_contrast_set,
@@ -26,6 +27,7 @@ from contrastkit.schema import Gender
 __all__ = ["LabeledImages", "quality_sets", "run_select_stage"]
 
 
+@holds_build_lock("contrastkit build gensynth")
 def run_select_stage(out: str | Path, *, seed: int = 0) -> dict[str, Any]:
     """Keep the sources with an accepted edit of each gender, draw one per gender (seeded
     per source) and write ``contrast_set.jsonl`` with gender-adjusted captions.

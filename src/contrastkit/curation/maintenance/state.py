@@ -10,7 +10,7 @@ database or a failing disk a :class:`~contrastkit.errors.ResourceError`.
 
 from __future__ import annotations
 
-import fcntl
+import contextlib
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import closing, contextmanager
@@ -21,7 +21,7 @@ from contrastkit.curation.images import phash_distance
 from contrastkit.curation.maintenance.config import RetirementPolicy
 from contrastkit.curation.urls import Status, URLCheck
 from contrastkit.errors import StateError
-from contrastkit.io import resource_error
+from contrastkit.io import exclusive_lock
 from contrastkit.store import sqlite_errors
 
 __all__ = ["SCHEMA_VERSION", "RowState", "StateDatabase"]
@@ -202,26 +202,10 @@ class StateDatabase:
                 )  # fmt: skip
 
 
-@contextmanager
-def _locked(db_path: Path) -> Iterator[None]:
+def _locked(db_path: Path) -> contextlib.AbstractContextManager[None]:
     """Hold an exclusive lock beside the database for the whole run (one run at a time)."""
     lock_path = db_path.with_name(db_path.name + ".lock")
-    try:
-        db_path.parent.mkdir(parents=True, exist_ok=True)
-        handle = lock_path.open("a")
-    except OSError as error:
-        raise resource_error(lock_path, "the state database's lock", error) from error
-    with handle:
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as error:
-            raise StateError(
-                f"{db_path}: another `contrastkit urls maintain` run holds {lock_path}"
-            ) from error
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    return exclusive_lock(lock_path, str(db_path), "contrastkit urls maintain")
 
 
 def _set_up(path: Path, conn: sqlite3.Connection) -> None:
