@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -215,6 +216,8 @@ def test_sigkill_mid_build_then_rerun_gives_the_same_set(
         app, _cli(reference, coco_dir, tiny_editor_dir, tiny_clip_spec, *args, "8")
     )
     assert done.exit_code == 0, done.output
+    shown = " ".join(done.output.split())  # the console wraps long lines
+    assert re.search(r"edits accepted .*search: (faiss|numpy) on cpu\)", shown), shown
 
     out = tmp_path / "killed"
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}

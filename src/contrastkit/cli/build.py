@@ -217,7 +217,8 @@ def _print_gensynth(summary: dict[str, Any], out: Path) -> None:
             plain(
                 f"filter: {f['accepted']} of {f['edits']} edits accepted "
                 f"({100 * f['acceptance_rate']:.1f}%; K={f['k_effective']}, "
-                f"tau_R={f['tau_real']}, tau_G={f['tau_gender']})."
+                f"tau_R={f['tau_real']}, tau_G={f['tau_gender']}; search: "
+                f"{f.get('backend', '?')} on {f.get('device', '?')}{_gpus(f)})."
             )
         )
     if "select" in summary:
@@ -230,6 +231,12 @@ def _print_gensynth(summary: dict[str, Any], out: Path) -> None:
         )
     if summary.get("quality"):
         _print_quality(summary["quality"])
+
+
+def _gpus(entry: dict[str, Any]) -> str:
+    """`` x2`` when the search ran on several GPUs."""
+    count = int(entry.get("gpus") or 0)
+    return f" x{count}" if count > 1 else ""
 
 
 def _sampled(row: dict[str, Any]) -> str:
