@@ -34,7 +34,6 @@ if TYPE_CHECKING:
         HFPreprocess,
         Preprocess,
         TorchvisionPreprocess,
-        preprocess_for,
     )
     from contrastkit.pipeline.sources import (
         DatasetImage,
@@ -54,7 +53,6 @@ _API = {
     "HFPreprocess": "preprocess",
     "Preprocess": "preprocess",
     "TorchvisionPreprocess": "preprocess",
-    "preprocess_for": "preprocess",
     "DatasetImage": "sources",
     "DecodeFailure": "sources",
     "ImageSource": "sources",
@@ -80,7 +78,6 @@ __all__ = [
     "image_batches",
     "iter_embeddings",
     "orient_tensor",
-    "preprocess_for",
     "to_rgb",
 ]
 

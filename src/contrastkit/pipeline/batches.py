@@ -40,6 +40,7 @@ from contrastkit.pipeline.config import DECODE_MODES, PipelineConfig
 from contrastkit.pipeline.preprocess import Preprocess
 from contrastkit.pipeline.sources import (
     DECODE_ERRORS,
+    DatasetImage,
     DecodeFailure,
     decode,
     encoded_bytes,
@@ -120,6 +121,8 @@ class _Item:
     def __getitem__(self, index: int) -> Any:
         source = self.sources[index]
         try:
+            if isinstance(source, DatasetImage):  # read the row once, here in the worker
+                source = source.load()
             if self.mode == "tensor":
                 return self._for_device(source)
             image = decode(source)

@@ -35,7 +35,6 @@ __all__ = [
     "Preprocess",
     "TorchvisionPreprocess",
     "pil_resize",
-    "preprocess_for",
 ]
 
 # -- Pillow's resampling (libImaging/Resample.c), exactly ---------------------------------
@@ -249,10 +248,3 @@ class HFPreprocess:
             images=list(images), return_tensors="pt", device=str(device)
         )["pixel_values"]
         return pixels.to(device)
-
-
-def preprocess_for(transform: Any) -> Preprocess:
-    """The :class:`Preprocess` of a torchvision transform or a transformers processor."""
-    if hasattr(transform, "transforms") or not hasattr(transform, "preprocess"):
-        return TorchvisionPreprocess(transform)
-    return HFPreprocess(transform)

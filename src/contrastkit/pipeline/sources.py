@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union
 
-import numpy as np
 from PIL import ExifTags, Image, ImageOps, UnidentifiedImageError
 
 from contrastkit.errors import DataFormatError
@@ -207,8 +206,3 @@ DECODE_ERRORS: tuple[type[BaseException], ...] = (
     ValueError,
     Image.DecompressionBombError,
 )
-
-
-def rgb_array(image: Image.Image) -> np.ndarray:
-    """``(H, W, 3)`` uint8 pixels of an RGB image."""
-    return np.array(to_rgb(image), dtype=np.uint8)
