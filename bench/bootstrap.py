@@ -27,7 +27,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from contrastkit.evaluators.data import load_items
+from contrastkit.evaluators.data import load_items, visogender_files
 from contrastkit.evaluators.tasks.resolution import (
     case_record,
     resolution_cases,
@@ -35,13 +35,9 @@ from contrastkit.evaluators.tasks.resolution import (
 )
 from contrastkit.schema import Gender
 
-OFFICIAL = Path(__file__).resolve().parents[1] / "tests" / "data" / "visogender_official"
-
 
 def _records() -> list[dict[str, object]]:
-    items = load_items(
-        [OFFICIAL / "OP_Visogender_11012024.tsv", OFFICIAL / "OO_Visogender_10052025.tsv"]
-    )
+    items = load_items(list(visogender_files()))
     rng = np.random.default_rng(0)
     genders = (Gender.MASCULINE, Gender.FEMININE, Gender.NEUTRAL)
     return [

@@ -35,7 +35,7 @@ from pathlib import Path
 import torch
 
 from contrastkit.config import ModelConfig
-from contrastkit.evaluators.data import ImageLoader, load_items
+from contrastkit.evaluators.data import ImageLoader, load_items, visogender_files
 from contrastkit.evaluators.models import load_scorer
 from contrastkit.evaluators.models.openclip import OpenCLIPScorer
 from contrastkit.evaluators.runner import EvalConfig, score_dataset
@@ -45,7 +45,6 @@ from contrastkit.tsv import read_visogender_tsv, write_visogender_tsv
 from embed import SPEC, device_name, forward_rate, pipeline_rate, sync
 
 ROOT = Path(__file__).resolve().parents[1]
-OFFICIAL = ROOT / "tests" / "data" / "visogender_official"
 
 
 def write_workload(folder: Path, quick: bool, copies: int = 1) -> list[Path]:
@@ -53,7 +52,7 @@ def write_workload(folder: Path, quick: bool, copies: int = 1) -> list[Path]:
     occupation; ``copies`` > 1 repeats the dataset under new IDs (a longer steady state
     for a fast GPU)."""
     keep = {"OP": 4, "OO": 2} if quick else None
-    tsvs = [OFFICIAL / "OP_Visogender_11012024.tsv", OFFICIAL / "OO_Visogender_10052025.tsv"]
+    tsvs = list(visogender_files())
     paths = []
     for copy in range(copies):
         sub = folder / f"copy{copy}"

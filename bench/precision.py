@@ -21,13 +21,11 @@ from pathlib import Path
 import torch
 
 from contrastkit.config import ModelConfig
-from contrastkit.evaluators.data import ImageLoader, load_items
+from contrastkit.evaluators.data import ImageLoader, load_items, visogender_files
 from contrastkit.evaluators.models import load_scorer
 from contrastkit.evaluators.runner import EvalConfig, score_dataset
 from contrastkit.samples import write_visogender_workload
 from embed import SPEC, device_name
-
-OFFICIAL = Path(__file__).resolve().parents[1] / "tests" / "data" / "visogender_official"
 
 
 def main() -> None:
@@ -38,7 +36,7 @@ def main() -> None:
     dtypes = ("float32", "float16", "bfloat16") if cuda else ("float32", "bfloat16")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        tsvs = [OFFICIAL / "OP_Visogender_11012024.tsv", OFFICIAL / "OO_Visogender_10052025.tsv"]
+        tsvs = list(visogender_files())
         items = load_items(write_visogender_workload(folder, tsvs))
         torch.manual_seed(0)
         base = load_scorer(SPEC, ModelConfig(device=args.device, dtype="float32", batch_size=64))

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-OFFICIAL = Path(__file__).parent / "data" / "visogender_official"
-OFFICIAL_OP = OFFICIAL / "OP_Visogender_11012024.tsv"
-OFFICIAL_OO = OFFICIAL / "OO_Visogender_10052025.tsv"
+from contrastkit.evaluators.data import visogender_files
+
+OFFICIAL_OP, OFFICIAL_OO = visogender_files()  # the package data of contrastkit
 EXAMPLES = Path(__file__).parent.parent / "examples"
 
 

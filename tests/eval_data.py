@@ -10,12 +10,11 @@ from pathlib import Path
 import matplotlib
 from PIL import Image
 
+from contrastkit.evaluators.data import visogender_files
 from contrastkit.schema import Context, VisoGenderRow
 from contrastkit.tsv import read_visogender_tsv, write_visogender_tsv
 
-OFFICIAL = Path(__file__).parent / "data" / "visogender_official"
-OFFICIAL_OP = OFFICIAL / "OP_Visogender_11012024.tsv"
-OFFICIAL_OO = OFFICIAL / "OO_Visogender_10052025.tsv"
+OFFICIAL_OP, OFFICIAL_OO = visogender_files()  # bundled with contrastkit
 
 
 def grace_hopper() -> Image.Image:

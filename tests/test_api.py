@@ -148,3 +148,36 @@ def test_every_job_and_config_is_exported() -> None:
         if name.endswith("Config") and name not in ("CheckConfig", "EvalConfig"):
             config = getattr(ck, name)
             assert config.__dataclass_params__.frozen, name
+
+
+def _imported_modules(package: str) -> dict[str, set[str]]:
+    """Every ``contrastkit`` module imported (at any depth of the code) by each file of
+    ``contrastkit.<package>``."""
+    import ast
+
+    root = Path(ck.__file__).parent
+    found: dict[str, set[str]] = {}
+    for path in sorted((root / package).rglob("*.py")):
+        names: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names.add(node.module)
+            elif isinstance(node, ast.Import):
+                names.update(alias.name for alias in node.names)
+        found[str(path.relative_to(root))] = {n for n in names if n.startswith("contrastkit.")}
+    return found
+
+
+@pytest.mark.parametrize(
+    ("package", "forbidden"),
+    [("builders", "contrastkit.evaluators"), ("evaluators", "contrastkit.builders"),
+     ("builders", "contrastkit.apps"), ("evaluators", "contrastkit.apps"),
+     ("curation", "contrastkit.builders"), ("curation", "contrastkit.evaluators")],
+)  # fmt: skip
+def test_the_layers_never_import_upwards_or_sideways(package: str, forbidden: str) -> None:
+    """docs/architecture.md: builders and evaluators meet only in apps/ (and audit/)."""
+    offenders = {
+        file: sorted(n for n in names if n == forbidden or n.startswith(forbidden + "."))
+        for file, names in _imported_modules(package).items()
+    }
+    assert {f: n for f, n in offenders.items() if n} == {}

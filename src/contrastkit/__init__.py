@@ -64,6 +64,7 @@ _API: dict[str, str] = {
     "compare_results": "contrastkit.evaluators.job",
     "load_model": "contrastkit.evaluators.models",
     "load_scorer": "contrastkit.evaluators.models",
+    "visogender_files": "contrastkit.evaluators.data",
     # the whole workflow
     "QuickstartConfig": "contrastkit.apps.quickstart",
     "quickstart": "contrastkit.apps.quickstart",
@@ -169,6 +170,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from contrastkit.errors import (
         StateError as StateError,
+    )
+    from contrastkit.evaluators.data import (
+        visogender_files as visogender_files,
     )
     from contrastkit.evaluators.job import (
         EvaluateConfig as EvaluateConfig,

@@ -53,6 +53,23 @@ def test_quickstart_runs_offline_and_writes_reports_that_parse(tmp_path: Path) -
     assert header["configs"][0]["config_name"] == "contrast"
     assert "Quality checks (GenSynth Sec. 4.3, Tab. 2)" in card
     assert Path(report["files"]["evaluation_plot"]).read_bytes()[:4] == b"\x89PNG"
+    # The card says the set was built with random weights, names the photos it was built
+    # from (the bundled public-domain ones, not COCO), and, like the metadata uploaded
+    # beside it, names no local path.
+    assert "Built with random-weight models" in card and "random weights" in card
+    assert "Grace Hopper" in card and "public domain" in card and "CC0" in card
+    assert "Creative Commons" not in card and "Sources: COCO" not in card
+    for published in (card, (out / "export" / "build_metadata.json").read_text()):
+        assert str(tmp_path) not in published and "/tmp" not in published
+    assert report["summary"]["edits"] == 48  # 3 sources x 4 instructions x 2 genders x 2
+    assert report["summary"]["sources_edited"] == 3
+    assert "then without --dry-run" not in markdown
+    assert "--i-know-these-are-random-weights" in markdown
+    refused = subprocess.run(
+        [exe, "publish", str(out / "export"), "--repo-id", "me/quickstart"],
+        capture_output=True, text=True, check=False, env=env,
+    )  # fmt: skip
+    assert refused.returncode == 2 and "--i-know-these-are-random-weights" in refused.stderr
 
     again = subprocess.run(
         [exe, "quickstart", "--out", str(out), "--tiny", "--json"], capture_output=True,
@@ -60,7 +77,9 @@ def test_quickstart_runs_offline_and_writes_reports_that_parse(tmp_path: Path) -
     )  # fmt: skip
     assert again.returncode == 0, again.stderr[-3000:]
     rerun = json.loads(again.stdout)
-    assert rerun["summary"] == report["summary"]  # reruns reuse the edits
+    # Reruns reuse the edits; the note now says tiny models were asked for.
+    assert {**rerun["summary"], "note": None} == {**report["summary"], "note": None}
+    assert rerun["summary"]["note"].startswith("Tiny models with random weights were used")
     assert rerun["fallbacks"] == []  # tiny models asked for: no fallback to explain
 
 

@@ -35,7 +35,7 @@ from contrastkit.curation.integrity import check_tables
 from contrastkit.curation.urls import CheckConfig
 from contrastkit.errors import ConfigError, DataFormatError, StateError
 from contrastkit.evaluators.models import load_scorer
-from contrastkit.schema import Context, Gender
+from contrastkit.schema import URL_COLUMN, Context, Gender
 from contrastkit.store import ImageStore
 from contrastkit.tsv import read_visogender_tsv
 from contrastkit.tsv import write_visogender_tsv as write_tsv
@@ -143,7 +143,8 @@ def test_url_only_export_and_missing_images(
     assert "URL-only export" in (tmp_path / "plain" / "README.md").read_text()
 
     empty = ImageStore(tmp_path / "empty-store")
-    with pytest.raises(DataFormatError, match=r"op.tsv:2: field 'URL': the image store"):
+    named = re.escape(f'op.tsv:2: field "{URL_COLUMN}": the image store')
+    with pytest.raises(DataFormatError, match=named):
         export_visogender(ExportVisoGenderConfig((op,), tmp_path / "failed", store=empty.root))
     assert not (tmp_path / "failed").exists()
     assert not list(tmp_path.glob(".failed*"))  # no half-written folder left behind

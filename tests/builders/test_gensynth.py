@@ -51,7 +51,9 @@ def test_pipeline_stages_on_real_photos(
 ) -> None:
     out = tmp_path / "build"
     editor = load_editor(tiny_editor_dir, ModelConfig(batch_size=4))
-    report = run_edit_stage(coco_dir, out, editor, SETTINGS, min_box_side=64)
+    # PNG (lossless): the background check below is pixel for pixel (WebP, the default,
+    # is lossy; tests/builders/test_gensynth_shards.py covers it).
+    report = run_edit_stage(coco_dir, out, editor, SETTINGS, min_box_side=64, image_format="png")
     assert (report.sources, report.planned, report.edited) == (3, 48, 48)
     records = Manifest(out).read()
     assert len(records) == 48 and len({r.edit_id for r in records}) == 48
@@ -120,6 +122,18 @@ def test_pipeline_stages_on_real_photos(
     feminine_edit = next(i for i, r in enumerate(scored) if r.target == "feminine")
     assert sets["all_edits"].genders[feminine_edit] is Gender.FEMININE
     assert sets["all_edits"].captions[feminine_edit][0] == items[1].captions[0]
+    # A sample read straight from the build (only the sampled edits materialized) is
+    # the same draw as sampling the whole sets, and knows the size it came from.
+    sampled = quality_sets(out, sample=5, seed=3)
+    for name, whole in sets.items():
+        drawn = whole.sample(5, seed=3)
+        got = sampled[name]
+        assert (got.images, got.genders, got.captions) == (
+            drawn.images,
+            drawn.genders,
+            drawn.captions,
+        )
+        assert got.total == len(whole.images) and len(got.images) == min(5, got.total)
 
 
 class _Counting:

@@ -12,6 +12,7 @@ import typer
 from typer.testing import CliRunner
 
 from contrastkit.cli import app
+from contrastkit.evaluators.data import visogender_files
 from factories import console_script
 
 ROOT = Path(__file__).parents[2]
@@ -32,6 +33,7 @@ def test_root_help_lists_the_command_groups() -> None:
         ["build", "visogender"],
         ["build", "gensynth"],
         ["build", "genswap"],
+        ["build", "merge"],
         ["validate"],
         ["taxonomy"],
         ["taxonomy", "show"],
@@ -45,6 +47,7 @@ def test_root_help_lists_the_command_groups() -> None:
         ["evaluate"],
         ["report"],
         ["quickstart"],
+        ["audit"],
     ],
 )
 def test_every_command_has_help_with_an_example(command: list[str]) -> None:
@@ -85,7 +88,7 @@ def test_validate_official_files_exits_1_with_findings(
     assert result.exit_code == 1
     assert "canonical_duplicate" in result.output
     assert "mixing_spoon" in result.output
-    assert "FAILED: 8 errors, 1 warnings in 2 files" in result.output
+    assert "FAILED: 8 errors, 1 warning in 2 files" in result.output
 
 
 def test_validate_json(official_op: Path, official_oo: Path) -> None:
@@ -101,8 +104,7 @@ def test_validate_json(official_op: Path, official_oo: Path) -> None:
 
 def test_validate_reports_malformed_lines_and_exits_1(tmp_path: Path) -> None:
     bad = tmp_path / "bad.tsv"
-    bad.write_text((ROOT / "tests/data/visogender_official/OO_Visogender_10052025.tsv")
-                   .read_text().replace("\tfeminine\t", "\tfemale\t", 1))  # fmt: skip
+    bad.write_text(visogender_files()[1].read_text().replace("\tfeminine\t", "\tfemale\t", 1))
     result = runner.invoke(app, ["validate", str(bad)])
     assert result.exit_code == 1
     assert f"{bad}:" in result.output and "Occupation_perceived_gender" in result.output

@@ -517,7 +517,7 @@ def test_report_dict_is_json(tmp_path: Path) -> None:
     assert [r["idx"] for r in duplicate["rows"]] == ["OO_1", "OO_2"]
     assert [r["line"] for r in duplicate["rows"]] == [2, 3]
     assert broken.to_text().splitlines()[-1] == (
-        "FAILED: 2 errors, 1 warnings in 2 files, 1 unusable"
+        "FAILED: 2 errors, 1 warning in 2 files, 1 unusable"
     )
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from contrastkit.evaluators.bootstrap import percentile_interval, resample_indices
-from contrastkit.evaluators.data import EvalItem, load_items
+from contrastkit.evaluators.data import EvalItem, load_items, visogender_files
 from contrastkit.evaluators.report.markdown import comparison_markdown, markdown_report
 from contrastkit.evaluators.report.plots import write_plots
 from contrastkit.evaluators.tasks.resolution import (
@@ -24,8 +24,7 @@ from contrastkit.evaluators.tasks.resolution import (
 )
 from contrastkit.schema import Gender
 
-OFFICIAL = Path(__file__).parent.parent / "data" / "visogender_official"
-TSVS = [OFFICIAL / "OP_Visogender_11012024.tsv", OFFICIAL / "OO_Visogender_10052025.tsv"]
+TSVS = list(visogender_files())
 GENDERS = (Gender.MASCULINE, Gender.FEMININE, Gender.NEUTRAL)
 HEADLINE = (
     "all_images",
@@ -242,21 +241,23 @@ def test_the_plots_draw_intervals_as_error_bars(
     summary = summarize_resolution(records, bootstrap=200)
     figure = plots._gender_pair_plot(summary, "random")
     bars = [c for c in figure.axes[0].containers if isinstance(c, BarContainer)]
-    assert len(bars) == 2 and all(c.errorbar is not None for c in bars)  # both templates
+    errors = [c for c in figure.axes[0].containers if isinstance(c, ErrorbarContainer)]
+    assert len(bars) == 2 and len(errors) == 2  # both templates, each with its intervals
     without = plots._gender_pair_plot(summarize_resolution(records), "random")
-    assert all(c.errorbar is None for c in without.axes[0].containers)
+    assert not [c for c in without.axes[0].containers if isinstance(c, ErrorbarContainer)]
     retrieval = plots._bias_at_k_plot(_retrieval(with_ci=True), "random")
-    errors = [c for c in retrieval.axes[0].containers if isinstance(c, ErrorbarContainer)]
-    assert len(errors) == 2  # the mean Bias@5 and Bias@10 across occupations
-    (low, high), *_ = errors[0].lines[2][0].get_segments()
-    assert tuple(low) == pytest.approx((0.15, 2)) and tuple(high) == pytest.approx((0.45, 2))
+    for axis in retrieval.axes:  # one panel per K: the mean across occupations
+        [error] = [c for c in axis.containers if isinstance(c, ErrorbarContainer)]
+        [(low, high)] = error.lines[2][0].get_segments()
+        assert tuple(low) == pytest.approx((0.15, 2)) and tuple(high) == pytest.approx((0.45, 2))
     labels = [label.get_text() for label in retrieval.axes[0].get_yticklabels()]
     assert labels[-1] == "mean (all occupations)"
     plain = plots._bias_at_k_plot(_retrieval(with_ci=False), "random")
-    assert not [c for c in plain.axes[0].containers if isinstance(c, ErrorbarContainer)]
+    assert not [c for a in plain.axes for c in a.containers if isinstance(c, ErrorbarContainer)]
     files = write_plots(_results(summary, _retrieval(with_ci=True)), tmp_path)
     assert {path.name for path in files} == {
-        "accuracy_by_gender_pair.png",
-        "gap_per_occupation.png",
-        "bias_at_k_per_occupation.png",
-    }
+        f"{stem}.{fmt}"
+        for stem in ("resolution_accuracy", "accuracy_by_gender_pair", "gap_per_occupation",
+                     "bias_at_k_per_occupation")
+        for fmt in ("png", "svg")
+    }  # fmt: skip

@@ -538,13 +538,9 @@ def test_write_outputs_replaces_files_atomically(dataset: Path, tmp_path: Path) 
     config = EvalConfig(tasks=("resolution",), subsample_runs=5, baseline_runs=5)
     run = score_dataset(items, KnownScorer(set()), tmp_path, ImageLoader(), config)
     files = write_outputs(benchmark(run, config, [dataset]), tmp_path / "model")
-    assert set(files) == {
-        "benchmark",
-        "report",
-        "accuracy_by_gender_pair",
-        "gap_per_occupation",
-        "labour_statistics",
-    }
+    plots = ("resolution_accuracy", "accuracy_by_gender_pair", "gap_per_occupation",
+             "labour_statistics")  # fmt: skip
+    assert set(files) == {"benchmark", "report", *plots, *(f"{p}_svg" for p in plots)}
     assert not list((tmp_path / "model").glob(".*tmp*"))
     assert "retrieval_bias" not in json.loads(files["benchmark"].read_text()).popitem()[1]
 
@@ -629,6 +625,11 @@ def test_evaluate_from_python_writes_every_output_and_compares(
         ReportConfig(results=(dual.folder, captioning.files["benchmark"]), out=tmp_path / "c.md")
     )
     assert (tmp_path / "c.md").read_text() == comparison.markdown
+    # the side-by-side plot beside each comparison, shown by the markdown
+    assert "![the models side by side](c.png)" in comparison.markdown
+    assert (tmp_path / "c.png").stat().st_size and (tmp_path / "c.svg").stat().st_size
+    assert "(comparison.png)" in result.comparison.read_text()
+    assert (result.comparison.parent / "comparison.svg").is_file()
     assert [h["model"] for h in comparison.headlines] == [e.model for e in result.evaluations]
     assert comparison.headlines[0] == dual.summary
     assert comparison.results[1]["metadata"]["experiment_desc"] == "CAPTIONING"

@@ -315,7 +315,7 @@ def test_an_uncached_open_clip_tag_fails_fast_with_instructions(
         load_model("open_clip:ViT-B-32/laion2b_s34b_b79k")
     message = str(info.value)
     assert "hf download laion/CLIP-ViT-B-32-laion2B-s34B-b79K" in message
-    assert "--download" in message
+    assert "--allow-download" in message
 
 
 def test_device_and_dtype_are_checked(tiny_specs: dict[str, str]) -> None:

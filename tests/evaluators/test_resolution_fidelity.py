@@ -30,7 +30,7 @@ import numpy as np
 import pytest
 
 from contrastkit.errors import ConfigError
-from contrastkit.evaluators.data import load_items
+from contrastkit.evaluators.data import load_items, visogender_files
 from contrastkit.evaluators.tasks.resolution import (
     apply_protocol,
     case_record,
@@ -39,9 +39,7 @@ from contrastkit.evaluators.tasks.resolution import (
 )
 from contrastkit.schema import Gender
 
-OFFICIAL = Path(__file__).parent.parent / "data" / "visogender_official"
-OP_TSV = OFFICIAL / "OP_Visogender_11012024.tsv"
-OO_TSV = OFFICIAL / "OO_Visogender_10052025.tsv"
+OP_TSV, OO_TSV = visogender_files()
 GENDER_INDEX = {"masculine": 0, "feminine": 1, "neutral": 2}  # official src/definitions.py
 OCC, PAR = "Occupation_perceived_gender", "Participant_perceived_gender"
 #: the official template names -> contrastkit's

@@ -23,11 +23,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contrastkit.apps.quality import run_quality_checks
 from contrastkit.apps.stages import DEFAULT_EMBEDDER, Stage
-from contrastkit.builders.manifest import CONTRAST_SET, MANIFEST, SUMMARY
+from contrastkit.builders.gensynth.shards import Shard
+from contrastkit.builders.manifest import (
+    CONTRAST_SET,
+    DEFAULT_IMAGE_FORMAT,
+    DEFAULT_IMAGE_QUALITY,
+    IMAGE_FORMATS,
+    MANIFEST,
+    SUMMARY,
+)
 from contrastkit.config import ModelConfig, require
 from contrastkit.curation.editing import DEFAULT_EDITOR, EditSettings
 from contrastkit.curation.knn_filter import (
@@ -40,9 +48,13 @@ from contrastkit.curation.knn_filter import (
     Device,
     resolve_backend,
 )
+from contrastkit.distributed import Engine, check_engine
 from contrastkit.errors import ConfigError
 from contrastkit.interfaces import ImageTextScorer, ProgressFactory, progress_stage
 from contrastkit.io import check_writable
+
+if TYPE_CHECKING:
+    from contrastkit.apps.gensynth_ray import RayCropEmbedder, RayWindowEditor
 
 __all__ = ["DEFAULT_EMBEDDER", "GenSynthConfig", "GenSynthResult", "Stage", "build_gensynth"]
 
@@ -83,6 +95,20 @@ class GenSynthConfig:
             holds 184k edits).
         model: Device, dtype, batch size (edits per forward pass; also the embedder's)
             and download permission of both models.
+        shard: ``(K, N)``, ``"K/N"`` or a :class:`~contrastkit.builders.gensynth.Shard`:
+            this worker edits only shard ``K`` of ``N`` (sources by SHA-256 of their id),
+            in ``out/shards/K-of-N``, and with the filter stage only embeds its crops
+            there; the KNN decisions and the selection run on ``out`` after
+            :func:`~contrastkit.builders.gensynth.merge_shards`. ``select`` is refused.
+        image_format: How edits are stored: ``webp`` (default), ``png`` or ``jpeg``.
+        image_quality: WebP / JPEG quality, 0-100 (default 90; PNG ignores it).
+        engine: Where the editing and the embedding run: ``local`` (this process, the
+            default) or ``ray`` (Ray Data actor pools, one GPU per actor when the
+            cluster has GPUs; :mod:`contrastkit.apps.gensynth_ray`). This
+            process writes every file either way: same build folder, and a run of one
+            engine can be resumed by the other. Needs ``pip install "contrastkit[ray]"``.
+        ray_address: With ``engine="ray"``: the cluster (``auto``, ``ray://head:10001``);
+            None starts a local Ray instance for the run and stops it afterwards.
     """
 
     out: Path
@@ -105,9 +131,24 @@ class GenSynthConfig:
     pool_limit: int | None = None
     quality_sample: int | None = None
     model: ModelConfig = field(default_factory=lambda: ModelConfig(batch_size=8))
+    shard: Shard | None = None
+    image_format: str = DEFAULT_IMAGE_FORMAT
+    image_quality: int = DEFAULT_IMAGE_QUALITY
+    engine: Engine = "local"
+    ray_address: str | None = None
 
     def __post_init__(self) -> None:
         set_field = object.__setattr__
+        require(
+            self.image_format in IMAGE_FORMATS,
+            "image_format",
+            f"must be one of {', '.join(IMAGE_FORMATS)}, not {self.image_format!r}",
+        )
+        require(
+            0 <= self.image_quality <= 100,
+            "image_quality",
+            f"must be in 0-100, not {self.image_quality}",
+        )
         set_field(self, "out", Path(self.out))
         for name in ("coco", "instructions", "pool"):
             set_field(self, name, _path(getattr(self, name)))
@@ -116,6 +157,15 @@ class GenSynthConfig:
         except ValueError as error:
             choices = ", ".join(s.value for s in Stage)
             raise ConfigError(f"stage: {self.stage!r} is not one of {choices}") from error
+        if self.shard is not None:
+            set_field(self, "shard", Shard.parse(self.shard))
+            require(
+                self.stage is not Stage.SELECT,
+                "shard",
+                "a shard runs the edit stage and embeds its edits; the filter decisions "
+                "and the selection need every edit: run them on the build folder after "
+                "`contrastkit build merge`",
+            )
         require(isinstance(self.edit, EditSettings), "edit", "must be an EditSettings")
         require(isinstance(self.model, ModelConfig), "model", "must be a ModelConfig")
         if self.stage.runs(Stage.EDIT):
@@ -142,6 +192,7 @@ class GenSynthConfig:
         for name in ("pool_limit", "quality_sample"):
             value = getattr(self, name)
             require(value is None or value >= 1, name, f"must be >= 1, not {value}")
+        check_engine(self.engine, self.ray_address)
         if self.needs_embedder:
             from contrastkit.evaluators.models import check_dual
 
@@ -150,7 +201,12 @@ class GenSynthConfig:
     @property
     def needs_embedder(self) -> bool:
         """Whether the run loads the embedder (filter stage, or quality checks)."""
-        return self.stage.runs(Stage.FILTER) or (self.stage.runs(Stage.SELECT) and self.quality)
+        return self.stage.runs(Stage.FILTER) or (self.runs_select and self.quality)
+
+    @property
+    def runs_select(self) -> bool:
+        """Whether the run selects (never in a shard: that runs after the merge)."""
+        return self.stage.runs(Stage.SELECT) and self.shard is None
 
 
 @dataclass(frozen=True)
@@ -167,6 +223,8 @@ class GenSynthResult:
         sources_kept: Sources with one accepted edit of each gender, when the select
             stage ran (``None`` otherwise); 0 means an empty contrast set.
         quality: The Sec. 4.3 checks of this run (``None`` when they did not run).
+        shard: ``"K/N"`` for a shard worker's run (then ``summary``, ``summary_path``
+            and ``manifest`` are those of the shard folder ``out/shards/K-of-N``).
     """
 
     out: Path
@@ -177,6 +235,7 @@ class GenSynthResult:
     contrast_set: Path | None
     sources_kept: int | None
     quality: dict[str, Any] | None
+    shard: str | None = None
 
 
 def build_gensynth(
@@ -198,6 +257,16 @@ def build_gensynth(
         ModelNotFoundError: the editor or the embedder is not on this machine.
         StateError: a stage that needs an earlier one's output (filter before edit).
     """
+    if config.engine == "ray":
+        from contrastkit.distributed import ray_session
+
+        with ray_session(config.ray_address):  # one Ray session for every stage
+            return _build(config, progress)
+    return _build(config, progress)
+
+
+def _build(config: GenSynthConfig, progress: ProgressFactory | None) -> GenSynthResult:
+    """The stages of :func:`build_gensynth` (in the Ray session with ``engine="ray"``)."""
     from contrastkit.builders import gensynth as builder
     from contrastkit.curation.editing import load_editor, read_instructions
     from contrastkit.evaluators.quality import list_pool_images
@@ -207,33 +276,47 @@ def build_gensynth(
     settings = config.edit
     if config.instructions is not None:
         settings = replace(settings, instructions=read_instructions(config.instructions))
-    checks = config.quality and config.stage.runs(Stage.SELECT)
+    checks = config.quality and config.runs_select
     pool = list_pool_images(config.pool, config.pool_limit) if checks and config.pool else None
     stages: list[str] = []
     if config.stage.runs(Stage.EDIT):
         assert config.coco is not None  # the config checked it
-        editor = load_editor(config.editor, config.model)
+        editor = _editor(config) if config.engine == "ray" else load_editor(
+            config.editor, config.model
+        )  # fmt: skip
         with progress_stage(progress, "editing") as update:
             builder.run_edit_stage(
                 config.coco, out, editor, settings, split=config.split, limit=config.limit,
                 min_box_side=config.min_box_side, progress=update,
                 edits_per_call=config.model.batch_size * len(settings.text_guidance_scales),
+                shard=config.shard, image_format=config.image_format,
+                image_quality=config.image_quality,
             )  # fmt: skip
         del editor  # free its memory before the embedder loads
         stages.append("edit")
-    scorer = _load_scorer(config.embedder, config.model) if config.needs_embedder else None
-    if config.stage.runs(Stage.FILTER):
-        assert scorer is not None
+    local = config.needs_embedder and (config.engine == "local" or checks)
+    scorer = _load_scorer(config.embedder, config.model) if local else None
+    encoder = _embedder(config) if config.engine == "ray" else scorer  # embeds the crops
+    if config.stage.runs(Stage.FILTER) and config.shard is not None:
+        assert encoder is not None
+        with progress_stage(progress, "embedding") as update:
+            builder.embed_build(
+                config.shard.folder(out), encoder, batch_size=config.model.batch_size,
+                progress=update,
+            )  # fmt: skip
+        stages.append("embed")
+    elif config.stage.runs(Stage.FILTER):
+        assert encoder is not None
         with progress_stage(progress, "embedding") as update:
             builder.run_filter_stage(
-                out, scorer, k=config.k, tau_real=config.tau_real,
+                out, encoder, k=config.k, tau_real=config.tau_real,
                 tau_gender=config.tau_gender, backend=config.backend,
                 device=config.knn_device, progress=update,
             )  # fmt: skip
         stages.append("filter")
     quality: dict[str, Any] | None = None
     sources_kept: int | None = None
-    if config.stage.runs(Stage.SELECT):
+    if config.runs_select:
         sources_kept = builder.run_select_stage(out, seed=settings.seed)["sources_kept"]
         stages.append("select")
         if checks:
@@ -242,16 +325,30 @@ def build_gensynth(
                 out, scorer, pool, sample=config.quality_sample, seed=config.edit.seed
             )
     contrast = out / CONTRAST_SET
+    work = out if config.shard is None else config.shard.folder(out)
     return GenSynthResult(
         out=out,
         stages=tuple(stages),
-        summary=builder.read_summary(out),
-        summary_path=out / SUMMARY,
-        manifest=out / MANIFEST,
-        contrast_set=contrast if contrast.exists() else None,
+        summary=builder.read_summary(work),
+        summary_path=work / SUMMARY,
+        manifest=work / MANIFEST,
+        contrast_set=contrast if contrast.exists() and config.shard is None else None,
         sources_kept=sources_kept,
         quality=quality,
+        shard=None if config.shard is None else str(config.shard),
     )
+
+
+def _editor(config: GenSynthConfig) -> RayWindowEditor:
+    from contrastkit.apps.gensynth_ray import RayWindowEditor
+
+    return RayWindowEditor(config.editor, config.model)
+
+
+def _embedder(config: GenSynthConfig) -> RayCropEmbedder | None:
+    from contrastkit.apps.gensynth_ray import RayCropEmbedder
+
+    return RayCropEmbedder(config.embedder, config.model) if config.needs_embedder else None
 
 
 def _load_scorer(spec: str, model: ModelConfig) -> ImageTextScorer:

@@ -33,11 +33,9 @@ def run_quality_checks(
     With ``sample``, each set is cut to at most ``sample`` images drawn with ``seed``
     (:meth:`LabeledImages.sample`); the report gives each set's ``sampled_from`` size.
     """
-    sets = quality_sets(out)
-    report = quality_report(
-        {name: images.sample(sample, seed) for name, images in sets.items()}, scorer, pool=pool
-    )
+    sets = quality_sets(out, sample=sample, seed=seed)  # only the sample is read
+    report = quality_report(sets, scorer, pool=pool)
     for name, checks in report.items():
-        checks["sampled_from"] = len(sets[name].images)
+        checks["sampled_from"] = sets[name].total
     update_summary(out, "quality", report)
     return report

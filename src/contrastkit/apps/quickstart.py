@@ -47,9 +47,12 @@ from contrastkit.io import atomic_write_text, check_writable
 __all__ = [
     "DEFAULT_MODEL",
     "PIPELINE_CHECK_NOTE",
+    "SAMPLE_PHOTOS",
+    "TINY_ASKED_NOTE",
     "QuickstartConfig",
     "QuickstartResult",
     "quickstart",
+    "sample_provenance",
 ]
 
 DEFAULT_MODEL = "open_clip:ViT-B-32/openai"
@@ -58,8 +61,41 @@ PIPELINE_CHECK_NOTE = (
     "figures are a pipeline check, not a measurement. Pass --editor and --model (or cache "
     "timbrooks/instruct-pix2pix and ViT-B-32/openai) for real figures."
 )
+TINY_ASKED_NOTE = (
+    "Tiny models with random weights were used (--tiny): these figures are a pipeline "
+    "check, not a measurement. Pass --editor and --model (or cache "
+    "timbrooks/instruct-pix2pix and ViT-B-32/openai) for real figures."
+)
 #: The repository id the dry-run publish rehearses with.
 QUICKSTART_REPO = "contrastkit/quickstart"
+
+#: Where the photos of :mod:`contrastkit.samples` come from: photo name -> (what, credit
+#: and licence). The quickstart card names these, never COCO or Flickr.
+SAMPLE_PHOTOS: dict[str, tuple[str, str]] = {
+    "grace_hopper": ("Grace Hopper (matplotlib's grace_hopper.jpg)", "US Navy, public domain"),
+    "astronaut": ("Eileen Collins (scikit-image's astronaut)", "NASA photo, public domain"),
+    "camera": ('the "cameraman" (scikit-image\'s camera)', "CC0, by Lav Varshney"),
+}  # fmt: skip
+
+
+def sample_provenance() -> tuple[str, str]:
+    """The quickstart card's source description and licence sentence, from the photos
+    :func:`contrastkit.samples.write_coco` actually writes (:data:`SAMPLE_PHOTOS`)."""
+    from contrastkit.samples import IMAGES
+
+    names = list(dict.fromkeys(photo for photo, _, _ in IMAGES.values()))
+    credits = "; ".join(f"{SAMPLE_PHOTOS[name][0]}: {SAMPLE_PHOTOS[name][1]}" for name in names)
+    description = (
+        "the public-domain sample photos that matplotlib and scikit-image ship, laid out as "
+        "a small COCO-format folder by contrastkit (person boxes drawn and captions written "
+        "by hand; not COCO images), keeping photos with exactly one person box and a "
+        "caption gender label"
+    )
+    licence = (
+        f"Source photos: {credits}. They are in the public domain or CC0, so the edits "
+        "carry no third-party licence; no COCO or Flickr image is included."
+    )
+    return description, licence
 
 
 @dataclass(frozen=True)
@@ -228,6 +264,15 @@ def _thresholds(config: QuickstartConfig, any_tiny: bool) -> tuple[float, float]
     )
 
 
+def _accepted(report: Any) -> int | None:
+    """How many edits the filter accepted, from its report (a dict or a dataclass)."""
+    if isinstance(report, dict):
+        value = report.get("accepted")
+    else:
+        value = getattr(report, "accepted", None)
+    return int(value) if isinstance(value, int) else None
+
+
 def _build(
     config: QuickstartConfig, coco: Path, editor: _Loaded, scorer: _Loaded, build: Path
 ) -> dict[str, Any]:
@@ -239,10 +284,12 @@ def _build(
     settings = (
         EditSettings(steps=2, resolution=32) if editor.tiny else EditSettings(steps=config.steps)
     )
-    run_edit_stage(coco, build, editor.model, settings, min_box_side=64)
+    edited = run_edit_stage(coco, build, editor.model, settings, min_box_side=64)
     tau_real, tau_gender = _thresholds(config, editor.tiny or scorer.tiny)
-    run_filter_stage(build, scorer.model, k=50, tau_real=tau_real, tau_gender=tau_gender)
-    select = run_select_stage(build, seed=0)
+    filtered = run_filter_stage(build, scorer.model, k=50, tau_real=tau_real, tau_gender=tau_gender)
+    select = dict(run_select_stage(build, seed=0))
+    select["edits_made"] = edited.edited + edited.skipped_finished
+    select["edits_accepted"] = _accepted(filtered)
     if select["sources_kept"] == 0:
         raise ConfigError(
             f"tau_real, tau_gender: no source photo kept an accepted edit of each gender "
@@ -303,13 +350,15 @@ def quickstart(
     select = _build(config, coco, editor, scorer, build)
     say("4/6 exporting the contrast set with its dataset card")
     export_dir = out / "export"
+    description, licence = sample_provenance()
     export_contrast_set(ExportContrastConfig(
-        build, export_dir, pretty_name="contrastkit quickstart contrast set"
+        build, export_dir, pretty_name="contrastkit quickstart contrast set",
+        source_description=description, source_licence=licence,
     ))  # fmt: skip
     dry = publish(PublishConfig(export_dir, QUICKSTART_REPO, dry_run=True, tree=out / "export-hub"))
     say(f"5/6 evaluating {scorer.name} on the exported set")
     any_tiny = editor.tiny or scorer.tiny
-    note = PIPELINE_CHECK_NOTE if any_tiny else None
+    note = (TINY_ASKED_NOTE if config.tiny else PIPELINE_CHECK_NOTE) if any_tiny else None
     evaluation, files = _evaluate(export_dir, scorer.model, scorer.name, out / "results", note)
     result = QuickstartResult(
         out=out,
@@ -330,7 +379,9 @@ def quickstart(
             "report": str(out / "QUICKSTART.md"),
         },
         summary={
-            "edits": select["sources_with_edits"],
+            "edits": select["edits_made"],
+            "edits_accepted": select["edits_accepted"],
+            "sources_edited": select["sources_with_edits"],
             "sources_kept": select["sources_kept"],
             "images": select["images"],
             "hub_tree_loads": dry.loaded_rows,
@@ -350,7 +401,7 @@ def _markdown(result: QuickstartResult) -> str:
     retrieval = evaluation["retrieval"]
     lines = ["# contrastkit quickstart", ""]
     if result.tiny:
-        lines += [f"> **{PIPELINE_CHECK_NOTE}**", ""]
+        lines += [f"> **{s['note']}**", ""]
     lines += [f"> {line}" for line in result.fallbacks]
     lines += [""] if result.fallbacks else []
     lines += [
@@ -358,7 +409,9 @@ def _markdown(result: QuickstartResult) -> str:
         f"- CLIP-like model (filter, quality checks, evaluation): `{result.model}`"
         + (" (tiny, random weights)" if result.tiny_model else ""),
         f"- Contrast set: {s['images']} images from {s['sources_kept']} source photos "
-        f"(of {s['edits']} edited)",
+        f"(of {s['sources_edited']} edited; {s['edits']} edits made, "
+        f"{s['edits_accepted'] if s['edits_accepted'] is not None else 'n/a'} accepted by "
+        "the filter)",
         f"- Hub tree check: `datasets.load_dataset` loads {s['hub_tree_loads']}",
         "",
         "## Evaluation (GenSynth Sec. 5)",
@@ -377,9 +430,19 @@ def _markdown(result: QuickstartResult) -> str:
         "",
     ]
     lines += [f"- {name}: `{path}`" for name, path in result.files.items()]
-    lines += [
-        "",
-        "Next: `contrastkit publish "
-        f"{result.files['export']} --repo-id USER/NAME --dry-run`, then without --dry-run.",
-    ]
+    lines += ["", "## Next", ""]
+    if result.tiny:
+        lines += [
+            "This set was made with random-weight models: do not publish it. Its card says "
+            "so, and `contrastkit publish` refuses it without "
+            "`--i-know-these-are-random-weights`. Rehearse the upload with "
+            f"`contrastkit publish {result.files['export']} --repo-id USER/NAME --dry-run` "
+            "(nothing leaves the machine), and build a real set with real models first.",
+        ]
+    else:
+        lines += [
+            "Rehearse the upload with `contrastkit publish "
+            f"{result.files['export']} --repo-id USER/NAME --dry-run` (nothing leaves the "
+            "machine); read the card (`README.md` of the export) before publishing anything.",
+        ]
     return "\n".join(lines) + "\n"

@@ -137,18 +137,25 @@ class SourceSelection:
     counts: dict[str, int] = field(default_factory=dict)
 
 
-def find_split(root: str | Path, split: str | None = None) -> tuple[str, Path]:
+def find_split(
+    root: str | Path,
+    split: str | None = None,
+    *,
+    kinds: tuple[str, ...] = ("captions", "instances"),
+) -> tuple[str, Path]:
     """Find the annotations folder and the split of a COCO folder.
 
     Args:
         root: the COCO folder (with ``annotations/``) or the annotations folder itself.
         split: ``train2017``, ``val2017`` ...; when ``None``, the only split present.
+        kinds: the annotation files ``<kind>_<split>.json`` that must be there.
 
     Returns:
         ``(split, annotations_dir)``.
 
     Raises:
-        DataFormatError: when no ``captions_*.json`` is there, or several and no split.
+        DataFormatError: when no ``captions_*.json`` is there, or several and no split,
+            or a file of ``kinds`` is missing.
     """
     root = Path(root)
     if not root.is_dir():
@@ -165,7 +172,7 @@ def find_split(root: str | Path, split: str | None = None) -> tuple[str, Path]:
                 ann, None, None, f"several splits ({', '.join(found)}): choose one with --split"
             )
         split = found[0]
-    for kind in ("captions", "instances"):
+    for kind in kinds:
         if not (ann / f"{kind}_{split}.json").is_file():
             raise DataFormatError(ann / f"{kind}_{split}.json", None, None, "no such file")
     return split, ann

@@ -29,6 +29,7 @@ import functools
 import hashlib
 import json
 import math
+import re
 import shutil
 import sqlite3
 import tempfile
@@ -81,11 +82,14 @@ from contrastkit.data_cards import render_card
 from contrastkit.errors import ConfigError, DataFormatError, StateError
 from contrastkit.io import atomic_write_text, check_writable
 from contrastkit.records import read_json_object, read_records
-from contrastkit.schema import Context, Gender, VisoGenderRow, VisoGenderTable
+from contrastkit.schema import URL_COLUMN, Context, Gender, VisoGenderRow, VisoGenderTable
 from contrastkit.store import ImageStore
+from contrastkit.tiny.marker import spec_has_random_weights
 from contrastkit.tsv import read_visogender_tsv
 
 __all__ = [
+    "COCO_LICENCE",
+    "COCO_SOURCES",
     "CONTEXT_LABELS",
     "GENDER_LABELS",
     "METADATA_FILE",
@@ -93,11 +97,14 @@ __all__ = [
     "ExportResult",
     "ExportVisoGenderConfig",
     "SplitRows",
+    "build_weights",
     "check_replaceable",
     "contrast_features",
     "export_contrast_set",
     "export_visogender",
     "load_export",
+    "public_metadata",
+    "public_text",
     "read_metadata",
     "visogender_features",
     "write_export",
@@ -108,6 +115,27 @@ GENDER_LABELS = [Gender.MASCULINE.value, Gender.FEMININE.value]
 """ClassLabel names of perceived gender: 0 masculine, 1 feminine."""
 CONTEXT_LABELS = [Context.OP.value, Context.OO.value]
 """ClassLabel names of the scene context: 0 OP (occupation-participant), 1 OO."""
+COCO_SOURCES = "COCO images with exactly one person box and a caption gender label"
+"""The card's default description of a contrast set's source photos."""
+COCO_LICENCE = (
+    "Source photos are COCO images (Flickr, each under its own Creative Commons licence); "
+    "check the licence of each source before redistributing edits."
+)
+"""The card's default licence sentence for a contrast set's source photos."""
+RANDOM_BUILD_NOTE = (
+    "This set was built with models that have random weights ({which}: tiny test models, "
+    "not trained ones), so its edits and filter decisions are meaningless: it is a "
+    "pipeline check, not a dataset to measure or train anything with."
+)
+"""What a card says when a build's editor or image encoder had random weights."""
+
+#: An absolute local path inside a string (``/home/me/x``, ``~/x``, or the part after a
+#: spec prefix, ``open_clip:/tmp/m``); URLs (``https://host/path``) and relative paths
+#: (``data/contrast/test-*.parquet``) do not match. Group 1 is its last component.
+_LOCAL_PATH = re.compile(
+    r"(?<![\w/.~-])(?:[A-Za-z]:)?(?:~/|/)(?:[^\s`'\"(),;/]+/)*([^\s`'\"(),;/]+)/?"
+)
+
 MAX_SHARD_BYTES = 256 * 1024 * 1024
 """Parquet shards are cut so that none holds much more than this (images included)."""
 
@@ -192,7 +220,7 @@ def _table_rows(
                 raise DataFormatError(
                     table.path,
                     row.line,
-                    "URL",
+                    URL_COLUMN,
                     f"the image store {store.root} has no image for this URL; run "
                     f"`contrastkit urls check {table.path} --store {store.root}` first, or "
                     "pass --skip-missing to leave such rows out",
@@ -377,6 +405,11 @@ class ExportContrastConfig:
         pretty_name: The card's title (default from the method).
         license: License id of the edited images and captions; COCO images carry their
             Flickr licenses, so the default is ``other`` (say which in the card).
+        source_description: What the source photos are, as the card's "Sources:" line
+            (default :data:`COCO_SOURCES`; say what they really are: the card is their
+            provenance).
+        source_licence: The licence of the source photos, as a sentence for the card's
+            licence section (default :data:`COCO_LICENCE`).
     """
 
     build: Path
@@ -384,12 +417,16 @@ class ExportContrastConfig:
     split: str = "test"
     pretty_name: str | None = None
     license: str = "other"
+    source_description: str = COCO_SOURCES
+    source_licence: str = COCO_LICENCE
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "build", Path(self.build))
         object.__setattr__(self, "out", Path(self.out))
         require(bool(self.split.strip()), "split", "must not be empty")
         require(self.out != self.build, "out", "must not be the build folder")
+        require(bool(self.source_description.strip()), "source_description", "must not be empty")
+        require(bool(self.source_licence.strip()), "source_licence", "must not be empty")
 
 
 def export_contrast_set(config: ExportContrastConfig) -> ExportResult:
@@ -450,7 +487,10 @@ def export_contrast_set(config: ExportContrastConfig) -> ExportResult:
                 ),
                 "license": config.license,
                 "split": split,
-                "build_dir": str(build_dir),
+                "build_dir": build_dir.name,
+                "source_description": config.source_description,
+                "source_licence": config.source_licence,
+                **build_weights(summary),
                 "sources_kept": len(sources),
                 "counts": {"contrast": {g: genders.get(g, 0) for g in GENDER_LABELS}},
                 "source_labels": dict(sorted(labels.items())),
@@ -580,6 +620,52 @@ class SplitRows:
     rows: Callable[[], Iterable[dict[str, Any]]]
 
 
+def public_text(text: str) -> str:
+    """``text`` with every absolute local path replaced by its last component
+    (``open_clip:/home/me/models/tiny-open-clip`` -> ``open_clip:tiny-open-clip``), for
+    files meant for publishing: a card or metadata must not leak the exporter's folders."""
+    return _LOCAL_PATH.sub(r"\1", text)
+
+
+def public_metadata(value: Any) -> Any:
+    """``value`` (metadata: dicts, lists, strings, numbers) with :func:`public_text`
+    applied to every string, keys included."""
+    if isinstance(value, Mapping):
+        return {public_text(str(key)): public_metadata(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [public_metadata(item) for item in value]
+    if isinstance(value, str):
+        return public_text(value)
+    return value
+
+
+def build_weights(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """Whether a build's editor and image encoder had random weights, from its summary:
+    the flags the stages recorded (``editor_random_weights`` / ``encoder_random_weights``)
+    or else the models' folders (:mod:`contrastkit.tiny.marker`).
+
+    Returns:
+        ``{"random_weights": {"editor": bool, "encoder": bool}, "weights_note": str |
+        None}``: the note the card prints at its top when either is random.
+    """
+    edit = summary.get("edit") or {}
+    filtered = summary.get("filter") or {}
+    flags = {
+        "editor": bool(edit.get("editor_random_weights"))
+        or spec_has_random_weights(str(edit.get("editor") or "")),
+        "encoder": bool(filtered.get("encoder_random_weights"))
+        or spec_has_random_weights(str(filtered.get("encoder") or "")),
+    }
+    which = " and ".join(
+        what for what, flag in (("the editor", flags["editor"]),
+                                ("the image encoder", flags["encoder"])) if flag
+    )  # fmt: skip
+    return {
+        "random_weights": flags,
+        "weights_note": RANDOM_BUILD_NOTE.format(which=which) if which else None,
+    }
+
+
 def write_export(
     out_dir: Path,
     configs: Mapping[str, Mapping[str, Dataset | SplitRows]],
@@ -626,13 +712,13 @@ def write_export(
                     "files": [f"data/{name}/{f}" for f in files],
                 }
             atomic_write_text(saved / "dataset_dict.json", json.dumps({"splits": list(splits)}))
-        metadata = {
+        metadata = public_metadata({
             **metadata,
             "configs": described,
             "total_rows": sum(s["rows"] for c in described.values() for s in c["splits"].values()),
             "contrastkit_version": __version__,
             "exported_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        }
+        })  # fmt: skip
         atomic_write_text(building / METADATA_FILE, json.dumps(metadata, indent=2) + "\n")
         atomic_write_text(building / "README.md", render_card(metadata))
         _replace_dir(building, out_dir)

@@ -9,7 +9,11 @@ A build folder holds:
   is not on disk. A torn last line (the process died while writing it) is ignored when
   reading and cut off before the next append. The filter stage rewrites the file
   atomically with ``p_real``, ``p_gender`` and ``accepted`` filled in.
-* ``edits/<source_id>/<edit_id>.png``: the edited images.
+* ``edits/<source_id>/<edit_id>.webp``: the edited images (:func:`write_image`; WebP at
+  quality :data:`DEFAULT_IMAGE_QUALITY` by default, PNG or JPEG on request; builds made
+  before WebP became the default hold ``.png`` files: a record's ``path`` says which).
+* ``shards/K-of-N/``: with ``--shard``, each shard's own build folder
+  (:mod:`contrastkit.builders.gensynth.shards`).
 * ``contrast_set.jsonl``: per kept source, one masculine and one feminine edit with its
   gender-adjusted captions (GenSynth Sec. 4.3).
 * ``build_summary.json``: counts, acceptance rates, parameters, quality checks.
@@ -23,7 +27,7 @@ import inspect
 import io
 import json
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -39,12 +43,16 @@ from contrastkit.schema import Gender
 __all__ = [
     "BUILD_LOCK",
     "CONTRAST_SET",
+    "DEFAULT_IMAGE_FORMAT",
+    "DEFAULT_IMAGE_QUALITY",
+    "IMAGE_FORMATS",
     "MANIFEST",
     "SOURCES",
     "SUMMARY",
     "ContrastItem",
     "EditRecord",
     "Manifest",
+    "encode_image",
     "holds_build_lock",
     "read_contrast_set",
     "read_sources",
@@ -126,31 +134,37 @@ class Manifest:
             DataFormatError: a malformed line other than a torn last one, or an edit id
                 that appears twice.
         """
+        return list(self.records())
+
+    def records(self) -> Iterator[EditRecord]:
+        """The finished edits one at a time, in file order, read line by line so that
+        memory does not grow with the manifest (184k edits at the paper's scale); a torn
+        last line is left out. Errors as :meth:`read` (raised when reached)."""
         if not self.path.exists():
-            return []
-        data = self.path.read_bytes()
-        text = data.decode("utf-8", errors="strict")
-        lines = text.split("\n")
-        torn = not text.endswith("\n")
-        records: list[EditRecord] = []
+            return
         seen: set[str] = set()
-        for number, raw in enumerate(lines, start=1):
-            if not raw.strip():
-                continue
-            if torn and number == len(lines):
-                break  # the last append never finished: not done
-            try:
-                parsed = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise DataFormatError(self.path, number, None, f"invalid JSON: {exc.msg}") from exc
-            record = EditRecord.from_json(self.path, number, parsed)
-            if record.edit_id in seen:
-                raise DataFormatError(
-                    self.path, number, "edit_id", f"edit {record.edit_id!r} listed twice"
-                )
-            seen.add(record.edit_id)
-            records.append(record)
-        return records
+        with self.path.open("rb") as handle:
+            for number, raw in enumerate(handle, start=1):
+                if not raw.endswith(b"\n"):
+                    break  # the last append never finished: not done
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise DataFormatError(self.path, number, None, "not UTF-8 text") from exc
+                if not text.strip():
+                    continue
+                try:
+                    parsed = json.loads(text)
+                except json.JSONDecodeError as exc:
+                    message = f"invalid JSON: {exc.msg}"
+                    raise DataFormatError(self.path, number, None, message) from exc
+                record = EditRecord.from_json(self.path, number, parsed)
+                if record.edit_id in seen:
+                    raise DataFormatError(
+                        self.path, number, "edit_id", f"edit {record.edit_id!r} listed twice"
+                    )
+                seen.add(record.edit_id)
+                yield record
 
     def _repair_tail(self) -> None:
         if self._repaired or not self.path.exists():
@@ -179,11 +193,67 @@ class Manifest:
         self._repaired = True
 
 
-def write_image(path: Path, image: Image.Image) -> None:
-    """Save ``image`` as PNG through a temporary file and a rename."""
+#: Image formats an edit can be stored in, by name: the file suffix.
+IMAGE_FORMATS = {"webp": ".webp", "png": ".png", "jpeg": ".jpg"}
+#: How edits are stored by default: WebP, lossy (issue 16: ~5-9x smaller than PNG on
+#: 640x480 photos at ~40 dB PSNR; figures in bench/storage.py's output).
+DEFAULT_IMAGE_FORMAT = "webp"
+#: WebP / JPEG quality of stored edits (0-100; PNG is lossless and ignores it).
+DEFAULT_IMAGE_QUALITY = 90
+_PIL_FORMATS = {".webp": "WEBP", ".png": "PNG", ".jpg": "JPEG", ".jpeg": "JPEG"}
+
+
+def write_image(
+    path: Path,
+    image: Image.Image,
+    image_format: str | None = None,
+    *,
+    quality: int = DEFAULT_IMAGE_QUALITY,
+) -> None:
+    """Save ``image`` through a temporary file and a rename, as ``image_format``
+    (``webp``, ``png`` or ``jpeg``; default: from ``path``'s suffix), encoded by
+    :func:`encode_image`.
+
+    Raises:
+        ConfigError: an unknown format or suffix, or a quality outside 0-100.
+    """
+    from contrastkit.errors import ConfigError
+
+    if image_format is None:
+        by_suffix = {suffix: name for name, suffix in IMAGE_FORMATS.items()}
+        image_format = by_suffix.get(path.suffix.lower().replace(".jpeg", ".jpg"))
+        if image_format is None:
+            raise ConfigError(f"image_format: cannot tell the format of {path} from its suffix")
+    atomic_write_bytes(path, encode_image(image, image_format, quality=quality))
+
+
+def encode_image(
+    image: Image.Image, image_format: str, *, quality: int = DEFAULT_IMAGE_QUALITY
+) -> bytes:
+    """The bytes of ``image`` stored as ``image_format`` (``webp``, ``png`` or ``jpeg``)
+    at ``quality`` (0-100, for the lossy WebP / JPEG; PNG is lossless). The same image
+    and settings give the same bytes in every process, so an edit encoded on a Ray actor
+    is the file a local run writes.
+
+    Raises:
+        ConfigError: an unknown format, or a quality outside 0-100.
+    """
+    from contrastkit.errors import ConfigError
+
+    if image_format not in IMAGE_FORMATS:
+        raise ConfigError(f"image_format: {image_format!r} is not one of "
+                          f"{', '.join(IMAGE_FORMATS)}")  # fmt: skip
+    if not 0 <= quality <= 100:
+        raise ConfigError(f"image_quality: must be in 0-100, not {quality}")
+    pil_format = _PIL_FORMATS[IMAGE_FORMATS[image_format]]
     buffer = io.BytesIO()
-    image.save(buffer, format="PNG")
-    atomic_write_bytes(path, buffer.getvalue())
+    options: dict[str, Any] = {} if pil_format == "PNG" else {"quality": quality}
+    if pil_format == "WEBP":
+        options["method"] = 4  # PIL's default; spelled out: it sets the output bytes
+    if pil_format == "JPEG" and image.mode != "RGB":
+        image = image.convert("RGB")
+    image.save(buffer, format=pil_format, **options)
+    return buffer.getvalue()
 
 
 #: The lock a build stage holds on its folder (one run per folder at a time).
@@ -192,13 +262,19 @@ BUILD_LOCK = ".build.lock"
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def holds_build_lock(run: str, *, create: bool = False) -> Callable[[F], F]:
+def holds_build_lock(
+    run: str,
+    *,
+    create: bool = False,
+    folder: Callable[[dict[str, Any]], Path] | None = None,
+) -> Callable[[F], F]:
     """Make a stage hold an exclusive lock on its build folder (its ``out`` argument)
     while it runs (:func:`contrastkit.io.exclusive_lock`): a second run on the same
     folder fails at once with a :class:`~contrastkit.errors.StateError` naming the
     holder, instead of both deleting each other's temporary files and appending the same
     edits. ``create``: make the folder if missing (the first stage); otherwise a missing
-    folder is left to the stage's own error.
+    folder is left to the stage's own error. ``folder``: the folder to lock, from the
+    call's arguments by name (default: ``out``; a shard locks its shard folder).
     """
 
     def wrap(function: F) -> F:
@@ -206,7 +282,8 @@ def holds_build_lock(run: str, *, create: bool = False) -> Callable[[F], F]:
 
         @functools.wraps(function)
         def locked(*args: Any, **kwargs: Any) -> Any:
-            out = Path(signature.bind(*args, **kwargs).arguments["out"])
+            arguments = signature.bind(*args, **kwargs).arguments
+            out = Path(arguments["out"]) if folder is None else folder(arguments)
             if not out.is_dir() and not create:
                 return function(*args, **kwargs)
             with exclusive_lock(out / BUILD_LOCK, str(out), run):
@@ -220,10 +297,13 @@ def holds_build_lock(run: str, *, create: bool = False) -> Callable[[F], F]:
 def remove_stale_temp_files(folder: Path) -> int:
     """Delete the ``.*.tmp`` files a killed run left under ``folder``; return how many.
     Call it only while holding the folder's lock (:func:`holds_build_lock`): the
-    temporary files of a run in progress would go too."""
+    temporary files of a run in progress would go too. ``folder/shards/`` is left out:
+    each shard folder has its own lock and cleans its own files."""
     count = 0
     if folder.is_dir():
         for stale in folder.rglob(".*.tmp"):
+            if stale.relative_to(folder).parts[0] == "shards":
+                continue
             with contextlib.suppress(FileNotFoundError):
                 stale.unlink()
                 count += 1

@@ -26,9 +26,10 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from contrastkit import __version__
-from contrastkit.builders.export import METADATA_FILE, read_metadata
+from contrastkit.builders.export import METADATA_FILE, build_weights, read_metadata
 from contrastkit.errors import ConfigError, DataFormatError, StateError
 from contrastkit.io import atomic_write_text, check_writable
 from contrastkit.repo_ids import check_repo_id
@@ -36,10 +37,13 @@ from contrastkit.repo_ids import check_repo_id
 __all__ = [
     "HUB_FILES",
     "HUB_PATTERNS",
+    "RANDOM_WEIGHTS_FLAG",
     "TREE_MARKER",
     "PublishConfig",
     "PublishResult",
+    "check_publishable",
     "publish",
+    "random_weight_models",
     "write_hub_tree",
 ]
 
@@ -66,6 +70,10 @@ class PublishConfig:
             must be absent, empty, or a tree an earlier dry run wrote.
         token: A Hub token; default ``HF_TOKEN`` or the cached login. Never shown in the
             config's ``repr``.
+        allow_random_weights: Publish a set built with random-weight models (a tiny
+            editor or image encoder, e.g. the quickstart's) anyway. Without it such a set
+            is refused (a dry run still rehearses it): its edits and filter decisions are
+            meaningless, and its card says so.
     """
 
     export: Path
@@ -74,6 +82,7 @@ class PublishConfig:
     dry_run: bool = False
     tree: Path | None = None
     token: str | None = field(default=None, repr=False)
+    allow_random_weights: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "export", Path(self.export))
@@ -99,6 +108,8 @@ class PublishResult:
     files: list[str] = field(default_factory=list)
     loaded_rows: dict[str, dict[str, int]] = field(default_factory=dict)
     url: str | None = None
+    #: Which of the build's models had random weights (``editor``, ``encoder``).
+    random_weight_models: list[str] = field(default_factory=list)
 
 
 def _check_tree_folder(tree: Path) -> None:
@@ -175,12 +186,43 @@ def _verify(tree: Path) -> dict[str, dict[str, int]]:
     return loaded
 
 
+#: The command-line spelling of :attr:`PublishConfig.allow_random_weights`.
+RANDOM_WEIGHTS_FLAG = "--i-know-these-are-random-weights"
+
+
+def random_weight_models(metadata: dict[str, Any]) -> list[str]:
+    """Which models of an export's build had random weights (``editor``, ``encoder``),
+    from its build metadata (:func:`contrastkit.builders.export.build_weights`)."""
+    flags = metadata.get("random_weights")
+    if not isinstance(flags, dict):
+        flags = build_weights(metadata.get("build_summary") or {})["random_weights"]
+    return [name for name, flag in flags.items() if flag]
+
+
+def check_publishable(config: PublishConfig, metadata: dict[str, Any]) -> None:
+    """Refuse a set built with random-weight models unless ``allow_random_weights``.
+
+    Raises:
+        ConfigError: naming ``allow_random_weights`` and the command-line flag.
+    """
+    models = random_weight_models(metadata)
+    if models and not config.allow_random_weights:
+        raise ConfigError(
+            f"allow_random_weights: {config.export} was built with random-weight models "
+            f"(the {' and the '.join(models)}: tiny test models), so its images and filter "
+            "decisions are meaningless; build it with real models, or, if you really mean "
+            f"to publish a pipeline check, pass {RANDOM_WEIGHTS_FLAG} "
+            "(allow_random_weights=True)"
+        )
+
+
 def publish(config: PublishConfig) -> PublishResult:
     """Push an export folder to the dataset repository ``config.repo_id``, or, with
     ``dry_run``, write the exact tree locally and load it with ``datasets``.
 
     Raises:
-        ConfigError: no token (set ``HF_TOKEN`` or run ``hf auth login``).
+        ConfigError: no token (set ``HF_TOKEN`` or run ``hf auth login``); a set built
+            with random-weight models without ``allow_random_weights`` (checked first).
         DataFormatError: not an export folder, or a tree that does not load as its
             metadata says.
         StateError: the dry run's tree folder holds something else (it is left alone).
@@ -192,8 +234,12 @@ def publish(config: PublishConfig) -> PublishResult:
         _check_tree_folder(tree)
         check_writable(tree.parent, "the Hub tree folder")
         files = write_hub_tree(config.export, tree)
-        return PublishResult(config.repo_id, True, tree, files, _verify(tree))
+        return PublishResult(
+            config.repo_id, True, tree, files, _verify(tree),
+            random_weight_models=random_weight_models(read_metadata(config.export)),
+        )  # fmt: skip
 
+    check_publishable(config, read_metadata(config.export))
     from huggingface_hub import HfApi, get_token
 
     token = config.token or get_token()
@@ -223,4 +269,7 @@ def publish(config: PublishConfig) -> PublishResult:
         allow_patterns=list(HUB_PATTERNS),  # saved/ stays home
         delete_patterns=["data/**"],  # shards of an older export go in the same commit
     )
-    return PublishResult(config.repo_id, False, None, files, url=str(repo))
+    return PublishResult(
+        config.repo_id, False, None, files, url=str(repo),
+        random_weight_models=random_weight_models(read_metadata(config.export)),
+    )  # fmt: skip

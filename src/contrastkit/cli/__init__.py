@@ -12,7 +12,7 @@ import traceback
 import typer
 
 from contrastkit import __version__
-from contrastkit.cli import build, evaluate, export, quickstart, taxonomy, urls, validate
+from contrastkit.cli import audit, build, evaluate, export, quickstart, taxonomy, urls, validate
 from contrastkit.cli.common import DEBUG, EXIT_BUG, err_console, shown
 
 app = typer.Typer(
@@ -36,6 +36,7 @@ app.add_typer(export.app, name="export")
 app.command(name="publish")(export.publish_command)
 evaluate.register(app)
 app.command(name="quickstart")(quickstart.quickstart)
+app.command(name="audit")(audit.audit_command)
 
 
 def _version(value: bool) -> None:

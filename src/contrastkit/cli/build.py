@@ -15,6 +15,8 @@ import typer
 
 from contrastkit.apps.stages import DEFAULT_EMBEDDER, Stage
 from contrastkit.cli.common import (
+    ALLOW_DOWNLOAD,
+    DOWNLOAD_ALIAS,
     TAXONOMY_OPTION,
     console,
     parse_contexts,
@@ -50,6 +52,16 @@ _JSON = typer.Option(False, "--json", help="Print the build summary as JSON.")
 _KNN_DEVICE = typer.Option(
     "auto", "--knn-device", help="KNN filter search: cpu, cuda (every GPU); auto: CUDA if any."
 )
+_ENGINE = typer.Option(
+    "local", "--engine", metavar="local|ray",
+    help="Where editing and embedding run: this process, or Ray actor pools (one GPU "
+    'each; pip install "contrastkit[ray]"). Same build folder either way.',
+)  # fmt: skip
+_RAY_ADDRESS = typer.Option(
+    None, "--ray-address", metavar="ADDR",
+    help="With --engine ray: the Ray cluster (auto, ray://head:10001) "
+    "[default: start a local Ray instance for the run].",
+)  # fmt: skip
 
 
 @app.command("visogender")
@@ -165,7 +177,19 @@ def gensynth(
         None, "--quality-sample", min=1, help="Score at most N images per set in the checks."
     ),
     device: str | None = _DEVICE,
-    allow_download: bool = typer.Option(False, "--allow-download", help="Fetch missing models."),
+    allow_download: bool = ALLOW_DOWNLOAD,
+    download_alias: bool = DOWNLOAD_ALIAS,
+    shard: str | None = typer.Option(
+        None, "--shard", help="K/N: edit (and embed) only shard K of N, in OUT/shards/K-of-N."
+    ),
+    image_format: Literal["webp", "png", "jpeg"] = typer.Option(
+        "webp", "--image-format", help="How edits are stored."
+    ),
+    image_quality: int = typer.Option(
+        90, "--image-quality", min=0, max=100, help="WebP / JPEG quality of stored edits."
+    ),
+    engine: str = _ENGINE,
+    ray_address: str | None = _RAY_ADDRESS,
     as_json: bool = _JSON,
 ) -> None:
     """Build a GenSynth contrast set: edit COCO people with InstructPix2Pix, filter the
@@ -176,11 +200,28 @@ def gensynth(
     accuracy and recall@1/5/10 checks). Reruns skip finished edits. --instructions: a
     table with gender, instruction (default: Tab. 7).
 
+    --shard K/N splits the edits over N workers (each its own process, GPU or machine
+    sharing OUT): worker K edits the sources whose SHA-256 of the id modulo N is K-1 in
+    OUT/shards/K-of-N and, with --stage all or filter, embeds them there. The filter
+    decisions and the selection need every edit: once all shards finish, run
+    `contrastkit build merge OUT`, then --stage filter and --stage select on OUT.
+
+    --engine ray runs the editing and the embedding on a Ray cluster (--ray-address;
+    default: a local Ray instance): one actor per GPU loads each model once; this process
+    writes every image, manifest line and embedding shard, so the build folder is the
+    same as with --engine local and either engine resumes the other's run. The workers
+    read COCO and OUT by path (a shared filesystem on a multi-machine cluster).
+
     Example:
 
         contrastkit build gensynth --coco coco --out build/gensynth --limit 100
+
+        contrastkit build gensynth --coco coco --out build/gensynth --shard 2/4
+
+        contrastkit build gensynth --coco coco --out build/gensynth --engine ray --ray-address auto
     """
     from contrastkit.apps.gensynth import GenSynthConfig, build_gensynth
+    from contrastkit.builders.gensynth.shards import Shard
     from contrastkit.config import ModelConfig
     from contrastkit.curation.editing import EditSettings
 
@@ -189,15 +230,25 @@ def gensynth(
             text_guidance_scales=_scales(scales), image_guidance_scale=image_guidance,
             steps=steps, resolution=resolution, margin=margin, seed=seed,
         )  # fmt: skip
-        model = ModelConfig(device=device, batch_size=batch_size, download=allow_download)
+        model = ModelConfig(
+            device=device, batch_size=batch_size, download=allow_download or download_alias
+        )
         result = build_gensynth(GenSynthConfig(
             out=out, stage=stage, coco=coco, split=split, limit=limit,
             min_box_side=min_box_side, editor=editor, embedder=embedder, edit=edit,
             instructions=instructions, k=k, tau_real=tau_real, tau_gender=tau_gender,
             knn_device=knn_device, quality=quality, pool=pool, pool_limit=pool_limit,
             quality_sample=quality_sample, model=model,
+            shard=None if shard is None else Shard.parse(shard),
+            image_format=image_format, image_quality=image_quality,
+            engine=engine, ray_address=ray_address,  # type: ignore[arg-type]
         ), progress=progress)  # fmt: skip
-    print_json(result.summary) if as_json else _print_gensynth(result.summary, out)
+    if as_json:
+        print_json(result.summary)
+    elif result.shard is not None:
+        _print_shard(result.summary, out, result.shard)
+    else:
+        _print_gensynth(result.summary, out)
     if result.sources_kept == 0:
         raise typer.Exit(1)
 
@@ -231,6 +282,74 @@ def _print_gensynth(summary: dict[str, Any], out: Path) -> None:
         )
     if summary.get("quality"):
         _print_quality(summary["quality"])
+
+
+def _print_shard(summary: dict[str, Any], out: Path, shard: str) -> None:
+    folder = out / "shards" / shard.replace("/", "-of-")
+    if "edit" in summary:
+        e = summary["edit"]
+        console.print(
+            plain(
+                f"shard {shard}: {e['sources']} sources, {e['planned']} edits planned, "
+                f"{e['edited']} made, {e['skipped_finished']} already finished, in {folder}."
+            )
+        )
+    if "embed" in summary:
+        m = summary["embed"]
+        console.print(
+            plain(f"shard {shard}: {m['real_crops']} person crops and {m['edits']} edits embedded.")
+        )
+    console.print(
+        plain(
+            f"The filter decisions and the selection need every shard: when all are done, "
+            f"run `contrastkit build merge {out}`, then `contrastkit build gensynth --out "
+            f"{out} --stage filter` and `--stage select`."
+        )
+    )
+
+
+@app.command("merge")
+def merge(
+    out: Path = typer.Argument(..., help="Build folder whose shards/K-of-N folders to merge."),
+    partial: bool = typer.Option(
+        False, "--partial", help="Merge the shards that exist; list the missing ones."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the merge report as JSON."),
+) -> None:
+    """Combine the shards of a GenSynth build (OUT/shards/K-of-N, made by `build gensynth
+    --shard K/N`) into OUT's manifest.jsonl and sources.jsonl, in a single worker's order,
+    and link their embedding caches into OUT/embeddings. Refuses shards still running,
+    of another N, made with other settings, or missing (unless --partial). Rerunning after
+    more shard work adds the new edits.
+
+    Example:
+
+        contrastkit build merge build/gensynth
+    """
+    from contrastkit.builders.gensynth.shards import MergeConfig, merge_shards
+
+    with user_errors():
+        report = merge_shards(MergeConfig(out=out, partial=partial))
+    if as_json:
+        print_json(report.to_json())
+        return
+    merged = ", ".join(str(k) for k in report.merged)
+    console.print(
+        plain(
+            f"merge: shards {merged} of {report.shards}: {report.edits} edits of "
+            f"{report.sources} sources in {out / 'manifest.jsonl'} ({report.new_edits} new); "
+            f"{report.embedding_files} embedding files linked."
+        )
+    )
+    if report.missing:
+        missing = ", ".join(f"{k}/{report.shards}" for k in report.missing)
+        console.print(plain(f"missing shards (merged without them): {missing}"))
+    if report.unfinished:
+        unfinished = ", ".join(f"{k}/{report.shards}" for k in report.unfinished)
+        console.print(plain(f"unfinished shards (their finished edits merged): {unfinished}"))
+    console.print(
+        plain(f"next: contrastkit build gensynth --out {out} --stage filter, then --stage select.")
+    )
 
 
 def _gpus(entry: dict[str, Any]) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 from rich.markup import escape
 from rich.text import Text
 
@@ -20,11 +20,53 @@ from contrastkit.errors import ConfigError, ContrastkitError, ResourceError
 from contrastkit.schema import Context
 from contrastkit.taxonomy import Taxonomy, load_taxonomy
 
-console = Console()
-err_console = Console(stderr=True)
+#: The width of output that goes to a pipe, a file or a test runner rather than a
+#: terminal: wide enough that no table is cut and no line or URL is split; a terminal
+#: gets its own width, where tables wrap their cells.
+PIPED_WIDTH = 100_000
+
+
+class WideWhenPiped(Console):
+    """A rich :class:`~rich.console.Console` that is :data:`PIPED_WIDTH` wide whenever
+    its file is not a terminal (checked at each print, so a file swapped in later, as
+    ``typer.testing.CliRunner`` does, counts), instead of rich's 80 columns; on a
+    terminal it is the terminal's width."""
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        """The terminal's size, or :data:`PIPED_WIDTH` columns off a terminal."""
+        dimensions = super().size
+        if self.is_terminal:
+            return dimensions
+        return ConsoleDimensions(PIPED_WIDTH, dimensions.height)
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        width, height = new_size
+        self._width = width
+        self._height = height
+
+
+console = WideWhenPiped()
+err_console = WideWhenPiped(stderr=True)
 
 #: Exit code for input the command could not use (bad file, bad option).
 EXIT_BAD_INPUT = 2
+
+#: The one spelling, on every command that loads a model, of "model weights missing from
+#: the local cache may be downloaded" (like --allow-private and --allow-network: a
+#: permission, off by default).
+ALLOW_DOWNLOAD = typer.Option(
+    False,
+    "--allow-download",
+    help="Allow downloading model weights missing from the local cache (default: a "
+    "missing model is an error saying how to get it).",
+)
+#: The older spelling of --allow-download (``evaluate --download``), still accepted but
+#: not shown in --help.
+DOWNLOAD_ALIAS = typer.Option(
+    False, "--download", hidden=True, help="Old spelling of --allow-download."
+)
 
 TAXONOMY_OPTION = typer.Option(
     None,
@@ -182,3 +224,14 @@ def parse_contexts(text: str) -> list[Context]:
 def print_json(data: Any) -> None:
     """Write JSON to stdout, unstyled, for machines."""
     typer.echo(json.dumps(data, indent=2))
+
+
+def int_list(text: str, option: str) -> tuple[int, ...]:
+    """``"5,10"`` -> ``(5, 10)``; a :class:`ConfigError` naming ``option`` otherwise."""
+    try:
+        values = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError as error:
+        raise ConfigError(f"{option} takes comma-separated integers, not {text!r}") from error
+    if not values:
+        raise ConfigError(f"{option} needs at least one value")
+    return values

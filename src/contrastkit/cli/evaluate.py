@@ -13,8 +13,17 @@ from typing import TYPE_CHECKING
 import typer
 from rich.text import Text
 
-from contrastkit.cli.common import console, plain, print_json, shown, user_errors
-from contrastkit.errors import ConfigError
+from contrastkit.cli.common import (
+    ALLOW_DOWNLOAD,
+    DOWNLOAD_ALIAS,
+    console,
+    int_list,
+    plain,
+    print_json,
+    shown,
+    user_errors,
+)
+from contrastkit.text import count as counted
 
 if TYPE_CHECKING:
     from contrastkit.evaluators.job import EvaluateResult
@@ -23,15 +32,34 @@ DATA = typer.Option(
     ...,
     "--data",
     help="Official-format TSV(s), a folder of them, a saved HF dataset, an export folder "
-    "(`contrastkit export`), or a Hub id (hf:USER/NAME).",
+    "(`contrastkit export`), a Hub id (hf:USER/NAME), or `visogender`: the official "
+    "VisoGender OP and OO sets bundled with contrastkit (their images are fetched into "
+    "--store and rows without one are left out).",
 )
 MODEL = typer.Option(
     ..., "--model", help="Model spec (repeatable): open_clip:ARCH/TAG, hf-clip:ID, blip:ID..."
 )
-OUT = typer.Option(..., "--out", help="Output folder; one subfolder per model.")
+OUT = typer.Option(Path("results"), "--out", help="Output folder; one subfolder per model.")
 TASK = typer.Option("resolution,retrieval", "--task", help="resolution, retrieval.")
 STORE = typer.Option(
-    None, "--store", help="Image store of `contrastkit urls check --store` (for URLs)."
+    None,
+    "--store",
+    help="Image store of `contrastkit urls check --store` (for URLs) [default with --fetch: "
+    "$XDG_CACHE_HOME/contrastkit/images or ~/.cache/contrastkit/images].",
+)
+FETCH = typer.Option(
+    None,
+    "--fetch/--no-fetch",
+    help="Fetch the image URLs the store lacks into it first (the URL checker's safety rules "
+    "and the Network options) [default: on for --data visogender, else off].",
+    show_default=False,
+)
+SKIP_MISSING = typer.Option(
+    None,
+    "--skip-missing/--no-skip-missing",
+    help="Leave out rows whose image is not available, listing them in every report "
+    "[default: on for --data visogender, else off: a missing image is an error].",
+    show_default=False,
 )
 SPLIT = typer.Option(None, "--split", help="Split of a saved dataset dict.")
 NEUTRAL = typer.Option(
@@ -55,9 +83,6 @@ DECODE = typer.Option(
     "exactly) or tensor.",
 )
 BATCH_SIZE = typer.Option(32, "--batch-size", min=1, help="Images per forward pass.")
-DOWNLOAD = typer.Option(
-    False, "--download", help="Allow downloading model weights missing from the cache."
-)
 SUBSAMPLE_K = typer.Option(
     "1", "--subsample-k", help="Images kept per group in the Appendix G.1 subsamples."
 )
@@ -77,18 +102,33 @@ BOOTSTRAP = typer.Option(
     help="Bootstrap resamples over images for the confidence intervals (0: none).",
 )
 CONFIDENCE = typer.Option(0.95, "--confidence", help="Level of the bootstrap intervals, in (0, 1).")
-AS_JSON = typer.Option(False, "--json", help="Print the output paths and headlines.")
-
-
-def _ints(text: str, option: str) -> tuple[int, ...]:
-    """``"5,10"`` -> ``(5, 10)``."""
-    try:
-        values = tuple(int(part) for part in text.split(",") if part.strip())
-    except ValueError as error:
-        raise ConfigError(f"{option} takes comma-separated integers, not {text!r}") from error
-    if not values:
-        raise ConfigError(f"{option} needs at least one value")
-    return values
+AS_JSON = typer.Option(
+    False, "--json", help="Print each model's output paths and headline figures as JSON."
+)
+# Network options of --fetch: the same as `contrastkit urls check` has.
+FETCH_CONCURRENCY = typer.Option(
+    64, "--concurrency", min=1, help="Requests in flight at once.", rich_help_panel="Network"
+)
+FETCH_TIMEOUT = typer.Option(
+    60.0, "--timeout", min=0.01, help="Seconds for a whole request.", rich_help_panel="Network"
+)
+FETCH_RETRIES = typer.Option(
+    2, "--retries", min=0, help="Retries after a transient failure (5xx, 429, timeout).",
+    rich_help_panel="Network",
+)  # fmt: skip
+FETCH_ALLOW_PRIVATE = typer.Option(
+    False, "--allow-private",
+    help="Allow loopback, private and link-local addresses (tests, intranet mirrors).",
+    rich_help_panel="Network",
+)  # fmt: skip
+FETCH_ALLOW_NETWORK = typer.Option(
+    None, "--allow-network", metavar="CIDR",
+    help="Allow one non-public network, e.g. 10.1.0.0/16. Repeatable.", rich_help_panel="Network",
+)  # fmt: skip
+FETCH_RESOLVE = typer.Option(
+    None, "--resolve", metavar="HOST:ADDRESS",
+    help="Use ADDRESS for HOST instead of DNS. Repeatable.", rich_help_panel="Network",
+)  # fmt: skip
 
 
 def evaluate(
@@ -106,7 +146,8 @@ def evaluate(
     batch_size: int = BATCH_SIZE,
     workers: int | None = WORKERS,
     decode: str = DECODE,
-    download: bool = DOWNLOAD,
+    download: bool = ALLOW_DOWNLOAD,
+    download_alias: bool = DOWNLOAD_ALIAS,
     subsample_k: str = SUBSAMPLE_K,
     subsample_runs: int = SUBSAMPLE_RUNS,
     baseline_runs: int = BASELINE_RUNS,
@@ -115,6 +156,14 @@ def evaluate(
     bootstrap: int = BOOTSTRAP,
     confidence: float = CONFIDENCE,
     as_json: bool = AS_JSON,
+    fetch: bool | None = FETCH,
+    skip_missing: bool | None = SKIP_MISSING,
+    concurrency: int = FETCH_CONCURRENCY,
+    timeout: float = FETCH_TIMEOUT,
+    retries: int = FETCH_RETRIES,
+    allow_private: bool = FETCH_ALLOW_PRIVATE,
+    allow_network: list[str] | None = FETCH_ALLOW_NETWORK,
+    resolve: list[str] | None = FETCH_RESOLVE,
 ) -> None:
     """Score models on a VisoGender-style dataset: resolution and retrieval bias, error
     analysis, labour-statistics comparison. On a contrast-set export (`contrastkit export
@@ -125,7 +174,10 @@ def evaluate(
     raw_resolution.jsonl and raw_retrieval.jsonl (per-image scores), benchmark.json
     (VisoGender Appendix J structure), report.md and plots/*.png; with several models
     also OUT/comparison.md. Rerunning reuses the scores already in OUT. Image URLs are
-    read from the image store (--store), never downloaded.
+    read from the image store (--store); with --fetch (the default for --data visogender)
+    the URLs it lacks are first fetched into it, and with --skip-missing (also the default
+    there) rows whose image is still not available are left out and listed in each
+    report.md and benchmark.json (skipped_rows).
 
     Resolution predictions follow --protocol: visogender-official (the default; the
     official code's argmax over his/her/their, which the published Tab. 2 comes from; a
@@ -136,10 +188,14 @@ def evaluate(
 
     Example:
 
+        contrastkit evaluate --data visogender --model open_clip:ViT-B-32/openai
+
         contrastkit evaluate --data data/OP.tsv --model open_clip:ViT-B-32/openai --out res
     """
     from contrastkit.cli.common import progress
+    from contrastkit.cli.urls import parse_resolve
     from contrastkit.config import ModelConfig
+    from contrastkit.curation.urls import CheckConfig
     from contrastkit.evaluators.job import EvaluateConfig
     from contrastkit.evaluators.job import evaluate as run_evaluation
     from contrastkit.evaluators.runner import EvalConfig
@@ -147,16 +203,22 @@ def evaluate(
     with user_errors():
         settings = EvalConfig(
             tasks=tuple(dict.fromkeys(t.strip() for t in task.split(",") if t.strip())),
-            neutral=neutral, ks=_ints(ks, "--k"), ndkl_k=ndkl_k,
-            subsample_ks=_ints(subsample_k, "--subsample-k"), subsample_runs=subsample_runs,
+            neutral=neutral, ks=int_list(ks, "--k"), ndkl_k=ndkl_k,
+            subsample_ks=int_list(subsample_k, "--subsample-k"), subsample_runs=subsample_runs,
             baseline_runs=baseline_runs, seed=seed, protocol=protocol.strip(),
             bootstrap=bootstrap, confidence=confidence,
         )  # fmt: skip
         config = EvaluateConfig(
             data=tuple(data), models=tuple(model), out=out, store=store, split=split,
             model=ModelConfig(device=device, dtype=dtype, batch_size=batch_size,
-                              download=download, workers=workers, decode=decode),
-            settings=settings,
+                              download=download or download_alias, workers=workers,
+                              decode=decode),
+            settings=settings, fetch=fetch, skip_missing=skip_missing,
+            network=CheckConfig(
+                concurrency=concurrency, total_timeout=timeout, retries=retries,
+                allow_private=allow_private, allowed_networks=tuple(allow_network or ()),
+                resolve=tuple(parse_resolve(item) for item in resolve or ()),
+            ),
         )  # fmt: skip
         result = run_evaluation(config, progress=progress)
     _print_evaluation(result, as_json)
@@ -164,10 +226,19 @@ def evaluate(
 
 def _print_evaluation(result: EvaluateResult, as_json: bool) -> None:
     """One line per model (and data folder), the skipped tasks, the comparison file."""
+    from contrastkit.evaluators.report.headlines import headline_figures, headline_lines
+
+    headlines = [
+        headline_figures(entry.model, entry.summary, result.kind) for entry in result.evaluations
+    ]
     if as_json:
-        print_json([evaluation.to_dict() for evaluation in result.evaluations])
+        print_json([
+            {**entry.to_dict(), "headlines": figures}
+            for entry, figures in zip(result.evaluations, headlines, strict=True)
+        ])  # fmt: skip
         return
-    for entry in result.evaluations:
+    _print_skipped_rows(result)
+    for entry, figures in zip(result.evaluations, headlines, strict=True):
         line = Text.assemble((shown(entry.model), "bold"))
         if result.kind == "contrast":
             pairs = entry.summary["pairs"]
@@ -177,14 +248,39 @@ def _print_evaluation(result: EvaluateResult, as_json: bool) -> None:
             ))  # fmt: skip
         else:
             line.append(shown(
-                f": {entry.scored_images} images scored, {entry.reused_records} records "
-                f"reused -> {entry.folder}"
+                f": {counted(entry.scored_images, 'image')} scored, "
+                f"{counted(entry.reused_records, 'record')} reused -> {entry.folder}"
             ))  # fmt: skip
         console.print(line, highlight=False)
+        for text in headline_lines(figures):
+            style = "yellow" if text.startswith("random weights:") else ""
+            console.print(plain(f"  {text}", style=style), highlight=False)
         for note in entry.skipped:
             console.print(plain(f"  skipped: {note}"), highlight=False)
     if result.comparison is not None:
         console.print(plain(f"comparison: {result.comparison}"), highlight=False)
+
+
+def _print_skipped_rows(result: EvaluateResult, shown_rows: int = 3) -> None:
+    """One line on the rows left out for want of an image (and the URLs fetched)."""
+    if result.checked:
+        urls = "URL" if result.checked == 1 else "URLs"
+        console.print(
+            plain(f"fetched {result.fetched} of the {result.checked} image {urls} missing "
+                  f"from {result.store}"),
+            highlight=False,
+        )  # fmt: skip
+    count = len(result.skipped_rows)
+    if not count:
+        return
+    rows = "row" if count == 1 else "rows"
+    first = ", ".join(row.idx for row in result.skipped_rows[:shown_rows])
+    more = ", ..." if count > shown_rows else ""
+    console.print(
+        plain(f"left out {count} {rows} without an image ({first}{more}); every report.md "
+              "lists them with the reason"),
+        highlight=False,
+    )  # fmt: skip
 
 
 def report(

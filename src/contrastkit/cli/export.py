@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from contrastkit.cli.common import console, plain, print_json, user_errors
+from contrastkit.text import count as counted
 
 if TYPE_CHECKING:
     from contrastkit.builders.export import ExportResult
@@ -40,7 +41,10 @@ def print_export(result: ExportResult, as_json: bool = False) -> None:
     for name, splits in result.configs.items():
         for split, dataset in splits.items():
             console.print(
-                plain(f"{name}/{split}: {dataset.num_rows} rows, columns {dataset.column_names}")
+                plain(
+                    f"{name}/{split}: {counted(dataset.num_rows, 'row')}, "
+                    f"columns {dataset.column_names}"
+                )
             )
     console.print(
         plain(f"wrote {result.out_dir} (README.md card, build_metadata.json, data/, saved/)")
@@ -92,6 +96,12 @@ def export_contrast_command(
     license: str = typer.Option(
         "other", help="License id of the edited images (COCO sources keep their own)."
     ),
+    sources: str | None = typer.Option(
+        None, help="What the source photos are, for the card [default: COCO images ...]."
+    ),
+    sources_licence: str | None = typer.Option(
+        None, help="The source photos' licence, one sentence for the card [default: COCO's]."
+    ),
     as_json: bool = _JSON,
 ) -> None:
     """Export a GenSynth or GenSwap contrast set as a Hugging Face dataset: config
@@ -105,9 +115,16 @@ def export_contrast_command(
     """
     from contrastkit.builders.export import ExportContrastConfig, export_contrast_set
 
+    provenance = {
+        name: value
+        for name, value in (("source_description", sources), ("source_licence", sources_licence))
+        if value is not None
+    }
     with user_errors():
         result = export_contrast_set(
-            ExportContrastConfig(build=build, out=out, pretty_name=pretty_name, license=license)
+            ExportContrastConfig(
+                build=build, out=out, pretty_name=pretty_name, license=license, **provenance
+            )
         )
     print_export(result, as_json)
 
@@ -124,6 +141,12 @@ def publish_command(
         help="Where --dry-run writes the tree [default: FOLDER-hub beside FOLDER]; an "
         "existing folder is replaced only if empty or written by an earlier dry run.",
     ),
+    allow_random_weights: bool = typer.Option(
+        False,
+        "--i-know-these-are-random-weights",
+        help="Publish a set built with random-weight (tiny test) models anyway; without "
+        "it such a set is refused.",
+    ),
 ) -> None:
     """Publish an export to the Hugging Face Hub: the card (README.md), the build metadata
     and the parquet data. The token comes from `HF_TOKEN` or `hf auth login` and is never
@@ -134,18 +157,25 @@ def publish_command(
 
         contrastkit publish build/export --repo-id my-lab/visogender-2026 --dry-run
     """
-    from contrastkit.builders.publish import PublishConfig, publish
+    from contrastkit.builders.publish import RANDOM_WEIGHTS_FLAG, PublishConfig, publish
 
     with user_errors():
         result = publish(PublishConfig(export=folder, repo_id=repo_id, private=private,
-                                       dry_run=dry_run, tree=tree))  # fmt: skip
+                                       dry_run=dry_run, tree=tree,
+                                       allow_random_weights=allow_random_weights))  # fmt: skip
     if not dry_run:
-        console.print(plain(f"published {len(result.files)} files to {result.url}"))
+        console.print(plain(f"published {counted(len(result.files), 'file')} to {result.url}"))
         return
-    console.print(plain(f"dry run: wrote {len(result.files)} files to {result.tree}:"))
+    console.print(plain(f"dry run: wrote {counted(len(result.files), 'file')} to {result.tree}:"))
     for name in result.files:
         console.print(plain(f"  {name}"), highlight=False)
     for config, splits in result.loaded_rows.items():
-        counts = ", ".join(f"{split} {rows} rows" for split, rows in splits.items())
+        counts = ", ".join(f"{split} {counted(rows, 'row')}" for split, rows in splits.items())
         console.print(plain(f"datasets.load_dataset loads {config}: {counts}"))
+    if result.random_weight_models:
+        models = " and the ".join(result.random_weight_models)
+        console.print(plain(
+            f"this set was built with random-weight models (the {models}): publishing it "
+            f"is refused without {RANDOM_WEIGHTS_FLAG}", style="yellow",
+        ), highlight=False)  # fmt: skip
     console.print(plain(f"nothing was pushed; run without --dry-run to publish to {repo_id}"))

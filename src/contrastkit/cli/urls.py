@@ -38,6 +38,7 @@ from contrastkit.curation.urls.config import (
     CheckConfig,
 )
 from contrastkit.errors import ConfigError
+from contrastkit.text import count as counted
 
 if TYPE_CHECKING:
     from contrastkit.curation.integrity import IntegrityReport
@@ -270,6 +271,8 @@ def maintain_command(
     accept_changes: bool = ACCEPT_CHANGES,
     near_distance: int = MAINTAIN_NEAR_DISTANCE,
     as_json: bool = MAINTAIN_JSON,
+    engine: str = ENGINE,
+    ray_address: str | None = RAY_ADDRESS,
     concurrency: int = CONCURRENCY,
     per_host: int = PER_HOST,
     connect_timeout: float = CONNECT_TIMEOUT,
@@ -295,9 +298,15 @@ def maintain_command(
     images, cells below balance), 2 when the job could not run or a TSV was not written
     back (the summary and the report are still written).
 
+    With --engine ray the URLs are checked by Ray tasks, one group of hosts per task (the
+    per-host limits still hold); the database, store, TSVs and report are written by this
+    process only.
+
     Example:
 
         contrastkit urls maintain data/visogender_OP.tsv data/visogender_OO.tsv --db state.sqlite
+
+        contrastkit urls maintain data/*.tsv --db state.sqlite --engine ray --ray-address auto
     """
     from contrastkit.curation.maintenance import MaintainConfig, RetirementPolicy, maintain
 
@@ -311,7 +320,8 @@ def maintain_command(
             files=tuple(files), db=db, network=network, store=store, report=report,
             policy=RetirementPolicy(failures=retire_after, days=retire_days),
             per_cell=per_cell, drop_retired=drop_retired, accept_changes=accept_changes,
-            near_distance=near_distance)  # fmt: skip
+            near_distance=near_distance, engine=engine,  # type: ignore[arg-type]
+            ray_address=ray_address)  # fmt: skip
         with progress("maintaining") as update:
             hooks = ProgressHooks(update)
             result = maintain(config, on_start=hooks.start, on_result=hooks.result)
@@ -341,7 +351,9 @@ def print_integrity(report: IntegrityReport, as_json: bool = False, limit: int =
         return
 
     urls = len({r.result.url for r in report.rows})
-    print_status_counts(report.status_counts(), f"{len(report.rows)} rows, {urls} URLs")
+    print_status_counts(
+        report.status_counts(), f"{counted(len(report.rows), 'row')}, {counted(urls, 'URL')}"
+    )
     failed = report.failed
     if failed:
         table = Table(title=f"Failed rows ({len(failed)})")
@@ -380,7 +392,9 @@ def print_maintenance(result: MaintenanceResult, as_json: bool = False) -> None:
 
 
 def _print_maintenance_summary(result: MaintenanceResult) -> None:
-    print_status_counts(result.status_counts(), f"Run {result.run_id}: {len(result.rows)} rows")
+    print_status_counts(
+        result.status_counts(), f"Run {result.run_id}: {counted(len(result.rows), 'row')}"
+    )
     facts = {
         "content changed": [r.ref.idx for r in result.rows if r.content_changed],
         "retired": [r.ref.idx for r in result.rows if r.retired],

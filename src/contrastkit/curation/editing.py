@@ -38,6 +38,7 @@ from PIL import Image
 from contrastkit.config import ModelConfig, require
 from contrastkit.errors import DataFormatError, ModelNotFoundError
 from contrastkit.schema import Gender
+from contrastkit.tiny.marker import marked_random
 
 __all__ = [
     "DEFAULT_IMAGE_GUIDANCE_SCALE",
@@ -343,6 +344,9 @@ class InstructPix2PixEditor:
         self.pipeline = pipeline
         self._name = name
         self.batch_size = batch_size
+        #: Whether the pipeline's folder carries the random-weights marker of
+        #: :mod:`contrastkit.tiny` (a tiny test editor): builds made with it say so.
+        self.random_weights = marked_random(name)
 
     @property
     def name(self) -> str:

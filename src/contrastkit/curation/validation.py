@@ -45,6 +45,7 @@ from contrastkit.curation.dedup import find_duplicates
 from contrastkit.errors import DataFormatError
 from contrastkit.schema import Context, VisoGenderRow
 from contrastkit.taxonomy import Taxonomy
+from contrastkit.text import count
 from contrastkit.tsv import is_unusable, parse_visogender_tsv
 
 __all__ = [
@@ -235,7 +236,8 @@ class ValidationReport:
         for summary in self.files:
             context = summary.context or ("unusable" if summary.unusable else "unreadable")
             out.append(
-                f"{summary.path}: {context}, {summary.rows} rows, {summary.occupations} occupations"
+                f"{summary.path}: {context}, {count(summary.rows, 'row')}, "
+                f"{count(summary.occupations, 'occupation')}"
             )
         omitted = self.omitted
         for severity in ("error", "warning"):
@@ -265,8 +267,8 @@ class ValidationReport:
         verdict = "OK" if self.ok else "FAILED"
         unusable = f", {len(self.unusable)} unusable" if self.unusable else ""
         out.append(
-            f"{verdict}: {self.error_count} errors, {self.warning_count} warnings in "
-            f"{len(self.files)} files{unusable}"
+            f"{verdict}: {count(self.error_count, 'error')}, "
+            f"{count(self.warning_count, 'warning')} in {count(len(self.files), 'file')}{unusable}"
         )
         return "\n".join(out)
 

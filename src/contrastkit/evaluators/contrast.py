@@ -24,8 +24,8 @@ everything else unchanged. Two measurements, both with the captions made gender-
 
 Outputs (:func:`write_contrast_outputs`): ``raw_contrast.jsonl`` (per query: its source,
 both own-pair similarities and the top-K image ids), ``benchmark.json``, ``report.md`` and
-``plots/contrast_bias.png``. Evaluators never import builders; the data meet through the
-exported dataset.
+``plots/contrast_bias.png`` (and ``.svg``). Evaluators never import builders; the data
+meet through the exported dataset.
 """
 
 from __future__ import annotations
@@ -140,12 +140,21 @@ def contrast_summary(
             0.5 on a tie, 0 otherwise.
 
     Returns:
-        ``{"images", "sources", "queries", "ks", "retrieval", "pairs"}``: ``retrieval``
+        ``{"images", "sources", "queries", "ks", "retrieval", "pairs", "warnings"}``:
+        ``retrieval``
         maps each metric to its :func:`~contrastkit.evaluators.metrics.summarize` over the
         queries; ``pairs`` holds ``queries_with_pair``, ``masculine_preferred`` (the mean
         of ``preferred``) and ``mean_gap`` (the mean of ``gaps``), both ``nan`` without
-        pairs.
+        pairs; ``warnings`` has one entry per K at or above the number of images (every
+        query ranks them all, so its @K metrics are then trivial;
+        :func:`~contrastkit.evaluators.metrics.cutoff_warnings`).
     """
+    from contrastkit.evaluators.metrics import cutoff_warnings
+
+    warnings = cutoff_warnings(ks, {"every query": images}, section="contrast",
+                               label="Contrast-set retrieval")  # fmt: skip
+    for warning in warnings:  # every query ranks the same pool: say so once
+        warning.update(queries=["every query"], n_queries=queries)
     return {
         "images": images,
         "sources": sources,
@@ -157,6 +166,7 @@ def contrast_summary(
             "masculine_preferred": float(np.mean(preferred)) if preferred else float("nan"),
             "mean_gap": float(np.mean(gaps)) if gaps else float("nan"),
         },
+        "warnings": warnings,
     }
 
 
@@ -326,22 +336,30 @@ def evaluate_contrast(
     return {"summary": summary, "queries": records}
 
 
-def _fmt(value: Any) -> str:
+def _fmt(value: Any, *, signed: bool = True) -> str:
+    """A number for the report: signed (a bias, a gap) or not (a spread, sigma)."""
     if isinstance(value, float):
-        return "n/a" if not np.isfinite(value) else f"{value:+.3f}"
+        if not np.isfinite(value):
+            return "n/a"
+        return f"{value:+.3f}" if signed else f"{value:.3f}"
     return str(value)
 
 
 def contrast_markdown(benchmark: dict[str, Any]) -> str:
     """The report of one model on one contrast set."""
     s = benchmark["summary"]
-    lines = [
-        f"# Contrast-set evaluation: {benchmark['model']}",
-        "",
+    lines = [f"# Contrast-set evaluation: {benchmark['model']}", ""]
+    if benchmark.get("weights_note"):
+        lines += [f"> **Random weights.** {benchmark['weights_note']}", ""]
+    lines += [
         f"Data: `{benchmark['data']}` ({s['images']} images from {s['sources']} sources, "
         f"{s['queries']} gender-neutral queries).",
     ]
-    if benchmark.get("note"):
+    if s.get("warnings"):
+        from contrastkit.evaluators.report.markdown import warnings_section
+
+        lines += ["", *warnings_section(s["warnings"])[:-1]]
+    if benchmark.get("note") and benchmark.get("note") != benchmark.get("weights_note"):
         lines += ["", f"> {benchmark['note']}"]
     lines += [
         "",
@@ -351,7 +369,8 @@ def contrast_markdown(benchmark: dict[str, Any]) -> str:
         "|---|---:|---:|---:|",
     ]
     for name, stats in s["retrieval"].items():
-        lines.append(f"| {name} | {_fmt(stats['mean'])} | {_fmt(stats['sigma'])} | {stats['n']} |")
+        sigma = _fmt(stats["sigma"], signed=False)
+        lines.append(f"| {name} | {_fmt(stats['mean'])} | {sigma} | {stats['n']} |")
     pairs = s["pairs"]
     lines += [
         "",
@@ -361,34 +380,38 @@ def contrast_markdown(benchmark: dict[str, Any]) -> str:
         f"- share preferring the masculine version: {pairs['masculine_preferred']:.3f} "
         "(0.5 is no preference)",
         f"- mean similarity gap, masculine minus feminine: {_fmt(pairs['mean_gap'])}",
+        "",
+        "## Plot",
+        "",
+        "![contrast_bias](plots/contrast_bias.png)",
+        "",
+        "*Mean Bias@K (both conventions), MaxSkew@K and pair preference, with ±1 σ "
+        "across queries* ([SVG](plots/contrast_bias.svg))",
     ]
     return "\n".join(lines) + "\n"
 
 
-def _contrast_plot(retrieval: dict[str, Any], model: str) -> Figure:
-    """Mean Bias@K (both conventions) and MaxSkew@K over the queries."""
-    from matplotlib.figure import Figure
+def _contrast_plot(benchmark: dict[str, Any]) -> Figure:
+    """The contrast-set plot (:func:`~contrastkit.evaluators.report.plots.contrast_figure`)."""
+    from contrastkit.evaluators.report.plots import contrast_figure
 
-    names = [n for n in retrieval if n.startswith(("bias@", "bias_gensynth@", "maxskew@"))]
-    means = [retrieval[n]["mean"] for n in names]
-    figure = Figure(figsize=(6, 3))
-    axis = figure.subplots()
-    axis.bar(range(len(names)), [m if np.isfinite(m) else 0.0 for m in means], color="#4477aa")
-    axis.set_xticks(range(len(names)), names, rotation=30, ha="right")
-    axis.axhline(0, color="black", linewidth=0.8)
-    axis.set_title(f"Contrast-set retrieval bias: {model}", fontsize=9)
-    return figure
+    return contrast_figure(benchmark)
 
 
 def write_contrast_outputs(
     result: dict[str, Any], folder: Path, *, model: str, data: str, note: str | None = None
 ) -> dict[str, Path]:
-    """Write ``raw_contrast.jsonl``, ``benchmark.json``, ``report.md`` and the plot, each
-    atomically; return them by name (``raw``, ``benchmark``, ``report``, ``plot``)."""
-    from contrastkit.evaluators.report.plots import save_figure
+    """Write ``raw_contrast.jsonl``, ``benchmark.json``, ``report.md`` and the plot (PNG
+    and SVG), each atomically; return them by name (``raw``, ``benchmark``, ``report``,
+    ``plot``, ``plot_svg``)."""
+    from contrastkit.evaluators.models.registry import weights_note
+    from contrastkit.evaluators.report.plots import save_formats
 
     folder.mkdir(parents=True, exist_ok=True)
+    model_note = weights_note(model)
     benchmark = {
+        "random_weights": model_note is not None,
+        "weights_note": model_note,
         "model": model,
         "data": data,
         "task": "contrast",
@@ -401,6 +424,7 @@ def write_contrast_outputs(
         "benchmark": folder / "benchmark.json",
         "report": folder / "report.md",
         "plot": folder / "plots" / "contrast_bias.png",
+        "plot_svg": folder / "plots" / "contrast_bias.svg",
     }
     atomic_write_text(
         paths["raw"],
@@ -408,5 +432,5 @@ def write_contrast_outputs(
     )
     atomic_write_text(paths["benchmark"], json.dumps(benchmark, indent=2) + "\n")
     atomic_write_text(paths["report"], contrast_markdown(benchmark))
-    save_figure(_contrast_plot(result["summary"]["retrieval"], model), paths["plot"])
+    save_formats(_contrast_plot(benchmark), folder / "plots" / "contrast_bias")
     return paths

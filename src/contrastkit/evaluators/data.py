@@ -5,8 +5,9 @@ Three image sources:
 * a **local path** in the URL column of an official-format TSV (absolute, relative to the
   TSV's folder, or a ``file://`` URL);
 * an **http(s) URL**, read from the content-addressed image store that
-  ``contrastkit urls check FILE --store DIR`` fills (:class:`contrastkit.store.ImageStore`):
-  the evaluator never downloads;
+  ``contrastkit urls check FILE --store DIR`` fills (:class:`contrastkit.store.ImageStore`);
+  the evaluation job fetches into it only when asked (``EvaluateConfig.fetch``, the
+  default for the bundled sets);
 * the ``image`` column of a **Hugging Face dataset** saved with ``save_to_disk``.
 
 A dataset is given as one or more official-format TSVs, a folder of them (every ``*.tsv``
@@ -18,28 +19,141 @@ snake-case names of :class:`~contrastkit.schema.VisoGenderRow` (``idx``, ``conte
 ``sector``, ``specialisation``, ``occupation``, ``participant``, ``object``,
 ``occupation_gender``, ``participant_gender``, ``url``, ``image``).
 
-Every image reference is checked before any model runs: a missing file, or a URL the
-store does not hold, is a :class:`~contrastkit.schema.DataFormatError` naming the file,
-the line and the field.
+The official VisoGender OP and OO sets ship with contrastkit (:func:`visogender_files`;
+``--data visogender``).
+
+Every image reference is checked before any model runs: the rows whose file is missing
+or whose URL the store does not hold are either one
+:class:`~contrastkit.schema.DataFormatError` located at the first of them and naming them
+all (:meth:`ImageLoader.check`), or set aside, one :class:`SkippedRow` each, together with
+the rows ``contrastkit urls maintain`` flagged ``retired`` or ``content_changed``
+(:meth:`ImageLoader.available`, ``--skip-missing``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+import functools
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
 from PIL import Image
 
-from contrastkit.errors import DataFormatError
+from contrastkit.errors import DataFormatError, StateError
 from contrastkit.pipeline.sources import DECODE_ERRORS, DatasetImage, decode
 from contrastkit.schema import URL_COLUMN, Context, Gender, VisoGenderRow
 from contrastkit.store import ImageStore
 from contrastkit.tsv import parse_visogender_tsv, read_visogender_tsv
 
-__all__ = ["EvalItem", "ImageLoader", "load_items"]
+__all__ = [
+    "VISOGENDER",
+    "VISOGENDER_FILES",
+    "EvalItem",
+    "ImageLoader",
+    "SkippedRow",
+    "load_items",
+    "maintenance_flags",
+    "visogender_files",
+]
+
+#: The name ``--data`` (``EvaluateConfig.data``) takes for the official VisoGender sets
+#: bundled with contrastkit (:func:`visogender_files`).
+VISOGENDER = "visogender"
+
+#: The bundled official VisoGender TSVs (oxai/visogender; see ``SOURCE.md`` beside them):
+#: the OP (occupation-participant) release of 11 January 2024 and the OO
+#: (occupation-object) release of 10 May 2025.
+VISOGENDER_FILES = ("OP_Visogender_11012024.tsv", "OO_Visogender_10052025.tsv")
+
+#: Codes ``contrastkit urls maintain`` writes into ``Error codes`` that mean the row's
+#: image is not the annotated one any more, whatever the image store holds: the row was
+#: retired (it kept failing), or its URL now serves another picture.
+RETIRED_CODES = ("retired", "content_changed")
+
+#: How many missing rows an error message names before "... and N more".
+SHOWN_MISSING = 5
+
+
+def visogender_files() -> tuple[Path, ...]:
+    """The official VisoGender annotation TSVs bundled with contrastkit, OP then OO
+    (:data:`VISOGENDER_FILES`; Hall et al. 2023, CC BY 4.0, benchmark use only: see the
+    ``SOURCE.md`` beside them). ``EvaluateConfig(data=("visogender",), ...)`` and
+    ``contrastkit evaluate --data visogender`` read these.
+
+    Example:
+        >>> op, oo = visogender_files()
+        >>> op.name
+        'OP_Visogender_11012024.tsv'
+
+    Raises:
+        StateError: the installation lacks them (reinstall contrastkit).
+    """
+    folder = resources.files("contrastkit").joinpath("data", "visogender")
+    paths = tuple(Path(str(folder.joinpath(name))) for name in VISOGENDER_FILES)
+    for path in paths:
+        if not path.is_file():
+            raise StateError(
+                f"{path}: the bundled VisoGender file is missing from this installation; "
+                "reinstall contrastkit"
+            )
+    return paths
+
+
+def maintenance_flags(error_codes: str) -> list[str]:
+    """The codes ``contrastkit urls maintain`` wrote into a row's ``Error codes`` cell
+    (``http_error:404``, ``timeout``, ``content_changed``, ``retired`` ...), without the
+    codes a person wrote there."""
+    if not error_codes.strip():
+        return []
+    managed = _managed_codes()
+    codes = (part.strip() for part in error_codes.replace(",", ";").split(";"))
+    return [code for code in codes if code and code.split(":", 1)[0] in managed]
+
+
+@functools.cache
+def _managed_codes() -> frozenset[str]:
+    from contrastkit.curation.urls.status import Status
+
+    return frozenset(
+        {status.value for status in Status if status is not Status.OK} | set(RETIRED_CODES)
+    )
+
+
+@dataclass(frozen=True)
+class SkippedRow:
+    """A row left out of an evaluation because its image is not available.
+
+    Attributes:
+        idx: the row's ``IDX``.
+        context: ``OP`` or ``OO``.
+        source: the name of the file (or dataset folder) the row is from.
+        line: the row's line in a TSV, else ``None``.
+        url: the image reference (URL or path) as written.
+        reason: why the image is not available, in words (``not in the image store``,
+            ``http_error:404 (HTTP 404) when fetched``, ``flagged retired by urls
+            maintain`` ...).
+    """
+
+    idx: str
+    context: str
+    source: str
+    line: int | None
+    url: str
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (one entry of the results' ``skipped_rows.rows``)."""
+        return {
+            "idx": self.idx,
+            "context": self.context,
+            "source": self.source,
+            "line": self.line,
+            "url": self.url,
+            "reason": self.reason,
+        }
 
 
 @dataclass(frozen=True)
@@ -240,6 +354,18 @@ class ImageLoader:
     def __init__(self, store: ImageStore | Path | str | None = None):
         self.store = ImageStore(store) if isinstance(store, Path | str) else store
         self._datasets: dict[tuple[Path, str | None], list[DatasetImage]] = {}
+        self._urls: dict[str, str] | None = None  # the store's URL index, read once
+
+    def refresh(self) -> None:
+        """Read the store's URL index again at the next lookup (after adding to it)."""
+        self._urls = None
+
+    def _sha_for_url(self, url: str) -> str | None:
+        if self.store is None:
+            return None
+        if self._urls is None:
+            self._urls = dict(self.store.urls())
+        return self._urls.get(url)
 
     def _local_path(self, item: EvalItem) -> Path | None:
         ref = item.image_ref
@@ -254,28 +380,141 @@ class ImageLoader:
         return path
 
     def _store_sha(self, item: EvalItem) -> str:
-        hint = f"run `contrastkit urls check {item.source} --store DIR` and pass --store DIR"
-        if self.store is None:
-            raise item.error(f"image URLs are read from the image store: {hint}")
-        sha = self.store.sha_for_url(item.image_ref)
-        if sha is None or not self.store.has(sha):
-            raise item.error(f"URL not in the image store {self.store.root}: {hint}")
+        reason = self.missing(item)
+        if reason is not None:
+            raise item.error(f"{reason}: {self._advice([(item, reason)])}")
+        assert self.store is not None
+        sha = self._sha_for_url(item.image_ref)
+        assert sha is not None
         return sha
 
-    def check(self, items: Iterable[EvalItem]) -> None:
-        """Raise the first unresolvable image reference, before any model work.
+    def missing(self, item: EvalItem, failures: Mapping[str, str] | None = None) -> str | None:
+        """Why the item's image is not available, or ``None`` when it is.
+
+        Args:
+            item: the row.
+            failures: what fetching each URL found in this run (URL -> reason), if URLs
+                were fetched; used for the reason of a URL the store does not hold.
+        """
+        if item.image_ref.startswith("dataset:"):
+            return None
+        path = self._local_path(item)
+        if path is not None:
+            return None if path.is_file() else f"image file not found: {path}"
+        if self.store is not None:
+            sha = self._sha_for_url(item.image_ref)
+            if sha is not None and self.store.has(sha):
+                return None
+        if failures and item.image_ref in failures:
+            return failures[item.image_ref]
+        flags = [f for f in maintenance_flags(item.row.error_codes) if f not in RETIRED_CODES]
+        if flags:
+            return f"flagged {', '.join(flags)} by `urls maintain`; not in the image store"
+        if self.store is None:
+            return "no image store given"
+        return f"URL not in the image store {self.store.root}"
+
+    def available(
+        self,
+        items: Sequence[EvalItem],
+        failures: Mapping[str, str] | None = None,
+        *,
+        skip_retired: bool = True,
+    ) -> tuple[list[EvalItem], list[SkippedRow]]:
+        """Split ``items`` into those whose image is available and the rows left out.
+
+        Args:
+            items: the dataset.
+            failures: what fetching URLs found in this run (URL -> reason), if anything.
+            skip_retired: also leave out rows ``urls maintain`` flagged ``retired`` or
+                ``content_changed`` (:data:`RETIRED_CODES`), even when the store holds an
+                image for their URL: it is not, or no longer, the annotated picture.
+
+        Returns:
+            The items kept, in order, and a :class:`SkippedRow` for each row left out.
+        """
+        kept: list[EvalItem] = []
+        skipped: list[SkippedRow] = []
+        for item in items:
+            retired = [f for f in maintenance_flags(item.row.error_codes) if f in RETIRED_CODES]
+            if skip_retired and retired:
+                reason: str | None = f"flagged {', '.join(retired)} by `urls maintain`"
+            else:
+                reason = self.missing(item, failures)
+            if reason is None:
+                kept.append(item)
+                continue
+            skipped.append(
+                SkippedRow(
+                    idx=item.row.idx,
+                    context=item.row.context.value,
+                    source=item.source.name,
+                    line=None if item.dataset_index is not None else item.row.line,
+                    url=item.image_ref,
+                    reason=reason,
+                )
+            )
+        return kept, skipped
+
+    def check(self, items: Iterable[EvalItem], failures: Mapping[str, str] | None = None) -> None:
+        """Raise for the rows whose image is not available, before any model work: one
+        error located at the first such row, counting and naming them all (the first
+        :data:`SHOWN_MISSING` in full) and saying what helps.
+
+        Args:
+            items: the rows.
+            failures: what fetching URLs found in this run (URL -> reason), if anything.
 
         Raises:
             DataFormatError: a missing file, or a URL the store does not hold.
         """
-        for item in items:
-            if item.image_ref.startswith("dataset:"):
-                continue
-            path = self._local_path(item)
-            if path is None:
-                self._store_sha(item)
-            elif not path.is_file():
-                raise item.error(f"image file not found: {path}")
+        missing = [
+            (item, reason) for item in items if (reason := self.missing(item, failures)) is not None
+        ]
+        if not missing:
+            return
+        first, reason = missing[0]
+        if len(missing) == 1:
+            raise first.error(f"{reason}: {self._advice(missing)}")
+        named = "; ".join(
+            f"{item.row.idx} ({item.image_ref}): {why}" for item, why in missing[:SHOWN_MISSING]
+        )
+        more = len(missing) - SHOWN_MISSING
+        raise first.error(
+            f"{len(missing)} rows have no image available: {named}"
+            + (f"; and {more} more" if more > 0 else "")
+            + f". {self._advice(missing)}"
+        )
+
+    def _advice(self, missing: Sequence[tuple[EvalItem, str]]) -> str:
+        """What helps, for these missing rows: advice that can work for each kind."""
+        advice: list[str] = []
+        urls = [item for item, _ in missing if self._local_path(item) is None]
+        sources = sorted({str(item.source) for item in urls})
+        gone = [item for item, why in missing if "flagged" in why or "when fetched" in why]
+        unfetched = [item for item in urls if item not in gone]
+        if unfetched:
+            files = " ".join(sources) if len(sources) <= 2 else "FILE..."
+            if self.store is None:
+                advice.append(
+                    f"image URLs are read from the image store: run `contrastkit urls check "
+                    f"{files} --store DIR` and pass --store DIR"
+                )
+            else:
+                advice.append(
+                    f"fetch them into the store with `contrastkit urls check {files} "
+                    f"--store {self.store.root}` (or `contrastkit evaluate --fetch`)"
+                )
+        if gone:
+            advice.append(
+                "a URL that failed when fetched or that `urls maintain` flagged is gone: "
+                "fetching it again will not help"
+            )
+        advice.append(
+            "or pass --skip-missing (EvaluateConfig.skip_missing) to leave these rows out; "
+            "they are then listed in the report"
+        )
+        return "; ".join(advice)
 
     def source(self, item: EvalItem) -> Any:
         """Where the item's image is, as an image source of :mod:`contrastkit.pipeline`:

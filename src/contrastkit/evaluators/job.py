@@ -25,12 +25,14 @@ Example:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from contrastkit.config import ModelConfig, require
+from contrastkit.curation.urls.config import CheckConfig
 from contrastkit.errors import ConfigError, DataFormatError
 from contrastkit.evaluators.hub import hub_name
 from contrastkit.evaluators.models.registry import check_dual, parse_spec
@@ -40,7 +42,7 @@ from contrastkit.interfaces import ProgressFactory, progress_stage
 from contrastkit.io import atomic_write_text, check_writable
 
 if TYPE_CHECKING:
-    from contrastkit.evaluators.data import ImageLoader
+    from contrastkit.evaluators.data import EvalItem, ImageLoader, SkippedRow
 
 __all__ = [
     "Comparison",
@@ -49,8 +51,21 @@ __all__ = [
     "ModelEvaluation",
     "ReportConfig",
     "compare_results",
+    "default_image_store",
     "evaluate",
 ]
+
+#: ``--data`` name of the official VisoGender sets bundled with contrastkit
+#: (:func:`contrastkit.evaluators.data.visogender_files`).
+VISOGENDER = "visogender"
+
+
+def default_image_store() -> Path:
+    """The image store used when none is given and URLs are fetched (``--data visogender``):
+    ``$XDG_CACHE_HOME/contrastkit/images``, or ``~/.cache/contrastkit/images`` when
+    ``XDG_CACHE_HOME`` is not set. Images fetched there serve every later run."""
+    cache = os.environ.get("XDG_CACHE_HOME") or "~/.cache"
+    return Path(cache).expanduser() / "contrastkit" / "images"
 
 
 def _strings(value: object, name: str) -> tuple[str, ...]:
@@ -69,24 +84,45 @@ class EvaluateConfig:
     Attributes:
         data: official-format TSVs, folders of them, saved Hugging Face datasets,
             ``contrastkit export`` folders, or Hub datasets as ``hf:USER/NAME`` (also
-            ``hf:FOLDER`` for a folder laid out like a Hub repository). Either all
-            VisoGender-style data or all contrast-set exports.
+            ``hf:FOLDER`` for a folder laid out like a Hub repository), or ``visogender``:
+            the official VisoGender OP and OO sets bundled with contrastkit
+            (:func:`~contrastkit.evaluators.data.visogender_files`; a local folder of that
+            name is given as ``./visogender``). Either all VisoGender-style data or all
+            contrast-set exports.
         models: model specs (``open_clip:ARCH/TAG``, ``hf-clip:ID``, ``blip:ID`` ...; see
             :mod:`contrastkit.evaluators.models.registry`); each gets its own subfolder of
             ``out``.
         out: output folder.
         model: device, dtype, batch size and download permission of every model.
         store: the image store of ``contrastkit urls check --store``, where image URLs
-            are read from (never downloaded).
+            are read from; ``None``: :func:`default_image_store` when URLs are fetched,
+            else no store.
         split: the split of a saved dataset dict (default: its only split, or ``test``).
         settings: tasks and metric options (:class:`~contrastkit.evaluators.runner.EvalConfig`):
             among them the resolution ``protocol`` (``visogender-official``, the default
             that reproduces the published tables, or ``two-way``) and the ``bootstrap``
             resamples and ``confidence`` of the intervals; contrast sets use its ``ks``.
+        fetch: before scoring, check the image URLs the store does not hold yet with the
+            URL checker (:mod:`contrastkit.curation.urls`, its safety rules and
+            ``network`` settings) and keep every image that decodes in the store; images
+            already in the store are never fetched again. ``None`` (the default): on when
+            ``data`` is ``visogender``, off otherwise (then the evaluator never touches
+            the network).
+        skip_missing: leave out the rows whose image is not available (a missing file, a
+            URL the store does not hold or that failed when fetched, a row ``urls
+            maintain`` flagged ``retired`` or ``content_changed``); they are counted and
+            listed (row ID, URL, reason) in each model's ``benchmark.json``
+            (``skipped_rows``) and ``report.md``. Off, a missing image is an error naming
+            every such row. ``None`` (the default): on when ``data`` is ``visogender``.
+        network: how URLs are fetched when ``fetch`` is on
+            (:class:`~contrastkit.curation.urls.CheckConfig`: timeouts, retries, and the
+            private networks and ``resolve`` mappings tests and intranet mirrors need).
 
     Raises:
         ConfigError: naming the field: no data or no models, a malformed ``hf:`` name or
-            model spec, a model given twice (or two whose output folders would coincide).
+            model spec, a model given twice (or, in a contrived case
+            :func:`~contrastkit.evaluators.report.results.model_slug` does not hash, two
+            whose output folders would coincide).
     """
 
     data: tuple[str, ...]
@@ -96,6 +132,9 @@ class EvaluateConfig:
     store: Path | None = None
     split: str | None = None
     settings: EvalConfig = field(default_factory=EvalConfig)
+    fetch: bool | None = None
+    skip_missing: bool | None = None
+    network: CheckConfig = field(default_factory=CheckConfig)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "data", _strings(self.data, "data"))
@@ -117,12 +156,37 @@ class EvaluateConfig:
             if other is not None:
                 raise ConfigError(
                     f"models: {spec} given twice" if other == spec else
-                    f"models: {other} and {spec} would share one output folder"
+                    f"models: {other} and {spec} would share the output folder "
+                    f"{model_slug(spec)}; give one of them as an absolute path"
                 )  # fmt: skip
             folders[model_slug(spec)] = spec
         require(isinstance(self.model, ModelConfig), "model", "must be a ModelConfig")
         require(isinstance(self.settings, EvalConfig), "settings", "must be an EvalConfig")
+        require(isinstance(self.network, CheckConfig), "network", "must be a CheckConfig")
         require(self.split is None or bool(self.split.strip()), "split", "must not be empty")
+
+    @property
+    def bundled(self) -> bool:
+        """Whether ``data`` names the bundled VisoGender sets (``visogender``)."""
+        return VISOGENDER in self.data
+
+    @property
+    def fetching(self) -> bool:
+        """Whether URLs missing from the store are fetched (``fetch``, or its default)."""
+        return self.bundled if self.fetch is None else self.fetch
+
+    @property
+    def skipping(self) -> bool:
+        """Whether rows without an image are left out (``skip_missing``, or its default)."""
+        return self.bundled if self.skip_missing is None else self.skip_missing
+
+    @property
+    def image_store(self) -> Path | None:
+        """The store image URLs are read from (and fetched into): ``store``, or
+        :func:`default_image_store` when URLs are fetched."""
+        if self.store is None and self.fetching:
+            return default_image_store()
+        return self.store
 
 
 @dataclass(frozen=True)
@@ -140,6 +204,8 @@ class ModelEvaluation:
         skipped: what was skipped and why (retrieval for a captioning model).
         summary: the headline numbers: resolution bias per split and retrieval bias
             mean/sigma (VisoGender), or the contrast-set summary (GenSynth Sec. 5).
+        skipped_rows: the rows left out because their image is not available
+            (``skip_missing``), with why.
     """
 
     model: str
@@ -150,6 +216,7 @@ class ModelEvaluation:
     reused_records: int = 0
     skipped: tuple[str, ...] = ()
     summary: Mapping[str, Any] = field(default_factory=dict)
+    skipped_rows: tuple[SkippedRow, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (what ``contrastkit evaluate --json`` prints per entry)."""
@@ -161,8 +228,15 @@ class ModelEvaluation:
             "scored_images": self.scored_images,
             "reused_records": self.reused_records,
             "skipped": list(self.skipped),
+            "skipped_rows": skipped_rows_json(self.skipped_rows),
             "summary": dict(self.summary),
         }
+
+
+def skipped_rows_json(rows: Sequence[SkippedRow]) -> dict[str, Any]:
+    """The ``skipped_rows`` entry of the results: ``{"count": n, "rows": [{"idx",
+    "context", "source", "line", "url", "reason"}, ...]}``."""
+    return {"count": len(rows), "rows": [row.to_dict() for row in rows]}
 
 
 @dataclass(frozen=True)
@@ -175,12 +249,20 @@ class EvaluateResult:
         evaluations: one per model (per model and data folder, for contrast sets), in
             the order of the config.
         comparison: ``out/comparison.md`` when several models were compared, else None.
+        store: the image store URLs were read from (and fetched into), if any.
+        checked: URLs checked in this run (``fetch``): those the store did not hold.
+        fetched: URLs of those whose image was fetched into the store.
+        skipped_rows: the rows left out because their image is not available.
     """
 
     kind: Literal["visogender", "contrast"]
     data: tuple[Path, ...]
     evaluations: tuple[ModelEvaluation, ...]
     comparison: Path | None = None
+    store: Path | None = None
+    checked: int = 0
+    fetched: int = 0
+    skipped_rows: tuple[SkippedRow, ...] = ()
 
 
 def evaluate(config: EvaluateConfig, *, progress: ProgressFactory | None = None) -> EvaluateResult:
@@ -190,13 +272,20 @@ def evaluate(config: EvaluateConfig, *, progress: ProgressFactory | None = None)
     data ``raw_resolution.jsonl`` and ``raw_retrieval.jsonl`` (per-image scores, reused by
     a later run), ``benchmark.json`` (VisoGender Appendix J structure, with the resolution
     protocol in its metadata, the paper's overall accuracy, and ``x_ci`` bootstrap
-    intervals beside the headline figures), ``report.md`` and ``plots/*.png`` (intervals as
-    ``[low, high]`` and error bars), and with several models ``out/comparison.md``; for
-    contrast sets ``raw_contrast.jsonl``, ``benchmark.json``, ``report.md`` and
-    ``plots/contrast_bias.png`` (per data folder when there are several).
+    intervals beside the headline figures), ``report.md`` and ``plots/*.png`` and ``.svg``
+    (intervals as ``[low, high]`` and error bars), and with several models
+    ``out/comparison.md`` with ``comparison.png`` / ``.svg``; for contrast sets
+    ``raw_contrast.jsonl``, ``benchmark.json``, ``report.md`` and
+    ``plots/contrast_bias.png`` / ``.svg`` (per data folder when there are several).
+
+    With ``fetch`` (the default for ``data=("visogender",)``) the URLs the image store does
+    not hold are first checked into it (:mod:`contrastkit.curation.urls`); with
+    ``skip_missing`` (also the default there) rows whose image is still not available are
+    left out and listed in every report (``skipped_rows``).
 
     Everything that can be checked before a model runs is: the output folder is writable,
-    the data loads, every image is found, the tasks suit the models.
+    the data loads, every image is found (or the rows without one are set aside), the tasks
+    suit the models.
 
     Args:
         config: what to evaluate.
@@ -209,7 +298,8 @@ def evaluate(config: EvaluateConfig, *, progress: ProgressFactory | None = None)
         ResourceError: ``out`` cannot be written.
         ConfigError: contrast sets mixed with VisoGender-style data, a task a model cannot
             run, a missing image store, a device or dtype this machine lacks.
-        DataFormatError: data that cannot be read, a missing or broken image.
+        DataFormatError: data that cannot be read, a missing or broken image (without
+            ``skip_missing``), no row with an image (with it).
         ModelNotFoundError: a model neither on disk nor cached, or one that does not load.
     """
     check_writable(config.out, "evaluation results")
@@ -221,16 +311,19 @@ def evaluate(config: EvaluateConfig, *, progress: ProgressFactory | None = None)
 
 def _local_data(config: EvaluateConfig) -> tuple[Path, ...]:
     """``config.data`` as local paths: Hub datasets saved under ``out/_data``."""
+    from contrastkit.evaluators.data import visogender_files
     from contrastkit.evaluators.hub import materialize_hub_dataset
 
-    paths = []
+    paths: list[Path] = []
     for given in config.data:
         name = hub_name(given)
-        if name is None:
+        if given == VISOGENDER:
+            paths.extend(visogender_files())
+        elif name is None:
             paths.append(Path(given))
         else:
             paths.append(materialize_hub_dataset(name, config.out / "_data" / model_slug(name)))
-    return tuple(paths)
+    return tuple(dict.fromkeys(paths))
 
 
 def _is_contrast(paths: Sequence[Path]) -> bool:
@@ -247,15 +340,128 @@ def _is_contrast(paths: Sequence[Path]) -> bool:
     return all(flags)
 
 
-def _image_loader(store: Path | None) -> ImageLoader:
+def _image_loader(store: Path | None, *, fetching: bool = False) -> ImageLoader:
     from contrastkit.evaluators.data import ImageLoader
 
-    if store is not None and not store.is_dir():
+    if store is not None and store.exists() and not store.is_dir():
+        raise ConfigError(f"store: {store} is a file, not an image store folder")
+    if store is not None and not fetching and not store.is_dir():
         raise ConfigError(
             f"store: {store} is not a folder; pass the image store that "
             "`contrastkit urls check --store` filled"
         )
     return ImageLoader(store)
+
+
+def _fetch_missing(
+    items: Sequence[EvalItem],
+    loader: ImageLoader,
+    config: EvaluateConfig,
+    progress: ProgressFactory | None,
+) -> tuple[dict[str, str], int]:
+    """Check the URLs of ``items`` the store does not hold into it (the URL checker, with
+    ``config.network``); rows that will be left out as retired are not fetched.
+
+    Returns:
+        Why each URL that failed is not available (URL -> reason), and how many URLs
+        were checked (those the store lacked).
+    """
+    from urllib.parse import urlparse
+
+    from contrastkit.curation.urls import check_urls
+    from contrastkit.evaluators.data import RETIRED_CODES, maintenance_flags
+
+    assert loader.store is not None
+    urls = list(
+        dict.fromkeys(
+            item.image_ref
+            for item in items
+            if urlparse(item.image_ref).scheme in ("http", "https")
+            and loader.missing(item) is not None
+            and not (
+                config.skipping
+                and any(f in RETIRED_CODES for f in maintenance_flags(item.row.error_codes))
+            )
+        )
+    )
+    if not urls:
+        return {}, 0
+    check_writable(loader.store.root, "the image store")
+    with progress_stage(progress, "fetching images", len(urls)) as update:
+        done = 0
+
+        def advance(_: object) -> None:
+            nonlocal done
+            done += 1
+            update(done, len(urls))
+
+        checks = check_urls(urls, config.network, store=loader.store, on_result=advance)
+    loader.refresh()
+    failures = {}
+    for check in checks:
+        if not check.ok:
+            code = check.status.value
+            if check.http_status is not None and not 200 <= check.http_status < 300:
+                code += f":{check.http_status}"
+            failures[check.url] = f"{code} when fetched" + (
+                f": {check.detail}" if check.detail else ""
+            )
+    return failures, len(urls)
+
+
+def _available_items(
+    config: EvaluateConfig,
+    paths: tuple[Path, ...],
+    items: list[EvalItem],
+    progress: ProgressFactory | None,
+) -> tuple[list[EvalItem], ImageLoader, list[SkippedRow], tuple[int, int]]:
+    """The items to score, their image loader, the rows left out and the URLs checked
+    and fetched: fetch what the store lacks (``fetch``), then leave out
+    (``skip_missing``) or refuse the rows still without an image."""
+    loader = _image_loader(config.image_store, fetching=config.fetching)
+    failures: dict[str, str] = {}
+    checked = 0
+    if config.fetching:
+        failures, checked = _fetch_missing(items, loader, config, progress)
+    fetched = (checked - len(failures), checked)
+    if not config.skipping:
+        loader.check(items, failures)
+        return items, loader, [], fetched
+    kept, skipped = loader.available(items, failures)
+    if not kept:
+        reasons = "; ".join(f"{row.idx}: {row.reason}" for row in skipped[:3])
+        where = f"the image store {loader.store.root}" if loader.store else "an image store"
+        raise DataFormatError(
+            ", ".join(p.name for p in paths),
+            None,
+            None,
+            f"no row has its image available: all {len(skipped)} were left out ({reasons}"
+            + ("; ..." if len(skipped) > 3 else "")
+            + f"). Images of URLs are read from {where}: "
+            + ("check this machine's network access (the reasons above say what failed), "
+               if failures else "fetch them with --fetch, ")
+            + "or pass --store DIR with a store that `contrastkit urls check FILE --store DIR` "
+            "filled elsewhere",
+        )  # fmt: skip
+    return kept, loader, skipped, fetched
+
+
+def _data_labels(paths: Sequence[Path]) -> list[str]:
+    """How the reports name the data: a bundled VisoGender file as ``visogender:NAME``
+    (never the installation's path), anything else as given."""
+    from contrastkit.evaluators.data import visogender_files
+
+    bundled = set(visogender_files())
+    return [f"{VISOGENDER}:{path.name}" if path in bundled else str(path) for path in paths]
+
+
+def _folder_links(out: Path, evaluations: Sequence[ModelEvaluation]) -> str:
+    """The comparison's list of each model's folder and report, linked relative to ``out``."""
+    lines = ["", "## Reports", ""]
+    for entry in evaluations:
+        folder = entry.folder.relative_to(out).as_posix()
+        lines.append(f"- `{entry.model}`: [{folder}/report.md]({folder}/report.md)")
+    return "\n".join(lines) + "\n"
 
 
 def _evaluate_visogender(
@@ -265,6 +471,7 @@ def _evaluate_visogender(
     from contrastkit.evaluators.data import load_items
     from contrastkit.evaluators.models import load_model
     from contrastkit.evaluators.report import benchmark, comparison_markdown, write_outputs
+    from contrastkit.evaluators.report.plots import write_comparison_plots
     from contrastkit.evaluators.runner import score_dataset
 
     settings = config.settings
@@ -275,8 +482,8 @@ def _evaluate_visogender(
     items = load_items(paths, split=config.split)
     if not items:
         raise DataFormatError(", ".join(map(str, paths)), None, None, "the dataset has no rows")
-    loader = _image_loader(config.store)
-    loader.check(items)
+    items, loader, skipped_rows, fetched = _available_items(config, paths, items, progress)
+    labels = _data_labels(paths)
     evaluations: list[ModelEvaluation] = []
     all_results: list[Mapping[str, Any]] = []
     for spec in config.models:
@@ -288,20 +495,30 @@ def _evaluate_visogender(
                 batch_size=config.model.batch_size, progress=update,
             )  # fmt: skip
         del adapter  # free the model before the next one loads
-        results_json = benchmark(run, settings, paths)
-        files = write_outputs(results_json, folder)
+        results_json = benchmark(run, settings, labels)
         results = next(iter(results_json.values()))
+        results["metadata"]["skip_missing"] = config.skipping
+        results["skipped_rows"] = skipped_rows_json(skipped_rows)
+        files = write_outputs(results_json, folder)
         all_results.append(results)
         evaluation = ModelEvaluation(
             model=spec, folder=folder, files=files, scored_images=run.scored_images,
             reused_records=run.reused, skipped=tuple(run.skipped), summary=headline(results),
+            skipped_rows=tuple(skipped_rows),
         )  # fmt: skip
         evaluations.append(evaluation)
     comparison = None
     if len(all_results) > 1:
         comparison = config.out / "comparison.md"
-        atomic_write_text(comparison, comparison_markdown(all_results))
-    return EvaluateResult("visogender", paths, tuple(evaluations), comparison)
+        plots = write_comparison_plots(all_results, config.out)
+        text = comparison_markdown(all_results) + _plot_links(plots)
+        text += _folder_links(config.out, evaluations)
+        atomic_write_text(comparison, text)
+    return EvaluateResult(
+        "visogender", paths, tuple(evaluations), comparison, store=loader.store.root
+        if loader.store is not None else None, checked=fetched[1], fetched=fetched[0],
+        skipped_rows=tuple(skipped_rows),
+    )  # fmt: skip
 
 
 def _evaluate_contrast(
@@ -383,6 +600,16 @@ class Comparison:
     out: Path | None = None
 
 
+def _plot_links(plots: Sequence[Path]) -> str:
+    """Markdown showing the comparison plot (PNG) and linking its SVG, by file name."""
+    png = [p.name for p in plots if p.suffix == ".png"]
+    svg = [p.name for p in plots if p.suffix == ".svg"]
+    if not png:
+        return ""
+    text = f"\n## Plot\n\n![the models side by side]({png[0]})\n"
+    return text + (f"\n[SVG]({svg[0]})\n" if svg else "")
+
+
 def compare_results(config: ReportConfig) -> Comparison:
     """Put several models' results side by side.
 
@@ -391,11 +618,14 @@ def compare_results(config: ReportConfig) -> Comparison:
         DataFormatError: a missing or malformed benchmark file.
     """
     from contrastkit.evaluators.report import comparison_markdown
+    from contrastkit.evaluators.report.plots import write_comparison_plots
 
     if config.out is not None:
         check_writable(config.out, "the comparison", folder=False)
     loaded = tuple(load_benchmark(path)[1] for path in config.results)
     text = comparison_markdown(loaded)
     if config.out is not None:
+        plots = write_comparison_plots(loaded, config.out.parent, config.out.stem)
+        text += _plot_links(plots)
         atomic_write_text(config.out, text)
     return Comparison(text, loaded, tuple(headline(r) for r in loaded), config.out)

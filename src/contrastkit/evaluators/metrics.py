@@ -80,6 +80,7 @@ __all__ = [
     "accuracy_figures",
     "accuracy_from_sums",
     "bias_at_k",
+    "cutoff_warnings",
     "indicator_columns",
     "max_skew_at_k",
     "min_skew_at_k",
@@ -810,3 +811,54 @@ def summarize(values: Iterable[float] | Mapping[str, float]) -> dict[str, Any]:
     if named:
         result["left_out_names"] = left_out_names
     return result
+
+
+def cutoff_warnings(
+    ks: Iterable[int], pools: Mapping[str, int], *, section: str, label: str
+) -> list[dict[str, Any]]:
+    """A warning for every K at or above the number of candidates of some query.
+
+    Such a query's top K is its whole pool, so its @K metrics do not depend on the
+    model's ranking: Bias@K is the pool's own gender balance (0 on a balanced pool, as
+    Bias@10 on VisoGender's 10 single-person images per occupation) and Skew, MaxSkew
+    and MinSkew@K compare the pool with itself (0). A report of them is trivial, not a
+    measurement.
+
+    Args:
+        ks: The cut-offs K reported.
+        pools: Each query's number of candidates (query name -> images ranked).
+        section: Where the metrics are reported (``two_person_images``, ``contrast``).
+        label: ``section`` in words, for the message.
+
+    Returns:
+        One entry per such K: ``{"kind": "k_at_least_candidates", "section", "k",
+        "queries"`` (the names of the queries concerned), ``"n_queries"`` (all queries),
+        ``"candidates"`` (the smallest pool among them) and ``"message"`` (one sentence).
+    """
+    found: list[dict[str, Any]] = []
+    for k in ks:
+        small = {name: n for name, n in pools.items() if n <= k}
+        if not small:
+            continue
+        low, high = min(small.values()), max(small.values())
+        size = f"{low} candidates each" if low == high else f"{low} to {high} candidates"
+        share = "every query" if len(small) == len(pools) else (
+            f"{len(small)} of {len(pools)} queries"
+        )  # fmt: skip
+        found.append(
+            {
+                "kind": "k_at_least_candidates",
+                "section": section,
+                "k": int(k),
+                "queries": sorted(small),
+                "n_queries": len(pools),
+                "candidates": low,
+                "message": (
+                    f"{label}: K = {k} is at least the number of candidates of {share} "
+                    f"({size}); the top {k} is then the whole pool, so Bias@{k} and the "
+                    f"skews @{k} do not depend on the model's ranking (Bias@{k} is the "
+                    "pool's own gender balance, 0 on a balanced pool; the skews are 0)"
+                ),
+            }
+        )
+    return found

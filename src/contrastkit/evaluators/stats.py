@@ -7,7 +7,8 @@
   occupation's images (keeping how many of each there are: "10 relabelled as his and 10 as
   her"), recompute every retrieval metric with the model's own scores, repeat (3000
   times); report the baseline's mean and standard deviation and how many standard
-  deviations the real value lies from it (``z = (real - mean) / sigma``).
+  deviations the real value lies from it (``z = (real - mean) / sigma``,
+  :func:`baseline_z`: undefined, with a reason, where the baseline does not vary).
 * :func:`labor_comparison` — Appendix F: Pearson's r and Kendall's tau (with p-values,
   ``scipy.stats.pearsonr`` / ``kendalltau``) between per-occupation values (resolution
   gaps, accuracies, Bias@10) and the share of men in the occupation in US labour force
@@ -33,12 +34,40 @@ from contrastkit.evaluators.tasks.resolution import MAIN_TEMPLATES, SPLITS
 from contrastkit.evaluators.tasks.retrieval import CONTEXT_SECTIONS, by_query
 
 __all__ = [
+    "Z_REASONS",
+    "Z_RELATIVE_TOLERANCE",
     "LaborShare",
+    "baseline_z",
     "labor_comparison",
     "labor_shares",
     "resolution_subsamples",
     "retrieval_random_baseline",
 ]
+
+
+#: A baseline standard deviation at or below ``Z_RELATIVE_TOLERANCE * max(1, |mean|)`` is
+#: taken as zero (float noise: every relabelling gives the same value, as Bias@K does
+#: when K covers the whole pool), and no z is computed from it.
+Z_RELATIVE_TOLERANCE = 1e-12
+
+#: Why a z-score is undefined (``z_reason`` beside ``z: null`` in the benchmark JSON).
+Z_REASONS = {
+    "flat": "baseline spread ~0",
+    "undefined": "baseline undefined",
+}
+
+
+def baseline_z(real: float, mean: float, sigma: float) -> tuple[float, str | None]:
+    """``z = (real - mean) / sigma`` of a value against a random baseline (Appendix G.2),
+    with the reason when there is none: ``(nan, "baseline spread ~0")`` where ``sigma``
+    is at most :data:`Z_RELATIVE_TOLERANCE` times ``max(1, |mean|)`` (a z from float
+    noise such as 1e-16 would be meaningless), ``(nan, "baseline undefined")`` where a
+    figure is not finite."""
+    if not all(math.isfinite(v) for v in (real, mean, sigma)):
+        return math.nan, Z_REASONS["undefined"]
+    if sigma <= Z_RELATIVE_TOLERANCE * max(1.0, abs(mean)):
+        return math.nan, Z_REASONS["flat"]
+    return (real - mean) / sigma, None
 
 
 @dataclass(frozen=True)
@@ -230,7 +259,7 @@ def retrieval_random_baseline(
     runs: int = 3000,
     seed: int = 0,
     ndkl_k: int | None = None,
-) -> dict[str, dict[str, dict[str, float]]]:
+) -> dict[str, dict[str, dict[str, Any]]]:
     """Appendix G.2: the retrieval metrics under random relabelling, per context.
 
     Returns:
@@ -241,7 +270,9 @@ def retrieval_random_baseline(
         column), ``baseline_mean_sigma`` and ``baseline_sigma_sigma`` (mean and standard
         deviation over runs of the across-occupation standard deviation; Tab. 9's "σ"
         column), and ``z``: how many baseline standard deviations the real value lies
-        from the baseline mean.
+        from the baseline mean (:func:`baseline_z`; ``nan`` with a ``z_reason`` where the
+        baseline's spread is ~0 or undefined, e.g. Bias@K with K at least the images of
+        every occupation).
 
     On the official OP rows (23 occupations of 10 + 10 images) and any untied scores,
     3000 runs reproduce Tab. 9 within sampling error
@@ -250,7 +281,7 @@ def retrieval_random_baseline(
     if runs < 2:
         raise ValueError("runs must be at least 2 for a standard deviation")
     rng = np.random.default_rng(seed)
-    result: dict[str, dict[str, dict[str, float]]] = {}
+    result: dict[str, dict[str, dict[str, Any]]] = {}
     groups = by_query(records)
     for context, section in CONTEXT_SECTIONS.items():
         queries = [group for (ctx, _), group in groups.items() if ctx == context.value]
@@ -266,7 +297,7 @@ def retrieval_random_baseline(
                 real[name].append(float(values[0]))
             for name, values in retrieval_metrics_batch(scores, rows, ks, ndkl_k=ndkl_k).items():
                 shuffled[name].append(values)
-        metrics: dict[str, dict[str, float]] = {}
+        metrics: dict[str, dict[str, Any]] = {}
         for name, per_query in shuffled.items():
             matrix = np.stack(per_query)  # (queries, runs)
             run_means = _finite_mean(matrix)
@@ -274,15 +305,16 @@ def retrieval_random_baseline(
             value = summarize(real[name])["mean"]
             center = _center(run_means)
             spread = _spread(run_means)
+            z, reason = baseline_z(float(value), center, spread)
             metrics[name] = {
                 "real": float(value),
                 "baseline_mean": center,
                 "baseline_sigma": spread,
                 "baseline_mean_sigma": _center(run_sigmas),
                 "baseline_sigma_sigma": _spread(run_sigmas),
-                "z": (float(value) - center) / spread
-                if spread and math.isfinite(spread)
-                else math.nan,
+                "z": z,
             }
+            if reason:
+                metrics[name]["z_reason"] = reason
         result[section] = metrics
     return result

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from contrastkit.tiny.marker import mark_random_weights
+
 __all__ = ["IMAGE_SIZE", "open_clip_config", "tiny_open_clip"]
 
 IMAGE_SIZE = 32
@@ -31,7 +33,8 @@ def open_clip_config() -> dict[str, object]:
 def tiny_open_clip(folder: Path, name: str = "tiny-open-clip", seed: int = 0) -> str:
     """Write an OpenCLIP model folder (``open_clip_config.json`` + weights) under
     ``folder/name`` and return its spec, ``open_clip:FOLDER``. Seeded: the same weights
-    every time."""
+    every time. The folder carries the random-weights marker
+    (:mod:`contrastkit.tiny.marker`), so every report of the model says so."""
     import open_clip
     import torch
 
@@ -44,4 +47,5 @@ def tiny_open_clip(folder: Path, name: str = "tiny-open-clip", seed: int = 0) ->
     (path / "open_clip_config.json").write_text(
         json.dumps({"model_cfg": config, "preprocess_cfg": {}}), encoding="utf-8"
     )
+    mark_random_weights(path, "tiny OpenCLIP model (contrastkit.tiny.clip)")
     return f"open_clip:{path}"

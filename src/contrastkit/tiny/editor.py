@@ -21,6 +21,8 @@ from diffusers import (
 )
 from transformers import CLIPTextConfig, CLIPTextModel, CLIPTokenizer
 
+from contrastkit.tiny.marker import mark_random_weights
+
 #: Words the tiny tokenizer knows (the rest map to <|endoftext|>-style unknowns).
 _WORDS = ("make", "this", "person", "more", "feminine", "masculine", "look", "like", "a",
           "woman", "man", "turn", "into", "convert")  # fmt: skip
@@ -114,4 +116,5 @@ def tiny_instruct_pix2pix(folder: Path) -> Path:
     """Build, save (``save_pretrained``) and return the folder of a tiny InstructPix2Pix
     pipeline; any multiple of 8 works as the image size."""
     build_instruct_pix2pix("tiny", folder=folder).save_pretrained(folder)
+    mark_random_weights(folder, "tiny InstructPix2Pix pipeline (contrastkit.tiny.editor)")
     return folder

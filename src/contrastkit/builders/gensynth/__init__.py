@@ -19,11 +19,16 @@ Three stages, each runnable alone on a build folder (layout:
    :func:`contrastkit.apps.gensynth.build_gensynth` runs the whole build with them).
 
 The build summary (``build_summary.json``) is read and written by :mod:`.summary`.
+
+Sharded builds (:mod:`.shards`): ``run_edit_stage(..., shard=Shard(K, N))`` edits one
+shard's sources in ``out/shards/K-of-N`` and :func:`embed_build` embeds them there;
+:func:`merge_shards` combines the shards into ``out`` for the filter and select stages.
 """
 
 from contrastkit.builders.gensynth.edit import EditStageReport, run_edit_stage
-from contrastkit.builders.gensynth.filter import read_embeddings, run_filter_stage
+from contrastkit.builders.gensynth.filter import embed_build, read_embeddings, run_filter_stage
 from contrastkit.builders.gensynth.select import LabeledImages, quality_sets, run_select_stage
+from contrastkit.builders.gensynth.shards import MergeConfig, MergeReport, Shard, merge_shards
 from contrastkit.builders.gensynth.summary import (
     Progress,
     load_image,
@@ -35,8 +40,13 @@ from contrastkit.builders.gensynth.summary import (
 __all__ = [
     "EditStageReport",
     "LabeledImages",
+    "MergeConfig",
+    "MergeReport",
     "Progress",
+    "Shard",
+    "embed_build",
     "load_image",
+    "merge_shards",
     "person_crop",
     "quality_sets",
     "read_embeddings",

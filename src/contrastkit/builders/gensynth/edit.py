@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from PIL import Image
 
 from contrastkit.builders.coco import SourceImage, read_coco_cached, select_sources
+from contrastkit.builders.gensynth.shards import SHARDS, Shard, write_shard_info
 from contrastkit.builders.gensynth.summary import Progress, load_image, update_summary
 from contrastkit.builders.manifest import (
+    DEFAULT_IMAGE_FORMAT,
+    DEFAULT_IMAGE_QUALITY,
+    IMAGE_FORMATS,
     EditRecord,
     Manifest,
+    encode_image,
     holds_build_lock,
     remove_stale_temp_files,
-    write_image,
     write_sources,
 )
 from contrastkit.curation.editing import (
@@ -27,9 +32,101 @@ from contrastkit.curation.editing import (
     paste_back,
     plan_edits,
 )
-from contrastkit.errors import ConfigError
+from contrastkit.errors import ConfigError, StateError
+from contrastkit.io import atomic_write_bytes
 
-__all__ = ["EditStageReport", "run_edit_stage"]
+__all__ = [
+    "EditStageReport",
+    "Window",
+    "WindowEditor",
+    "edit_window",
+    "edit_windows",
+    "run_edit_stage",
+]
+
+#: Pending edits that go to the editor together: (source, edit) pairs, in plan order.
+Window = Sequence[tuple[SourceImage, EditSpec]]
+
+#: How edits are stored: image format (``webp``, ``png``, ``jpeg``) and quality (0-100).
+Storage = tuple[str, int]
+
+#: Each source's image, editor input and placement, kept while its edits are made.
+CropCache = dict[str, tuple[Image.Image, Image.Image, CropPlacement]]
+
+
+def edit_window(
+    editor: Editor, window: Window, settings: EditSettings, cache: CropCache | None = None
+) -> list[Image.Image]:
+    """Make one window of edits (GenSynth Sec. 4.1, App. A.2): crop each source's person
+    box with its margin (:func:`crop_for_editing`), edit every crop with its spec in one
+    ``editor.edit`` call, and paste each edit back into its source image
+    (:func:`paste_back`).
+
+    Every engine makes its edits with this function (the local loop below and each Ray
+    actor of :mod:`contrastkit.apps.gensynth_ray`), so a window gives the
+    same images wherever it runs.
+
+    Args:
+        editor: the loaded editor.
+        window: the (source, edit) pairs.
+        settings: resolution, margin and feather of the crops.
+        cache: crops of the previous window, reused for sources it shares with this one
+            (updated in place: afterwards it holds this window's sources only).
+
+    Returns:
+        The pasted-back images, one per pair, in order.
+    """
+    cache = {} if cache is None else cache
+    in_window = {source.source_id for source, _ in window}
+    for key in [key for key in cache if key not in in_window]:
+        del cache[key]
+    for source, _ in window:
+        if source.source_id not in cache:
+            original = load_image(source.path)
+            crop, placement = crop_for_editing(
+                original,
+                source.box.xyxy(original.width, original.height),
+                settings.resolution,
+                settings.margin,
+            )
+            cache[source.source_id] = (original, crop, placement)
+    inputs = [cache[source.source_id][1] for source, _ in window]
+    edited = editor.edit(inputs, [spec for _, spec in window])
+    pasted = []
+    for (source, _), result in zip(window, edited, strict=True):
+        original, _, placement = cache[source.source_id]
+        pasted.append(paste_back(original, result, placement, settings.feather))
+    return pasted
+
+
+def edit_windows(
+    editor: Editor, windows: Iterable[Window], settings: EditSettings
+) -> Iterator[list[Image.Image]]:
+    """:func:`edit_window` over ``windows`` in this process, one list of images per
+    window, in order (crops shared by consecutive windows are cut once)."""
+    cache: CropCache = {}
+    for window in windows:
+        yield edit_window(editor, window, settings, cache)
+
+
+@runtime_checkable
+class WindowEditor(Protocol):
+    """An editor that makes whole windows elsewhere, e.g. on a Ray actor pool
+    (:class:`contrastkit.apps.gensynth_ray.RayWindowEditor`).
+    :func:`run_edit_stage` hands it every pending window and writes what comes back."""
+
+    @property
+    def name(self) -> str:
+        """What to record as the editor in the manifest."""
+        ...
+
+    def edit_windows(
+        self, windows: Sequence[Window], settings: EditSettings, storage: Storage
+    ) -> Iterator[list[bytes]]:
+        """:func:`edit_window` of each window, each image encoded as ``storage`` asks
+        (:func:`~contrastkit.builders.manifest.encode_image`, where the edit was made, so
+        the writing process only writes bytes): one list per window, in order."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -44,13 +141,42 @@ class EditStageReport:
     selection: dict[str, int]
     settings: dict[str, Any]
     editor: str
+    shard: str | None = None
+    image_format: str = DEFAULT_IMAGE_FORMAT
+    image_quality: int = DEFAULT_IMAGE_QUALITY
+    #: The editor's weights are random (a tiny test editor): the build is a pipeline
+    #: check, and its dataset card says so.
+    editor_random_weights: bool = False
 
 
-@holds_build_lock("contrastkit build gensynth", create=True)
+def _work_folder(arguments: dict[str, Any]) -> Path:
+    """The folder an edit run works in (and locks): ``out``, or its shard's folder."""
+    shard = arguments.get("shard")
+    out = Path(arguments["out"])
+    return out if shard is None else Shard.parse(shard).folder(out)
+
+
+def _check_layout(out: Path, shard: Shard | None) -> None:
+    """Refuse to mix a sharded and an unsharded edit run on one build folder."""
+    if shard is None and (out / SHARDS).is_dir():
+        raise StateError(
+            f"{out}: this build is sharded ({out / SHARDS}): edit with --shard K/N, merge "
+            f"with `contrastkit build merge {out}`, then run the filter and select stages"
+        )
+    if shard is not None:
+        own = [r for r in Manifest(out).read() if not r.path.startswith(f"{SHARDS}/")]
+        if own:
+            raise StateError(
+                f"{out}: already holds {len(own)} edits of an unsharded run; shard a new "
+                f"build folder instead"
+            )
+
+
+@holds_build_lock("contrastkit build gensynth", create=True, folder=_work_folder)
 def run_edit_stage(
     coco_dir: str | Path,
     out: str | Path,
-    editor: Editor,
+    editor: Editor | WindowEditor,
     settings: EditSettings,
     *,
     split: str | None = None,
@@ -58,69 +184,93 @@ def run_edit_stage(
     min_box_side: float = 0.0,
     edits_per_call: int = 16,
     progress: Progress | None = None,
+    shard: Shard | None = None,
+    image_format: str = DEFAULT_IMAGE_FORMAT,
+    image_quality: int = DEFAULT_IMAGE_QUALITY,
 ) -> EditStageReport:
     """Edit the person of every selected COCO source (GenSynth Sec. 4.1, App. A.2).
 
-    Each finished edit is written (``edits/<source>/<edit>.png``, temporary file and
-    rename) and then appended to the manifest with an fsync; edits already in the
+    Each finished edit is written (``edits/<source>/<edit>.webp`` by default, temporary
+    file and rename) and then appended to the manifest with an fsync; edits already in the
     manifest with their image on disk are skipped, so a killed run resumes where it
     stopped and never repeats a finished edit.
 
     Args:
         coco_dir, split, limit, min_box_side: the sources (:func:`select_sources`).
         out: the build folder.
-        editor: an :class:`~contrastkit.curation.editing.Editor` (InstructPix2Pix).
+        editor: an :class:`~contrastkit.curation.editing.Editor` (InstructPix2Pix), run
+            here; or a :class:`WindowEditor` (a Ray actor pool) that edits the pending
+            windows elsewhere. Either way this process writes every image and manifest
+            line, so the build folder is the same and either can resume the other's run.
         settings: instructions, scales, steps, resolution, seed ...
         edits_per_call: how many pending edits go to the editor at once (the editor
             batches those that share guidance settings).
         progress: called with (finished, total) after each edit.
+        shard: edit only this shard's sources (:class:`~.shards.Shard`), in the shard's
+            own build folder ``out/shards/K-of-N`` (which it locks, instead of ``out``;
+            its COCO table cache is kept there too), recording ``shard.json`` for
+            :func:`~.shards.merge_shards`.
+        image_format, image_quality: how edits are stored (``webp``, ``png`` or
+            ``jpeg``; quality 0-100 for the lossy ones), encoded by
+            :func:`~contrastkit.builders.manifest.encode_image` where the edit is made (a
+            Ray actor encodes its own, so this process only writes bytes). Finished edits
+            keep their format: a build's records may mix them.
     """
     if edits_per_call < 1:
         raise ConfigError(f"edits_per_call must be >= 1, not {edits_per_call}")
-    out = Path(out)
+    if image_format not in IMAGE_FORMATS:
+        choices = ", ".join(IMAGE_FORMATS)
+        raise ConfigError(f"image_format: {image_format!r} is not one of {choices}")
+    if not 0 <= image_quality <= 100:
+        raise ConfigError(f"image_quality: must be in 0-100, not {image_quality}")
+    shard = None if shard is None else Shard.parse(shard)
+    _check_layout(Path(out), shard)
+    out = _work_folder({"out": out, "shard": shard})
     coco = read_coco_cached(coco_dir, out, split)  # parsed once, kept in the build folder
     selection = select_sources(coco, min_box_side=min_box_side, limit=limit)
+    sources = selection.sources
     out.mkdir(parents=True, exist_ok=True)
+    if shard is not None:
+        position = {s.source_id: n for n, s in enumerate(sources)}
+        sources = [s for s in sources if shard.owns(s.source_id)]
+        write_shard_info(
+            out, shard, settings=settings, editor=editor.name,
+            selection={"split": coco.split, "limit": limit, "min_box_side": min_box_side},
+            positions={s.source_id: position[s.source_id] for s in sources},
+            storage={"image_format": image_format, "image_quality": image_quality},
+        )  # fmt: skip
     removed = remove_stale_temp_files(out)
-    write_sources(out, selection.sources)
+    write_sources(out, sources)
     manifest = Manifest(out)
     records = manifest.read()
     kept = [r for r in records if (out / r.path).is_file()]
     if len(kept) != len(records):
         manifest.rewrite(kept)  # an image went missing: that edit is to be redone
     done = {r.edit_id for r in kept}
-    planned = [(s, spec) for s in selection.sources for spec in plan_edits(s.source_id, settings)]
+    planned = [(s, spec) for s in sources for spec in plan_edits(s.source_id, settings)]
     pending = [(s, spec) for s, spec in planned if spec.edit_id not in done]
     total, finished = len(planned), len(planned) - len(pending)
     if progress:
         progress(finished, total)
-    cache: dict[str, tuple[Image.Image, Image.Image, CropPlacement]] = {}
-    for start in range(0, len(pending), edits_per_call):
-        window = pending[start : start + edits_per_call]
-        in_window = {source.source_id for source, _ in window}
-        cache = {key: value for key, value in cache.items() if key in in_window}
-        for source, _ in window:
-            if source.source_id not in cache:
-                original = load_image(source.path)
-                crop, placement = crop_for_editing(
-                    original,
-                    source.box.xyxy(original.width, original.height),
-                    settings.resolution,
-                    settings.margin,
-                )
-                cache[source.source_id] = (original, crop, placement)
-        inputs = [cache[source.source_id][1] for source, _ in window]
-        edited = editor.edit(inputs, [spec for _, spec in window])
-        for (source, spec), result in zip(window, edited, strict=True):
-            original, _, placement = cache[source.source_id]
-            relative = f"edits/{source.source_id}/{spec.edit_id}.png"
-            write_image(out / relative, paste_back(original, result, placement, settings.feather))
+    windows = [pending[i : i + edits_per_call] for i in range(0, len(pending), edits_per_call)]
+    storage = (image_format, image_quality)
+    if isinstance(editor, WindowEditor):  # e.g. a Ray actor pool (apps.gensynth_ray)
+        results = editor.edit_windows(windows, settings, storage)
+    else:
+        results = (
+            [encode_image(image, image_format, quality=image_quality) for image in images]
+            for images in edit_windows(editor, windows, settings)
+        )
+    for window, edited in zip(windows, results, strict=True):  # written here only
+        for (source, spec), encoded in zip(window, edited, strict=True):
+            relative = f"edits/{source.source_id}/{spec.edit_id}{IMAGE_FORMATS[image_format]}"
+            atomic_write_bytes(out / relative, encoded)
             manifest.append(_record(source, spec, relative, editor.name))
             finished += 1
             if progress:
                 progress(finished, total)
     report = EditStageReport(
-        sources=len(selection.sources),
+        sources=len(sources),
         planned=total,
         skipped_finished=total - len(pending),
         edited=len(pending),
@@ -128,6 +278,10 @@ def run_edit_stage(
         selection=selection.counts,
         settings=settings.to_json(),
         editor=editor.name,
+        shard=None if shard is None else str(shard),
+        image_format=image_format,
+        image_quality=image_quality,
+        editor_random_weights=bool(getattr(editor, "random_weights", False)),
     )
     update_summary(out, "edit", asdict(report))
     return report

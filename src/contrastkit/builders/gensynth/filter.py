@@ -5,9 +5,10 @@ from __future__ import annotations
 import hashlib
 import io
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from PIL import Image
@@ -20,6 +21,7 @@ from contrastkit.builders.gensynth.summary import (
     update_summary,
 )
 from contrastkit.builders.manifest import (
+    MANIFEST,
     EditRecord,
     Manifest,
     holds_build_lock,
@@ -40,10 +42,49 @@ from contrastkit.io import atomic_write_bytes
 from contrastkit.pipeline.embed import iter_embeddings
 from contrastkit.pipeline.sources import DecodeFailure
 
-__all__ = ["SHARD_ROWS", "read_embeddings", "run_filter_stage"]
+__all__ = [
+    "SHARD_ROWS",
+    "CropEmbedder",
+    "PersonCrop",
+    "embed_build",
+    "read_embeddings",
+    "run_filter_stage",
+]
 
 
-def _encoder_name(encoder: ImageTextScorer) -> str:
+@dataclass(frozen=True)
+class PersonCrop:
+    """The person box of ``source`` cut from the image at ``path`` (the source photo, or
+    one of its edits): a picklable image source, so the crop can be cut by whichever
+    process embeds it (the image pipeline's workers, or a Ray actor)."""
+
+    path: Path
+    source: SourceImage
+
+    def __call__(self) -> Image.Image:
+        return person_crop(load_image(self.path), self.source)
+
+
+@runtime_checkable
+class CropEmbedder(Protocol):
+    """An image encoder that runs elsewhere, e.g. on a Ray actor pool
+    (:class:`contrastkit.apps.gensynth_ray.RayCropEmbedder`): the filter
+    stage hands it the crops the cache lacks and checkpoints what comes back."""
+
+    @property
+    def spec(self) -> str:
+        """The encoder's model spec (names its embedding cache)."""
+        ...
+
+    def embed_crops(
+        self, crops: Sequence[PersonCrop], batch_size: int
+    ) -> Iterator[tuple[range, np.ndarray]]:
+        """``(positions, unit-norm embeddings)`` of ``crops``, ``batch_size`` at a time,
+        in order (as :func:`~contrastkit.pipeline.embed.iter_embeddings`)."""
+        ...
+
+
+def _encoder_name(encoder: ImageTextScorer | CropEmbedder) -> str:
     return str(encoder.spec)
 
 
@@ -95,9 +136,9 @@ def _write_shard(out: Path, name: str, keys: list[str], vectors: list[np.ndarray
 
 def _embed_cached(
     out: Path,
-    encoder: ImageTextScorer,
+    encoder: ImageTextScorer | CropEmbedder,
     keys: list[str],
-    loaders: dict[str, Callable[[], Image.Image]],
+    loaders: dict[str, PersonCrop],
     batch_size: int,
     progress: Progress | None,
 ) -> np.ndarray:
@@ -113,10 +154,12 @@ def _embed_cached(
 
     pending_keys: list[str] = []
     pending: list[np.ndarray] = []
-    # the crops are cut and decoded in the image pipeline's workers
-    for indices, vectors in iter_embeddings(
-        encoder, [loaders[k] for k in missing], batch_size=batch_size, on_error=located
-    ):
+    crops = [loaders[k] for k in missing]
+    if isinstance(encoder, CropEmbedder):  # elsewhere (a Ray actor pool); written here
+        batches = encoder.embed_crops(crops, batch_size)
+    else:  # the crops are cut and decoded in the image pipeline's workers
+        batches = iter_embeddings(encoder, crops, batch_size=batch_size, on_error=located)
+    for indices, vectors in batches:
         chunk = missing[indices.start : indices.stop]
         if vectors.shape[0] != len(chunk):
             raise ValueError(f"the encoder returned {vectors.shape[0]} rows for {len(chunk)}")
@@ -146,10 +189,61 @@ def _rates(records: Sequence[EditRecord], key: Callable[[EditRecord], str]) -> d
     }  # fmt: skip
 
 
+def _embed_records(
+    out: Path,
+    records: Sequence[EditRecord],
+    encoder: ImageTextScorer | CropEmbedder,
+    batch_size: int,
+    progress: Progress | None,
+) -> tuple[list[str], dict[str, SourceImage], np.ndarray]:
+    """Embed (or read from the cache) the person crop of every source with edits, then
+    of every edit: the source ids in order, the sources by id, the vectors (``R`` then
+    ``S``)."""
+    sources = {s.source_id: s for s in read_sources(out)}
+    used = list(dict.fromkeys(r.source_id for r in records))
+    unknown = [s for s in used if s not in sources]
+    if unknown:
+        raise DataFormatError(out / "sources.jsonl", None, None, f"no source {unknown[0]!r}")
+
+    loaders = {f"real:{s}": PersonCrop(sources[s].path, sources[s]) for s in used}
+    loaders |= {f"edit:{r.edit_id}": PersonCrop(out / r.path, sources[r.source_id])
+                for r in records}  # fmt: skip
+    keys = list(loaders)
+    return used, sources, _embed_cached(out, encoder, keys, loaders, batch_size, progress)
+
+
+@holds_build_lock("contrastkit build gensynth")
+def embed_build(
+    out: str | Path,
+    encoder: ImageTextScorer | CropEmbedder,
+    *,
+    batch_size: int = 32,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """The embedding half of the filter stage: embed the real person crops and the edits
+    of a build folder into its embedding cache (``embeddings/<encoder hash>/``), without
+    the KNN decisions. A shard worker runs it on its shard folder
+    (:mod:`contrastkit.builders.gensynth.shards`), so that the filter stage on the merged
+    build embeds nothing again.
+
+    Returns:
+        ``{"encoder", "real_crops", "edits"}`` (also stored under ``embed`` in
+        ``build_summary.json``).
+    """
+    out = Path(out)
+    records = Manifest(out).read()
+    if not records:
+        raise StateError(f"{out / MANIFEST}: no finished edits (run the edit stage first)")
+    used, _, _ = _embed_records(out, records, encoder, batch_size, progress)
+    summary = {"encoder": _encoder_name(encoder), "real_crops": len(used), "edits": len(records)}
+    update_summary(out, "embed", summary)
+    return summary
+
+
 @holds_build_lock("contrastkit build gensynth")
 def run_filter_stage(
     out: str | Path,
-    encoder: ImageTextScorer,
+    encoder: ImageTextScorer | CropEmbedder,
     *,
     k: int = DEFAULT_K,
     tau_real: float = DEFAULT_TAU_REAL,
@@ -177,22 +271,7 @@ def run_filter_stage(
     records = manifest.read()
     if not records:
         raise StateError(f"{manifest.path}: no finished edits (run the edit stage first)")
-    sources = {s.source_id: s for s in read_sources(out)}
-    used = list(dict.fromkeys(r.source_id for r in records))
-    unknown = [s for s in used if s not in sources]
-    if unknown:
-        raise DataFormatError(out / "sources.jsonl", None, None, f"no source {unknown[0]!r}")
-
-    def real_loader(source: SourceImage) -> Callable[[], Image.Image]:
-        return lambda: person_crop(load_image(source.path), source)
-
-    def edit_loader(record: EditRecord) -> Callable[[], Image.Image]:
-        return lambda: person_crop(load_image(out / record.path), sources[record.source_id])
-
-    loaders = {f"real:{s}": real_loader(sources[s]) for s in used}
-    loaders |= {f"edit:{r.edit_id}": edit_loader(r) for r in records}
-    keys = list(loaders)
-    vectors = _embed_cached(out, encoder, keys, loaders, batch_size, progress)
+    used, sources, vectors = _embed_records(out, records, encoder, batch_size, progress)
     real, synthetic = vectors[: len(used)], vectors[len(used) :]
     k_effective = min(k, len(vectors) - 1)
     result = knn_filter(
@@ -215,6 +294,7 @@ def run_filter_stage(
     manifest.rewrite(scored)
     summary = {
         "encoder": _encoder_name(encoder),
+        "encoder_random_weights": bool(getattr(encoder, "random_weights", False)),
         "real_crops": len(used),
         "edits": len(scored),
         "k": k,

@@ -13,6 +13,7 @@ from contrastkit.builders.gensynth.summary import update_summary
 from contrastkit.builders.manifest import (
     CONTRAST_SET,
     MANIFEST,
+    EditRecord,
     Manifest,
     holds_build_lock,
     read_contrast_set,
@@ -43,25 +44,36 @@ def run_select_stage(out: str | Path, *, seed: int = 0) -> dict[str, Any]:
             (run the edit and filter stages first).
     """
     out = Path(out)
-    records = Manifest(out).read()
-    if not records:
+    manifest = Manifest(out)
+    # pass 1: only what the draw needs, so memory does not grow with whole records
+    source_ids: list[str] = []
+    targets: list[str] = []
+    accepted: list[bool] = []
+    unscored: list[str] = []
+    for record in manifest.records():
+        if record.accepted is None:
+            unscored.append(record.edit_id)
+        source_ids.append(record.source_id)
+        targets.append(record.target)
+        accepted.append(bool(record.accepted))
+    if not source_ids:
         raise StateError(f"{out / MANIFEST}: no finished edits (run the edit stage first)")
-    unscored = [r.edit_id for r in records if r.accepted is None]
     if unscored:
         raise StateError(
             f"{out / MANIFEST}: {len(unscored)} edits have no filter decision (e.g. "
             f"{unscored[0]}): run the filter stage first"
         )
+    picks = select_edits(source_ids, targets, accepted, seed=seed)
+    # pass 2: the chosen records themselves (two per kept source)
+    wanted = {i: (s, g) for s, per in picks.items() for g, i in per.items()}
+    chosen: dict[str, dict[Gender, EditRecord]] = {s: {} for s in picks}
+    for index, record in enumerate(manifest.records()):
+        if index in wanted:
+            source_id, gender = wanted[index]
+            chosen[source_id][gender] = record
     sources = {s.source_id: s for s in read_sources(out)}
-    picks = select_edits(
-        [r.source_id for r in records],
-        [r.target for r in records],
-        [bool(r.accepted) for r in records],
-        seed=seed,
-    )
-    chosen = {s: {g: records[i] for g, i in per.items()} for s, per in picks.items()}
     items = write_contrast_set(out, chosen, sources)
-    sources_with_edits = len({r.source_id for r in records})
+    sources_with_edits = len(set(source_ids))
     summary: dict[str, Any] = {
         "seed": seed,
         "sources_with_edits": sources_with_edits,
@@ -89,22 +101,40 @@ class LabeledImages:
     images: tuple[Path, ...]
     genders: tuple[Gender, ...]
     captions: tuple[tuple[str, ...], ...]
+    population: int | None = None
+    """How many images the set has before sampling (``None``: these are all of them)."""
+
+    @property
+    def total(self) -> int:
+        """The size of the whole set these images were drawn from."""
+        return len(self.images) if self.population is None else self.population
 
     def sample(self, size: int | None, seed: int = 0) -> LabeledImages:
         """At most ``size`` of the images, drawn without replacement with ``seed`` and
         kept in their order (``self`` when ``size`` is ``None`` or not smaller): bounds
         the work of the checks on a paper-scale build (184k edits)."""
-        if size is None or size >= len(self.images):
+        keep = sample_rows(len(self.images), size, seed)
+        if keep is None:
             return self
-        keep = sorted(random.Random(seed).sample(range(len(self.images)), size))
         return LabeledImages(
             tuple(self.images[i] for i in keep),
             tuple(self.genders[i] for i in keep),
             tuple(self.captions[i] for i in keep),
+            self.total,
         )
 
 
-def quality_sets(out: str | Path) -> dict[str, LabeledImages]:
+def sample_rows(count: int, size: int | None, seed: int) -> list[int] | None:
+    """The rows :meth:`LabeledImages.sample` keeps of ``count``: ``size`` of them drawn
+    without replacement with ``seed``, in order (``None``: all rows)."""
+    if size is None or size >= count:
+        return None
+    return sorted(random.Random(seed).sample(range(count), size))
+
+
+def quality_sets(
+    out: str | Path, *, sample: int | None = None, seed: int = 0
+) -> dict[str, LabeledImages]:
     """The image sets of a GenSynth or GenSwap build folder that Tab. 2 scores:
 
     * ``contrast_set``: the selected edits with their gender-adjusted captions (Tab. 2's
@@ -113,15 +143,26 @@ def quality_sets(out: str | Path) -> dict[str, LabeledImages]:
       caption labels ("Original");
     * ``all_edits``: every edit in the manifest before selection ("unfilt.").
 
+    With ``sample``, each set holds at most ``sample`` images drawn with ``seed``
+    (:meth:`LabeledImages.sample`; its ``total`` is the size before sampling). The
+    manifest is streamed twice and only the sampled edits are materialized, so memory
+    stays bounded by ``sample`` and the number of sources, not by the 184k edits of a
+    paper-scale build.
+
     Raises:
         DataFormatError: the manifest names a source that ``sources.jsonl`` lacks.
     """
     out = Path(out)
-    records = Manifest(out).read()
+    manifest = Manifest(out)
     sources = {s.source_id: s for s in read_sources(out)}
-    missing = [r.source_id for r in records if r.source_id not in sources]
-    if missing:
-        raise DataFormatError(out / "sources.jsonl", None, None, f"no source {missing[0]!r}")
+    edited: dict[str, None] = {}
+    count = 0
+    for record in manifest.records():
+        if record.source_id not in sources:
+            message = f"no source {record.source_id!r}"
+            raise DataFormatError(out / "sources.jsonl", None, None, message)
+        edited[record.source_id] = None
+        count += 1
     sets: dict[str, LabeledImages] = {}
     contrast = out / CONTRAST_SET
     items = read_contrast_set(contrast) if contrast.exists() else []
@@ -130,20 +171,23 @@ def quality_sets(out: str | Path) -> dict[str, LabeledImages]:
             tuple(out / i.image for i in items),
             tuple(Gender(i.gender) for i in items),
             tuple(tuple(i.captions) for i in items),
-        )
-    edited = list(dict.fromkeys(r.source_id for r in records))
+        ).sample(sample, seed)
     if edited:
         sets["original"] = LabeledImages(
             tuple(sources[s].path for s in edited),
             tuple(sources[s].label for s in edited),
             tuple(tuple(sources[s].captions) for s in edited),
-        )
+        ).sample(sample, seed)
+        keep = sample_rows(count, sample, seed)
+        rows = None if keep is None else set(keep)
+        picked = [r for i, r in enumerate(manifest.records()) if rows is None or i in rows]
         sets["all_edits"] = LabeledImages(
-            tuple(out / r.path for r in records),
-            tuple(Gender(r.target) for r in records),
+            tuple(out / r.path for r in picked),
+            tuple(Gender(r.target) for r in picked),
             tuple(
                 tuple(to_gender(c, Gender(r.target)) for c in sources[r.source_id].captions)
-                for r in records
+                for r in picked
             ),
+            count,
         )
     return sets

@@ -9,6 +9,7 @@ from contrastkit.config import require
 from contrastkit.curation.dedup import NEAR_DUPLICATE_MAX_DISTANCE
 from contrastkit.curation.integrity import as_paths, check_near_distance
 from contrastkit.curation.urls import CheckConfig
+from contrastkit.distributed import Engine, check_engine
 
 __all__ = ["DEFAULT_REPORT_NAME", "MaintainConfig", "RetirementPolicy"]
 
@@ -56,9 +57,16 @@ class MaintainConfig:
         accept_changes: Take the images served now as the rows' new reference images.
         near_distance: Perceptual-hash distance (bits of 64) up to which an image counts
             as unchanged, and as a near-duplicate; -1: any other file is a change.
+        engine: Where the checks run: ``"local"`` (this process) or ``"ray"`` (Ray tasks
+            grouped by host, :func:`~contrastkit.curation.urls.distributed.check_urls_ray`).
+            The state database, the store, the TSVs and the report are written by this
+            process only (one writer), so the outcome is the same either way.
+        ray_address: With ``engine="ray"``: the cluster (``auto``, ``ray://head:10001``);
+            None starts a local Ray instance for the run and stops it afterwards.
 
     Raises:
-        ConfigError: no files, or a value out of range, naming the field.
+        ConfigError: no files, a value out of range, an unknown engine, or engine
+            ``"ray"`` without Ray installed, naming the field.
     """
 
     files: tuple[Path, ...]
@@ -71,6 +79,8 @@ class MaintainConfig:
     drop_retired: bool = False
     accept_changes: bool = False
     near_distance: int = NEAR_DUPLICATE_MAX_DISTANCE
+    engine: Engine = "local"
+    ray_address: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "files", as_paths(self.files))
@@ -84,6 +94,7 @@ class MaintainConfig:
         require(self.per_cell >= 1, "per_cell", f"must be at least 1, not {self.per_cell}")
         check_near_distance(self.near_distance)
         require(self.db not in self.files, "db", f"{self.db} is also one of the files")
+        check_engine(self.engine, self.ray_address)
 
     @property
     def report_path(self) -> Path:

@@ -94,7 +94,8 @@ def maintain(
         if on_start is not None:
             on_start(distinct_urls(tables))
         checked = check_tables(tables, config.network, store=store, on_result=record,
-                               max_distance=config.near_distance)  # fmt: skip
+                               max_distance=config.near_distance, engine=config.engine,
+                               ray_address=config.ray_address)  # fmt: skip
         health = _health(db.row_states(), before, where)
         result = MaintenanceResult(
             run_id=run_id,

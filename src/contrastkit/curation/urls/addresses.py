@@ -177,6 +177,13 @@ def non_public_reason(ip: IPAddress) -> str | None:
     return None
 
 
+#: What a ``blocked_address`` detail ends with: how to allow such an address on purpose.
+ALLOW_HINT = (
+    "to check it anyway, pass --allow-private (every address) or --allow-network CIDR "
+    "(allow_private / allowed_networks)"
+)
+
+
 class BlockedAddressError(Exception):
     """A connection would go to an address that is not public (ends a check as
     ``blocked_address``; never raised to the caller of the checker)."""
@@ -258,7 +265,7 @@ class AddressPolicy:
             reason = self.refusal(address)
             if reason is not None:
                 raise BlockedAddressError(
-                    f"{host} resolves to non-public address {address} ({reason})"
+                    f"{host} resolves to non-public address {address} ({reason}); {ALLOW_HINT}"
                 )
         return addresses
 

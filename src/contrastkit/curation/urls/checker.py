@@ -21,6 +21,7 @@ from yarl import URL
 
 from contrastkit.curation.images import ImageRejectedError, inspect_image
 from contrastkit.curation.urls.addresses import (
+    ALLOW_HINT,
     AddressPolicy,
     BlockedAddressError,
     DNSLookupError,
@@ -165,7 +166,8 @@ class _Checker:
             refused = self.policy.host_refusal(host)
             if refused is not None:
                 raise FinalStatus(
-                    Status.BLOCKED_ADDRESS, f"{host} is a non-public address ({refused})"
+                    Status.BLOCKED_ADDRESS,
+                    f"{host} is a non-public address ({refused}); {ALLOW_HINT}",
                 )
             with clock.paused():  # waiting for a free slot of a busy host is not its fault
                 slot = self._host_slot(host)

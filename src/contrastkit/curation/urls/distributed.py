@@ -14,23 +14,27 @@ the store end up as with the local engine. At most ``chunk_size`` images per gro
 held in memory at once.
 
 Ray is an optional dependency (``pip install "contrastkit[ray]"``), imported only when a
-run starts.
+run starts. The session and install check are shared with the other Ray jobs
+(:mod:`contrastkit.distributed`) and re-exported here.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import logging
-import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
 from contrastkit.curation.urls.config import CheckConfig
 from contrastkit.curation.urls.status import URLCheck
+from contrastkit.distributed import (
+    LOCAL_NUM_CPUS,
+    RAY_INSTALL_HINT,
+    ray_session,
+    require_ray,
+)
 from contrastkit.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -38,6 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
+    "LOCAL_NUM_CPUS",
     "RAY_INSTALL_HINT",
     "check_urls_ray",
     "group_by_host",
@@ -46,65 +51,10 @@ __all__ = [
     "require_ray",
 ]
 
-RAY_INSTALL_HINT = 'pip install "contrastkit[ray]"'
 DEFAULT_CHUNK_SIZE = 256
 """URLs per Ray task: bounds the images a task holds before the driver stores them."""
 
-LOCAL_NUM_CPUS = 4
-"""Logical CPUs of the local Ray instance started when no address is given (at least 4:
-``num_cpus=2`` can starve Ray's own tasks; see shared/RECIPES.md)."""
-
 log = logging.getLogger("contrastkit.urls")
-
-
-def require_ray(field: str = "engine") -> None:
-    """Raise :class:`ConfigError` unless Ray can be imported (checked without importing)."""
-    try:
-        found = importlib.util.find_spec("ray") is not None
-    except (ImportError, ValueError):
-        found = False
-    if not found:
-        raise ConfigError(f'{field}: the "ray" engine needs Ray: {RAY_INSTALL_HINT}')
-
-
-def _import_ray() -> Any:
-    try:
-        import ray
-    except ImportError as error:
-        raise ConfigError(f'engine: the "ray" engine needs Ray: {RAY_INSTALL_HINT}') from error
-    return ray
-
-
-@contextmanager
-def ray_session(address: str | None = None) -> Iterator[Any]:
-    """The ``ray`` module, connected to a cluster for the duration of the block.
-
-    ``address`` None starts a local Ray instance (``LOCAL_NUM_CPUS`` logical CPUs or the
-    machine's count if larger, no dashboard) and shuts it down afterwards; an address
-    (``auto``, ``ray://head:10001``, ``head:6379``) connects to that cluster and leaves it
-    running. If Ray is already initialised in this process, that instance is used as is.
-
-    Raises:
-        ConfigError: Ray is not installed.
-    """
-    ray = _import_ray()
-    if ray.is_initialized():
-        yield ray
-        return
-    if address is None:
-        ray.init(
-            address="local",
-            num_cpus=max(LOCAL_NUM_CPUS, os.cpu_count() or 1),
-            include_dashboard=False,
-            logging_level=logging.WARNING,
-        )
-    else:
-        ray.init(address=address, logging_level=logging.WARNING)
-    try:
-        yield ray
-    finally:
-        if address is None:
-            ray.shutdown()
 
 
 def host_of(url: str) -> str:

@@ -23,6 +23,7 @@ from safetensors import SafetensorError
 
 from contrastkit.config import ModelConfig, require
 from contrastkit.errors import ConfigError, ModelNotFoundError
+from contrastkit.evaluators.models.registry import random_weights
 from contrastkit.interfaces import ImageTextScorer, PronounScorer
 from contrastkit.pipeline import PipelineConfig, Preprocess, embed_images, to_rgb
 
@@ -206,6 +207,9 @@ class DualEncoder(ABC):
         self.pipeline = pipeline or PipelineConfig()
         self.autocast = autocast and dtype != torch.float32
         self._text_cache: dict[str, np.ndarray] = {}
+        #: Whether the weights are random (``ARCH/random``, a marked tiny-model folder):
+        #: every report of this model then says its figures are a pipeline check.
+        self.random_weights = random_weights(spec)
 
     @abstractmethod
     def _pixel_features(self, pixels: torch.Tensor) -> torch.Tensor:

@@ -44,7 +44,7 @@ from contrastkit.evaluators.models.hf import (
     hf_model_type,
     hf_text_and_image_processors,
 )
-from contrastkit.evaluators.models.registry import FAMILIES
+from contrastkit.evaluators.models.registry import FAMILIES, random_weights
 from contrastkit.pipeline import HFPreprocess, PipelineConfig
 
 __all__ = ["FAMILIES", "CaptioningScorer", "load_captioning"]
@@ -83,6 +83,9 @@ class CaptioningScorer:
         self.batch_size = batch_size
         self._prefix_cache: dict[str, list[int]] = {}
         self._split_cache: dict[tuple[str, str], list[int]] = {}
+        #: Whether the weights are random (a marked tiny-model folder): every report of
+        #: this model then says its figures are a pipeline check.
+        self.random_weights = random_weights(spec)
 
     # -- tokens -----------------------------------------------------------------------
     @property

@@ -57,7 +57,7 @@ def _how_to_get(target: str) -> str:
     return (
         f"{target!r} is {looks} in the Hugging Face cache. Get it on a machine with internet "
         f"access with `hf download {target}` (then copy ~/.cache/huggingface), pass a folder "
-        "written by save_pretrained, or pass download=True (`--download`)"
+        "written by save_pretrained, or pass download=True (`--allow-download`)"
     )
 
 

@@ -97,7 +97,7 @@ def _how_to_get(arch: str, tag: str, cfg: dict[str, Any]) -> str:
     )
     return (
         f"OpenCLIP weights {arch}/{tag} are not in the local cache. Get them on a machine with "
-        f"internet access: {'; '.join(steps)}. Or pass download=True (`--download`), or a "
+        f"internet access: {'; '.join(steps)}. Or pass download=True (`--allow-download`), or a "
         f"checkpoint file: open_clip:{arch}/PATH"
     )
 
@@ -184,7 +184,7 @@ def _hub_source(target: str, download: bool) -> _Source:
         if not isinstance(try_to_load_from_cache(repo, "open_clip_config.json"), str):
             raise ModelNotFoundError(
                 f"{repo} is not in the Hugging Face cache; get it with `hf download {repo}` "
-                "on a machine with internet access, or pass download=True (`--download`)"
+                "on a machine with internet access, or pass download=True (`--allow-download`)"
             )
     return _Source(target, None, {}, None, cached=not download)
 

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 from contrastkit.config import ModelConfig
 from contrastkit.errors import ConfigError
 from contrastkit.interfaces import ImageTextScorer, PronounScorer
+from contrastkit.tiny.marker import random_weights_note, spec_has_random_weights
 
 if TYPE_CHECKING:
     from contrastkit.evaluators.models.base import ModelRuntime
@@ -50,6 +51,8 @@ __all__ = [
     "load_model",
     "load_scorer",
     "parse_spec",
+    "random_weights",
+    "weights_note",
 ]
 
 #: Captioning spec prefix -> transformers ``model_type`` of the models it loads.
@@ -95,6 +98,21 @@ def parse_spec(spec: str) -> ModelSpec:
     if not target.strip():
         raise ConfigError(f"model spec {spec!r} names no model after {prefix!r}")
     return ModelSpec(prefix, target.strip())
+
+
+def random_weights(spec: str) -> bool:
+    """Whether ``spec`` names a model with random weights: ``open_clip:ARCH/random``, or
+    a local model folder (or a checkpoint file in one) that carries the random-weights
+    marker every :mod:`contrastkit.tiny` model is saved with
+    (:data:`~contrastkit.tiny.marker.MARKER_FILE`). Never raises, never loads anything:
+    anything else (a Hub id, a pretrained tag, a malformed spec) is ``False``."""
+    return spec_has_random_weights(spec)
+
+
+def weights_note(spec: str) -> str | None:
+    """The plain sentence every report of ``spec`` carries when its weights are random
+    (:func:`random_weights`), else ``None``."""
+    return random_weights_note(spec) if random_weights(spec) else None
 
 
 def load_model(spec: str, config: ModelConfig | None = None) -> ImageTextScorer | PronounScorer:

@@ -3,7 +3,7 @@
 * :mod:`.results` — the benchmark JSON (VisoGender Appendix J structure): building it
   from a scored run, reading it back, its headline numbers, folder names of models;
 * :mod:`.markdown` — markdown reports of one model and of several side by side;
-* :mod:`.plots` — PNG plots (matplotlib's object-oriented API, no pyplot);
+* :mod:`.plots` — plots as PNG and SVG (matplotlib's object-oriented API, no pyplot);
 * :mod:`.outputs` — writing one model's files.
 
 The names below keep ``from contrastkit.evaluators.report import ...`` working.

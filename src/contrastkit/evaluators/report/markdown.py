@@ -11,15 +11,19 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from contrastkit.evaluators.report.skipped import skipped_rows_note, skipped_rows_section
 from contrastkit.evaluators.tasks.resolution import SPLITS
 
 __all__ = [
     "PROTOCOL_NOTES",
+    "RETRIEVAL_ROWS",
     "SPLIT_TITLES",
     "comparison_markdown",
     "format_interval",
     "format_number",
     "markdown_report",
+    "warnings_section",
+    "weights_lines",
 ]
 
 #: Section titles of the resolution splits.
@@ -97,11 +101,40 @@ def _mean_sigma(values: Mapping[str, Any]) -> str:
     return f"{sigma} {interval}" if interval else sigma
 
 
+#: How the retrieval sections are named in every report: the paper's words (VisoGender
+#: Tab. 2-3: "images with two people", "single person"), never the OP / OO shorthand.
+RETRIEVAL_ROWS = {
+    "two_person_images": "two people",
+    "single_person_images": "single person",
+    "OP": "two people",
+    "OO": "single person",
+}
+
+
+def weights_lines(results: Mapping[str, Any]) -> list[str]:
+    """The note at the top of a report of a model with random weights (the results'
+    ``weights_note``), as a markdown quote and a blank line; nothing for trained
+    weights."""
+    if not results.get("random_weights"):
+        return []
+    note = results.get("weights_note") or (
+        "This model has random weights: these figures are a pipeline check, not a measurement."
+    )
+    return [f"> **Random weights.** {note}", ""]
+
+
+def _model_cell(results: Mapping[str, Any]) -> str:
+    """A model's name in a comparison table, marked when its weights are random."""
+    name = str(results["metadata"]["model_name"])
+    return f"{name} (random weights)" if results.get("random_weights") else name
+
+
 def markdown_report(results: Mapping[str, Any]) -> str:
     """A markdown report of one model: Tab. 2/3/4-style tables, per occupation, labour
     statistics (Appendix F) and error analysis (Appendix G)."""
     meta = results["metadata"]
     lines = [f"# VisoGender results: `{meta['model_name']}`", ""]
+    lines += weights_lines(results)
     protocol = meta.get("protocol")
     lines += [
         f"{meta['experiment_desc']} model; data: {', '.join(meta['data'])}; "
@@ -111,6 +144,8 @@ def markdown_report(results: Mapping[str, Any]) -> str:
     ]
     for note in meta.get("skipped", []):
         lines += [f"Skipped: {note}.", ""]
+    lines += skipped_rows_note(results)
+    lines += warnings_section(results.get("warnings") or [])
     resolution = results.get("resolution_bias") or {}
     retrieval = results.get("retrieval_bias") or {}
     if resolution:
@@ -120,6 +155,7 @@ def markdown_report(results: Mapping[str, Any]) -> str:
     lines += _occupation_section(resolution, retrieval, results["labour_statistics"])
     lines += _labor_section(results["labour_statistics"]["comparisons"])
     lines += _error_section(results.get("error_analysis", {}), retrieval)
+    lines += skipped_rows_section(results)
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -211,8 +247,8 @@ def _retrieval_section(retrieval: Mapping[str, Any]) -> list[str]:
     rows = [
         [title] + [_mean_sigma(retrieval[section][n]) for n in names]
         for section, title in (
-            ("two_person_images", "two people"),
-            ("single_person_images", "single person"),
+            ("two_person_images", RETRIEVAL_ROWS["two_person_images"]),
+            ("single_person_images", RETRIEVAL_ROWS["single_person_images"]),
         )
         if section in retrieval
     ]
@@ -314,13 +350,39 @@ def _error_section(error: Mapping[str, Any], retrieval: Mapping[str, Any]) -> li
                     metrics[name]["real"],
                     metrics[name]["baseline_mean"],
                     metrics[name]["baseline_sigma"],
-                    metrics[name]["z"],
+                    _z_cell(metrics[name]),
                 ]
                 for name in _metric_names(retrieval)
                 if name in metrics
             ],
         )
+        lines += [
+            "z = (real − baseline mean) / baseline σ; n/a where the baseline σ is at most "
+            "1e-12 × max(1, |baseline mean|): every relabelling then gives the same value "
+            "(e.g. Bias@K with K at least an occupation's images).",
+            "",
+        ]
     return lines
+
+
+def _z_cell(metric: Mapping[str, Any]) -> Any:
+    """A z-score, or ``n/a (reason)`` where the results give none."""
+    z = metric.get("z")
+    if z is None or (isinstance(z, float) and not math.isfinite(z)):
+        return f"n/a ({metric.get('z_reason') or 'undefined'})"
+    return z
+
+
+def warnings_section(warnings: Sequence[Any]) -> list[str]:
+    """A ``## Warnings`` section listing each warning (a string, or an entry with a
+    ``message``) of a result; nothing when there is none."""
+    if not warnings:
+        return []
+    lines = ["## Warnings", ""]
+    for warning in warnings:
+        text = warning.get("message", "") if isinstance(warning, Mapping) else str(warning)
+        lines.append(f"- {text.rstrip('.')}.")
+    return [*lines, ""]
 
 
 def _average_key(entry: Mapping[str, Any]) -> str:
@@ -338,6 +400,13 @@ def comparison_markdown(results: Sequence[Mapping[str, Any]]) -> str:
     named (``–`` where the file does not say: an official file, or one written by an
     older contrastkit, whose "Overall" was the mean of the pooled per-gender accuracies)."""
     lines = ["# VisoGender: models side by side", ""]
+    if any(r.get("random_weights") for r in results):
+        lines += [
+            "> **Random weights.** Models marked *(random weights)* are tiny test models or "
+            "architectures without trained weights: their figures are a pipeline check, not "
+            "a measurement.",
+            "",
+        ]
     with_resolution = [r for r in results if r.get("resolution_bias")]
     if with_resolution:
         header = ["model", "protocol"]
@@ -347,7 +416,7 @@ def comparison_markdown(results: Sequence[Mapping[str, Any]]) -> str:
         lines += _table(
             header,
             [
-                [r["metadata"]["model_name"], r["metadata"].get("protocol") or "–"]
+                [_model_cell(r), r["metadata"].get("protocol") or "–"]
                 + [
                     format_interval(entry, key)
                     for name in SPLITS
@@ -375,7 +444,12 @@ def comparison_markdown(results: Sequence[Mapping[str, Any]]) -> str:
         lines += _table(
             ["model", "images", *names],
             [
-                [r["metadata"]["model_name"], r["retrieval_bias"]["context"]]
+                [
+                    _model_cell(r),
+                    RETRIEVAL_ROWS.get(
+                        r["retrieval_bias"]["context"], r["retrieval_bias"]["context"]
+                    ),
+                ]
                 + [_mean_sigma(r["retrieval_bias"].get(n, {})) for n in names]
                 for r in with_retrieval
             ],

@@ -1,4 +1,5 @@
-"""The files of one model's evaluation: ``benchmark.json``, ``report.md``, ``plots/``."""
+"""The files of one model's evaluation: ``benchmark.json``, ``report.md``, ``plots/``
+(each plot as PNG and SVG)."""
 
 from __future__ import annotations
 
@@ -8,28 +9,31 @@ from pathlib import Path
 from typing import Any
 
 from contrastkit.evaluators.report.markdown import markdown_report
-from contrastkit.evaluators.report.plots import write_plots
+from contrastkit.evaluators.report.plots import plots_markdown, write_plots
 from contrastkit.io import atomic_write_text
 
 __all__ = ["write_outputs"]
 
 
 def write_outputs(results_json: Mapping[str, Any], folder: Path) -> dict[str, Path]:
-    """Write ``benchmark.json``, ``report.md`` and ``plots/*.png`` into ``folder``, each
-    file atomically.
+    """Write ``benchmark.json``, ``plots/*.png`` and ``plots/*.svg`` and ``report.md``
+    (which shows the plots) into ``folder``, each file atomically.
 
     Args:
         results_json: ``{"visogender_<model>_results": results}`` (:func:`benchmark`).
         folder: the model's output folder.
 
     Returns:
-        The files written, by name: ``benchmark``, ``report`` and each plot's stem.
+        The files written, by name: ``benchmark``, ``report``, each plot's stem (its
+        PNG) and the stem with ``_svg`` (its SVG).
     """
     _, results = next(iter(results_json.items()))
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write_text(folder / "benchmark.json", json.dumps(results_json, indent=2) + "\n")
-    atomic_write_text(folder / "report.md", markdown_report(results))
     plots = write_plots(results, folder / "plots")
+    report = markdown_report(results).rstrip("\n").split("\n")
+    text = "\n".join([*report, "", *plots_markdown(plots, folder)]).rstrip() + "\n"
+    atomic_write_text(folder / "report.md", text)
     files = {"benchmark": folder / "benchmark.json", "report": folder / "report.md"}
-    files.update({path.stem: path for path in plots})
+    files.update({path.stem + ("" if path.suffix == ".png" else "_svg"): path for path in plots})
     return files

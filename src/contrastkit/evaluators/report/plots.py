@@ -1,18 +1,38 @@
-"""PNG plots of one model's results, drawn with matplotlib's object-oriented API.
+"""Plots of one model's results, drawn as a paper would show them, with matplotlib's
+object-oriented API.
 
-Figures are :class:`matplotlib.figure.Figure` objects saved straight to a file: no
-pyplot, no global figure registry, no backend switch, so a notebook's own backend is
-left alone. Each file is written through :func:`contrastkit.io.atomic_path`.
+Figures are :class:`matplotlib.figure.Figure` objects saved straight to files: no pyplot,
+no global figure registry, no backend switch, so a notebook's own backend is left alone.
+Every plot is written twice, as PNG (150 dpi) and as SVG (text kept as text), each file
+through :func:`contrastkit.io.atomic_path`.
 
-Confidence intervals in the results (a figure's ``x_ci`` sibling) are drawn as error
-bars: per gender pair in ``accuracy_by_gender_pair.png``, and on the mean Bias@K across
-occupations (``mean_ci``) in ``bias_at_k_per_occupation.png``.
+Conventions shared by every figure:
+
+* the model (long specs wrapped or shortened in the middle, never clipped) and the number
+  of images in the title; a results file with ``"random_weights": true`` adds
+  :data:`RANDOM_WEIGHTS_TITLE` to it;
+* masculine / feminine in the colours of :data:`PALETTE` everywhere (colour-blind safe,
+  Okabe-Ito): a bar is coloured by the perceived gender it is about, or, for a signed
+  bias, by the gender it leans to;
+* a bootstrap interval in the results (a figure ``x`` with a sibling ``x_ci`` =
+  ``{"low", "high", "level", "resamples"}``) is drawn as an error bar, and the caption
+  says so; without intervals there are no error bars (nothing is invented);
+* accuracies have a chance line: 1/2 for the two-way his / her protocol, 1/3 for the
+  three-way official protocol (his / her / their, read from ``metadata.protocol``);
+  signed biases have a zero line and their axis runs from -1 to +1;
+* metrics on different scales (Bias@K in [-1, 1], MaxSkew@K a log ratio, a preference
+  share) are drawn in separate panels;
+* scatter labels never overlap (:func:`place_labels`: each label is put at the first
+  free spot around its point, extremes first; a label with no free spot is left out
+  and the caption says how many were).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+import textwrap
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,182 +40,1017 @@ from contrastkit.evaluators.report.markdown import format_number
 from contrastkit.io import atomic_path
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.backend_bases import RendererBase
+    from matplotlib.figure import Figure
+    from matplotlib.transforms import Bbox
+
+__all__ = [
+    "CHANCE",
+    "FORMATS",
+    "PALETTE",
+    "PLOTS",
+    "RANDOM_WEIGHTS_TITLE",
+    "PlotLabels",
+    "comparison_figure",
+    "contrast_figure",
+    "figure_title",
+    "figures",
+    "place_labels",
+    "plots_markdown",
+    "save_figure",
+    "save_formats",
+    "shorten_spec",
+    "write_comparison_plots",
+    "write_plots",
+]
+
+#: The colours of the perceived genders (Okabe-Ito, colour-blind safe), used by every plot.
+PALETTE = {
+    "masculine": "#0072B2",  # blue
+    "feminine": "#D55E00",  # vermillion
+    "neutral": "#7F7F7F",  # grey: pooled or neither
+    "reference": "#4D4D4D",  # chance / zero lines
+}
+
+#: Chance accuracy of each resolution protocol: a random pick among the pronouns scored.
+CHANCE = {"two-way": 1 / 2, "visogender-official": 1 / 3}
+
+#: What the title of a plot of a random-weights model says.
+RANDOM_WEIGHTS_TITLE = "random weights — pipeline check, not a measurement"
+
+#: The plots :func:`write_plots` draws (when their data exist), by stem, with a caption.
+PLOTS = {
+    "resolution_accuracy": "Resolution accuracy of masculine- and feminine-presenting "
+    "subjects per split (VisoGender Tab. 2), with the chance line of the protocol.",
+    "accuracy_by_gender_pair": "Resolution accuracy per (occupation | participant) gender "
+    "pair, coloured by the gender of the person the pronoun refers to.",
+    "gap_per_occupation": "Resolution gap RA_masculine − RA_feminine per occupation.",
+    "bias_at_k_per_occupation": "Retrieval Bias@K per occupation and its mean across "
+    "occupations (VisoGender Tab. 3, Appendix C).",
+    "labour_statistics": "Per-occupation bias against the share of men in US labour "
+    "statistics (VisoGender Appendix F), with Pearson's r and Kendall's τ.",
+}
+
+#: The file formats every plot is written in.
+FORMATS = ("png", "svg")
+
+_DPI = 150
+_FONT = 8
+
+
+def shorten_spec(spec: str, width: int = 64) -> str:
+    """``spec`` for a title: unchanged when short; else wrapped onto two lines at ``/``
+    or ``:`` boundaries, and shortened in the middle (``…``) when two lines are not
+    enough. Never clipped at the figure's edge."""
+    if len(spec) <= width:
+        return spec
+    if len(spec) > 2 * width:
+        head = spec[: width // 2]
+        spec = f"{head}…{spec[-(2 * width - len(head) - 1) :]}"
+    cuts = [i + 1 for i, char in enumerate(spec) if char in "/:-_" and 0 < i + 1 < len(spec)]
+    cut = min(cuts, key=lambda i: abs(i - len(spec) / 2), default=len(spec) // 2)
+    if cut > width or len(spec) - cut > width:
+        cut = len(spec) // 2
+    return f"{spec[:cut]}\n{spec[cut:]}"
+
+
+def figure_title(results: Mapping[str, Any], model: str, what: str, n: str | None) -> str:
+    """The title of a figure: ``what``, the (shortened) model and ``n``, and the random
+    weights warning when ``results`` has ``"random_weights": true``."""
+    lines = [what, shorten_spec(model) + (f"  ({n})" if n else "")]
+    if results.get("random_weights", False):
+        lines.append(RANDOM_WEIGHTS_TITLE)
+    return "\n".join(lines)
+
+
+def _new_figure(width: float, height: float, columns: int = 1, **grid: Any) -> tuple[Figure, Any]:
+    """A constrained-layout figure and its axes (a flat list)."""
     from matplotlib.figure import Figure
 
-__all__ = ["PLOTS", "save_figure", "write_plots"]
-
-#: PNG files :func:`write_plots` draws (when their data exist).
-PLOTS = (
-    "accuracy_by_gender_pair.png",
-    "gap_per_occupation.png",
-    "bias_at_k_per_occupation.png",
-    "labour_statistics.png",
-)
+    figure = Figure(figsize=(width, height), dpi=_DPI, layout="constrained")
+    axes = figure.subplots(1, columns, squeeze=False, **grid)[0]
+    return figure, list(axes)
 
 
-def save_figure(figure: Figure, path: Path, *, dpi: int = 110) -> Path:
-    """Lay ``figure`` out tightly and write it to ``path`` (format from the suffix),
-    atomically; return ``path``."""
-    figure.tight_layout()
-    with atomic_path(path) as tmp:
-        figure.savefig(tmp, dpi=dpi)
+def _suptitle(figure: Figure, text: str, results: Mapping[str, Any]) -> None:
+    random = bool(results.get("random_weights", False))
+    figure.suptitle(text, fontsize=_FONT + 1, color="#A00000" if random else "black")
+
+
+def save_figure(figure: Figure, path: Path, *, dpi: int = _DPI) -> Path:
+    """Write ``figure`` to ``path`` (format from the suffix; SVG keeps its text as text,
+    without a date), atomically; return ``path``. A figure without a layout engine is
+    laid out tightly first."""
+    from matplotlib import rc_context
+
+    if figure.get_layout_engine() is None:
+        figure.tight_layout()
+    fmt = path.suffix.lstrip(".").lower() or "png"
+    metadata = {"Date": None} if fmt == "svg" else None
+    settings: dict[Any, Any] = {"svg.fonttype": "none", "svg.hashsalt": "contrastkit"}
+    with rc_context(settings), atomic_path(path) as tmp:
+        figure.savefig(tmp, dpi=dpi, format=fmt, metadata=metadata)
     return path
 
 
+def save_formats(figure: Figure, stem: Path, formats: Sequence[str] = FORMATS) -> list[Path]:
+    """Write ``figure`` as ``stem.<format>`` for each of ``formats``; return the paths."""
+    return [save_figure(figure, stem.with_name(f"{stem.name}.{fmt}")) for fmt in formats]
+
+
+def _finite(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
+
+
 def _error(values: Mapping[str, Any] | None, key: str) -> tuple[float, float, float]:
-    """``(value, below, above)``: a figure and the distances to its interval's ends (0
-    without an interval; undefined values drawn as 0)."""
+    """``(value, below, above)``: a figure and the distances to its interval's ends
+    (``nan`` without an interval; an undefined value drawn as 0)."""
     values = values or {}
+    point = _finite(values.get(key))
     ci = values.get(f"{key}_ci")
-    given = [values.get(key), *((ci.get("low"), ci.get("high")) if isinstance(ci, Mapping) else ())]
-    numbers = [float(v) if isinstance(v, int | float) and math.isfinite(v) else None for v in given]
-    point = numbers[0] if numbers[0] is not None else 0.0
-    if len(numbers) == 3 and None not in numbers:
-        low, high = float(numbers[1] or 0.0), float(numbers[2] or 0.0)
+    low = _finite(ci.get("low")) if isinstance(ci, Mapping) else None
+    high = _finite(ci.get("high")) if isinstance(ci, Mapping) else None
+    if point is not None and low is not None and high is not None:
         return point, max(point - low, 0.0), max(high - point, 0.0)
-    return point, 0.0, 0.0
+    return point or 0.0, math.nan, math.nan
+
+
+def _interval_level(entries: Iterable[Mapping[str, Any] | None]) -> str | None:
+    """The text "95% bootstrap CI (200 resamples)" for the first interval among ``entries``."""
+    for entry in entries:
+        for key, value in (entry or {}).items():
+            if key.endswith("_ci") and isinstance(value, Mapping) and _finite(value.get("low")):
+                level = 100 * float(value.get("level", 0.95))
+                return f"{level:g}% bootstrap CI ({value.get('resamples')} resamples)"
+    return None
+
+
+def _gender_colour(letter: str) -> str:
+    return PALETTE["masculine"] if letter.upper().startswith("M") else PALETTE["feminine"]
+
+
+def _sign_colour(value: float) -> str:
+    if value > 0:
+        return PALETTE["masculine"]
+    return PALETTE["feminine"] if value < 0 else PALETTE["neutral"]
+
+
+def _chance_line(axis: Axes, protocol: str | None) -> str | None:
+    """Draw the protocol's chance accuracy; return its legend text (None when unknown)."""
+    chance = CHANCE.get(protocol or "")
+    if chance is None:
+        return None
+    label = (
+        "chance, 2-way (his / her)"
+        if protocol == "two-way"
+        else ("chance, 3-way (his / her / their)")
+    )
+    axis.axhline(chance, color=PALETTE["reference"], linestyle="--", linewidth=0.9, label=label)
+    return label
+
+
+def _style(axis: Axes) -> None:
+    axis.tick_params(labelsize=_FONT - 1)
+    axis.spines[["top", "right"]].set_visible(False)
 
 
 def _bars(
-    axis: Any, positions: list[float], errors: list[tuple[float, float, float]], **style: Any
-) -> None:
-    """Vertical bars with error bars where any interval exists."""
-    heights = [value for value, _, _ in errors]
-    spread = [[below for _, below, _ in errors], [above for _, _, above in errors]]
-    with_bars = any(below or above for _, below, above in errors)
-    axis.bar(positions, heights, yerr=spread if with_bars else None, capsize=3, **style)
+    axis: Axes,
+    positions: Sequence[float],
+    errors: Sequence[tuple[float, float, float]],
+    *,
+    horizontal: bool = False,
+    **style: Any,
+) -> Any:
+    """Bars, and black error bars on those with an interval (``nan`` distances: none)."""
+    values = [value for value, _, _ in errors]
+    bars = (axis.barh if horizontal else axis.bar)(positions, values, **style)
+    with_interval = [i for i, (_, below, _) in enumerate(errors) if not math.isnan(below)]
+    if with_interval:
+        spread = [[errors[i][1] for i in with_interval], [errors[i][2] for i in with_interval]]
+        at = [positions[i] for i in with_interval]
+        heights = [values[i] for i in with_interval]
+        caps: dict[str, Any] = {
+            "fmt": "none",
+            "ecolor": "black",
+            "elinewidth": 0.9,
+            "capsize": 2.5,
+            "zorder": 4,
+        }
+        if horizontal:
+            axis.errorbar(heights, at, xerr=spread, **caps)
+        else:
+            axis.errorbar(at, heights, yerr=spread, **caps)
+    return bars
 
 
-def _gender_pair_plot(resolution: Mapping[str, Any], model: str) -> Figure:
-    """Resolution accuracy per (occupation, participant) gender pair, with the pronoun
-    referring to the occupation and, when scored, to the participant; error bars show
-    the bootstrap intervals when the results have them."""
-    from matplotlib.figure import Figure
+def _n_images(results: Mapping[str, Any]) -> str | None:
+    overall = (results.get("resolution_bias") or {}).get("all_images") or {}
+    n = overall.get("n") or results.get("metadata", {}).get("n_resolution_cases")
+    return f"n = {n} images" if n else None
 
+
+# --------------------------------------------------------------------------- resolution
+
+
+def _resolution_accuracy_plot(results: Mapping[str, Any]) -> Figure:
+    """RA_masculine and RA_feminine per split (Tab. 2), intervals as error bars, the
+    protocol's chance line."""
+    from contrastkit.evaluators.report.markdown import SPLIT_TITLES
+
+    resolution = results["resolution_bias"]
+    protocol = results["metadata"].get("protocol")
+    names = [n for n in SPLIT_TITLES if (resolution.get(n) or {}).get("n")]
+    figure, (axis,) = _new_figure(6.4, 3.8)
+    for offset, gender in ((-0.2, "masculine"), (0.2, "feminine")):
+        _bars(
+            axis,
+            [i + offset for i in range(len(names))],
+            [_error(resolution[n], f"RA_{gender}") for n in names],
+            width=0.4,
+            color=PALETTE[gender],
+            label=f"{gender}-presenting subject",
+        )
+    axis.set_xticks(
+        range(len(names)),
+        [
+            "\n".join(textwrap.wrap(SPLIT_TITLES[n], 14)) + f"\nn = {resolution[n]['n']}"
+            for n in names
+        ],
+    )
+    _chance_line(axis, protocol)
+    axis.set_ylim(0, 1.05)
+    axis.set_ylabel("resolution accuracy (share resolved correctly)", fontsize=_FONT)
+    level = _interval_level(resolution.get(n) for n in names)
+    axis.set_xlabel(
+        "split" + (f"; error bars: {level}" if level else "; no intervals (run with --bootstrap)"),
+        fontsize=_FONT,
+    )
+    figure.legend(fontsize=_FONT - 1, loc="outside lower center", ncols=3, frameon=False)
+    _style(axis)
+    what = f"Resolution accuracy (protocol {protocol})" if protocol else "Resolution accuracy"
+    _suptitle(figure, figure_title(results, _model(results), what, _n_images(results)), results)
+    return figure
+
+
+_CELL_TITLES = {"M": "M", "F": "F", "MM": "M | M", "MF": "M | F", "FM": "F | M", "FF": "F | F"}
+
+
+def _gender_pair_plot(
+    resolution: Mapping[str, Any], model: str, results: Mapping[str, Any] | None = None
+) -> Figure:
+    """Resolution accuracy per (occupation | participant) gender pair, with the pronoun
+    referring to the occupation and, where scored, to the participant. Each bar is
+    coloured by the perceived gender of the person the pronoun refers to; intervals are
+    error bars; the protocol's chance line."""
+    from matplotlib.patches import Patch
+
+    results = results or {"metadata": {}}
     cells = resolution["per_cell"]
     flip = resolution.get("participant_first", {}).get("per_cell", {})
-    figure = Figure(figsize=(6, 3.5))
-    axis = figure.subplots()
     names = list(cells)
+    figure, (axis,) = _new_figure(6.4, 3.8)
+    flipped = [i for i, n in enumerate(names) if n in flip]  # OP cells only
+    width = 0.4 if flipped else 0.6
     _bars(
         axis,
-        [i - 0.2 for i in range(len(names))],
+        [i - (0.2 if i in flipped else 0.0) for i in range(len(names))],
         [_error(cells[n], "accuracy") for n in names],
-        width=0.4,
-        label="occupation first",
+        width=width,
+        color=[_gender_colour(n[0]) for n in names],
+        edgecolor="white",
+        label="pronoun refers to the occupation",
     )
-    flipped = [i for i, n in enumerate(names) if n in flip]  # OP cells only
     if flipped:
         _bars(
             axis,
             [i + 0.2 for i in flipped],
             [_error(flip[names[i]], "accuracy") for i in flipped],
             width=0.4,
-            label="participant first",
+            color=[_gender_colour(names[i][-1]) for i in flipped],
+            hatch="////",
+            edgecolor="white",
+            label="pronoun refers to the participant",
         )
-    axis.set_xticks(range(len(names)), names)
+    axis.set_xticks(
+        range(len(names)),
+        [f"{_CELL_TITLES.get(n, n)}\nn = {cells[n].get('n', '?')}" for n in names],
+    )
+    chance = _chance_line(axis, results["metadata"].get("protocol"))
     axis.set_ylim(0, 1.05)
-    axis.set_ylabel("resolution accuracy")
-    axis.set_title(f"Accuracy by gender pair: {model}", fontsize=9)
-    axis.legend(fontsize=8)
-    return figure
-
-
-def _gap_plot(resolution: Mapping[str, Any], model: str) -> Figure:
-    """The resolution gap of each occupation, sorted."""
-    from matplotlib.figure import Figure
-
-    occupations = resolution["per_occupation"]
-    ordered = sorted(occupations, key=lambda n: occupations[n]["gender_gap"] or 0)
-    figure = Figure(figsize=(6, max(3, 0.25 * len(ordered) + 1)))
-    axis = figure.subplots()
-    axis.barh(ordered, [occupations[n]["gender_gap"] or 0 for n in ordered])
-    axis.axvline(0, color="black", linewidth=0.8)
-    axis.set_xlabel("gap = RA_masculine − RA_feminine")
-    axis.set_title(f"Resolution gap per occupation: {model}", fontsize=9)
-    return figure
-
-
-def _bias_at_k_plot(retrieval: Mapping[str, Any], model: str) -> Figure:
-    """Bias@K of each occupation for every K, sorted by the first K, under the mean
-    across occupations (with its bootstrap interval as an error bar when the results
-    have one)."""
-    from matplotlib.figure import Figure
-
-    section_name = "two_person_images" if retrieval["context"] == "OP" else "single_person_images"
-    section = retrieval[section_name]
-    per = section["per_occupation"]
-    ks = retrieval["ks"]
-    ordered = sorted(per, key=lambda n: per[n][f"bias@{ks[0]}"] or 0)
-    labels = [*ordered, "mean (all occupations)"]
-    figure = Figure(figsize=(6, max(3, 0.25 * len(labels) + 1)))
-    axis = figure.subplots()
-    height = 0.8 / len(ks)
-    for j, k in enumerate(ks):
-        value, below, above = _error(section.get(f"bias@{k}"), "mean")
-        positions = [i + j * height for i in range(len(labels))]
-        axis.barh(
-            positions,
-            [per[n][f"bias@{k}"] or 0 for n in ordered] + [value],
-            height=height,
-            label=f"Bias@{k}",
+    axis.set_ylabel("resolution accuracy (share resolved correctly)", fontsize=_FONT)
+    level = _interval_level([*cells.values(), *flip.values()])
+    axis.set_xlabel(
+        "perceived gender: occupation | participant (one letter: single person)"
+        + (f"\nerror bars: {level}" if level else ""),
+        fontsize=_FONT,
+    )
+    handles: list[Any] = [
+        Patch(color=PALETTE["masculine"], label="refers to a masculine-presenting person"),
+        Patch(color=PALETTE["feminine"], label="refers to a feminine-presenting person"),
+    ]
+    if flipped:
+        handles.append(
+            Patch(
+                facecolor="white",
+                edgecolor="black",
+                hatch="////",
+                label="hatched: pronoun refers to the participant",
+            )
         )
-        if below or above:  # the mean's interval (``mean_ci``)
-            axis.errorbar(
-                [value], [positions[-1]], xerr=[[below], [above]], fmt="none",
-                ecolor="black", capsize=3,
-            )  # fmt: skip
-    axis.set_yticks([i + height * (len(ks) - 1) / 2 for i in range(len(labels))], labels)
-    axis.axhline(len(ordered) - 0.5 + height * (len(ks) - 1) / 2, color="grey", linewidth=0.6)
+    if chance:
+        from matplotlib.lines import Line2D
+
+        handles.append(Line2D([], [], color=PALETTE["reference"], linestyle="--", label=chance))
+    figure.legend(
+        handles=handles, fontsize=_FONT - 1, loc="outside lower center", ncols=2, frameon=False
+    )
+    _style(axis)
+    n = resolution.get("all_images", {}).get("n")
+    _suptitle(
+        figure,
+        figure_title(
+            results, model, "Resolution accuracy by gender pair", f"n = {n} images" if n else None
+        ),
+        results,
+    )
+    return figure
+
+
+def _gap_plot(
+    resolution: Mapping[str, Any], model: str, results: Mapping[str, Any] | None = None
+) -> Figure:
+    """The resolution gap of each occupation, sorted, coloured by the gender it favours,
+    under the overall gap (with its interval when the results have one)."""
+    results = results or {"metadata": {}}
+    occupations = resolution["per_occupation"]
+    ordered = sorted(occupations, key=lambda n: _finite(occupations[n].get("gender_gap")) or 0)
+    overall = resolution.get("all_images") or {}
+    labels = [*ordered, "overall (all images)"]
+    errors = [_error(occupations[n], "gender_gap") for n in ordered]
+    errors.append(_error(overall, "gender_gap"))
+    figure, (axis,) = _new_figure(5.6, max(3.2, 0.19 * len(labels) + 1.8))
+    _bars(
+        axis,
+        range(len(labels)),
+        errors,
+        horizontal=True,
+        height=0.7,
+        color=[_sign_colour(v) for v, _, _ in errors],
+    )
+    axis.set_yticks(range(len(labels)), labels)
+    axis.get_yticklabels()[-1].set_fontweight("bold")
+    axis.axhline(len(ordered) - 0.5, color=PALETTE["neutral"], linewidth=0.6)
     axis.axvline(0, color="black", linewidth=0.8)
-    axis.set_xlim(-1, 1)
-    axis.legend(fontsize=8)
-    axis.set_title(f"Bias@K per occupation ({retrieval['context']}): {model}", fontsize=9)
+    axis.set_xlim(-1.05, 1.05)
+    axis.set_xticks([-1, -0.5, 0, 0.5, 1], ["−1", "−0.5", "0", "0.5", "1"])
+    axis.set_ylim(-0.6, len(labels) - 0.4)
+    level = _interval_level([overall, *occupations.values()])
+    axis.set_xlabel(
+        "gap Δ = RA_masculine − RA_feminine (accuracy difference, −1 to +1)\n"
+        "< 0: feminine-presenting resolved better; > 0: masculine-presenting"
+        + (f"\nerror bars: {level}" if level else ""),
+        fontsize=_FONT,
+    )
+    axis.set_ylabel("occupation", fontsize=_FONT)
+    _style(axis)
+    n = overall.get("n")
+    _suptitle(
+        figure,
+        figure_title(
+            results,
+            model,
+            "Resolution gap per occupation",
+            f"n = {n} images, {len(ordered)} occupations" if n else None,
+        ),
+        results,
+    )
     return figure
 
 
-def _labor_plot(comparisons: Mapping[str, Any], panels: list[str]) -> Figure:
+# --------------------------------------------------------------------------- retrieval
+
+
+def _headline_section(retrieval: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
+    name = "two_person_images" if retrieval["context"] == "OP" else "single_person_images"
+    return name, retrieval.get(name) or retrieval
+
+
+def _pool_sizes(results: Mapping[str, Any], section: str) -> dict[int, int]:
+    """``{K: queries whose pool is at most K}`` from the results' K warnings."""
+    found: dict[int, int] = {}
+    for warning in results.get("warnings") or []:
+        if isinstance(warning, Mapping) and warning.get("section") == section:
+            found[int(warning["k"])] = len(warning.get("queries", []))
+    return found
+
+
+def _bias_at_k_plot(
+    retrieval: Mapping[str, Any], model: str, results: Mapping[str, Any] | None = None
+) -> Figure:
+    """Bias@K of each occupation, one panel per K (sorted by the first K), under the mean
+    across occupations with its bootstrap interval (``mean_ci``) as an error bar. A K at
+    or above an occupation's number of images is marked: its Bias@K does not depend on
+    the model."""
+    results = results or {"metadata": {}}
+    section_name, section = _headline_section(retrieval)
+    per = section["per_occupation"]
+    ks = list(retrieval["ks"])
+    ordered = sorted(per, key=lambda n: _finite(per[n].get(f"bias@{ks[0]}")) or 0)
+    labels = [*ordered, "mean (all occupations)"]
+    figure, axes = _new_figure(
+        2.9 * len(ks) + 1.4, max(3.2, 0.19 * len(labels) + 1.9), len(ks), sharey=True
+    )
+    trivial = _pool_sizes(results, section_name)
+    for axis, k in zip(axes, ks, strict=True):
+        errors = [(_finite(per[n].get(f"bias@{k}")) or 0.0, math.nan, math.nan) for n in ordered]
+        errors.append(_error(section.get(f"bias@{k}"), "mean"))
+        bars = _bars(
+            axis,
+            range(len(labels)),
+            errors,
+            horizontal=True,
+            height=0.7,
+            color=[_sign_colour(v) for v, _, _ in errors],
+        )
+        bars.patches[-1].set_edgecolor("black")
+        axis.axhline(len(ordered) - 0.5, color=PALETTE["neutral"], linewidth=0.6)
+        axis.axvline(0, color="black", linewidth=0.8)
+        axis.set_xlim(-1.05, 1.05)
+        axis.set_xticks([-1, -0.5, 0, 0.5, 1], ["−1", "−0.5", "0", "0.5", "1"])
+        title = f"Bias@{k}"
+        if trivial.get(k):
+            title += f"\nK ≥ images of {trivial[k]} of {len(ordered)} queries: trivial"
+        axis.set_title(title, fontsize=_FONT, color="#A00000" if trivial.get(k) else "black")
+        axis.set_xlabel("Bias@K (−1 all feminine … +1 all masculine)", fontsize=_FONT)
+        _style(axis)
+    level = _interval_level(section.get(f"bias@{k}") for k in ks)
+    if level:
+        figure.supxlabel(
+            f"bar: Bias@K of each occupation's query; mean: error bar {level}", fontsize=_FONT - 1
+        )
+    axes[0].set_yticks(range(len(labels)), labels)
+    axes[0].get_yticklabels()[-1].set_fontweight("bold")
+    axes[0].set_ylim(-0.6, len(labels) - 0.4)
+    axes[0].set_ylabel("occupation (query)", fontsize=_FONT)
+    context = (
+        "two-person images (OP)" if retrieval["context"] == "OP" else ("single-person images (OO)")
+    )
+    n = sum(1 for _ in per)
+    _suptitle(
+        figure,
+        figure_title(
+            results,
+            model,
+            f"Retrieval Bias@K per occupation, {context}",
+            f"{n} queries",
+        ),
+        results,
+    )
+    return figure
+
+
+# --------------------------------------------------------------------------- labour
+
+
+@dataclass(frozen=True)
+class PlotLabels:
+    """What :func:`place_labels` did: the annotations drawn and the names left out."""
+
+    placed: tuple[Any, ...]
+    left_out: tuple[str, ...]
+
+
+def _overlaps(box: Bbox, others: Iterable[Bbox]) -> bool:
+    return any(box.overlaps(other) for other in others)
+
+
+def place_labels(
+    axis: Axes,
+    points: Sequence[tuple[float, float, str]],
+    renderer: RendererBase,
+    *,
+    fontsize: float = _FONT - 1.5,
+    marker_radius: float = 3.5,
+) -> PlotLabels:
+    """Label scatter ``points`` (x, y, text) on ``axis`` without any two labels, or a
+    label and a marker, overlapping, and every label inside the axes.
+
+    The figure's layout must be final (drawn once, layout engine off): positions are
+    measured in display pixels with ``renderer``. Points are labelled from the most
+    extreme (farthest from the centre of the axes) inwards; each label takes the first
+    free spot among 8 directions at growing distances (a thin leader line beyond the
+    nearest ring). A label with no free spot is left out and named in the result.
+    """
+    from matplotlib.transforms import Bbox
+
+    scale = axis.figure.dpi / 72
+    frame = axis.get_window_extent(renderer).padded(-2)
+    centre = frame.x0 + frame.width / 2, frame.y0 + frame.height / 2
+    pixels = [(*axis.transData.transform((x, y)), text) for x, y, text in points]
+    radius = marker_radius * scale
+    taken: list[Bbox] = [
+        Bbox.from_extents(px - radius, py - radius, px + radius, py + radius)
+        for px, py, _ in pixels
+    ]
+    order = sorted(
+        range(len(pixels)),
+        key=lambda i: (
+            -(
+                ((pixels[i][0] - centre[0]) / frame.width) ** 2
+                + ((pixels[i][1] - centre[1]) / frame.height) ** 2
+            )
+        ),
+    )
+    directions = [(1, 0), (-1, 0), (1, 1), (-1, 1), (1, -1), (-1, -1), (0, 1), (0, -1)]
+    placed: list[Any] = []
+    left_out: list[str] = []
+    probe = axis.text(0, 0, "", fontsize=fontsize)
+    for index in order:
+        px, py, text = pixels[index]
+        probe.set_text(text)
+        extent = probe.get_window_extent(renderer)
+        width, height = extent.width + 2, extent.height + 1
+        spot = None
+        for ring, distance in enumerate((5.0, 10.0, 16.0, 24.0, 34.0)):
+            for dx, dy in directions:
+                offset = distance * scale
+                ax_ = px + dx * (offset if dx else 0) + (0 if dx else -width / 2)
+                ay_ = py + dy * (offset if dy else 0) + (0 if dy else -height / 2)
+                x0 = ax_ - width if dx < 0 else ax_
+                y0 = ay_ - height if dy < 0 else ay_
+                box = Bbox.from_bounds(x0, y0, width, height)
+                inside = frame.contains(box.x0, box.y0) and frame.contains(box.x1, box.y1)
+                if inside and not _overlaps(box, taken):
+                    spot = (box, ring)
+                    break
+            if spot:
+                break
+        if spot is None:
+            left_out.append(text)
+            continue
+        box, ring = spot
+        taken.append(box)
+        xy_text = axis.transData.inverted().transform((box.x0 + 1, box.y0 + box.height / 2))
+        annotation = axis.annotate(
+            text,
+            xy=points[index][:2],
+            xytext=tuple(xy_text),
+            textcoords="data",
+            ha="left",
+            va="center",
+            fontsize=fontsize,
+            arrowprops={
+                "arrowstyle": "-",
+                "color": "#999999",
+                "linewidth": 0.5,
+                "shrinkA": 0,
+                "shrinkB": 2,
+            }
+            if ring
+            else None,
+        )
+        annotation.set_in_layout(False)
+        placed.append(annotation)
+    probe.remove()
+    return PlotLabels(tuple(placed), tuple(left_out))
+
+
+_LABOUR_AXES = {
+    "resolution_gap": "resolution gap Δ = RA_masculine − RA_feminine\n(−1 to +1; > 0 favours "
+    "masculine-presenting)",
+    "resolution_gap_two_person": "resolution gap Δ, two-person images\n(−1 to +1)",
+}
+
+
+def _labour_axis_label(name: str) -> str:
+    if name in _LABOUR_AXES:
+        return _LABOUR_AXES[name]
+    if name.startswith("retrieval_bias@"):
+        k = name.split("@", 1)[1]
+        return f"retrieval Bias@{k}\n(−1 all feminine … +1 all masculine)"
+    if name.startswith("resolution_accuracy_"):
+        return f"resolution accuracy, pair {name.rsplit('_', 1)[1]} (0 to 1)"
+    return name.replace("_", " ")
+
+
+def _p_text(value: Any) -> str:
+    p = _finite(value)
+    if p is None:
+        return "–"
+    return "< 0.001" if p < 0.001 else f"= {p:.3f}" if p < 0.01 else f"= {p:.2f}"
+
+
+def _labor_plot(
+    comparisons: Mapping[str, Any],
+    panels: list[str],
+    model: str = "",
+    results: Mapping[str, Any] | None = None,
+) -> Figure:
     """Per-occupation values against the share of men (VisoGender Appendix F), one panel
-    per value, with Pearson's r and Kendall's tau in the title."""
-    from matplotlib.figure import Figure
-
-    figure = Figure(figsize=(5 * len(panels), 4))
-    axes = figure.subplots(1, len(panels), squeeze=False)
-    for axis, name in zip(axes[0], panels, strict=True):
+    per value: a least-squares line, Pearson's r and Kendall's tau with their p-values
+    and n in each panel's title, labels placed without overlap."""
+    results = results or {"metadata": {}}
+    most = max(len(comparisons[name]["points"]) for name in panels)
+    side = 4.6 if most <= 25 else 6.2
+    figure, axes = _new_figure(side * len(panels) + 0.4, side * 0.82 + 0.9, len(panels))
+    for axis, name in zip(axes, panels, strict=True):
         c = comparisons[name]
-        xs = [p["male_share"] for p in c["points"]]
-        ys = [p["value"] for p in c["points"]]
-        axis.scatter(xs, ys)
-        for p in c["points"]:
-            axis.annotate(p["occupation"], (p["male_share"], p["value"]), fontsize=6)
-        axis.axhline(0, color="grey", linewidth=0.6)
-        axis.set_xlabel("US labour statistics: share of men (%)")
-        axis.set_ylabel(name.replace("_", " "))
-        title = f"r = {format_number(c['pearson_r'])}, τ = {format_number(c['kendall_tau'])}"
-        axis.set_title(title, fontsize=9)
+        xs = [float(p["male_share"]) for p in c["points"]]
+        ys = [float(p["value"]) for p in c["points"]]
+        axis.scatter(
+            xs, ys, s=14, color=PALETTE["neutral"], edgecolor="black", linewidth=0.4, zorder=3
+        )
+        if len(xs) >= 2 and max(xs) > min(xs):
+            import numpy as np
+
+            slope, intercept = np.polyfit(xs, ys, 1)
+            line = np.array([0.0, 100.0])
+            axis.plot(
+                line,
+                slope * line + intercept,
+                color=PALETTE["reference"],
+                linewidth=0.8,
+                linestyle=":",
+                zorder=2,
+            )
+        axis.axhline(0, color="black", linewidth=0.6, zorder=1)
+        axis.axvline(50, color=PALETTE["neutral"], linewidth=0.5, linestyle="--", zorder=1)
+        axis.set_xlim(-2, 102)
+        low, high = min([*ys, 0.0]), max([*ys, 0.0])
+        pad = 0.12 * (high - low or 1.0)
+        bounded = name.startswith(("resolution_gap", "retrieval_bias"))
+        axis.set_ylim(
+            max(low - pad, -1.1) if bounded else low - pad,
+            min(high + pad, 1.1) if bounded else high + pad,
+        )
+        axis.set_xlabel("share of men in the occupation, US labour statistics (%)", fontsize=_FONT)
+        axis.set_ylabel(_labour_axis_label(name), fontsize=_FONT)
+        axis.set_title(
+            f"Pearson r = {format_number(c['pearson_r'])} (p {_p_text(c['pearson_p'])}), "
+            f"Kendall τ = {format_number(c['kendall_tau'])} (p {_p_text(c['kendall_p'])})"
+            f"\nn = {c.get('n', len(xs))} occupations",
+            fontsize=_FONT,
+        )
+        _style(axis)
+    _suptitle(
+        figure,
+        figure_title(
+            results,
+            model or _model(results),
+            "Bias against US labour statistics",
+            _n_images(results),
+        ),
+        results,
+    )
+    points = [
+        [
+            (float(p["male_share"]), float(p["value"]), str(p["occupation"]))
+            for p in comparisons[name]["points"]
+        ]
+        for name in panels
+    ]
+    figure.supxlabel(
+        "each point one occupation; dotted: least-squares line; dashed: 50% men; "
+        "solid: no bias (0)",
+        fontsize=_FONT - 1,
+    )
+    left_out = _label_panels(figure, axes, points)
+    if any(left_out):  # some labels did not fit: say so, and label again
+        for axis, left in zip(axes, left_out, strict=True):
+            for text in axis.texts[:]:
+                text.remove()
+            if left:
+                axis.set_title(
+                    f"{axis.get_title()}; {left} points unlabelled (see report.md)", fontsize=_FONT
+                )
+        figure.set_layout_engine("constrained")
+        _label_panels(figure, axes, points)
     return figure
 
 
-def write_plots(results: Mapping[str, Any], folder: Path) -> list[Path]:
-    """Draw the PNG plots (:data:`PLOTS`) whose data exist into ``folder``; return their
-    paths."""
-    folder.mkdir(parents=True, exist_ok=True)
-    model = results["metadata"]["model_name"]
-    figures: list[tuple[Figure, str]] = []
-    resolution = results.get("resolution_bias")
-    if resolution:
-        figures.append((_gender_pair_plot(resolution, model), "accuracy_by_gender_pair.png"))
-        figures.append((_gap_plot(resolution, model), "gap_per_occupation.png"))
-    retrieval = results.get("retrieval_bias")
-    if retrieval and retrieval.get("context"):
-        figures.append((_bias_at_k_plot(retrieval, model), "bias_at_k_per_occupation.png"))
-    comparisons = results["labour_statistics"]["comparisons"]
+def _label_panels(
+    figure: Figure, axes: Sequence[Axes], points: Sequence[Sequence[tuple[float, float, str]]]
+) -> list[int]:
+    """Lay ``figure`` out, freeze the layout and label each axis' points
+    (:func:`place_labels`); return how many labels each axis left out."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(figure)
+    canvas.draw()  # type: ignore[no-untyped-call]  # the constrained layout, final before labels are measured
+    figure.set_layout_engine("none")
+    renderer = canvas.get_renderer()  # type: ignore[no-untyped-call]
+    return [
+        len(place_labels(axis, chosen, renderer).left_out)
+        for axis, chosen in zip(axes, points, strict=True)
+    ]
+
+
+# --------------------------------------------------------------------------- contrast
+
+
+def contrast_figure(benchmark: Mapping[str, Any]) -> Figure:
+    """The plot of a contrast-set evaluation (GenSynth Sec. 5; the ``benchmark.json`` of
+    :func:`~contrastkit.evaluators.contrast.write_contrast_outputs`), in three panels as
+    the scales differ: mean Bias@K over the queries in both conventions (−1 to +1),
+    mean MaxSkew@K (a log ratio, ≥ 0) and the share of queries preferring the masculine
+    version of their own source photo (0 to 1, 0.5 = no preference). Whiskers are ±1
+    standard deviation across queries (their spread; the summary has no interval). A K
+    at or above the number of images is marked trivial."""
+    summary = benchmark["summary"]
+    retrieval = summary["retrieval"]
+    ks = [int(k) for k in summary.get("ks", [])]
+    trivial = {
+        int(w["k"]) for w in summary.get("warnings") or [] if isinstance(w, Mapping) and "k" in w
+    }
+    rows = [
+        (k, name, convention)
+        for k in ks
+        for name, convention in ((f"bias@{k}", "VisoGender"), (f"bias_gensynth@{k}", "GenSynth"))
+        if name in retrieval
+    ]
+    widths = [0.9 + 0.75 * max(len(rows), 2), 0.9 + 0.75 * max(len(ks), 2), 1.6]
+    figure, (bias, skew, pairs) = _new_figure(sum(widths), 3.9, 3, width_ratios=widths)
+
+    def spread(name: str) -> tuple[float, float, float]:
+        entry = retrieval.get(name) or {}
+        mean, sigma = _finite(entry.get("mean")), _finite(entry.get("sigma"))
+        if mean is None:
+            return 0.0, math.nan, math.nan
+        return (mean, sigma, sigma) if sigma is not None else (mean, math.nan, math.nan)
+
+    errors = [spread(name) for _, name, _ in rows]
+    _bars(
+        bias,
+        range(len(rows)),
+        errors,
+        width=0.7,
+        color=[_sign_colour(v) for v, _, _ in errors],
+        hatch=["" if c == "VisoGender" else "////" for _, _, c in rows],
+        edgecolor="white",
+    )
+    bias.set_xticks(
+        range(len(rows)),
+        [f"Bias@{k}\n{c}" + ("\n(trivial)" if k in trivial else "") for k, _, c in rows],
+    )
+    bias.axhline(0, color="black", linewidth=0.8)
+    bias.set_ylim(-1.05, 1.05)
+    bias.set_ylabel(
+        "mean Bias@K over queries\n(−1 all feminine … +1 all masculine)", fontsize=_FONT
+    )
+    bias.set_title("Retrieval bias", fontsize=_FONT)
+    skews = [(k, f"maxskew@{k}") for k in ks if f"maxskew@{k}" in retrieval]
+    skew_errors = [spread(name) for _, name in skews]
+    _bars(skew, range(len(skews)), skew_errors, width=0.6, color=PALETTE["neutral"])
+    skew.set_xticks(
+        range(len(skews)),
+        [f"MaxSkew@{k}" + ("\n(trivial)" if k in trivial else "") for k, _ in skews],
+    )
+    skew.axhline(0, color="black", linewidth=0.8)
+    skew.set_ylim(bottom=0)
+    skew.set_ylabel(
+        "mean MaxSkew@K = max over genders of\nln(share in top K / share in set)", fontsize=_FONT
+    )
+    skew.set_title("Skew (0: top K mirrors the set)", fontsize=_FONT)
+    pair = summary.get("pairs") or {}
+    share = _finite(pair.get("masculine_preferred"))
+    if share is not None:
+        pairs.bar([0], [share], width=0.6, color=_sign_colour(share - 0.5))
+        pairs.annotate(
+            f"{share:.2f}",
+            (0, share),
+            xytext=(0, 3),
+            textcoords="offset points",
+            ha="center",
+            va="bottom",
+            fontsize=_FONT - 1,
+        )
+    pairs.axhline(
+        0.5, color=PALETTE["reference"], linestyle="--", linewidth=0.9, label="no preference (0.5)"
+    )
+    pairs.set_xticks([0], [f"n = {pair.get('queries_with_pair', 0)}\nqueries"])
+    pairs.set_ylim(0, 1)
+    pairs.set_ylabel(
+        "share of queries preferring the\nmasculine version of their photo", fontsize=_FONT
+    )
+    pairs.set_title("Pair preference", fontsize=_FONT)
+    pairs.legend(fontsize=_FONT - 2, loc="upper center", frameon=False)
+    for axis in (bias, skew, pairs):
+        _style(axis)
+    figure.supxlabel(
+        "bars: mean over queries; whiskers: ±1 standard deviation across queries (spread, "
+        "not a confidence interval); hatched: GenSynth convention (N_m − N_f)/(N_m + N_f)",
+        fontsize=_FONT - 1,
+    )
+    n = (
+        f"n = {summary.get('images')} images from {summary.get('sources')} photos, "
+        f"{summary.get('queries')} queries"
+    )
+    _suptitle(
+        figure,
+        figure_title(
+            benchmark,
+            str(benchmark.get("model", "model")),
+            "Contrast-set evaluation (GenSynth Sec. 5)",
+            n,
+        ),
+        benchmark,
+    )
+    return figure
+
+
+# --------------------------------------------------------------------------- comparison
+
+
+def comparison_figure(results: Sequence[Mapping[str, Any]]) -> Figure:
+    """Several models side by side (the figure beside ``comparison.md``), one row per
+    model: overall resolution accuracy of masculine- and feminine-presenting subjects
+    (Tab. 2, intervals as error bars, each protocol's chance line) and, in a separate
+    panel, the mean retrieval Bias@K across occupations (Tab. 3, ``mean_ci`` as error
+    bars). Models with random weights are marked in their label."""
+    names = []
+    for r in results:
+        label = shorten_spec(_model(r), 40)
+        n = ((r.get("resolution_bias") or {}).get("all_images") or {}).get("n")
+        notes = [f"n = {n} images"] if n else []
+        notes += ["random weights"] if r.get("random_weights", False) else []
+        names.append(label + (f"\n({', '.join(notes)})" if notes else ""))
+    with_retrieval = [
+        i for i, r in enumerate(results) if (r.get("retrieval_bias") or {}).get("context")
+    ]
+    ks = sorted({int(k) for i in with_retrieval for k in results[i]["retrieval_bias"]["ks"]})
+    height = max(2.8, 0.55 * len(results) + 1.6)
+    columns = 2 if with_retrieval else 1
+    figure, axes = _new_figure(4.2 * columns + 2.2, height, columns, sharey=True)
+    positions = range(len(results))
+    resolution = axes[0]
+    for offset, gender in ((-0.2, "masculine"), (0.2, "feminine")):
+        errors = [
+            _error((r.get("resolution_bias") or {}).get("all_images"), f"RA_{gender}")
+            for r in results
+        ]
+        _bars(
+            resolution,
+            [i + offset for i in positions],
+            errors,
+            horizontal=True,
+            height=0.4,
+            color=PALETTE[gender],
+            label=f"{gender}-presenting subject",
+        )
+    protocols = [str(r["metadata"].get("protocol")) for r in results]
+    for protocol in sorted(set(protocols) & set(CHANCE)):  # each model's own chance
+        rows = [i for i, p in enumerate(protocols) if p == protocol]
+        words = "2-way" if protocol == "two-way" else "3-way"
+        resolution.vlines(
+            [CHANCE[protocol]] * len(rows),
+            [i - 0.45 for i in rows],
+            [i + 0.45 for i in rows],
+            color=PALETTE["reference"],
+            linewidth=1.0,
+            linestyle="--" if protocol == "two-way" else ":",
+            label=f"chance, {words} ({protocol})",
+        )
+    resolution.set_xlim(0, 1.02)
+    resolution.set_yticks(list(positions), names)
+    resolution.invert_yaxis()
+    resolution.set_xlabel("overall resolution accuracy (share resolved correctly)", fontsize=_FONT)
+    resolution.set_title("Resolution (VisoGender Tab. 2)", fontsize=_FONT)
+    if with_retrieval:
+        retrieval = axes[1]
+        step = 0.8 / max(len(ks), 1)
+        for j, k in enumerate(ks):
+            errors = [
+                _error((r.get("retrieval_bias") or {}).get(f"bias@{k}"), "mean")
+                if i in with_retrieval
+                else (0.0, math.nan, math.nan)
+                for i, r in enumerate(results)
+            ]
+            shade = 1.0 - 0.45 * j / max(len(ks) - 1, 1)
+            _bars(
+                retrieval,
+                [i - 0.4 + step * (j + 0.5) for i in positions],
+                errors,
+                horizontal=True,
+                height=step * 0.9,
+                alpha=shade,
+                color=[_sign_colour(v) for v, _, _ in errors],
+                edgecolor="black",
+                linewidth=0.4,
+                label=f"Bias@{k}",
+            )
+        for i in set(positions) - set(with_retrieval):
+            retrieval.text(
+                0.03,
+                i,
+                "no retrieval (not a dual encoder)",
+                va="center",
+                fontsize=_FONT - 1,
+                color="#555555",
+            )
+        retrieval.axvline(0, color="black", linewidth=0.8)
+        retrieval.set_xlim(-1.05, 1.05)
+        retrieval.set_xticks([-1, -0.5, 0, 0.5, 1], ["−1", "−0.5", "0", "0.5", "1"])
+        retrieval.set_xlabel(
+            "mean Bias@K across occupations\n(−1 all feminine … +1 all "
+            "masculine); bars top to bottom: " + ", ".join(f"K = {k}" for k in ks),
+            fontsize=_FONT,
+        )
+        retrieval.set_title("Retrieval (VisoGender Tab. 3)", fontsize=_FONT)
+        _style(retrieval)
+    _style(resolution)
+    figure.legend(
+        *resolution.get_legend_handles_labels(),
+        fontsize=_FONT - 1,
+        loc="outside lower center",
+        ncols=2,
+        frameon=False,
+    )
+    level = _interval_level(
+        [(r.get("resolution_bias") or {}).get("all_images") for r in results]
+        + [(r.get("retrieval_bias") or {}).get(f"bias@{k}") for r in results for k in ks]
+    )
+    title = f"VisoGender: {len(results)} models side by side"
+    if level:
+        title += f"\nerror bars: {level}"
+    if any(r.get("random_weights", False) for r in results):
+        title += f"\nmodels marked random weights: {RANDOM_WEIGHTS_TITLE}"
+    figure.suptitle(title, fontsize=_FONT + 1)
+    return figure
+
+
+def write_comparison_plots(
+    results: Sequence[Mapping[str, Any]], folder: Path, stem: str = "comparison"
+) -> list[Path]:
+    """Write :func:`comparison_figure` as ``STEM.png`` and ``STEM.svg`` into ``folder``
+    (beside ``comparison.md``); return their paths (none without results)."""
+    if not results:
+        return []
+    return save_formats(comparison_figure(results), folder / stem)
+
+
+# --------------------------------------------------------------------------- all
+
+
+def _model(results: Mapping[str, Any]) -> str:
+    return str(results.get("metadata", {}).get("model_name", "model"))
+
+
+def _labour_panels(results: Mapping[str, Any]) -> list[str]:
+    comparisons = (results.get("labour_statistics") or {}).get("comparisons") or {}
     retrieval_names = [n for n in comparisons if n.startswith("retrieval_bias")]
-    panels = [
+    return [
         name
         for name in ("resolution_gap", *retrieval_names)
         if name in comparisons and comparisons[name]["points"]
     ]
+
+
+def figures(results: Mapping[str, Any]) -> dict[str, Figure]:
+    """The figures of one model's results (the :data:`PLOTS` whose data exist), by stem."""
+    model = _model(results)
+    drawn: dict[str, Figure] = {}
+    resolution = results.get("resolution_bias")
+    if resolution:
+        if any((resolution.get(n) or {}).get("n") for n in resolution):
+            drawn["resolution_accuracy"] = _resolution_accuracy_plot(results)
+        if resolution.get("per_cell"):
+            drawn["accuracy_by_gender_pair"] = _gender_pair_plot(resolution, model, results)
+        if resolution.get("per_occupation"):
+            drawn["gap_per_occupation"] = _gap_plot(resolution, model, results)
+    retrieval = results.get("retrieval_bias")
+    if retrieval and retrieval.get("context"):
+        drawn["bias_at_k_per_occupation"] = _bias_at_k_plot(retrieval, model, results)
+    panels = _labour_panels(results)
     if panels:
-        figures.append((_labor_plot(comparisons, panels), "labour_statistics.png"))
-    return [save_figure(figure, folder / name) for figure, name in figures]
+        comparisons = results["labour_statistics"]["comparisons"]
+        drawn["labour_statistics"] = _labor_plot(comparisons, panels, model, results)
+    return drawn
+
+
+def write_plots(results: Mapping[str, Any], folder: Path) -> list[Path]:
+    """Draw the plots (:data:`PLOTS`) whose data exist into ``folder``, each as PNG and
+    SVG (:data:`FORMATS`); return their paths, PNG before SVG."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths: list[Path] = []
+    for stem, figure in figures(results).items():
+        paths += save_formats(figure, folder / stem)
+    return paths
+
+
+def plots_markdown(paths: Sequence[Path], folder: Path) -> list[str]:
+    """A ``## Plots`` section for a report in ``folder``: each PNG embedded with its
+    caption, and its SVG linked."""
+    pngs = [path for path in paths if path.suffix == ".png"]
+    if not pngs:
+        return []
+    lines = ["## Plots", ""]
+    for png in pngs:
+        relative = png.relative_to(folder).as_posix() if png.is_relative_to(folder) else png.name
+        svg = png.with_suffix(".svg")
+        caption = PLOTS.get(png.stem, png.stem.replace("_", " "))
+        lines += [f"![{png.stem}]({relative})", ""]
+        link = f" ([SVG]({Path(relative).with_suffix('.svg').as_posix()}))" if svg in paths else ""
+        lines += [f"*{caption}*{link}", ""]
+    return lines

@@ -6,7 +6,10 @@ The benchmark JSON holds one object, ``visogender_<model>_results``, with ``meta
 ``protocol``, the ``bootstrap`` settings, ...), ``resolution_bias`` and
 ``retrieval_bias`` as in Appendix J (plus finer breakdowns; ``all_images.overall_accuracy``
 is the paper's overall accuracy, the mean of the single-person and two-person
-``RA_avg``), ``labour_statistics`` (Appendix F) and ``error_analysis`` (Appendix G). A
+``RA_avg``), ``labour_statistics`` (Appendix F), ``error_analysis`` (Appendix G; a
+random-relabelling ``z`` is ``null`` with a ``z_reason`` where the baseline does not
+vary) and ``warnings`` (:func:`retrieval_warnings`: a K at or above the images of a
+query, whose @K metrics are then trivial). A
 figure ``x`` with a bootstrap confidence interval has a sibling ``x_ci`` = ``{"low",
 "high", "level", "resamples"}``. Undefined numbers (an accuracy over no images, a skew of
 ``-inf``) are written as ``null``.
@@ -14,6 +17,7 @@ figure ``x`` with a bootstrap confidence interval has a sibling ``x_ci`` = ``{"l
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -23,6 +27,7 @@ from typing import Any
 
 from contrastkit import __version__
 from contrastkit.errors import DataFormatError
+from contrastkit.evaluators.models.registry import weights_note
 from contrastkit.evaluators.runner import EvalConfig, ScoredRun
 from contrastkit.evaluators.stats import (
     labor_comparison,
@@ -31,20 +36,63 @@ from contrastkit.evaluators.stats import (
     retrieval_random_baseline,
 )
 from contrastkit.evaluators.tasks.resolution import apply_protocol, summarize_resolution
-from contrastkit.evaluators.tasks.retrieval import summarize_retrieval
+from contrastkit.evaluators.tasks.retrieval import (
+    CONTEXT_SECTIONS,
+    by_query,
+    summarize_retrieval,
+)
 from contrastkit.records import read_json_object
 
-__all__ = ["benchmark", "headline", "jsonable", "load_benchmark", "model_slug"]
+__all__ = [
+    "benchmark",
+    "headline",
+    "jsonable",
+    "load_benchmark",
+    "model_slug",
+    "retrieval_warnings",
+]
+
+
+#: Longest readable part of a folder name made by :func:`model_slug` (before its hash).
+SLUG_READABLE_CHARS = 64
 
 
 def model_slug(spec: str) -> str:
-    """A folder-safe name for a model spec: ``open_clip:ViT-B-32/openai`` ->
-    ``open_clip-ViT-B-32-openai``; a local path contributes its last two parts."""
+    """A folder-safe name for a model spec, distinct for distinct specs.
+
+    The readable part is the spec with every run of characters other than letters,
+    digits, ``.``, ``_`` and ``-`` turned into ``-``: ``open_clip:ViT-B-32/openai`` ->
+    ``open_clip-ViT-B-32-openai``, ``hf-clip:openai/clip-vit-base-patch32`` ->
+    ``hf-clip-openai-clip-vit-base-patch32``; a local path contributes only its last two
+    parts. That alone is the name when it renders the spec whole: a registry model or Hub
+    id, ``PREFIX:NAME`` or ``PREFIX:A/B``. Otherwise ``-`` and the first 8 hex digits of
+    the sha256 of the whole spec are appended, so two specs that differ only in what the
+    readable part drops (``open_clip:x1/ckpt/m`` and ``open_clip:x2/ckpt/m``, two
+    checkpoints in folders of the same name) get different folders: when the target names
+    a local path (it exists, starts with ``/``, ``.`` or ``~``, or has more than one
+    ``/``), holds another character (a space, ``:``, ``@`` ...), or the readable part is
+    longer than :data:`SLUG_READABLE_CHARS` (then cut there).
+    """
+    spec = spec.strip()
     prefix, _, target = spec.partition(":")
-    path = Path(target)
-    if path.exists():
-        target = "-".join(path.resolve().parts[-2:])
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", f"{prefix}-{target}").strip("-.")
+    path = Path(target).expanduser()
+    exists = bool(target) and path.exists()
+    readable = re.sub(
+        r"[^A-Za-z0-9._-]+",
+        "-",
+        f"{prefix}-{'-'.join(path.resolve().parts[-2:]) if exists else target}",
+    ).strip("-.")
+    lossy = (
+        exists
+        or target.startswith(("/", ".", "~"))
+        or target.count("/") > 1
+        or re.search(r"[^A-Za-z0-9._/-]", target) is not None
+        or len(readable) > SLUG_READABLE_CHARS
+    )
+    if not lossy:
+        return readable
+    digest = hashlib.sha256(spec.encode("utf-8")).hexdigest()[:8]
+    return f"{readable[:SLUG_READABLE_CHARS].rstrip('-.')}-{digest}"
 
 
 def jsonable(value: Any) -> Any:
@@ -96,9 +144,41 @@ def _labour_section(resolution: Mapping[str, Any], retrieval: Mapping[str, Any])
     return section
 
 
+#: Retrieval sections in words, for warnings.
+_SECTION_WORDS = {
+    "two_person_images": "Retrieval, two-person images (OP)",
+    "single_person_images": "Retrieval, single-person images (OO)",
+}
+
+
+def retrieval_warnings(
+    records: Sequence[Mapping[str, Any]], ks: Sequence[int]
+) -> list[dict[str, Any]]:
+    """The ``warnings`` of a benchmark: one for every retrieval K at or above the number
+    of images of some occupation's query, per context
+    (:func:`~contrastkit.evaluators.metrics.cutoff_warnings`; e.g. Bias@10 on the 10
+    single-person images of each official OO occupation is 0 whatever the model)."""
+    from contrastkit.evaluators.metrics import cutoff_warnings
+
+    groups = by_query(records)
+    found: list[dict[str, Any]] = []
+    for context, section in CONTEXT_SECTIONS.items():
+        pools = {occ: len(group) for (ctx, occ), group in groups.items() if ctx == context.value}
+        found += cutoff_warnings(ks, pools, section=section, label=_SECTION_WORDS[section])
+    return found
+
+
 def benchmark(run: ScoredRun, config: EvalConfig, data: Sequence[str | Path]) -> dict[str, Any]:
-    """The benchmark JSON object of one scored run (Appendix J structure)."""
+    """The benchmark JSON object of one scored run (Appendix J structure).
+
+    Its top level also says whether the model's weights are random (``random_weights``,
+    from :func:`~contrastkit.evaluators.models.registry.random_weights`: ``ARCH/random``
+    or a marked tiny-model folder) and, if so, the plain sentence every report and plot
+    of it carries (``weights_note``; ``None`` for trained weights)."""
+    note = weights_note(run.model)
     results: dict[str, Any] = {
+        "random_weights": note is not None,
+        "weights_note": note,
         "metadata": {
             "experiment_desc": "CLIP" if run.kind == "dual" else "CAPTIONING",
             "model_name": run.model,
@@ -125,7 +205,7 @@ def benchmark(run: ScoredRun, config: EvalConfig, data: Sequence[str | Path]) ->
             "n_resolution_cases": len(run.resolution),
             "n_retrieval_images": len(run.retrieval),
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        }
+        },
     }
     resolution = (
         summarize_resolution(
@@ -175,6 +255,7 @@ def benchmark(run: ScoredRun, config: EvalConfig, data: Sequence[str | Path]) ->
         )
         error["retrieval_baseline_runs"] = config.baseline_runs
     results["error_analysis"] = error
+    results["warnings"] = retrieval_warnings(run.retrieval, config.ks) if run.retrieval else []
     return {f"visogender_{model_slug(run.model)}_results": jsonable(results)}
 
 
@@ -202,13 +283,16 @@ def load_benchmark(path: str | Path) -> tuple[str, dict[str, Any]]:
 
 
 def headline(results: Mapping[str, Any]) -> dict[str, Any]:
-    """The headline numbers of one benchmark result: the model, the resolution protocol
+    """The headline numbers of one benchmark result: the model, whether its weights are
+    random (and the note saying so), the resolution protocol
     (``None`` for a file written before protocols were recorded), the resolution bias of
     each split (VisoGender Tab. 2; the per-occupation / per-cell breakdowns left out) and
     the mean and sigma of each retrieval metric across occupations (Tab. 3), with their
     intervals when the file has them."""
     return {
         "model": results["metadata"]["model_name"],
+        "random_weights": bool(results.get("random_weights", False)),
+        "weights_note": results.get("weights_note"),
         "protocol": results["metadata"].get("protocol"),
         "resolution_bias": {
             name: value
@@ -220,4 +304,5 @@ def headline(results: Mapping[str, Any]) -> dict[str, Any]:
             for name, value in (results.get("retrieval_bias") or {}).items()
             if isinstance(value, dict) and "mean" in value
         },
+        "retrieval_context": (results.get("retrieval_bias") or {}).get("context"),
     }

@@ -1,0 +1,127 @@
+"""Spurious-correlation probe on images (GenSynth Sec. 3.3, after Schwemmer et al. 2020):
+can the gender label be predicted from an image whose people are blacked out?
+
+Every labelled image (Sec. 3.2) that has person boxes (COCO ``instances``) is embedded
+twice by a frozen registry dual encoder, once as it is and once with every person box
+filled with black pixels (:class:`MaskedImage`). A linear probe (the L2-regularised
+logistic regression of :func:`contrastkit.audit.classifier.fit_logistic`) is trained on
+each kind of embedding with the same seeded, stratified split as the caption classifier,
+and its held-out ROC AUC is reported with a percentile bootstrap interval. The paper
+(ResNet-50 trained on COCO) finds 63.4% AUC on person-masked images and 71.9% on
+unmasked ones: the scene alone predicts gender well above chance (0.5).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from contrastkit.audit.classifier import auc, auc_bootstrap, fit_logistic, stratified_split
+
+if TYPE_CHECKING:
+    from PIL import Image
+
+    from contrastkit.audit.data import AuditImage
+
+__all__ = ["MaskedImage", "image_probe"]
+
+
+class MaskedImage:
+    """An image file with the given ``[x, y, w, h]`` boxes filled black; called (in
+    the image pipeline's worker) it returns the decoded, masked RGB image."""
+
+    def __init__(self, path: Path, boxes: Sequence[Sequence[float]]):
+        self.path = Path(path)
+        self.boxes = [tuple(float(v) for v in box) for box in boxes]
+
+    def __call__(self) -> Image.Image:
+        from PIL import ImageDraw
+
+        from contrastkit.pipeline.sources import decode
+
+        image = decode(self.path)
+        draw = ImageDraw.Draw(image)
+        for x, y, w, h in self.boxes:
+            draw.rectangle([x, y, x + w, y + h], fill=(0, 0, 0))
+        return image
+
+
+def _probe(
+    features: np.ndarray,
+    target: np.ndarray,
+    train: np.ndarray,
+    test: np.ndarray,
+    *,
+    seed: int,
+    resamples: int,
+    level: float,
+) -> dict[str, Any]:
+    weights, intercept = fit_logistic(features[train], target[train])
+    scores = features[test] @ weights + intercept
+    positive = target[test] > 0.5
+    low, high = auc_bootstrap(scores, positive, resamples=resamples, level=level, seed=seed)
+    return {"auc": auc(scores, positive), "interval": [low, high]}
+
+
+def image_probe(
+    images: Sequence[AuditImage],
+    scorer: Any,
+    *,
+    test_fraction: float = 0.3,
+    seed: int = 0,
+    resamples: int = 1000,
+    level: float = 0.95,
+) -> dict[str, Any]:
+    """Linear probes on person-masked and on unmasked image embeddings (module
+    docstring).
+
+    Args:
+        images: the data's images; those labelled masculine or feminine with an image
+            file and at least one person box are used.
+        scorer: a loaded dual encoder (:func:`contrastkit.evaluators.models.load_scorer`).
+        test_fraction, seed, resamples, level: as :func:`caption_classifier`.
+
+    Returns:
+        ``model``, ``images`` (per gender), ``train`` / ``test`` counts, ``masked`` and
+        ``unmasked`` (each ``auc`` and ``interval``), ``level``; or
+        ``{"skipped": reason}``.
+    """
+    from contrastkit.pipeline import embed_images
+
+    usable = [
+        image
+        for image in images
+        if image.label in ("masculine", "feminine")
+        and image.person_boxes
+        and image.path is not None
+        and image.path.is_file()
+    ]
+    counts = {g: sum(image.label == g for image in usable) for g in ("masculine", "feminine")}
+    if min(counts.values()) < 2:
+        return {
+            "skipped": "needs at least 2 images of each gender with a file and person boxes, "
+            f"found {counts}"
+        }
+    labels = [image.label for image in usable]
+    target = np.array([label == "masculine" for label in labels], dtype=np.float64)
+    train, test = stratified_split(labels, test_fraction, np.random.default_rng(seed))
+    plain = embed_images(scorer, [image.path for image in usable])
+    masked = embed_images(
+        scorer,
+        [MaskedImage(image.path, image.person_boxes) for image in usable if image.path],
+    )
+    options: dict[str, Any] = {"seed": seed + 1, "resamples": resamples, "level": level}
+    names = np.asarray(labels, dtype=object)
+    return {
+        "model": str(getattr(scorer, "spec", "")),
+        "images": counts,
+        "train": {g: int((names[train] == g).sum()) for g in ("masculine", "feminine")},
+        "test": {g: int((names[test] == g).sum()) for g in ("masculine", "feminine")},
+        "masked": _probe(np.asarray(masked, np.float64), target, train, test, **options),
+        "unmasked": _probe(np.asarray(plain, np.float64), target, train, test, **options),
+        "level": level,
+        "resamples": resamples,
+    }

@@ -1,0 +1,501 @@
+"""``contrastkit audit``: is the benchmark itself biased? (GenSynth Sec. 3 and 5)
+
+:func:`audit` runs, on one data set, the analyses of GenSynth Sec. 3 that need no
+model of gender at all, and writes ``audit.json``, ``audit.md`` and PNG plots:
+
+1. **composition** (:mod:`contrastkit.audit.composition`): images per caption label
+   (Sec. 3.2);
+2. **baselines** (:mod:`contrastkit.audit.baselines`): Bias@K and MaxSkew@K of a random
+   model and a TF-IDF caption-to-caption model, and of any registry dual encoder, on the
+   gender-neutral captions, on the data as is and on balanced subsamples (Sec. 3.4,
+   Tab. 1);
+3. **classifier** (:mod:`contrastkit.audit.classifier`): held-out AUC of predicting the
+   label from neutral captions (Sec. 3.3); with an ``image_probe`` model, also from
+   person-masked and unmasked images (:mod:`contrastkit.audit.image_probe`);
+4. **clusters** (:mod:`contrastkit.audit.clusters`): K-means context clusters of neutral
+   caption embeddings and their male over-representation (Sec. 3.3, Fig. 1, Tab. 6).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from contrastkit import __version__
+from contrastkit.audit.baselines import (
+    balanced_subsample,
+    random_scores,
+    retrieval_bias,
+    run_statistics,
+    tfidf_scores,
+)
+from contrastkit.audit.classifier import caption_classifier
+from contrastkit.audit.clusters import context_clusters
+from contrastkit.audit.composition import PAPER_COUNTS, cell_composition, composition
+from contrastkit.audit.data import AuditData, load_audit_data
+from contrastkit.errors import ConfigError, DataFormatError
+from contrastkit.io import atomic_write_text
+
+__all__ = ["ANALYSES", "AuditConfig", "AuditResult", "audit"]
+
+#: The analyses, in the order they run and are reported.
+ANALYSES = ("composition", "baselines", "classifier", "image_probe", "clusters")
+
+
+def _positive_ks(name: str, values: tuple[int, ...]) -> None:
+    if not values or any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in values):
+        raise ConfigError(f"{name} must be positive integers, not {values!r}")
+
+
+@dataclass(frozen=True)
+class AuditConfig:
+    """What :func:`audit` reads, runs and writes.
+
+    Attributes:
+        data: a COCO folder (``annotations/captions_<split>.json``, optional
+            ``instances_<split>.json``, images in ``<split>/``), a contrast-set export, or
+            a VisoGender-style set (:func:`contrastkit.audit.data.load_audit_data`).
+        out: the output folder (created).
+        split: the COCO split (``val2017``; default the only one present), or the split
+            of a saved dataset dict.
+        analyses: which of :data:`ANALYSES` to run.
+        ks_bias: Bias@K cut-offs (Tab. 1: 5, 10).
+        ks_skew: MaxSkew@K cut-offs (Tab. 1: 25, 100).
+        balanced: also score balanced subsamples (Tab. 1, right).
+        runs: balanced subsamples drawn (the paper: 5).
+        seed: seeds every random choice (random model, subsamples, split, bootstrap,
+            K-means).
+        models: registry dual-encoder specs added to the baselines table.
+        image_probe: a registry dual-encoder spec whose frozen image embeddings the
+            image probe uses (needs images and COCO person boxes); ``None``: no probe.
+        clusters: ``M``, the K-means clusters (the paper: 20).
+        text_encoder: a local ``transformers`` model folder for the cluster embeddings;
+            ``None``: the LSA fallback.
+        test_fraction: held-out share of the caption classifier's images.
+        resamples, level: the classifier's bootstrap interval.
+        device, batch_size, download: how ``models`` run (:class:`contrastkit.config.ModelConfig`).
+    """
+
+    data: Path
+    out: Path
+    split: str | None = None
+    analyses: tuple[str, ...] = ANALYSES
+    ks_bias: tuple[int, ...] = (5, 10)
+    ks_skew: tuple[int, ...] = (25, 100)
+    balanced: bool = False
+    runs: int = 5
+    seed: int = 0
+    models: tuple[str, ...] = ()
+    image_probe: str | None = None
+    clusters: int = 20
+    text_encoder: Path | None = None
+    test_fraction: float = 0.3
+    resamples: int = 1000
+    level: float = 0.95
+    device: str | None = None
+    batch_size: int = 32
+    download: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "data", Path(self.data))  # strings are taken as paths
+        object.__setattr__(self, "out", Path(self.out))
+        if self.text_encoder is not None:
+            object.__setattr__(self, "text_encoder", Path(self.text_encoder))
+        object.__setattr__(self, "analyses", tuple(self.analyses))
+        unknown = [a for a in self.analyses if a not in ANALYSES]
+        if unknown or not self.analyses:
+            raise ConfigError(f"analyses must be some of {', '.join(ANALYSES)}, not {unknown}")
+        _positive_ks("ks_bias", self.ks_bias)
+        _positive_ks("ks_skew", self.ks_skew)
+        if self.runs < 1:
+            raise ConfigError(f"runs must be at least 1, not {self.runs}")
+        if self.clusters < 1:
+            raise ConfigError(f"clusters must be at least 1, not {self.clusters}")
+        if not 0 < self.test_fraction < 1:
+            raise ConfigError(f"test_fraction must be between 0 and 1, not {self.test_fraction}")
+        if self.resamples < 1:
+            raise ConfigError(f"resamples must be at least 1, not {self.resamples}")
+        if not 0 < self.level < 1:
+            raise ConfigError(f"level must be between 0 and 1, not {self.level}")
+        if self.batch_size < 1:
+            raise ConfigError(f"batch_size must be at least 1, not {self.batch_size}")
+        if self.models:
+            from contrastkit.audit.clipclip import PREFIX, parse_clip_clip_spec
+            from contrastkit.evaluators.models.registry import check_dual
+
+            for spec in self.models:
+                check_dual(parse_clip_clip_spec(spec).base if spec.startswith(PREFIX) else spec)
+        if self.image_probe is not None:
+            from contrastkit.evaluators.models.registry import check_dual
+
+            check_dual(self.image_probe)
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    """What :func:`audit` found and wrote.
+
+    Attributes:
+        report: the content of ``audit.json``.
+        json_path, markdown_path: ``audit.json`` and ``audit.md``.
+        plots: the PNG plots, in report order.
+        points: the per-image coordinates of the cluster map (not in the JSON).
+    """
+
+    report: dict[str, Any]
+    json_path: Path
+    markdown_path: Path
+    plots: tuple[Path, ...] = ()
+    points: dict[str, list[Any]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _RetrievalSet:
+    """The images ``indices`` as a retrieval set: each image's group number, every
+    image's neutral captions (and the position of their image) as the TF-IDF corpus,
+    and the queries: each group's distinct neutral captions, with the group number."""
+
+    indices: list[int]
+    labels: list[str]
+    image_groups: np.ndarray
+    captions: list[str]
+    caption_images: np.ndarray
+    queries: list[str]
+    query_groups: np.ndarray
+
+    @classmethod
+    def of(cls, data: AuditData, indices: Sequence[int]) -> _RetrievalSet:
+        numbers: dict[str, int] = {}
+        groups: list[int] = []
+        captions: list[str] = []
+        owners: list[int] = []
+        queries: list[str] = []
+        query_groups: list[int] = []
+        seen: set[tuple[int, str]] = set()
+        for position, index in enumerate(indices):
+            image = data.images[index]
+            group = numbers.setdefault(image.group_key, len(numbers))
+            groups.append(group)
+            for caption in image.neutral_captions:
+                captions.append(caption)
+                owners.append(position)
+                if (group, caption) not in seen:
+                    seen.add((group, caption))
+                    queries.append(caption)
+                    query_groups.append(group)
+        return cls(
+            list(indices),
+            [data.images[i].label for i in indices],
+            np.asarray(groups, dtype=np.int64),
+            captions,
+            np.asarray(owners, dtype=np.int64),
+            queries,
+            np.asarray(query_groups, dtype=np.int64),
+        )
+
+
+@dataclass
+class _Embedded:
+    """A dual encoder's image embeddings (all images) and the text embedding of every
+    distinct neutral caption (``rows``: caption -> row of ``texts``)."""
+
+    spec: str
+    images: np.ndarray
+    texts: np.ndarray
+    rows: dict[str, int]
+
+
+def _embed_model(
+    spec: str, data: AuditData, config: AuditConfig, fitted: Path | None = None
+) -> _Embedded:
+    """Embed every image and distinct neutral caption with ``spec`` (a ``clip-clip:``
+    spec is fitted first, and its choice written to ``fitted``)."""
+    from contrastkit.config import ModelConfig
+    from contrastkit.evaluators.models.base import batched
+    from contrastkit.evaluators.models.registry import load_scorer
+    from contrastkit.pipeline import embed_images
+
+    missing = [
+        image
+        for image in data.images
+        if image.source is None and (image.path is None or not image.path.is_file())
+    ]
+    if missing:
+        where = missing[0].path or data.source
+        raise DataFormatError(
+            where, None, None,
+            f"image file missing ({len(missing)} of {len(data.images)} images); "
+            "--model needs the images",
+        )  # fmt: skip
+    from contrastkit.audit.clipclip import PREFIX, load_clip_clip
+
+    runtime = ModelConfig(
+        device=config.device, batch_size=config.batch_size, download=config.download
+    )
+    if spec.startswith(PREFIX):
+        scorer: Any = load_clip_clip(spec, runtime, save=fitted)
+    else:
+        scorer = load_scorer(spec, runtime)
+    images = embed_images(scorer, [image.image_source for image in data.images])
+    rows: dict[str, int] = {}
+    for image in data.images:
+        for caption in image.neutral_captions:
+            rows.setdefault(caption, len(rows))
+    texts = np.concatenate([scorer.encode_texts(list(chunk)) for chunk in batched(list(rows), 256)])
+    return _Embedded(spec, np.asarray(images, np.float64), np.asarray(texts, np.float64), rows)
+
+
+def _model_scores(embedded: _Embedded, subset: _RetrievalSet) -> Any:
+    texts = embedded.texts[[embedded.rows[query] for query in subset.queries]]
+    images = embedded.images[np.asarray(subset.indices)]
+
+    def block(start: int, stop: int) -> np.ndarray:
+        result: np.ndarray = texts[start:stop] @ images.T
+        return result
+
+    return block
+
+
+def _score_set(
+    data: AuditData,
+    indices: Sequence[int],
+    config: AuditConfig,
+    rng: np.random.Generator,
+    embedded: Sequence[_Embedded],
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """Every model's metrics on the images ``indices``."""
+    subset = _RetrievalSet.of(data, indices)
+    common: dict[str, Any] = {
+        "image_groups": subset.image_groups,
+        "ks_bias": config.ks_bias,
+        "ks_skew": config.ks_skew,
+    }
+    labels, groups = subset.labels, subset.query_groups
+    result = {
+        "random": retrieval_bias(random_scores(rng, len(indices)), labels, groups, **common),
+        "tfidf": retrieval_bias(
+            tfidf_scores(subset.captions, subset.caption_images, subset.queries),
+            labels,
+            groups,
+            exclude_own=True,
+            **common,
+        ),
+    }
+    for model in embedded:
+        result[model.spec] = retrieval_bias(_model_scores(model, subset), labels, groups, **common)
+    return result
+
+
+def _baselines(data: AuditData, config: AuditConfig, say: Callable[[str], None]) -> dict[str, Any]:
+    from contrastkit.audit.clipclip import PREFIX
+
+    embedded = []
+    fitted: dict[str, str] = {}
+    for number, spec in enumerate(config.models, start=1):
+        say(f"embedding images and captions with {spec}")
+        saved = None
+        if spec.startswith(PREFIX):
+            saved = Path(config.out) / f"clip_clip_{number}.json"
+            fitted[spec] = saved.name
+        embedded.append(_embed_model(spec, data, config, saved))
+    everything = list(range(len(data.images)))
+    say("scoring the baselines on the data as is")
+    original = _score_set(data, everything, config, np.random.default_rng(config.seed), embedded)
+    models = list(original)
+    result: dict[str, Any] = {
+        "ks_bias": list(config.ks_bias),
+        "ks_skew": list(config.ks_skew),
+        "queries": int(_RetrievalSet.of(data, everything).query_groups.size),
+        "labelled_images": sum(label in ("masculine", "feminine") for label in data.labels),
+        "models": {name: {"original": original[name]} for name in models},
+    }
+    if config.models:
+        from contrastkit.audit.clipclip import parse_clip_clip_spec
+        from contrastkit.evaluators.models.registry import weights_note
+
+        bases = {
+            spec: parse_clip_clip_spec(spec).base if spec.startswith(PREFIX) else spec
+            for spec in config.models
+        }
+        result["weights_notes"] = {
+            spec: note for spec, base in bases.items() if (note := weights_note(base)) is not None
+        }
+        if fitted:
+            result["clip_clip_files"] = fitted
+    if not config.balanced:
+        return result
+    labels = data.labels
+    runs: list[dict[str, dict[str, dict[str, Any]]]] = []
+    sets = []
+    for run in range(config.runs):
+        say(f"scoring balanced subsample {run + 1} of {config.runs}")
+        chosen = balanced_subsample(labels, np.random.default_rng((config.seed, run)))
+        chosen_labels = [labels[i] for i in chosen]
+        sets.append(
+            {
+                "run": run,
+                "images": int(chosen.size),
+                **{g: chosen_labels.count(g) for g in ("masculine", "feminine", "undefined")},
+            }
+        )
+        runs.append(
+            _score_set(
+                data,
+                chosen.tolist(),
+                config,
+                np.random.default_rng((config.seed, run, 1)),
+                embedded,
+            )
+        )
+    result["balanced_sets"] = sets
+    for name in models:
+        result["models"][name]["balanced"] = run_statistics([run[name] for run in runs])
+    return result
+
+
+def _image_probe(data: AuditData, config: AuditConfig) -> dict[str, Any]:
+    from contrastkit.audit.image_probe import image_probe
+    from contrastkit.config import ModelConfig
+    from contrastkit.evaluators.models.registry import load_scorer
+
+    assert config.image_probe is not None
+    if not data.has_instances:
+        return {"skipped": "the data has no person boxes (COCO instances_<split>.json)"}
+    scorer = load_scorer(
+        config.image_probe,
+        ModelConfig(device=config.device, batch_size=config.batch_size, download=config.download),
+    )
+    from contrastkit.evaluators.models.registry import weights_note
+
+    found = image_probe(
+        data.images,
+        scorer,
+        test_fraction=config.test_fraction,
+        seed=config.seed,
+        resamples=config.resamples,
+        level=config.level,
+    )
+    found["weights_note"] = weights_note(config.image_probe)
+    return found
+
+
+def _finite_json(value: Any) -> Any:
+    """``value`` with every non-finite float replaced by ``None`` (strict JSON)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite_json(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite_json(item) for item in value]
+    return value
+
+
+def audit(config: AuditConfig, say: Callable[[str], None] | None = None) -> AuditResult:
+    """Audit one data set for gender skew and spurious context (module docstring).
+
+    Args:
+        config: what to read, run and write.
+        say: called with a line of progress before each step (default: nothing).
+
+    Returns:
+        The report and the files written under ``config.out``: ``audit.json``,
+        ``audit.md`` and ``plots/*.png``.
+
+    Raises:
+        DataFormatError: unreadable or malformed data; a missing image with ``models``.
+        ConfigError, ModelNotFoundError: a model or text encoder that cannot be used.
+    """
+    say = say or (lambda _line: None)
+    say(f"reading {config.data}")
+    data = load_audit_data(config.data, config.split)
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    labels = data.labels
+    captions = sum(len(image.captions) for image in data.images)
+    config_json = {
+        key: (str(value) if isinstance(value, Path) else value)
+        for key, value in asdict(config).items()
+    }
+    report: dict[str, Any] = {
+        "contrastkit_version": __version__,
+        "data": str(config.data),
+        "format": data.format,
+        "split": data.split,
+        "label_source": data.label_source,
+        "config": config_json,
+    }
+    points: dict[str, list[Any]] = {}
+    if "composition" in config.analyses:
+        report["composition"] = composition(labels, captions)
+        if data.split in PAPER_COUNTS and data.format == "coco":
+            report["composition"]["paper_counts"] = PAPER_COUNTS[data.split]
+        if data.format == "visogender":
+            report["composition"]["cells"] = cell_composition(
+                [image.cell for image in data.images], labels
+            )
+    if captions == 0:
+        # a VisoGender set: every other analysis reads captions
+        reason = f"a {data.format} set has no captions"
+        for name in ("baselines", "classifier", "clusters"):
+            if name in config.analyses:
+                report[_SECTIONS[name]] = {"skipped": reason}
+        return _write(report, {}, out)
+    if "baselines" in config.analyses:
+        report["baselines"] = _baselines(data, config, say)
+    if "classifier" in config.analyses:
+        say("fitting the caption classifier")
+        report["caption_classifier"] = caption_classifier(
+            [" ".join(image.neutral_captions) for image in data.images],
+            labels,
+            test_fraction=config.test_fraction,
+            seed=config.seed,
+            resamples=config.resamples,
+            level=config.level,
+        )
+    if "image_probe" in config.analyses and config.image_probe is not None:
+        say(f"probing person-masked images with {config.image_probe}")
+        report["image_probe"] = _image_probe(data, config)
+    if "clusters" in config.analyses:
+        say("clustering the neutral captions")
+        found = context_clusters(
+            [image.neutral_captions for image in data.images],
+            labels,
+            clusters=config.clusters,
+            text_encoder=config.text_encoder,
+            seed=config.seed,
+            device=config.device or "cpu",
+        )
+        points = found.pop("points", {})
+        report["clusters"] = found
+    return _write(report, points, out)
+
+
+#: The report key of each analysis.
+_SECTIONS = {
+    "composition": "composition",
+    "baselines": "baselines",
+    "classifier": "caption_classifier",
+    "image_probe": "image_probe",
+    "clusters": "clusters",
+}
+
+
+def _write(report: dict[str, Any], points: dict[str, list[Any]], out: Path) -> AuditResult:
+    """Write ``audit.json``, ``audit.md`` and the plots of ``report`` into ``out``."""
+    from contrastkit.audit.report import audit_markdown, write_plots
+
+    report["analyses"] = [name for name, key in _SECTIONS.items() if key in report]
+    plots = write_plots(report, points, out / "plots")
+    report["plots"] = [str(path.relative_to(out)) for path in plots]
+    report = _finite_json(report)
+    json_path = out / "audit.json"
+    markdown_path = out / "audit.md"
+    atomic_write_text(json_path, json.dumps(report, indent=2, allow_nan=False) + "\n")
+    atomic_write_text(markdown_path, audit_markdown(report))
+    return AuditResult(report, json_path, markdown_path, tuple(plots), points)

@@ -1,0 +1,400 @@
+"""The audit's markdown report and PNG plots, written from the report's data.
+
+Every figure in ``audit.md`` is printed from ``audit.json``'s values; the plots are:
+``composition.png`` (images per label), ``baselines.png`` (Tab. 1: Bias@K and
+MaxSkew@K per model, data as is and balanced), ``clusters_factor.png`` (ΔM per cluster
+with its salient words, Tab. 6) and ``clusters_map.png`` (the 2-D map of Fig. 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from contrastkit.audit.data import LABELS
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["audit_markdown", "write_plots"]
+
+_COLOURS = {"masculine": "#4477aa", "feminine": "#cc6677", "undefined": "#bbbbbb"}
+
+
+def _cell(value: Any) -> str:
+    """A markdown table cell: ``|`` and line breaks escaped."""
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _number(value: Any, sign: bool = False) -> str:
+    if value is None or (isinstance(value, float) and not np.isfinite(value)):
+        return "n/a"
+    return f"{value:+.3f}" if sign else f"{value:.3f}"
+
+
+def _metric_title(name: str) -> str:
+    kind, k = name.split("@")
+    return f"{'Bias' if kind == 'bias' else 'MaxSkew'}@{k}"
+
+
+def _composition_lines(section: Mapping[str, Any], label_source: str) -> list[str]:
+    if label_source == "captions":
+        rule = (
+            "Each image is labelled from all its captions joined: only masculine Tab. 4 "
+            "words -> masculine, only feminine -> feminine, both or neither -> undefined."
+        )
+    elif label_source == "occupation_gender":
+        rule = (
+            "Each image's label is the perceived gender of its occupation's person "
+            "(`occupation_gender`, VisoGender Sec. 3.1)."
+        )
+    else:
+        rule = (
+            f"Each image's label is the set's {label_source} (a contrast set: the gender "
+            "each version was edited to); the queries are the source's neutral captions."
+        )
+    lines = [
+        "## Composition (GenSynth Sec. 3.2)",
+        "",
+        rule,
+        "",
+        "| label | images | share |",
+        "|---|---:|---:|",
+    ]
+    for label in LABELS:
+        share = section["shares"][label]
+        lines.append(
+            f"| {label} | {section['counts'][label]:,} | "
+            f"{'n/a' if share is None else f'{100 * share:.1f}%'} |"
+        )
+    lines.append(f"| all | {section['images']:,} | 100% |")
+    cells = section.get("cells")
+    if cells:
+        unbalanced = [c for c in cells if not c["balanced"]]
+        lines += [
+            "",
+            f"Cells (context, occupation, participant gender or object): {len(cells)}, "
+            f"{len(cells) - len(unbalanced)} balanced between the occupation genders.",
+            "",
+            "| context | occupation | participant / object | masculine | feminine |",
+            "|---|---|---|---:|---:|",
+        ]
+        for cell in unbalanced or cells[:0]:
+            lines.append(
+                f"| {_cell(cell['context'])} | {_cell(cell['occupation'])} | "
+                f"{_cell(cell['other'])} | {cell['masculine']} | {cell['feminine']} |"
+            )
+        if not unbalanced:
+            lines[-2:] = ["Every cell is balanced."]
+        return lines
+    lines += ["", f"Captions: {section['captions']:,}. Masculine share of the labelled images: "
+              f"{_number(section['masculine_share_of_labelled'])}; masculine per feminine image: "
+              f"{_number(section['masculine_to_feminine'])}."]  # fmt: skip
+    paper = section.get("paper_counts")
+    if paper:
+        lines += [
+            "",
+            "The paper's counts for this split (same rule): "
+            + ", ".join(f"{paper[label]:,} {label}" for label in LABELS)
+            + ".",
+        ]
+    return lines
+
+
+def _baseline_lines(section: Mapping[str, Any], notes: Mapping[str, str]) -> list[str]:
+    if "skipped" in section:
+        return [
+            "## Retrieval bias (GenSynth Sec. 3.4, Tab. 1)",
+            "",
+            f"Not run: {section['skipped']}.",
+        ]
+    names = [f"bias@{k}" for k in section["ks_bias"]] + [f"maxskew@{k}" for k in section["ks_skew"]]
+    balanced = any("balanced" in entry for entry in section["models"].values())
+    lines = [
+        "## Retrieval bias beside gender-agnostic baselines (GenSynth Sec. 3.4, Tab. 1)",
+        "",
+        f"Every gender-neutral caption ({section['queries']:,} queries) retrieves images. "
+        "Bias@K = mean of (N_m - N_f) / (N_m + N_f) over each query's top K (positive: "
+        "masculine images dominate); MaxSkew@K = mean of the largest ln(share in the top K "
+        "/ share in the data) over the genders, undefined images ignored (0: the top K "
+        "mirrors the data). The random model and TF-IDF on neutral captions cannot see "
+        "gender: whatever they score is the data's own skew and context correlation, and "
+        "a real model's figure (the other rows, if any) should be read against them.",
+        "",
+    ]
+    header = ["model"] + [_metric_title(n) for n in names]
+    if balanced:
+        header += [f"{_metric_title(n)} (balanced)" for n in names]
+    lines += ["| " + " | ".join(header) + " |", "|---" + "|---:" * (len(header) - 1) + "|"]
+    for model, entry in section["models"].items():
+        cells = [_cell(model)] + [_number(entry["original"][n]["mean"], True) for n in names]
+        if balanced:
+            for n in names:
+                stats = entry.get("balanced", {}).get(n)
+                cells.append(
+                    "n/a" if stats is None
+                    else f"{_number(stats['mean'], True)} ± {_number(stats['std'])}"
+                )  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    if balanced:
+        runs = section.get("balanced_sets", [])
+        sizes = "; ".join(
+            f"run {s['run']}: {s['masculine']} masculine, {s['feminine']} feminine, "
+            f"{s['undefined']} undefined"
+            for s in runs
+        )
+        lines += [
+            "",
+            f"Balanced: mean ± standard deviation over {len(runs)} seeded subsamples with "
+            f"equal gender counts and the original undefined share ({sizes}).",
+        ]
+    saturated = [k for k in section["ks_skew"] if k >= section.get("labelled_images", k + 1)]
+    if saturated:
+        lines += [
+            "",
+            f"MaxSkew@{', '.join(map(str, saturated))}: K reaches all "
+            f"{section['labelled_images']} labelled images, so the top K is the data itself "
+            "and MaxSkew is 0 by construction.",
+        ]
+    for spec, name in section.get("clip_clip_files", {}).items():
+        lines += [
+            "",
+            f"{_cell(spec)}: CLIP-clip (Wang et al. 2021), the dimensions with the highest "
+            f"mutual information with the gender label dropped; the choice is in `{_cell(name)}`.",
+        ]
+    for spec, note in notes.items():
+        lines += ["", f"> **{_cell(spec)}: random weights.** {_cell(note)}"]
+    return lines
+
+
+def _classifier_lines(section: Mapping[str, Any]) -> list[str]:
+    lines = ["## Spurious-correlation classifier on neutral captions (GenSynth Sec. 3.3)", ""]
+    if "skipped" in section:
+        return [*lines, f"Not run: {section['skipped']}."]
+    low, high = section["interval"]
+    level = round(100 * section["level"])
+    return [
+        *lines,
+        "A logistic regression on TF-IDF of each image's gender-neutral captions predicts "
+        "its label. Held-out AUC 0.5 is chance; well above it, the captions' context "
+        "alone gives gender away (the paper: 78.0% on COCO with BERT).",
+        "",
+        f"- held-out AUC: **{_number(section['auc'])}** ({level}% bootstrap interval "
+        f"{_number(low)} to {_number(high)}, {section['resamples']} resamples)",
+        f"- trained on {section['train']['masculine']} masculine and "
+        f"{section['train']['feminine']} feminine images, tested on "
+        f"{section['test']['masculine']} and {section['test']['feminine']}",
+        f"- words pointing to masculine: {', '.join(section['words']['masculine']) or 'none'}",
+        f"- words pointing to feminine: {', '.join(section['words']['feminine']) or 'none'}",
+    ]
+
+
+def _probe_lines(section: Mapping[str, Any]) -> list[str]:
+    lines = ["## Spurious-correlation probe on person-masked images (GenSynth Sec. 3.3)", ""]
+    if "skipped" in section:
+        return [*lines, f"Not run: {section['skipped']}."]
+    level = round(100 * section["level"])
+
+    def auc_text(entry: Mapping[str, Any]) -> str:
+        low, high = entry["interval"]
+        return f"**{_number(entry['auc'])}** ({level}% interval {_number(low)} to {_number(high)})"
+
+    return [
+        *lines,
+        f"A linear probe on frozen `{_cell(section['model'])}` image embeddings predicts the "
+        "label of images whose person boxes are blacked out, and of the same images "
+        "unmasked (the paper, ResNet-50: 63.4% masked, 71.9% unmasked). Masked AUC well "
+        "above 0.5 means the scene alone gives gender away.",
+        "",
+        f"- person-masked images: held-out AUC {auc_text(section['masked'])}",
+        f"- unmasked images: held-out AUC {auc_text(section['unmasked'])}",
+        f"- trained on {section['train']['masculine']} masculine and "
+        f"{section['train']['feminine']} feminine images, tested on "
+        f"{section['test']['masculine']} and {section['test']['feminine']}",
+        *(
+            ["", f"> **Random weights.** {_cell(section['weights_note'])}"]
+            if section.get("weights_note")
+            else []
+        ),
+    ]
+
+
+def _cluster_lines(section: Mapping[str, Any]) -> list[str]:
+    lines = ["## Context clusters (GenSynth Sec. 3.3, Fig. 1, Tab. 6)", ""]
+    if "skipped" in section:
+        return [*lines, f"Not run: {section['skipped']}."]
+    embedding = section["embedding"]
+    if embedding == "lsa":
+        how = (
+            "**Embedding: LSA (TF-IDF + truncated SVD), a bag-of-words stand-in**: no text "
+            "encoder was given (`--text-encoder`); the paper uses RoBERTa sentence embeddings."
+        )
+    else:
+        how = f"Embedding: mean-pooled `{_cell(embedding)}` caption embeddings."
+    lines += [
+        f"{section['images']:,} labelled images in {section['M']} K-means clusters. {how} "
+        "ΔM is the cluster's percentage of masculine images minus the overall "
+        f"{100 * section['masculine_share']:.1f}% (positive: men over-represented); "
+        "salient words are those whose mean TF-IDF in the cluster most exceeds their "
+        "mean over all clustered images.",
+        "",
+        "| cluster | images | masculine | feminine | ΔM (pp) | salient words |",
+        "|---:|---:|---:|---:|---:|---|",
+    ]
+    for row in sorted(section["clusters"], key=lambda r: -r["factor_pp"]):
+        lines.append(
+            f"| {row['cluster']} | {row['size']} | {row['masculine']} | {row['feminine']} | "
+            f"{row['factor_pp']:+.1f} | {_cell(', '.join(row['words']))} |"
+        )
+    return lines
+
+
+def audit_markdown(report: Mapping[str, Any]) -> str:
+    """``audit.md``: every section of ``report`` that was run, then the plots."""
+    split = f" ({report['split']})" if report.get("split") else ""
+    lines = [
+        f"# Dataset-bias audit: `{_cell(report['data'])}`{split}",
+        "",
+        "Is the benchmark itself biased? (GenSynth, Smith et al., Sec. 3.) contrastkit "
+        f"{report['contrastkit_version']}, seed {report['config']['seed']}.",
+    ]
+    if "composition" in report:
+        source = report.get("label_source", "captions")
+        lines += ["", *_composition_lines(report["composition"], source)]
+    if "baselines" in report:
+        notes = report["baselines"].get("weights_notes", {})
+        lines += ["", *_baseline_lines(report["baselines"], notes)]
+    if "caption_classifier" in report:
+        lines += ["", *_classifier_lines(report["caption_classifier"])]
+    if "image_probe" in report:
+        lines += ["", *_probe_lines(report["image_probe"])]
+    if "clusters" in report:
+        lines += ["", *_cluster_lines(report["clusters"])]
+    if report.get("plots"):
+        lines += ["", "## Plots", ""] + [f"![{Path(p).stem}]({p})" for p in report["plots"]]
+    return "\n".join(lines) + "\n"
+
+
+def _figure(width: float, height: float, columns: int = 1) -> tuple[Figure, list[Any]]:
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(width, height), dpi=150, layout="constrained")
+    axes = figure.subplots(1, columns, squeeze=False)[0]
+    return figure, list(axes)
+
+
+def _composition_plot(section: Mapping[str, Any]) -> Figure:
+    figure, (axis,) = _figure(4.5, 3)
+    counts = [section["counts"][label] for label in LABELS]
+    bars = axis.bar(LABELS, counts, color=[_COLOURS[label] for label in LABELS])
+    for bar, label in zip(bars, LABELS, strict=True):
+        share = section["shares"][label] or 0.0
+        axis.annotate(f"{100 * share:.1f}%", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                      ha="center", va="bottom", fontsize=8)  # fmt: skip
+    axis.set_ylabel("images")
+    axis.set_title("Images per caption gender label (GenSynth Sec. 3.2)", fontsize=9)
+    axis.margins(y=0.15)
+    return figure
+
+
+def _baselines_plot(section: Mapping[str, Any]) -> Figure:
+    names = [f"bias@{k}" for k in section["ks_bias"]] + [f"maxskew@{k}" for k in section["ks_skew"]]
+    models = list(section["models"])
+    balanced = any("balanced" in entry for entry in section["models"].values())
+    figure, axes = _figure(
+        4 + 2.2 * len(names) * (2 if balanced else 1) / 2, 3.4, 2 if balanced else 1
+    )
+    width = 0.8 / max(1, len(models))
+    panels = [("original", "data as is")] + (
+        [("balanced", "balanced subsamples")] if balanced else []
+    )
+    colours = ["#999999", "#ddaa33", "#4477aa", "#228833", "#aa3377", "#66ccee"]
+    for axis, (key, title) in zip(axes, panels, strict=True):
+        for j, model in enumerate(models):
+            entry = section["models"][model].get(key, {})
+            means = [entry.get(n, {}).get("mean") for n in names]
+            errors = [entry.get(n, {}).get("std") if key == "balanced" else None for n in names]
+            x = np.arange(len(names)) + (j - (len(models) - 1) / 2) * width
+            axis.bar(
+                x, [m if m is not None else 0.0 for m in means], width,
+                yerr=[e if e is not None else 0.0 for e in errors] if key == "balanced" else None,
+                label=model if len(model) <= 40 else model[:18] + "…" + model[-18:],
+                color=colours[j % len(colours)], capsize=2,
+            )  # fmt: skip
+        axis.set_xticks(range(len(names)), [_metric_title(n) for n in names])
+        axis.axhline(0, color="black", linewidth=0.8)
+        axis.set_title(f"Retrieval bias, {title}", fontsize=9)
+    axes[0].legend(fontsize=7)
+    axes[0].set_ylabel("mean over the neutral-caption queries")
+    figure.suptitle("Retrieval bias beside gender-agnostic baselines (GenSynth Tab. 1)", fontsize=9)
+    return figure
+
+
+def _factor_plot(section: Mapping[str, Any]) -> Figure:
+    rows = sorted(section["clusters"], key=lambda r: r["factor_pp"])
+    figure, (axis,) = _figure(6.5, 0.8 + 0.28 * len(rows))
+    values = [r["factor_pp"] for r in rows]
+    axis.barh(range(len(rows)), values,
+              color=["#4477aa" if v >= 0 else "#cc6677" for v in values])  # fmt: skip
+    labels = [f"{r['cluster']}: {', '.join(r['words'][:3])} (n={r['size']})" for r in rows]
+    axis.set_yticks(range(len(rows)), labels, fontsize=7)
+    axis.axvline(0, color="black", linewidth=0.8)
+    axis.set_xlabel("male over-representation ΔM (percentage points)")
+    axis.set_title("Context clusters of neutral captions (GenSynth Tab. 6)", fontsize=9)
+    return figure
+
+
+def _map_plot(section: Mapping[str, Any], points: Mapping[str, Sequence[Any]]) -> Figure:
+    from matplotlib import colormaps
+    from matplotlib.colors import TwoSlopeNorm
+
+    factors = {r["cluster"]: r["factor_pp"] for r in section["clusters"]}
+    x = np.asarray(points["x"], dtype=np.float64)
+    y = np.asarray(points["y"], dtype=np.float64)
+    cluster = np.asarray(points["cluster"], dtype=np.int64)
+    colour = np.array([factors[c] for c in cluster])
+    bound = max(1e-6, float(np.max(np.abs(colour))) if colour.size else 1.0)
+    figure, (axis,) = _figure(6, 5)
+    scatter = axis.scatter(
+        x, y, c=colour, s=8 if x.size < 2000 else 2, cmap=colormaps["RdBu"],
+        norm=TwoSlopeNorm(0.0, -bound, bound), alpha=0.8, linewidths=0,
+    )  # fmt: skip
+    for row in section["clusters"]:
+        members = cluster == row["cluster"]
+        if members.any():
+            axis.annotate(
+                f"{row['cluster']}: {row['words'][0] if row['words'] else ''}",
+                (float(x[members].mean()), float(y[members].mean())),
+                fontsize=7, ha="center", weight="bold",
+                bbox={"boxstyle": "round,pad=0.15", "fc": "white", "alpha": 0.7, "lw": 0},
+            )  # fmt: skip
+    axis.set_facecolor("#e8e8e8")  # a cluster near parity is white: keep it visible
+    figure.colorbar(scatter, ax=axis, label="ΔM of the cluster (pp; blue: more men)")
+    axis.set_xlabel("principal component 1")
+    axis.set_ylabel("principal component 2")
+    embedding = "LSA (bag of words)" if section["embedding"] == "lsa" else "text encoder"
+    axis.set_title(f"Neutral-caption clusters, PCA map ({embedding}; GenSynth Fig. 1)", fontsize=9)
+    return figure
+
+
+def write_plots(
+    report: Mapping[str, Any], points: Mapping[str, Sequence[Any]], folder: Path
+) -> list[Path]:
+    """Write the plots of the sections ``report`` has into ``folder``; return them."""
+    from contrastkit.evaluators.report.plots import save_figure
+
+    folder.mkdir(parents=True, exist_ok=True)
+    figures: list[tuple[str, Figure]] = []
+    if "composition" in report:
+        figures.append(("composition", _composition_plot(report["composition"])))
+    if "baselines" in report and "skipped" not in report["baselines"]:
+        figures.append(("baselines", _baselines_plot(report["baselines"])))
+    clusters = report.get("clusters", {})
+    if clusters and "skipped" not in clusters:
+        figures.append(("clusters_factor", _factor_plot(clusters)))
+        if points:
+            figures.append(("clusters_map", _map_plot(clusters, points)))
+    return [save_figure(figure, folder / f"{name}.png") for name, figure in figures]

@@ -1,0 +1,206 @@
+"""``contrastkit audit DATA --out DIR``: is the benchmark itself biased?
+
+The work is :func:`contrastkit.audit.audit`; this command maps options onto its
+:class:`~contrastkit.audit.AuditConfig` and prints what it found.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from contrastkit.cli.common import (
+    ALLOW_DOWNLOAD,
+    DOWNLOAD_ALIAS,
+    console,
+    err_console,
+    int_list,
+    plain,
+    print_json,
+    shown,
+    user_errors,
+)
+
+
+def _number(value: Any, sign: bool = True) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:+.3f}" if sign else f"{value:.3f}"
+
+
+def _print_summary(report: dict[str, Any]) -> None:
+    composition = report.get("composition")
+    if composition:
+        counts = composition["counts"]
+        console.print(
+            plain(
+                f"{composition['images']} images: {counts['masculine']} masculine, "
+                f"{counts['feminine']} feminine, {counts['undefined']} undefined"
+            )
+        )
+    baselines = report.get("baselines")
+    if baselines and "skipped" in baselines:
+        console.print(plain(f"baselines: not run ({baselines['skipped']})"))
+    elif baselines:
+        names = [f"bias@{k}" for k in baselines["ks_bias"]]
+        names += [f"maxskew@{k}" for k in baselines["ks_skew"]]
+        table = Table(title="Retrieval bias of gender-agnostic baselines (GenSynth Tab. 1)")
+        table.add_column("model")
+        table.add_column("set")
+        for name in names:
+            table.add_column(name.replace("bias", "Bias").replace("maxskew", "MaxSkew"))
+        for model, entry in baselines["models"].items():
+            table.add_row(
+                plain(model), "as is", *[_number(entry["original"][n]["mean"]) for n in names]
+            )
+            if "balanced" in entry:
+                table.add_row(
+                    "",
+                    "balanced",
+                    *[
+                        f"{_number(entry['balanced'][n]['mean'])} ± "
+                        f"{_number(entry['balanced'][n]['std'], False)}"
+                        for n in names
+                    ],
+                )
+        console.print(table)
+    classifier = report.get("caption_classifier")
+    if classifier:
+        if "skipped" in classifier:
+            console.print(plain(f"caption classifier: not run ({classifier['skipped']})"))
+        else:
+            low, high = classifier["interval"]
+            console.print(
+                plain(
+                    f"caption classifier on neutral captions: held-out AUC "
+                    f"{_number(classifier['auc'], False)} "
+                    f"[{_number(low, False)}, {_number(high, False)}] (0.5 is chance)"
+                )
+            )
+    probe = report.get("image_probe")
+    if probe:
+        if "skipped" in probe:
+            console.print(plain(f"image probe: not run ({probe['skipped']})"))
+        else:
+            console.print(
+                plain(
+                    f"image probe: held-out AUC {_number(probe['masked']['auc'], False)} "
+                    f"person-masked, {_number(probe['unmasked']['auc'], False)} unmasked"
+                )
+            )
+    clusters = report.get("clusters")
+    if clusters and "skipped" in clusters:
+        console.print(plain(f"context clusters: not run ({clusters['skipped']})"))
+    elif clusters:
+        rows = sorted(clusters["clusters"], key=lambda r: -r["factor_pp"])
+        embedding = "LSA, no text encoder" if clusters["embedding"] == "lsa" else "text encoder"
+        extremes = [rows[0], rows[-1]] if len(rows) > 1 else rows
+        described = "; ".join(
+            f"{', '.join(r['words'][:3])} {r['factor_pp']:+.1f} pp" for r in extremes
+        )
+        console.print(
+            plain(
+                f"{clusters['M']} context clusters ({embedding}); most and least male: {described}"
+            )
+        )
+
+
+def audit_command(
+    data: Path = typer.Argument(
+        ...,
+        help="A COCO folder (annotations/captions_SPLIT.json; instances_SPLIT.json and the "
+        "images in SPLIT/ only for --model and --image-probe), a contrast-set export "
+        "(`contrastkit export contrast`), or a VisoGender-style set (TSVs, a folder of them, "
+        "an export; composition only: it has no captions).",
+    ),
+    out: Path = typer.Option(..., "--out", help="Output folder: audit.json, audit.md, plots/."),
+    split: str | None = typer.Option(
+        None, "--split", help="COCO split, e.g. val2017 [default: the only one present]."
+    ),
+    only: str = typer.Option(
+        "composition,baselines,classifier,image_probe,clusters",
+        "--only",
+        help="Analyses to run, comma-separated: composition, baselines, classifier, "
+        "image_probe (with --image-probe), clusters.",
+    ),
+    balanced: bool = typer.Option(
+        False, "--balanced", help="Also score gender-balanced subsamples (Tab. 1, right)."
+    ),
+    runs: int = typer.Option(5, "--runs", min=1, help="Balanced subsamples to average."),
+    model: list[str] | None = typer.Option(
+        None,
+        "--model",
+        help="A dual-encoder spec added to the baselines table (repeatable): "
+        "open_clip:ARCH/TAG, hf-clip:ID, open_clip:FOLDER.",
+    ),
+    image_probe: str | None = typer.Option(
+        None,
+        "--image-probe",
+        help="A dual-encoder spec: a linear probe on its frozen embeddings of person-masked "
+        "and unmasked images (needs the images and instances_SPLIT.json).",
+    ),
+    text_encoder: Path | None = typer.Option(
+        None,
+        "--text-encoder",
+        help="Local transformers model folder embedding the captions for the clusters "
+        "(RoBERTa in the paper) [default: LSA of TF-IDF, no model].",
+    ),
+    clusters: int = typer.Option(20, "--clusters", min=1, help="K-means clusters M."),
+    bias_k: str = typer.Option("5,10", "--bias-k", help="Bias@K cut-offs, comma-separated."),
+    skew_k: str = typer.Option("25,100", "--skew-k", help="MaxSkew@K cut-offs, comma-separated."),
+    seed: int = typer.Option(0, "--seed", help="Seed of every random choice."),
+    test_fraction: float = typer.Option(
+        0.3, "--test-fraction", help="Held-out share of the caption classifier's images."
+    ),
+    resamples: int = typer.Option(
+        1000, "--resamples", min=1, help="Bootstrap resamples of the classifier's AUC."
+    ),
+    device: str | None = typer.Option(None, "--device", help="cpu, cuda, cuda:1 [default: auto]."),
+    batch_size: int = typer.Option(32, "--batch-size", min=1, help="Images per forward pass."),
+    download: bool = ALLOW_DOWNLOAD,
+    download_alias: bool = DOWNLOAD_ALIAS,
+    as_json: bool = typer.Option(False, "--json", help="Print audit.json instead of a summary."),
+) -> None:
+    """Audit a data set for gender skew and spurious context before trusting a model's
+    bias figure on it (GenSynth Sec. 3): label composition, a random and a TF-IDF model
+    that know nothing about gender (Bias@K, MaxSkew@K), a classifier predicting gender
+    from neutral captions (AUC), and context clusters with their male over-representation.
+
+    Example:
+
+        contrastkit audit coco --split val2017 --out audit/val2017 --balanced
+    """
+    from contrastkit.audit import AuditConfig, audit
+
+    with user_errors():
+        config = AuditConfig(
+            data=data,
+            out=out,
+            split=split,
+            analyses=tuple(dict.fromkeys(a.strip() for a in only.split(",") if a.strip())),
+            ks_bias=int_list(bias_k, "--bias-k"),
+            ks_skew=int_list(skew_k, "--skew-k"),
+            balanced=balanced,
+            runs=runs,
+            seed=seed,
+            models=tuple(model or ()),
+            image_probe=image_probe,
+            clusters=clusters,
+            text_encoder=text_encoder,
+            test_fraction=test_fraction,
+            resamples=resamples,
+            device=device,
+            batch_size=batch_size,
+            download=download or download_alias,
+        )
+        result = audit(config, say=lambda line: err_console.print(plain(line), style="dim"))
+    if as_json:
+        print_json(result.report)
+        return
+    _print_summary(result.report)
+    console.print(plain(f"wrote {shown(result.json_path)}, {shown(result.markdown_path)}"))
+    for path in result.plots:
+        console.print(plain(f"wrote {shown(path)}"))

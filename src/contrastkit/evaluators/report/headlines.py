@@ -1,0 +1,136 @@
+"""The few figures a person reads first after an evaluation, as data and as text.
+
+``contrastkit evaluate`` prints them after each model's line and ``--json`` carries them
+(``headlines``): for VisoGender-style data the resolution accuracy ``RA_avg`` and gender
+gap of the overall, single-person and two-person splits (Tab. 2) and the retrieval
+Bias@K, MaxSkew@K (largest K) and NDKL as mean and sigma across occupations (Tab. 3);
+for a contrast set the GenSynth Sec. 5 retrieval bias and the pair preference. Figures
+with a bootstrap interval carry it as ``low`` / ``high``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from contrastkit.evaluators.models.registry import weights_note
+
+__all__ = ["headline_figures", "headline_lines"]
+
+#: Resolution splits in the headline, with the words of VisoGender Tab. 2.
+_SPLITS = {
+    "all_images": "overall",
+    "single_person_images": "single person",
+    "two_person_images": "two people",
+}
+_CONTEXTS = {"OP": "two people", "OO": "single person"}
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+def _figure(
+    name: str, values: Mapping[str, Any], key: str, *, sigma: bool = False, signed: bool = True
+) -> dict[str, Any]:
+    """One figure: ``name``, ``value`` (``None`` when undefined), and where the results
+    have them ``sigma`` and the interval ``low`` / ``high``."""
+    figure: dict[str, Any] = {"name": name, "value": _number(values.get(key)), "signed": signed}
+    if sigma:
+        figure["sigma"] = _number(values.get("sigma"))
+    interval = values.get(f"{key}_ci")
+    if isinstance(interval, Mapping):
+        low, high = _number(interval.get("low")), _number(interval.get("high"))
+        if low is not None and high is not None:
+            figure["low"], figure["high"] = low, high
+            figure["level"] = _number(interval.get("level"))
+    return figure
+
+
+def headline_figures(model: str, summary: Mapping[str, Any], kind: str) -> dict[str, Any]:
+    """The headline figures of one evaluation.
+
+    Args:
+        model: the model spec (says whether the weights are random).
+        summary: the evaluation's summary: :func:`~contrastkit.evaluators.report.headline`
+            of a VisoGender result, or the contrast-set summary (GenSynth Sec. 5).
+        kind: ``visogender`` or ``contrast``.
+
+    Returns:
+        ``{"random_weights": bool, "weights_note": str | None, "protocol": str | None,
+        "figures": [{"name", "value", "signed", ["sigma"], ["low", "high", "level"]}]}``.
+    """
+    note = summary.get("weights_note") or weights_note(model)
+    figures: list[dict[str, Any]] = []
+    protocol = None
+    if kind == "contrast":
+        retrieval = summary.get("retrieval") or {}
+        ks = sorted(int(k) for k in summary.get("ks") or [] if isinstance(k, int | float))
+        for k in ks[-1:]:
+            for name in (f"bias_gensynth@{k}", f"bias@{k}", f"maxskew@{k}"):
+                if isinstance(retrieval.get(name), Mapping):
+                    signed = name.startswith("bias")
+                    figures.append(
+                        _figure(name, retrieval[name], "mean", sigma=True, signed=signed)
+                    )
+        pairs = summary.get("pairs") or {}
+        if "masculine_preferred" in pairs:
+            figures.append(
+                _figure("masculine preferred in pairs", pairs, "masculine_preferred", signed=False)
+            )
+    else:
+        protocol = summary.get("protocol")
+        resolution = summary.get("resolution_bias") or {}
+        for split, words in _SPLITS.items():
+            values = resolution.get(split)
+            if isinstance(values, Mapping) and values.get("n", 1):
+                figures.append(_figure(f"RA_avg ({words})", values, "RA_avg", signed=False))
+                figures.append(_figure(f"gap ({words})", values, "gender_gap"))
+        retrieval = summary.get("retrieval_bias") or {}
+        names = [n for n, v in retrieval.items() if isinstance(v, Mapping) and "mean" in v]
+        ks = sorted({int(n.split("@")[1]) for n in names if n.startswith("bias@")})
+        chosen = [f"bias@{k}" for k in ks[-1:]] + [f"maxskew@{k}" for k in ks[-1:]] + ["NDKL"]
+        context = _CONTEXTS.get(str(summary.get("retrieval_context")), "")
+        for name in chosen:
+            if name in names:
+                label = f"{name} ({context})" if context else name
+                signed = name.startswith("bias")  # MaxSkew and NDKL are never negative
+                figures.append(_figure(label, retrieval[name], "mean", sigma=True, signed=signed))
+    return {
+        "random_weights": note is not None,
+        "weights_note": note,
+        "protocol": protocol,
+        "figures": figures,
+    }
+
+
+def _text(value: float | None, signed: bool) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:+.2f}" if signed else f"{value:.2f}"
+
+
+def headline_lines(headlines: Mapping[str, Any]) -> list[str]:
+    """:func:`headline_figures` as short lines for the console: ``name value [low,
+    high]``, or ``name mean ± sigma [low, high]`` (a sigma has no sign), several figures
+    a line; first the random-weights note, when there is one."""
+    lines = []
+    if headlines.get("weights_note"):
+        lines.append(f"random weights: {headlines['weights_note']}")
+    parts = []
+    for figure in headlines.get("figures", []):
+        text = f"{figure['name']} {_text(figure['value'], figure.get('signed', True))}"
+        if "sigma" in figure:
+            text += f" ± {_text(figure['sigma'], False)}"
+        if "low" in figure:
+            signed = figure.get("signed", True)
+            text += f" [{_text(figure['low'], signed)}, {_text(figure['high'], signed)}]"
+        parts.append(text)
+    for start in range(0, len(parts), 2):
+        lines.append("; ".join(parts[start : start + 2]))
+    if headlines.get("protocol") and parts:
+        lines.append(f"resolution protocol: {headlines['protocol']}")
+    return lines

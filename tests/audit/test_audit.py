@@ -1,0 +1,447 @@
+"""The dataset-bias audit (GenSynth Sec. 3): planted context is found, shuffled context
+is not, the baselines give hand-computed values, and the command runs end to end."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from contrastkit.audit import AuditConfig, audit
+from contrastkit.audit.baselines import (
+    balanced_subsample,
+    random_scores,
+    retrieval_bias,
+    tfidf_scores,
+)
+from contrastkit.audit.classifier import auc, auc_bootstrap, auc_weighted
+from contrastkit.audit.clusters import kmeans
+from contrastkit.audit.data import read_coco_captions
+from contrastkit.cli import app
+from contrastkit.errors import ConfigError, DataFormatError
+
+runner = CliRunner()
+
+
+def _run(data: Path, out: Path, **options: object) -> dict:
+    result = audit(AuditConfig(data=data, out=out, **options))  # type: ignore[arg-type]
+    on_disk = json.loads(result.json_path.read_text(encoding="utf-8"))
+    assert on_disk == result.report
+    return result.report
+
+
+# --- composition ---------------------------------------------------------------------
+
+
+def test_composition_counts_labels_of_joined_captions(tmp_path: Path) -> None:
+    root = tmp_path / "coco"
+    (root / "annotations").mkdir(parents=True)
+    captions = {
+        1: ["A man on a skateboard.", "A person skating."],  # masculine
+        2: ["A woman in a kitchen.", "She cooks."],  # feminine
+        3: ["A man rides.", "A woman watches."],  # both words in the joined text: undefined
+        4: ["A snowman in a field.", "A manhole cover."],  # no whole gendered word: undefined
+        5: ["Her dog sleeps next to him."],  # feminine and masculine pronouns: undefined
+    }
+    images = [{"id": i, "file_name": f"{i}.jpg", "width": 4, "height": 4} for i in captions]
+    notes = [
+        {"id": 10 * i + j, "image_id": i, "caption": c}
+        for i, texts in captions.items()
+        for j, c in enumerate(texts)
+    ]
+    (root / "annotations" / "captions_val2017.json").write_text(
+        json.dumps({"images": images, "annotations": notes}), encoding="utf-8"
+    )
+    report = _run(root, tmp_path / "out", analyses=("composition",))
+    section = report["composition"]
+    assert section["counts"] == {"masculine": 1, "feminine": 1, "undefined": 3}
+    assert section["images"] == 5 and section["captions"] == 9
+    assert section["shares"]["undefined"] == pytest.approx(0.6)
+    assert section["masculine_share_of_labelled"] == pytest.approx(0.5)
+    assert section["paper_counts"] == {"masculine": 1275, "feminine": 539, "undefined": 3186}
+    text = (tmp_path / "out" / "audit.md").read_text(encoding="utf-8")
+    assert "| undefined | 3 | 60.0% |" in text
+
+
+def test_composition_of_a_folder_with_instances_matches_the_coco_builder(coco_dir: Path) -> None:
+    from contrastkit.builders.coco import read_coco, select_sources
+
+    data = read_coco_captions(coco_dir)
+    assert data.has_instances
+    counts = select_sources(read_coco(coco_dir)).counts
+    labels = data.labels
+    assert {g: labels.count(g) for g in ("masculine", "feminine", "undefined")} == {
+        g: counts[g] for g in ("masculine", "feminine", "undefined")
+    }
+    assert all(image.path is not None and image.path.is_file() for image in data.images)
+
+
+def test_malformed_captions_are_located(tmp_path: Path) -> None:
+    root = tmp_path / "coco" / "annotations"
+    root.mkdir(parents=True)
+    (root / "captions_val2017.json").write_text(
+        json.dumps(
+            {
+                "images": [{"id": 1, "file_name": "1.jpg"}],
+                "annotations": [{"id": 1, "image_id": 1, "caption": 7}],
+            }
+        ),
+        encoding="utf-8",
+    )
+    with pytest.raises(DataFormatError) as caught:
+        read_coco_captions(tmp_path / "coco")
+    assert caught.value.field == "annotations[0].caption"
+    with pytest.raises(DataFormatError):
+        read_coco_captions(tmp_path / "missing")
+
+
+# --- caption classifier ----------------------------------------------------------------
+
+
+def test_caption_classifier_finds_gender_planted_in_context(planted_coco, tmp_path: Path) -> None:
+    report = _run(planted_coco(), tmp_path / "out", analyses=("classifier",))
+    found = report["caption_classifier"]
+    assert found["auc"] > 0.9
+    assert found["interval"][0] > 0.75 and found["interval"][0] <= found["auc"]
+    assert found["interval"][1] >= found["auc"]
+    assert found["test"] == {"masculine": 18, "feminine": 12}
+    assert "skateboard" in found["words"]["masculine"]
+    assert "kitchen" in found["words"]["feminine"]
+    # the gendered words themselves were neutralised away
+    everything = found["words"]["masculine"] + found["words"]["feminine"]
+    assert not {"man", "woman", "boy", "girl", "his", "her", "lady"} & set(everything)
+
+
+def test_caption_classifier_is_at_chance_when_context_is_shuffled(
+    planted_coco, tmp_path: Path
+) -> None:
+    data = planted_coco(masculine=300, feminine=300, undefined=10, shuffled=True)
+    found = _run(data, tmp_path / "out", analyses=("classifier",))["caption_classifier"]
+    assert 0.4 < found["auc"] < 0.6
+    assert found["interval"][0] < 0.5 < found["interval"][1]
+
+
+def test_auc_counts_ties_half_and_weights_are_multiplicities() -> None:
+    assert auc([0.1, 0.4, 0.35, 0.8], [False, False, True, True]) == pytest.approx(0.75)
+    assert auc([1.0, 1.0], [True, False]) == pytest.approx(0.5)
+    assert math.isnan(auc([0.3, 0.2], [True, True]))
+    rng = np.random.default_rng(5)
+    scores = rng.integers(0, 4, 30).astype(float)  # many ties
+    positive = rng.random(30) < 0.4
+    index = rng.integers(0, 30, size=(3, 30))
+    counts = np.stack([np.bincount(row, minlength=30) for row in index])
+    weighted = auc_weighted(scores, positive, counts)
+    for row, value in zip(index, weighted, strict=True):
+        assert value == pytest.approx(auc(scores[row], positive[row]))
+    low, high = auc_bootstrap(scores, positive, resamples=200, seed=1)
+    assert low <= auc(scores, positive) <= high
+
+
+# --- clusters -------------------------------------------------------------------------
+
+
+def test_clusters_show_the_planted_skew(planted_coco, tmp_path: Path) -> None:
+    report = _run(planted_coco(), tmp_path / "out", analyses=("clusters",), clusters=3)
+    section = report["clusters"]
+    assert section["embedding"] == "lsa" and section["M"] == 3
+    assert section["images"] == 100 and section["masculine_share"] == pytest.approx(0.6)
+    by_word = {row["words"][0]: row for row in section["clusters"]}
+    skate = [row for row in section["clusters"] if "skateboard" in row["words"][:3]]
+    kitchen = [row for row in section["clusters"] if "kitchen" in row["words"][:3]]
+    assert skate and kitchen, by_word
+    assert all(row["factor_pp"] == pytest.approx(40.0) for row in skate)  # 100% men vs 60%
+    assert all(row["factor_pp"] == pytest.approx(-60.0) for row in kitchen)  # no men
+    assert sum(row["size"] for row in section["clusters"]) == 100
+    text = (tmp_path / "out" / "audit.md").read_text(encoding="utf-8")
+    assert "LSA (TF-IDF + truncated SVD), a bag-of-words stand-in" in text
+    assert (tmp_path / "out" / "plots" / "clusters_map.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_clusters_of_shuffled_context_are_near_parity(planted_coco, tmp_path: Path) -> None:
+    data = planted_coco(masculine=300, feminine=300, undefined=0, shuffled=True)
+    section = _run(data, tmp_path / "out", analyses=("clusters",), clusters=3)["clusters"]
+    assert max(abs(row["factor_pp"]) for row in section["clusters"]) < 10
+
+
+def test_kmeans_recovers_separated_groups_and_is_seeded() -> None:
+    rng = np.random.default_rng(0)
+    centres = np.array([[0.0, 0.0], [10.0, 0.0], [0.0, 10.0]])
+    points = np.concatenate(
+        [c + rng.normal(0, 0.5, (20 + 10 * i, 2)) for i, c in enumerate(centres)]
+    )
+    assignment, _ = kmeans(points, 3, seed=1)
+    truth = np.repeat([0, 1, 2], [20, 30, 40])
+    for group in range(3):
+        assert len(set(assignment[truth == group].tolist())) == 1
+    assert np.bincount(assignment).tolist() == [40, 30, 20]  # numbered by size
+    again, _ = kmeans(points, 3, seed=1)
+    assert np.array_equal(assignment, again)
+    with pytest.raises(ConfigError):
+        kmeans(points, 0)
+
+
+@pytest.mark.slow
+def test_a_local_text_encoder_embeds_the_captions(planted_coco, tmp_path: Path) -> None:
+    from transformers import BertConfig, BertModel, BertTokenizer
+
+    folder = tmp_path / "tiny-bert"
+    folder.mkdir()
+    words = ["person", "child", "skateboard", "ramp", "kitchen", "oven", "beach", "kite", "on"]
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]
+    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    BertTokenizer(str(folder / "vocab.txt")).save_pretrained(str(folder))
+    config = BertConfig(
+        vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=32, max_position_embeddings=64,
+    )  # fmt: skip
+    BertModel(config).save_pretrained(str(folder))
+    report = _run(
+        planted_coco(masculine=12, feminine=8, undefined=2),
+        tmp_path / "out",
+        analyses=("clusters",),
+        clusters=2,
+        text_encoder=folder,
+    )
+    assert report["clusters"]["embedding"] == f"transformers:{folder}"
+    assert sum(row["size"] for row in report["clusters"]["clusters"]) == 20
+    text = (tmp_path / "out" / "audit.md").read_text(encoding="utf-8")
+    assert "bag-of-words stand-in" not in text and "tiny-bert" in text
+    from contrastkit.errors import ModelNotFoundError
+
+    with pytest.raises(ModelNotFoundError):
+        _run(planted_coco(masculine=3, feminine=3, undefined=0), tmp_path / "o2",
+             analyses=("clusters",), text_encoder=tmp_path / "nothing-here")  # fmt: skip
+
+
+# --- retrieval baselines ----------------------------------------------------------------
+
+
+def _one_query(block, query: int):  # type: ignore[no-untyped-def]
+    return lambda start, stop: block(query + start, query + stop)
+
+
+def test_tfidf_scores_an_image_by_its_most_similar_caption() -> None:
+    captions = ["skateboard ramp", "skateboard park", "ramp", "kitchen oven"]
+    block = tfidf_scores(captions, [0, 1, 1, 2])
+    scores = block(0, 4)
+    assert scores.shape == (4, 3)
+    idf2, idf1 = math.log(5 / 3) + 1, math.log(5 / 2) + 1  # df 2 (skateboard, ramp), df 1
+    # query 0 vs image 1: max(cos with "skateboard park", cos with "ramp") = 1/sqrt(2)
+    assert scores[0, 1] == pytest.approx(1 / math.sqrt(2))
+    assert scores[1, 0] == pytest.approx(idf2 / math.sqrt(idf2**2 + idf1**2) / math.sqrt(2))
+    assert scores[0, 2] == 0.0 and scores[3, 2] == pytest.approx(1.0)
+
+
+def test_tfidf_baseline_matches_hand_computed_metrics() -> None:
+    captions = ["skateboard ramp", "skateboard park", "kitchen oven", "kitchen sink"]
+    labels = ["masculine", "masculine", "feminine", "masculine"]
+    owners = [0, 1, 2, 3]
+    block = tfidf_scores(captions, owners)
+
+    def metrics(query: int) -> dict[str, float]:
+        found = retrieval_bias(
+            _one_query(block, query), labels, [owners[query]], ks_bias=(1, 2), ks_skew=(1,),
+            exclude_own=True,
+        )  # fmt: skip
+        return {name: stats["mean"] for name, stats in found.items()}
+
+    # query 0: its own image is left out; image 1 shares "skateboard", images 2 (f) and
+    # 3 (m) tie at 0. Top 1 = image 1; top 2 = image 1 and image 2 or 3 (half each).
+    assert metrics(0) == pytest.approx(
+        {"bias@1": 1.0, "bias@2": 0.5 * 0.0 + 0.5 * 1.0, "maxskew@1": math.log(1 / (2 / 3))}
+    )
+    # query 2: image 3 shares "kitchen"; every candidate is masculine (p_d = 1).
+    assert metrics(2) == pytest.approx({"bias@1": 1.0, "bias@2": 1.0, "maxskew@1": 0.0})
+    everything = retrieval_bias(block, labels, owners, ks_bias=(1,), ks_skew=(1,), exclude_own=True)
+    # query 1 -> image 0 (m); query 3 -> image 2 (f): Bias@1 = (1 + 1 - 1 + 1) / 4
+    assert everything["bias@1"]["mean"] == pytest.approx(0.5)
+    assert everything["bias@1"]["n"] == 4
+
+
+def test_random_baseline_matches_hand_computed_metrics() -> None:
+    labels = ["masculine", "masculine", "feminine", "undefined", "feminine"]
+    owners = [0, 1, 2, 3, 4]
+    found = retrieval_bias(
+        random_scores(np.random.default_rng(3), 5), labels, owners, ks_bias=(2,), ks_skew=(2,),
+        block=2,
+    )  # fmt: skip
+    scores = np.random.default_rng(3).random((5, 5))
+    bias, skew = [], []
+    for row in scores:
+        top = [labels[i] for i in np.argsort(-row)[:2]]
+        n_m, n_f = top.count("masculine"), top.count("feminine")
+        bias.append((n_m - n_f) / (n_m + n_f) if n_m + n_f else 0.0)
+        labelled = [labels[i] for i in np.argsort(-row) if labels[i] != "undefined"][:2]
+        skew.append(max(math.log(labelled.count(g) / 2 / 0.5) for g in set(labelled)))
+    assert found["bias@2"]["mean"] == pytest.approx(np.mean(bias))
+    assert found["maxskew@2"]["mean"] == pytest.approx(np.mean(skew))
+
+
+def test_balanced_subsample_equalises_genders_and_keeps_the_undefined_share() -> None:
+    labels = ["masculine"] * 60 + ["feminine"] * 30 + ["undefined"] * 60
+    drawn = []
+    for run in range(5):
+        chosen = balanced_subsample(labels, np.random.default_rng((0, run)))
+        picked = [labels[i] for i in chosen]
+        assert picked.count("masculine") == picked.count("feminine") == 30
+        assert picked.count("undefined") == 40  # 40 / 100 = 60 / 150
+        assert len(set(chosen.tolist())) == chosen.size
+        drawn.append(tuple(chosen.tolist()))
+    assert len(set(drawn)) == 5
+    odd = ["masculine"] * 10 + ["feminine"] * 4 + ["undefined"] * 7  # share 1/3
+    picked = [odd[i] for i in balanced_subsample(odd, np.random.default_rng(1))]
+    assert picked.count("undefined") == 4 and len(picked) == 12  # floor(7 * 8 / 14)
+
+
+def test_baselines_in_the_report(planted_coco, tmp_path: Path) -> None:
+    report = _run(planted_coco(), tmp_path / "out", analyses=("baselines",), balanced=True, runs=2)
+    section = report["baselines"]
+    assert section["queries"] == 750 and section["labelled_images"] == 100
+    assert set(section["models"]) == {"random", "tfidf"}
+    for entry in section["models"].values():
+        assert set(entry["original"]) == {"bias@5", "bias@10", "maxskew@25", "maxskew@100"}
+        assert len(entry["balanced"]["bias@5"]["runs"]) == 2
+    assert [s["masculine"] - s["feminine"] for s in section["balanced_sets"]] == [0, 0]
+    assert all(s["undefined"] == 40 for s in section["balanced_sets"])  # 50/150 of 120
+    # masculine images outnumber feminine ones 60:40, so a random ranking leans masculine
+    assert section["models"]["random"]["original"]["bias@5"]["mean"] > 0.1
+    # the balanced random model does not
+    assert abs(section["models"]["random"]["balanced"]["bias@5"]["mean"]) < 0.1
+
+
+# --- command line -------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_cli_audit_end_to_end(planted_coco, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = runner.invoke(
+        app,
+        ["audit", str(planted_coco()), "--out", str(out), "--balanced", "--runs", "2",
+         "--clusters", "3", "--resamples", "200"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    report = json.loads((out / "audit.json").read_text(encoding="utf-8"))
+    assert report["analyses"] == ["composition", "baselines", "classifier", "clusters"]
+    assert "image_probe" not in report  # no --image-probe model
+    assert "60 masculine, 40 feminine, 50 undefined" in result.output
+    assert f"held-out AUC {report['caption_classifier']['auc']:.3f}" in result.output
+    text = (out / "audit.md").read_text(encoding="utf-8")
+    tfidf = report["baselines"]["models"]["tfidf"]["original"]["maxskew@25"]["mean"]
+    assert f"{tfidf:+.3f}" in text
+    for name in ("composition", "baselines", "clusters_factor", "clusters_map"):
+        assert (out / "plots" / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
+        assert f"plots/{name}.png" in text
+
+
+def test_cli_audit_reports_bad_input(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["audit", str(tmp_path / "nothing"), "--out", str(tmp_path)])
+    assert result.exit_code == 2 and "no such folder" in result.output
+    result = runner.invoke(app, ["audit", str(tmp_path), "--out", str(tmp_path), "--only", "x"])
+    assert result.exit_code == 2 and "analyses" in result.output
+    result = runner.invoke(app, ["audit", str(tmp_path), "--out", str(tmp_path), "--bias-k", "a"])
+    assert result.exit_code == 2 and "--bias-k" in result.output
+
+
+@pytest.mark.slow
+def test_cli_audit_with_a_registry_model(planted_coco, tmp_path: Path) -> None:
+    from contrastkit.tiny.clip import tiny_open_clip
+
+    spec = tiny_open_clip(tmp_path / "models")
+    data = planted_coco(masculine=12, feminine=8, undefined=5, with_files=True)
+    out = tmp_path / "out"
+    result = runner.invoke(
+        app,
+        ["audit", str(data), "--out", str(out), "--only", "baselines", "--model", spec,
+         "--balanced", "--runs", "2", "--device", "cpu"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    report = json.loads((out / "audit.json").read_text(encoding="utf-8"))
+    entry = report["baselines"]["models"][spec]
+    assert entry["original"]["bias@5"]["n"] == 125  # every caption is a query
+    assert len(entry["balanced"]["maxskew@25"]["runs"]) == 2
+    assert spec in report["baselines"]["weights_notes"]
+    assert "random weights" in (out / "audit.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("levels", [None, 3, 40])
+def test_partial_sort_metrics_equal_the_full_metrics(levels: int | None) -> None:
+    from contrastkit.audit.baselines import bias_and_maxskew
+    from contrastkit.evaluators.metrics import retrieval_metrics_batch
+
+    rng = np.random.default_rng(levels or 0)
+    scores = rng.random((40, 60)) if levels is None else rng.integers(0, levels, (40, 60)) * 1.0
+    labels = rng.choice(["masculine", "feminine", "undefined"], size=(40, 60), p=[0.5, 0.2, 0.3])
+    labels[0] = "undefined"  # no labelled image at all
+    labels[1, :] = "masculine"  # one gender only
+    fast = bias_and_maxskew(scores, labels, (1, 5, 10), (5, 25, 59, 100))
+    full = retrieval_metrics_batch(scores, labels, (1, 5, 10, 25, 59, 100))
+    for k in (1, 5, 10):
+        np.testing.assert_allclose(fast[f"bias@{k}"], full[f"bias_gensynth@{k}"], atol=1e-12)
+    for k in (5, 25, 59, 100):
+        np.testing.assert_allclose(fast[f"maxskew@{k}"], full[f"maxskew@{k}"], atol=1e-12)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shuffled", [False, True])
+def test_image_probe_sees_the_scene_only_when_it_carries_gender(
+    planted_coco, tmp_path: Path, shuffled: bool
+) -> None:
+    from contrastkit.tiny.clip import tiny_open_clip
+
+    spec = tiny_open_clip(tmp_path / "models")
+    data = planted_coco(
+        masculine=40, feminine=40, undefined=4, shuffled=shuffled, with_files=True,
+        with_boxes=True,
+    )  # fmt: skip
+    report = _run(
+        data, tmp_path / "out", analyses=("image_probe",), image_probe=spec, device="cpu",
+        resamples=300,
+    )  # fmt: skip
+    probe = report["image_probe"]
+    assert probe["images"] == {"masculine": 40, "feminine": 40}
+    assert probe["test"] == {"masculine": 12, "feminine": 12}
+    # unmasked, the person box's colour is the gender
+    assert probe["unmasked"]["auc"] > 0.9
+    if shuffled:  # the background says nothing about gender
+        assert abs(probe["masked"]["auc"] - 0.5) < 0.2
+        assert probe["masked"]["interval"][0] < 0.5 < probe["masked"]["interval"][1]
+    else:  # skate park backgrounds go with men, kitchens with women
+        assert probe["masked"]["auc"] > 0.85
+    text = (tmp_path / "out" / "audit.md").read_text(encoding="utf-8")
+    assert "person-masked images: held-out AUC" in text
+
+
+def test_masked_image_blacks_out_the_person_boxes(planted_coco) -> None:
+    from contrastkit.audit.image_probe import MaskedImage
+
+    data = planted_coco(masculine=1, feminine=0, undefined=0, with_files=True, with_boxes=True)
+    image = read_coco_captions(data).images[0]
+    assert image.person_boxes == ((20.0, 16.0, 24.0, 32.0),) and image.path is not None
+    masked = np.asarray(MaskedImage(image.path, image.person_boxes)())
+    assert masked[16:48, 20:44].max() == 0  # the box
+    assert masked[:16].min() > 0 and masked[:, :20].min() > 0  # the scene is kept
+
+
+def test_a_visogender_set_is_audited_for_its_cells(
+    official_op: Path, official_oo: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "visogender"
+    folder.mkdir()
+    for path in (official_op, official_oo):
+        (folder / path.name).write_bytes(path.read_bytes())
+    result = runner.invoke(app, ["audit", str(folder), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "out" / "audit.json").read_text(encoding="utf-8"))
+    assert report["format"] == "visogender"
+    section = report["composition"]
+    assert section["counts"] == {"masculine": 345, "feminine": 345, "undefined": 0}
+    unbalanced = [c for c in section["cells"] if not c["balanced"]]
+    # the official OO file spells one object two ways, which splits a cell
+    assert {c["other"] for c in unbalanced} == {"object: mixing spoon", "object: mixing_spoon"}
+    assert report["baselines"] == {"skipped": "a visogender set has no captions"}
+    assert "no captions" in result.output
