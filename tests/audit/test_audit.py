@@ -22,6 +22,7 @@ from contrastkit.audit.classifier import auc, auc_bootstrap, auc_weighted
 from contrastkit.audit.clusters import kmeans
 from contrastkit.audit.data import read_coco_captions
 from contrastkit.cli import app
+from contrastkit.config import ModelConfig
 from contrastkit.errors import ConfigError, DataFormatError
 
 runner = CliRunner()
@@ -399,8 +400,8 @@ def test_image_probe_sees_the_scene_only_when_it_carries_gender(
         with_boxes=True,
     )  # fmt: skip
     report = _run(
-        data, tmp_path / "out", analyses=("image_probe",), image_probe=spec, device="cpu",
-        resamples=300,
+        data, tmp_path / "out", analyses=("image_probe",), image_probe=spec,
+        model=ModelConfig(device="cpu"), resamples=300,
     )  # fmt: skip
     probe = report["image_probe"]
     assert probe["images"] == {"masculine": 40, "feminine": 40}

@@ -39,6 +39,7 @@ from contrastkit.audit.classifier import caption_classifier
 from contrastkit.audit.clusters import context_clusters
 from contrastkit.audit.composition import PAPER_COUNTS, cell_composition, composition
 from contrastkit.audit.data import AuditData, load_audit_data
+from contrastkit.config import ModelConfig
 from contrastkit.errors import ConfigError, DataFormatError
 from contrastkit.io import atomic_write_text
 
@@ -79,7 +80,8 @@ class AuditConfig:
             ``None``: the LSA fallback.
         test_fraction: held-out share of the caption classifier's images.
         resamples, level: the classifier's bootstrap interval.
-        device, batch_size, download: how ``models`` run (:class:`contrastkit.config.ModelConfig`).
+        model: device, dtype, batch size and download permission of ``models``, the
+            image probe's model and the text encoder (:class:`contrastkit.config.ModelConfig`).
     """
 
     data: Path
@@ -98,9 +100,7 @@ class AuditConfig:
     test_fraction: float = 0.3
     resamples: int = 1000
     level: float = 0.95
-    device: str | None = None
-    batch_size: int = 32
-    download: bool = False
+    model: ModelConfig = field(default_factory=ModelConfig)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "data", Path(self.data))  # strings are taken as paths
@@ -123,8 +123,8 @@ class AuditConfig:
             raise ConfigError(f"resamples must be at least 1, not {self.resamples}")
         if not 0 < self.level < 1:
             raise ConfigError(f"level must be between 0 and 1, not {self.level}")
-        if self.batch_size < 1:
-            raise ConfigError(f"batch_size must be at least 1, not {self.batch_size}")
+        if not isinstance(self.model, ModelConfig):
+            raise ConfigError("model: must be a ModelConfig")
         if self.models:
             from contrastkit.audit.clipclip import PREFIX, parse_clip_clip_spec
             from contrastkit.evaluators.models.registry import check_dual
@@ -216,7 +216,6 @@ def _embed_model(
 ) -> _Embedded:
     """Embed every image and distinct neutral caption with ``spec`` (a ``clip-clip:``
     spec is fitted first, and its choice written to ``fitted``)."""
-    from contrastkit.config import ModelConfig
     from contrastkit.evaluators.models.base import batched
     from contrastkit.evaluators.models.registry import load_scorer
     from contrastkit.pipeline import embed_images
@@ -235,9 +234,7 @@ def _embed_model(
         )  # fmt: skip
     from contrastkit.audit.clipclip import PREFIX, load_clip_clip
 
-    runtime = ModelConfig(
-        device=config.device, batch_size=config.batch_size, download=config.download
-    )
+    runtime = config.model
     if spec.startswith(PREFIX):
         scorer: Any = load_clip_clip(spec, runtime, save=fitted)
     else:
@@ -361,16 +358,12 @@ def _baselines(data: AuditData, config: AuditConfig, say: Callable[[str], None])
 
 def _image_probe(data: AuditData, config: AuditConfig) -> dict[str, Any]:
     from contrastkit.audit.image_probe import image_probe
-    from contrastkit.config import ModelConfig
     from contrastkit.evaluators.models.registry import load_scorer
 
     assert config.image_probe is not None
     if not data.has_instances:
         return {"skipped": "the data has no person boxes (COCO instances_<split>.json)"}
-    scorer = load_scorer(
-        config.image_probe,
-        ModelConfig(device=config.device, batch_size=config.batch_size, download=config.download),
-    )
+    scorer = load_scorer(config.image_probe, config.model)
     from contrastkit.evaluators.models.registry import weights_note
 
     found = image_probe(
@@ -469,7 +462,7 @@ def audit(config: AuditConfig, say: Callable[[str], None] | None = None) -> Audi
             clusters=config.clusters,
             text_encoder=config.text_encoder,
             seed=config.seed,
-            device=config.device or "cpu",
+            device=config.model.device or "cpu",
         )
         points = found.pop("points", {})
         report["clusters"] = found

@@ -174,6 +174,7 @@ def audit_command(
         contrastkit audit coco --split val2017 --out audit/val2017 --balanced
     """
     from contrastkit.audit import AuditConfig, audit
+    from contrastkit.config import ModelConfig
 
     with user_errors():
         config = AuditConfig(
@@ -192,9 +193,9 @@ def audit_command(
             text_encoder=text_encoder,
             test_fraction=test_fraction,
             resamples=resamples,
-            device=device,
-            batch_size=batch_size,
-            download=download or download_alias,
+            model=ModelConfig(
+                device=device, batch_size=batch_size, download=download or download_alias
+            ),
         )
         result = audit(config, say=lambda line: err_console.print(plain(line), style="dim"))
     if as_json:
