@@ -446,3 +446,24 @@ def test_a_visogender_set_is_audited_for_its_cells(
     assert {c["other"] for c in unbalanced} == {"object: mixing spoon", "object: mixing_spoon"}
     assert report["baselines"] == {"skipped": "a visogender set has no captions"}
     assert "no captions" in result.output
+
+
+def test_the_report_flags_cutoffs_that_cover_the_data_and_tiny_held_out_sets(
+    planted_coco, tmp_path: Path
+) -> None:
+    """On 8 images Bias@10 and MaxSkew@25 see the whole data, and a 2-image held-out set
+    makes the AUC unreadable: the report says both; on 200 images it says neither."""
+    small = _run(planted_coco(masculine=4, feminine=4, undefined=0), tmp_path / "small",
+                 analyses=("baselines", "classifier"), resamples=50)  # fmt: skip
+    assert small["baselines"]["ranked_images"] == 8
+    text = (tmp_path / "small" / "audit.md").read_text(encoding="utf-8")
+    assert "Bias@10: K reaches the 8 images a query ranks" in text
+    assert "Bias@5, 10: K reaches" not in text  # the top 5 of 8 is not the whole data
+    assert "MaxSkew@25, 100: K reaches the 8 images" in text
+    assert "Too few held-out images to read this AUC" in text
+
+    large = planted_coco(masculine=100, feminine=100, undefined=0)
+    _run(large, tmp_path / "large", analyses=("baselines", "classifier"), resamples=50,
+         ks_skew=(25,))  # fmt: skip
+    text = (tmp_path / "large" / "audit.md").read_text(encoding="utf-8")
+    assert "K reaches" not in text and "Too few held-out" not in text

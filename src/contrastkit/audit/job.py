@@ -310,6 +310,7 @@ def _baselines(data: AuditData, config: AuditConfig, say: Callable[[str], None])
         "ks_skew": list(config.ks_skew),
         "queries": int(_RetrievalSet.of(data, everything).query_groups.size),
         "labelled_images": sum(label in ("masculine", "feminine") for label in data.labels),
+        "ranked_images": len(data.images),  # undefined images take ranks too
         "models": {name: {"original": original[name]} for name in models},
     }
     if config.models:

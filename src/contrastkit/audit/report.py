@@ -151,13 +151,23 @@ def _baseline_lines(section: Mapping[str, Any], notes: Mapping[str, str]) -> lis
             f"Balanced: mean ± standard deviation over {len(runs)} seeded subsamples with "
             f"equal gender counts and the original undefined share ({sizes}).",
         ]
-    saturated = [k for k in section["ks_skew"] if k >= section.get("labelled_images", k + 1)]
+    # a query ranks every image (undefined ones take ranks too; TF-IDF leaves out the
+    # query's own): from K = images - 1 on, the top K is (nearly) the whole data
+    ranked = int(section.get("ranked_images", section["labelled_images"]))
+    whole = [k for k in section["ks_bias"] if k >= ranked - 1]
+    if whole:
+        lines += [
+            "",
+            f"Bias@{', '.join(map(str, whole))}: K reaches the {ranked} images a query "
+            "ranks (one fewer for TF-IDF, which leaves out the query's own), so the top K "
+            "is the whole data and Bias@K is the data's own skew whatever the model.",
+        ]
+    saturated = [k for k in section["ks_skew"] if k >= ranked - 1]
     if saturated:
         lines += [
             "",
-            f"MaxSkew@{', '.join(map(str, saturated))}: K reaches all "
-            f"{section['labelled_images']} labelled images, so the top K is the data itself "
-            "and MaxSkew is 0 by construction.",
+            f"MaxSkew@{', '.join(map(str, saturated))}: K reaches the {ranked} images a "
+            "query ranks, so the top K is the data itself and MaxSkew is 0 by construction.",
         ]
     for spec, name in section.get("clip_clip_files", {}).items():
         lines += [
@@ -189,6 +199,25 @@ def _classifier_lines(section: Mapping[str, Any]) -> list[str]:
         f"{section['test']['masculine']} and {section['test']['feminine']}",
         f"- words pointing to masculine: {', '.join(section['words']['masculine']) or 'none'}",
         f"- words pointing to feminine: {', '.join(section['words']['feminine']) or 'none'}",
+        *_small_test(section),
+    ]
+
+
+#: Held-out images per label below which an AUC is flagged as too uncertain to read.
+SMALL_TEST = 30
+
+
+def _small_test(section: Mapping[str, Any]) -> list[str]:
+    """A warning when the held-out set has fewer than :data:`SMALL_TEST` images of a
+    label: the AUC (and its interval, from so few images) says little then."""
+    smallest = min(section["test"]["masculine"], section["test"]["feminine"])
+    if smallest >= SMALL_TEST:
+        return []
+    return [
+        "",
+        f"> **Too few held-out images to read this AUC**: {smallest} of the rarer label "
+        f"(under {SMALL_TEST}); with so few the AUC and its interval swing from one split "
+        "to the next.",
     ]
 
 
@@ -214,6 +243,7 @@ def _probe_lines(section: Mapping[str, Any]) -> list[str]:
         f"- trained on {section['train']['masculine']} masculine and "
         f"{section['train']['feminine']} feminine images, tested on "
         f"{section['test']['masculine']} and {section['test']['feminine']}",
+        *_small_test(section),
         *(
             ["", f"> **Random weights.** {_cell(section['weights_note'])}"]
             if section.get("weights_note")
