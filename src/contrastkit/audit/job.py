@@ -1,7 +1,7 @@
 """``contrastkit audit``: is the benchmark itself biased? (GenSynth Sec. 3 and 5)
 
 :func:`audit` runs, on one data set, the analyses of GenSynth Sec. 3 that need no
-model of gender at all, and writes ``audit.json``, ``audit.md`` and PNG plots:
+model of gender at all, and writes ``audit.json``, ``audit.md`` and plots (PNG, SVG):
 
 1. **composition** (:mod:`contrastkit.audit.composition`): images per caption label
    (Sec. 3.2);
@@ -144,7 +144,7 @@ class AuditResult:
     Attributes:
         report: the content of ``audit.json``.
         json_path, markdown_path: ``audit.json`` and ``audit.md``.
-        plots: the PNG plots, in report order.
+        plots: the plots (each as PNG and SVG), in report order.
         points: the per-image coordinates of the cluster map (not in the JSON).
     """
 
@@ -399,7 +399,7 @@ def audit(config: AuditConfig, say: Callable[[str], None] | None = None) -> Audi
 
     Returns:
         The report and the files written under ``config.out``: ``audit.json``,
-        ``audit.md`` and ``plots/*.png``.
+        ``audit.md`` and ``plots/*.png`` / ``.svg``.
 
     Raises:
         DataFormatError: unreadable or malformed data; a missing image with ``models``.

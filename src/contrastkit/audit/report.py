@@ -1,4 +1,4 @@
-"""The audit's markdown report and PNG plots, written from the report's data.
+"""The audit's markdown report and plots (PNG and SVG), written from the report's data.
 
 Every figure in ``audit.md`` is printed from ``audit.json``'s values; the plots are:
 ``composition.png`` (images per label), ``baselines.png`` (Tab. 1: Bias@K and
@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 
 __all__ = ["audit_markdown", "write_plots"]
 
-_COLOURS = {"masculine": "#4477aa", "feminine": "#cc6677", "undefined": "#bbbbbb"}
+#: The evaluators' palette (masculine blue, feminine vermillion), so every plot agrees.
+_COLOURS = {"masculine": "#0072B2", "feminine": "#D55E00", "undefined": "#BBBBBB"}
 
 
 def _cell(value: Any) -> str:
@@ -304,7 +305,12 @@ def audit_markdown(report: Mapping[str, Any]) -> str:
     if "clusters" in report:
         lines += ["", *_cluster_lines(report["clusters"])]
     if report.get("plots"):
-        lines += ["", "## Plots", ""] + [f"![{Path(p).stem}]({p})" for p in report["plots"]]
+        lines += ["", "## Plots", ""]
+        for plot in report["plots"]:
+            if plot.endswith(".png"):
+                svg = str(Path(plot).with_suffix(".svg"))
+                link = f" ([SVG]({svg}))" if svg in report["plots"] else ""
+                lines += [f"![{Path(plot).stem}]({plot}){link}", ""]
     return "\n".join(lines) + "\n"
 
 
@@ -331,35 +337,62 @@ def _composition_plot(section: Mapping[str, Any]) -> Figure:
 
 
 def _baselines_plot(section: Mapping[str, Any]) -> Figure:
-    names = [f"bias@{k}" for k in section["ks_bias"]] + [f"maxskew@{k}" for k in section["ks_skew"]]
+    """Bias@K (-1 to +1) and MaxSkew@K (a log ratio, >= 0) in separate panels (their
+    scales differ), the data as is and, with ``--balanced``, the balanced subsamples.
+    Whiskers: the standard error of the mean over the queries (as is) and the standard
+    deviation over the seeded subsamples (balanced), as the caption says."""
     models = list(section["models"])
     balanced = any("balanced" in entry for entry in section["models"].values())
-    figure, axes = _figure(
-        4 + 2.2 * len(names) * (2 if balanced else 1) / 2, 3.4, 2 if balanced else 1
-    )
-    width = 0.8 / max(1, len(models))
+    groups = [("bias", section["ks_bias"]), ("maxskew", section["ks_skew"])]
     panels = [("original", "data as is")] + (
         [("balanced", "balanced subsamples")] if balanced else []
     )
-    colours = ["#999999", "#ddaa33", "#4477aa", "#228833", "#aa3377", "#66ccee"]
-    for axis, (key, title) in zip(axes, panels, strict=True):
-        for j, model in enumerate(models):
-            entry = section["models"][model].get(key, {})
-            means = [entry.get(n, {}).get("mean") for n in names]
-            errors = [entry.get(n, {}).get("std") if key == "balanced" else None for n in names]
-            x = np.arange(len(names)) + (j - (len(models) - 1) / 2) * width
-            axis.bar(
-                x, [m if m is not None else 0.0 for m in means], width,
-                yerr=[e if e is not None else 0.0 for e in errors] if key == "balanced" else None,
-                label=model if len(model) <= 40 else model[:18] + "…" + model[-18:],
-                color=colours[j % len(colours)], capsize=2,
-            )  # fmt: skip
-        axis.set_xticks(range(len(names)), [_metric_title(n) for n in names])
-        axis.axhline(0, color="black", linewidth=0.8)
-        axis.set_title(f"Retrieval bias, {title}", fontsize=9)
-    axes[0].legend(fontsize=7)
-    axes[0].set_ylabel("mean over the neutral-caption queries")
-    figure.suptitle("Retrieval bias beside gender-agnostic baselines (GenSynth Tab. 1)", fontsize=9)
+    figure, axes = _figure(3.2 * len(panels) * 2, 3.6, 2 * len(panels))
+    width = 0.8 / max(1, len(models))
+    colours = ["#7F7F7F", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#F0E442"]
+    column = 0
+    for key, title in panels:
+        for metric, ks in groups:
+            axis = axes[column]
+            column += 1
+            names = [f"{metric}@{k}" for k in ks]
+            for j, model in enumerate(models):
+                entry = section["models"][model].get(key, {})
+                means, errors = [], []
+                for name in names:
+                    figure_of = entry.get(name, {})
+                    means.append(figure_of.get("mean") or 0.0)
+                    if key == "balanced":
+                        errors.append(figure_of.get("std") or 0.0)
+                    else:
+                        n = figure_of.get("n") or 0
+                        sigma = figure_of.get("sigma") or 0.0
+                        errors.append(sigma / np.sqrt(n) if n else 0.0)
+                x = np.arange(len(names)) + (j - (len(models) - 1) / 2) * width
+                axis.bar(
+                    x, means, width, yerr=errors, capsize=2,
+                    label=model if len(model) <= 40 else model[:18] + "…" + model[-18:],
+                    color=colours[j % len(colours)],
+                )  # fmt: skip
+            axis.set_xticks(range(len(names)), [_metric_title(n) for n in names])
+            axis.axhline(0, color="#4D4D4D", linewidth=0.8)
+            if metric == "bias":
+                axis.set_ylim(-1, 1)
+                axis.set_ylabel("mean Bias@K (−1 all feminine … +1 all masculine)", fontsize=8)
+            else:
+                axis.set_ylabel("mean MaxSkew@K (ln ratio; 0 mirrors the data)", fontsize=8)
+            axis.set_title(f"{'Bias' if metric == 'bias' else 'MaxSkew'}, {title}", fontsize=9)
+    axes[0].legend(fontsize=7, loc="upper left")
+    queries = section.get("queries")
+    figure.suptitle(
+        f"Retrieval bias beside gender-agnostic baselines (GenSynth Tab. 1; {queries} "
+        "neutral-caption queries)",
+        fontsize=9,
+    )
+    whiskers = "standard error over the queries" + (
+        "; balanced: standard deviation over the seeded subsamples" if balanced else ""
+    )
+    figure.supxlabel(f"whiskers: {whiskers}", fontsize=7)
     return figure
 
 
@@ -378,8 +411,14 @@ def _factor_plot(section: Mapping[str, Any]) -> Figure:
 
 
 def _map_plot(section: Mapping[str, Any], points: Mapping[str, Sequence[Any]]) -> Figure:
+    """The images on the first two principal components of their caption embeddings,
+    coloured by their cluster's ΔM; each cluster's centre marked and labelled with its
+    top word, labels placed so that none overlaps another or a centre
+    (:func:`contrastkit.evaluators.report.plots.place_labels`)."""
     from matplotlib import colormaps
     from matplotlib.colors import TwoSlopeNorm
+
+    from contrastkit.evaluators.report.plots import label_panels
 
     factors = {r["cluster"]: r["factor_pp"] for r in section["clusters"]}
     x = np.asarray(points["x"], dtype=np.float64)
@@ -387,26 +426,35 @@ def _map_plot(section: Mapping[str, Any], points: Mapping[str, Sequence[Any]]) -
     cluster = np.asarray(points["cluster"], dtype=np.int64)
     colour = np.array([factors[c] for c in cluster])
     bound = max(1e-6, float(np.max(np.abs(colour))) if colour.size else 1.0)
-    figure, (axis,) = _figure(6, 5)
+    figure, (axis,) = _figure(6.5, 5)
+    norm = TwoSlopeNorm(0.0, -bound, bound)
     scatter = axis.scatter(
-        x, y, c=colour, s=8 if x.size < 2000 else 2, cmap=colormaps["RdBu"],
-        norm=TwoSlopeNorm(0.0, -bound, bound), alpha=0.8, linewidths=0,
+        x, y, c=colour, s=14 if x.size < 2000 else 2, cmap=colormaps["RdBu"], norm=norm,
+        alpha=0.8, linewidths=0,
     )  # fmt: skip
+    centres: list[tuple[float, float, str]] = []
     for row in section["clusters"]:
         members = cluster == row["cluster"]
         if members.any():
-            axis.annotate(
-                f"{row['cluster']}: {row['words'][0] if row['words'] else ''}",
-                (float(x[members].mean()), float(y[members].mean())),
-                fontsize=7, ha="center", weight="bold",
-                bbox={"boxstyle": "round,pad=0.15", "fc": "white", "alpha": 0.7, "lw": 0},
-            )  # fmt: skip
+            cx, cy = float(x[members].mean()), float(y[members].mean())
+            word = row["words"][0] if row["words"] else ""
+            centres.append((cx, cy, f"{row['cluster']}: {word} ({row['factor_pp']:+.0f})"))
+    axis.scatter([c[0] for c in centres], [c[1] for c in centres], marker="x", s=30,
+                 color="black", linewidths=1)  # fmt: skip
     axis.set_facecolor("#e8e8e8")  # a cluster near parity is white: keep it visible
+    axis.margins(0.15)
     figure.colorbar(scatter, ax=axis, label="ΔM of the cluster (pp; blue: more men)")
     axis.set_xlabel("principal component 1")
     axis.set_ylabel("principal component 2")
     embedding = "LSA (bag of words)" if section["embedding"] == "lsa" else "text encoder"
-    axis.set_title(f"Neutral-caption clusters, PCA map ({embedding}; GenSynth Fig. 1)", fontsize=9)
+    axis.set_title(
+        f"Neutral-caption clusters of {x.size} images, PCA map\n({embedding}; GenSynth "
+        "Fig. 1; x: cluster centre, label: cluster, top word, ΔM)",
+        fontsize=9,
+    )
+    (left_out,) = label_panels(figure, [axis], [centres])
+    if left_out:
+        figure.text(0.01, 0.01, f"{left_out} cluster labels left out for room", fontsize=7)
     return figure
 
 
@@ -414,7 +462,7 @@ def write_plots(
     report: Mapping[str, Any], points: Mapping[str, Sequence[Any]], folder: Path
 ) -> list[Path]:
     """Write the plots of the sections ``report`` has into ``folder``; return them."""
-    from contrastkit.evaluators.report.plots import save_figure
+    from contrastkit.evaluators.report.plots import save_formats
 
     folder.mkdir(parents=True, exist_ok=True)
     figures: list[tuple[str, Figure]] = []
@@ -427,4 +475,5 @@ def write_plots(
         figures.append(("clusters_factor", _factor_plot(clusters)))
         if points:
             figures.append(("clusters_map", _map_plot(clusters, points)))
-    return [save_figure(figure, folder / f"{name}.png") for name, figure in figures]
+    # PNG and SVG of each, as the evaluators' plots
+    return [path for name, figure in figures for path in save_formats(figure, folder / name)]

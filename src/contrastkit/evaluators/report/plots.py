@@ -716,7 +716,7 @@ def _labor_plot(
         "solid: no bias (0)",
         fontsize=_FONT - 1,
     )
-    left_out = _label_panels(figure, axes, points)
+    left_out = label_panels(figure, axes, points)
     if any(left_out):  # some labels did not fit: say so, and label again
         for axis, left in zip(axes, left_out, strict=True):
             for text in axis.texts[:]:
@@ -726,11 +726,11 @@ def _labor_plot(
                     f"{axis.get_title()}; {left} points unlabelled (see report.md)", fontsize=_FONT
                 )
         figure.set_layout_engine("constrained")
-        _label_panels(figure, axes, points)
+        label_panels(figure, axes, points)
     return figure
 
 
-def _label_panels(
+def label_panels(
     figure: Figure, axes: Sequence[Axes], points: Sequence[Sequence[tuple[float, float, str]]]
 ) -> list[int]:
     """Lay ``figure`` out, freeze the layout and label each axis' points
