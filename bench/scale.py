@@ -25,8 +25,9 @@ decisions), the contrast sets and the edit images are identical.
 edits x 500 steps = 184,656 edits) on N GPUs from measured costs: the editing rate per
 GPU (``--edit-steps-per-s``, default the H100 figures of ``bench/edit.py`` in
 bench/RESULTS.md: 272 edit-steps/s at 256 px, 92 at 512 px with 16 edits per batch), and
-the driver's serial cost per edit measured here in this run: crop, paste back, encode the
-edit (WebP and PNG) and append its manifest line with an fsync (the driver is the single
+two costs per edit measured here in this run: the work beside the editor (crop, paste
+back, encode as WebP and PNG: on the Ray actors or shard workers) and the driver's serial
+part (write the bytes, append the manifest line with an fsync: the driver is the single
 writer of the manifest, whichever engine runs).
 
 **export** (``--part export``): for each size, a synthetic finished contrast build is
@@ -421,7 +422,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="2k and 10k edits")
     parser.add_argument("--sizes", type=int, nargs="+", help="edit counts (multiples of 16)")
-    parser.add_argument("--part", choices=("select", "export", "project", "all"), default="all")
+    parts = ("select", "export", "engines", "project", "all")
+    parser.add_argument("--part", choices=parts, default="all")
     parser.add_argument("--gpus", type=int, nargs="+", default=[1, 8, 32, 64])
     parser.add_argument(
         "--edit-steps-per-s",
