@@ -25,6 +25,7 @@ from contrastkit.cli.common import (
     progress,
     user_errors,
 )
+from contrastkit.text import count as counted
 
 if TYPE_CHECKING:
     from contrastkit.builders.visogender import BuildResult
@@ -117,8 +118,8 @@ def visogender(
 def _print_visogender(result: BuildResult) -> None:
     from rich.table import Table
 
-    counts = ", ".join(f"{c.value}: {len(rows)} rows" for c, rows in result.rows.items())
-    console.print(plain(f"Selected {counts} for {len(result.included)} occupations."))
+    counts = ", ".join(f"{c.value}: {counted(len(rows), 'row')}" for c, rows in result.rows.items())
+    console.print(plain(f"Selected {counts} for {counted(len(result.included), 'occupation')}."))
     console.print(
         plain(
             f"Skipped {len(result.skipped_unlicensed)} unlicensed and "
@@ -258,7 +259,8 @@ def _print_gensynth(summary: dict[str, Any], out: Path) -> None:
         e = summary["edit"]
         console.print(
             plain(
-                f"edit: {e['sources']} sources, {e['planned']} edits planned, "
+                f"edit: {counted(e['sources'], 'source')}, "
+                f"{counted(e['planned'], 'edit')} planned, "
                 f"{e['edited']} made, {e['skipped_finished']} already finished."
             )
         )
@@ -266,7 +268,7 @@ def _print_gensynth(summary: dict[str, Any], out: Path) -> None:
         f = summary["filter"]
         console.print(
             plain(
-                f"filter: {f['accepted']} of {f['edits']} edits accepted "
+                f"filter: {f['accepted']} of {counted(f['edits'], 'edit')} accepted "
                 f"({100 * f['acceptance_rate']:.1f}%; K={f['k_effective']}, "
                 f"tau_R={f['tau_real']}, tau_G={f['tau_gender']}; search: "
                 f"{f.get('backend', '?')} on {f.get('device', '?')}{_gpus(f)})."
@@ -276,8 +278,8 @@ def _print_gensynth(summary: dict[str, Any], out: Path) -> None:
         s = summary["select"]
         console.print(
             plain(
-                f"select: {s['sources_kept']} of {s['sources_with_edits']} sources kept, "
-                f"{s['images']} images in {out / 'contrast_set.jsonl'}."
+                f"select: {s['sources_kept']} of {counted(s['sources_with_edits'], 'source')} "
+                f"kept, {counted(s['images'], 'image')} in {out / 'contrast_set.jsonl'}."
             )
         )
     if summary.get("quality"):
@@ -290,14 +292,18 @@ def _print_shard(summary: dict[str, Any], out: Path, shard: str) -> None:
         e = summary["edit"]
         console.print(
             plain(
-                f"shard {shard}: {e['sources']} sources, {e['planned']} edits planned, "
+                f"shard {shard}: {counted(e['sources'], 'source')}, "
+                f"{counted(e['planned'], 'edit')} planned, "
                 f"{e['edited']} made, {e['skipped_finished']} already finished, in {folder}."
             )
         )
     if "embed" in summary:
         m = summary["embed"]
         console.print(
-            plain(f"shard {shard}: {m['real_crops']} person crops and {m['edits']} edits embedded.")
+            plain(
+                f"shard {shard}: {counted(m['real_crops'], 'person crop')} and "
+                f"{counted(m['edits'], 'edit')} embedded."
+            )
         )
     console.print(
         plain(
@@ -336,9 +342,10 @@ def merge(
     merged = ", ".join(str(k) for k in report.merged)
     console.print(
         plain(
-            f"merge: shards {merged} of {report.shards}: {report.edits} edits of "
-            f"{report.sources} sources in {out / 'manifest.jsonl'} ({report.new_edits} new); "
-            f"{report.embedding_files} embedding files linked."
+            f"merge: shards {merged} of {report.shards}: {counted(report.edits, 'edit')} of "
+            f"{counted(report.sources, 'source')} in {out / 'manifest.jsonl'} "
+            f"({report.new_edits} new); {counted(report.embedding_files, 'embedding file')} "
+            "linked."
         )
     )
     if report.missing:
@@ -425,9 +432,9 @@ def genswap(
         s = result.swap
         console.print(
             plain(
-                f"genswap: {s['sources']} sources, {s['no_face']} without a face, "
-                f"{s['swapped']} swaps made, {s['skipped_finished']} already finished; "
-                f"{s['images']} images in {result.contrast_set}."
+                f"genswap: {counted(s['sources'], 'source')}, {s['no_face']} without a face, "
+                f"{counted(s['swapped'], 'swap')} made, {s['skipped_finished']} already "
+                f"finished; {counted(s['images'], 'image')} in {result.contrast_set}."
             )
         )
         if result.quality:
