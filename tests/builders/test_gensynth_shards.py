@@ -105,7 +105,7 @@ def test_two_concurrent_shards_one_killed_and_rerun_merge_to_the_single_worker_b
     assert 1 <= len(killed) < 8
     assert first.returncode == 0, stderr.decode()
     shown = " ".join(stdout.decode().split())
-    assert "shard 1/2: 1 sources, 8 edits planned, 8 made" in shown
+    assert "shard 1/2: 1 source, 8 edits planned, 8 made" in shown
     assert "contrastkit build merge" in shown and "--stage filter" in shown
 
     # The killed shard is unfinished: merge says so; --partial merges what is there.
