@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from clipclip_data import informative_embeddings
 from contrastkit.audit.clipclip import (
     ClipClip,
     ClippedScorer,
@@ -24,15 +25,8 @@ from contrastkit.errors import ConfigError, DataFormatError
 
 def _embeddings(seed: int = 0) -> tuple[np.ndarray, list[str]]:
     """400 rows x 12 dims: dim 3 depends strongly on the label, dim 7 less, dim 5
-    weakly; the rest is noise."""
-    rng = np.random.default_rng(seed)
-    labels = ["masculine"] * 200 + ["feminine"] * 200
-    masculine = np.array([label == "masculine" for label in labels])
-    x = rng.normal(size=(400, 12))
-    x[:, 3] += 3.0 * masculine
-    x[:, 7] -= 1.5 * masculine
-    x[:, 5] += 0.6 * masculine
-    return x, labels
+    weakly; the rest is noise (:func:`clipclip_data.informative_embeddings`)."""
+    return informative_embeddings(seed)
 
 
 def test_the_most_informative_dimensions_are_dropped() -> None:
@@ -144,3 +138,6 @@ def test_audit_scores_a_fitted_clip_clip_model(planted_coco, tmp_path: Path) -> 
          "--model", f"clip-clip:load={out / 'clip_clip_2.json'}:{base}", "--device", "cpu"],
     )  # fmt: skip
     assert again.exit_code == 0, again.output
+    copied = json.loads((tmp_path / "again" / "audit.json").read_text(encoding="utf-8"))
+    named = copied["baselines"]["clip_clip_files"]  # the file the report names exists
+    assert ClipClip.load(tmp_path / "again" / next(iter(named.values()))) == saved

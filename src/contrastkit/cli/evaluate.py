@@ -37,7 +37,10 @@ DATA = typer.Option(
     "--store and rows without one are left out).",
 )
 MODEL = typer.Option(
-    ..., "--model", help="Model spec (repeatable): open_clip:ARCH/TAG, hf-clip:ID, blip:ID..."
+    ...,
+    "--model",
+    help="Model spec (repeatable): open_clip:ARCH/TAG, hf-clip:ID, blip:ID, "
+    "clip-clip:load=FILE:BASE, debias-clip:NAME...",
 )
 OUT = typer.Option(Path("results"), "--out", help="Output folder; one subfolder per model.")
 TASK = typer.Option("resolution,retrieval", "--task", help="resolution, retrieval.")

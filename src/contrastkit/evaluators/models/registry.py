@@ -11,6 +11,12 @@ spec                               loads
 ``blip:ID_OR_FOLDER``              transformers BLIP captioning model
 ``git:ID_OR_FOLDER``               transformers GIT captioning model
 ``blip2:ID_OR_FOLDER``             transformers BLIP-2 (OPT) captioning model
+``clip-clip:load=FILE:BASE``       CLIP-clip (Wang et al. 2021): dual encoder ``BASE``
+                                   minus the dimensions a saved choice drops
+                                   (:mod:`.clipclip`; fitted by ``contrastkit audit``)
+``debias-clip:NAME``               published prompt-array debiased CLIP (Berg et al.
+                                   2022) from the local cache (:mod:`.debias`)
+``debias-clip:FILE:BASE``          a prompt-array checkpoint file on OpenCLIP ``BASE``
 =================================  =====================================================
 
 Dual encoders are :class:`ImageTextScorer`\\ s, captioning models :class:`PronounScorer`\\ s.
@@ -62,6 +68,8 @@ FAMILIES = {"blip": "blip", "git": "git", "blip2": "blip-2"}
 KINDS: dict[str, str] = {
     "open_clip": "dual",
     "hf-clip": "dual",
+    "clip-clip": "dual",
+    "debias-clip": "dual",
     **{family: "captioning" for family in FAMILIES},
 }
 
@@ -86,7 +94,10 @@ def parse_spec(spec: str) -> ModelSpec:
     """Split ``PREFIX:TARGET``.
 
     Raises:
-        ConfigError: no prefix, an unknown prefix, or an empty target.
+        ConfigError: no prefix, an unknown prefix, or an empty target; a malformed
+            ``clip-clip:`` / ``debias-clip:`` spec or one whose base is no dual encoder; a
+            ``clip-clip:m=M,fit=DATA:BASE`` spec, which only ``contrastkit audit`` fits (the
+            message says how, and how to use the saved choice).
     """
     prefix, sep, target = spec.strip().partition(":")
     if not sep or prefix not in KINDS:
@@ -97,15 +108,40 @@ def parse_spec(spec: str) -> ModelSpec:
         )
     if not target.strip():
         raise ConfigError(f"model spec {spec!r} names no model after {prefix!r}")
-    return ModelSpec(prefix, target.strip())
+    parsed = ModelSpec(prefix, target.strip())
+    if prefix == "clip-clip":
+        from contrastkit.evaluators.models.clipclip import require_saved
+
+        check_dual(require_saved(str(parsed)).base)
+    elif prefix == "debias-clip":
+        from contrastkit.evaluators.models.debias import parse_debias_spec
+
+        check_dual(parse_debias_spec(str(parsed)).base)
+    return parsed
 
 
 def random_weights(spec: str) -> bool:
     """Whether ``spec`` names a model with random weights: ``open_clip:ARCH/random``, or
     a local model folder (or a checkpoint file in one) that carries the random-weights
     marker every :mod:`contrastkit.tiny` model is saved with
-    (:data:`~contrastkit.tiny.marker.MARKER_FILE`). Never raises, never loads anything:
-    anything else (a Hub id, a pretrained tag, a malformed spec) is ``False``."""
+    (:data:`~contrastkit.tiny.marker.MARKER_FILE`); a ``clip-clip:`` or ``debias-clip:``
+    spec when its base model has random weights (or a ``debias-clip:`` checkpoint file
+    carries the marker). Never raises, never loads anything: anything else (a Hub id, a
+    pretrained tag, a malformed spec) is ``False``."""
+    stripped = spec.strip()
+    try:
+        if stripped.startswith("clip-clip:"):
+            from contrastkit.evaluators.models.clipclip import parse_clip_clip_spec
+
+            return random_weights(parse_clip_clip_spec(stripped).base)
+        if stripped.startswith("debias-clip:"):
+            from contrastkit.evaluators.models.debias import parse_debias_spec
+            from contrastkit.tiny.marker import marked_random
+
+            parsed = parse_debias_spec(stripped)
+            return marked_random(parsed.checkpoint) or random_weights(parsed.base)
+    except ConfigError:
+        return False
     return spec_has_random_weights(spec)
 
 
@@ -150,9 +186,24 @@ def _load(parsed: ModelSpec, runtime: ModelRuntime) -> ImageTextScorer | Pronoun
         from contrastkit.evaluators.models.hf_clip import load_hf_clip
 
         return load_hf_clip(parsed.target, runtime)
+    if parsed.prefix == "clip-clip":
+        from contrastkit.evaluators.models.clipclip import load_clip_clip_scorer
+
+        return load_clip_clip_scorer(parsed.target, runtime, _load_dual)
+    if parsed.prefix == "debias-clip":
+        from contrastkit.evaluators.models.debias import load_debias_clip
+
+        return load_debias_clip(parsed.target, runtime, _load_dual)
     from contrastkit.evaluators.models.captioning import load_captioning
 
     return load_captioning(parsed.prefix, parsed.target, runtime)
+
+
+def _load_dual(spec: str, runtime: ModelRuntime) -> ImageTextScorer:
+    """The dual encoder ``spec`` names (the base model of a wrapper spec)."""
+    model = _load(check_dual(spec), runtime)
+    assert isinstance(model, ImageTextScorer)
+    return model
 
 
 def check_dual(spec: str) -> ModelSpec:
