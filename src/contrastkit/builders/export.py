@@ -93,6 +93,7 @@ __all__ = [
     "CONTEXT_LABELS",
     "GENDER_LABELS",
     "METADATA_FILE",
+    "ORIGINALS_NOTE",
     "ExportContrastConfig",
     "ExportResult",
     "ExportVisoGenderConfig",
@@ -101,8 +102,10 @@ __all__ = [
     "check_replaceable",
     "contrast_features",
     "export_contrast_set",
+    "export_originals",
     "export_visogender",
     "load_export",
+    "originals_card",
     "public_metadata",
     "public_text",
     "read_metadata",
@@ -410,6 +413,14 @@ class ExportContrastConfig:
             provenance).
         source_licence: The licence of the source photos, as a sentence for the card's
             licence section (default :data:`COCO_LICENCE`).
+        originals: Export the build's *original* photos instead of its edits: one row
+            per edited source's unedited photo, ``gender`` its caption label, the
+            ``neutral_captions`` its own captions made neutral (GenSynth Sec. 5.1,
+            COCO_g: the same source ids as the contrast set). The comparison set of
+            GenSynth Tab. 3 (:func:`export_originals`).
+        balanced: With ``originals``: keep as many masculine as feminine sources, drawn
+            without replacement with ``seed`` (Sec. 5.1, COCO_g Bal).
+        seed: The seed of the ``balanced`` draw.
     """
 
     build: Path
@@ -419,6 +430,9 @@ class ExportContrastConfig:
     license: str = "other"
     source_description: str = COCO_SOURCES
     source_licence: str = COCO_LICENCE
+    originals: bool = False
+    balanced: bool = False
+    seed: int = 0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "build", Path(self.build))
@@ -427,6 +441,11 @@ class ExportContrastConfig:
         require(self.out != self.build, "out", "must not be the build folder")
         require(bool(self.source_description.strip()), "source_description", "must not be empty")
         require(bool(self.source_licence.strip()), "source_licence", "must not be empty")
+        require(self.originals or not self.balanced, "balanced", "needs originals (--originals)")
+        require(
+            isinstance(self.seed, int) and not isinstance(self.seed, bool) and self.seed >= 0,
+            "seed", f"must be a whole number >= 0, not {self.seed!r}",
+        )  # fmt: skip
 
 
 def export_contrast_set(config: ExportContrastConfig) -> ExportResult:
@@ -438,7 +457,8 @@ def export_contrast_set(config: ExportContrastConfig) -> ExportResult:
     person box, the filter scores ``p_real`` / ``p_gender`` (Eq. 4; GenSynth only) and
     what made the edit (instruction, guidance scales, steps, seed; the donor face for
     GenSwap). The build summary (editor, settings, filter thresholds, acceptance rates,
-    quality checks) goes into the metadata and the card.
+    quality checks) goes into the metadata and the card. With ``config.originals`` the
+    build's original photos are exported instead (:func:`export_originals`).
 
     Raises:
         DataFormatError: the build is not finished (no contrast set or build summary),
@@ -460,6 +480,8 @@ def export_contrast_set(config: ExportContrastConfig) -> ExportResult:
             summary_path, None, None, "no build summary (run the build)"
         ) from error
     kind = "genswap" if "genswap" in summary else "gensynth"
+    if config.originals:
+        return export_originals(config, summary, kind)
     with tempfile.TemporaryDirectory(prefix="contrastkit-export-") as scratch:
         index = _ManifestIndex(Manifest(build_dir).path, Path(scratch) / "manifest.sqlite")
         try:
@@ -500,6 +522,195 @@ def export_contrast_set(config: ExportContrastConfig) -> ExportResult:
             return write_export(config.out, {"contrast": {split: rows}}, metadata)
         finally:
             index.close()
+
+
+ORIGINALS_NOTE = (
+    "The unedited source photos of a contrast set (GenSynth Sec. 5.1, COCO_g{bal}): one row "
+    "per source photo, labelled by its captions, for comparing a model's retrieval bias "
+    "on natural photos with its bias on the contrast set (Tab. 3). Pair preference does "
+    "not apply: each photo has one version."
+)
+"""What the card and the metadata say an originals export is (``{bal}``: `` Bal``)."""
+
+
+def _source_file(build_dir: Path, path: Path) -> Path:
+    """A source photo's file: ``path`` as recorded, or relative to the build folder."""
+    if path.is_absolute() or path.is_file():
+        return path
+    return build_dir / path
+
+
+def export_originals(
+    config: ExportContrastConfig, summary: Mapping[str, Any], kind: str
+) -> ExportResult:
+    """Export the original photos of a build's contrast set (GenSynth Sec. 5.1).
+
+    One row per source of ``contrast_set.jsonl`` (the same source ids as the contrast
+    set, in its order: the paper's COCO_g), in the contrast export's layout (config
+    ``contrast``, :func:`contrast_features`) so that ``contrastkit evaluate`` scores it
+    like a contrast set: ``image`` the source photo's bytes unchanged, ``gender`` and
+    ``source_label`` its caption label, ``captions`` and ``original_captions`` its own
+    captions, ``neutral_captions`` those made gender-neutral (GenSynth Tab. 4 words),
+    ``method`` ``original``; the edit fields are empty. With ``config.balanced``, as
+    many masculine as feminine sources are kept (the smaller count of the two), drawn
+    without replacement with ``config.seed`` and kept in order (COCO_g Bal; the paper
+    averages 5 seeds: export one set per seed).
+
+    Raises:
+        DataFormatError: ``sources.jsonl`` lacks a source of the contrast set, or a
+            source photo is missing; a balanced set with no source of one gender.
+    """
+    import random
+
+    from contrastkit.builders.manifest import SOURCES, read_sources
+
+    build_dir, contrast_path = config.build, config.build / CONTRAST_SET
+    sources = {s.source_id: s for s in read_sources(build_dir)}
+    order: dict[str, None] = {}
+    for line, item in _contrast_items(contrast_path):
+        if item.source_id not in sources:
+            raise DataFormatError(
+                build_dir / SOURCES, None, None,
+                f"no source {item.source_id!r} (named on line {line} of {contrast_path})",
+            )  # fmt: skip
+        order[item.source_id] = None
+    kept = list(order)
+    by_label: dict[str, list[str]] = {g: [] for g in GENDER_LABELS}
+    for source_id in kept:
+        by_label.setdefault(sources[source_id].label.value, []).append(source_id)
+    before = {g: len(by_label.get(g, [])) for g in GENDER_LABELS}
+    if config.balanced:
+        size = min(before.values())
+        if size == 0:
+            raise DataFormatError(
+                contrast_path, None, None,
+                f"cannot balance: the sources are {before['masculine']} masculine and "
+                f"{before['feminine']} feminine",
+            )  # fmt: skip
+        rng = random.Random(config.seed)
+        chosen = {s for g in GENDER_LABELS for s in rng.sample(by_label[g], size)}
+        kept = [s for s in kept if s in chosen]
+    for source_id in kept:
+        file = _source_file(build_dir, sources[source_id].path)
+        if not file.is_file():
+            raise DataFormatError(
+                build_dir / SOURCES, None, "path",
+                f"the photo of source {source_id!r} is missing: {file}",
+            )  # fmt: skip
+    counts = Counter(sources[s].label.value for s in kept)
+
+    def records() -> Iterator[dict[str, Any]]:
+        for source_id in kept:
+            source = sources[source_id]
+            file = _source_file(build_dir, source.path)
+            yield {
+                "source_id": source_id,
+                "gender": source.label.value,
+                "image": {"bytes": file.read_bytes(), "path": file.name},
+                "edit_id": None,
+                "method": "original",
+                "source_label": source.label.value,
+                "captions": list(source.captions),
+                "neutral_captions": [neutralize(c) for c in source.captions],
+                "original_captions": list(source.captions),
+                "box": [float(v) for v in source.box.as_list()],
+                "p_real": None, "p_gender": None, "instruction": None,
+                "text_guidance_scale": None, "image_guidance_scale": None,
+                "steps": None, "seed": None, "donor": None,
+            }  # fmt: skip
+
+    bal = " Bal" if config.balanced else ""
+    method = "GenSynth" if kind == "gensynth" else "GenSwap"
+    metadata: dict[str, Any] = {
+        "kind": "originals",
+        "pretty_name": config.pretty_name
+        or f"Original photos of a {method} contrast set{' (balanced)' if bal else ''}",
+        "license": config.license,
+        "split": config.split,
+        "build_dir": build_dir.name,
+        "build_kind": kind,
+        "description": ORIGINALS_NOTE.format(bal=bal),
+        "source_description": config.source_description,
+        "source_licence": config.source_licence,
+        "balanced": config.balanced,
+        "seed": config.seed if config.balanced else None,
+        "sources_in_contrast_set": len(order),
+        "sources_kept": len(kept),
+        "labels_before_balancing": before,
+        "counts": {"contrast": {g: counts.get(g, 0) for g in GENDER_LABELS}},
+        "pair_preference": "not applicable: one version per photo",
+    }
+    rows = SplitRows(contrast_features(), records)
+    return write_export(
+        config.out, {"contrast": {config.split: rows}}, metadata, card=originals_card
+    )
+
+
+def originals_card(metadata: dict[str, Any]) -> str:
+    """The dataset card of an originals export (:func:`export_originals`)."""
+    import yaml
+
+    configs = [
+        {"config_name": name, "default": True,
+         "data_files": [{"split": split, "path": f"data/{name}/{split}-*.parquet"}
+                        for split in config["splits"]]}
+        for name, config in metadata["configs"].items()
+    ]  # fmt: skip
+    header = yaml.safe_dump(
+        {
+            "license": metadata["license"],
+            "pretty_name": metadata["pretty_name"],
+            "task_categories": ["text-to-image", "zero-shot-image-classification"],
+            "language": ["en"],
+            "tags": ["gender-bias", "fairness", "evaluation", "contrastkit", "originals"],
+            "configs": configs,
+        },
+        sort_keys=False,
+        allow_unicode=True,
+    )
+    counts = metadata["counts"]["contrast"]
+    lines = [f"# {metadata['pretty_name']}", ""]
+    if metadata.get("balanced"):
+        before = metadata["labels_before_balancing"]
+        lines += [
+            f"{metadata['description']}", "",
+            f"Balanced: {counts['masculine']:,} masculine and {counts['feminine']:,} "
+            f"feminine photos, drawn with seed {metadata['seed']} from the "
+            f"{metadata['sources_in_contrast_set']:,} sources of the contrast set "
+            f"({before['masculine']:,} masculine, {before['feminine']:,} feminine).",
+        ]  # fmt: skip
+    else:
+        lines += [
+            f"{metadata['description']}", "",
+            f"{metadata['total_rows']:,} photos, every source of the contrast set of build "
+            f"`{metadata['build_dir']}`: {counts['masculine']:,} masculine and "
+            f"{counts['feminine']:,} feminine by their captions.",
+        ]  # fmt: skip
+    lines += [
+        "",
+        "Each row: the unedited source `image` (bytes unchanged), `gender` and "
+        "`source_label` (the caption label, ClassLabel masculine = 0, feminine = 1), its "
+        "`captions`, the same made gender-neutral (`neutral_captions`, the retrieval "
+        "queries; GenSynth Tab. 4 words) and the person `box`; the edit fields are empty "
+        "(`method` is `original`).",
+        "",
+        "## Uses",
+        "",
+        "Evaluation only: `contrastkit evaluate --data THIS_FOLDER` measures retrieval bias "
+        "(Bias@K, MaxSkew@K) on these photos; `contrastkit report` puts it beside the "
+        "contrast set's (GenSynth Tab. 3). Labels are perceived gender from the captions, "
+        "not anyone's identity. Do not train on it.",
+        "",
+        "## Sources and licence",
+        "",
+        f"Sources: {metadata['source_description']}.",
+        "",
+        f"- Licence of the annotations and metadata: `{metadata['license']}`.",
+        f"- {metadata['source_licence']}",
+        f"- Exported with contrastkit {metadata['contrastkit_version']} on "
+        f"{metadata['exported_at']}; the full metadata is in `{METADATA_FILE}`.",
+    ]
+    return f"---\n{header}---\n\n" + "\n".join(lines) + "\n"
 
 
 def _contrast_items(path: Path) -> Iterator[tuple[int, ContrastItem]]:
@@ -670,8 +881,11 @@ def write_export(
     out_dir: Path,
     configs: Mapping[str, Mapping[str, Dataset | SplitRows]],
     metadata: dict[str, Any],
+    *,
+    card: Callable[[dict[str, Any]], str] = render_card,
 ) -> ExportResult:
-    """Write configs (``save_to_disk`` and parquet), the metadata and the dataset card.
+    """Write configs (``save_to_disk`` and parquet), the metadata and the dataset card
+    (``card``, :func:`~contrastkit.data_cards.render_card` by default).
 
     Each split is a :class:`SplitRows` (streamed) or a ``Dataset``. Its rows are encoded
     in batches and written once to the ``save_to_disk`` Arrow files, then read back from
@@ -720,7 +934,7 @@ def write_export(
             "exported_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         })  # fmt: skip
         atomic_write_text(building / METADATA_FILE, json.dumps(metadata, indent=2) + "\n")
-        atomic_write_text(building / "README.md", render_card(metadata))
+        atomic_write_text(building / "README.md", card(metadata))
         _replace_dir(building, out_dir)
     except BaseException:
         shutil.rmtree(building, ignore_errors=True)

@@ -245,9 +245,14 @@ def _print_evaluation(result: EvaluateResult, as_json: bool) -> None:
         line = Text.assemble((shown(entry.model), "bold"))
         if result.kind == "contrast":
             pairs = entry.summary["pairs"]
+            preference = (
+                f"masculine preferred in {pairs['masculine_preferred']:.2f} of pairs"
+                if pairs.get("applicable", True)
+                else "pair preference not applicable (one version per photo)"
+            )
             line.append(shown(
-                f" on {entry.data}: {entry.summary['queries']} neutral queries, masculine "
-                f"preferred in {pairs['masculine_preferred']:.2f} of pairs -> {entry.folder}"
+                f" on {entry.data}: {counted(entry.summary['queries'], 'neutral query')}, "
+                f"{preference} -> {entry.folder}"
             ))  # fmt: skip
         else:
             line.append(shown(

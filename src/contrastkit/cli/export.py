@@ -102,6 +102,18 @@ def export_contrast_command(
     sources_licence: str | None = typer.Option(
         None, help="The source photos' licence, one sentence for the card [default: COCO's]."
     ),
+    originals: bool = typer.Option(
+        False,
+        "--originals",
+        help="Export the contrast set's original (unedited) source photos instead, one row "
+        "each labelled by its captions: the natural-photo set GenSynth Tab. 3 compares with.",
+    ),
+    balanced: bool = typer.Option(
+        False,
+        "--balanced",
+        help="With --originals: keep as many masculine as feminine photos (a seeded draw).",
+    ),
+    seed: int = typer.Option(0, "--seed", help="Seed of the --balanced draw."),
     as_json: bool = _JSON,
 ) -> None:
     """Export a GenSynth or GenSwap contrast set as a Hugging Face dataset: config
@@ -109,9 +121,14 @@ def export_contrast_command(
     (ClassLabel), gender-adjusted, neutral and original captions, the person box, filter
     scores and edit parameters, with a card built from the build summary.
 
+    With `--originals` the rows are the source photos themselves (GenSynth Sec. 5.1's
+    COCO_g; `--balanced --seed S` for COCO_g Bal), in the same layout, so `contrastkit
+    evaluate` scores them and `contrastkit report` puts them beside the contrast set.
+
     Example:
 
         contrastkit export contrast build/gensynth --out build/gensynth-export
+        contrastkit export contrast build/gensynth --out build/originals --originals
     """
     from contrastkit.builders.export import ExportContrastConfig, export_contrast_set
 
@@ -121,11 +138,10 @@ def export_contrast_command(
         if value is not None
     }
     with user_errors():
-        result = export_contrast_set(
-            ExportContrastConfig(
-                build=build, out=out, pretty_name=pretty_name, license=license, **provenance
-            )
-        )
+        result = export_contrast_set(ExportContrastConfig(
+            build=build, out=out, pretty_name=pretty_name, license=license,
+            originals=originals, balanced=balanced, seed=seed, **provenance,
+        ))  # fmt: skip
     print_export(result, as_json)
 
 

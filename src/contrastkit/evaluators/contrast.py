@@ -15,12 +15,16 @@ everything else unchanged. Two measurements, both with the captions made gender-
   can score alike) take each metric's exact expectation over the orders of the tied
   images, and MinSkew is also given as the official code computes it
   (``minskew@K_official_smoothed``); docs/differences.md.
+  With ``bootstrap`` resamples, the mean of each Bias@K and MaxSkew@K also gets
+  ``mean_ci``, a percentile bootstrap interval over queries (:func:`query_intervals`).
 * **Pair preference**: for each query, the similarity of its own source's masculine and
   feminine versions. ``masculine_preferred`` is the share of queries whose masculine
   version scores higher (0.5 is no preference; ties count half) and ``mean_gap`` the mean
   of ``s(q, masculine) - s(q, feminine)`` in cosine similarity. Because the two images
   differ only in the edited person, this isolates the model's response to perceived gender
-  presentation from the scene.
+  presentation from the scene. A set with one version per photo (the original photos of
+  ``contrastkit export contrast --originals``) has no pairs: ``pairs.applicable`` is
+  false and the reports say "not applicable".
 
 Outputs (:func:`write_contrast_outputs`): ``raw_contrast.jsonl`` (per query: its source,
 both own-pair similarities and the top-K image ids), ``benchmark.json``, ``report.md`` and
@@ -49,16 +53,79 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONTRAST_COLUMNS",
+    "INTERVAL_METRICS",
+    "PAIRS_NOT_APPLICABLE",
+    "contrast_headline",
     "contrast_queries",
     "contrast_summary",
+    "describe_export",
     "evaluate_contrast",
     "is_contrast_dataset",
     "load_contrast",
+    "query_intervals",
+    "read_contrast_benchmark",
     "write_contrast_outputs",
 ]
 
 CONTRAST_COLUMNS = ("source_id", "gender", "image", "neutral_captions")
 """Columns a dataset needs to be scored as a contrast set."""
+
+INTERVAL_METRICS = ("bias@", "bias_gensynth@", "maxskew@")
+"""Name prefixes of the retrieval metrics whose mean gets a bootstrap interval."""
+
+PAIRS_NOT_APPLICABLE = (
+    "not applicable: no source has both a masculine and a feminine version (e.g. a set "
+    "of original photos, one version each)"
+)
+"""What the summary and the report say of pair preference on a set without pairs."""
+
+_BOOTSTRAP_CELLS = 1 << 22
+"""Resampled values held at once while bootstrapping (about 32 MB of float64)."""
+
+
+def query_intervals(
+    per_query: dict[str, list[float]],
+    resamples: int,
+    confidence: float,
+    seed: int,
+    names: Sequence[str] | None = None,
+) -> dict[str, dict[str, float | int]]:
+    """Percentile bootstrap intervals of the mean over queries (Efron and Tibshirani
+    1993, ch. 13), for each metric in ``names`` (default: those starting with
+    :data:`INTERVAL_METRICS`): ``{"low", "high", "level", "resamples"}``, the
+    ``mean_ci`` of the VisoGender results. Queries are resampled with replacement, the
+    same resamples for every metric (drawn with ``seed``); each resample's mean takes
+    the finite values only, as :func:`~contrastkit.evaluators.metrics.summarize` does.
+    The bounds are ``nan`` with fewer than two finite values. Memory stays bounded by
+    :data:`_BOOTSTRAP_CELLS`, not by ``resamples x queries``.
+    """
+    from contrastkit.evaluators.bootstrap import percentile_interval, resample_indices
+
+    chosen = [n for n in per_query if n.startswith(INTERVAL_METRICS)] if names is None else names
+    arrays = {name: np.asarray(per_query[name], dtype=np.float64) for name in chosen}
+    n = len(next(iter(arrays.values()))) if arrays else 0
+    means = {name: np.empty(resamples) for name in arrays}
+    rng = np.random.default_rng(seed)
+    chunk = max(1, _BOOTSTRAP_CELLS // max(n, 1))
+    if n:
+        for start in range(0, resamples, chunk):
+            rows = resample_indices(rng, n, min(chunk, resamples - start))
+            for name, array in arrays.items():
+                picked = array[rows]
+                finite = np.isfinite(picked)
+                counts = finite.sum(axis=1)
+                totals = np.where(finite, picked, 0.0).sum(axis=1)
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    means[name][start : start + len(rows)] = np.where(
+                        counts > 0, totals / counts, np.nan
+                    )
+    intervals: dict[str, dict[str, float | int]] = {}
+    for name, array in arrays.items():
+        low, high = float("nan"), float("nan")
+        if np.isfinite(array).sum() >= 2:
+            low, high = percentile_interval(means[name], confidence)
+        intervals[name] = {"low": low, "high": high, "level": confidence, "resamples": resamples}
+    return intervals
 
 
 def _saved_contrast(folder: Path) -> Path | None:
@@ -104,6 +171,69 @@ def load_contrast(path: Path, split: str | None = None) -> Any:
     return loaded
 
 
+def describe_export(path: Path) -> dict[str, Any] | None:
+    """What an export folder says it holds, from its ``build_metadata.json``: ``kind``
+    (``gensynth``, ``genswap``, or ``originals`` for ``export contrast --originals``),
+    ``pretty_name``, ``balanced``, ``seed`` and ``sources_kept``; ``None`` for a folder
+    without readable metadata (a plain saved dataset)."""
+    file = Path(path) / "build_metadata.json"
+    try:
+        metadata = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(metadata, dict):
+        return None
+    keys = ("kind", "pretty_name", "balanced", "seed", "sources_kept")
+    return {key: metadata.get(key) for key in keys}
+
+
+def read_contrast_benchmark(path: Path) -> dict[str, Any] | None:
+    """The ``benchmark.json`` (or a folder's) that :func:`write_contrast_outputs` wrote,
+    or ``None`` when the file is another kind of benchmark (VisoGender results).
+
+    Raises:
+        DataFormatError: no such file, or not a JSON object.
+    """
+    from contrastkit.records import read_json_object
+
+    path = Path(path)
+    if path.is_dir():
+        path = path / "benchmark.json"
+    if not path.is_file():
+        raise DataFormatError(path, None, None, "no such benchmark file")
+    data = read_json_object(path, "a benchmark object")
+    if data.get("task") != "contrast":
+        return None
+    summary = data.get("summary")
+    if not isinstance(summary, dict) or not isinstance(summary.get("retrieval"), dict):
+        raise DataFormatError(path, None, "summary", "a contrast benchmark without its summary")
+    return data
+
+
+def contrast_headline(benchmark: dict[str, Any]) -> dict[str, Any]:
+    """The headline numbers of a contrast-set benchmark (``contrastkit report --json``):
+    ``task`` (``contrast``), ``model``, ``data``, ``dataset``, ``random_weights``,
+    ``weights_note``, ``images``, ``queries``, ``retrieval`` (each Bias@K and MaxSkew@K
+    summary, with ``mean_ci`` when evaluated with intervals) and ``pairs``."""
+    summary = benchmark["summary"]
+    return {
+        "task": "contrast",
+        "model": benchmark.get("model"),
+        "data": benchmark.get("data"),
+        "dataset": benchmark.get("dataset"),
+        "random_weights": bool(benchmark.get("random_weights")),
+        "weights_note": benchmark.get("weights_note"),
+        "images": summary.get("images"),
+        "queries": summary.get("queries"),
+        "retrieval": {
+            name: value
+            for name, value in summary["retrieval"].items()
+            if name.startswith(INTERVAL_METRICS)
+        },
+        "pairs": summary.get("pairs"),
+    }
+
+
 def _where(dataset: Any) -> str:
     """The folder a loaded dataset was read from, for error messages."""
     files = getattr(dataset, "cache_files", None) or [{}]
@@ -145,8 +275,9 @@ def contrast_summary(
         maps each metric to its :func:`~contrastkit.evaluators.metrics.summarize` over the
         queries; ``pairs`` holds ``queries_with_pair``, ``masculine_preferred`` (the mean
         of ``preferred``) and ``mean_gap`` (the mean of ``gaps``), both ``nan`` without
-        pairs; ``warnings`` has one entry per K at or above the number of images (every
-        query ranks them all, so its @K metrics are then trivial;
+        pairs, and ``applicable`` (false without pairs, with a ``note`` saying so:
+        :data:`PAIRS_NOT_APPLICABLE`); ``warnings`` has one entry per K at or above the
+        number of images (every query ranks them all, so its @K metrics are then trivial;
         :func:`~contrastkit.evaluators.metrics.cutoff_warnings`).
     """
     from contrastkit.evaluators.metrics import cutoff_warnings
@@ -162,9 +293,11 @@ def contrast_summary(
         "ks": ks,
         "retrieval": {name: summarize(values) for name, values in per_query.items()},
         "pairs": {
+            "applicable": bool(gaps),
             "queries_with_pair": len(gaps),
             "masculine_preferred": float(np.mean(preferred)) if preferred else float("nan"),
             "mean_gap": float(np.mean(gaps)) if gaps else float("nan"),
+            **({} if gaps else {"note": PAIRS_NOT_APPLICABLE}),
         },
         "warnings": warnings,
     }
@@ -197,6 +330,9 @@ def evaluate_contrast(
     progress: Callable[[int, int], None] | None = None,
     block: int | None = None,
     device: str = "cpu",
+    bootstrap: int = 0,
+    confidence: float = 0.95,
+    seed: int = 0,
 ) -> dict[str, Any]:
     """Retrieval bias and pair preference of ``scorer`` on a contrast set (GenSynth Sec. 5).
 
@@ -237,13 +373,20 @@ def evaluate_contrast(
             sorts then overflow).
         device: The torch device of the similarity products and the top-K search
             (``"cpu"``, ``"cuda"``, ``"cuda:1"``); the metrics run on the CPU.
+        bootstrap: Resamples of queries behind each Bias@K and MaxSkew@K mean's
+            ``mean_ci`` (:func:`query_intervals`; 0: no intervals).
+        confidence: The intervals' level.
+        seed: The seed of the resamples.
 
     Returns:
-        ``{"summary": ..., "queries": [per-query records]}``.
+        ``{"summary": ..., "queries": [per-query records]}``; with ``bootstrap``, the
+        summary's ``bootstrap`` is ``{"resamples", "confidence", "seed", "over":
+        "queries"}``.
 
     Raises:
         DataFormatError: a dataset without images or without neutral captions.
-        ConfigError: ``block`` below 1, or a ``device`` torch does not know or cannot use.
+        ConfigError: ``block`` below 1, a ``device`` torch does not know or cannot use, a
+            negative ``bootstrap`` or a ``confidence`` outside (0, 1).
     """
     genders = _genders(dataset)
     sources = [str(s) for s in dataset["source_id"]]
@@ -272,6 +415,10 @@ def evaluate_contrast(
 
     from contrastkit.errors import ConfigError
 
+    if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or bootstrap < 0:
+        raise ConfigError(f"bootstrap must be a whole number >= 0, not {bootstrap!r}")
+    if not 0.0 < confidence < 1.0:
+        raise ConfigError(f"confidence must be in (0, 1), not {confidence!r}")
     if block is None:
         block = max(1, min(256, 2**17 // n))
     elif isinstance(block, bool) or not isinstance(block, int | np.integer) or block < 1:
@@ -333,6 +480,12 @@ def evaluate_contrast(
                 records.append(record)
             del texts, scores_device, similarity, metrics, tops
     summary = contrast_summary(n, len(own), len(queries), ks, per_query, gaps, preferred)
+    if bootstrap:
+        for name, interval in query_intervals(per_query, bootstrap, confidence, seed).items():
+            summary["retrieval"][name]["mean_ci"] = interval
+        summary["bootstrap"] = {
+            "resamples": bootstrap, "confidence": confidence, "seed": seed, "over": "queries"
+        }  # fmt: skip
     return {"summary": summary, "queries": records}
 
 
@@ -365,21 +518,39 @@ def contrast_markdown(benchmark: dict[str, Any]) -> str:
         "",
         "## Retrieval bias (GenSynth Sec. 5; 0 is balanced, positive leans masculine)",
         "",
-        "| metric | mean | sigma | queries |",
-        "|---|---:|---:|---:|",
+        "| metric | mean | interval | sigma | queries |",
+        "|---|---:|---:|---:|---:|",
     ]
+    level: tuple[Any, Any] | None = None
     for name, stats in s["retrieval"].items():
         sigma = _fmt(stats["sigma"], signed=False)
-        lines.append(f"| {name} | {_fmt(stats['mean'])} | {sigma} | {stats['n']} |")
+        ci = stats.get("mean_ci") or {}
+        interval = (
+            f"[{_fmt(ci['low'])}, {_fmt(ci['high'])}]"
+            if ci and np.isfinite(ci["low"]) and np.isfinite(ci["high"])
+            else "–"
+        )
+        if ci and level is None:
+            level = (ci.get("level"), ci.get("resamples"))
+        lines.append(f"| {name} | {_fmt(stats['mean'])} | {interval} | {sigma} | {stats['n']} |")
+    if level:
+        lines += [
+            "",
+            f"Interval: {100 * float(level[0]):g}% percentile bootstrap interval of the mean "
+            f"over queries ({level[1]} resamples).",
+        ]
     pairs = s["pairs"]
+    lines += ["", "## Pair preference (same scene, masculine vs feminine version)", ""]
+    if pairs.get("applicable", pairs["queries_with_pair"] > 0):
+        lines += [
+            f"- queries with both versions of their source: {pairs['queries_with_pair']}",
+            f"- share preferring the masculine version: {pairs['masculine_preferred']:.3f} "
+            "(0.5 is no preference)",
+            f"- mean similarity gap, masculine minus feminine: {_fmt(pairs['mean_gap'])}",
+        ]
+    else:
+        lines.append(f"Pair preference is {pairs.get('note') or PAIRS_NOT_APPLICABLE}.")
     lines += [
-        "",
-        "## Pair preference (same scene, masculine vs feminine version)",
-        "",
-        f"- queries with both versions of their source: {pairs['queries_with_pair']}",
-        f"- share preferring the masculine version: {pairs['masculine_preferred']:.3f} "
-        "(0.5 is no preference)",
-        f"- mean similarity gap, masculine minus feminine: {_fmt(pairs['mean_gap'])}",
         "",
         "## Plot",
         "",
@@ -399,11 +570,18 @@ def _contrast_plot(benchmark: dict[str, Any]) -> Figure:
 
 
 def write_contrast_outputs(
-    result: dict[str, Any], folder: Path, *, model: str, data: str, note: str | None = None
+    result: dict[str, Any],
+    folder: Path,
+    *,
+    model: str,
+    data: str,
+    note: str | None = None,
+    dataset: dict[str, Any] | None = None,
 ) -> dict[str, Path]:
     """Write ``raw_contrast.jsonl``, ``benchmark.json``, ``report.md`` and the plot (PNG
     and SVG), each atomically; return them by name (``raw``, ``benchmark``, ``report``,
-    ``plot``, ``plot_svg``)."""
+    ``plot``, ``plot_svg``). ``dataset`` (:func:`describe_export`) is stored as the
+    benchmark's ``dataset``, which ``contrastkit report`` names the set by."""
     from contrastkit.evaluators.models.registry import weights_note
     from contrastkit.evaluators.report.plots import save_formats
 
@@ -414,6 +592,7 @@ def write_contrast_outputs(
         "weights_note": model_note,
         "model": model,
         "data": data,
+        "dataset": dataset,
         "task": "contrast",
         "contrastkit_version": __version__,
         "note": note,

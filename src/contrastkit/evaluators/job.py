@@ -101,7 +101,9 @@ class EvaluateConfig:
         settings: tasks and metric options (:class:`~contrastkit.evaluators.runner.EvalConfig`):
             among them the resolution ``protocol`` (``visogender-official``, the default
             that reproduces the published tables, or ``two-way``) and the ``bootstrap``
-            resamples and ``confidence`` of the intervals; contrast sets use its ``ks``.
+            resamples and ``confidence`` of the intervals; contrast sets use its ``ks``
+            and, for the intervals of their mean Bias@K and MaxSkew@K over queries,
+            ``bootstrap``, ``confidence`` and ``seed``.
         fetch: before scoring, check the image URLs the store does not hold yet with the
             URL checker (:mod:`contrastkit.curation.urls`, its safety rules and
             ``network`` settings) and keep every image that decodes in the store; images
@@ -526,6 +528,7 @@ def _evaluate_contrast(
 ) -> EvaluateResult:
     """Contrast sets (GenSynth Sec. 5): one report per model and data folder."""
     from contrastkit.evaluators.contrast import (
+        describe_export,
         evaluate_contrast,
         load_contrast,
         write_contrast_outputs,
@@ -549,8 +552,12 @@ def _evaluate_contrast(
                     dataset, scorer, ks=config.settings.ks,
                     batch_size=config.model.batch_size, progress=update,
                     device=str(getattr(scorer, "device", "cpu")),
+                    bootstrap=config.settings.bootstrap,
+                    confidence=config.settings.confidence, seed=config.settings.seed,
                 )  # fmt: skip
-            files = write_contrast_outputs(result, folder, model=spec, data=str(path))
+            files = write_contrast_outputs(
+                result, folder, model=spec, data=str(path), dataset=describe_export(path)
+            )
             evaluation = ModelEvaluation(
                 model=spec, folder=folder, files=files, data=str(path),
                 scored_images=result["summary"]["images"], summary=result["summary"],
@@ -587,7 +594,8 @@ class Comparison:
     """What :func:`compare_results` found.
 
     Attributes:
-        markdown: the side-by-side tables (VisoGender Tab. 2 and Tab. 3 shapes).
+        markdown: the side-by-side tables (VisoGender Tab. 2 and Tab. 3 shapes; GenSynth
+            Tab. 3 for contrast sets).
         results: each benchmark's results object, in the order given.
         headlines: each model's headline numbers (model, resolution bias per split,
             retrieval bias mean/sigma), what ``contrastkit report --json`` prints.
@@ -613,19 +621,41 @@ def _plot_links(plots: Sequence[Path]) -> str:
 def compare_results(config: ReportConfig) -> Comparison:
     """Put several models' results side by side.
 
+    VisoGender results give the Tab. 2 / Tab. 3 tables (and the comparison plot);
+    contrast-set results (``benchmark.json`` of a contrast set, an original-photo set or
+    a balanced one) give the GenSynth Tab. 3 table
+    (:func:`~contrastkit.evaluators.report.markdown.contrast_comparison_markdown`):
+    one row per set and model with Bias@K and MaxSkew@K and their intervals. Mixed
+    inputs give both, VisoGender first. ``results`` and ``headlines`` keep the order
+    given (a contrast headline has ``task: "contrast"``).
+
     Raises:
         ResourceError: ``out`` cannot be written (checked before anything is read).
         DataFormatError: a missing or malformed benchmark file.
     """
+    from contrastkit.evaluators.contrast import contrast_headline, read_contrast_benchmark
     from contrastkit.evaluators.report import comparison_markdown
+    from contrastkit.evaluators.report.markdown import contrast_comparison_markdown
     from contrastkit.evaluators.report.plots import write_comparison_plots
 
     if config.out is not None:
         check_writable(config.out, "the comparison", folder=False)
-    loaded = tuple(load_benchmark(path)[1] for path in config.results)
-    text = comparison_markdown(loaded)
+    loaded: list[dict[str, Any]] = []
+    kinds: list[bool] = []  # True: a contrast-set benchmark
+    for path in config.results:
+        contrast = read_contrast_benchmark(path)
+        kinds.append(contrast is not None)
+        loaded.append(contrast if contrast is not None else load_benchmark(path)[1])
+    visogender = [r for r, flag in zip(loaded, kinds, strict=True) if not flag]
+    contrasts = [r for r, flag in zip(loaded, kinds, strict=True) if flag]
+    parts = [comparison_markdown(visogender)] if visogender else []
+    parts += [contrast_comparison_markdown(contrasts)] if contrasts else []
+    text = "\n".join(parts)
     if config.out is not None:
-        plots = write_comparison_plots(loaded, config.out.parent, config.out.stem)
+        plots = write_comparison_plots(visogender, config.out.parent, config.out.stem)
         text += _plot_links(plots)
         atomic_write_text(config.out, text)
-    return Comparison(text, loaded, tuple(headline(r) for r in loaded), config.out)
+    headlines = tuple(
+        contrast_headline(r) if flag else headline(r) for r, flag in zip(loaded, kinds, strict=True)
+    )
+    return Comparison(text, tuple(loaded), headlines, config.out)

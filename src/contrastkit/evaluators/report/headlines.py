@@ -77,7 +77,7 @@ def headline_figures(model: str, summary: Mapping[str, Any], kind: str) -> dict[
                         _figure(name, retrieval[name], "mean", sigma=True, signed=signed)
                     )
         pairs = summary.get("pairs") or {}
-        if "masculine_preferred" in pairs:
+        if "masculine_preferred" in pairs and pairs.get("applicable", True):
             figures.append(
                 _figure("masculine preferred in pairs", pairs, "masculine_preferred", signed=False)
             )

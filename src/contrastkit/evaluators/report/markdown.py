@@ -15,10 +15,13 @@ from contrastkit.evaluators.report.skipped import skipped_rows_note, skipped_row
 from contrastkit.evaluators.tasks.resolution import SPLITS
 
 __all__ = [
+    "CONTRAST_READING",
     "PROTOCOL_NOTES",
     "RETRIEVAL_ROWS",
     "SPLIT_TITLES",
     "comparison_markdown",
+    "contrast_comparison_markdown",
+    "contrast_set_name",
     "format_interval",
     "format_number",
     "markdown_report",
@@ -458,4 +461,106 @@ def comparison_markdown(results: Sequence[Mapping[str, Any]]) -> str:
             [r["retrieval_bias"].get(n, {}) for r in with_retrieval for n in names],
             "of the mean across occupations",
         )
+    return "\n".join(lines).rstrip() + "\n"
+
+
+CONTRAST_READING = (
+    "How to read it (GenSynth Sec. 5.2): the original photos carry the data's own gender "
+    "imbalance and its spurious context (backgrounds, objects); the balanced set removes "
+    "the imbalance but keeps the context; the contrast set shows every scene once with "
+    "each gender, so neither remains. A model's MaxSkew@K on the original (or balanced) "
+    "set minus its MaxSkew@K on the contrast set is how much of its measured bias came "
+    "from the data; what is left on the contrast set is the model's own. Bias@K is "
+    "signed and cancels out on balanced data with context in both directions (Sec. 3.4): "
+    "compare models and sets by MaxSkew@K."
+)
+"""The sentence under the contrast-set comparison table."""
+
+
+def contrast_set_name(benchmark: Mapping[str, Any]) -> str:
+    """What kind of set a contrast-set benchmark scored, from its ``dataset``
+    (:func:`~contrastkit.evaluators.contrast.describe_export`): ``original photos``,
+    ``original photos, balanced (seed S)``, ``GenSynth contrast set``, ..."""
+    dataset = benchmark.get("dataset") or {}
+    kind = dataset.get("kind")
+    if kind == "originals":
+        if dataset.get("balanced"):
+            return f"original photos, balanced (seed {dataset.get('seed')})"
+        return "original photos"
+    if kind in ("gensynth", "genswap"):
+        return f"{'GenSynth' if kind == 'gensynth' else 'GenSwap'} contrast set"
+    return "contrast set" if kind is None else str(kind)
+
+
+def _contrast_cell(stats: Any) -> str:
+    return format_interval(stats, "mean") if isinstance(stats, Mapping) else "–"
+
+
+def contrast_comparison_markdown(results: Sequence[Mapping[str, Any]]) -> str:
+    """Contrast-set benchmarks side by side in the shape of GenSynth Tab. 3: one row per
+    set and model (data folder, what set it is, images, Bias@K and MaxSkew@K as
+    ``mean [low, high]``), then, per model, MaxSkew@K on each original-photo set minus on
+    its contrast set ("from the data"), and :data:`CONTRAST_READING`."""
+    lines = ["# Original vs balanced vs contrast set (GenSynth Tab. 3)", ""]
+    if any(r.get("random_weights") for r in results):
+        lines += [
+            "> **Random weights.** Models marked *(random weights)* are tiny test models or "
+            "architectures without trained weights: their figures are a pipeline check, not "
+            "a measurement.",
+            "",
+        ]
+    ks: list[int] = []
+    for r in results:
+        ks += [int(k) for k in r["summary"].get("ks") or [] if int(k) not in ks]
+    bias, skew = [f"bias_gensynth@{k}" for k in ks], [f"maxskew@{k}" for k in ks]
+
+    def model(r: Mapping[str, Any]) -> str:
+        name = str(r.get("model"))
+        return f"{name} (random weights)" if r.get("random_weights") else name
+
+    rows = []
+    for r in results:
+        retrieval = r["summary"].get("retrieval") or {}
+        data = str(r.get("data") or "")
+        rows.append(
+            [data.rstrip("/").rsplit("/", 1)[-1], contrast_set_name(r), model(r)]
+            + [r["summary"].get("images"), r["summary"].get("queries")]
+            + [_contrast_cell(retrieval.get(name)) for name in (*bias, *skew)]
+        )
+    header = ["data", "set", "model", "images", "queries"]
+    header += [f"Bias@{k}" for k in ks] + [f"MaxSkew@{k}" for k in ks]
+    lines += _table(header, rows)
+    entries = [r["summary"]["retrieval"].get(n) or {} for r in results for n in (*bias, *skew)]
+    lines += _interval_note(entries, "of the mean over queries")
+    lines += [
+        "Bias@K: GenSynth Eq. 1, (N_masculine - N_feminine) / (N_masculine + N_feminine) "
+        "in the top K, 0 balanced, positive leans masculine; MaxSkew@K: Eq. 3, 0 when the "
+        "top K mirrors the set. Mean over the gender-neutral caption queries.",
+        "",
+    ]
+    differences = []
+    for r in results:
+        kind = (r.get("dataset") or {}).get("kind")
+        if kind != "originals":
+            continue
+        contrast = next(
+            (c for c in results if c.get("model") == r.get("model")
+             and (c.get("dataset") or {}).get("kind") in ("gensynth", "genswap")),
+            None,
+        )  # fmt: skip
+        if contrast is None:
+            continue
+        cells = []
+        for name in skew:
+            a = (r["summary"]["retrieval"].get(name) or {}).get("mean")
+            b = (contrast["summary"]["retrieval"].get(name) or {}).get("mean")
+            if isinstance(a, int | float) and isinstance(b, int | float) and math.isfinite(a - b):
+                cells.append(f"{a - b:+.2f}")
+            else:
+                cells.append("–")
+        differences.append([model(r), contrast_set_name(r), *cells])
+    if differences:
+        lines += ["## From the data: MaxSkew@K on the photos minus on the contrast set", ""]
+        lines += _table(["model", "set", *(f"MaxSkew@{k}" for k in ks)], differences)
+    lines += [CONTRAST_READING, ""]
     return "\n".join(lines).rstrip() + "\n"

@@ -815,7 +815,13 @@ def contrast_figure(benchmark: Mapping[str, Any]) -> Figure:
     skew.set_title("Skew (0: top K mirrors the set)", fontsize=_FONT)
     pair = summary.get("pairs") or {}
     share = _finite(pair.get("masculine_preferred"))
-    if share is not None:
+    if not pair.get("applicable", True):  # an originals set: one version per photo
+        pairs.text(
+            0, 0.75, "not applicable:\none version\nper photo", ha="center", va="center",
+            fontsize=_FONT - 1, color=PALETTE["reference"],
+        )  # fmt: skip
+        pairs.set_xlim(-0.6, 0.6)
+    elif share is not None:
         pairs.bar([0], [share], width=0.6, color=_sign_colour(share - 0.5))
         pairs.annotate(
             f"{share:.2f}",
