@@ -79,6 +79,10 @@ class AuditConfig:
         text_encoder: a local ``transformers`` model folder for the cluster embeddings;
             ``None``: the LSA fallback.
         test_fraction: held-out share of the caption classifier's images.
+        caption_model: a local ``transformers`` folder fine-tuned as the caption
+            classifier (the paper's BERT-base; :func:`~.classifier.fine_tuned_scores`);
+            ``None``: the linear model on TF-IDF.
+        epochs: fine-tuning epochs of ``caption_model``.
         resamples, level: the classifier's bootstrap interval.
         model: device, dtype, batch size and download permission of ``models``, the
             image probe's model and the text encoder (:class:`contrastkit.config.ModelConfig`).
@@ -97,6 +101,8 @@ class AuditConfig:
     image_probe: str | None = None
     clusters: int = 20
     text_encoder: Path | None = None
+    caption_model: Path | None = None
+    epochs: int = 3
     test_fraction: float = 0.3
     resamples: int = 1000
     level: float = 0.95
@@ -105,8 +111,11 @@ class AuditConfig:
     def __post_init__(self) -> None:
         object.__setattr__(self, "data", Path(self.data))  # strings are taken as paths
         object.__setattr__(self, "out", Path(self.out))
-        if self.text_encoder is not None:
-            object.__setattr__(self, "text_encoder", Path(self.text_encoder))
+        for name in ("text_encoder", "caption_model"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, Path(getattr(self, name)))
+        if self.epochs < 1:
+            raise ConfigError(f"epochs must be at least 1, not {self.epochs}")
         object.__setattr__(self, "analyses", tuple(self.analyses))
         unknown = [a for a in self.analyses if a not in ANALYSES]
         if unknown or not self.analyses:
@@ -451,6 +460,9 @@ def audit(config: AuditConfig, say: Callable[[str], None] | None = None) -> Audi
             seed=config.seed,
             resamples=config.resamples,
             level=config.level,
+            model=config.caption_model,
+            epochs=config.epochs,
+            device=config.model.device or "cpu",
         )
     if "image_probe" in config.analyses and config.image_probe is not None:
         say(f"probing person-masked images with {config.image_probe}")

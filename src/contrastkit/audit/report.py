@@ -189,17 +189,33 @@ def _classifier_lines(section: Mapping[str, Any]) -> list[str]:
     level = round(100 * section["level"])
     return [
         *lines,
-        "A logistic regression on TF-IDF of each image's gender-neutral captions predicts "
-        "its label. Held-out AUC 0.5 is chance; well above it, the captions' context "
-        "alone gives gender away (the paper: 78.0% on COCO with BERT).",
+        (
+            "A transformer fine-tuned from "
+            f"`{_cell(str(section['classifier']).split(':', 1)[-1])}` on each image's "
+            "gender-neutral captions "
+            if str(section.get("classifier", "")).startswith("fine-tuned")
+            else "A logistic regression on TF-IDF of each image's gender-neutral captions "
+        )
+        + "predicts its label. Held-out AUC 0.5 is chance; well above it, the captions' "
+        "context alone gives gender away (the paper: 78.0% on COCO with BERT).",
         "",
         f"- held-out AUC: **{_number(section['auc'])}** ({level}% bootstrap interval "
         f"{_number(low)} to {_number(high)}, {section['resamples']} resamples)",
         f"- trained on {section['train']['masculine']} masculine and "
         f"{section['train']['feminine']} feminine images, tested on "
         f"{section['test']['masculine']} and {section['test']['feminine']}",
-        f"- words pointing to masculine: {', '.join(section['words']['masculine']) or 'none'}",
-        f"- words pointing to feminine: {', '.join(section['words']['feminine']) or 'none'}",
+        *(
+            [
+                f"- words pointing to masculine: "
+                f"{', '.join(section['words']['masculine']) or 'none'}",
+                f"- words pointing to feminine: "
+                f"{', '.join(section['words']['feminine']) or 'none'}",
+            ]
+            if "fine_tuning" not in section
+            else [
+                "- fine-tuning: " + ", ".join(f"{k} {v}" for k, v in section["fine_tuning"].items())
+            ]
+        ),
         *_small_test(section),
     ]
 

@@ -142,6 +142,13 @@ def audit_command(
         help="A dual-encoder spec: a linear probe on its frozen embeddings of person-masked "
         "and unmasked images (needs the images and instances_SPLIT.json).",
     ),
+    caption_model: Path | None = typer.Option(
+        None,
+        "--caption-model",
+        help="Local transformers model folder fine-tuned as the caption classifier (the "
+        "paper: BERT-base) [default: logistic regression on TF-IDF].",
+    ),
+    epochs: int = typer.Option(3, "--epochs", min=1, help="Fine-tuning epochs of --caption-model."),
     text_encoder: Path | None = typer.Option(
         None,
         "--text-encoder",
@@ -191,6 +198,8 @@ def audit_command(
             image_probe=image_probe,
             clusters=clusters,
             text_encoder=text_encoder,
+            caption_model=caption_model,
+            epochs=epochs,
             test_fraction=test_fraction,
             resamples=resamples,
             model=ModelConfig(
