@@ -42,6 +42,8 @@ _API: dict[str, str] = {
     "GenSwapConfig": "contrastkit.apps.genswap",
     "build_genswap": "contrastkit.apps.genswap",
     "EditSettings": "contrastkit.curation.editing",
+    "MergeConfig": "contrastkit.builders.gensynth.shards",
+    "merge_shards": "contrastkit.builders.gensynth.shards",
     # export and publish
     "ExportVisoGenderConfig": "contrastkit.builders.export",
     "export_visogender": "contrastkit.builders.export",
@@ -65,6 +67,9 @@ _API: dict[str, str] = {
     "load_model": "contrastkit.evaluators.models",
     "load_scorer": "contrastkit.evaluators.models",
     "visogender_files": "contrastkit.evaluators.data",
+    # is the data itself biased? (GenSynth Sec. 3)
+    "AuditConfig": "contrastkit.audit",
+    "audit": "contrastkit.audit",
     # the whole workflow
     "QuickstartConfig": "contrastkit.apps.quickstart",
     "quickstart": "contrastkit.apps.quickstart",
@@ -105,6 +110,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from contrastkit.apps.quickstart import (
         quickstart as quickstart,
     )
+    from contrastkit.audit import (
+        AuditConfig as AuditConfig,
+    )
+    from contrastkit.audit import (
+        audit as audit,
+    )
     from contrastkit.builders.export import (
         ExportContrastConfig as ExportContrastConfig,
     )
@@ -116,6 +127,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from contrastkit.builders.export import (
         export_visogender as export_visogender,
+    )
+    from contrastkit.builders.gensynth.shards import (
+        MergeConfig as MergeConfig,
+    )
+    from contrastkit.builders.gensynth.shards import (
+        merge_shards as merge_shards,
     )
     from contrastkit.builders.publish import (
         PublishConfig as PublishConfig,
