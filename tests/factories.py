@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from contrastkit.schema import Context, Gender, VisoGenderRow
@@ -57,3 +60,21 @@ def console_script() -> str:
     exe = str(beside) if beside.exists() else shutil.which("contrastkit")
     assert exe is not None, "the console script is installed with the package"
     return exe
+
+
+def hold_build_lock(folder: Path, release: Path) -> subprocess.Popen[str]:
+    """Another process holding ``folder``'s build lock (``.build.lock``, as a running
+    stage does) until the file ``release`` appears; returns once the lock is held."""
+    folder.mkdir(parents=True, exist_ok=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time, pathlib\n"
+         "from contrastkit.io import exclusive_lock\n"
+         "with exclusive_lock(pathlib.Path(sys.argv[1]) / '.build.lock', sys.argv[1], 'x'):\n"
+         "    print('held', flush=True)\n"
+         "    while not pathlib.Path(sys.argv[2]).exists(): time.sleep(0.05)\n",
+         str(folder), str(release)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    return holder

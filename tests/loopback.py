@@ -280,3 +280,21 @@ if __name__ == "__main__":
     args = parser.parse_args()
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(_bench_main(args.port, args.latency, args.distinct, args.hosts))
+
+
+def noise_jpeg(seed: int, size: int = 96) -> bytes:
+    """A distinct photo-sized JPEG: random noise has a random perceptual hash."""
+    import numpy as np
+
+    pixels = np.random.default_rng(seed).integers(0, 256, (size, size, 3), dtype=np.uint8)
+    return jpeg_bytes(Image.fromarray(pixels))
+
+
+class Switchable:
+    """A route whose response (``body``, ``status``) a test changes between runs."""
+
+    def __init__(self, body: bytes, status: int = 200) -> None:
+        self.body, self.status = body, status
+
+    async def __call__(self, request: Request, writer: object) -> None:
+        await static(self.body, "image/jpeg", self.status)(request, writer)  # type: ignore[arg-type]

@@ -35,6 +35,7 @@ from contrastkit.curation.knn_filter import knn_filter
 from contrastkit.errors import DataFormatError, StateError
 from contrastkit.evaluators.models import load_scorer
 from contrastkit.schema import Gender
+from factories import hold_build_lock
 
 ROOT = Path(__file__).parents[2]
 SETTINGS = EditSettings(steps=2, resolution=32)
@@ -292,8 +293,6 @@ def test_a_second_run_on_a_build_folder_is_refused_and_touches_nothing(
     """While one process runs a stage on a build folder (holds its lock), another run of
     any stage there fails at once naming the holder, and leaves the first run's
     temporary files alone; once the holder is gone, the folder is usable again."""
-    import subprocess
-    import sys
     import time
 
     out = tmp_path / "build"
@@ -301,18 +300,8 @@ def test_a_second_run_on_a_build_folder_is_refused_and_touches_nothing(
     in_flight = out / ".edit-in-flight.png.tmp"
     in_flight.write_bytes(b"half an image")
     release = tmp_path / "release"
-    holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys, time, pathlib\n"
-         "from contrastkit.io import exclusive_lock\n"
-         "with exclusive_lock(pathlib.Path(sys.argv[1]) / '.build.lock', sys.argv[1], 'x'):\n"
-         "    print('held', flush=True)\n"
-         "    while not pathlib.Path(sys.argv[2]).exists(): time.sleep(0.05)\n",
-         str(out), str(release)],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    holder = hold_build_lock(out, release)
     try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         editor = object()  # never reached: the lock is checked first
         with pytest.raises(StateError, match=rf"pid {holder.pid}@"):
             run_edit_stage(coco_dir, out, editor, SETTINGS)  # type: ignore[arg-type]

@@ -42,6 +42,7 @@ from contrastkit.cli import app
 from contrastkit.config import ModelConfig
 from contrastkit.curation.editing import EditSettings, load_editor, plan_edits
 from contrastkit.errors import ConfigError, DataFormatError, StateError
+from factories import hold_build_lock
 
 ROOT = Path(__file__).parents[2]
 SETTINGS = EditSettings(text_guidance_scales=(9.5,), steps=2, resolution=32)
@@ -174,28 +175,12 @@ def test_two_concurrent_shards_one_killed_and_rerun_merge_to_the_single_worker_b
     assert again.new_edits == 0 and _rows(out) == ours
 
 
-def _hold_lock(folder: Path, release: Path) -> subprocess.Popen[str]:
-    folder.mkdir(parents=True, exist_ok=True)
-    holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys, time, pathlib\n"
-         "from contrastkit.io import exclusive_lock\n"
-         "with exclusive_lock(pathlib.Path(sys.argv[1]) / '.build.lock', sys.argv[1], 'x'):\n"
-         "    print('held', flush=True)\n"
-         "    while not pathlib.Path(sys.argv[2]).exists(): time.sleep(0.05)\n",
-         str(folder), str(release)],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-    return holder
-
-
 def test_the_same_shard_twice_and_a_merge_while_a_shard_runs_are_refused(
     coco_dir: Path, tiny_editor_dir: Path, tiny_clip_spec: str, tmp_path: Path
 ) -> None:
     out = tmp_path / "build"
     release = tmp_path / "release"
-    holder = _hold_lock(Shard(1, 2).folder(out), release)
+    holder = hold_build_lock(Shard(1, 2).folder(out), release)
     try:
         result = CliRunner().invoke(
             app, _cli(out, coco_dir, tiny_editor_dir, tiny_clip_spec, "--shard", "1/2")

@@ -15,7 +15,6 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 from PIL import Image
 from typer.testing import CliRunner
@@ -32,27 +31,11 @@ from contrastkit.errors import StateError
 from contrastkit.schema import Context, Gender
 from contrastkit.tsv import read_visogender_tsv, write_visogender_tsv
 from factories import make_row
-from loopback import LoopbackServer, Request, jpeg_bytes, static
+from loopback import LoopbackServer, Switchable, jpeg_bytes, noise_jpeg, static
 
 M, F = Gender.MASCULINE, Gender.FEMININE
 DAY0 = datetime(2026, 1, 1, 3, 0, tzinfo=timezone.utc)
 CONFIG = CheckConfig(allowed_networks=("127.0.0.0/8",), retries=0, total_timeout=5, read_timeout=2)
-
-
-def noise_jpeg(seed: int, size: int = 96) -> bytes:
-    """A distinct photo-sized image: random noise has a random perceptual hash."""
-    pixels = np.random.default_rng(seed).integers(0, 256, (size, size, 3), dtype=np.uint8)
-    return jpeg_bytes(Image.fromarray(pixels))
-
-
-class Switchable:
-    """A route whose response the test changes between runs."""
-
-    def __init__(self, body: bytes, status: int = 200) -> None:
-        self.body, self.status = body, status
-
-    async def __call__(self, request: Request, writer: object) -> None:
-        await static(self.body, "image/jpeg", self.status)(request, writer)  # type: ignore[arg-type]
 
 
 @pytest.fixture

@@ -16,9 +16,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
-from PIL import Image
 from typer.testing import CliRunner
 
 from contrastkit.cli import app
@@ -34,17 +32,12 @@ from contrastkit.io import atomic_path
 from contrastkit.schema import OO_COLUMNS, Context, Gender
 from contrastkit.tsv import read_visogender_tsv, write_visogender_tsv
 from factories import make_row
-from loopback import LoopbackServer, jpeg_bytes, static
+from loopback import LoopbackServer, noise_jpeg, static
 
 M, F = Gender.MASCULINE, Gender.FEMININE
 DAY0 = datetime(2026, 1, 1, 3, 0, tzinfo=timezone.utc)
 CONFIG = CheckConfig(allowed_networks=("127.0.0.0/8",), retries=0, total_timeout=5, read_timeout=2)
 runner = CliRunner()
-
-
-def noise_jpeg(seed: int, size: int = 96) -> bytes:
-    pixels = np.random.default_rng(seed).integers(0, 256, (size, size, 3), dtype=np.uint8)
-    return jpeg_bytes(Image.fromarray(pixels))
 
 
 @pytest.fixture(scope="module")

@@ -12,9 +12,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
-from PIL import Image
 from typer.testing import CliRunner
 
 from contrastkit.cli import app
@@ -25,26 +23,11 @@ from contrastkit.errors import ConfigError
 from contrastkit.schema import Context, Gender
 from contrastkit.tsv import write_visogender_tsv
 from factories import make_row
-from loopback import LoopbackServer, Request, jpeg_bytes, redirect, static
+from loopback import LoopbackServer, Switchable, noise_jpeg, redirect, static
 
 M, F = Gender.MASCULINE, Gender.FEMININE
 DAY0 = datetime(2026, 1, 1, 3, 0, tzinfo=timezone.utc)
 HOSTS = ("a.test", "b.test", "c.test")
-
-
-def noise_jpeg(seed: int) -> bytes:
-    pixels = np.random.default_rng(seed).integers(0, 256, (80, 80, 3), dtype=np.uint8)
-    return jpeg_bytes(Image.fromarray(pixels))
-
-
-class Switchable:
-    """A route whose response the test changes between nightly runs."""
-
-    def __init__(self, body: bytes, status: int = 200) -> None:
-        self.body, self.status = body, status
-
-    async def __call__(self, request: Request, writer: object) -> None:
-        await static(self.body, "image/jpeg", self.status)(request, writer)  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="module")

@@ -394,6 +394,18 @@ def _average_key(entry: Mapping[str, Any]) -> str:
     return "RA_avg" if "RA_avg" in entry or "overall_accuracy" not in entry else "overall_accuracy"
 
 
+def _random_weights_lines(results: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The note above a side-by-side table when any of its models has random weights."""
+    if not any(r.get("random_weights") for r in results):
+        return []
+    return [
+        "> **Random weights.** Models marked *(random weights)* are tiny test models or "
+        "architectures without trained weights: their figures are a pipeline check, not "
+        "a measurement.",
+        "",
+    ]
+
+
 def comparison_markdown(results: Sequence[Mapping[str, Any]]) -> str:
     """Several models side by side: Tab. 2 (resolution) and Tab. 3 (retrieval) shapes.
 
@@ -403,13 +415,7 @@ def comparison_markdown(results: Sequence[Mapping[str, Any]]) -> str:
     named (``–`` where the file does not say: an official file, or one written by an
     older contrastkit, whose "Overall" was the mean of the pooled per-gender accuracies)."""
     lines = ["# VisoGender: models side by side", ""]
-    if any(r.get("random_weights") for r in results):
-        lines += [
-            "> **Random weights.** Models marked *(random weights)* are tiny test models or "
-            "architectures without trained weights: their figures are a pipeline check, not "
-            "a measurement.",
-            "",
-        ]
+    lines += _random_weights_lines(results)
     with_resolution = [r for r in results if r.get("resolution_bias")]
     if with_resolution:
         header = ["model", "protocol"]
@@ -502,13 +508,7 @@ def contrast_comparison_markdown(results: Sequence[Mapping[str, Any]]) -> str:
     ``mean [low, high]``), then, per model, MaxSkew@K on each original-photo set minus on
     its contrast set ("from the data"), and :data:`CONTRAST_READING`."""
     lines = ["# Original vs balanced vs contrast set (GenSynth Tab. 3)", ""]
-    if any(r.get("random_weights") for r in results):
-        lines += [
-            "> **Random weights.** Models marked *(random weights)* are tiny test models or "
-            "architectures without trained weights: their figures are a pipeline check, not "
-            "a measurement.",
-            "",
-        ]
+    lines += _random_weights_lines(results)
     ks: list[int] = []
     for r in results:
         ks += [int(k) for k in r["summary"].get("ks") or [] if int(k) not in ks]
