@@ -5,6 +5,10 @@
   image and a text, and the unit-norm embeddings behind it.
 * :class:`PronounScorer` — captioning models (VisoGender Sec. 3.4, "Captioning models"):
   the probability of a continuation after a partial caption given the image.
+* :class:`CaptionScorer` — any model that scores each image against its own candidate
+  captions (VLStereoSet Sec. 3.3): image-text-matching heads (the match logit), generative
+  models (the caption's log-likelihood); dual encoders are adapted to it by cosine
+  similarity.
 * :class:`ImageOpener` and :data:`ImageSource` — where images come from: a path, bytes,
   an object of the image store, a dataset row's decoded image.
 * :class:`ProgressFactory` — how a job reports progress, one display per stage: the
@@ -27,6 +31,7 @@ import numpy as np
 from PIL import Image
 
 __all__ = [
+    "CaptionScorer",
     "ImageOpener",
     "ImageSource",
     "ImageTextScorer",
@@ -98,6 +103,28 @@ class PronounScorer(Protocol):
         continuations: Sequence[str],
     ) -> np.ndarray:
         """Log-probability of each continuation after each image's prefix."""
+        ...
+
+
+@runtime_checkable
+class CaptionScorer(Protocol):
+    """A model that scores how well each image matches each of its own candidate captions.
+
+    ``caption_scores(images, captions)`` takes one sequence of candidate captions per image
+    (the same number ``k`` for every image) and returns a float64 array of shape
+    ``(len(images), k)``: higher means a better match. What the number is depends on the
+    model and is stated by its adapter: the match logit of an image-text-matching head
+    (BLIP ITM, ViLT), a caption's log-likelihood under a generative model. Scores are
+    comparable across the captions of one image, which is all the probing tasks use
+    (VLStereoSet Sec. 3.3 turns them into a softmax over the candidates).
+    """
+
+    spec: str
+
+    def caption_scores(
+        self, images: Sequence[Image.Image], captions: Sequence[Sequence[str]]
+    ) -> np.ndarray:
+        """Score of each image against each of its candidate captions, ``(n_images, k)``."""
         ...
 
 

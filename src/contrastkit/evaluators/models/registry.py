@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FAMILIES",
+    "FAMILY_DOCS",
     "KINDS",
     "ModelSpec",
     "check_dual",
@@ -71,6 +72,40 @@ KINDS: dict[str, str] = {
     "clip-clip": "dual",
     "debias-clip": "dual",
     **{family: "captioning" for family in FAMILIES},
+}
+
+#: Spec prefix -> (what it loads, an example spec); ``contrastkit models list`` prints it.
+#: Every prefix of :data:`KINDS` has an entry (a test checks).
+FAMILY_DOCS: dict[str, tuple[str, str]] = {
+    "open_clip": (
+        "OpenCLIP dual encoder: ARCH/TAG, ARCH/CHECKPOINT, ARCH/random or a saved folder",
+        "open_clip:ViT-B-32/openai",
+    ),
+    "hf-clip": (
+        "transformers CLIP / SigLIP dual encoder (Hub id in the cache, or a folder)",
+        "hf-clip:openai/clip-vit-base-patch32",
+    ),
+    "clip-clip": (
+        "CLIP-clip (Wang et al. 2021): a dual encoder minus the dimensions a saved choice "
+        "drops (fitted by contrastkit audit)",
+        "clip-clip:load=clipclip.json:open_clip:ViT-B-32/openai",
+    ),
+    "debias-clip": (
+        "prompt-array debiased CLIP (Berg et al. 2022) from the cache, or FILE:BASE",
+        "debias-clip:ViT-B/16-gender",
+    ),
+    "blip": (
+        "transformers BLIP captioning model, scored by continuation log-probability",
+        "blip:Salesforce/blip-image-captioning-large",
+    ),
+    "git": (
+        "transformers GIT captioning model, scored by continuation log-probability",
+        "git:microsoft/git-large-coco",
+    ),
+    "blip2": (
+        "transformers BLIP-2 captioning model, scored by continuation log-probability",
+        "blip2:Salesforce/blip2-opt-2.7b",
+    ),
 }
 
 
