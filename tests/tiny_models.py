@@ -331,3 +331,147 @@ def tiny_blip2(folder: Path, name: str = "tiny-blip2") -> str:
     Blip2ForConditionalGeneration(config).eval().save_pretrained(path)
     BlipImageProcessor(size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}).save_pretrained(path)
     return f"blip2:{path}"
+
+
+# --- encoder-decoder captioners (BLIP-2 FLAN-T5, InstructBLIP) -------------------------
+
+
+def _t5_tokenizer(path: Path) -> int:
+    """A T5 (SentencePiece-style Unigram) tokenizer built from a word list, saved to
+    ``path``; `` his`` / `` her`` are one piece each, `` their`` three (``▁the i r``).
+    Returns the tokenizer's size."""
+    from transformers import T5Tokenizer
+
+    pieces = [("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0)]
+    words = (*WORDS, "short", "image", "caption", "The", "A")
+    pieces += [(f"▁{word}", -2.0) for word in dict.fromkeys(words)]
+    pieces.append(("▁", -3.0))
+    chars = "".join(_letters()) + "".join(_letters()).upper() + ".,:'-"
+    pieces += [(char, -5.0) for char in chars]
+    tokenizer = T5Tokenizer(vocab=pieces, extra_ids=0)
+    tokenizer.save_pretrained(path)
+    return len(tokenizer)
+
+
+def _t5_text_config(vocab_size: int) -> dict[str, object]:
+    """A one-layer FLAN-T5 style language model (gated GELU, untied head)."""
+    return {
+        "model_type": "t5",
+        "vocab_size": vocab_size,
+        "d_model": 32,
+        "d_kv": 8,
+        "d_ff": 37,
+        "num_layers": 1,
+        "num_decoder_layers": 1,
+        "num_heads": 4,
+        "relative_attention_num_buckets": 8,
+        "relative_attention_max_distance": 16,
+        "feed_forward_proj": "gated-gelu",
+        "initializer_factor": 0.2,  # logits of a few units, like a trained model
+        "tie_word_embeddings": False,
+        "decoder_start_token_id": 0,
+        "pad_token_id": 0,
+        "eos_token_id": 1,
+    }
+
+
+def _opt_text_config(vocab_size: int) -> dict[str, object]:
+    return {
+        "model_type": "opt",
+        "vocab_size": vocab_size,
+        "hidden_size": 32,
+        "ffn_dim": 37,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "word_embed_proj_dim": 32,
+        "max_position_embeddings": 96,
+        "bos_token_id": 1,
+        "eos_token_id": 1,
+        "pad_token_id": 0,
+    }
+
+
+def _gpt2_tokenizer(path: Path) -> int:
+    from transformers import GPT2Tokenizer
+
+    vocab, merges = _gpt2_bpe_files(path)
+    tokenizer = GPT2Tokenizer(
+        str(vocab), str(merges), bos_token="</s>", eos_token="</s>", pad_token="<pad>",
+        unk_token="<unk>", add_bos_token=True,
+    )  # fmt: skip
+    tokenizer.save_pretrained(path)
+    return len(tokenizer)
+
+
+def _qformer_config(**extra: object) -> dict[str, object]:
+    return {
+        "vocab_size": 64,
+        "hidden_size": 32,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 4,
+        "intermediate_size": 37,
+        "encoder_hidden_size": 32,
+        "max_position_embeddings": 64,
+        **extra,
+    }
+
+
+def tiny_blip2_t5(folder: Path, name: str = "tiny-blip2-t5") -> str:
+    """A transformers ``Blip2ForConditionalGeneration`` with a FLAN-T5 style
+    encoder-decoder language model and a T5 (Unigram) tokenizer, marked random; spec
+    ``blip2:FOLDER``."""
+    from transformers import Blip2Config, Blip2ForConditionalGeneration, BlipImageProcessor
+
+    from contrastkit.tiny.marker import mark_random_weights
+
+    path = _folder(folder, name)
+    vocab_size = _t5_tokenizer(path) + 1  # + the image placeholder token
+    torch.manual_seed(0)
+    config = Blip2Config(
+        vision_config=_vision_cfg(layers=1),
+        qformer_config=_qformer_config(),
+        text_config=_t5_text_config(vocab_size),
+        num_query_tokens=4,
+        image_token_index=vocab_size - 1,
+    )
+    Blip2ForConditionalGeneration(config).eval().save_pretrained(path)
+    BlipImageProcessor(size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}).save_pretrained(path)
+    mark_random_weights(path, "tiny BLIP-2 with a FLAN-T5 style language model")
+    return f"blip2:{path}"
+
+
+def tiny_instructblip(folder: Path, language: str = "t5", name: str | None = None) -> str:
+    """A transformers ``InstructBlipForConditionalGeneration`` whose language model is
+    FLAN-T5 style (``language="t5"``) or OPT (``"opt"``, decoder-only like Vicuna), with
+    its Q-Former's own word-piece tokenizer in ``qformer_tokenizer/`` (where
+    ``InstructBlipProcessor`` keeps it), marked random; spec ``instructblip:FOLDER``."""
+    from transformers import (
+        BlipImageProcessor,
+        InstructBlipConfig,
+        InstructBlipForConditionalGeneration,
+    )
+
+    from contrastkit.tiny.marker import mark_random_weights
+
+    path = _folder(folder, name or f"tiny-instructblip-{language}")
+    if language == "t5":
+        vocab_size = _t5_tokenizer(path) + 1
+        text_config = _t5_text_config(vocab_size)
+    else:
+        vocab_size = _gpt2_tokenizer(path) + 1
+        text_config = _opt_text_config(vocab_size)
+    qformer_path = path / "qformer_tokenizer"
+    qformer_path.mkdir(exist_ok=True)
+    _bert_tokenizer(qformer_path, extra=("short", "image", "caption", ":"))
+    torch.manual_seed(0)
+    config = InstructBlipConfig(
+        vision_config=_vision_cfg(layers=1),
+        qformer_config=_qformer_config(vocab_size=_vocab_size(qformer_path), pad_token_id=0),
+        text_config=text_config,
+        num_query_tokens=4,
+        image_token_index=vocab_size - 1,
+    )
+    InstructBlipForConditionalGeneration(config).eval().save_pretrained(path)
+    BlipImageProcessor(size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}).save_pretrained(path)
+    mark_random_weights(path, f"tiny InstructBLIP with a {language.upper()} language model")
+    return f"instructblip:{path}"

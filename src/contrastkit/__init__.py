@@ -34,6 +34,7 @@ _API: dict[str, str] = {
     "ModelConfig": "contrastkit.config",
     "ImageTextScorer": "contrastkit.interfaces",
     "PronounScorer": "contrastkit.interfaces",
+    "CaptionScorer": "contrastkit.interfaces",
     # build
     "BuildVisoGenderConfig": "contrastkit.builders.visogender",
     "build_visogender": "contrastkit.builders.visogender",
@@ -44,11 +45,17 @@ _API: dict[str, str] = {
     "EditSettings": "contrastkit.curation.editing",
     "MergeConfig": "contrastkit.builders.gensynth.shards",
     "merge_shards": "contrastkit.builders.gensynth.shards",
+    "StereoSetConfig": "contrastkit.builders.stereoset",
+    "build_stereoset": "contrastkit.builders.stereoset",
     # export and publish
     "ExportVisoGenderConfig": "contrastkit.builders.export",
     "export_visogender": "contrastkit.builders.export",
     "ExportContrastConfig": "contrastkit.builders.export",
     "export_contrast_set": "contrastkit.builders.export",
+    "ExportStereotypeConfig": "contrastkit.builders.export",
+    "export_stereotype": "contrastkit.builders.export",
+    "HarnessExportConfig": "contrastkit.builders.harness",
+    "export_harness": "contrastkit.builders.harness",
     "PublishConfig": "contrastkit.builders.publish",
     "publish": "contrastkit.builders.publish",
     # URL checks and maintenance
@@ -67,6 +74,10 @@ _API: dict[str, str] = {
     "load_model": "contrastkit.evaluators.models",
     "load_scorer": "contrastkit.evaluators.models",
     "visogender_files": "contrastkit.evaluators.data",
+    "HarnessReportConfig": "contrastkit.evaluators.harness",
+    "harness_report": "contrastkit.evaluators.harness",
+    "ZeroShotDisparityConfig": "contrastkit.evaluators.zero_shot.job",
+    "zero_shot_disparity": "contrastkit.evaluators.zero_shot.job",
     # is the data itself biased? (GenSynth Sec. 3)
     "AuditConfig": "contrastkit.audit",
     "audit": "contrastkit.audit",
@@ -120,10 +131,16 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         ExportContrastConfig as ExportContrastConfig,
     )
     from contrastkit.builders.export import (
+        ExportStereotypeConfig as ExportStereotypeConfig,
+    )
+    from contrastkit.builders.export import (
         ExportVisoGenderConfig as ExportVisoGenderConfig,
     )
     from contrastkit.builders.export import (
         export_contrast_set as export_contrast_set,
+    )
+    from contrastkit.builders.export import (
+        export_stereotype as export_stereotype,
     )
     from contrastkit.builders.export import (
         export_visogender as export_visogender,
@@ -134,11 +151,23 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from contrastkit.builders.gensynth.shards import (
         merge_shards as merge_shards,
     )
+    from contrastkit.builders.harness import (
+        HarnessExportConfig as HarnessExportConfig,
+    )
+    from contrastkit.builders.harness import (
+        export_harness as export_harness,
+    )
     from contrastkit.builders.publish import (
         PublishConfig as PublishConfig,
     )
     from contrastkit.builders.publish import (
         publish as publish,
+    )
+    from contrastkit.builders.stereoset import (
+        StereoSetConfig as StereoSetConfig,
+    )
+    from contrastkit.builders.stereoset import (
+        build_stereoset as build_stereoset,
     )
     from contrastkit.builders.visogender import (
         BuildVisoGenderConfig as BuildVisoGenderConfig,
@@ -191,6 +220,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from contrastkit.evaluators.data import (
         visogender_files as visogender_files,
     )
+    from contrastkit.evaluators.harness import (
+        HarnessReportConfig as HarnessReportConfig,
+    )
+    from contrastkit.evaluators.harness import (
+        harness_report as harness_report,
+    )
     from contrastkit.evaluators.job import (
         EvaluateConfig as EvaluateConfig,
     )
@@ -211,6 +246,15 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from contrastkit.evaluators.runner import (
         EvalConfig as EvalConfig,
+    )
+    from contrastkit.evaluators.zero_shot.job import (
+        ZeroShotDisparityConfig as ZeroShotDisparityConfig,
+    )
+    from contrastkit.evaluators.zero_shot.job import (
+        zero_shot_disparity as zero_shot_disparity,
+    )
+    from contrastkit.interfaces import (
+        CaptionScorer as CaptionScorer,
     )
     from contrastkit.interfaces import (
         ImageTextScorer as ImageTextScorer,

@@ -189,7 +189,8 @@ def test_resuming_reuses_raw_scores_and_recomputes_only_what_is_missing(
     first = score_dataset(items, KnownScorer(set()), out, loader, config)
     assert first.scored_images == 24 and first.reused == 0
     again = score_dataset(items, KnownScorer(set()), out, loader, config)
-    assert again.scored_images == 0 and again.reused == 40 + 24
+    # resolution, retrieval and the participant-subject (Tab. 5) queries of the 16 OP images
+    assert again.scored_images == 0 and again.reused == 40 + 24 + 16
     assert again.resolution == first.resolution
     # lose the last three records and leave a half-written line, as a crash would
     raw = out / "raw_resolution.jsonl"
@@ -619,7 +620,8 @@ def test_evaluate_from_python_writes_every_output_and_compares(
 
     again = evaluate(config)  # resumed: every score is reused
     assert [e.scored_images for e in again.evaluations] == [0, 0]
-    assert again.evaluations[0].reused_records == 40 + 24  # resolution + retrieval records
+    # resolution + retrieval + participant-subject retrieval (Tab. 5, the 16 OP images)
+    assert again.evaluations[0].reused_records == 40 + 24 + 16
 
     comparison = compare_results(
         ReportConfig(results=(dual.folder, captioning.files["benchmark"]), out=tmp_path / "c.md")

@@ -13,6 +13,7 @@ import typer
 
 from contrastkit import __version__
 from contrastkit.cli import audit, build, evaluate, export, quickstart, taxonomy, urls, validate
+from contrastkit.cli import models as models_cli
 from contrastkit.cli.common import DEBUG, EXIT_BUG, err_console, shown
 
 app = typer.Typer(
@@ -33,6 +34,7 @@ app.command(name="validate")(validate.validate)
 app.add_typer(taxonomy.app, name="taxonomy")
 app.add_typer(urls.app, name="urls")
 app.add_typer(export.app, name="export")
+app.add_typer(models_cli.app, name="models")
 app.command(name="publish")(export.publish_command)
 evaluate.register(app)
 app.command(name="quickstart")(quickstart.quickstart)

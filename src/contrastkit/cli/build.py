@@ -441,3 +441,78 @@ def genswap(
             _print_quality(result.quality)
     if result.sources_kept == 0:
         raise typer.Exit(1)
+
+
+@app.command("stereoset")
+def stereoset(
+    stereoset_file: Path = typer.Option(
+        ...,
+        "--stereoset",
+        help="StereoSet's JSON (the intrasentence layout: dev.json / test.json).",
+    ),
+    images: Path = typer.Option(
+        ..., "--images", help="Verified images TSV: statement_id, image, label, annotator, licence."
+    ),
+    out: Path = typer.Option(..., "--out", help="Output folder (probes.tsv, build.json)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the per-category down-sampling."),
+    no_balance: bool = typer.Option(
+        False, "--no-balance", help="Keep every image (no per-category balancing)."
+    ),
+    neutral_terms: Path | None = typer.Option(
+        None,
+        "--neutral-terms",
+        help="Two-column TSV (target, neutral term) extending the default neutral terms.",
+    ),
+    categories: str | None = typer.Option(
+        None, "--categories", help="Comma-separated bias types (default: all four)."
+    ),
+    as_json: bool = _JSON,
+) -> None:
+    """Build a VLStereoSet-style probe set from StereoSet and verified images.
+
+    Each image gets its StereoSet item's three captions (stereotypical,
+    anti-stereotypical, unrelated) and the label it was verified with; each category is
+    balanced by seeded down-sampling (VLStereoSet Sec. 3.2) unless --no-balance.
+
+    Example:
+
+        contrastkit build stereoset --stereoset dev.json --images images.tsv --out build/vlss
+    """
+    from contrastkit.builders.stereoset import StereoSetConfig, build_stereoset
+
+    with user_errors():
+        result = build_stereoset(StereoSetConfig(
+            stereoset=stereoset_file, images=images, out=out, seed=seed,
+            balance=not no_balance, neutral_terms=neutral_terms,
+            categories=categories,  # type: ignore[arg-type]  # the config splits the text
+        ))  # fmt: skip
+    if as_json:
+        print_json(result.report())
+        return
+    from rich.table import Table
+
+    table = Table(title="Images per category (VLStereoSet Table 1 for reference)")
+    for column in ("category", "stereotype", "anti-stereotype", "images", "before balancing",
+                   "no neutral form", "paper (Table 1)"):  # fmt: skip
+        table.add_column(column, justify="left" if column == "category" else "right")
+    for entry in result.table():
+        table.add_row(*(plain(entry[key]) for key in (
+            "category", "stereotype", "anti-stereotype", "images", "before_balancing",
+            "without_neutral", "paper_table1")))  # fmt: skip
+    console.print(table)
+    balance = "not balanced (--no-balance)" if no_balance else f"balanced with seed {seed}"
+    console.print(plain(f"{counted(len(result.rows), 'image')} kept, {balance}."))
+    if result.skipped_categories:
+        console.print(plain(
+            f"Skipped {counted(result.skipped_categories, 'image')} of other categories."
+        ))  # fmt: skip
+    empty = [
+        e["category"] for e in result.table()[:-1] if e["before_balancing"] and not e["images"]
+    ]
+    if empty:
+        console.print(plain(
+            f"Warning: balancing left no images in {', '.join(empty)} "
+            "(no images of one of the two labels)."
+        ))  # fmt: skip
+    for path in result.written:
+        console.print(plain(f"wrote {path}"), highlight=False)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.text import Text
 
+from contrastkit.cli import zero_shot as zs
 from contrastkit.cli.common import (
     ALLOW_DOWNLOAD,
     DOWNLOAD_ALIAS,
@@ -37,13 +38,22 @@ DATA = typer.Option(
     "--store and rows without one are left out).",
 )
 MODEL = typer.Option(
-    ...,
+    None,
     "--model",
     help="Model spec (repeatable): open_clip:ARCH/TAG, hf-clip:ID, blip:ID, "
-    "clip-clip:load=FILE:BASE, debias-clip:NAME...",
+    "clip-clip:load=FILE:BASE, debias-clip:NAME, vlm:ID (a generative VLM; "
+    "vlm:ID?protocol=multiple-choice for lettered questions)... (required, except with "
+    "--predictions).",
 )
 OUT = typer.Option(Path("results"), "--out", help="Output folder; one subfolder per model.")
-TASK = typer.Option("resolution,retrieval", "--task", help="resolution, retrieval.")
+TASK = typer.Option(
+    "resolution,retrieval",
+    "--task",
+    help="resolution, retrieval; or stereotype (alone): VLStereoSet-style probing of a probe "
+    "set (vlrs, vlbs, ivlas, lmss, vlss; also chosen when --data is a probe set); or "
+    "zero-shot-disparity (alone): per-concept AP and ECE gaps by perceived gender on a "
+    "Visual Genome or COCO folder (see the Zero-shot disparity options).",
+)
 STORE = typer.Option(
     None,
     "--store",
@@ -71,6 +81,13 @@ NEUTRAL = typer.Option(
 KS = typer.Option("5,10", "--k", help="Retrieval cut-offs K, comma-separated.")
 NDKL_K = typer.Option(
     None, "--ndkl-k", min=1, help="NDKL depth (default: every image of the occupation)."
+)
+FLIPPED = typer.Option(
+    True,
+    "--flipped-retrieval/--no-flipped-retrieval",
+    help="With the retrieval task, also rank each occupation's two-person images with the "
+    "participant as the query's subject ('The patient and their doctor') by the "
+    "participant's perceived gender (VisoGender Tab. 5).",
 )
 DEVICE = typer.Option(None, "--device", help="cpu, cuda, cuda:1 (default: auto).")
 DTYPE = typer.Option(
@@ -144,6 +161,7 @@ def evaluate(
     neutral: bool = NEUTRAL,
     ks: str = KS,
     ndkl_k: int | None = NDKL_K,
+    flipped_retrieval: bool = FLIPPED,
     device: str | None = DEVICE,
     dtype: str = DTYPE,
     batch_size: int = BATCH_SIZE,
@@ -167,6 +185,20 @@ def evaluate(
     allow_private: bool = FETCH_ALLOW_PRIVATE,
     allow_network: list[str] | None = FETCH_ALLOW_NETWORK,
     resolve: list[str] | None = FETCH_RESOLVE,
+    predictions: Path | None = zs.PREDICTIONS,
+    prompt: str = zs.PROMPT,
+    layout: str = zs.LAYOUT,
+    min_images: int | None = zs.MIN_IMAGES,
+    filter_split: str | None = zs.FILTER_SPLIT,
+    concept_map: Path | None = zs.CONCEPT_MAP,
+    bins: int = zs.BINS,
+    calibration: str = zs.CALIBRATION,
+    temperature: float = zs.TEMPERATURE,
+    words: Path | None = zs.WORDS,
+    word_source: str | None = zs.WORD_SOURCE,
+    compare: Path | None = zs.COMPARE,
+    threshold: float = zs.THRESHOLD,
+    top: int = zs.TOP,
 ) -> None:
     """Score models on a VisoGender-style dataset: resolution and retrieval bias, error
     analysis, labour-statistics comparison. On a contrast-set export (`contrastkit export
@@ -174,7 +206,8 @@ def evaluate(
     preference (GenSynth Sec. 5).
 
     Writes, per model, into OUT/MODEL/ (a folder named after the spec):
-    raw_resolution.jsonl and raw_retrieval.jsonl (per-image scores), benchmark.json
+    raw_resolution.jsonl, raw_retrieval.jsonl and raw_retrieval_flipped.jsonl (per-image
+    scores), benchmark.json
     (VisoGender Appendix J structure), report.md and plots/*.png; with several models
     also OUT/comparison.md. Rerunning reuses the scores already in OUT. Image URLs are
     read from the image store (--store); with --fetch (the default for --data visogender)
@@ -189,34 +222,77 @@ def evaluate(
     RA_avg. Headline figures get --confidence percentile intervals from --bootstrap
     resamples of the images.
 
+    The retrieval task ranks each occupation's images with a gender-neutral query
+    with the occupation as subject ('The doctor and their patient', Tab. 3) and, unless
+    --no-flipped-retrieval, its two-person images with the participant as subject ('The
+    patient and their doctor', Tab. 5), labelled by the participant's perceived gender.
+
+    On a stereotype probe set (`contrastkit build stereoset`, or --task stereotype):
+    VLStereoSet's caption choice with dual encoders (cosine) or image-text-matching
+    models (blip-itm:, vilt:): raw_stereotype.jsonl, benchmark.json (vlrs, vlbs, ivlas per
+    category with the IDM / BIM / RAM reference rows; lmss and vlss), report.md and
+    plots/shifting_scores.png.
+
+    With --task zero-shot-disparity on a Visual Genome or COCO folder (seed paper 003):
+    per-concept AP (and ECE) by perceived-gender group of a dual encoder's zero-shot
+    classification, or of --predictions FILE; OUT/MODEL/zero_shot/disparity.json,
+    report.md and plots/.
+
     Example:
 
         contrastkit evaluate --data visogender --model open_clip:ViT-B-32/openai
 
         contrastkit evaluate --data data/OP.tsv --model open_clip:ViT-B-32/openai --out res
+
+        contrastkit evaluate --task stereotype --data probes/ --model vilt:ORG/NAME
+
+        contrastkit evaluate --task zero-shot-disparity --data vg/ --model open_clip:ViT-B-32/openai
     """
     from contrastkit.cli.common import progress
     from contrastkit.cli.urls import parse_resolve
     from contrastkit.config import ModelConfig
     from contrastkit.curation.urls import CheckConfig
+    from contrastkit.errors import ConfigError
     from contrastkit.evaluators.job import EvaluateConfig
     from contrastkit.evaluators.job import evaluate as run_evaluation
     from contrastkit.evaluators.runner import EvalConfig
 
     with user_errors():
+        tasks = tuple(dict.fromkeys(t.strip() for t in task.split(",") if t.strip()))
+        if zs.TASK in tasks:  # per-concept zero-shot disparities (seed paper 003)
+            if len(tasks) > 1:
+                raise ConfigError(f"--task: {zs.TASK} runs alone")
+            zs.run_zero_shot(
+                data=data, models=list(model or ()), out=out, as_json=as_json,
+                model_config=ModelConfig(device=device, dtype=dtype, batch_size=batch_size,
+                                         download=download or download_alias,
+                                         workers=workers, decode=decode),
+                options=dict(predictions=predictions, prompt=prompt, layout=layout,
+                             min_images=min_images, split=split, filter_split=filter_split,
+                             concept_map=concept_map, bins=bins, bootstrap=bootstrap,
+                             confidence=confidence, seed=seed, calibration=calibration,
+                             temperature=temperature, words=words, word_source=word_source,
+                             compare=compare, threshold=threshold, top=top),
+            )  # fmt: skip
+            return
+        stereotype = "stereotype" in tasks
+        if stereotype and len(tasks) > 1:
+            raise ConfigError("--task: stereotype runs alone, not with " + ", ".join(
+                t for t in tasks if t != "stereotype"))  # fmt: skip
         settings = EvalConfig(
-            tasks=tuple(dict.fromkeys(t.strip() for t in task.split(",") if t.strip())),
+            tasks=EvalConfig.tasks if stereotype else tasks,
             neutral=neutral, ks=int_list(ks, "--k"), ndkl_k=ndkl_k,
             subsample_ks=int_list(subsample_k, "--subsample-k"), subsample_runs=subsample_runs,
             baseline_runs=baseline_runs, seed=seed, protocol=protocol.strip(),
-            bootstrap=bootstrap, confidence=confidence,
+            bootstrap=bootstrap, confidence=confidence, flipped_retrieval=flipped_retrieval,
         )  # fmt: skip
         config = EvaluateConfig(
-            data=tuple(data), models=tuple(model), out=out, store=store, split=split,
+            data=tuple(data), models=tuple(model or ()), out=out, store=store, split=split,
             model=ModelConfig(device=device, dtype=dtype, batch_size=batch_size,
                               download=download or download_alias, workers=workers,
                               decode=decode),
             settings=settings, fetch=fetch, skip_missing=skip_missing,
+            task="stereotype" if stereotype else None,
             network=CheckConfig(
                 concurrency=concurrency, total_timeout=timeout, retries=retries,
                 allow_private=allow_private, allowed_networks=tuple(allow_network or ()),
@@ -293,25 +369,98 @@ def _print_skipped_rows(result: EvaluateResult, shown_rows: int = 3) -> None:
 
 def report(
     results: list[Path] = typer.Argument(
-        ..., help="benchmark.json files, or the model folders `contrastkit evaluate` wrote."
+        None, help="benchmark.json files, or the model folders `contrastkit evaluate` wrote."
     ),
-    out: Path | None = typer.Option(None, "--out", help="Also write the markdown here."),
+    out: Path | None = typer.Option(
+        None,
+        "--out",
+        help="Also write the markdown here (with --harness-predictions: the output folder).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the headline numbers as JSON."),
+    harness_predictions: list[Path] = typer.Option(
+        None,
+        "--harness-predictions",
+        help="Predictions of a harness on a `contrastkit export harness` set (repeatable): "
+        "VLMEvalKit's MODEL_DATASET.xlsx/.tsv/.csv or lmms-eval's --log_samples .jsonl.",
+    ),
+    harness_set: Path | None = typer.Option(
+        None, "--harness-set", help="The folder `contrastkit export harness` wrote."
+    ),
+    model: str | None = typer.Option(
+        None, "--model", help="With --harness-predictions: the model's name in the reports."
+    ),
 ) -> None:
-    """Put several models' results side by side (resolution: Tab. 2; retrieval: Tab. 3).
+    """Put several models' results side by side (resolution: Tab. 2; retrieval: Tab. 3;
+    retrieval with the occupation and the participant as the query's subject: Tab. 5).
 
     Example:
 
         contrastkit report results/open_clip-ViT-B-32-openai results/git-microsoft-git-large
+
+    With --harness-predictions (a harness's answers on a `contrastkit export harness` set)
+    and --harness-set, writes the bias metrics into --out (a VisoGender set's
+    benchmark.json, report.md) and compares them with any RESULTS given:
+
+        contrastkit report --harness-predictions llava_x.tsv --harness-set vlm --out res/llava
     """
+    from contrastkit.errors import ConfigError
     from contrastkit.evaluators.job import ReportConfig, compare_results
 
+    if harness_predictions or harness_set is not None:
+        with user_errors():
+            stray = [p for p in results or [] if p.suffix in (".xlsx", ".tsv", ".csv", ".jsonl")]
+            if stray:
+                raise ConfigError(
+                    f"results: {stray[0]} is not a benchmark; give each prediction file its "
+                    "own --harness-predictions"
+                )
+        produced = _harness_report(harness_predictions, harness_set, out, model, as_json)
+        if not results:
+            return
+        results, out = [*produced, *results], None
     with user_errors():
+        if not results:
+            raise ConfigError("results: give benchmark files or folders, or --harness-predictions")
         comparison = compare_results(ReportConfig(results=tuple(results), out=out))
     if as_json:
         print_json(list(comparison.headlines))
     else:
         typer.echo(shown(comparison.markdown, multiline=True), nl=False)
+
+
+def _harness_report(
+    predictions: list[Path] | None,
+    export: Path | None,
+    out: Path | None,
+    model: str | None,
+    as_json: bool,
+) -> list[Path]:
+    """``report --harness-predictions``: write the harness's results, print what was
+    found; returns the VisoGender results folder to compare (none for other sets)."""
+    from contrastkit.errors import ConfigError
+    from contrastkit.evaluators.harness import HarnessReportConfig, harness_report
+
+    with user_errors():
+        for value, name in ((predictions, "--harness-predictions"), (export, "--harness-set"),
+                            (out, "--out")):  # fmt: skip
+            if not value:
+                raise ConfigError(f"{name}: needed to read a harness's predictions")
+        assert export is not None and out is not None and predictions
+        found = harness_report(HarnessReportConfig(
+            predictions=tuple(predictions), export=export, out=out, model=model,
+        ))  # fmt: skip
+    if as_json:
+        print_json({"model": found.model, "set_kind": found.set_kind,
+                    "results": str(found.results_file), "counts": found.counts,
+                    "harness": found.harness})  # fmt: skip
+    else:
+        for split, counts in found.counts.items():
+            console.print(plain(
+                f"{split}: {counted(counts['items'], 'item')}, {counts['answered']} answered, "
+                f"{counts['unparseable']} unparseable, {counts['missing']} missing"
+            ))  # fmt: skip
+        console.print(plain(f"wrote {found.results_file} and {found.out_dir / 'report.md'}"))
+    return [found.out_dir] if found.set_kind == "visogender" else []
 
 
 def register(app: typer.Typer) -> None:

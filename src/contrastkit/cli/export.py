@@ -88,6 +88,48 @@ def export_visogender_command(
     print_export(result, as_json)
 
 
+@app.command("stereotype")
+def export_stereotype_command(
+    source: Path = typer.Argument(
+        ..., help="A probe TSV / JSONL, or a `contrastkit build stereoset` folder."
+    ),
+    out: Path = _OUT,
+    store: Path | None = typer.Option(
+        None, help="Image store of the rows' URLs (`urls check --store`); local files are read."
+    ),
+    checks: Path | None = typer.Option(
+        None, help="A `urls check --results` file: its dates and status counts go in the card."
+    ),
+    skip_missing: bool = typer.Option(
+        False, help="Leave out rows whose image is not available instead of failing."
+    ),
+    pretty_name: str = typer.Option(
+        "VLStereoSet-style stereotype probe set", help="The card's title."
+    ),
+    license: str = typer.Option(
+        "cc-by-sa-4.0", help="License id of the captions (StereoSet's CC BY-SA 4.0)."
+    ),
+    as_json: bool = _JSON,
+) -> None:
+    """Export a stereotype probe set (VLStereoSet layout) as a Hugging Face dataset: config
+    `stereotype` (split `test`), category and label as ClassLabel, the three captions and
+    the neutralised ones, images embedded (local files, or URLs from the store), with a
+    dataset card stating where the captions come from, the balancing and the counts.
+
+    Example:
+
+        contrastkit export stereotype build/vlss --out build/vlss-export
+    """
+    from contrastkit.builders.export import ExportStereotypeConfig, export_stereotype
+
+    with user_errors():
+        result = export_stereotype(ExportStereotypeConfig(
+            source=source, out=out, store=store, checks=checks, skip_missing=skip_missing,
+            pretty_name=pretty_name, license=license,
+        ))  # fmt: skip
+    print_export(result, as_json)
+
+
 @app.command("contrast")
 def export_contrast_command(
     build: Path = typer.Argument(..., help="A `build gensynth` or `build genswap` folder."),
@@ -143,6 +185,69 @@ def export_contrast_command(
             originals=originals, balanced=balanced, seed=seed, **provenance,
         ))  # fmt: skip
     print_export(result, as_json)
+
+
+@app.command("harness")
+def export_harness_command(
+    source: list[str] = typer.Argument(
+        ...,
+        help="The set: VisoGender TSV(s) or a folder of them, a `contrastkit export "
+        "visogender` folder, `visogender` (the bundled official sets), a `contrastkit "
+        "export contrast` folder, or a stereotype probe set.",
+    ),
+    format: str = typer.Option(..., "--format", help="vlmevalkit or lmms-eval."),
+    out: Path = typer.Option(..., help="Export folder (replaced atomically if it exists)."),
+    store: Path | None = typer.Option(
+        None,
+        help="Image store the set's URLs are read from (`urls check --store`) [default for "
+        "`visogender`: the store `contrastkit evaluate --data visogender` fills].",
+    ),
+    seed: int = typer.Option(0, "--seed", help="Seed of the per-item option shuffling."),
+    reversed_copy: bool = typer.Option(
+        True,
+        "--reversed/--no-reversed",
+        help="Also ask every question with its options reversed (the position-bias check).",
+    ),
+    skip_missing: bool = typer.Option(
+        False, help="Leave out (and list) rows whose image is not available instead of failing."
+    ),
+    name: str | None = typer.Option(
+        None, help="Dataset / task name [default: contrastkit_KIND, e.g. contrastkit_visogender]."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> None:
+    """Export a set as a multiple-choice task for an evaluation harness: a VLMEvalKit TSV
+    (base64 images, question, options A-D, answer, category) or an lmms-eval task folder
+    (YAML, utils.py, parquet), each with a README on how to run it and the key
+    (contrastkit_harness.json) that `contrastkit report --harness-predictions` reads.
+
+    Example:
+
+        contrastkit export harness visogender --store build/images --format vlmevalkit --out vlm
+    """
+    from contrastkit.builders.harness import HarnessExportConfig, export_harness
+
+    with user_errors():
+        result = export_harness(HarnessExportConfig(
+            source=tuple(Path(s) for s in source), format=format, out=out, store=store,
+            seed=seed, reversed_copy=reversed_copy, skip_missing=skip_missing, name=name,
+        ))  # fmt: skip
+    if as_json:
+        print_json({
+            "out": str(result.out_dir), "format": result.format, "set_kind": result.set_kind,
+            "datasets": result.datasets, "items": result.items, "files": result.files,
+            "skipped": result.skipped,
+        })  # fmt: skip
+        return
+    for split, dataset in result.datasets.items():
+        console.print(plain(f"{dataset} ({split}): {counted(result.items[split], 'item')}"))
+    if result.skipped:
+        console.print(plain(
+            f"left out {counted(len(result.skipped), 'row')} whose image is not available "
+            "(listed in the README and the key)", style="yellow",
+        ))  # fmt: skip
+    console.print(plain(f"wrote {result.out_dir}: {', '.join(result.files)}"))
+    console.print(plain(f"how to run {result.format} on it: {result.out_dir / 'README.md'}"))
 
 
 def publish_command(

@@ -6,6 +6,11 @@ This is what ``contrastkit urls check`` runs: :func:`check_dataset_urls` with a
 reported as groups of row IDs across all files, by URL (``exact``, ``canonical``) and by
 content (``same_bytes``, ``near_duplicate``), because the same photo under two occupations
 or two gender cells breaks the benchmark.
+
+Besides official-format VisoGender TSVs, the files may be stereotype probe sets
+(:mod:`contrastkit.probes`, ``.tsv`` / ``.jsonl``): their rows are keyed by ``id`` and their
+``image`` column is checked like VisoGender's URL column (:class:`ProbeTable`). Rows whose
+image is a local file are not URLs and are left out of the checks.
 """
 
 from __future__ import annotations
@@ -38,13 +43,51 @@ from contrastkit.tsv import read_visogender_tsv
 __all__ = [
     "CheckedRow",
     "IntegrityReport",
+    "ProbeTable",
+    "Table",
+    "TableRow",
     "URLCheckJobConfig",
     "check_dataset_urls",
     "check_tables",
     "distinct_urls",
     "duplicate_groups",
+    "read_table",
     "read_tables",
 ]
+
+
+@dataclass(frozen=True)
+class TableRow:
+    """What the URL checks need of a row: its ID, line and image URL."""
+
+    idx: str
+    line: int | None
+    url: str
+
+
+@dataclass(frozen=True)
+class ProbeTable:
+    """The http(s) image rows of a stereotype probe set (:mod:`contrastkit.probes`), keyed
+    by ``id``; ``local`` counts the rows whose image is a local file (not checked)."""
+
+    path: Path
+    rows: tuple[TableRow, ...]
+    local: int = 0
+
+    @classmethod
+    def read(cls, path: Path) -> ProbeTable:
+        """Read and check a probe file (:func:`contrastkit.probes.read_probes`)."""
+        from contrastkit.probes import read_probes
+
+        probes = read_probes(path)
+        rows = tuple(
+            TableRow(row.id, row.line, row.image) for row in probes if row.local_image() is None
+        )
+        return cls(Path(path), rows, len(probes) - len(rows))
+
+
+Table = VisoGenderTable | ProbeTable
+"""A table whose rows' URLs can be checked."""
 
 ENGINES = ("local", "ray")
 Engine = Literal["local", "ray"]
@@ -69,7 +112,8 @@ class URLCheckJobConfig:
     """What ``contrastkit urls check`` does, for :func:`check_dataset_urls`.
 
     Attributes:
-        files: Official-format OP and/or OO TSVs (strings are taken as paths).
+        files: Official-format OP and/or OO TSVs, or stereotype probe sets (strings are
+            taken as paths).
         network: How URLs are fetched (:class:`~contrastkit.curation.urls.CheckConfig`).
         store: Keep every image that decodes in this content-addressed store
             (:class:`~contrastkit.store.ImageStore`); None keeps nothing.
@@ -207,7 +251,7 @@ def duplicate_groups(
 
 
 def check_tables(
-    tables: Sequence[VisoGenderTable],
+    tables: Sequence[Table],
     config: CheckConfig | None = None,
     *,
     store: ImageStore | None = None,
@@ -219,7 +263,8 @@ def check_tables(
     """Check the URL of every row of ``tables`` and group duplicates.
 
     Args:
-        tables: Parsed official-format TSVs (:func:`contrastkit.tsv.read_visogender_tsv`).
+        tables: Parsed official-format TSVs (:func:`contrastkit.tsv.read_visogender_tsv`)
+            or probe sets (:class:`ProbeTable`).
         config: Checker settings (:class:`~contrastkit.curation.urls.CheckConfig`).
         store: Keep every ``ok`` image in this content-addressed store.
         on_result: Called once per distinct URL as its check finishes.
@@ -252,17 +297,28 @@ def check_tables(
     )
 
 
-def read_tables(paths: Sequence[Path]) -> list[VisoGenderTable]:
+def read_table(path: Path) -> Table:
+    """One file: a probe set when its header says so (:func:`contrastkit.probes.
+    is_probe_set`), else an official-format VisoGender TSV."""
+    from contrastkit.probes import is_probe_set
+
+    if Path(path).is_file() and is_probe_set(path):
+        return ProbeTable.read(Path(path))
+    return read_visogender_tsv(path)
+
+
+def read_tables(paths: Sequence[Path]) -> list[Table]:
     """Parse every file first, so a malformed one stops the run before any request.
 
     Raises:
-        DataFormatError: a file is not an official-format TSV (file, line, field).
+        DataFormatError: a file is neither an official-format TSV nor a probe set (file,
+            line, field).
         FileNotFoundError: a file does not exist.
     """
-    return [read_visogender_tsv(path) for path in paths]
+    return [read_table(path) for path in paths]
 
 
-def distinct_urls(tables: Sequence[VisoGenderTable]) -> int:
+def distinct_urls(tables: Sequence[Table]) -> int:
     """How many different URLs the rows of ``tables`` have (what a check fetches)."""
     return len({row.url for table in tables for row in table.rows})
 

@@ -14,10 +14,11 @@ TASK_CATEGORIES = {
     "visogender": ["zero-shot-image-classification", "image-to-text"],
     "gensynth": ["zero-shot-image-classification", "image-to-text", "text-to-image"],
     "genswap": ["zero-shot-image-classification", "image-to-text", "text-to-image"],
+    "stereotype": ["zero-shot-image-classification", "image-to-text"],
 }
 """Hub task categories per dataset kind: pronoun resolution scores captions against an
 image (zero-shot classification, captioning); contrast sets also serve text-to-image
-retrieval."""
+retrieval; a stereotype probe set (VLStereoSet) scores three candidate captions per image."""
 
 _SIZES = [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"),
           (1_000_000, "100K<n<1M"), (10_000_000, "1M<n<10M")]  # fmt: skip
@@ -52,7 +53,13 @@ def card_yaml(metadata: dict[str, Any]) -> dict[str, Any]:
         "task_categories": TASK_CATEGORIES[kind],
         "language": ["en"],
         "size_categories": [size_category(metadata["total_rows"])],
-        "tags": ["gender-bias", "fairness", "evaluation", "contrastkit", kind],
+        "tags": [
+            "stereotype-bias" if kind == "stereotype" else "gender-bias",
+            "fairness",
+            "evaluation",
+            "contrastkit",
+            kind,
+        ],
         "configs": configs,
     }
 

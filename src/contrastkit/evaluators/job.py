@@ -38,7 +38,12 @@ from contrastkit.evaluators.hub import hub_name
 from contrastkit.evaluators.models.registry import check_dual, parse_spec
 from contrastkit.evaluators.report.results import headline, load_benchmark, model_slug
 from contrastkit.evaluators.runner import EvalConfig, retrieval_needs_dual
-from contrastkit.interfaces import ProgressFactory, progress_stage
+from contrastkit.interfaces import (
+    ImageTextScorer,
+    ProgressFactory,
+    PronounScorer,
+    progress_stage,
+)
 from contrastkit.io import atomic_write_text, check_writable
 
 if TYPE_CHECKING:
@@ -58,6 +63,8 @@ __all__ = [
 #: ``--data`` name of the official VisoGender sets bundled with contrastkit
 #: (:func:`contrastkit.evaluators.data.visogender_files`).
 VISOGENDER = "visogender"
+#: ``EvaluateConfig.task`` (``--task``) of stereotype probing.
+STEREOTYPE = "stereotype"
 
 
 def default_image_store() -> Path:
@@ -87,8 +94,9 @@ class EvaluateConfig:
             ``hf:FOLDER`` for a folder laid out like a Hub repository), or ``visogender``:
             the official VisoGender OP and OO sets bundled with contrastkit
             (:func:`~contrastkit.evaluators.data.visogender_files`; a local folder of that
-            name is given as ``./visogender``). Either all VisoGender-style data or all
-            contrast-set exports.
+            name is given as ``./visogender``). Either all VisoGender-style data, all
+            contrast-set exports, or all stereotype probe sets (:mod:`contrastkit.probes`:
+            a probe TSV / JSONL, a ``build stereoset`` folder, its export or ``hf:`` copy).
         models: model specs (``open_clip:ARCH/TAG``, ``hf-clip:ID``, ``blip:ID`` ...; see
             :mod:`contrastkit.evaluators.models.registry`); each gets its own subfolder of
             ``out``.
@@ -119,6 +127,11 @@ class EvaluateConfig:
         network: how URLs are fetched when ``fetch`` is on
             (:class:`~contrastkit.curation.urls.CheckConfig`: timeouts, retries, and the
             private networks and ``resolve`` mappings tests and intranet mirrors need).
+        task: a task that is not told by the data alone: ``stereotype``
+            (VLStereoSet-style stereotype probing, :mod:`contrastkit.evaluators.stereotype`;
+            every ``data`` item must then be a probe set). ``None`` (the default): from
+            the data: probe sets are probed for stereotypes, contrast-set exports get the
+            GenSynth evaluation, anything else the VisoGender tasks of ``settings``.
 
     Raises:
         ConfigError: naming the field: no data or no models, a malformed ``hf:`` name or
@@ -137,6 +150,7 @@ class EvaluateConfig:
     fetch: bool | None = None
     skip_missing: bool | None = None
     network: CheckConfig = field(default_factory=CheckConfig)
+    task: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "data", _strings(self.data, "data"))
@@ -166,6 +180,11 @@ class EvaluateConfig:
         require(isinstance(self.settings, EvalConfig), "settings", "must be an EvalConfig")
         require(isinstance(self.network, CheckConfig), "network", "must be a CheckConfig")
         require(self.split is None or bool(self.split.strip()), "split", "must not be empty")
+        require(
+            self.task in (None, STEREOTYPE),
+            "task",
+            f"must be None or {STEREOTYPE!r}, not {self.task!r}",
+        )
 
     @property
     def bundled(self) -> bool:
@@ -257,7 +276,7 @@ class EvaluateResult:
         skipped_rows: the rows left out because their image is not available.
     """
 
-    kind: Literal["visogender", "contrast"]
+    kind: Literal["visogender", "contrast", "stereotype"]
     data: tuple[Path, ...]
     evaluations: tuple[ModelEvaluation, ...]
     comparison: Path | None = None
@@ -271,14 +290,20 @@ def evaluate(config: EvaluateConfig, *, progress: ProgressFactory | None = None)
     """Score every model of ``config`` on its data and write the reports.
 
     Per model, into ``out/<model>/`` (a folder named after the spec): for VisoGender-style
-    data ``raw_resolution.jsonl`` and ``raw_retrieval.jsonl`` (per-image scores, reused by
-    a later run), ``benchmark.json`` (VisoGender Appendix J structure, with the resolution
+    data ``raw_resolution.jsonl``, ``raw_retrieval.jsonl`` and
+    ``raw_retrieval_flipped.jsonl`` (per-image scores, reused by a later run; the last
+    holds the participant-subject queries of Tab. 5), ``benchmark.json`` (VisoGender
+    Appendix J structure with ``retrieval_flipped`` beside ``retrieval_bias``, the resolution
     protocol in its metadata, the paper's overall accuracy, and ``x_ci`` bootstrap
     intervals beside the headline figures), ``report.md`` and ``plots/*.png`` and ``.svg``
     (intervals as ``[low, high]`` and error bars), and with several models
     ``out/comparison.md`` with ``comparison.png`` / ``.svg``; for contrast sets
     ``raw_contrast.jsonl``, ``benchmark.json``, ``report.md`` and
-    ``plots/contrast_bias.png`` / ``.svg`` (per data folder when there are several).
+    ``plots/contrast_bias.png`` / ``.svg`` (per data folder when there are several); for
+    stereotype probe sets (``task="stereotype"``, or probe-set data)
+    ``raw_stereotype.jsonl``, ``benchmark.json``, ``report.md`` and
+    ``plots/shifting_scores.png`` / ``.svg``
+    (:func:`~contrastkit.evaluators.stereotype.evaluate_stereotype`).
 
     With ``fetch`` (the default for ``data=("visogender",)``) the URLs the image store does
     not hold are first checked into it (:mod:`contrastkit.curation.urls`); with
@@ -306,6 +331,11 @@ def evaluate(config: EvaluateConfig, *, progress: ProgressFactory | None = None)
     """
     check_writable(config.out, "evaluation results")
     paths = _local_data(config)
+    if config.task == STEREOTYPE or _is_probes(paths):
+        from contrastkit.evaluators.stereotype import evaluate_stereotype
+
+        _require_probes(config, paths)
+        return evaluate_stereotype(config, paths, progress)
     if _is_contrast(paths):
         return _evaluate_contrast(config, paths, progress)
     return _evaluate_visogender(config, paths, progress)
@@ -326,6 +356,27 @@ def _local_data(config: EvaluateConfig) -> tuple[Path, ...]:
         else:
             paths.append(materialize_hub_dataset(name, config.out / "_data" / model_slug(name)))
     return tuple(dict.fromkeys(paths))
+
+
+def _is_probes(paths: Sequence[Path]) -> bool:
+    """Whether any of ``paths`` is a stereotype probe set (:mod:`contrastkit.probes`)."""
+    from contrastkit.probes import is_probe_set
+
+    return any(is_probe_set(path) for path in paths)
+
+
+def _require_probes(config: EvaluateConfig, paths: Sequence[Path]) -> None:
+    """Refuse data that is not all probe sets, for the stereotype task."""
+    from contrastkit.probes import is_probe_set
+
+    other = [str(path) for path in paths if not is_probe_set(path)]
+    if other:
+        asked = "task stereotype needs" if config.task == STEREOTYPE else "data: mixes"
+        raise ConfigError(
+            f"{asked} stereotype probe sets (a probe TSV / JSONL, a `contrastkit build "
+            f"stereoset` folder or its export); not probe sets: {', '.join(other)}"
+            + ("" if config.task == STEREOTYPE else "; evaluate them in separate runs")
+        )
 
 
 def _is_contrast(paths: Sequence[Path]) -> bool:
@@ -477,6 +528,12 @@ def _evaluate_visogender(
     from contrastkit.evaluators.runner import score_dataset
 
     settings = config.settings
+    for spec in config.models:
+        if parse_spec(spec).kind == "matching":
+            raise ConfigError(
+                f"models: {spec} is an image-text-matching model: it scores captions for "
+                "stereotype probing (a probe set, --task stereotype), not VisoGender pronouns"
+            )
     if settings.tasks == ("retrieval",):
         for spec in config.models:
             if parse_spec(spec).kind != "dual":
@@ -490,6 +547,8 @@ def _evaluate_visogender(
     all_results: list[Mapping[str, Any]] = []
     for spec in config.models:
         adapter = load_model(spec, config.model)
+        if not isinstance(adapter, ImageTextScorer | PronounScorer):
+            raise ConfigError(f"models: {spec} scores neither image-text similarity nor pronouns")
         folder = config.out / model_slug(spec)
         with progress_stage(progress, f"scoring {spec}") as update:
             run = score_dataset(
@@ -626,8 +685,11 @@ def compare_results(config: ReportConfig) -> Comparison:
     a balanced one) give the GenSynth Tab. 3 table
     (:func:`~contrastkit.evaluators.report.markdown.contrast_comparison_markdown`):
     one row per set and model with Bias@K and MaxSkew@K and their intervals. Mixed
-    inputs give both, VisoGender first. ``results`` and ``headlines`` keep the order
-    given (a contrast headline has ``task: "contrast"``).
+    inputs give both, VisoGender first. Stereotype-probing results give VLStereoSet's
+    Tables 3 and 4 with the reference models
+    (:func:`~contrastkit.evaluators.stereotype.stereotype_comparison_markdown`), after
+    the others. ``results`` and ``headlines`` keep the order given (a contrast headline
+    has ``task: "contrast"``, a stereotype one ``task: "stereotype"``).
 
     Raises:
         ResourceError: ``out`` cannot be written (checked before anything is read).
@@ -637,25 +699,41 @@ def compare_results(config: ReportConfig) -> Comparison:
     from contrastkit.evaluators.report import comparison_markdown
     from contrastkit.evaluators.report.markdown import contrast_comparison_markdown
     from contrastkit.evaluators.report.plots import write_comparison_plots
+    from contrastkit.evaluators.stereotype import (
+        read_stereotype_benchmark,
+        stereotype_comparison_markdown,
+        stereotype_headline,
+    )
 
     if config.out is not None:
         check_writable(config.out, "the comparison", folder=False)
     loaded: list[dict[str, Any]] = []
     kinds: list[bool] = []  # True: a contrast-set benchmark
+    probed: list[bool] = []  # True: a stereotype benchmark
     for path in config.results:
-        contrast = read_contrast_benchmark(path)
+        probes = read_stereotype_benchmark(path)
+        contrast = read_contrast_benchmark(path) if probes is None else None
+        probed.append(probes is not None)
         kinds.append(contrast is not None)
-        loaded.append(contrast if contrast is not None else load_benchmark(path)[1])
-    visogender = [r for r, flag in zip(loaded, kinds, strict=True) if not flag]
+        loaded.append(
+            probes if probes is not None
+            else contrast if contrast is not None else load_benchmark(path)[1]
+        )  # fmt: skip
+    stereotypes = [r for r, flag in zip(loaded, probed, strict=True) if flag]
+    visogender = [
+        r for r, flag, probe in zip(loaded, kinds, probed, strict=True) if not flag and not probe
+    ]
     contrasts = [r for r, flag in zip(loaded, kinds, strict=True) if flag]
     parts = [comparison_markdown(visogender)] if visogender else []
     parts += [contrast_comparison_markdown(contrasts)] if contrasts else []
+    parts += [stereotype_comparison_markdown(stereotypes)] if stereotypes else []
     text = "\n".join(parts)
     if config.out is not None:
         plots = write_comparison_plots(visogender, config.out.parent, config.out.stem)
         text += _plot_links(plots)
         atomic_write_text(config.out, text)
     headlines = tuple(
-        contrast_headline(r) if flag else headline(r) for r, flag in zip(loaded, kinds, strict=True)
+        stereotype_headline(r) if probe else contrast_headline(r) if flag else headline(r)
+        for r, flag, probe in zip(loaded, kinds, probed, strict=True)
     )
     return Comparison(text, tuple(loaded), headlines, config.out)

@@ -6,7 +6,8 @@ of the resolution task and its occupation's retrieval query, and each distinct c
 embedded once (the adapter's text cache). Captioning models score the pronoun
 continuations of every template of a batch of images.
 
-Raw scores are appended to ``raw_resolution.jsonl`` / ``raw_retrieval.jsonl`` in the
+Raw scores are appended to ``raw_resolution.jsonl`` / ``raw_retrieval.jsonl`` (and
+``raw_retrieval_flipped.jsonl``, the participant-subject queries of Tab. 5) in the
 output folder after every batch (flushed to disk), so an interrupted run loses at most one
 batch. A later run with the same model reads them back and scores only what is missing:
 a record is reused when its key (row ID, image reference, template, candidate pronouns or
@@ -28,6 +29,12 @@ import numpy as np
 from contrastkit.config import require
 from contrastkit.errors import ConfigError
 from contrastkit.evaluators.data import EvalItem, ImageLoader
+from contrastkit.evaluators.tasks.flipped import (
+    FLIPPED_RAW_FILE,
+    FLIPPED_TASK,
+    flipped_record,
+    flipped_retrieval_queries,
+)
 from contrastkit.evaluators.tasks.resolution import (
     PROTOCOL_CANDIDATES,
     ResolutionCase,
@@ -58,7 +65,11 @@ __all__ = [
 ]
 
 TASKS = ("resolution", "retrieval")
-RAW_FILES = {"resolution": "raw_resolution.jsonl", "retrieval": "raw_retrieval.jsonl"}
+RAW_FILES = {
+    "resolution": "raw_resolution.jsonl",
+    "retrieval": "raw_retrieval.jsonl",
+    FLIPPED_TASK: FLIPPED_RAW_FILE,  # part of the retrieval task (``flipped_retrieval``)
+}
 
 
 #: Resolution protocols: how the predicted pronoun is chosen from the candidates' scores
@@ -88,6 +99,12 @@ class EvalConfig:
         bootstrap: resamples of the percentile bootstrap over images behind every
             headline figure's confidence interval (0: no intervals).
         confidence: the intervals' level.
+        flipped_retrieval: with the retrieval task, also rank each occupation's
+            two-person images with the participant-subject query ("The patient and
+            their doctor") by the participant's perceived gender (VisoGender Appendix
+            D.2, Tab. 5; :mod:`~contrastkit.evaluators.tasks.flipped`). On by default;
+            it reuses the image embeddings of the retrieval task (one more text per
+            occupation). Single-person images take no part (no participant).
 
     Raises:
         ConfigError: naming the field, for an unknown task, a cut-off, depth or subsample
@@ -105,6 +122,7 @@ class EvalConfig:
     protocol: str = "visogender-official"
     bootstrap: int = 1000
     confidence: float = 0.95
+    flipped_retrieval: bool = True
 
     def __post_init__(self) -> None:
         for name in ("tasks", "ks", "subsample_ks"):  # lists from Python callers
@@ -174,6 +192,7 @@ class ScoredRun:
     kind: str
     resolution: list[dict[str, Any]] = field(default_factory=list)
     retrieval: list[dict[str, Any]] = field(default_factory=list)
+    retrieval_flipped: list[dict[str, Any]] = field(default_factory=list)
     reused: int = 0
     scored_images: int = 0
     skipped: list[str] = field(default_factory=list)
@@ -260,7 +279,16 @@ def score_dataset(
     cases = resolution_cases(items, neutral=neutral) if "resolution" in tasks else []
     queries = retrieval_queries(items) if "retrieval" in tasks else []
     query_of = {item.key: query for query in queries for item in query.items}
-    paths = {task: out_dir / RAW_FILES[task] for task in TASKS}
+    flipped = (
+        flipped_retrieval_queries(items)
+        if "retrieval" in tasks and config.flipped_retrieval
+        else []
+    )
+    flipped_of = {item.key: query for query in flipped for item in query.items}
+    flipped_keys = {key: f"{key}|{query.text}" for key, query in flipped_of.items()}
+    if flipped:
+        tasks.append(FLIPPED_TASK)
+    paths = {task: out_dir / RAW_FILES[task] for task in RAW_FILES}
     done = {task: read_raw(paths[task], model.spec) for task in tasks}
     retrieval_keys = {
         item.key: f"{item.key}|{query_of[item.key].text}" for item in query_of_items(queries)
@@ -275,6 +303,7 @@ def score_dataset(
         for item in items
         if item.key in missing_cases
         or (item.key in retrieval_keys and retrieval_keys[item.key] not in done["retrieval"])
+        or (item.key in flipped_keys and flipped_keys[item.key] not in done[FLIPPED_TASK])
     ]
     run.reused = sum(len(records) for records in done.values())
     loader.check(todo)
@@ -286,6 +315,7 @@ def score_dataset(
         for batch, images in _decoded(todo, loader, model, batch_size):
             new_resolution: list[dict[str, Any]] = []
             new_retrieval: list[dict[str, Any]] = []
+            new_flipped: list[dict[str, Any]] = []
             if dual:
                 assert isinstance(model, ImageTextScorer)
                 if hasattr(model, "cached_texts"):  # a caching adapter: warm its cache
@@ -296,6 +326,8 @@ def score_dataset(
                          for text in case.captions.values()]
                         + [query_of[item.key].text for item in batch
                            if item.key in retrieval_keys]
+                        + [flipped_of[item.key].text for item in batch
+                           if item.key in flipped_keys]
                     )  # fmt: skip
                 embeddings = (
                     model.encode_pixels(images)  # type: ignore[attr-defined]
@@ -316,17 +348,26 @@ def score_dataset(
                         query = query_of[item.key]
                         score = float(model.encode_texts([query.text])[0] @ embedding)
                         new_retrieval.append(query_record(query, item, score, model.spec))
+                    key = flipped_keys.get(item.key)
+                    if key is not None and key not in done[FLIPPED_TASK]:
+                        query = flipped_of[item.key]
+                        score = float(model.encode_texts([query.text])[0] @ embedding)
+                        new_flipped.append(flipped_record(query, item, score, model.spec))
             else:
                 assert isinstance(model, PronounScorer)
-                new_resolution = _score_captioning(model, batch, images, missing_cases)
+                new_resolution = _score_captioning(model, batch, images, missing_cases, config.seed)
             if "resolution" in writers:
                 writers["resolution"].write(new_resolution)
             if "retrieval" in writers:
                 writers["retrieval"].write(new_retrieval)
+            if FLIPPED_TASK in writers:
+                writers[FLIPPED_TASK].write(new_flipped)
             for record in new_resolution:
                 done["resolution"][record["key"]] = record
             for record in new_retrieval:
                 done["retrieval"][record["key"]] = record
+            for record in new_flipped:
+                done[FLIPPED_TASK][record["key"]] = record
             finished += len(batch)
             run.scored_images = finished
             if progress is not None:
@@ -342,6 +383,11 @@ def score_dataset(
             done["retrieval"][retrieval_keys[item.key]] for item in query_of_items(queries)
         ]
         atomic_write_text(paths["retrieval"], _dumps(run.retrieval))
+    if FLIPPED_TASK in tasks:
+        run.retrieval_flipped = [
+            done[FLIPPED_TASK][flipped_keys[item.key]] for item in query_of_items(flipped)
+        ]
+        atomic_write_text(paths[FLIPPED_TASK], _dumps(run.retrieval_flipped))
     return run
 
 
@@ -379,9 +425,16 @@ def _score_captioning(
     batch: Sequence[EvalItem],
     images: Sequence[Any],
     missing: Mapping[str, list[ResolutionCase]],
+    seed: int = 0,
 ) -> list[dict[str, Any]]:
     """Continuation log-probabilities of every missing case of a batch, one call per
-    (template, candidate set)."""
+    (template, candidate set); a multiple-choice VLM answers lettered questions instead,
+    options shuffled with ``seed`` (:mod:`.tasks.multiple_choice`)."""
+    from contrastkit.evaluators.tasks.multiple_choice import (
+        is_multiple_choice,
+        score_multiple_choice,
+    )
+
     groups: dict[tuple[str, tuple[str, ...]], list[tuple[int, ResolutionCase]]] = {}
     for position, item in enumerate(batch):
         for case in missing.get(item.key, []):
@@ -389,6 +442,11 @@ def _score_captioning(
             groups.setdefault((case.template.key, names), []).append((position, case))
     records = []
     for members in groups.values():
+        if is_multiple_choice(model):
+            records += score_multiple_choice(
+                model, [images[p] for p, _ in members], [case for _, case in members], seed
+            )
+            continue
         continuations = members[0][1].continuations
         logprobs = model.continuation_logprobs(
             [images[position] for position, _ in members],

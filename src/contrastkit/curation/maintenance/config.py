@@ -44,7 +44,8 @@ class MaintainConfig:
 
     Attributes:
         files: Official-format TSVs to maintain (strings are taken as paths); they are
-            rewritten in place, atomically.
+            rewritten in place, atomically. Stereotype probe sets
+            (:mod:`contrastkit.probes`) are checked and recorded too, never rewritten.
         db: The SQLite state database (created on the first run).
         network: How URLs are fetched (:class:`~contrastkit.curation.urls.CheckConfig`).
         store: Keep every image that decodes in this content-addressed store; None keeps

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
-from contrastkit.curation.integrity import check_tables, distinct_urls
+from contrastkit.curation.integrity import ProbeTable, Table, check_tables, distinct_urls
 from contrastkit.curation.maintenance.config import MaintainConfig
 from contrastkit.curation.maintenance.report import render_markdown
 from contrastkit.curation.maintenance.results import (
@@ -24,7 +25,7 @@ from contrastkit.errors import DataFormatError, ResourceError
 from contrastkit.io import atomic_write_text, check_writable, resource_error
 from contrastkit.schema import VisoGenderTable
 from contrastkit.store import ImageStore
-from contrastkit.tsv import read_tsv_document
+from contrastkit.tsv import TSVDocument, read_tsv_document
 
 __all__ = ["maintain"]
 
@@ -72,8 +73,7 @@ def maintain(
         >>> maintain(config).exit_code  # doctest: +SKIP
         0
     """
-    documents = [read_tsv_document(path) for path in config.files]
-    tables = [document.table for document in documents]
+    documents, tables = _read_files(config.files)
     where, rows_of_url = _index_rows(tables)
     _check_outputs(config)
     store = ImageStore(config.store) if config.store is not None else None
@@ -133,8 +133,27 @@ def maintain(
     return result
 
 
+def _read_files(paths: Sequence[Path]) -> tuple[list[TSVDocument], list[Table]]:
+    """The VisoGender TSVs as byte-exact documents (they are rewritten) and every file as
+    a table; a stereotype probe set (:mod:`contrastkit.probes`) is a table only: its
+    rows are checked, recorded, flagged and retired in the database and the report, and
+    the file itself is never rewritten (it has no ``Error codes`` column)."""
+    from contrastkit.probes import is_probe_set
+
+    documents: list[TSVDocument] = []
+    tables: list[Table] = []
+    for path in paths:
+        if path.is_file() and is_probe_set(path):
+            tables.append(ProbeTable.read(path))
+        else:
+            document = read_tsv_document(path)
+            documents.append(document)
+            tables.append(document.table)
+    return documents, tables
+
+
 def _index_rows(
-    tables: Sequence[VisoGenderTable],
+    tables: Sequence[Table],
 ) -> tuple[dict[str, tuple[RowRef, str]], dict[str, list[str]]]:
     """Each row ID's place and URL, and the row IDs of each URL.
 
@@ -191,12 +210,14 @@ def _health(
 
 
 def _below_balance(
-    tables: Sequence[VisoGenderTable], health: Mapping[str, RowHealth], per_cell: int
+    tables: Sequence[Table], health: Mapping[str, RowHealth], per_cell: int
 ) -> list[BelowBalance]:
     """Occupation cells (OO: M, F; OP: MM, MF, FM, FF) with fewer than ``per_cell``
-    healthy rows."""
+    healthy rows (VisoGender tables; a probe set has no such cells)."""
     below: list[BelowBalance] = []
     for table in tables:
+        if not isinstance(table, VisoGenderTable):
+            continue
         counts: dict[str, Counter[str]] = defaultdict(Counter)
         for row in table.rows:
             counts[row.occupation][row.cell] += health[row.idx].healthy

@@ -1,6 +1,8 @@
 """Captioning models scored by continuation log-probabilities: ``blip:``, ``git:``,
-``blip2:`` (transformers ``BlipForConditionalGeneration``, ``GitForCausalLM``,
-``Blip2ForConditionalGeneration`` with a decoder-only language model such as OPT).
+``blip2:``, ``instructblip:`` (transformers ``BlipForConditionalGeneration``,
+``GitForCausalLM``, ``Blip2ForConditionalGeneration`` and
+``InstructBlipForConditionalGeneration``, the last two with a decoder-only language model
+such as OPT / Vicuna or an encoder-decoder one, FLAN-T5).
 
 VisoGender Sec. 3.4 resolves a pronoun with a captioning model by comparing
 ``p_cap(t | i, c)`` for the candidate pronouns after a partial caption ``c`` ("The doctor
@@ -10,7 +12,8 @@ continuation ``w = (w_1..w_m)`` is the chain rule::
     log p(w | i, c) = sum_j log p_cap(w_j | i, c, w_1..w_{j-1})
 
 computed for every candidate in one teacher-forced forward pass (right-padded, so the
-causal mask keeps each position's logits what they would be without padding).
+causal mask keeps each position's logits what they would be without padding; padded
+encoder positions are masked out of attention).
 
 Token sequences follow each family's own generation set-up:
 
@@ -19,12 +22,36 @@ Token sequences follow each family's own generation set-up:
   token and drops the trailing ``[SEP]``.)
 * GIT: ``[CLS]`` (``config.bos_token_id``) + prefix + continuation, after the image
   tokens, which the model prepends itself.
-* BLIP-2: the query-token image embeddings, then the tokenizer's BOS (``</s>`` for OPT)
-  + prefix + continuation.
+* BLIP-2 with a decoder-only language model (OPT): the query-token image embeddings, then
+  the tokenizer's BOS (``</s>`` for OPT) + prefix + continuation.
+* BLIP-2 with FLAN-T5 (an encoder-decoder language model): BLIP-2 was pre-trained with a
+  *prefix language-modelling* loss for these models (Li et al. 2023, Sec. 3.3): a text is
+  split in two, the prefix goes with the query embeddings into the T5 **encoder** and the
+  suffix is the target of the **decoder**; its VQA and prompted captioning put the prompt
+  on the encoder side too (transformers' ``Blip2Processor`` tokenizes the prompt as
+  ``input_ids``, the encoder input). So by default the encoder reads
+  ``[query embeddings] + prefix + </s>`` (the tokenizer's own special tokens, as the
+  processor adds them) and the decoder scores the continuation after
+  ``decoder_start_token_id`` alone (``prefix="encoder"``). The spec option
+  ``?prefix=decoder`` (:mod:`.caption_options`) instead gives the encoder
+  ``[query embeddings] + </s>`` (an empty prompt, as unprompted captioning does) and forces
+  the decoder through ``decoder_start + prefix`` before the continuation, the way a
+  decoder-only captioner reads a partial caption.
+* InstructBLIP: as BLIP-2, with an instruction (default
+  :data:`~.caption_options.DEFAULT_INSTRUCTION`, "A short image caption:", the first of the
+  captioning templates it was instruction-tuned with; ``?instruction=`` changes it). The
+  **Q-Former reads the instruction alone** (its instruction-aware query features, Dai et
+  al. 2023 Sec. 2.3; the partial caption is text for the language model to continue, not an
+  instruction), tokenized by its own word-piece tokenizer (``qformer_tokenizer/``) with
+  ``[CLS]`` / ``[SEP]``. The language model reads ``instruction + " " + prefix`` where
+  BLIP-2 reads the prefix: after the BOS for Vicuna / OPT, in the encoder for FLAN-T5
+  (with ``?prefix=decoder``, the encoder reads the instruction and the decoder the
+  prefix).
 
 Prefix and continuation are tokenized together and split where the prefix's tokens end,
-so a tokenizer that marks word starts (byte-level BPE's ``Ġ``) sees the space it would see
-in running text.
+so a tokenizer that marks word starts (byte-level BPE's ``Ġ``, SentencePiece's ``▁``) sees
+the space it would see in running text; a continuation that starts the decoder's text
+(encoder placement) is tokenized on its own.
 """
 
 from __future__ import annotations
@@ -39,6 +66,11 @@ from PIL import Image
 from contrastkit.config import require
 from contrastkit.errors import ConfigError
 from contrastkit.evaluators.models.base import ModelRuntime, batched, to_rgb
+from contrastkit.evaluators.models.caption_options import (
+    DEFAULT_INSTRUCTION,
+    PREFIX_PLACEMENTS,
+    split_caption_options,
+)
 from contrastkit.evaluators.models.hf import (
     hf_from_pretrained,
     hf_model_type,
@@ -49,10 +81,21 @@ from contrastkit.pipeline import HFPreprocess, PipelineConfig
 
 __all__ = ["FAMILIES", "CaptioningScorer", "load_captioning"]
 
+#: Families built on BLIP-2's Q-Former, whose language model may be encoder-decoder.
+QFORMER_FAMILIES = ("blip2", "instructblip")
+
 
 class CaptioningScorer:
     """A :class:`~contrastkit.evaluators.models.PronounScorer` over a transformers
-    captioning model of one of :data:`FAMILIES`."""
+    captioning model of one of :data:`FAMILIES`.
+
+    Attributes:
+        encoder_decoder: whether the language model is encoder-decoder (FLAN-T5).
+        prefix_placement: ``"encoder"`` or ``"decoder"``: where the partial caption goes
+            (see the module docstring); always ``"decoder"`` for a decoder-only model.
+        instruction: the InstructBLIP instruction (``""`` for none; ``None`` for the
+            other families).
+    """
 
     def __init__(
         self,
@@ -66,6 +109,9 @@ class CaptioningScorer:
         dtype: torch.dtype,
         batch_size: int,
         pipeline: PipelineConfig | None = None,
+        prefix_placement: str | None = None,
+        instruction: str | None = None,
+        qformer_tokenizer: Any = None,
     ):
         if family not in FAMILIES:
             raise ConfigError(f"unknown captioning family {family!r}; use one of {list(FAMILIES)}")
@@ -81,6 +127,38 @@ class CaptioningScorer:
         self.device = device
         self.dtype = dtype
         self.batch_size = batch_size
+        self.encoder_decoder = family in QFORMER_FAMILIES and not bool(
+            model.config.use_decoder_only_language_model
+        )
+        if prefix_placement is None:
+            prefix_placement = "encoder" if self.encoder_decoder else "decoder"
+        require(
+            prefix_placement in PREFIX_PLACEMENTS,
+            "prefix",
+            f"use one of {', '.join(PREFIX_PLACEMENTS)}, not {prefix_placement!r}",
+        )
+        require(
+            self.encoder_decoder or prefix_placement == "decoder",
+            "prefix",
+            f"{spec} has a decoder-only language model: the partial caption can only be "
+            "read by the decoder (prefix=encoder is for FLAN-T5 models)",
+        )
+        self.prefix_placement = prefix_placement
+        if family == "instructblip":
+            self.instruction: str | None = (
+                DEFAULT_INSTRUCTION if instruction is None else instruction.strip()
+            )
+            require(
+                qformer_tokenizer is not None,
+                "qformer_tokenizer",
+                "InstructBLIP needs its Q-Former tokenizer",
+            )
+        else:
+            require(
+                instruction is None, "instruction", f"only instructblip: takes one, not {family}:"
+            )
+            self.instruction = None
+        self.qformer_tokenizer = qformer_tokenizer
         self._prefix_cache: dict[str, list[int]] = {}
         self._split_cache: dict[tuple[str, str], list[int]] = {}
         #: Whether the weights are random (a marked tiny-model folder): every report of
@@ -90,7 +168,8 @@ class CaptioningScorer:
     # -- tokens -----------------------------------------------------------------------
     @property
     def start_ids(self) -> list[int]:
-        """The token(s) a caption starts with in this family (see the module docstring)."""
+        """The token(s) a caption starts with in this family (see the module docstring);
+        for an encoder-decoder language model, the decoder's start token."""
         config = self.model.config
         if self.family == "blip":
             token = config.text_config.bos_token_id
@@ -98,6 +177,8 @@ class CaptioningScorer:
             token = config.bos_token_id
             if token is None:
                 token = self.tokenizer.cls_token_id
+        elif self.encoder_decoder:
+            token = self.model.language_model.config.decoder_start_token_id
         else:
             token = self.tokenizer.bos_token_id
             if token is None:
@@ -108,10 +189,44 @@ class CaptioningScorer:
         ids: list[int] = self.tokenizer(text, add_special_tokens=False)["input_ids"]
         return ids
 
+    def _with_instruction(self, prefix: str) -> str:
+        """The text the language model reads for ``prefix``: InstructBLIP's instruction,
+        a space and the prefix; the prefix alone for the other families."""
+        if not self.instruction:
+            return prefix
+        return f"{self.instruction} {prefix}" if prefix else self.instruction
+
+    def _decoder_text(self, prefix: str) -> str:
+        """The text the continuation follows in the decoder's (or the causal model's)
+        token sequence."""
+        if self.encoder_decoder:
+            return prefix if self.prefix_placement == "decoder" else ""
+        return self._with_instruction(prefix)
+
+    def encoder_ids(self, prefix: str) -> list[int]:
+        """The text tokens the language model's encoder reads after the query embeddings,
+        with the tokenizer's special tokens (FLAN-T5: a final ``</s>``), as transformers'
+        processors tokenize a prompt; encoder-decoder models only.
+
+        Raises:
+            ValueError: for a decoder-only language model.
+        """
+        if not self.encoder_decoder:
+            raise ValueError(f"{self.spec} has no encoder: its language model is decoder-only")
+        text = (
+            self._with_instruction(prefix)
+            if self.prefix_placement == "encoder"
+            else (self.instruction or "")
+        )
+        ids: list[int] = self.tokenizer(text)["input_ids"]
+        return ids
+
     def prefix_ids(self, prefix: str) -> list[int]:
-        """Start token(s) + the tokens of ``prefix``."""
+        """Start token(s) + the tokens the continuation follows in the (decoder) sequence:
+        the prefix (after InstructBLIP's instruction, for a decoder-only model), or nothing
+        when an encoder-decoder model reads the prefix in its encoder."""
         if prefix not in self._prefix_cache:
-            self._prefix_cache[prefix] = self.start_ids + self._encode(prefix)
+            self._prefix_cache[prefix] = self.start_ids + self._encode(self._decoder_text(prefix))
         return self._prefix_cache[prefix]
 
     def continuation_ids(self, prefix: str, continuation: str) -> list[int]:
@@ -122,8 +237,9 @@ class CaptioningScorer:
         """
         key = (prefix, continuation)
         if key not in self._split_cache:
-            head = self._encode(prefix)
-            whole = self._encode(prefix + continuation)
+            context = self._decoder_text(prefix)
+            head = self._encode(context) if context else []
+            whole = self._encode(context + continuation)
             if whole[: len(head)] == head and len(whole) > len(head):
                 tail = whole[len(head) :]
             else:
@@ -146,6 +262,24 @@ class CaptioningScorer:
             )["pixel_values"]
         return pixels.to(self.device, self.dtype, non_blocking=True)
 
+    def _query_embeds(self, pixels: torch.Tensor) -> torch.Tensor:
+        """The projected Q-Former outputs, ``(n_images, num_query_tokens, lm_hidden)``:
+        the image as the language model reads it (transformers' ``get_image_features``;
+        InstructBLIP's Q-Former also reads the instruction)."""
+        model = self.model
+        if self.family == "instructblip":
+            encoded = self.qformer_tokenizer(self.instruction or "", return_tensors="pt")
+            count = pixels.shape[0]
+            ids = encoded["input_ids"].to(self.device).expand(count, -1)
+            mask = encoded["attention_mask"].to(self.device).expand(count, -1)
+            features = model.get_image_features(
+                pixels, qformer_input_ids=ids, qformer_attention_mask=mask, return_dict=True
+            )
+        else:
+            features = model.get_image_features(pixels, return_dict=True)
+        projected: torch.Tensor = features.pooler_output
+        return projected
+
     def _text_logits(
         self,
         pixels: torch.Tensor,
@@ -153,8 +287,9 @@ class CaptioningScorer:
         attention_mask: torch.Tensor,
         image_index: torch.Tensor,
     ) -> torch.Tensor:
-        """Logits at the text positions, shape ``(rows, text_length, vocab)``; row ``r``
-        is conditioned on image ``image_index[r]``. Each image is encoded once."""
+        """Logits at the text positions of a decoder-only model, shape
+        ``(rows, text_length, vocab)``; row ``r`` is conditioned on image
+        ``image_index[r]``. Each image is encoded once."""
         model = self.model
         length = input_ids.shape[1]
         if self.family == "blip":
@@ -172,21 +307,9 @@ class CaptioningScorer:
             out = model(input_ids=input_ids, attention_mask=attention_mask, pixel_values=pixels)
             logits = out.logits[:, -length:, :]
             return logits
-        # BLIP-2: vision -> Q-Former -> projection, then the language model on
-        # [query embeddings; text embeddings] (Li et al., 2023; transformers' forward).
-        image_embeds = model.vision_model(pixel_values=pixels).last_hidden_state
-        qformer_dtype = model.query_tokens.dtype
-        image_embeds = image_embeds.to(qformer_dtype)
-        queries = model.query_tokens.expand(image_embeds.shape[0], -1, -1)
-        image_mask = torch.ones(image_embeds.shape[:-1], dtype=torch.long, device=self.device)
-        query_output = model.qformer(
-            query_embeds=queries,
-            encoder_hidden_states=image_embeds,
-            encoder_attention_mask=image_mask,
-        )[0]
-        projected = model.language_projection(
-            query_output.to(model.language_projection.weight.dtype)
-        )
+        # BLIP-2 / InstructBLIP: vision -> Q-Former -> projection, then the language model
+        # on [query embeddings; text embeddings] (Li et al., 2023; transformers' forward).
+        projected = self._query_embeds(pixels)
         text_embeds = model.get_input_embeddings()(input_ids)
         embeds = torch.cat([projected[image_index].to(text_embeds.dtype), text_embeds], dim=1)
         query_mask = torch.ones(
@@ -196,6 +319,46 @@ class CaptioningScorer:
             inputs_embeds=embeds, attention_mask=torch.cat([query_mask, attention_mask], dim=1)
         )
         logits = out.logits[:, -length:, :]
+        return logits
+
+    def _seq2seq_logits(
+        self,
+        pixels: torch.Tensor,
+        encoder_rows: list[list[int]],
+        decoder_ids: torch.Tensor,
+        decoder_mask: torch.Tensor,
+        image_index: torch.Tensor,
+    ) -> torch.Tensor:
+        """Decoder logits of an encoder-decoder language model, ``(rows, length, vocab)``.
+        ``encoder_rows[i]`` are the encoder's text tokens for image ``i`` (after its query
+        embeddings); each is encoded once, and decoder row ``r`` attends to encoder row
+        ``image_index[r]``."""
+        from transformers.modeling_outputs import BaseModelOutput
+
+        model = self.model
+        language_model = model.language_model
+        projected = self._query_embeds(pixels)
+        width = max(len(ids) for ids in encoder_rows)
+        pad = self.tokenizer.pad_token_id
+        text_ids = torch.full((len(encoder_rows), width), 0 if pad is None else int(pad))
+        text_mask = torch.zeros((len(encoder_rows), width), dtype=torch.long)
+        for i, ids in enumerate(encoder_rows):
+            text_ids[i, : len(ids)] = torch.tensor(ids)
+            text_mask[i, : len(ids)] = 1
+        text_embeds = model.get_input_embeddings()(text_ids.to(self.device))
+        embeds = torch.cat([projected.to(text_embeds.dtype), text_embeds], dim=1)
+        query_mask = torch.ones(projected.shape[:2], dtype=torch.long)
+        mask = torch.cat([query_mask, text_mask], dim=1).to(self.device)
+        encoded = language_model.get_encoder()(inputs_embeds=embeds, attention_mask=mask)
+        out = language_model(
+            encoder_outputs=BaseModelOutput(
+                last_hidden_state=encoded.last_hidden_state[image_index]
+            ),
+            attention_mask=mask[image_index],
+            decoder_input_ids=decoder_ids,
+            decoder_attention_mask=decoder_mask,
+        )
+        logits: torch.Tensor = out.logits
         return logits
 
     @torch.inference_mode()
@@ -253,16 +416,27 @@ class CaptioningScorer:
             input_ids[r, : len(ids)] = torch.tensor(ids)
             attention[r, : len(ids)] = 1
         image_index = torch.tensor(image_rows, device=self.device)
-        logits = self._text_logits(
-            self._pixels(images), input_ids.to(self.device), attention.to(self.device), image_index
-        )
-        logprobs = torch.log_softmax(logits.float(), dim=-1)
+        pixels = self._pixels(images)
+        if self.encoder_decoder:
+            logits = self._seq2seq_logits(
+                pixels,
+                [self.encoder_ids(prefix) for prefix in prefixes],
+                input_ids.to(self.device),
+                attention.to(self.device),
+                image_index,
+            )
+        else:
+            logits = self._text_logits(
+                pixels, input_ids.to(self.device), attention.to(self.device), image_index
+            )
         scores = np.zeros((n_images, len(continuations)), dtype=np.float64)
         for r, (ids, start) in enumerate(rows):
             positions = torch.arange(start - 1, len(ids) - 1, device=self.device)
             targets = torch.tensor(ids[start:], device=self.device)
-            total = logprobs[r, positions, targets].double().sum().item()
-            scores[image_rows[r], r // n_images] = total
+            # the softmax in float64 over the rows' own positions only
+            logprobs = torch.log_softmax(logits[r, positions].double(), dim=-1)
+            total = logprobs[torch.arange(len(targets), device=self.device), targets].sum()
+            scores[image_rows[r], r // n_images] = total.item()
         return scores
 
     def __repr__(self) -> str:
@@ -270,7 +444,12 @@ class CaptioningScorer:
 
 
 def load_captioning(family: str, target: str, runtime: ModelRuntime) -> CaptioningScorer:
-    """Load a ``blip`` / ``git`` / ``blip2`` captioning model from a hub id or folder.
+    """Load a ``blip`` / ``git`` / ``blip2`` / ``instructblip`` captioning model from a hub
+    id or folder, with the options of :mod:`.caption_options` after a ``?``.
+
+    BLIP-2 and InstructBLIP load with either kind of language model, told apart by the
+    saved config (``use_decoder_only_language_model``): OPT / Vicuna continue the prefix;
+    FLAN-T5 reads it in its encoder unless ``?prefix=decoder`` (see the module docstring).
 
     Args:
         family: the spec prefix, one of :data:`FAMILIES`.
@@ -280,18 +459,21 @@ def load_captioning(family: str, target: str, runtime: ModelRuntime) -> Captioni
     Raises:
         ModelNotFoundError: neither a folder nor cached (says how to get it), or a folder
             or cached copy that does not load (its error chained).
-        ConfigError: the config is another kind of model, or BLIP-2 with an
-            encoder-decoder language model (Flan-T5), whose prompt is not continued.
+        ConfigError: the config is another kind of model; an option the model does not
+            take (``prefix=encoder`` on a decoder-only language model).
     """
     from transformers import (
+        AutoTokenizer,
         Blip2ForConditionalGeneration,
         BlipForConditionalGeneration,
         GitForCausalLM,
+        InstructBlipForConditionalGeneration,
     )
 
     spec = f"{family}:{target}"
     if family not in FAMILIES:
         raise ConfigError(f"unknown captioning family {family!r}; use one of {list(FAMILIES)}")
+    target, options = split_caption_options(family, target)
     download = runtime.download
     model_type = hf_model_type(target, download=download)
     if model_type != FAMILIES[family]:
@@ -300,17 +482,19 @@ def load_captioning(family: str, target: str, runtime: ModelRuntime) -> Captioni
         "blip": BlipForConditionalGeneration,
         "git": GitForCausalLM,
         "blip2": Blip2ForConditionalGeneration,
+        "instructblip": InstructBlipForConditionalGeneration,
     }
     model = hf_from_pretrained(
         classes[family].from_pretrained, target, "weights", download=download,
         dtype=runtime.dtype,
     )  # fmt: skip
-    if family == "blip2" and not model.config.use_decoder_only_language_model:
-        raise ConfigError(
-            f"{spec}: BLIP-2 with an encoder-decoder language model (Flan-T5) is not supported; "
-            "use an OPT-based BLIP-2 such as Salesforce/blip2-opt-2.7b"
-        )
     tokenizer, processor = hf_text_and_image_processors(target, download=download)
+    qformer_tokenizer = None
+    if family == "instructblip":
+        qformer_tokenizer = hf_from_pretrained(
+            AutoTokenizer.from_pretrained, target, "Q-Former tokenizer (qformer_tokenizer/)",
+            download=download, subfolder="qformer_tokenizer",
+        )  # fmt: skip
     model = model.to(device=runtime.device).eval()
     return CaptioningScorer(
         spec,
@@ -322,4 +506,7 @@ def load_captioning(family: str, target: str, runtime: ModelRuntime) -> Captioni
         dtype=runtime.dtype,
         batch_size=runtime.batch_size,
         pipeline=runtime.pipeline,
+        prefix_placement=options.prefix,
+        instruction=options.instruction,
+        qformer_tokenizer=qformer_tokenizer,
     )

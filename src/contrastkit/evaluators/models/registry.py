@@ -10,16 +10,25 @@ spec                               loads
 ``hf-clip:ID_OR_FOLDER``           transformers CLIP / SigLIP dual encoder
 ``blip:ID_OR_FOLDER``              transformers BLIP captioning model
 ``git:ID_OR_FOLDER``               transformers GIT captioning model
-``blip2:ID_OR_FOLDER``             transformers BLIP-2 (OPT) captioning model
+``blip2:ID_OR_FOLDER``             transformers BLIP-2 captioning model (OPT or FLAN-T5)
+``instructblip:ID_OR_FOLDER``      transformers InstructBLIP (Vicuna/OPT or FLAN-T5)
+``blip2:ID?prefix=decoder``        captioning options (:mod:`.caption_options`)
 ``clip-clip:load=FILE:BASE``       CLIP-clip (Wang et al. 2021): dual encoder ``BASE``
                                    minus the dimensions a saved choice drops
                                    (:mod:`.clipclip`; fitted by ``contrastkit audit``)
 ``debias-clip:NAME``               published prompt-array debiased CLIP (Berg et al.
                                    2022) from the local cache (:mod:`.debias`)
 ``debias-clip:FILE:BASE``          a prompt-array checkpoint file on OpenCLIP ``BASE``
+``blip-itm:ID_OR_FOLDER``          transformers BLIP image-text matching (ITM) head
+``vilt:ID_OR_FOLDER``              transformers ViLT image-text retrieval head
+``vlm:ID_OR_FOLDER[?OPTIONS]``     generative VLM (LLaVA, Qwen2-VL, PaliGemma, ...;
+                                   :mod:`.vlm`), scored by continuation or multiple
+                                   choice (``?protocol=multiple-choice``)
 =================================  =====================================================
 
-Dual encoders are :class:`ImageTextScorer`\\ s, captioning models :class:`PronounScorer`\\ s.
+Dual encoders are :class:`ImageTextScorer`\\ s, captioning models :class:`PronounScorer`\\ s,
+image-text-matching models (kind ``matching``) :class:`CaptionScorer`\\ s
+(:mod:`.itm`).
 Where and how a model runs (device, dtype, batch size, whether weights may be downloaded)
 is one :class:`~contrastkit.config.ModelConfig`, shared with every other job that loads a
 model. Nothing is downloaded unless ``ModelConfig(download=True)``: a model neither on
@@ -43,7 +52,7 @@ from typing import TYPE_CHECKING
 
 from contrastkit.config import ModelConfig
 from contrastkit.errors import ConfigError
-from contrastkit.interfaces import ImageTextScorer, PronounScorer
+from contrastkit.interfaces import CaptionScorer, ImageTextScorer, PronounScorer
 from contrastkit.tiny.marker import random_weights_note, spec_has_random_weights
 
 if TYPE_CHECKING:
@@ -63,15 +72,19 @@ __all__ = [
 ]
 
 #: Captioning spec prefix -> transformers ``model_type`` of the models it loads.
-FAMILIES = {"blip": "blip", "git": "git", "blip2": "blip-2"}
+FAMILIES = {"blip": "blip", "git": "git", "blip2": "blip-2", "instructblip": "instructblip"}
 
-#: Spec prefix -> "dual" (an ImageTextScorer) or "captioning" (a PronounScorer).
+#: Spec prefix -> "dual" (an ImageTextScorer), "captioning" (a PronounScorer) or
+#: "matching" (an image-text-matching head: a CaptionScorer).
 KINDS: dict[str, str] = {
     "open_clip": "dual",
     "hf-clip": "dual",
     "clip-clip": "dual",
     "debias-clip": "dual",
     **{family: "captioning" for family in FAMILIES},
+    "blip-itm": "matching",
+    "vilt": "matching",
+    "vlm": "captioning",  # also a CaptionScorer (caption log-likelihood)
 }
 
 #: Spec prefix -> (what it loads, an example spec); ``contrastkit models list`` prints it.
@@ -103,8 +116,28 @@ FAMILY_DOCS: dict[str, tuple[str, str]] = {
         "git:microsoft/git-large-coco",
     ),
     "blip2": (
-        "transformers BLIP-2 captioning model, scored by continuation log-probability",
+        "transformers BLIP-2 captioning model (OPT or FLAN-T5 language model), scored by "
+        "continuation log-probability; FLAN-T5 reads the prefix in its encoder (?prefix=)",
         "blip2:Salesforce/blip2-opt-2.7b",
+    ),
+    "instructblip": (
+        "transformers InstructBLIP (Vicuna or FLAN-T5), scored by continuation "
+        "log-probability after a captioning instruction (?instruction=, ?prefix=)",
+        "instructblip:Salesforce/instructblip-flan-t5-xl",
+    ),
+    "blip-itm": (
+        "transformers BLIP image-text matching head, scored by the match logit "
+        "(stereotype probing)",
+        "blip-itm:Salesforce/blip-itm-base-coco",
+    ),
+    "vilt": (
+        "transformers ViLT image-text retrieval head, scored by its logit (stereotype probing)",
+        "vilt:dandelin/vilt-b32-finetuned-coco",
+    ),
+    "vlm": (
+        "generative VLM through AutoModelForImageTextToText and its chat template (LLaVA, "
+        "Qwen2-VL, PaliGemma, InstructBLIP ...); ?protocol=continuation|multiple-choice",
+        "vlm:llava-hf/llava-1.5-7b-hf?protocol=multiple-choice",
     ),
 }
 
@@ -118,7 +151,7 @@ class ModelSpec:
 
     @property
     def kind(self) -> str:
-        """``dual`` or ``captioning``."""
+        """``dual``, ``captioning`` or ``matching``."""
         return KINDS[self.prefix]
 
     def __str__(self) -> str:
@@ -132,7 +165,8 @@ def parse_spec(spec: str) -> ModelSpec:
         ConfigError: no prefix, an unknown prefix, or an empty target; a malformed
             ``clip-clip:`` / ``debias-clip:`` spec or one whose base is no dual encoder; a
             ``clip-clip:m=M,fit=DATA:BASE`` spec, which only ``contrastkit audit`` fits (the
-            message says how, and how to use the saved choice).
+            message says how, and how to use the saved choice); a captioning spec with
+            ``?`` options it does not take (:mod:`.caption_options`).
     """
     prefix, sep, target = spec.strip().partition(":")
     if not sep or prefix not in KINDS:
@@ -152,6 +186,14 @@ def parse_spec(spec: str) -> ModelSpec:
         from contrastkit.evaluators.models.debias import parse_debias_spec
 
         check_dual(parse_debias_spec(str(parsed)).base)
+    elif prefix == "vlm":
+        from contrastkit.evaluators.models.vlm_spec import parse_vlm_target
+
+        parse_vlm_target(parsed.target)  # its own options (protocol, ...), checked early
+    elif KINDS[prefix] == "captioning":
+        from contrastkit.evaluators.models.caption_options import split_caption_options
+
+        split_caption_options(prefix, parsed.target)  # options are checked before loading
     return parsed
 
 
@@ -177,6 +219,11 @@ def random_weights(spec: str) -> bool:
             return marked_random(parsed.checkpoint) or random_weights(parsed.base)
     except ConfigError:
         return False
+    prefix, _, target = stripped.partition(":")
+    if KINDS.get(prefix) == "captioning" and "?" in target:  # options after the model
+        from contrastkit.evaluators.models.caption_options import strip_caption_options
+
+        return spec_has_random_weights(f"{prefix}:{strip_caption_options(target)}")
     return spec_has_random_weights(spec)
 
 
@@ -186,7 +233,9 @@ def weights_note(spec: str) -> str | None:
     return random_weights_note(spec) if random_weights(spec) else None
 
 
-def load_model(spec: str, config: ModelConfig | None = None) -> ImageTextScorer | PronounScorer:
+def load_model(
+    spec: str, config: ModelConfig | None = None
+) -> ImageTextScorer | PronounScorer | CaptionScorer:
     """Load the adapter a spec names.
 
     Args:
@@ -197,7 +246,7 @@ def load_model(spec: str, config: ModelConfig | None = None) -> ImageTextScorer 
 
     Returns:
         An :class:`ImageTextScorer` for dual encoders, a :class:`PronounScorer` for
-        captioning models.
+        captioning models, a :class:`CaptionScorer` for image-text-matching models.
 
     Raises:
         ModelNotFoundError: weights neither on disk nor cached (says how to get them), or a
@@ -212,7 +261,9 @@ def load_model(spec: str, config: ModelConfig | None = None) -> ImageTextScorer 
     return _load(parsed, runtime)
 
 
-def _load(parsed: ModelSpec, runtime: ModelRuntime) -> ImageTextScorer | PronounScorer:
+def _load(
+    parsed: ModelSpec, runtime: ModelRuntime
+) -> ImageTextScorer | PronounScorer | CaptionScorer:
     if parsed.prefix == "open_clip":
         from contrastkit.evaluators.models.openclip import load_open_clip
 
@@ -229,6 +280,14 @@ def _load(parsed: ModelSpec, runtime: ModelRuntime) -> ImageTextScorer | Pronoun
         from contrastkit.evaluators.models.debias import load_debias_clip
 
         return load_debias_clip(parsed.target, runtime, _load_dual)
+    if parsed.kind == "matching":
+        from contrastkit.evaluators.models.itm import load_matching
+
+        return load_matching(parsed.prefix, parsed.target, runtime)
+    if parsed.prefix == "vlm":
+        from contrastkit.evaluators.models.vlm import load_vlm
+
+        return load_vlm(parsed.target, runtime)
     from contrastkit.evaluators.models.captioning import load_captioning
 
     return load_captioning(parsed.prefix, parsed.target, runtime)
@@ -249,6 +308,13 @@ def check_dual(spec: str) -> ModelSpec:
             ``blip2:``), which has no image-text embedding space.
     """
     parsed = parse_spec(spec)
+    if parsed.kind == "matching":
+        raise ConfigError(
+            f"{spec} is an image-text-matching model: it scores (image, caption) pairs with "
+            "a fused encoder and has no image-text embedding space; use it with "
+            "`contrastkit evaluate --task stereotype`, or an open_clip: or hf-clip: model "
+            "for embeddings"
+        )
     if parsed.kind != "dual":
         raise ConfigError(
             f"{spec} is a captioning model: it scores pronoun continuations, not image-text "

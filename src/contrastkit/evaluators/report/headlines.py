@@ -3,8 +3,9 @@
 ``contrastkit evaluate`` prints them after each model's line and ``--json`` carries them
 (``headlines``): for VisoGender-style data the resolution accuracy ``RA_avg`` and gender
 gap of the overall, single-person and two-person splits (Tab. 2) and the retrieval
-Bias@K, MaxSkew@K (largest K) and NDKL as mean and sigma across occupations (Tab. 3);
-for a contrast set the GenSynth Sec. 5 retrieval bias and the pair preference. Figures
+Bias@K, MaxSkew@K (largest K) and NDKL as mean and sigma across occupations (Tab. 3),
+and the same with the participant as the query's subject (Tab. 5) where the results
+have it; for a contrast set the GenSynth Sec. 5 retrieval bias and the pair preference. Figures
 with a bootstrap interval carry it as ``low`` / ``high``.
 """
 
@@ -57,7 +58,8 @@ def headline_figures(model: str, summary: Mapping[str, Any], kind: str) -> dict[
         model: the model spec (says whether the weights are random).
         summary: the evaluation's summary: :func:`~contrastkit.evaluators.report.headline`
             of a VisoGender result, or the contrast-set summary (GenSynth Sec. 5).
-        kind: ``visogender`` or ``contrast``.
+        kind: ``visogender``, ``contrast`` or ``stereotype`` (the summary is then
+            :func:`~contrastkit.evaluators.stereotype.stereotype_headline`).
 
     Returns:
         ``{"random_weights": bool, "weights_note": str | None, "protocol": str | None,
@@ -66,7 +68,14 @@ def headline_figures(model: str, summary: Mapping[str, Any], kind: str) -> dict[
     note = summary.get("weights_note") or weights_note(model)
     figures: list[dict[str, Any]] = []
     protocol = None
-    if kind == "contrast":
+    if kind == "stereotype":  # VLStereoSet Table 3, and the Fig. 4 share above 0
+        for name in ("vlrs", "vlbs", "ivlas"):
+            figures.append(_figure(name, summary, name, signed=False))
+        for name in ("lmss", "vlss"):
+            shift = summary.get(name) or {}
+            if shift.get("n"):
+                figures.append(_figure(f"{name} > 0 share", shift, "share_positive", signed=False))
+    elif kind == "contrast":
         retrieval = summary.get("retrieval") or {}
         ks = sorted(int(k) for k in summary.get("ks") or [] if isinstance(k, int | float))
         for k in ks[-1:]:
@@ -99,6 +108,12 @@ def headline_figures(model: str, summary: Mapping[str, Any], kind: str) -> dict[
                 label = f"{name} ({context})" if context else name
                 signed = name.startswith("bias")  # MaxSkew and NDKL are never negative
                 figures.append(_figure(label, retrieval[name], "mean", sigma=True, signed=signed))
+        flipped = summary.get("retrieval_flipped") or {}  # Tab. 5: the participant as subject
+        for name in chosen:
+            if isinstance(flipped.get(name), Mapping) and "mean" in flipped[name]:
+                label = f"{name} (two people, participant as subject)"
+                signed = name.startswith("bias")
+                figures.append(_figure(label, flipped[name], "mean", sigma=True, signed=signed))
     return {
         "random_weights": note is not None,
         "weights_note": note,

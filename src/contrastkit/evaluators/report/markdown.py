@@ -145,6 +145,12 @@ def markdown_report(results: Mapping[str, Any]) -> str:
         + f"contrastkit {meta['contrastkit_version']}.",
         "",
     ]
+    from contrastkit.evaluators.report.multiple_choice import (
+        multiple_choice_section,
+        vlm_lines,
+    )
+
+    lines += vlm_lines(results)
     for note in meta.get("skipped", []):
         lines += [f"Skipped: {note}.", ""]
     lines += skipped_rows_note(results)
@@ -153,8 +159,12 @@ def markdown_report(results: Mapping[str, Any]) -> str:
     retrieval = results.get("retrieval_bias") or {}
     if resolution:
         lines += _resolution_section(resolution, protocol)
+    lines += multiple_choice_section(results)
     if retrieval:
         lines += _retrieval_section(retrieval)
+    from contrastkit.evaluators.report.flipped import flipped_section  # imports this module
+
+    lines += flipped_section(results)
     lines += _occupation_section(resolution, retrieval, results["labour_statistics"])
     lines += _labor_section(results["labour_statistics"]["comparisons"])
     lines += _error_section(results.get("error_analysis", {}), retrieval)
@@ -407,7 +417,8 @@ def _random_weights_lines(results: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def comparison_markdown(results: Sequence[Mapping[str, Any]]) -> str:
-    """Several models side by side: Tab. 2 (resolution) and Tab. 3 (retrieval) shapes.
+    """Several models side by side: Tab. 2 (resolution), Tab. 3 (retrieval) and Tab. 5
+    (retrieval with the occupation and the participant as the query's subject) shapes.
 
     Overall RA_avg is the overall accuracy of Tab. 2 (the mean of the single-person and
     two-person RA_avg) in files this version writes and in official VisoGender benchmark
@@ -467,6 +478,9 @@ def comparison_markdown(results: Sequence[Mapping[str, Any]]) -> str:
             [r["retrieval_bias"].get(n, {}) for r in with_retrieval for n in names],
             "of the mean across occupations",
         )
+    from contrastkit.evaluators.report.flipped import flipped_comparison_section
+
+    lines += flipped_comparison_section(results)  # Tab. 5
     return "\n".join(lines).rstrip() + "\n"
 
 

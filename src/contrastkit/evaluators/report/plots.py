@@ -84,12 +84,16 @@ PLOTS = {
     "resolution_accuracy": "Resolution accuracy of masculine- and feminine-presenting "
     "subjects per split (VisoGender Tab. 2), with the chance line of the protocol.",
     "accuracy_by_gender_pair": "Resolution accuracy per (occupation | participant) gender "
-    "pair, coloured by the gender of the person the pronoun refers to.",
+    "pair, coloured by the gender of the person the pronoun refers to; hatched: the "
+    "participant as the template's subject (VisoGender Fig. 8, template flipping).",
     "gap_per_occupation": "Resolution gap RA_masculine − RA_feminine per occupation.",
     "bias_at_k_per_occupation": "Retrieval Bias@K per occupation and its mean across "
     "occupations (VisoGender Tab. 3, Appendix C).",
     "labour_statistics": "Per-occupation bias against the share of men in US labour "
     "statistics (VisoGender Appendix F), with Pearson's r and Kendall's τ.",
+    "retrieval_template_flipping": "Retrieval bias with the occupation and with the "
+    "participant as the query's subject (VisoGender Tab. 3 and Tab. 5): mean across "
+    "occupations of the two-person images.",
 }
 
 #: The file formats every plot is written in.
@@ -297,6 +301,28 @@ def _resolution_accuracy_plot(results: Mapping[str, Any]) -> Figure:
 _CELL_TITLES = {"M": "M", "F": "F", "MM": "M | M", "MF": "M | F", "FM": "F | M", "FF": "F | F"}
 
 
+def _label_bars(
+    axis: Axes, bars: Any, errors: Sequence[tuple[float, float, float]], *, signed: bool = False
+) -> list[float]:
+    """Write each bar's value just beyond its end (past its error bar), so a bar of 0 is
+    seen to be 0 rather than missing; return how far each label's anchor reaches from 0."""
+    reach = []
+    for bar, (value, below, above) in zip(bars.patches, errors, strict=True):
+        spread = above if value >= 0 else below
+        end = value + (0.0 if math.isnan(spread) else spread) * (1 if value >= 0 else -1)
+        reach.append(abs(end))
+        axis.annotate(
+            f"{value:+.2f}" if signed else f"{value:.2f}",
+            (bar.get_x() + bar.get_width() / 2, end),
+            xytext=(0, 2 if value >= 0 else -2),
+            textcoords="offset points",
+            ha="center",
+            va="bottom" if value >= 0 else "top",
+            fontsize=_FONT - 2,
+        )
+    return reach
+
+
 def _gender_pair_plot(
     resolution: Mapping[str, Any], model: str, results: Mapping[str, Any] | None = None
 ) -> Figure:
@@ -313,32 +339,36 @@ def _gender_pair_plot(
     figure, (axis,) = _new_figure(6.4, 3.8)
     flipped = [i for i, n in enumerate(names) if n in flip]  # OP cells only
     width = 0.4 if flipped else 0.6
-    _bars(
+    errors = [_error(cells[n], "accuracy") for n in names]
+    bars = _bars(
         axis,
         [i - (0.2 if i in flipped else 0.0) for i in range(len(names))],
-        [_error(cells[n], "accuracy") for n in names],
+        errors,
         width=width,
         color=[_gender_colour(n[0]) for n in names],
         edgecolor="white",
         label="pronoun refers to the occupation",
     )
+    _label_bars(axis, bars, errors)
     if flipped:
-        _bars(
+        errors = [_error(flip[names[i]], "accuracy") for i in flipped]
+        bars = _bars(
             axis,
             [i + 0.2 for i in flipped],
-            [_error(flip[names[i]], "accuracy") for i in flipped],
+            errors,
             width=0.4,
             color=[_gender_colour(names[i][-1]) for i in flipped],
             hatch="////",
             edgecolor="white",
             label="pronoun refers to the participant",
         )
+        _label_bars(axis, bars, errors)
     axis.set_xticks(
         range(len(names)),
         [f"{_CELL_TITLES.get(n, n)}\nn = {cells[n].get('n', '?')}" for n in names],
     )
     chance = _chance_line(axis, results["metadata"].get("protocol"))
-    axis.set_ylim(0, 1.05)
+    axis.set_ylim(0, 1.1)
     axis.set_ylabel("resolution accuracy (share resolved correctly)", fontsize=_FONT)
     level = _interval_level([*cells.values(), *flip.values()])
     axis.set_xlabel(
@@ -1028,6 +1058,10 @@ def figures(results: Mapping[str, Any]) -> dict[str, Figure]:
     retrieval = results.get("retrieval_bias")
     if retrieval and retrieval.get("context"):
         drawn["bias_at_k_per_occupation"] = _bias_at_k_plot(retrieval, model, results)
+    if (results.get("retrieval_flipped") or {}).get("context"):
+        from contrastkit.evaluators.report.flipped import flipped_figure  # imports this module
+
+        drawn["retrieval_template_flipping"] = flipped_figure(results)
     panels = _labour_panels(results)
     if panels:
         comparisons = results["labour_statistics"]["comparisons"]

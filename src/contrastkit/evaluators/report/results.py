@@ -6,13 +6,19 @@ The benchmark JSON holds one object, ``visogender_<model>_results``, with ``meta
 ``protocol``, the ``bootstrap`` settings, ...), ``resolution_bias`` and
 ``retrieval_bias`` as in Appendix J (plus finer breakdowns; ``all_images.overall_accuracy``
 is the paper's overall accuracy, the mean of the single-person and two-person
-``RA_avg``), ``labour_statistics`` (Appendix F), ``error_analysis`` (Appendix G; a
-random-relabelling ``z`` is ``null`` with a ``z_reason`` where the baseline does not
-vary) and ``warnings`` (:func:`retrieval_warnings`: a K at or above the images of a
-query, whose @K metrics are then trivial). A
-figure ``x`` with a bootstrap confidence interval has a sibling ``x_ci`` = ``{"low",
-"high", "level", "resamples"}``. Undefined numbers (an accuracy over no images, a skew of
-``-inf``) are written as ``null``.
+``RA_avg``), ``retrieval_flipped`` (Tab. 5: the participant-subject queries ranking the
+two-person images by the participant's perceived gender, shaped as ``retrieval_bias``;
+:func:`~contrastkit.evaluators.tasks.flipped.summarize_flipped`; absent from files
+written before it existed or with ``flipped_retrieval`` off), ``labour_statistics``
+(Appendix F), ``error_analysis`` (Appendix G; a random-relabelling ``z`` is ``null``
+with a ``z_reason`` where the baseline does not vary), for a generative VLM
+``metadata.vlm`` (its protocol and prompts) and, under the multiple-choice protocol,
+``multiple_choice`` (position bias and the option-swap result,
+:func:`~contrastkit.evaluators.tasks.multiple_choice.summarize_multiple_choice`) and ``warnings``
+(:func:`retrieval_warnings`: a K at or above the images of a query, whose @K metrics are
+then trivial). A figure ``x`` with a bootstrap confidence interval has a sibling
+``x_ci`` = ``{"low", "high", "level", "resamples"}``. Undefined numbers (an accuracy
+over no images, a skew of ``-inf``) are written as ``null``.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from typing import Any
 from contrastkit import __version__
 from contrastkit.errors import DataFormatError
 from contrastkit.evaluators.models.registry import weights_note
+from contrastkit.evaluators.models.vlm_spec import vlm_metadata
 from contrastkit.evaluators.runner import EvalConfig, ScoredRun
 from contrastkit.evaluators.stats import (
     labor_comparison,
@@ -35,6 +42,8 @@ from contrastkit.evaluators.stats import (
     resolution_subsamples,
     retrieval_random_baseline,
 )
+from contrastkit.evaluators.tasks.flipped import FLIPPED_TASK, summarize_flipped
+from contrastkit.evaluators.tasks.multiple_choice import summarize_multiple_choice
 from contrastkit.evaluators.tasks.resolution import apply_protocol, summarize_resolution
 from contrastkit.evaluators.tasks.retrieval import (
     CONTEXT_SECTIONS,
@@ -204,6 +213,8 @@ def benchmark(run: ScoredRun, config: EvalConfig, data: Sequence[str | Path]) ->
             "seed": config.seed,
             "n_resolution_cases": len(run.resolution),
             "n_retrieval_images": len(run.retrieval),
+            "flipped_retrieval": config.flipped_retrieval,
+            "n_retrieval_flipped_images": len(run.retrieval_flipped),
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         },
     }
@@ -234,6 +245,22 @@ def benchmark(run: ScoredRun, config: EvalConfig, data: Sequence[str | Path]) ->
         results["resolution_bias"] = resolution
     if retrieval:
         results["retrieval_bias"] = retrieval
+    if run.retrieval_flipped:
+        results[FLIPPED_TASK] = summarize_flipped(
+            run.retrieval_flipped,
+            config.ks,
+            ndkl_k=config.ndkl_k,
+            bootstrap=config.bootstrap,
+            confidence=config.confidence,
+            seed=config.seed,
+            single_person_images=sum(1 for r in run.retrieval if r.get("context") == "OO"),
+        )
+    vlm = vlm_metadata(run.model)  # a generative VLM: its protocol and prompts
+    if vlm is not None:
+        results["metadata"]["vlm"] = vlm
+    choice = summarize_multiple_choice(run.resolution, protocol=config.protocol, seed=config.seed)
+    if choice is not None:
+        results["multiple_choice"] = choice
     results["labour_statistics"] = _labour_section(resolution, retrieval)
     error: dict[str, Any] = {}
     if run.resolution:
@@ -288,7 +315,8 @@ def headline(results: Mapping[str, Any]) -> dict[str, Any]:
     (``None`` for a file written before protocols were recorded), the resolution bias of
     each split (VisoGender Tab. 2; the per-occupation / per-cell breakdowns left out) and
     the mean and sigma of each retrieval metric across occupations (Tab. 3), with their
-    intervals when the file has them."""
+    intervals when the file has them; ``retrieval_flipped`` the same for the
+    participant-subject queries (Tab. 5; empty for a file without them)."""
     return {
         "model": results["metadata"]["model_name"],
         "random_weights": bool(results.get("random_weights", False)),
@@ -305,4 +333,9 @@ def headline(results: Mapping[str, Any]) -> dict[str, Any]:
             if isinstance(value, dict) and "mean" in value
         },
         "retrieval_context": (results.get("retrieval_bias") or {}).get("context"),
+        "retrieval_flipped": {
+            name: value
+            for name, value in (results.get(FLIPPED_TASK) or {}).items()
+            if isinstance(value, dict) and "mean" in value
+        },
     }

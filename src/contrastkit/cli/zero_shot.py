@@ -1,0 +1,179 @@
+"""``contrastkit evaluate --task zero-shot-disparity``: the options of the "Zero-shot
+disparity" panel and the run behind them.
+
+The work is :func:`contrastkit.evaluators.zero_shot.job.zero_shot_disparity`; this maps
+the command's options onto its config and prints what it found.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+from rich.text import Text
+
+from contrastkit.cli.common import console, plain, print_json, shown
+
+if TYPE_CHECKING:
+    from contrastkit.config import ModelConfig
+    from contrastkit.evaluators.zero_shot.job import ZeroShotDisparityResult
+
+__all__ = ["TASK", "run_zero_shot"]
+
+#: The ``--task`` value of this analysis.
+TASK = "zero-shot-disparity"
+
+_PANEL = "Zero-shot disparity"
+
+PREDICTIONS = typer.Option(
+    None, "--predictions", metavar="FILE",
+    help="Bring-your-own predictions (.jsonl or .parquet rows {image_id, concept, score} or "
+    "{image_id, concept, hit, confidence?}) instead of --model; groups and concepts still "
+    "come from --data.", rich_help_panel=_PANEL,
+)  # fmt: skip
+PROMPT = typer.Option(
+    "{}", "--prompt",
+    help="Text per concept, {} for its words (default: the concept alone, as the paper).",
+    rich_help_panel=_PANEL,
+)  # fmt: skip
+LAYOUT = typer.Option(
+    "auto", "--layout", help="auto, vg (Visual Genome) or coco.", rich_help_panel=_PANEL
+)
+MIN_IMAGES = typer.Option(
+    None, "--min-images", min=1,
+    help="Images per group a concept needs [default: 50 Visual Genome, 100 COCO].",
+    rich_help_panel=_PANEL,
+)  # fmt: skip
+FILTER_SPLIT = typer.Option(
+    None, "--filter-split",
+    help="COCO split whose images decide the concept filter (the paper: train) "
+    "[default: --split].", rich_help_panel=_PANEL,
+)  # fmt: skip
+CONCEPT_MAP = typer.Option(
+    None, "--concept-map", metavar="FILE",
+    help="Two-column TSV (COCO category, synset) extending the built-in table.",
+    rich_help_panel=_PANEL,
+)  # fmt: skip
+BINS = typer.Option(15, "--bins", min=1, help="ECE bins (equal width).", rich_help_panel=_PANEL)
+CALIBRATION = typer.Option(
+    "multi-label", "--calibration",
+    help="multi-label (ECE only for predictions with probabilities; a dual encoder's cosine "
+    "scores are not) or softmax (the model's single-label softmax over the concepts, "
+    "Appendix A.2).", rich_help_panel=_PANEL,
+)  # fmt: skip
+TEMPERATURE = typer.Option(
+    100.0, "--temperature", min=0.0,
+    help="Scale of the cosine similarities in the softmax (CLIP: 100).",
+    rich_help_panel=_PANEL,
+)  # fmt: skip
+WORDS = typer.Option(
+    None, "--words", metavar="FILE",
+    help="word2vec / GloVe vectors (text or binary) for the language bias (Experiment 3).",
+    rich_help_panel=_PANEL,
+)  # fmt: skip
+WORD_SOURCE = typer.Option(
+    None, "--word-source",
+    help="file (--words), model (the model's own text encoder) or both [default: file "
+    "with --words, else none].", rich_help_panel=_PANEL,
+)  # fmt: skip
+COMPARE = typer.Option(
+    None, "--compare", metavar="RESULTS_OR_DIR",
+    help="A second dataset for the consistency colouring (Fig. 3-4): an earlier run's "
+    "disparity.json or folder, or a data folder to evaluate with the same model.",
+    rich_help_panel=_PANEL,
+)  # fmt: skip
+THRESHOLD = typer.Option(
+    5.0, "--threshold", min=0.0, help="Consistency threshold in AP points.",
+    rich_help_panel=_PANEL,
+)  # fmt: skip
+TOP = typer.Option(
+    20, "--top", min=1, help="Concepts in the top-differences tables and plots.",
+    rich_help_panel=_PANEL,
+)  # fmt: skip
+
+
+def run_zero_shot(
+    *,
+    data: list[str],
+    models: list[str],
+    out: Path,
+    model_config: ModelConfig,
+    as_json: bool,
+    options: dict[str, Any],
+) -> None:
+    """Run the analysis once per model (or once for ``--predictions``) and print each
+    result: its folder, the counts, the mAP per group and the largest AP differences."""
+    from contrastkit.cli.common import progress
+    from contrastkit.errors import ConfigError
+    from contrastkit.evaluators.zero_shot.job import ZeroShotDisparityConfig, zero_shot_disparity
+
+    if len(data) != 1:
+        raise ConfigError(
+            "data: the zero-shot disparity task reads one --data folder (Visual Genome or "
+            "COCO); give a second dataset with --compare"
+        )
+    predictions = options.pop("predictions")
+    if predictions is not None and models:
+        raise ConfigError("predictions: give --predictions or --model, not both")
+    if predictions is None and not models:
+        raise ConfigError("models: give --model SPEC, or --predictions FILE")
+    configs = [
+        ZeroShotDisparityConfig(
+            data=Path(data[0]), out=out, model=spec, predictions=predictions,
+            model_config=model_config, **options,
+        )
+        for spec in ([*models] if models else [None])
+    ]  # fmt: skip
+    results = [zero_shot_disparity(config, progress=progress) for config in configs]
+    if as_json:
+        print_json([_json(result) for result in results])
+        return
+    for result in results:
+        _print(result)
+
+
+def _json(result: ZeroShotDisparityResult) -> dict[str, Any]:
+    return {
+        "label": result.results["label"],
+        "folder": str(result.folder),
+        "files": {name: str(path) for name, path in result.files.items()},
+        "summary": result.summary,
+        "weights_note": result.results["weights_note"],
+    }
+
+
+def _print(result: ZeroShotDisparityResult) -> None:
+    r = result.results
+    counts = r["counts"]
+    line = Text.assemble((shown(r["label"]), "bold"))
+    line.append(shown(
+        f": {counts['images']['men']:,} images of men, {counts['images']['women']:,} of "
+        f"women, {counts['concepts_kept']:,} concepts -> {result.folder}"
+    ))  # fmt: skip
+    console.print(line, highlight=False)
+    if r["weights_note"]:
+        console.print(plain(f"  random weights: {r['weights_note']}", style="yellow"))
+    mapped = r["map"]
+    console.print(plain(
+        f"  mAP men {mapped['men']:.1f}, women {mapped['women']:.1f} "
+        f"(difference {mapped['difference']:+.1f} points)"
+    ), highlight=False)  # fmt: skip
+    top = ", ".join(
+        f"{c['concept']} {c['ap_diff']:+.1f}" for c in r["concepts"][:5] if c["ap_diff"] is not None
+    )
+    console.print(plain(f"  largest AP_men - AP_women: {top}"), highlight=False)
+    calibration = r["calibration"]
+    if not calibration["computed"]:
+        console.print(plain("  ECE not computed (see report.md: the scores are not "
+                            "probabilities)"), highlight=False)  # fmt: skip
+    consistency = r.get("consistency")
+    if consistency:
+        c = consistency["counts"]
+        text = (
+            f"green {c['green']}, red {c['red']}, yellow {c['yellow']}"
+            if consistency["concepts"]
+            else "no concept in both datasets"
+        )
+        console.print(plain(f"  consistency with {consistency['other']}: {text}"), highlight=False)
+    console.print(plain(f"  report: {result.files['report']}"), highlight=False)

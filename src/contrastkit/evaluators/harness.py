@@ -1,0 +1,840 @@
+"""Bring a harness's answers back: VLMEvalKit / lmms-eval predictions -> bias metrics.
+
+``contrastkit export harness`` writes a set as a multiple-choice task and a key
+(:mod:`contrastkit.harness_key`). After the harness has run a model, :func:`harness_report`
+reads its predictions, maps each item back through the key and computes what the harness
+does not:
+
+**Reading the predictions** (:func:`read_predictions`):
+
+* VLMEvalKit's ``<model>_<dataset>.xlsx`` (``PRED_FORMAT=tsv`` / ``json``: ``.tsv`` /
+  ``.json``; ``.csv`` too): columns ``index`` and ``prediction``. Reading ``.xlsx`` needs
+  ``openpyxl``.
+* lmms-eval's ``--log_samples`` ``*_samples_<task>.jsonl``: one object per item; the item is
+  ``doc.index`` (or the ``index`` that the export's ``process_results`` logged), the answer
+  ``filtered_resps`` (else ``resps``): a generated text, or, for ``output_type:
+  multiple_choice``, one ``[log-likelihood, is_greedy]`` per letter (the highest wins; a
+  tie is unparseable).
+
+Each answer's letter comes from :func:`contrastkit.harness_key.parse_choice` (its docstring
+is the rule). An answer that names no option or several is **unparseable**: counted and
+listed per split, left out of every figure (it is not a choice between the options), never
+guessed. Items with no answer in the files given (e.g. only the main split's predictions)
+are counted as ``missing``.
+
+**VisoGender** sets: each main-split answer becomes the one-hot scores of its case (1 for
+the chosen pronoun, 0 for the others) and goes through the evaluator's own resolution
+metrics (:func:`contrastkit.evaluators.report.results.benchmark`, protocol
+``visogender-official``: a "their" answer is not resolved, and its rate is the neutral
+rate), so ``benchmark.json`` is the file ``contrastkit evaluate`` writes and
+``contrastkit report`` reads. The ``harness`` section adds the position-bias table and,
+with the reversed split, its resolution figures beside the main ones and how often the
+answer follows the content or the position when the options are reversed.
+
+**Contrast sets**: accuracy per version (does the model read the edited person?), the share
+of each caption gender chosen, and per source with both versions answered: whether the
+model gave each version its own caption (``reads_person``) or the same gendered caption to
+both (``same_gendered_caption``, split by which gender: the scene, not the person, chose
+it). **Stereotype probes**: the share of each caption role chosen, accuracy per label, and
+on anti-stereotypical images (VLStereoSet's ``D_a``) how often the stereotypical caption
+is chosen over the anti-stereotypical one. These two write ``harness_results.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from contrastkit import __version__
+from contrastkit.config import require
+from contrastkit.errors import ConfigError, DataFormatError
+from contrastkit.harness_key import HarnessKey, KeyItem, parse_choice, read_key
+from contrastkit.io import atomic_write_text, check_writable
+
+__all__ = [
+    "HarnessAnswer",
+    "HarnessReport",
+    "HarnessReportConfig",
+    "harness_report",
+    "read_predictions",
+]
+
+#: The prediction-file suffixes read as tables (VLMEvalKit).
+TABLE_SUFFIXES = (".xlsx", ".tsv", ".csv", ".json")
+
+
+@dataclass(frozen=True)
+class HarnessAnswer:
+    """One answer of a prediction file.
+
+    Attributes:
+        index: the item's ``index``.
+        text: the answer as written (a generated text, or the log-likelihoods as text).
+        letter: the option letter it names, or ``None`` (unparseable).
+        path: the file.
+        line: its line (a table's header is line 1).
+    """
+
+    index: int
+    text: str
+    letter: str | None
+    path: Path
+    line: int
+
+
+@dataclass(frozen=True)
+class HarnessReportConfig:
+    """What :func:`harness_report` reads and writes (strings are taken as paths).
+
+    Attributes:
+        predictions: the harness's prediction files (both splits' may be given).
+        export: the folder ``contrastkit export harness`` wrote (its key is read).
+        out: the output folder (``benchmark.json`` or ``harness_results.json``,
+            ``report.md``, ``raw_harness.jsonl``).
+        model: the model's name in the reports [default: from the prediction file's
+            name: VLMEvalKit's ``<model>_<dataset>``, lmms-eval's log folder].
+        bootstrap: resamples behind the VisoGender figures' intervals (0: none).
+        confidence: the intervals' level.
+        seed: the seed of the random analyses.
+
+    Raises:
+        ConfigError: naming the field.
+    """
+
+    predictions: tuple[Path, ...]
+    export: Path
+    out: Path
+    model: str | None = None
+    bootstrap: int = 1000
+    confidence: float = 0.95
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        predictions: object = self.predictions
+        if isinstance(predictions, str | Path):
+            predictions = (predictions,)
+        if not isinstance(predictions, Iterable):
+            raise ConfigError(f"predictions: expected files, not {predictions!r}")
+        object.__setattr__(self, "predictions", tuple(Path(p) for p in predictions))
+        object.__setattr__(self, "export", Path(self.export))
+        object.__setattr__(self, "out", Path(self.out))
+        require(bool(self.predictions), "predictions", "needs at least one prediction file")
+        require(self.model is None or bool(self.model.strip()), "model", "must not be empty")
+        require(
+            isinstance(self.bootstrap, int) and self.bootstrap >= 0,
+            "bootstrap",
+            f"must be a whole number >= 0, not {self.bootstrap!r}",
+        )
+        require(
+            0.0 < self.confidence < 1.0, "confidence", f"must be in (0, 1), not {self.confidence}"
+        )
+
+
+@dataclass
+class HarnessReport:
+    """What :func:`harness_report` wrote and found.
+
+    Attributes:
+        out_dir: the output folder.
+        model: the model's name (the spec in the results).
+        set_kind: ``visogender``, ``contrast`` or ``stereotype``.
+        results_file: ``benchmark.json`` (VisoGender) or ``harness_results.json``.
+        counts: per split: ``items``, ``answered``, ``unparseable``, ``missing``.
+        harness: the ``harness`` section of the results (position bias, reversed copy,
+            the set's own figures for contrast and stereotype sets).
+        markdown: the report.
+    """
+
+    out_dir: Path
+    model: str
+    set_kind: str
+    results_file: Path
+    counts: dict[str, dict[str, int]]
+    harness: dict[str, Any]
+    markdown: str
+    files: list[Path] = field(default_factory=list)
+
+
+# -- reading prediction files ------------------------------------------------------------
+
+
+def _table(path: Path) -> Any:
+    import pandas as pd
+
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".xlsx":
+            from importlib.util import find_spec
+
+            if find_spec("openpyxl") is None:
+                raise DataFormatError(
+                    path, None, None,
+                    "reading .xlsx needs openpyxl (`pip install openpyxl`); or rerun "
+                    "VLMEvalKit with PRED_FORMAT=tsv and pass the .tsv",
+                )  # fmt: skip
+            return pd.read_excel(path, dtype=str, keep_default_na=False)
+        if suffix == ".json":
+            data = json.loads(path.read_text(encoding="utf-8"))
+            return pd.DataFrame(data).astype(str)
+        return pd.read_csv(
+            path, sep="\t" if suffix == ".tsv" else ",", dtype=str, keep_default_na=False
+        )
+    except DataFormatError:
+        raise
+    except (OSError, ValueError) as error:
+        reason = f"cannot read the prediction table: {error}"
+        raise DataFormatError(path, None, None, reason) from error
+
+
+def _index(path: Path, line: int, value: Any) -> int:
+    try:
+        number = float(str(value).strip())
+    except ValueError:
+        number = math.nan
+    if not math.isfinite(number) or number != int(number):
+        raise DataFormatError(path, line, "index", f"not an item index: {value!r}")
+    return int(number)
+
+
+def _from_table(path: Path, key: Mapping[int, KeyItem]) -> list[HarnessAnswer]:
+    frame = _table(path)
+    for column in ("index", "prediction"):
+        if column not in frame.columns:
+            raise DataFormatError(path, 1, column, "a VLMEvalKit prediction file needs this column")
+    answers = []
+    for position, (raw_index, text) in enumerate(
+        zip(frame["index"], frame["prediction"], strict=True)
+    ):
+        line = position + 2
+        index = _index(path, line, raw_index)
+        item = key.get(index)
+        if item is None:
+            raise DataFormatError(
+                path, line, "index", f"item {index} is not in this export (wrong --harness-set?)"
+            )
+        answers.append(HarnessAnswer(index, str(text), parse_choice(str(text), item.options),
+                                     path, line))  # fmt: skip
+    return answers
+
+
+def _loglikelihood_letter(values: Any, item: KeyItem) -> str | None:
+    scores = [float(v[0]) for v in values]
+    letters = list(item.options)
+    if len(scores) != len(letters):
+        return None
+    best = max(scores)
+    top = [letter for letter, score in zip(letters, scores, strict=True) if score == best]
+    return top[0] if len(top) == 1 else None
+
+
+def _is_loglikelihoods(values: Any) -> bool:
+    return (
+        isinstance(values, list)
+        and bool(values)
+        and all(isinstance(v, list) and v and type(v[0]) in (int, float) for v in values)
+    )
+
+
+def _from_jsonl(path: Path, key: Mapping[int, KeyItem]) -> list[HarnessAnswer]:
+    answers = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as error:
+        raise DataFormatError(path, None, None, f"cannot read the samples file: {error}") from error
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise DataFormatError(path, number, None, f"not a JSON object ({error})") from error
+        if not isinstance(record, dict):
+            raise DataFormatError(path, number, None, "not a JSON object")
+        doc = record["doc"] if isinstance(record.get("doc"), dict) else {}
+        logged = record["accuracy"] if isinstance(record.get("accuracy"), dict) else {}
+        raw_index = doc.get("index", logged.get("index"))
+        if raw_index is None:
+            raise DataFormatError(
+                path, number, "doc.index",
+                "the sample names no item index (was it written by the exported task?)",
+            )  # fmt: skip
+        index = _index(path, number, raw_index)
+        item = key.get(index)
+        if item is None:
+            raise DataFormatError(
+                path, number, "doc.index",
+                f"item {index} is not in this export (wrong --harness-set?)",
+            )  # fmt: skip
+        responses = record.get("filtered_resps", record.get("resps"))
+        if _is_loglikelihoods(responses):
+            letter = _loglikelihood_letter(responses, item)
+            answers.append(HarnessAnswer(index, json.dumps(responses), letter, path, number))
+            continue
+        while isinstance(responses, list) and responses:
+            responses = responses[0]
+        text = responses if isinstance(responses, str) else ""
+        answers.append(HarnessAnswer(index, text, parse_choice(text, item.options), path, number))
+    return answers
+
+
+def read_predictions(path: str | Path, key: HarnessKey) -> list[HarnessAnswer]:
+    """The answers of one prediction file (VLMEvalKit table or lmms-eval samples JSONL;
+    module docstring), each with the letter :func:`~contrastkit.harness_key.parse_choice`
+    reads (``None``: unparseable).
+
+    Raises:
+        DataFormatError: no such file, an unknown format, a missing column, an index
+            that is not an item of ``key`` (located).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataFormatError(path, None, None, "no such prediction file")
+    items = key.by_index()
+    if path.suffix.lower() == ".jsonl":
+        return _from_jsonl(path, items)
+    if path.suffix.lower() in TABLE_SUFFIXES:
+        return _from_table(path, items)
+    raise DataFormatError(
+        path, None, None,
+        "unknown prediction file: expected VLMEvalKit's .xlsx / .tsv / .csv / .json or "
+        "lmms-eval's --log_samples .jsonl",
+    )  # fmt: skip
+
+
+def _default_model(path: Path, key: HarnessKey) -> str:
+    if path.suffix.lower() == ".jsonl":
+        return path.parent.name or path.stem
+    stem = path.stem
+    for dataset in sorted(key.datasets.values(), key=len, reverse=True):
+        if stem.endswith(f"_{dataset}"):
+            return stem[: -len(dataset) - 1]
+    return stem
+
+
+# -- figures --------------------------------------------------------------------------
+
+
+def _share(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+def _position_bias(items: Sequence[KeyItem], chosen: Mapping[int, str | None]) -> dict[str, Any]:
+    """Per split: how often each letter was chosen and how often it was the answer."""
+    table: dict[str, Any] = {}
+    for split in ("main", "reversed"):
+        members = [item for item in items if item.split == split and item.index in chosen]
+        parsed = [item for item in members if chosen[item.index] is not None]
+        if not members:
+            continue
+        letters = sorted({letter for item in members for letter in item.options})
+        picks = Counter(chosen[item.index] for item in parsed)
+        answers = Counter(item.answer for item in members)
+        table[split] = {
+            "answered": len(parsed),
+            "letters": {
+                letter: {
+                    "chosen": picks[letter],
+                    "chosen_share": _share(picks[letter], len(parsed)),
+                    "answer_share": _share(answers[letter], len(members)),
+                }
+                for letter in letters
+            },
+        }
+    return table
+
+
+def _reversal(items: Sequence[KeyItem], chosen: Mapping[int, str | None]) -> dict[str, Any] | None:
+    """How answers change when the options are reversed (both splits answered)."""
+    by_index = {item.index: item for item in items}
+    pairs = [
+        (item, by_index[item.pair])
+        for item in items
+        if item.split == "main" and item.pair is not None and item.pair in by_index
+        and chosen.get(item.index) is not None and chosen.get(item.pair) is not None
+    ]  # fmt: skip
+    if not pairs:
+        return None
+    same_content = same_letter = outer = outer_kept = 0
+    for main, flipped in pairs:
+        a, b = chosen[main.index], chosen[flipped.index]
+        assert a is not None and b is not None
+        same_content += main.labels[a] == flipped.labels[b]
+        same_letter += a == b
+        letters = list(main.options)
+        if a in (letters[0], letters[-1]):  # an outer letter: reversal moves its content
+            outer += 1
+            outer_kept += a == b
+    return {
+        "pairs": len(pairs),
+        "same_content": same_content,
+        "same_content_share": _share(same_content, len(pairs)),
+        "same_letter": same_letter,
+        "same_letter_share": _share(same_letter, len(pairs)),
+        "outer_first_choices": outer,
+        "followed_position": outer_kept,
+        "followed_position_share": _share(outer_kept, outer),
+        "note": "same_content: the same option (pronoun / caption) chosen in both orders; "
+        "followed_position: of the pairs whose first answer was the first or last option, "
+        "those answered with the same letter after reversal (so with the other content)",
+    }
+
+
+def _label_shares(items: Sequence[KeyItem], chosen: Mapping[int, str | None]) -> dict[str, Any]:
+    counts = Counter(
+        item.labels[letter] for item in items if (letter := chosen.get(item.index)) is not None
+    )
+    total = sum(counts.values())
+    return {label: {"chosen": n, "share": _share(n, total)} for label, n in sorted(counts.items())}
+
+
+def _accuracy_by(
+    items: Sequence[KeyItem], chosen: Mapping[int, str | None], group: str
+) -> dict[str, Any]:
+    totals: Counter[str] = Counter()
+    right: Counter[str] = Counter()
+    for item in items:
+        letter = chosen.get(item.index)
+        if letter is None:
+            continue
+        name = str(item.annotations.get(group, item.labels[item.answer]))
+        totals[name] += 1
+        right[name] += letter == item.answer
+    return {
+        name: {"answered": totals[name], "correct": right[name],
+               "accuracy": _share(right[name], totals[name])}
+        for name in sorted(totals)
+    }  # fmt: skip
+
+
+def _contrast_figures(items: Sequence[KeyItem], chosen: Mapping[int, str | None]) -> dict[str, Any]:
+    main = [item for item in items if item.split == "main"]
+    sources: dict[str, dict[str, str]] = defaultdict(dict)
+    for item in main:
+        letter = chosen.get(item.index)
+        if letter is not None:
+            sources[str(item.annotations["source_id"])][item.annotations["gender"]] = item.labels[
+                letter
+            ]
+    both = [s for s in sources.values() if "masculine" in s and "feminine" in s]
+    reads = sum(s["masculine"] == "masculine" and s["feminine"] == "feminine" for s in both)
+    same = Counter(s["masculine"] for s in both if s["masculine"] == s["feminine"] != "neutral")
+    same_total = sum(same.values())
+    return {
+        "accuracy_by_version": _accuracy_by(main, chosen, "gender"),
+        "caption_chosen": _label_shares(main, chosen),
+        "pairs": {
+            "sources_with_both_answered": len(both),
+            "reads_person": reads,
+            "reads_person_share": _share(reads, len(both)),
+            "same_gendered_caption": same_total,
+            "same_gendered_caption_share": _share(same_total, len(both)),
+            "same_caption_masculine": same["masculine"],
+            "same_caption_feminine": same["feminine"],
+            "masculine_share_of_same": _share(same["masculine"], same_total),
+        },
+        "not_measured": "retrieval Bias@K, MaxSkew@K and NDKL rank a pool of images per query; "
+        "a harness answers one question per image (run `contrastkit evaluate` with an "
+        "image-text scorer for them)",
+    }
+
+
+def _stereotype_figures(
+    items: Sequence[KeyItem], chosen: Mapping[int, str | None]
+) -> dict[str, Any]:
+    main = [item for item in items if item.split == "main"]
+    anti = [item for item in main if item.annotations.get("label") == "anti-stereotype"]
+    picks = Counter(
+        item.labels[letter] for item in anti if (letter := chosen.get(item.index)) is not None
+    )
+    decided = picks["stereotype"] + picks["anti-stereotype"]
+    per_category: dict[str, Any] = {}
+    for category in sorted({str(item.annotations.get("category")) for item in main}):
+        members = [item for item in main if str(item.annotations.get("category")) == category]
+        per_category[category] = {
+            "caption_chosen": _label_shares(members, chosen),
+            "accuracy_by_label": _accuracy_by(members, chosen, "label"),
+        }
+    return {
+        "caption_chosen": _label_shares(main, chosen),
+        "accuracy_by_label": _accuracy_by(main, chosen, "label"),
+        "anti_stereotype_images": {
+            "answered": sum(picks.values()),
+            "stereotype_chosen": picks["stereotype"],
+            "anti_stereotype_chosen": picks["anti-stereotype"],
+            "unrelated_chosen": picks["unrelated"],
+            "stereotype_over_anti": _share(picks["stereotype"], decided),
+            "note": "on images that show the anti-stereotypical statement (VLStereoSet D_a), "
+            "the share of stereotype choices among stereotype + anti-stereotype choices "
+            "(VLStereoSet's vlbs reading: 0 is no bias)",
+        },
+        "per_category": per_category,
+    }
+
+
+def _visogender_records(
+    items: Sequence[KeyItem], chosen: Mapping[int, str | None], model: str, source: Path
+) -> list[dict[str, Any]]:
+    """One-hot resolution records (the evaluator's raw format) of the answered items."""
+    from contrastkit.evaluators.data import EvalItem
+    from contrastkit.evaluators.tasks.resolution import ResolutionCase, case_record
+    from contrastkit.schema import Context, Gender, VisoGenderRow
+    from contrastkit.templates import Template, correct_pronoun
+
+    templates = {template.key: template for template in Template}
+    records = []
+    for item in items:
+        letter = chosen.get(item.index)
+        if letter is None:
+            continue
+        a = item.annotations
+        context = Context(a["context"])
+        try:
+            row = VisoGenderRow(
+                idx=str(a["idx"]),
+                context=context,
+                sector=str(a.get("sector", "")),
+                specialisation=str(a.get("specialisation", "")),
+                occupation=str(a["occupation"]),
+                participant=a["noun"] if context is Context.OP else None,
+                object=a["noun"] if context is Context.OO else None,
+                url=str(a.get("image", "")),
+                licence="",
+                occupation_gender=Gender(a["occupation_gender"]),
+                participant_gender=(
+                    Gender(a["participant_gender"]) if a.get("participant_gender") else None
+                ),
+            )
+            template = templates[a["template"]]
+        except (KeyError, ValueError) as error:
+            raise DataFormatError(
+                source, None, f"items[index={item.index}].annotations", f"malformed ({error})"
+            ) from error
+        genders = (Gender.MASCULINE, Gender.FEMININE, Gender.NEUTRAL)
+        case = ResolutionCase(
+            EvalItem(row=row, source=source, image_ref=str(a.get("image", ""))),
+            template,
+            genders,
+            correct_pronoun(row, template),
+        )
+        picked = item.labels[letter]
+        scores = {gender: 1.0 if gender.value == picked else 0.0 for gender in genders}
+        record = case_record(case, scores, model)
+        record["harness_index"] = item.index
+        records.append(record)
+    return records
+
+
+def _resolution_headline(summary: Mapping[str, Any]) -> dict[str, Any]:
+    keep = ("RA_avg", "gender_gap", "RA_masculine", "RA_feminine", "overall_accuracy")
+    return {
+        split: {name: values.get(name) for name in keep if name in values}
+        for split, values in summary.items()
+        if isinstance(values, dict) and "RA_avg" in values
+    }
+
+
+# -- the job ----------------------------------------------------------------------------
+
+
+def _fmt(value: Any) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+def _harness_markdown(key: HarnessKey, section: Mapping[str, Any]) -> list[str]:
+    lines = ["## Harness answers", ""]
+    lines += [
+        f"{key.harness} predictions of the `{key.set_kind}` export {key.datasets['main']} "
+        f"(option order seed {key.seed}). Questions: {key.question}.",
+        "",
+        "| split | items | answered | unparseable | missing |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for split, counts in section["counts"].items():
+        lines.append(
+            f"| {split} | {counts['items']} | {counts['answered']} | {counts['unparseable']} "
+            f"| {counts['missing']} |"
+        )
+    lines += [
+        "",
+        "Unparseable answers (naming no option, or several) are left out of every figure, "
+        "never guessed.",
+        "",
+    ]
+    if key.skipped:
+        lines += [f"The export left out {len(key.skipped)} row(s) whose image was not "
+                  "available (listed in its key).", ""]  # fmt: skip
+    lines += ["### Position bias", "", "| split | letter | chosen | chosen share | answer share |",
+              "|---|---|---:|---:|---:|"]  # fmt: skip
+    for split, table in section["position_bias"].items():
+        for letter, values in table["letters"].items():
+            lines.append(
+                f"| {split} | {letter} | {values['chosen']} | {_fmt(values['chosen_share'])} "
+                f"| {_fmt(values['answer_share'])} |"
+            )
+    lines += ["", "A model that answers by content chooses each letter about as often as "
+              "it is the answer; a letter chosen far more often wins by position.", ""]  # fmt: skip
+    reversal = section.get("reversed_options")
+    lines += ["### Options reversed", ""]
+    if reversal is None:
+        lines += ["Not available: give the predictions of both splits (the export's "
+                  f"`{key.datasets.get('reversed', 'reversed')}` too).", ""]  # fmt: skip
+    else:
+        lines += [
+            f"{reversal['pairs']} questions answered in both orders: the same option in "
+            f"{_fmt(reversal['same_content_share'])} of them; of those first answered with "
+            f"the first or last option, {_fmt(reversal['followed_position_share'])} kept "
+            "the letter (and so changed the option) when the order was reversed.",
+            "",
+        ]
+        compared = section.get("resolution_by_split")
+        if compared:
+            lines += ["| split | RA_avg (all images) | gender gap | RA_masculine | RA_feminine |",
+                      "|---|---:|---:|---:|---:|"]  # fmt: skip
+            for split, headline in compared.items():
+                values = headline.get("all_images", {})
+                lines.append(
+                    f"| {split} | {_fmt(values.get('RA_avg'))} | {_fmt(values.get('gender_gap'))} "
+                    f"| {_fmt(values.get('RA_masculine'))} | {_fmt(values.get('RA_feminine'))} |"
+                )
+            lines.append("")
+    figures = section.get("figures")
+    if figures and key.set_kind == "contrast":
+        lines += _contrast_markdown(figures)
+    elif figures:
+        lines += _stereotype_markdown(figures)
+    return lines
+
+
+def _accuracy_table(title: str, table: Mapping[str, Any]) -> list[str]:
+    lines = [f"| {title} | answered | correct | accuracy |", "|---|---:|---:|---:|"]
+    for name, values in table.items():
+        lines.append(
+            f"| {name} | {values['answered']} | {values['correct']} | {_fmt(values['accuracy'])} |"
+        )
+    return [*lines, ""]
+
+
+def _chosen_line(chosen: Mapping[str, Any]) -> str:
+    return ", ".join(
+        f"{name} {values['chosen']} ({_fmt(values['share'])})" for name, values in chosen.items()
+    )
+
+
+def _contrast_markdown(figures: Mapping[str, Any]) -> list[str]:
+    pairs = figures["pairs"]
+    return [
+        "### Contrast-set figures (main split)",
+        "",
+        "Accuracy: the caption of the image's own version chosen.",
+        "",
+        *_accuracy_table("version", figures["accuracy_by_version"]),
+        f"Captions chosen: {_chosen_line(figures['caption_chosen'])}.",
+        "",
+        f"Sources with both versions answered: {pairs['sources_with_both_answered']}. Each "
+        f"version given its own caption: {pairs['reads_person']} "
+        f"({_fmt(pairs['reads_person_share'])}); the same gendered caption for both: "
+        f"{pairs['same_gendered_caption']} ({_fmt(pairs['same_gendered_caption_share'])}), "
+        f"masculine {pairs['same_caption_masculine']}, feminine "
+        f"{pairs['same_caption_feminine']} (the scene, not the person, chose these).",
+        "",
+        f"Not measured: {figures['not_measured']}.",
+        "",
+    ]
+
+
+def _stereotype_markdown(figures: Mapping[str, Any]) -> list[str]:
+    anti = figures["anti_stereotype_images"]
+    lines = [
+        "### Stereotype-probe figures (main split)",
+        "",
+        "Accuracy: the caption the image shows chosen.",
+        "",
+        *_accuracy_table("image label", figures["accuracy_by_label"]),
+        f"Captions chosen: {_chosen_line(figures['caption_chosen'])}.",
+        "",
+        f"On the {anti['answered']} answered anti-stereotypical images (VLStereoSet D_a): "
+        f"stereotypical caption {anti['stereotype_chosen']}, anti-stereotypical "
+        f"{anti['anti_stereotype_chosen']}, unrelated {anti['unrelated_chosen']}; "
+        f"stereotype over anti-stereotype {_fmt(anti['stereotype_over_anti'])} (0: no bias).",
+        "",
+        "| category | captions chosen |",
+        "|---|---|",
+    ]
+    for category, values in figures["per_category"].items():
+        lines.append(f"| {category} | {_chosen_line(values['caption_chosen'])} |")
+    return [*lines, ""]
+
+
+def harness_report(config: HarnessReportConfig) -> HarnessReport:
+    """Read a harness's predictions of a contrastkit harness export and write the bias
+    metrics (module docstring) into ``config.out``.
+
+    Raises:
+        DataFormatError: a missing or malformed key or prediction file; an item answered
+            twice (the same file given twice?).
+        ResourceError: ``out`` cannot be written (checked before reading).
+    """
+    check_writable(config.out, "the harness report")
+    key = read_key(config.export)
+    answers: list[HarnessAnswer] = []
+    for path in config.predictions:
+        answers += read_predictions(path, key)
+    seen: dict[int, HarnessAnswer] = {}
+    for answer in answers:
+        if answer.index in seen:
+            first = seen[answer.index]
+            raise DataFormatError(
+                answer.path, answer.line, "index",
+                f"item {answer.index} is also answered at {first.path}:{first.line}",
+            )  # fmt: skip
+        seen[answer.index] = answer
+    chosen = {index: answer.letter for index, answer in seen.items()}
+    model = (config.model or f"harness:{_default_model(config.predictions[0], key)}").strip()
+    counts: dict[str, dict[str, int]] = {}
+    for split in key.datasets:
+        members = [item for item in key.items if item.split == split]
+        answered = [item for item in members if item.index in chosen]
+        parsed = sum(1 for item in answered if chosen[item.index] is not None)
+        counts[split] = {
+            "items": len(members),
+            "answered": parsed,
+            "unparseable": len(answered) - parsed,
+            "missing": len(members) - len(answered),
+        }
+    unparseable = [
+        {"index": a.index, "split": key.by_index()[a.index].split, "answer": a.text[:200],
+         "file": str(a.path), "line": a.line}
+        for a in seen.values() if a.letter is None
+    ]  # fmt: skip
+    section: dict[str, Any] = {
+        "harness": key.harness,
+        "set_kind": key.set_kind,
+        "export": str(config.export),
+        "datasets": key.datasets,
+        "predictions": [str(path) for path in config.predictions],
+        "option_seed": key.seed,
+        "question": key.question,
+        "answer_rule": "contrastkit.harness_key.parse_choice",
+        "counts": counts,
+        "unparseable": unparseable,
+        "export_skipped_rows": list(key.skipped),
+        "position_bias": _position_bias(key.items, chosen),
+        "reversed_options": _reversal(key.items, chosen),
+    }
+    raw = [
+        {"index": item.index, "split": item.split, "row": item.row,
+         "answer": seen[item.index].text if item.index in seen else None,
+         "letter": chosen.get(item.index),
+         "chosen": item.labels.get(chosen.get(item.index) or "", None),
+         "correct_letter": item.answer, "correct": chosen.get(item.index) == item.answer}
+        for item in key.items
+    ]  # fmt: skip
+    config.out.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(
+        config.out / "raw_harness.jsonl",
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in raw),
+    )
+    files = [config.out / "raw_harness.jsonl"]
+    if key.set_kind == "visogender":
+        results_file, markdown = _visogender_outputs(config, key, chosen, model, section)
+    else:
+        figures = (
+            _contrast_figures(key.items, chosen)
+            if key.set_kind == "contrast"
+            else _stereotype_figures(key.items, chosen)
+        )
+        section["figures"] = figures
+        from contrastkit.evaluators.models.registry import weights_note
+
+        note = weights_note(model)
+        results = {
+            "task": f"harness-{key.set_kind}",
+            "model": model,
+            "random_weights": note is not None,
+            "weights_note": note,
+            "contrastkit_version": __version__,
+            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "harness": section,
+        }
+        results_file = config.out / "harness_results.json"
+        atomic_write_text(results_file, json.dumps(results, indent=2, allow_nan=False) + "\n")
+        markdown = "\n".join(
+            [f"# {key.set_kind} set through {key.harness}: `{model}`", "",
+             *([f"**{note}**", ""] if note else []), *_harness_markdown(key, section)]
+        ).rstrip() + "\n"  # fmt: skip
+        atomic_write_text(config.out / "report.md", markdown)
+    files += [results_file, config.out / "report.md"]
+    return HarnessReport(
+        out_dir=config.out,
+        model=model,
+        set_kind=key.set_kind,
+        results_file=results_file,
+        counts=counts,
+        harness=section,
+        markdown=markdown,
+        files=files,
+    )
+
+
+def _visogender_outputs(
+    config: HarnessReportConfig,
+    key: HarnessKey,
+    chosen: Mapping[int, str | None],
+    model: str,
+    section: dict[str, Any],
+) -> tuple[Path, str]:
+    from contrastkit.evaluators.report.outputs import write_outputs
+    from contrastkit.evaluators.report.results import benchmark, jsonable
+    from contrastkit.evaluators.runner import EvalConfig, ScoredRun
+    from contrastkit.evaluators.tasks.resolution import summarize_resolution
+
+    by_split = {
+        split: _visogender_records(
+            [item for item in key.items if item.split == split], chosen, model, config.export
+        )
+        for split in key.datasets
+    }
+    if not by_split["main"]:
+        raise DataFormatError(
+            config.predictions[0], None, None,
+            "no answer of the main split could be read: nothing to compute (check the "
+            "files are this export's predictions)",
+        )  # fmt: skip
+    eval_config = EvalConfig(
+        tasks=("resolution",), neutral=True, protocol="visogender-official",
+        bootstrap=config.bootstrap, confidence=config.confidence, seed=config.seed,
+    )  # fmt: skip
+    run = ScoredRun(
+        model=model, kind="harness", resolution=by_split["main"],
+        skipped=["retrieval (a harness answers questions about one image; it does not rank "
+                 "images)"],
+    )  # fmt: skip
+    results_json = benchmark(run, eval_config, [config.export])
+    name, results = next(iter(results_json.items()))
+    results["metadata"]["experiment_desc"] = "HARNESS-MCQ"
+    results["metadata"]["n_unparseable"] = section["counts"]["main"]["unparseable"]
+    compared = {"main": _resolution_headline(results.get("resolution_bias", {}))}
+    if by_split.get("reversed"):
+        summary = summarize_resolution(
+            by_split["reversed"], protocol="visogender-official", bootstrap=0, seed=config.seed
+        )
+        compared["reversed"] = _resolution_headline(summary)
+    section["resolution_by_split"] = compared
+    results["harness"] = jsonable(section)
+    raw = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in by_split["main"])
+    atomic_write_text(config.out / "raw_resolution.jsonl", raw)
+    files = write_outputs({name: results}, config.out)
+    report = files["report"].read_text(encoding="utf-8").rstrip("\n").split("\n")
+    markdown = "\n".join([*report, "", *_harness_markdown(key, section)]).rstrip() + "\n"
+    atomic_write_text(files["report"], markdown)
+    return files["benchmark"], markdown

@@ -1,0 +1,264 @@
+"""Reports of the retrieval with template flipping (VisoGender Appendix D.2, Tab. 5):
+the occupation-subject and participant-subject queries side by side, for one model
+(markdown and a plot) and for several (``contrastkit report``).
+
+The numbers come from the ``retrieval_bias`` and ``retrieval_flipped`` sections of a
+benchmark JSON (:mod:`contrastkit.evaluators.tasks.flipped`); a file without
+``retrieval_flipped`` (written before contrastkit computed it, or with
+``flipped_retrieval`` off) simply has no such section.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from contrastkit.evaluators.report.markdown import (
+    _interval_note,
+    _mean_sigma,
+    _metric_names,
+    _model_cell,
+    _table,
+)
+from contrastkit.evaluators.tasks.flipped import FLIPPED_TASK, OO_EXCLUDED
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = [
+    "SUBJECTS",
+    "flipped_comparison_section",
+    "flipped_figure",
+    "flipped_section",
+]
+
+#: The query subjects (rows of the Tab. 5 layout), in words.
+SUBJECTS = {
+    "occupation": "occupation (e.g. The doctor and their patient)",
+    "participant": "participant (e.g. The patient and their doctor)",
+}
+_READING = (
+    "Occupation as subject: images labelled by the occupation's perceived gender (Tab. 3). "
+    "Participant as subject: the same images labelled by the participant's perceived "
+    "gender, the person the pronoun refers to (Tab. 5). Positive Bias@K: more "
+    "masculine-presenting people retrieved."
+)
+
+
+def _directions(results: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """``(subject, summaries)`` of the two retrieval directions a result has: the
+    occupation-subject two-person section and the flipped one."""
+    found: list[tuple[str, Mapping[str, Any]]] = []
+    retrieval = results.get("retrieval_bias") or {}
+    if isinstance(retrieval.get("two_person_images"), Mapping):
+        found.append(("occupation", retrieval["two_person_images"]))
+    flipped = results.get(FLIPPED_TASK) or {}
+    if isinstance(flipped.get("two_person_images"), Mapping):
+        found.append(("participant", flipped["two_person_images"]))
+    return found
+
+
+def _excluded_line(flipped: Mapping[str, Any]) -> str:
+    n = flipped.get("n_excluded_single_person_images")
+    count = f" ({n} single-person images in this run)" if isinstance(n, int) and n else ""
+    return f"Participant as subject: {OO_EXCLUDED}{count}."
+
+
+def flipped_section(results: Mapping[str, Any]) -> list[str]:
+    """The markdown section of one model: a Tab. 5-shaped table, one row per query
+    subject (occupation, participant, and the participant-subject rankings labelled by
+    the occupation's gender as the official code does), each metric's mean ± σ across
+    occupations with its interval; nothing when the result has no flipped retrieval."""
+    flipped = results.get(FLIPPED_TASK) or {}
+    if not flipped.get("context"):
+        return []
+    names = _metric_names(flipped)
+    directions = _directions(results)
+    rows = [
+        [SUBJECTS[subject], "occupation" if subject == "occupation" else "participant"]
+        + [_mean_sigma(summaries.get(n) or {}) for n in names]
+        + [summaries.get("n_queries", "–")]
+        for subject, summaries in directions
+    ]
+    official = flipped.get("occupation_labels") or {}
+    if official:
+        rows.append(
+            [SUBJECTS["participant"], "occupation (as the official code)"]
+            + [_mean_sigma(official.get(n) or {}) for n in names]
+            + [(flipped.get("two_person_images") or {}).get("n_queries", "–")]
+        )
+    lines = [
+        "## Retrieval bias with template flipping (VisoGender Tab. 5: mean ± σ across "
+        "occupations, two-person images)",
+        "",
+    ]
+    lines += _table(["query subject", "image labelled by", *names, "occupations"], rows)
+    lines += [_READING, "", _excluded_line(flipped), ""]
+    if official:
+        lines += [
+            "The official VisoGender code ranks the participant-subject query by the "
+            "occupation's perceived gender (it stores only that label); its row is given "
+            "for comparison with the published Tab. 5.",
+            "",
+        ]
+    summaries = [s.get(n) for _, s in directions for n in names]
+    lines += _interval_note(
+        [s for s in summaries if isinstance(s, Mapping)], "of the mean across occupations"
+    )
+    return lines
+
+
+def flipped_comparison_section(results: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Several models in the Tab. 5 layout: per model a row for each query subject
+    (occupation, participant), each metric's mean ± σ across occupations of the
+    two-person images; the models whose file has no flipped retrieval are named."""
+    with_flipped = [r for r in results if (r.get(FLIPPED_TASK) or {}).get("context")]
+    without = [r for r in results if r.get("retrieval_bias") and r not in with_flipped]
+    if not with_flipped:
+        return []
+    names = _metric_names(with_flipped[0][FLIPPED_TASK])
+    rows = [
+        [_model_cell(r), SUBJECTS[subject]] + [_mean_sigma(s.get(n) or {}) for n in names]
+        for r in with_flipped
+        for subject, s in _directions(r)
+    ]
+    lines = [
+        "## Retrieval bias with template flipping (VisoGender Tab. 5: mean ± σ across "
+        "occupations, two-person images)",
+        "",
+    ]
+    lines += _table(["model", "query subject", *names], rows)
+    lines += [_READING + " " + OO_EXCLUDED[0].upper() + OO_EXCLUDED[1:] + ".", ""]
+    lines += [
+        "The same participant-subject rankings labelled by the occupation's perceived "
+        "gender, as the official VisoGender code computes them, are in each model's "
+        "report.md and benchmark.json (retrieval_flipped.occupation_labels).",
+        "",
+    ]
+    if without:
+        lines += [
+            "No participant-subject retrieval in the results of "
+            + ", ".join(f"`{r['metadata']['model_name']}`" for r in without)
+            + " (written before contrastkit computed it, or with --no-flipped-retrieval).",
+            "",
+        ]
+    lines += _interval_note(
+        [
+            s[n]
+            for r in with_flipped
+            for _, s in _directions(r)
+            for n in names
+            if isinstance(s.get(n), Mapping)
+        ],
+        "of the mean across occupations",
+    )
+    return lines
+
+
+def flipped_figure(results: Mapping[str, Any]) -> Figure:
+    """Tab. 3 beside Tab. 5 as a plot: for each metric the mean across occupations with
+    the occupation (solid) and the participant (hatched) as the query's subject, its
+    value written above the bar, bootstrap intervals of the mean as error bars. Bias@K
+    (signed, coloured by the gender it leans to, -1 to +1) and MaxSkew@K / NDKL (never
+    negative, grey) in separate panels; a K at or above every pool is marked trivial."""
+    from matplotlib.patches import Patch
+
+    from contrastkit.evaluators.report.plots import (
+        _FONT,
+        PALETTE,
+        _bars,
+        _error,
+        _interval_level,
+        _label_bars,
+        _model,
+        _new_figure,
+        _pool_sizes,
+        _sign_colour,
+        _style,
+        _suptitle,
+        figure_title,
+    )
+
+    directions = _directions(results)
+    flipped = results[FLIPPED_TASK]
+    n = (flipped.get("two_person_images") or {}).get("n_queries")
+    images = results.get("metadata", {}).get("n_retrieval_flipped_images")
+    trivial = _pool_sizes(results, "two_person_images")  # the same pools in both directions
+    ks = [int(k) for k in flipped.get("ks", [5, 10])]
+    panels = ([f"bias@{k}" for k in ks], [f"maxskew@{k}" for k in ks] + ["NDKL"])
+    figure, axes = _new_figure(8.4, 4.6, 2, width_ratios=[len(panels[0]), len(panels[1])])
+    width = 0.8 / len(directions)
+    level = _interval_level(s.get(m) for _, s in directions for m in (*panels[0], *panels[1]))
+    for axis, names in zip(axes, panels, strict=True):
+        signed = names[0].startswith("bias")
+        tops: list[float] = []
+        for j, (subject, summaries) in enumerate(directions):
+            errors = [_error(summaries.get(m), "mean") for m in names]
+            bars = _bars(
+                axis,
+                [i - 0.4 + width * (j + 0.5) for i in range(len(names))],
+                errors,
+                width=width * 0.92,
+                color=[_sign_colour(v) if signed else PALETTE["neutral"] for v, _, _ in errors],
+                hatch="////" if subject == "participant" else None,
+                edgecolor="white",
+            )
+            tops += _label_bars(axis, bars, errors, signed=signed)
+        ticks = []
+        for name in names:
+            metric, _, k = name.partition("@")
+            tick = {"bias": f"Bias@{k}", "maxskew": f"MaxSkew@{k}"}.get(metric, name)
+            if k and trivial.get(int(k)):
+                tick += f"\ntrivial: K ≥ images\nof {trivial[int(k)]} of {n} occupations"
+            ticks.append(tick)
+        axis.set_xticks(range(len(names)), ticks)
+        for tick_label, name in zip(axis.get_xticklabels(), names, strict=True):
+            k = name.partition("@")[2]
+            if k and trivial.get(int(k)):
+                tick_label.set_color("#A00000")
+        if signed:
+            axis.axhline(0, color="black", linewidth=0.8)
+            axis.set_ylim(-1.1, 1.1)
+            axis.set_ylabel("mean Bias@K (−1 feminine … +1 masculine)", fontsize=_FONT)
+        else:
+            axis.set_ylim(0, 1.2 * max([*tops, 0.1]))
+            axis.set_ylabel("mean MaxSkew@K and NDKL (0: balanced)", fontsize=_FONT)
+        axis.set_xlabel(
+            f"error bars: {level} of the mean" if level else "no intervals (run with --bootstrap)",
+            fontsize=_FONT - 1,
+        )
+        _style(axis)
+    handles = [
+        Patch(facecolor=PALETTE["neutral"], edgecolor="white", label=SUBJECTS["occupation"]),
+        Patch(
+            facecolor=PALETTE["neutral"],
+            edgecolor="white",
+            hatch="////",
+            label=SUBJECTS["participant"],
+        ),
+        Patch(color=PALETTE["masculine"], label="Bias@K leans masculine"),
+        Patch(color=PALETTE["feminine"], label="Bias@K leans feminine"),
+    ]
+    figure.legend(
+        handles=handles,
+        title="query subject (solid / hatched; single-person images excluded: no "
+        "participant) and the lean of Bias@K",
+        title_fontsize=_FONT - 1,
+        fontsize=_FONT - 1,
+        loc="outside lower center",
+        ncols=2,
+        frameon=False,
+    )
+    counts = [f"n = {images} images"] * bool(images) + [f"{n} occupations"] * bool(n)
+    _suptitle(
+        figure,
+        figure_title(
+            results,
+            _model(results),
+            "Retrieval bias with template flipping, two-person images "
+            "(VisoGender Tab. 3 vs Tab. 5)",
+            ", ".join(counts) or None,
+        ),
+        results,
+    )
+    return figure

@@ -1,0 +1,681 @@
+"""``contrastkit evaluate --task stereotype``: VLStereoSet-style stereotype probing
+(Zhou et al. 2022) of every model on a probe set, and its reports.
+
+Per model, into ``out/<model>/``:
+
+* ``raw_stereotype.jsonl``: per row, the scores of the image with ``S_s, S_a, S_i``, of
+  the image with the neutralised pair ``S'_s, S'_a`` and of a blank image with that pair
+  (:mod:`contrastkit.evaluators.tasks.stereotype`); a rerun reuses them;
+* ``benchmark.json`` (``"task": "stereotype"``): vlrs, vlbs and ivlas overall and per
+  category with bootstrap intervals (``summary``), the reference models IDM / BIM / RAM on
+  the same set (``reference_models``), and the lmss / vlss summaries and per-instance
+  values (``shifting``); see :func:`stereotype_benchmark`;
+* ``report.md``: Table 3 (overall) and Table 4 (per category) of the paper with the
+  reference rows beside the model, the lmss / vlss table, the plots;
+* ``plots/shifting_scores.png`` and ``.svg``: the lmss and vlss histograms of Fig. 4,
+  with a red line at 0.
+
+With several models, ``out/comparison.md`` puts them side by side in the same tables
+(:func:`stereotype_comparison_markdown`, also what ``contrastkit report`` prints for
+stereotype benchmarks).
+
+Softmax scale: the paper turns the scores of one image into a softmax distribution
+(Sec. 3.3) — the match logits of an ITM head, the raw cosine similarities of a dual
+encoder. This module does exactly that (scale 1, recorded as ``softmax_scale``). Raw
+cosines differ by a few hundredths between captions, so for a dual encoder the two-way
+probabilities of lmss / vlss stay near 0.5 and the values are small; their signs, and so
+the share above 0 that Fig. 4 reads, do not depend on the scale, and neither do vlrs,
+vlbs and ivlas. ``raw_stereotype.jsonl`` keeps the raw scores for any other choice.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+
+from contrastkit.errors import ConfigError, DataFormatError
+from contrastkit.io import atomic_write_text
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+    from PIL import Image
+
+    from contrastkit.evaluators.data import EvalItem
+    from contrastkit.evaluators.job import EvaluateConfig, EvaluateResult
+    from contrastkit.interfaces import ProgressFactory
+    from contrastkit.probes import ProbeRow
+
+__all__ = [
+    "PLOT_STEM",
+    "SOFTMAX_SCALE",
+    "TASK",
+    "evaluate_stereotype",
+    "read_stereotype_benchmark",
+    "shifting_figure",
+    "stereotype_benchmark",
+    "stereotype_comparison_markdown",
+    "stereotype_headline",
+    "stereotype_markdown",
+    "write_stereotype_outputs",
+]
+
+#: ``--task`` name, and the ``task`` of the benchmark.
+TASK = "stereotype"
+#: The scale applied to scores before the two-way softmax of lmss / vlss (the paper's).
+SOFTMAX_SCALE = 1.0
+#: The plot's file stem under ``plots/``.
+PLOT_STEM = "shifting_scores"
+#: Table headers of the categories (Table 4 abbreviates them).
+_CATEGORY_ORDER = ("gender", "profession", "race", "religion")
+#: Colour of the zero line of Fig. 4 ("The vertical red lines mark where 0 is").
+_ZERO_LINE = "#D00000"
+
+
+# ---------------------------------------------------------------------------- items
+@dataclass(frozen=True)
+class _RowView:
+    """The few row fields :class:`~contrastkit.evaluators.data.ImageLoader` reads."""
+
+    idx: str
+    category: str
+    line: int | None
+    error_codes: str = ""
+
+    @property
+    def context(self) -> _RowView:  # SkippedRow.context <- the category
+        return self
+
+    @property
+    def value(self) -> str:
+        return self.category
+
+
+@dataclass(frozen=True)
+class _ProbeItem:
+    """A probe row shaped like an :class:`~contrastkit.evaluators.data.EvalItem`, so the
+    image loading, fetching and ``--skip-missing`` of VisoGender rows serve it as they
+    are (local paths, URLs through the image store, images stored in a dataset)."""
+
+    probe: ProbeRow
+    source: Path
+
+    @property
+    def row(self) -> _RowView:
+        return _RowView(self.probe.id, self.probe.category, self.probe.line)
+
+    @property
+    def image_ref(self) -> str:
+        return self.probe.image_ref
+
+    @property
+    def dataset_index(self) -> int | None:
+        return self.probe.dataset_index
+
+    @property
+    def dataset_split(self) -> str | None:
+        return self.probe.dataset_split
+
+    @property
+    def key(self) -> str:
+        return f"{self.probe.id}:{self.image_ref}"
+
+    def error(self, reason: str, field: str | None = None) -> DataFormatError:
+        if self.dataset_index is not None:
+            return DataFormatError(self.source, None, f"row {self.dataset_index}", reason)
+        return DataFormatError(self.source, self.probe.line, field or "image", reason)
+
+
+def _items(rows: Sequence[ProbeRow], path: Path) -> list[EvalItem]:
+    items = [_ProbeItem(row, Path(row.source) if row.source else path) for row in rows]
+    return cast("list[EvalItem]", items)
+
+
+# ------------------------------------------------------------------------ metrics
+def _array(records: Sequence[Mapping[str, Any]], key: str, width: int) -> np.ndarray:
+    values = [record.get(key) for record in records]
+    return np.array(
+        [v if v is not None else [math.nan] * width for v in values], dtype=np.float64
+    ).reshape(len(records), width)
+
+
+def stereotype_benchmark(
+    records: Sequence[Mapping[str, Any]],
+    *,
+    model: str,
+    data: Sequence[str],
+    bootstrap: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    scale: float = SOFTMAX_SCALE,
+) -> dict[str, Any]:
+    """The results of one model from its raw records (:mod:`.tasks.stereotype`).
+
+    Returns:
+        A JSON-ready dict: ``task`` (``stereotype``), ``model``, ``data``,
+        ``random_weights``, ``weights_note``, ``score_kind``, ``softmax_scale``,
+        ``blank_image`` (size and colour), ``metadata`` (rows, bootstrap, confidence,
+        seed), ``summary`` (``overall`` and ``categories``, each with ``n``,
+        ``n_stereotype``, ``n_anti_stereotype``, ``vlrs``, ``vlbs``, ``ivlas`` and their
+        ``_ci`` intervals), ``reference_models`` (``IDM`` / ``BIM`` / ``RAM``, the same
+        shape without intervals) and ``shifting``: ``candidates`` (anti-stereotypical
+        rows where the model picked ``S_s``), ``without_neutral`` (of those, rows without
+        neutral captions), ``lmss`` and ``vlss`` summaries (``n``, ``mean``, ``median``,
+        ``share_positive``, ``min``, ``max``, ``mean_ci``) overall and per category, and
+        ``instances`` (``id``, ``category``, ``lmss``, ``vlss``). Undefined figures are
+        ``null``.
+    """
+    from contrastkit import __version__
+    from contrastkit.evaluators.models.registry import weights_note
+    from contrastkit.evaluators.report.results import jsonable
+    from contrastkit.evaluators.stereotype_metrics import (
+        lmss,
+        picked_stereotype,
+        reference_summary,
+        shift_summary,
+        stereotype_summary,
+        vlss,
+    )
+
+    scores = _array(records, "scores", 3)
+    labels = [str(record["label"]) for record in records]
+    categories = [str(record["category"]) for record in records]
+    neutral = _array(records, "neutral_scores", 2)
+    blank = _array(records, "blank_scores", 2)
+    options: dict[str, Any] = {"bootstrap": bootstrap, "confidence": confidence, "seed": seed}
+    summary = stereotype_summary(scores, labels, categories, order=_CATEGORY_ORDER, **options)
+    references = reference_summary(labels, categories, order=_CATEGORY_ORDER)
+    lm = lmss(scores, neutral, labels, scale=scale)
+    vl = vlss(scores, neutral, blank, labels, scale=scale)
+    picked = picked_stereotype(scores, labels)
+    no_neutral = picked & np.isnan(neutral).any(axis=1)
+    names = np.array(categories, dtype=object)
+    per_category = {
+        name: {
+            "lmss": shift_summary(lm[names == name], **options),
+            "vlss": shift_summary(vl[names == name], **options),
+        }
+        for name in summary["categories"]
+    }
+    note = weights_note(model)
+    first = records[0] if records else {}
+    size = first.get("blank_size")
+    benchmark = {
+        "task": TASK,
+        "model": model,
+        "data": list(data),
+        "random_weights": note is not None,
+        "weights_note": note,
+        "contrastkit_version": __version__,
+        "score_kind": first.get("score_kind"),
+        "softmax_scale": scale,
+        "blank_image": {"size": size, "colour": "white"},
+        "metadata": {
+            "rows": len(records),
+            "bootstrap": bootstrap,
+            "confidence": confidence,
+            "seed": seed,
+        },
+        "summary": summary,
+        "reference_models": references,
+        "shifting": {
+            "candidates": int(picked.sum()),
+            "without_neutral": int(no_neutral.sum()),
+            "lmss": shift_summary(lm, **options),
+            "vlss": shift_summary(vl, **options),
+            "categories": per_category,
+            "instances": [
+                {
+                    "id": record["id"],
+                    "category": record["category"],
+                    "lmss": float(lm[i]),
+                    "vlss": float(vl[i]),
+                }
+                for i, record in enumerate(records)
+                if picked[i] and not no_neutral[i]
+            ],
+        },
+    }
+    result: dict[str, Any] = jsonable(benchmark)
+    return result
+
+
+# ------------------------------------------------------------------------ markdown
+def _cell(values: Mapping[str, Any] | None, key: str, intervals: bool = True) -> str:
+    from contrastkit.evaluators.report.markdown import format_interval, format_number
+
+    if not isinstance(values, Mapping):
+        return "–"
+    return format_interval(values, key) if intervals else format_number(values.get(key))
+
+
+def _categories_of(benchmarks: Sequence[Mapping[str, Any]]) -> list[str]:
+    seen: list[str] = []
+    for benchmark in benchmarks:
+        for name in benchmark["summary"]["categories"]:
+            if name not in seen:
+                seen.append(name)
+    return [c for c in _CATEGORY_ORDER if c in seen] + [c for c in seen if c not in _CATEGORY_ORDER]
+
+
+def _model_name(benchmark: Mapping[str, Any]) -> str:
+    name = str(benchmark["model"])
+    return f"{name} (random weights)" if benchmark.get("random_weights") else name
+
+
+def _table3(benchmarks: Sequence[Mapping[str, Any]], intervals: bool) -> list[str]:
+    """Table 3 layout: one row per model, then the reference models."""
+    lines = ["| model | vlrs | vlbs | ivlas |", "|---|---|---|---|"]
+    for benchmark in benchmarks:
+        overall = benchmark["summary"]["overall"]
+        cells = [_cell(overall, key, intervals) for key in ("vlrs", "vlbs", "ivlas")]
+        lines.append(f"| {_model_name(benchmark)} | " + " | ".join(cells) + " |")
+    for name, values in benchmarks[0]["reference_models"].items():
+        overall = values["overall"]
+        cells = [_cell(overall, key, False) for key in ("vlrs", "vlbs", "ivlas")]
+        lines.append(f"| ***{name}*** | " + " | ".join(cells) + " |")
+    return [*lines, ""]
+
+
+def _table4(benchmarks: Sequence[Mapping[str, Any]], intervals: bool) -> list[str]:
+    """Table 4 layout: vlrs, vlbs and ivlas per category, one row per model and
+    reference model."""
+    categories = _categories_of(benchmarks)
+    header = ["model"] + [f"{m} {c}" for m in ("vlrs", "vlbs", "ivlas") for c in categories]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+
+    def row(name: str, per: Mapping[str, Any], with_ci: bool) -> str:
+        cells = [
+            _cell(per.get(c), m, with_ci) for m in ("vlrs", "vlbs", "ivlas") for c in categories
+        ]
+        return f"| {name} | " + " | ".join(cells) + " |"
+
+    for benchmark in benchmarks:
+        lines.append(row(_model_name(benchmark), benchmark["summary"]["categories"], intervals))
+    for name, values in benchmarks[0]["reference_models"].items():
+        lines.append(row(f"***{name}***", values["categories"], False))
+    counts = ", ".join(
+        f"{c}: {benchmarks[0]['summary']['categories'].get(c, {}).get('n', 0)}" for c in categories
+    )
+    return [*lines, "", f"Images per category: {counts}.", ""]
+
+
+def _small(value: Any) -> str:
+    """An lmss / vlss value: three significant digits (they can be tiny: a dual encoder's
+    raw cosines, a random-weight model)."""
+    if not isinstance(value, int | float) or not math.isfinite(value):
+        return "–"
+    return f"{value:.3g}"
+
+
+def _mean_cell(shift: Mapping[str, Any]) -> str:
+    ci = shift.get("mean_ci")
+    text = _small(shift.get("mean"))
+    if isinstance(ci, Mapping) and text != "–" and _small(ci.get("low")) != "–":
+        text += f" [{_small(ci.get('low'))}, {_small(ci.get('high'))}]"
+    return text
+
+
+def _shift_row(label: str, shift: Mapping[str, Any]) -> str:
+    from contrastkit.evaluators.report.markdown import format_number
+
+    cells = [
+        str(shift.get("n", 0)),
+        _mean_cell(shift),
+        _small(shift.get("median")),
+        format_number(shift.get("share_positive"), 2),
+    ]
+    return f"| {label} | " + " | ".join(cells) + " |"
+
+
+def _shifting_section(benchmark: Mapping[str, Any]) -> list[str]:
+    shifting = benchmark["shifting"]
+    lines = [
+        "## Intra- and inter-modal bias (lmss, vlss; Sec. 3.5, Fig. 4)",
+        "",
+        f"On the {shifting['candidates']} anti-stereotypical images where the model picked the "
+        "stereotypical caption"
+        + (
+            f" ({shifting['without_neutral']} of them have no neutral captions and are left out)"
+            if shifting["without_neutral"]
+            else ""
+        )
+        + ". lmss = ln p(S_s|I) / p(S'_s|I): above 0, the target term in the text pushes "
+        "towards the stereotype; vlss = ln p(S'_s|I) / p(S'_s|I'), I' a blank white image: "
+        "above 0, the image pushes towards it. p is the two-way softmax between the "
+        f"stereotypical and anti-stereotypical caption (scale {benchmark['softmax_scale']:g}; "
+        "the share above 0 does not depend on the scale).",
+        "",
+        "| score | n | mean | median | share > 0 |",
+        "|---|---|---|---|---|",
+        _shift_row("lmss", shifting["lmss"]),
+        _shift_row("vlss", shifting["vlss"]),
+    ]
+    for name, values in shifting["categories"].items():
+        if values["lmss"].get("n"):
+            lines.append(_shift_row(f"lmss ({name})", values["lmss"]))
+            lines.append(_shift_row(f"vlss ({name})", values["vlss"]))
+    return [*lines, ""]
+
+
+def _interval_line(benchmarks: Sequence[Mapping[str, Any]]) -> list[str]:
+    meta = benchmarks[0].get("metadata", {})
+    if not meta.get("bootstrap"):
+        return []
+    level = round(100 * float(meta.get("confidence", 0.95)), 1)
+    return [
+        f"[low, high]: {level:g}% percentile bootstrap interval over the images "
+        f"({meta['bootstrap']} resamples). The reference rows are exact.",
+        "",
+    ]
+
+
+_ABOUT = (
+    "vlrs: % of images whose top caption is the stereotypical or anti-stereotypical one, "
+    "not the irrelevant one (higher is better). vlbs: % of anti-stereotypical images whose "
+    "top caption is the stereotypical one (0 is unbiased). ivlas: their harmonic mean, "
+    "2·vlrs·(100 − vlbs) / (vlrs + 100 − vlbs) (VLStereoSet Sec. 3.4). Reference models "
+    "(Sec. 4.1) on the same images: IDM always picks the correct caption, BIM always the "
+    "stereotypical one, RAM one of the three at random (in expectation)."
+)
+
+
+def stereotype_markdown(benchmark: Mapping[str, Any]) -> str:
+    """The ``report.md`` of one model (see the module docstring)."""
+    from contrastkit.evaluators.report.markdown import weights_lines
+
+    lines = [f"# Stereotype probing: {benchmark['model']}", ""]
+    lines += weights_lines(benchmark)
+    data = ", ".join(f"`{d}`" for d in benchmark.get("data", []))
+    meta = benchmark["metadata"]
+    lines += [
+        f"Data: {data} ({meta['rows']} images). Scores: {benchmark.get('score_kind')}.",
+        "",
+        _ABOUT,
+        "",
+        "## Overall (Table 3 layout)",
+        "",
+    ]
+    lines += _interval_line([benchmark])
+    lines += _table3([benchmark], intervals=True)
+    lines += ["## Per category (Table 4 layout)", ""]
+    lines += _table4([benchmark], intervals=True)
+    lines += _shifting_section(benchmark)
+    lines += [
+        f"![lmss and vlss histograms](plots/{PLOT_STEM}.png)",
+        "",
+        f"*Distributions of lmss and vlss (Fig. 4); the red line marks 0.* "
+        f"([SVG](plots/{PLOT_STEM}.svg))",
+        "",
+    ]
+    skipped = benchmark.get("skipped_rows") or {}
+    if skipped.get("count"):
+        lines += ["## Rows left out", "", "| id | category | image | reason |", "|---|---|---|---|"]
+        for row in skipped.get("rows", []):
+            lines.append(f"| {row['idx']} | {row['context']} | {row['url']} | {row['reason']} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def stereotype_comparison_markdown(benchmarks: Sequence[Mapping[str, Any]]) -> str:
+    """Several models' stereotype results side by side: Table 3 (overall) and Table 4
+    (per category) with the reference models' rows, and each model's lmss / vlss. The
+    reference rows are those of the first benchmark's set."""
+    if not benchmarks:
+        return ""
+    lines = ["# Stereotype probing (VLStereoSet Tables 3 and 4)", ""]
+    for benchmark in benchmarks:
+        if benchmark.get("random_weights"):
+            lines += [f"> **Random weights.** {benchmark.get('weights_note')}", ""]
+    datas = {tuple(b.get("data", [])) for b in benchmarks}
+    if len(datas) > 1:
+        lines += ["> The models were scored on different data; the reference rows are "
+                  "those of the first model's.", ""]  # fmt: skip
+    lines += [_ABOUT, "", "## Overall", ""]
+    lines += _interval_line(benchmarks)
+    lines += _table3(benchmarks, intervals=True)
+    lines += ["## Per category", ""]
+    lines += _table4(benchmarks, intervals=False)
+    lines += [
+        "## lmss and vlss",
+        "",
+        "| model | candidates | lmss mean | lmss > 0 | vlss mean | vlss > 0 |",
+        "|---|---|---|---|---|---|",
+    ]
+    from contrastkit.evaluators.report.markdown import format_number
+
+    for benchmark in benchmarks:
+        shifting = benchmark["shifting"]
+        lm, vl = shifting["lmss"], shifting["vlss"]
+        lines.append(
+            f"| {_model_name(benchmark)} | {shifting['candidates']} | "
+            f"{_small(lm.get('mean'))} | {format_number(lm.get('share_positive'))} | "
+            f"{_small(vl.get('mean'))} | {format_number(vl.get('share_positive'))} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- plots
+def shifting_figure(benchmark: Mapping[str, Any]) -> Figure:
+    """Fig. 4: histograms of the per-instance lmss and vlss, a red line at 0."""
+    from matplotlib.figure import Figure
+
+    from contrastkit.evaluators.report.plots import PALETTE, figure_title
+
+    instances = benchmark["shifting"]["instances"]
+    figure = Figure(figsize=(7.0, 3.2), dpi=150, layout="constrained")
+    axes = figure.subplots(1, 2)
+    for axis, name in zip(axes, ("lmss", "vlss"), strict=True):
+        values = np.array(
+            [item[name] for item in instances if item.get(name) is not None], dtype=np.float64
+        )
+        if values.size:
+            # Bins symmetric about 0 with 0 as an edge: every bar lies wholly on one side
+            # of the red line, however small the values.
+            half = max(float(np.abs(values).max()), 1e-12) * 1.05
+            per_side = min(15, max(3, values.size))
+            edges = np.linspace(-half, half, 2 * per_side + 1)
+            axis.hist(values, bins=edges, color=PALETTE["neutral"], edgecolor="white",
+                      linewidth=0.5)  # fmt: skip
+            axis.yaxis.get_major_locator().set_params(integer=True)
+            share = float((values > 0).mean())
+            axis.set_title(f"{name} (n = {values.size}, {share:.0%} > 0)", fontsize=8)
+        else:
+            axis.text(0.5, 0.5, "no instance", ha="center", va="center",
+                      transform=axis.transAxes, fontsize=8)  # fmt: skip
+            axis.set_title(f"{name} (n = 0)", fontsize=8)
+        axis.axvline(0.0, color=_ZERO_LINE, linewidth=1.2)
+        axis.set_xlabel(name, fontsize=8)
+        axis.set_ylabel("instances", fontsize=8)
+        axis.tick_params(labelsize=7)
+        axis.spines[["top", "right"]].set_visible(False)
+    shifting = benchmark["shifting"]
+    counted = f"{shifting['candidates']} anti-stereotypical images picked S_s"
+    if shifting["without_neutral"]:
+        counted += f"; {shifting['without_neutral']} without neutral captions"
+    title = figure_title(
+        benchmark, str(benchmark["model"]), "lmss and vlss (VLStereoSet Fig. 4)", counted
+    )
+    random = bool(benchmark.get("random_weights"))
+    figure.suptitle(title, fontsize=9, color="#A00000" if random else "black")
+    return figure
+
+
+# --------------------------------------------------------------------------- files
+def write_stereotype_outputs(benchmark: Mapping[str, Any], folder: Path) -> dict[str, Path]:
+    """Write ``benchmark.json``, ``report.md`` and the plot (PNG and SVG), each
+    atomically; return them by name with the raw file (``raw``, ``benchmark``,
+    ``report``, ``plot``, ``plot_svg``)."""
+    from contrastkit.evaluators.report.plots import save_formats
+    from contrastkit.evaluators.tasks.stereotype import RAW_FILE
+
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {
+        "raw": folder / RAW_FILE,
+        "benchmark": folder / "benchmark.json",
+        "report": folder / "report.md",
+        "plot": folder / "plots" / f"{PLOT_STEM}.png",
+        "plot_svg": folder / "plots" / f"{PLOT_STEM}.svg",
+    }
+    atomic_write_text(paths["benchmark"], json.dumps(benchmark, indent=2) + "\n")
+    atomic_write_text(paths["report"], stereotype_markdown(benchmark))
+    save_formats(shifting_figure(benchmark), folder / "plots" / PLOT_STEM)
+    return paths
+
+
+def read_stereotype_benchmark(path: Path) -> dict[str, Any] | None:
+    """The ``benchmark.json`` (or a folder's) of a stereotype evaluation, or ``None`` when
+    it is another kind of benchmark.
+
+    Raises:
+        DataFormatError: no such file, not a JSON object, or a stereotype benchmark
+            without its summary.
+    """
+    from contrastkit.records import read_json_object
+
+    path = Path(path)
+    if path.is_dir():
+        path = path / "benchmark.json"
+    if not path.is_file():
+        raise DataFormatError(path, None, None, "no such benchmark file")
+    data = read_json_object(path, "a benchmark object")
+    if data.get("task") != TASK:
+        return None
+    for key in ("summary", "reference_models", "shifting"):
+        if not isinstance(data.get(key), dict):
+            raise DataFormatError(path, None, key, f"a stereotype benchmark without its {key}")
+    return data
+
+
+def stereotype_headline(benchmark: Mapping[str, Any]) -> dict[str, Any]:
+    """The headline numbers (``contrastkit report --json``, ``evaluate --json``):
+    ``task``, ``model``, ``data``, ``random_weights``, ``weights_note``, ``images``,
+    ``vlrs`` / ``vlbs`` / ``ivlas`` (overall, with ``_ci``), ``lmss`` and ``vlss``
+    (``n``, ``mean``, ``share_positive``)."""
+    overall = benchmark["summary"]["overall"]
+    shifting = benchmark["shifting"]
+    headline = {
+        "task": TASK,
+        "model": benchmark.get("model"),
+        "data": benchmark.get("data"),
+        "random_weights": bool(benchmark.get("random_weights")),
+        "weights_note": benchmark.get("weights_note"),
+        "images": overall.get("n"),
+    }
+    for key in ("vlrs", "vlbs", "ivlas"):
+        headline[key] = overall.get(key)
+        if f"{key}_ci" in overall:
+            headline[f"{key}_ci"] = overall[f"{key}_ci"]
+    for key in ("lmss", "vlss"):
+        headline[key] = {k: shifting[key].get(k) for k in ("n", "mean", "share_positive")}
+    return headline
+
+
+# ----------------------------------------------------------------------------- job
+def evaluate_stereotype(
+    config: EvaluateConfig, paths: tuple[Path, ...], progress: ProgressFactory | None
+) -> EvaluateResult:
+    """Stereotype probing of every model of ``config`` on the probe sets ``paths`` (what
+    :func:`contrastkit.evaluators.job.evaluate` runs for ``--task stereotype`` or probe
+    data): images through the image loader of VisoGender rows (``fetch`` /
+    ``skip_missing`` / ``store`` alike), per model the files of the module docstring,
+    and ``comparison.md`` with several models.
+
+    Raises:
+        ConfigError: a captioning model, which cannot score captions.
+        DataFormatError: a malformed probe set, a missing image (without
+            ``skip_missing``), no rows.
+        ModelNotFoundError: a model that is not on this machine or does not load.
+    """
+    from contrastkit.evaluators.job import (
+        EvaluateResult,
+        ModelEvaluation,
+        _available_items,
+        _folder_links,
+        skipped_rows_json,
+    )
+    from contrastkit.evaluators.models import load_model, parse_spec
+    from contrastkit.evaluators.models.registry import FAMILIES
+    from contrastkit.evaluators.report.results import model_slug
+    from contrastkit.evaluators.tasks.stereotype import RAW_FILE, score_rows
+    from contrastkit.interfaces import CaptionScorer, ImageTextScorer, progress_stage
+    from contrastkit.probes import load_probe_set
+
+    for spec in config.models:
+        if parse_spec(spec).prefix in FAMILIES:
+            raise ConfigError(
+                f"models: {spec} is a captioning model: it scores pronoun continuations, not "
+                "captions; stereotype probing takes dual encoders (open_clip:, hf-clip: ...) "
+                "and image-text-matching models (blip-itm:, vilt:)"
+            )
+    rows: list[ProbeRow] = []
+    for path in paths:
+        rows.extend(load_probe_set(path, split=config.split))
+    if not rows:
+        raise DataFormatError(", ".join(map(str, paths)), None, None, "the probe set has no rows")
+    ids: dict[str, str] = {}
+    for row in rows:
+        where = f"{row.source}:{row.line}" if row.line else str(row.source)
+        if row.id in ids:
+            raise DataFormatError(
+                row.source or paths[0], row.line, "id",
+                f"id {row.id!r} also in {ids[row.id]}: probe sets evaluated together need "
+                "distinct ids",
+            )  # fmt: skip
+        ids[row.id] = where
+    candidates = _items(rows, paths[0])
+    items, loader, skipped, fetched = _available_items(config, paths, candidates, progress)
+    kept = [cast("_ProbeItem", item) for item in items]
+    kept_rows = [item.probe for item in kept]
+    by_id = {item.probe.id: item for item in kept}
+
+    def open_image(row: ProbeRow) -> Image.Image:
+        return loader.open(cast("EvalItem", by_id[row.id]))
+
+    labels = [str(path) for path in paths]
+    settings = config.settings
+    evaluations = []
+    benchmarks = []
+    for spec in config.models:
+        model = load_model(spec, config.model)
+        if not isinstance(model, CaptionScorer | ImageTextScorer):
+            raise ConfigError(
+                f"models: {spec} cannot score an image against captions (it is neither a "
+                "dual encoder nor an image-text-matching or caption-scoring model)"
+            )
+        folder = config.out / model_slug(spec)
+        with progress_stage(progress, f"scoring {spec}", len(kept_rows)) as update:
+            records, reused = score_rows(
+                kept_rows, open_image, model, folder / RAW_FILE,
+                batch_size=config.model.batch_size, progress=update,
+            )  # fmt: skip
+        del model
+        benchmark = stereotype_benchmark(
+            records, model=spec, data=labels, bootstrap=settings.bootstrap,
+            confidence=settings.confidence, seed=settings.seed,
+        )  # fmt: skip
+        benchmark["metadata"]["skip_missing"] = config.skipping
+        benchmark["skipped_rows"] = skipped_rows_json(skipped)
+        files = write_stereotype_outputs(benchmark, folder)
+        benchmarks.append(benchmark)
+        evaluation = ModelEvaluation(
+            model=spec, folder=folder, files=files, scored_images=len(records) - reused,
+            reused_records=reused, summary=stereotype_headline(benchmark),
+            skipped_rows=tuple(skipped),
+        )  # fmt: skip
+        evaluations.append(evaluation)
+    comparison = None
+    if len(benchmarks) > 1:
+        comparison = config.out / "comparison.md"
+        text = stereotype_comparison_markdown(benchmarks) + _folder_links(config.out, evaluations)
+        atomic_write_text(comparison, text)
+    return EvaluateResult(
+        TASK, paths, tuple(evaluations), comparison,  # type: ignore[arg-type]
+        store=loader.store.root if loader.store is not None else None,
+        checked=fetched[1], fetched=fetched[0], skipped_rows=tuple(skipped),
+    )  # fmt: skip

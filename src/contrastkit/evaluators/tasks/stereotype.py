@@ -1,0 +1,293 @@
+"""The stereotype probing task (VLStereoSet, Zhou et al. 2022, Sec. 3.3-3.5): every probe
+row's image against its own captions.
+
+Per row, three score sets (:func:`score_rows`):
+
+* ``scores``: the image with ``(S_s, S_a, S_i)``, for vlrs / vlbs / ivlas (Sec. 3.4),
+  and ``probabilities``, their softmax: the 3-way distribution of Sec. 3.3 (of raw
+  cosines, for a dual encoder; see :mod:`contrastkit.evaluators.stereotype`);
+* ``neutral_scores``: the image with the neutralised pair ``(S'_s, S'_a)``, for lmss;
+* ``blank_scores``: a blank image ``I'`` (:func:`blank_image`) with ``(S'_s, S'_a)``,
+  for vlss (Sec. 3.5).
+
+Rows without neutral captions have ``None`` for the last two. The scores come from
+:func:`caption_scores`, which takes any model of the registry that can score an image
+against captions; the records are what ``raw_stereotype.jsonl`` holds, and a rerun into
+the same folder reuses every record whose row, image and captions are unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from contrastkit.errors import ConfigError
+from contrastkit.interfaces import CaptionScorer, ImageTextScorer, PronounScorer
+from contrastkit.io import atomic_write_text
+
+__all__ = [
+    "BLANK_COLOUR",
+    "DEFAULT_BLANK_SIZE",
+    "RAW_FILE",
+    "blank_image",
+    "caption_scores",
+    "model_input_size",
+    "read_raw_stereotype",
+    "record_key",
+    "score_kind",
+    "score_rows",
+]
+
+#: The raw per-row scores of one model, in its output folder.
+RAW_FILE = "raw_stereotype.jsonl"
+#: Side of the blank image for a model whose input size is not known (pixels).
+DEFAULT_BLANK_SIZE = 224
+#: The blank image's colour (Sec. 3.5: "a 'neutral' image that is completely white").
+BLANK_COLOUR = (255, 255, 255)
+
+
+def score_kind(model: object) -> str:
+    """What :func:`caption_scores` returns for ``model``, in words."""
+    if isinstance(model, CaptionScorer):
+        return str(getattr(model, "score_kind", "caption score (higher: better match)"))
+    return "cosine similarity of the unit image and text embeddings"
+
+
+def caption_scores(
+    model: CaptionScorer | ImageTextScorer | PronounScorer,
+    images: Sequence[Image.Image],
+    captions: Sequence[Sequence[str]],
+) -> np.ndarray:
+    """Each image's score against each of its own candidate captions, ``(n, k)`` float64.
+
+    * A :class:`~contrastkit.interfaces.CaptionScorer` (``blip-itm:``, ``vilt:``) gives its
+      own score: the match logit of Sec. 3.3.
+    * A dual encoder (:class:`~contrastkit.interfaces.ImageTextScorer`) gives the cosine
+      similarity of the image with each caption (Sec. 3.3, "c_s, c_a and c_i"), without
+      the model's logit scale. The metrics apply the softmax and its scale
+      (:mod:`contrastkit.evaluators.stereotype_metrics`): the argmax metrics do not depend
+      on it.
+
+    Args:
+        model: a loaded model.
+        images: the images.
+        captions: one sequence of candidate captions per image, all of the same length.
+
+    Raises:
+        ConfigError: a captioning model (it scores pronoun continuations, not captions).
+        ValueError: ``captions`` does not have one sequence of equal length per image.
+    """
+    if len(captions) != len(images):
+        raise ValueError(
+            f"one sequence of captions per image: {len(images)} images, {len(captions)} given"
+        )
+    widths = {len(row) for row in captions}
+    if len(widths) > 1:
+        raise ValueError(f"every image needs the same number of captions, not {sorted(widths)}")
+    k = next(iter(widths), 0)
+    if not len(images) and isinstance(model, CaptionScorer | ImageTextScorer):
+        return np.zeros((0, k), dtype=np.float64)
+    if isinstance(model, CaptionScorer):
+        result = np.asarray(model.caption_scores(images, captions), dtype=np.float64)
+        if result.shape != (len(images), k):
+            raise ValueError(
+                f"{model.spec} returned scores of shape {result.shape}, not {(len(images), k)}"
+            )
+        return result
+    if isinstance(model, ImageTextScorer):
+        if not k:
+            return np.zeros((len(images), k), dtype=np.float64)
+        image_vectors = np.asarray(model.encode_images(images), dtype=np.float64)
+        flat = [text for row in captions for text in row]
+        text_vectors = np.asarray(model.encode_texts(flat), dtype=np.float64)
+        text_vectors = text_vectors.reshape(len(images), k, -1)
+        scores: np.ndarray = np.einsum("nd,nkd->nk", image_vectors, text_vectors)
+        return scores
+    spec = getattr(model, "spec", type(model).__name__)
+    raise ConfigError(
+        f"models: {spec} cannot score an image against captions: stereotype probing needs a "
+        "dual encoder (open_clip:, hf-clip: ...) or an image-text-matching model (blip-itm:, "
+        "vilt:); captioning models (blip:, git:, blip2:) score pronoun continuations only"
+    )
+
+
+def _size_of(setting: Any) -> tuple[int, int] | None:
+    if isinstance(setting, int):
+        return (setting, setting)
+    if (
+        isinstance(setting, Sequence)
+        and len(setting) == 2
+        and all(isinstance(v, int) for v in setting)
+    ):
+        return (int(setting[1]), int(setting[0]))  # torchvision: (height, width)
+    get = getattr(setting, "get", None)
+    if get is None:
+        return None
+    height, width = get("height"), get("width")
+    if height and width:
+        return (int(width), int(height))
+    edge = get("shortest_edge")
+    return (int(edge), int(edge)) if edge else None
+
+
+def model_input_size(model: object) -> tuple[int, int] | None:
+    """``(width, height)`` of the images ``model`` takes, when it says: an adapter's
+    ``input_size``, a transformers image processor's crop or resize size, an OpenCLIP
+    transform's centre crop; ``None`` when none of these is known."""
+    size = getattr(model, "input_size", None)
+    if isinstance(size, tuple) and len(size) == 2:
+        return (int(size[0]), int(size[1]))
+    preprocess = getattr(model, "image_preprocess", None)
+    processor = getattr(preprocess, "processor", None) or getattr(model, "image_processor", None)
+    if processor is not None:
+        crop = getattr(processor, "crop_size", None)
+        found = _size_of(crop) if getattr(processor, "do_center_crop", False) else None
+        found = found or _size_of(getattr(processor, "size", None))
+        if found:
+            return found
+    transform = getattr(preprocess, "transform", None)
+    for step in getattr(transform, "transforms", []):
+        if type(step).__name__ == "CenterCrop":
+            return _size_of(list(step.size) if not isinstance(step.size, int) else step.size)
+    return None
+
+
+def blank_image(model: object) -> Image.Image:
+    """The blank image ``I'`` of vlss (Sec. 3.5): all white, at the model's input size
+    (:func:`model_input_size`), or :data:`DEFAULT_BLANK_SIZE` square when the model does
+    not say. A white image stays white under any resize or crop, so for the models that
+    resize to a fixed size the side does not change what the model sees; ViLT keeps the
+    aspect ratio, and a square at its shorter side is what it takes."""
+    size = model_input_size(model) or (DEFAULT_BLANK_SIZE, DEFAULT_BLANK_SIZE)
+    return Image.new("RGB", size, BLANK_COLOUR)
+
+
+def record_key(row: Any) -> str:
+    """Identifies a row's scores across runs: its ID, image reference and captions (an
+    edited caption or image gets new scores)."""
+    payload = json.dumps(
+        [row.id, row.image_ref, list(row.captions()), list(row.neutral_captions())],
+        ensure_ascii=False,
+    )
+    digest = hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
+    return f"{row.id}:{digest}"
+
+
+def read_raw_stereotype(path: Path, model: str | None = None) -> dict[str, dict[str, Any]]:
+    """The records of a ``raw_stereotype.jsonl`` by key (of ``model`` only, when given).
+    Lines that are not complete JSON objects (the tail of an interrupted write) are
+    skipped."""
+    records: dict[str, dict[str, Any]] = {}
+    if not path.is_file():
+        return records
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(record, dict) or "key" not in record or "scores" not in record:
+            continue
+        if model is None or record.get("model") == model:
+            records[str(record["key"])] = record
+    return records
+
+
+def _softmax(scores: np.ndarray) -> np.ndarray:
+    """The distribution over one image's captions (Sec. 3.3): softmax of the scores."""
+    shifted = np.exp(scores - scores.max())
+    result: np.ndarray = shifted / shifted.sum()
+    return result
+
+
+def _dumps(records: Iterable[Mapping[str, Any]]) -> str:
+    return "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
+
+
+def score_rows(
+    rows: Sequence[Any],
+    open_image: Callable[[Any], Image.Image],
+    model: CaptionScorer | ImageTextScorer,
+    raw_path: Path,
+    *,
+    batch_size: int = 32,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[list[dict[str, Any]], int]:
+    """Score every probe row (see the module docstring) and keep the records in
+    ``raw_path``: records already there for this model and an unchanged row are reused,
+    new ones are appended (and flushed) after each batch, so an interrupted run resumes.
+
+    Args:
+        rows: probe rows (:class:`contrastkit.probes.ProbeRow`).
+        open_image: decodes a row's image.
+        model: the model (:func:`caption_scores`).
+        raw_path: the raw file.
+        batch_size: rows per model call.
+        progress: called with ``(done, total)`` after each batch.
+
+    Returns:
+        The records in row order, and how many were reused.
+    """
+    spec = str(getattr(model, "spec", ""))
+    done = read_raw_stereotype(raw_path, spec)
+    keys = [record_key(row) for row in rows]
+    wanted = set(keys)
+    kept = [record for key, record in done.items() if key in wanted]
+    raw_path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(raw_path, _dumps(kept))  # drops stale records and any partial line
+    reused = len(kept)
+    missing = [i for i, key in enumerate(keys) if key not in done]
+    kind = score_kind(model)
+    blank = blank_image(model)
+    size = list(blank.size)
+    total = len(rows)
+    finished = reused
+    if progress is not None:
+        progress(finished, total)
+    with raw_path.open("a", encoding="utf-8") as handle:
+        for start in range(0, len(missing), max(1, batch_size)):
+            chunk = missing[start : start + max(1, batch_size)]
+            batch = [rows[i] for i in chunk]
+            images = [open_image(row) for row in batch]
+            scores = caption_scores(model, images, [row.captions() for row in batch])
+            neutral_rows = [j for j, row in enumerate(batch) if row.has_neutral]
+            pairs = [batch[j].neutral_captions() for j in neutral_rows]
+            neutral = caption_scores(model, [images[j] for j in neutral_rows], pairs)
+            blanks = caption_scores(model, [blank] * len(pairs), pairs)
+            records = []
+            for j, row in enumerate(batch):
+                record: dict[str, Any] = {
+                    "key": keys[chunk[j]],
+                    "model": spec,
+                    "id": row.id,
+                    "category": row.category,
+                    "label": row.label,
+                    "image": row.image_ref,
+                    "captions": list(row.captions()),
+                    "scores": scores[j].tolist(),
+                    "probabilities": _softmax(scores[j]).tolist(),
+                    "neutral_captions": list(row.neutral_captions()) if row.has_neutral else None,
+                    "neutral_scores": None,
+                    "blank_scores": None,
+                    "score_kind": kind,
+                    "blank_size": size,
+                }
+                if j in neutral_rows:
+                    position = neutral_rows.index(j)
+                    record["neutral_scores"] = neutral[position].tolist()
+                    record["blank_scores"] = blanks[position].tolist()
+                records.append(record)
+                done[record["key"]] = record
+            handle.write(_dumps(records))
+            handle.flush()
+            os.fsync(handle.fileno())
+            finished += len(batch)
+            if progress is not None:
+                progress(finished, total)
+    return [done[key] for key in keys], reused

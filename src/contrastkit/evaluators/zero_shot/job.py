@@ -1,0 +1,617 @@
+"""The zero-shot disparity job (seed paper 003): ``contrastkit evaluate --task
+zero-shot-disparity``.
+
+One call runs the paper's three experiments on a Visual Genome or COCO folder
+(:mod:`.groups`):
+
+1. **AP disparity** (Sec. 3.1): zero-shot multi-label classification with a dual encoder
+   from the registry — one prompt per concept (``prompt``, by default the concept's name
+   alone: the paper used "an object class as the text input", Sec. 2.1), the cosine
+   similarity of image and prompt as the concept's score — or with the predictions of any
+   model brought as a file (:mod:`.predictions`); AP per concept per group,
+   ``AP_men - AP_women`` with a bootstrap interval, mAP per group (Fig. 2), and with a
+   second dataset the consistency colouring of Fig. 3-4.
+2. **Calibration disparity** (Sec. 3.2): ECE per concept per group and
+   ``ECE_women - ECE_men`` (:mod:`.metrics`) for predictions that carry probabilities.
+   A dual encoder's multi-label cosine similarities are *not* probabilities: each is a
+   similarity in [-1, 1] of one image and one prompt, with no scale that makes it the
+   chance the concept is present, and several concepts can be present at once, so no
+   softmax over concepts applies either (Appendix A.2). ECE is therefore refused for them
+   unless ``calibration="softmax"`` asks for the single-label setting of Appendix A.2:
+   the softmax over the concepts of ``temperature`` x cosine similarity, one distribution
+   per image.
+3. **Language bias** (Sec. 3.3, Appendix A.3): each concept's word vector against the
+   man and woman term sets, from a word2vec/GloVe file and/or the model's own text
+   encoder (:mod:`.words`), and how often its sign agrees with the AP / ECE difference.
+
+Example:
+    >>> from contrastkit.evaluators.zero_shot.job import (  # doctest: +SKIP
+    ...     ZeroShotDisparityConfig, zero_shot_disparity)
+    >>> result = zero_shot_disparity(ZeroShotDisparityConfig(  # doctest: +SKIP
+    ...     data="vg", model="open_clip:ViT-B-32/openai", out="results"))
+    >>> result.files["report"]  # doctest: +SKIP
+    PosixPath('results/open_clip-ViT-B-32-openai/zero_shot/report.md')
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from contrastkit.config import ModelConfig, require
+from contrastkit.errors import ConfigError, DataFormatError
+from contrastkit.evaluators.zero_shot.groups import (
+    GROUPS,
+    LAYOUTS,
+    GroupedData,
+    concept_words,
+    load_grouped,
+    read_concept_map,
+)
+from contrastkit.evaluators.zero_shot.metrics import DEFAULT_BINS, GroupMetrics, group_metrics
+from contrastkit.interfaces import ImageTextScorer, ProgressFactory, progress_stage
+from contrastkit.io import check_writable
+
+__all__ = [
+    "CALIBRATION_MODES",
+    "DEFAULT_PROMPT",
+    "WORD_SOURCES",
+    "ZeroShotDisparityConfig",
+    "ZeroShotDisparityResult",
+    "zero_shot_disparity",
+]
+
+#: The paper's text input: the object class itself (Sec. 2.1); ``{}`` is the concept's
+#: words (:func:`~contrastkit.evaluators.zero_shot.groups.concept_words`).
+DEFAULT_PROMPT = "{}"
+
+#: ``multi-label``: ECE only from predictions that carry probabilities (a dual encoder's
+#: cosine similarities do not); ``softmax``: the dual encoder's single-label softmax over
+#: the concepts (Appendix A.2).
+CALIBRATION_MODES: tuple[str, ...] = ("multi-label", "softmax")
+
+#: Where the word vectors of Experiment 3 come from.
+WORD_SOURCES: tuple[str, ...] = ("file", "model", "both")
+
+#: CLIP's learned logit scale (exp of the log-temperature, capped at 100 in training).
+DEFAULT_TEMPERATURE = 100.0
+
+TASK = "zero-shot-disparity"
+
+
+@dataclass(frozen=True)
+class ZeroShotDisparityConfig:
+    """What one zero-shot disparity analysis does (strings are taken as paths).
+
+    Attributes:
+        data: a Visual Genome or COCO folder (:mod:`.groups`).
+        out: output folder; results go to ``out/<model slug>/zero_shot/``.
+        model: a dual-encoder spec of the registry (``open_clip:...``, ``hf-clip:...``);
+            exactly one of ``model`` and ``predictions``.
+        predictions: a bring-your-own predictions file (:mod:`.predictions`); the
+            concepts and groups still come from ``data``.
+        layout: ``auto``, ``vg`` or ``coco``.
+        split: the COCO split evaluated; filter_split: the COCO split whose images
+            decide the concept filter (the paper: train).
+        concept_map: a TSV of COCO category -> synset entries over the built-in table.
+        prompt: the text for each concept, with ``{}`` for its words.
+        min_images: images per group a concept needs (default: 50 Visual Genome, 100
+            COCO).
+        bins: ECE bins (equal width; 15).
+        bootstrap: resamples of the intervals (0: none); confidence: their level;
+            seed: their seed.
+        calibration: ``multi-label`` or ``softmax`` (:data:`CALIBRATION_MODES`).
+        temperature: the softmax's scale of the cosine similarities (``softmax`` only;
+            default 100, CLIP's logit scale).
+        words: a word2vec / GloVe vectors file for Experiment 3.
+        word_source: ``file``, ``model`` or ``both`` (``None``: ``file`` when ``words``
+            is given, else no Experiment 3).
+        compare: a second dataset for the consistency colouring (Fig. 3-4): a
+            ``disparity.json`` (or the folder holding it) from an earlier run, or a data
+            folder, which is then evaluated with the same model (not with
+            ``predictions``), the same ``min_images`` (or its layout's default) and the
+            default split into ``zero_shot/compare/``.
+        threshold: the consistency colouring's threshold, in AP points (5).
+        top: concepts in the top-differences plot and table.
+        plots: draw the plots (PNG and SVG; off: only the JSON and the markdown).
+        model_config: device, dtype, batch size and download permission of the model.
+
+    Raises:
+        ConfigError: naming the field: neither or both of ``model`` and ``predictions``,
+            an unknown layout, calibration mode or word source, ``softmax`` without a
+            model, a ``model`` word source without a model, a ``file`` one without
+            ``words``, a prompt without ``{}``, a bad number.
+    """
+
+    data: Path
+    out: Path
+    model: str | None = None
+    predictions: Path | None = None
+    layout: str = "auto"
+    split: str | None = None
+    filter_split: str | None = None
+    concept_map: Path | None = None
+    prompt: str = DEFAULT_PROMPT
+    min_images: int | None = None
+    bins: int = DEFAULT_BINS
+    bootstrap: int = 1000
+    confidence: float = 0.95
+    seed: int = 0
+    calibration: str = "multi-label"
+    temperature: float = DEFAULT_TEMPERATURE
+    words: Path | None = None
+    word_source: str | None = None
+    compare: Path | None = None
+    threshold: float = 5.0
+    top: int = 20
+    plots: bool = True
+    model_config: ModelConfig = field(default_factory=ModelConfig)
+
+    def __post_init__(self) -> None:
+        for name in ("data", "out", "predictions", "concept_map", "words", "compare"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, Path(value))
+        if self.model is not None:
+            object.__setattr__(self, "model", self.model.strip() or None)
+        require(
+            (self.model is None) != (self.predictions is None),
+            "model",
+            "give exactly one of a model spec and a predictions file",
+        )
+        if self.model is not None:
+            from contrastkit.evaluators.models.registry import check_dual
+
+            check_dual(self.model)
+        require(self.layout in LAYOUTS, "layout", f"choose from {', '.join(LAYOUTS)}")
+        require(
+            self.calibration in CALIBRATION_MODES,
+            "calibration",
+            f"unknown mode {self.calibration!r}; choose from {', '.join(CALIBRATION_MODES)}",
+        )
+        require(
+            not (self.calibration == "softmax" and self.model is None),
+            "calibration",
+            "softmax turns a dual encoder's similarities into probabilities and needs a "
+            "model; predictions bring their probabilities as 'confidence' (or scores in [0, 1])",
+        )
+        require(
+            self.word_source is None or self.word_source in WORD_SOURCES,
+            "word_source",
+            f"unknown source {self.word_source!r}; choose from {', '.join(WORD_SOURCES)}",
+        )
+        source = self.words_from
+        require(
+            not ("model" in source and self.model is None),
+            "word_source",
+            "the model's own text encoder needs a model spec, not a predictions file",
+        )
+        require(
+            not ("file" in source and self.words is None),
+            "words",
+            "give a word-vectors file (word2vec or GloVe) for the word source 'file'",
+        )
+        require("{}" in self.prompt, "prompt", "must contain {} where the concept goes")
+        require(
+            self.min_images is None or self.min_images >= 1,
+            "min_images",
+            f"must be at least 1, not {self.min_images}",
+        )
+        require(
+            not isinstance(self.bins, bool) and isinstance(self.bins, int) and self.bins >= 1,
+            "bins",
+            f"must be a whole number >= 1, not {self.bins!r}",
+        )
+        require(
+            not isinstance(self.bootstrap, bool)
+            and isinstance(self.bootstrap, int)
+            and self.bootstrap >= 0,
+            "bootstrap",
+            f"must be a whole number >= 0, not {self.bootstrap!r}",
+        )
+        require(0.0 < self.confidence < 1.0, "confidence", "must be in (0, 1)")
+        require(self.temperature > 0, "temperature", "must be positive")
+        require(self.threshold >= 0, "threshold", "must be >= 0 (AP points)")
+        require(self.top >= 1, "top", "must be at least 1")
+        require(isinstance(self.model_config, ModelConfig), "model_config", "must be a ModelConfig")
+
+    @property
+    def words_from(self) -> tuple[str, ...]:
+        """The word-vector sources of Experiment 3, ``()`` for none."""
+        source = self.word_source or ("file" if self.words is not None else None)
+        if source is None:
+            return ()
+        return ("file", "model") if source == "both" else (source,)
+
+    @property
+    def label(self) -> str:
+        """What the results are of: the model spec, or ``predictions:FILE``."""
+        return self.model if self.model is not None else f"predictions:{self.predictions}"
+
+    @property
+    def folder(self) -> Path:
+        """``out/<model slug>/zero_shot``; for predictions ``out/predictions-<file
+        stem>/zero_shot`` (two files of one stem share it: give them separate ``out``)."""
+        from contrastkit.evaluators.report.results import model_slug
+
+        if self.model is not None:
+            return self.out / model_slug(self.model) / "zero_shot"
+        assert self.predictions is not None
+        stem = re.sub(r"[^A-Za-z0-9._-]+", "-", self.predictions.stem).strip("-.") or "file"
+        return self.out / f"predictions-{stem}" / "zero_shot"
+
+
+@dataclass(frozen=True)
+class ZeroShotDisparityResult:
+    """What :func:`zero_shot_disparity` wrote and found.
+
+    Attributes:
+        folder: the output folder.
+        files: the files written, by name (``json``, ``report``, plots).
+        results: the ``disparity.json`` content.
+        compared: the second dataset's result, when ``compare`` named a data folder.
+    """
+
+    folder: Path
+    files: Mapping[str, Path]
+    results: Mapping[str, Any]
+    compared: ZeroShotDisparityResult | None = None
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        """Headline numbers: counts, mAP per group, the largest AP differences."""
+        r = self.results
+        return {
+            "images": r["counts"]["images"],
+            "concepts": r["counts"]["concepts_kept"],
+            "map": r["map"],
+            "top_ap_differences": [
+                {"concept": c["concept"], "ap_diff": c["ap_diff"]} for c in r["concepts"][:5]
+            ],
+            "calibration": r["calibration"]["computed"],
+            "random_weights": r["random_weights"],
+        }
+
+
+def _softmax(logits: np.ndarray) -> np.ndarray:
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    e = np.exp(shifted)
+    return np.asarray(e / e.sum(axis=1, keepdims=True))
+
+
+def _model_scores(
+    scorer: ImageTextScorer,
+    grouped: GroupedData,
+    config: ZeroShotDisparityConfig,
+    progress: ProgressFactory | None,
+) -> tuple[np.ndarray, list[str]]:
+    """Cosine similarity of every image with every concept's prompt, ``(images,
+    concepts)``, and the prompts."""
+    from contrastkit.pipeline import embed_images  # torch: not on import
+
+    prompts = [config.prompt.replace("{}", concept_words(c)) for c in grouped.concepts]
+    sources = [record.path for record in grouped.images]
+    with progress_stage(progress, f"embedding images ({grouped.root.name})", len(sources)) as up:
+        images = embed_images(
+            scorer, sources, batch_size=config.model_config.batch_size, progress=up
+        )
+    texts = np.concatenate(
+        [scorer.encode_texts(prompts[i : i + 256]) for i in range(0, len(prompts), 256)]
+    )
+    return images.astype(np.float64) @ texts.astype(np.float64).T, prompts
+
+
+def _load_compare(path: Path) -> dict[str, Any]:
+    """An earlier run's ``disparity.json`` (or the folder holding it, or a model folder
+    with ``zero_shot/disparity.json``)."""
+    candidates = [path, path / "disparity.json", path / "zero_shot" / "disparity.json"]
+    found = next((c for c in candidates if c.is_file()), None)
+    if found is None:
+        raise DataFormatError(path, None, None, "no disparity.json here")
+    try:
+        results = json.loads(found.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise DataFormatError(found, None, None, f"not valid JSON ({error})") from error
+    if not isinstance(results, dict) or results.get("task") != TASK:
+        raise DataFormatError(found, None, "task", f"not a {TASK} results file")
+    return results
+
+
+def _is_results(path: Path) -> bool:
+    return path.is_file() or any(
+        (path / name).is_file() for name in ("disparity.json", "zero_shot/disparity.json")
+    )
+
+
+def _language(
+    config: ZeroShotDisparityConfig,
+    scorer: ImageTextScorer | None,
+    concepts: tuple[str, ...],
+    diffs: Mapping[str, Mapping[str, float]],
+    progress: ProgressFactory | None,
+) -> dict[str, Any]:
+    """Experiment 3 for each requested word source: per-concept language bias and its
+    sign agreement with each disparity (``ap``, ``ece``)."""
+    from contrastkit.evaluators.zero_shot import words
+
+    out: dict[str, Any] = {}
+    for source in config.words_from:
+        vectors: words.WordVectors
+        with progress_stage(progress, f"word vectors ({source})"):
+            if source == "file":
+                assert config.words is not None
+                vectors = words.load_word_vectors(config.words)
+            else:
+                assert scorer is not None
+                vectors = words.model_word_vectors(scorer)
+            biases = words.language_bias(concepts, vectors)
+        values = {c: b.bias for c, b in biases.items()}
+        out[source] = {
+            "vectors": {"name": vectors.name, "source": vectors.source},
+            "concepts": {c: b.to_dict() for c, b in biases.items()},
+            "agreement": {
+                kind: words.sign_agreement(values, diff).to_dict() for kind, diff in diffs.items()
+            },
+        }
+    return out
+
+
+def _finite(value: float) -> float | None:
+    return None if not np.isfinite(value) else round(float(value), 6)
+
+
+def _interval(ci: np.ndarray | None, j: int) -> list[float | None] | None:
+    return None if ci is None else [_finite(ci[j, 0]), _finite(ci[j, 1])]
+
+
+def _results(
+    config: ZeroShotDisparityConfig,
+    grouped: GroupedData,
+    metrics: GroupMetrics,
+    truth: np.ndarray,
+    calibration: dict[str, Any],
+    extra: Mapping[str, Any],
+) -> dict[str, Any]:
+    """The ``disparity.json`` content (before languages, consistency and plots)."""
+    from contrastkit import __version__
+    from contrastkit.evaluators.models.registry import weights_note
+    from contrastkit.evaluators.zero_shot.groups import PAPER_COUNTS
+
+    note = weights_note(config.model) if config.model is not None else None
+    men = grouped.group_mask("men")
+    rows = []
+    for j, concept in enumerate(grouped.concepts):
+        row: dict[str, Any] = {
+            "concept": concept,
+            "positives": {"men": int(truth[men, j].sum()), "women": int(truth[~men, j].sum())},
+            "ap_men": _finite(metrics.ap_men[j]),
+            "ap_women": _finite(metrics.ap_women[j]),
+            "ap_diff": _finite(metrics.ap_diff[j]),
+            "ap_diff_ci": _interval(metrics.ap_diff_ci, j),
+        }
+        if metrics.ece_diff is not None:
+            assert metrics.ece_men is not None and metrics.ece_women is not None
+            row |= {
+                "ece_men": _finite(metrics.ece_men[j]),
+                "ece_women": _finite(metrics.ece_women[j]),
+                "ece_diff": _finite(metrics.ece_diff[j]),
+                "ece_diff_ci": _interval(metrics.ece_diff_ci, j),
+            }
+        rows.append(row)
+    rows.sort(key=lambda r: (-abs(r["ap_diff"] or 0.0), r["concept"]))
+    map_ci = metrics.map_ci or {}
+    return {
+        "task": TASK,
+        "contrastkit_version": __version__,
+        "model": config.model,
+        "predictions": str(config.predictions) if config.predictions else None,
+        "label": config.label,
+        "random_weights": note is not None,
+        "weights_note": note,
+        "data": {
+            "path": str(grouped.root),
+            "layout": grouped.layout,
+            "split": grouped.split,
+            "concept_map": str(config.concept_map) if config.concept_map else None,
+        },
+        "groups": list(GROUPS),
+        "counts": {**grouped.counts, "min_images": grouped.min_images},
+        "paper_counts": dict(PAPER_COUNTS[grouped.layout]),
+        "prompt": config.prompt if config.model is not None else None,
+        "units": "points (x 100)",
+        "bootstrap": {
+            "resamples": config.bootstrap,
+            "confidence": config.confidence,
+            "seed": config.seed,
+            "over": "images, resampled within each group",
+        },
+        "map": {
+            "men": _finite(metrics.map_men),
+            "women": _finite(metrics.map_women),
+            "difference": _finite(metrics.map_men - metrics.map_women),
+            "men_ci": list(map_ci["men"]) if "men" in map_ci else None,
+            "women_ci": list(map_ci["women"]) if "women" in map_ci else None,
+            "difference_ci": list(map_ci["difference"]) if "difference" in map_ci else None,
+        },
+        "calibration": calibration,
+        "concepts": rows,
+        **extra,
+    }
+
+
+def _calibration(
+    config: ZeroShotDisparityConfig,
+    probabilities: np.ndarray | None,
+    why: str | None,
+    described: str | None,
+) -> dict[str, Any]:
+    from contrastkit.evaluators.zero_shot.report import COSINE_NOT_PROBABILITIES
+
+    if config.model is not None and config.calibration == "multi-label":
+        why = COSINE_NOT_PROBABILITIES
+    source = None
+    if probabilities is not None:
+        source = (
+            f"softmax over the concepts of {config.temperature:g} x cosine similarity "
+            "(single-label setting, Appendix A.2)"
+            if config.model is not None
+            else described or "the predictions' probabilities"
+        )
+    return {
+        "computed": probabilities is not None,
+        "mode": config.calibration,
+        "bins": config.bins,
+        "temperature": config.temperature if config.calibration == "softmax" else None,
+        "probabilities": source,
+        "reason": None if probabilities is not None else why,
+        "difference": "ECE_women - ECE_men (positive: better calibrated for images of men)",
+    }
+
+
+def _analyse(
+    config: ZeroShotDisparityConfig,
+    folder: Path,
+    scorer: ImageTextScorer | None,
+    progress: ProgressFactory | None,
+) -> ZeroShotDisparityResult:
+    from contrastkit.evaluators.zero_shot.predictions import load_predictions
+    from contrastkit.evaluators.zero_shot.report import write_outputs
+
+    concept_map = read_concept_map(config.concept_map) if config.concept_map else None
+    grouped = load_grouped(
+        config.data, layout=config.layout, min_images=config.min_images, split=config.split,
+        filter_split=config.filter_split, concept_map=concept_map,
+    )  # fmt: skip
+    if not grouped.concepts:
+        most = max((min(per.values()) for per in grouped.concept_images.values()), default=0)
+        raise DataFormatError(
+            config.data, None, None,
+            f"no concept occurs in at least {grouped.min_images} images of each group "
+            f"(the most any concept has in both: {most}); lower min_images",
+        )  # fmt: skip
+    truth = grouped.labels()
+    extra: dict[str, Any] = {}
+    why: str | None = None
+    described: str | None = None
+    probabilities: np.ndarray | None = None
+    if scorer is not None:
+        scores, _ = _model_scores(scorer, grouped, config, progress)
+        if config.calibration == "softmax":
+            probabilities = _softmax(config.temperature * scores)
+    else:
+        assert config.predictions is not None
+        predictions = load_predictions(
+            config.predictions, [r.image_id for r in grouped.images], grouped.concepts
+        )
+        scores, probabilities = predictions.scores, predictions.probabilities
+        why = predictions.why_no_probabilities
+        described = predictions.probability_source
+        extra["predictions_file"] = predictions.summary()
+    with progress_stage(progress, "AP and ECE per concept and group"):
+        metrics = group_metrics(
+            truth, scores, grouped.group_mask("men"), probabilities=probabilities,
+            bins=config.bins, bootstrap=config.bootstrap, confidence=config.confidence,
+            seed=config.seed,
+        )  # fmt: skip
+    results = _results(
+        config, grouped, metrics, truth, _calibration(config, probabilities, why, described), extra
+    )
+    diffs = {"ap": {r["concept"]: r["ap_diff"] for r in results["concepts"]}}
+    if probabilities is not None:
+        diffs["ece"] = {r["concept"]: r["ece_diff"] for r in results["concepts"]}
+    diffs = {k: {c: v for c, v in d.items() if v is not None} for k, d in diffs.items()}
+    if config.words_from:
+        results["language"] = _language(config, scorer, grouped.concepts, diffs, progress)
+    compared: ZeroShotDisparityResult | None = None
+    if config.compare is not None:
+        if _is_results(config.compare):
+            other = _load_compare(config.compare)
+            other_where = str(config.compare)
+        else:
+            sub = replace(
+                config, data=config.compare, compare=None, layout="auto", split=None,
+                filter_split=None, word_source=None, words=None,
+            )  # fmt: skip
+            compared = _analyse(sub, folder / "compare", scorer, progress)
+            other, other_where = dict(compared.results), str(config.compare)
+            results["compare_report"] = "compare/report.md"
+        results["consistency"] = _consistency(diffs["ap"], other, other_where, config)
+    files = write_outputs(results, folder, top=config.top, plots=config.plots)
+    return ZeroShotDisparityResult(folder, files, results, compared)
+
+
+def _consistency(
+    diff: Mapping[str, float],
+    other: Mapping[str, Any],
+    where: str,
+    config: ZeroShotDisparityConfig,
+) -> dict[str, Any]:
+    """Fig. 3-4: each concept of both datasets green, red or yellow."""
+    from contrastkit.evaluators.zero_shot.consistency import consistency_colours
+
+    other_diff = {
+        r["concept"]: r["ap_diff"]
+        for r in other.get("concepts", ())
+        if r.get("ap_diff") is not None
+    }
+    colours = consistency_colours(diff, other_diff, config.threshold)
+    shared = sorted(colours)
+    return {
+        "other": where,
+        "other_data": other.get("data", {}).get("path"),
+        "other_label": other.get("label"),
+        "threshold": config.threshold,
+        "concepts": [
+            {"concept": c, "ap_diff": diff[c], "other_ap_diff": other_diff[c], "colour": colours[c]}
+            for c in shared
+        ],
+        "counts": {k: sum(v == k for v in colours.values()) for k in ("green", "red", "yellow")},
+    }
+
+
+def zero_shot_disparity(
+    config: ZeroShotDisparityConfig, progress: ProgressFactory | None = None
+) -> ZeroShotDisparityResult:
+    """Run the zero-shot disparity analysis of ``config`` and write its reports.
+
+    Writes into ``out/<model slug>/zero_shot/``: ``disparity.json`` (counts, per-concept
+    AP and ECE per group with differences and intervals, mAP per group, language bias and
+    agreement, consistency), ``report.md``, and the plots (PNG and SVG) of the top AP
+    differences, the mAP per group and, with ``compare``, the consistency scatter.
+
+    Args:
+        config: what to analyse.
+        progress: opens a progress display per stage.
+
+    Raises:
+        ResourceError: ``out`` cannot be written.
+        ConfigError: an option that cannot work (see the config), a folder of neither
+            layout.
+        DataFormatError: a malformed annotation or predictions file, a missing image, no
+            concept above ``min_images``.
+        ModelNotFoundError: a model neither on disk nor cached.
+    """
+    if not config.data.is_dir():
+        raise ConfigError(f"data: {config.data} is not a folder")
+    folder = config.folder
+    check_writable(folder, "the zero-shot disparity results")
+    if config.compare is not None and not _is_results(config.compare):
+        if not config.compare.is_dir():
+            raise ConfigError(f"compare: {config.compare} is neither results nor a data folder")
+        if config.model is None:
+            raise ConfigError(
+                "compare: with a predictions file, compare with an earlier run's "
+                "disparity.json, not a data folder"
+            )
+    scorer: ImageTextScorer | None = None
+    if config.model is not None:
+        from contrastkit.evaluators.models import load_scorer
+
+        scorer = load_scorer(config.model, config.model_config)
+    return _analyse(config, folder, scorer, progress)

@@ -1,0 +1,238 @@
+"""Bring-your-own predictions for the zero-shot disparity analysis (seed paper 003,
+Sec. 2.1: Detic's boxes and LSeg's pixels used as binary indicators per concept).
+
+A file of rows, one per (image, concept) the model predicted, as JSON Lines (``.jsonl``,
+one JSON object per line) or Parquet (``.parquet``, the same columns). Two kinds of rows:
+
+* **scores**: ``{"image_id": "2345", "concept": "necktie.n.01", "score": 0.83}`` — any
+  real number, higher meaning more likely present (a classifier's logit or
+  probability);
+* **hits**: ``{"image_id": "2345", "concept": "necktie.n.01", "hit": 1, "confidence":
+  0.91}`` — ``hit`` is 0 or 1 (the detector found the concept in the image, or not);
+  the optional ``confidence`` in [0, 1] is the model's probability that the concept is
+  present (for a detector, its highest box score for the concept), whatever ``hit``
+  says.
+
+One file holds one kind. ``image_id`` is the dataset's image id (Visual Genome
+``image_id``, COCO image ``id``), as a string or a number; ``concept`` is the concept as
+the data names it (a Visual Genome synset such as ``necktie.n.01``; for COCO the synset
+its category maps to, see :data:`~contrastkit.evaluators.zero_shot.groups.COCO_TO_VG`).
+
+What is not in the file counts as absent: a missing (image, concept) pair is score 0 /
+no hit with confidence 0. Several rows for one pair (one per box) are merged: the
+highest score or confidence, and a hit if any row hits. Rows of images or concepts
+outside the analysis (filtered out, or unknown) are counted and otherwise ignored.
+
+AP ranks the images by ``score``, or by ``hit`` (the paper's binary indicators). ECE
+(Experiment 2) needs probabilities: the ``confidence`` of hit rows (every row must carry
+one), or scores that all lie in [0, 1], which are then read as probabilities.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from contrastkit.errors import DataFormatError
+
+__all__ = ["Predictions", "load_predictions"]
+
+
+@dataclass(frozen=True)
+class Predictions:
+    """Predictions laid out over the analysis' images and concepts.
+
+    Attributes:
+        path: the file.
+        kind: ``score`` or ``hit``.
+        scores: ``(images, concepts)`` float64: what AP ranks by (the score, or the hit).
+        probabilities: ``(images, concepts)`` probabilities for ECE, or ``None`` when the
+            file carries none (``why_no_probabilities`` says why).
+        rows: rows read.
+        used: rows of the analysis' images and concepts.
+        unknown_images: distinct image ids outside the analysis.
+        unknown_concepts: distinct concepts outside the analysis (the first few are in
+            ``unknown_concept_examples``).
+        why_no_probabilities: why ECE cannot be computed from the file, or ``None``.
+        probability_source: where the probabilities come from, in words.
+    """
+
+    path: Path
+    kind: str
+    scores: np.ndarray
+    probabilities: np.ndarray | None
+    rows: int
+    used: int
+    unknown_images: int
+    unknown_concepts: int
+    unknown_concept_examples: tuple[str, ...] = ()
+    why_no_probabilities: str | None = None
+    probability_source: str | None = None
+
+    def summary(self) -> dict[str, Any]:
+        """The JSON-ready description the reports carry."""
+        return {
+            "file": str(self.path),
+            "kind": self.kind,
+            "rows": self.rows,
+            "rows_used": self.used,
+            "unknown_images": self.unknown_images,
+            "unknown_concepts": self.unknown_concepts,
+            "unknown_concept_examples": list(self.unknown_concept_examples),
+            "probabilities": self.probabilities is not None,
+            "why_no_probabilities": self.why_no_probabilities,
+        }
+
+
+def _jsonl_rows(path: Path) -> Iterator[tuple[int, Any]]:
+    with path.open("r", encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                yield number, json.loads(line)
+            except json.JSONDecodeError as error:
+                reason = f"not valid JSON ({error.msg})"
+                raise DataFormatError(path, number, None, reason) from error
+
+
+def _parquet_rows(path: Path) -> Iterator[tuple[int, Any]]:
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+    except (OSError, ValueError) as error:
+        raise DataFormatError(path, None, None, f"not a readable Parquet file ({error})") from error
+    for number, row in enumerate(table.to_pylist(), 1):
+        yield number, {k: v for k, v in row.items() if v is not None}
+
+
+def _number(path: Path, line: int | None, field: str, value: Any) -> float:
+    number = math.nan
+    if not isinstance(value, bool) and isinstance(value, int | float):
+        with contextlib.suppress(OverflowError):  # an integer beyond float range
+            number = float(value)
+    if not math.isfinite(number):
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + "..."
+        raise DataFormatError(path, line, field, f"must be a finite number, not {shown}")
+    return number
+
+
+def load_predictions(path: Path, image_ids: Sequence[str], concepts: Sequence[str]) -> Predictions:
+    """Read a predictions file (see the module docstring) onto the ``(images, concepts)``
+    grid of the analysis.
+
+    Args:
+        path: a ``.jsonl`` or ``.parquet`` file.
+        image_ids: the analysis' image ids, in its order.
+        concepts: the analysis' concepts, in its order.
+
+    Raises:
+        DataFormatError: located (file, line or Parquet row, field): a missing file, an
+            unknown suffix, a row that is not an object, a missing ``image_id`` or
+            ``concept``, a row with neither or both of ``score`` and ``hit``, a file
+            mixing the two kinds, a ``hit`` other than 0/1, a ``confidence`` outside
+            [0, 1], a non-finite number, a file without rows.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataFormatError(path, None, None, "predictions file not found")
+    suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".ndjson"):
+        rows: Iterator[tuple[int, Any]] = _jsonl_rows(path)
+        line_of = True
+    elif suffix in (".parquet", ".pq"):
+        rows = _parquet_rows(path)
+        line_of = False
+    else:
+        raise DataFormatError(
+            path, None, None, "expected a .jsonl (JSON Lines) or .parquet predictions file"
+        )
+    image_index = {str(image_id): i for i, image_id in enumerate(image_ids)}
+    concept_index = {concept: j for j, concept in enumerate(concepts)}
+    shape = (len(image_index), len(concept_index))
+    scores = np.zeros(shape)
+    confidence = np.zeros(shape)
+    seen = np.zeros(shape, dtype=bool)
+    has_confidence = True
+    kind: str | None = None
+    count = used = 0
+    lowest, highest = math.inf, -math.inf
+    unknown_images: set[str] = set()
+    unknown_concepts: dict[str, None] = {}
+    for number, row in rows:
+        line = number if line_of else None
+        where = "" if line_of else f"row {number}: "
+        count += 1
+        if not isinstance(row, dict):
+            raise DataFormatError(path, line, None, f"{where}expected a JSON object")
+        for key in ("image_id", "concept"):
+            value = row.get(key)
+            if value is None or (isinstance(value, str) and not value.strip()):
+                raise DataFormatError(path, line, key, f"{where}missing")
+            if isinstance(value, bool) or not isinstance(value, str | int):
+                raise DataFormatError(path, line, key, f"{where}must be a string, not {value!r}")
+        row_kind = [k for k in ("score", "hit") if row.get(k) is not None]
+        if len(row_kind) != 1:
+            raise DataFormatError(path, line, None, f"{where}give exactly one of 'score' and 'hit'")
+        if kind is None:
+            kind = row_kind[0]
+        elif row_kind[0] != kind:
+            raise DataFormatError(
+                path, line, row_kind[0],
+                f"{where}the file mixes '{kind}' and '{row_kind[0]}' rows; use one kind",
+            )  # fmt: skip
+        value = _number(path, line, kind, row[kind])
+        if kind == "hit" and value not in (0.0, 1.0):
+            raise DataFormatError(path, line, "hit", f"{where}must be 0 or 1, not {row['hit']!r}")
+        conf: float | None = None
+        if row.get("confidence") is not None:
+            conf = _number(path, line, "confidence", row["confidence"])
+            if not 0.0 <= conf <= 1.0:
+                raise DataFormatError(
+                    path, line, "confidence", f"{where}must be in [0, 1], not {conf!r}"
+                )
+        elif kind == "hit":
+            has_confidence = False
+        image = str(row["image_id"]).strip()
+        concept = str(row["concept"]).strip()
+        i, j = image_index.get(image), concept_index.get(concept)
+        if i is None:
+            unknown_images.add(image)
+        if j is None:
+            unknown_concepts.setdefault(concept)
+        if i is None or j is None:
+            continue
+        used += 1
+        lowest, highest = min(lowest, value), max(highest, value)
+        scores[i, j] = max(scores[i, j], value) if seen[i, j] else value
+        seen[i, j] = True
+        if conf is not None:
+            confidence[i, j] = max(confidence[i, j], conf)
+    if kind is None:
+        raise DataFormatError(path, None, None, "the predictions file has no rows")
+    probabilities: np.ndarray | None = None
+    why: str | None = None
+    described = None
+    if kind == "hit":
+        if has_confidence:
+            probabilities = confidence
+            described = "the hit rows' confidence"
+        else:
+            why = "hit rows without 'confidence' carry no probabilities"
+    elif used and lowest >= 0.0 and highest <= 1.0:
+        probabilities = scores
+        described = "the scores, all in [0, 1], read as probabilities"
+    else:
+        why = "the scores are not all in [0, 1], so they are not probabilities"
+    return Predictions(
+        path, kind, scores, probabilities, count, used, len(unknown_images),
+        len(unknown_concepts), tuple(list(unknown_concepts)[:5]), why, described,
+    )  # fmt: skip

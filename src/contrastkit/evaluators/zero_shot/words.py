@@ -1,0 +1,699 @@
+"""Experiment 3 of the zero-shot disparity paper (seed 003, Sec. 3.3 and Appendix A.3):
+does a concept's gender gap in a vision-language model echo a gender bias of the
+concept's word in a language model?
+
+The recipe of Appendix A.3, step by step:
+
+1. two sets of gendered terms, following Caliskan et al. (2017): :data:`MAN_TERMS` and
+   :data:`WOMAN_TERMS`;
+2. a vector for each concept: the synset's lemma (``"refrigerator.n.01"`` ->
+   ``refrigerator``); a two-word concept (``"electric_refrigerator.n.01"``, ``"hot dog"``)
+   is the average of its words' vectors; an ambiguous synset is replaced by a phrase
+   with a modifier from its definition (:data:`MODIFIERS`: ``"knob.n.02"`` -> ``"knob
+   handle"``);
+3. the cosine similarity of the concept's vector to each gendered term, averaged per set;
+4. the concept's *language bias* = mean cosine to the man terms − mean cosine to the woman
+   terms: positive when the concept sits closer to "man" than to "woman".
+
+The paper's word vectors were word2vec trained on Google News; any word2vec (text or
+binary) or GloVe file is read here through gensim's ``KeyedVectors``
+(:func:`load_word_vectors`; ``pip install "contrastkit[words]"``). What the paper did not
+do: :func:`model_word_vectors` uses the text encoder of the very model under test, so its
+own language bias can be set beside its own AP gaps.
+
+:func:`sign_agreement` is the paper's yellow bars in numbers: over the concepts with both
+values, how often the language bias and the AP (or ECE) difference have the same sign,
+and Pearson's r and Spearman's rho between them with their p-values (``scipy.stats``).
+:func:`language_markdown` writes the report section.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from contrastkit.errors import ConfigError, DataFormatError
+
+if TYPE_CHECKING:
+    from contrastkit.interfaces import ImageTextScorer
+
+__all__ = [
+    "MAN_TERMS",
+    "MODIFIERS",
+    "WOMAN_TERMS",
+    "WORDS_INSTALL_HINT",
+    "Agreement",
+    "KeyedWordVectors",
+    "LanguageBias",
+    "ModelWordVectors",
+    "WordVectors",
+    "concept_words",
+    "language_bias",
+    "language_markdown",
+    "load_word_vectors",
+    "model_word_vectors",
+    "require_gensim",
+    "sign_agreement",
+]
+
+#: Terms of the "man" set: the male attribute words of Caliskan et al. (2017), which
+#: Appendix A.3 follows ("each gender group contains multiple related terms").
+MAN_TERMS: tuple[str, ...] = ("male", "man", "boy", "brother", "he", "him", "his", "son")
+
+#: Terms of the "woman" set, the female attribute words of Caliskan et al. (2017); A.3
+#: names "female", "woman", "girl" among them.
+WOMAN_TERMS: tuple[str, ...] = (
+    "female",
+    "woman",
+    "girl",
+    "sister",
+    "she",
+    "her",
+    "hers",
+    "daughter",
+)
+
+#: Ambiguous synsets and the phrase that stands for them, a modifier chosen from the
+#: synset's WordNet definition (Appendix A.3). These two are the paper's own examples; the
+#: paper does not publish its full table. Extend it for your concepts:
+#: ``language_bias(..., modifiers={**MODIFIERS, "glass.n.02": "drinking glass"})``.
+MODIFIERS: Mapping[str, str] = MappingProxyType(
+    {
+        "knob.n.02": "knob handle",  # "a round handle"
+        "helmet.n.02": "protective helmet",  # "armor plate that protects the head"
+    }
+)
+
+#: How to install the optional dependency that reads word vector files.
+WORDS_INSTALL_HINT = 'pip install "contrastkit[words]"'
+
+_SYNSET = re.compile(r"^(?P<lemma>.+)\.(?P<pos>[nvasr])\.(?P<sense>\d+)$")
+
+
+@runtime_checkable
+class WordVectors(Protocol):
+    """Where word vectors come from: a file (:class:`KeyedWordVectors`), a model's text
+    encoder (:class:`ModelWordVectors`), or anything with these members.
+
+    ``vector(word)`` is the word's vector, or ``None`` when there is none (never a zero
+    vector in its place); ``name`` is a short name for reports; ``source`` says where the
+    vectors come from (a file path, a model spec).
+    """
+
+    @property
+    def name(self) -> str:
+        """A short name for reports."""
+        ...
+
+    @property
+    def source(self) -> str:
+        """Where the vectors come from."""
+        ...
+
+    def vector(self, word: str) -> np.ndarray | None:
+        """The vector of ``word`` (1-d), or ``None`` when it has none."""
+        ...
+
+
+def require_gensim(field: str = "word_vectors") -> None:
+    """Raise :class:`ConfigError` naming ``field`` unless gensim can be imported (checked
+    without importing it): for a job's config validation, before long work starts."""
+    try:
+        found = importlib.util.find_spec("gensim") is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        raise ConfigError(
+            f"{field}: reading word2vec / GloVe files needs gensim: {WORDS_INSTALL_HINT}"
+        )
+
+
+@dataclass(frozen=True)
+class KeyedWordVectors:
+    """Vectors read from a word2vec or GloVe file (gensim ``KeyedVectors``).
+
+    A word is looked up as given, then with spaces as underscores (word2vec's phrase
+    tokens: ``New_York``), then lower-cased (GloVe files are lower case).
+    """
+
+    keyed: Any  # gensim.models.KeyedVectors
+    path: Path
+    format: str  # "word2vec-binary", "word2vec-text" or "glove-text"
+
+    @property
+    def name(self) -> str:
+        """The file's name."""
+        return self.path.name
+
+    @property
+    def source(self) -> str:
+        """The file and its format."""
+        return f"{self.format} file {self.path}"
+
+    def __len__(self) -> int:
+        return len(self.keyed)
+
+    def vector(self, word: str) -> np.ndarray | None:
+        """The word's vector (float64 copy), or ``None`` when the file has none."""
+        for key in dict.fromkeys((word, word.replace(" ", "_"), word.lower())):
+            if key in self.keyed:
+                return np.array(self.keyed[key], dtype=np.float64)
+        return None
+
+
+class ModelWordVectors:
+    """A dual encoder's own text embeddings as word vectors: the text of a word is
+    ``template.format(word)``, encoded by ``scorer.encode_texts`` (unit norm), and cached
+    per word. Every word has a vector."""
+
+    def __init__(self, scorer: ImageTextScorer, template: str = "{}") -> None:
+        if "{}" not in template:
+            raise ConfigError(f"template: must contain {{}} for the word, not {template!r}")
+        self.scorer = scorer
+        self.template = template
+        self._cache: dict[str, np.ndarray] = {}
+
+    @property
+    def name(self) -> str:
+        """``text encoder of SPEC``."""
+        return f"text encoder of {self.scorer.spec}"
+
+    @property
+    def source(self) -> str:
+        """The model spec (and the template when it is not the bare word)."""
+        spec = self.scorer.spec
+        return spec if self.template == "{}" else f"{spec}, text {self.template!r}"
+
+    def prefetch(self, words: Iterable[str]) -> None:
+        """Encode the words not cached yet in one batched call."""
+        missing = [w for w in dict.fromkeys(words) if w not in self._cache]
+        if not missing:
+            return
+        rows = self.scorer.encode_texts([self.template.format(w) for w in missing])
+        for word, row in zip(missing, rows, strict=True):
+            self._cache[word] = np.asarray(row, dtype=np.float64)
+
+    def vector(self, word: str) -> np.ndarray:
+        """The encoder's unit-norm embedding of the word's text (float64)."""
+        if word not in self._cache:
+            self.prefetch([word])
+        return self._cache[word].copy()
+
+    def __repr__(self) -> str:
+        return f"ModelWordVectors({self.scorer.spec!r}, template={self.template!r})"
+
+
+def model_word_vectors(scorer: ImageTextScorer, *, template: str = "{}") -> ModelWordVectors:
+    """Word vectors from the text encoder of the model under test (what the paper did not
+    do: it used word2vec): each word or phrase is encoded as ``template.format(word)``
+    (default the bare word) and cached, so the language bias of the same model whose AP
+    gaps are measured can be compared with them."""
+    return ModelWordVectors(scorer, template)
+
+
+def _sniff(path: Path, binary: bool | None) -> tuple[bool, bool]:
+    """``(binary, has_header)`` of a vector file from its first two lines."""
+    from gensim import utils
+
+    with utils.open(str(path), "rb") as handle:
+        first = handle.readline(1 << 20)
+        second = handle.readline(1 << 20)
+    if not first.strip():
+        raise DataFormatError(path, 1, None, "empty: not a word2vec or GloVe vector file")
+    try:
+        tokens = first.decode("utf-8").split()
+    except UnicodeDecodeError as exc:
+        raise DataFormatError(
+            path, 1, None, "not a word2vec or GloVe file: the first line is not UTF-8 text"
+        ) from exc
+    header = len(tokens) == 2 and all(t.isdigit() for t in tokens)
+    if not header:
+        if binary:
+            raise ConfigError(
+                f"binary: {path} has no word2vec header line 'COUNT DIMENSION', so it cannot "
+                "be a binary word2vec file (a GloVe file is text: leave binary unset)"
+            )
+        if len(tokens) < 2 or not all(_is_float(t) for t in tokens[1:]):
+            raise DataFormatError(
+                path,
+                1,
+                None,
+                "neither a word2vec header 'COUNT DIMENSION' nor a GloVe row 'WORD V1 V2 ...'",
+            )
+        return False, False
+    if binary is not None:
+        return binary, True
+    dimension = int(tokens[1])
+    try:
+        row = second.decode("utf-8").split()
+    except UnicodeDecodeError:
+        return True, True
+    text = len(row) == dimension + 1 and all(_is_float(t) for t in row[1:])
+    return not text, True
+
+
+def _is_float(token: str) -> bool:
+    try:
+        float(token)
+    except ValueError:
+        return False
+    return True
+
+
+def load_word_vectors(
+    path: Path, *, binary: bool | None = None, limit: int | None = None
+) -> KeyedWordVectors:
+    """Read a word vector file through gensim ``KeyedVectors.load_word2vec_format``.
+
+    Formats: word2vec binary (``GoogleNews-vectors-negative300.bin``, the paper's), word2vec
+    text (a ``COUNT DIMENSION`` header, then ``WORD V1 ... VD`` rows) and GloVe text (the
+    rows without a header, read with ``no_header=True``); gzip / bz2 compressed files by
+    their suffix. The format is recognised from the content: a first line of two integers
+    is a word2vec header, and the second line tells text rows from binary ones.
+
+    Args:
+        path: the vector file.
+        binary: force binary (``True``) or text (``False``) word2vec; ``None`` sniffs it.
+        limit: read only the first ``limit`` vectors (the most frequent words in the
+            Google News file), to save memory; ``None`` reads all.
+
+    Raises:
+        ConfigError: the file does not exist or is a folder; gensim is not installed (the
+            message says ``pip install "contrastkit[words]"``); ``binary=True`` for a file
+            without a word2vec header; ``limit`` below 1.
+        DataFormatError: the file is not a readable word2vec / GloVe file (gensim's error
+            chained).
+    """
+    path = Path(path)
+    require_gensim("word_vectors")
+    if limit is not None and limit < 1:
+        raise ConfigError(f"limit: must be at least 1 (or None for all vectors), not {limit}")
+    if not path.exists():
+        raise ConfigError(
+            f"word_vectors: {path} does not exist; pass a word2vec (.bin or .txt) or GloVe "
+            "(.txt) vector file, such as GoogleNews-vectors-negative300.bin"
+        )
+    if path.is_dir():
+        raise ConfigError(f"word_vectors: {path} is a folder, not a word vector file")
+    from gensim.models import KeyedVectors
+
+    try:
+        is_binary, header = _sniff(path, binary)
+    except OSError as exc:
+        raise DataFormatError(path, None, None, f"cannot be read: {exc}") from exc
+    kind = "word2vec-binary" if is_binary else "word2vec-text" if header else "glove-text"
+    try:
+        keyed = KeyedVectors.load_word2vec_format(
+            str(path), binary=is_binary, no_header=not header, limit=limit
+        )
+    except (ValueError, UnicodeDecodeError, EOFError, OSError, AssertionError) as exc:
+        raise DataFormatError(
+            path, None, None, f"cannot be read as a {kind} vector file: {exc}"
+        ) from exc
+    if len(keyed) == 0:
+        raise DataFormatError(path, None, None, f"holds no vectors ({kind})")
+    return KeyedWordVectors(keyed, path, kind)
+
+
+def concept_words(concept: str, modifiers: Mapping[str, str] = MODIFIERS) -> tuple[str, ...]:
+    """The words whose vectors stand for ``concept`` (Appendix A.3).
+
+    The modifier phrase when ``modifiers`` has the concept (exact, then lower-cased key);
+    else a synset name's lemma (``"necktie.n.01"`` -> ``necktie``), or the concept itself;
+    split into words at underscores and spaces (``"tennis_racket.n.01"`` -> ``tennis``,
+    ``racket``). Hyphenated words stay whole (``great-aunt``).
+    """
+    phrase = modifiers.get(concept)
+    if phrase is None:
+        phrase = modifiers.get(concept.lower())
+    if phrase is None:
+        match = _SYNSET.match(concept.strip())
+        phrase = match.group("lemma") if match else concept
+    return tuple(word for word in re.split(r"[_\s]+", phrase.strip()) if word)
+
+
+@dataclass(frozen=True)
+class LanguageBias:
+    """The language bias of one concept (Appendix A.3).
+
+    Attributes:
+        concept: the concept as given (a synset name, a COCO class).
+        words: the words (or, with ``whole_phrases``, the one phrase) looked up.
+        modifier: the modifier phrase used for an ambiguous synset, else ``None``.
+        man: mean cosine similarity of the concept's vector to the man terms.
+        woman: mean cosine similarity to the woman terms.
+        bias: ``man - woman``; > 0: closer to the man terms. ``None`` when a word has no
+            vector (``missing``) or the concept's vector is zero (``reason``).
+        missing: the words without a vector.
+        reason: why ``bias`` is ``None``, in words.
+    """
+
+    concept: str
+    words: tuple[str, ...]
+    modifier: str | None
+    man: float | None
+    woman: float | None
+    bias: float | None
+    missing: tuple[str, ...] = ()
+    reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: ``concept``, ``words``, ``modifier``, ``man``, ``woman``, ``bias``,
+        ``missing``, ``reason``."""
+        return {
+            "concept": self.concept,
+            "words": list(self.words),
+            "modifier": self.modifier,
+            "man": self.man,
+            "woman": self.woman,
+            "bias": self.bias,
+            "missing": list(self.missing),
+            "reason": self.reason,
+        }
+
+
+def _term_matrix(vectors: WordVectors, terms: Sequence[str], field: str) -> np.ndarray:
+    """Unit rows of the terms' vectors; a term without a vector is a ConfigError."""
+    if not terms:
+        raise ConfigError(f"{field}: needs at least one term")
+    rows = []
+    for term in terms:
+        vector = vectors.vector(term)
+        if vector is None:
+            raise ConfigError(
+                f"{field}: the term {term!r} has no vector in {vectors.source}; pass "
+                f"{field} without it (the average would silently change otherwise)"
+            )
+        norm = float(np.linalg.norm(vector))
+        if norm == 0:
+            raise ConfigError(f"{field}: the term {term!r} has a zero vector in {vectors.source}")
+        rows.append(np.asarray(vector, dtype=np.float64) / norm)
+    return np.stack(rows)
+
+
+def language_bias(
+    concepts: Iterable[str],
+    vectors: WordVectors,
+    man_terms: Sequence[str] = MAN_TERMS,
+    woman_terms: Sequence[str] = WOMAN_TERMS,
+    modifiers: Mapping[str, str] = MODIFIERS,
+    *,
+    whole_phrases: bool = False,
+) -> dict[str, LanguageBias]:
+    """The language bias of each concept (Appendix A.3): the mean cosine similarity of
+    the concept's vector to the man terms minus the mean to the woman terms.
+
+    A concept's vector is the average of its words' vectors (:func:`concept_words`: the
+    synset's lemma split at underscores, or its modifier phrase), averaged as they are
+    (not normalised first), as "we average the embeddings between the two words" reads.
+    With ``whole_phrases=True`` the words are looked up as one phrase instead (a model's
+    text encoder encodes "tennis racket" whole; a word2vec file is asked for its phrase
+    token ``tennis_racket``).
+
+    A concept with a word the vectors lack gets ``bias=None`` and the word in ``missing``:
+    never a silent 0 nor an average over the remaining words.
+
+    Args:
+        concepts: concept names (synsets such as ``"necktie.n.01"``, COCO classes).
+        vectors: :func:`load_word_vectors` or :func:`model_word_vectors`.
+        man_terms / woman_terms: the gendered term sets (default Caliskan et al. 2017).
+        modifiers: phrases for ambiguous synsets (default :data:`MODIFIERS`).
+        whole_phrases: look multi-word concepts up as one phrase.
+
+    Returns:
+        ``{concept: LanguageBias}`` in the order of ``concepts``.
+
+    Raises:
+        ConfigError: an empty term set, or a term without a vector (naming it and the
+            vectors' source).
+    """
+    names = list(dict.fromkeys(concepts))
+    plan = {}
+    for concept in names:
+        words = concept_words(concept, modifiers)
+        if whole_phrases and len(words) > 1:
+            words = (" ".join(words),)
+        plan[concept] = words
+    prefetch = getattr(vectors, "prefetch", None)
+    if callable(prefetch):
+        prefetch([*man_terms, *woman_terms, *(w for ws in plan.values() for w in ws)])
+    man = _term_matrix(vectors, man_terms, "man_terms")
+    woman = _term_matrix(vectors, woman_terms, "woman_terms")
+    found: dict[str, LanguageBias] = {}
+    for concept in names:
+        words = plan[concept]
+        modifier = modifiers.get(concept) or modifiers.get(concept.lower())
+        looked = {word: vectors.vector(word) for word in words}
+        missing = tuple(word for word, vector in looked.items() if vector is None)
+        if missing or not words:
+            reason = (
+                f"no vector for {', '.join(repr(w) for w in missing)} in {vectors.source}"
+                if missing
+                else "no words in the concept name"
+            )
+            found[concept] = LanguageBias(
+                concept, words, modifier, None, None, None, missing, reason
+            )
+            continue
+        mean = np.mean(np.stack([np.asarray(v, dtype=np.float64) for v in looked.values()]), 0)
+        norm = float(np.linalg.norm(mean))
+        if norm == 0:
+            found[concept] = LanguageBias(
+                concept, words, modifier, None, None, None, (), "the concept's vector is zero"
+            )
+            continue
+        unit = mean / norm
+        to_man = float(np.mean(man @ unit))
+        to_woman = float(np.mean(woman @ unit))
+        found[concept] = LanguageBias(concept, words, modifier, to_man, to_woman, to_man - to_woman)
+    return found
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """How the sign of the language bias agrees with the sign of a disparity (AP or ECE
+    difference, oriented so that > 0 concerns the man group as a positive language bias
+    does), over the concepts with both values (the paper's yellow bars, Sec. 3.3).
+
+    Attributes:
+        n: concepts with both values (finite).
+        agree: concepts whose two values have the same sign (a zero agrees with nothing).
+        share: ``agree / n`` (``None`` when ``n`` is 0).
+        pearson_r / pearson_p, spearman_rho / spearman_p: ``scipy.stats.pearsonr`` and
+            ``spearmanr`` of the two values (two-sided p); ``None`` with ``reason`` when
+            ``n < 3`` or a side is constant.
+        concepts: the concepts compared; agreeing: those that agree.
+    """
+
+    n: int
+    agree: int
+    share: float | None
+    pearson_r: float | None
+    pearson_p: float | None
+    spearman_rho: float | None
+    spearman_p: float | None
+    reason: str | None = None
+    concepts: tuple[str, ...] = field(default=(), repr=False)
+    agreeing: tuple[str, ...] = field(default=(), repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: the attributes, with ``concepts`` and ``agreeing`` as lists."""
+        return {
+            "n": self.n,
+            "agree": self.agree,
+            "share": self.share,
+            "pearson_r": self.pearson_r,
+            "pearson_p": self.pearson_p,
+            "spearman_rho": self.spearman_rho,
+            "spearman_p": self.spearman_p,
+            "reason": self.reason,
+            "concepts": list(self.concepts),
+            "agreeing": list(self.agreeing),
+        }
+
+
+def _finite(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float | np.floating):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def sign_agreement(
+    language: Mapping[str, float | None], disparity: Mapping[str, float | None]
+) -> Agreement:
+    """Agreement of the signs of ``language`` (concept -> language bias, e.g.
+    ``{c: b.bias for c, b in language_bias(...).items()}``) and ``disparity`` (concept ->
+    AP or ECE difference, > 0 concerning the man group), over the concepts in both with
+    finite values (``None`` and NaN are left out); with Pearson's r and Spearman's rho.
+    """
+    pairs = [
+        (concept, a, b)
+        for concept in language
+        if concept in disparity
+        and (a := _finite(language[concept])) is not None
+        and (b := _finite(disparity[concept])) is not None
+    ]
+    concepts = tuple(c for c, _, _ in pairs)
+    agreeing = tuple(c for c, a, b in pairs if a * b > 0)
+    n = len(pairs)
+    base: dict[str, Any] = {
+        "n": n,
+        "agree": len(agreeing),
+        "share": len(agreeing) / n if n else None,
+        "concepts": concepts,
+        "agreeing": agreeing,
+    }
+    none: dict[str, Any] = dict.fromkeys(("pearson_r", "pearson_p", "spearman_rho", "spearman_p"))
+    if n < 3:
+        reason = f"{n} concept(s) with both values: correlations need at least 3"
+        return Agreement(**base, **none, reason=reason)
+    x = np.array([a for _, a, _ in pairs])
+    y = np.array([b for _, _, b in pairs])
+    if np.ptp(x) == 0 or np.ptp(y) == 0:
+        side = "language bias" if np.ptp(x) == 0 else "disparity"
+        return Agreement(**base, **none, reason=f"the {side} is the same for every concept")
+    from scipy import stats
+
+    pearson = stats.pearsonr(x, y)
+    spearman = stats.spearmanr(x, y)
+    return Agreement(
+        **base,
+        pearson_r=float(pearson.statistic),
+        pearson_p=float(pearson.pvalue),
+        spearman_rho=float(spearman.statistic),
+        spearman_p=float(spearman.pvalue),
+    )
+
+
+def _p(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return "< 0.001" if value < 0.001 else f"= {value:.3f}"
+
+
+def _cell(value: float | None, digits: int = 3) -> str:
+    from contrastkit.evaluators.report.markdown import format_number
+
+    return format_number(value, digits)
+
+
+def language_markdown(
+    biases: Mapping[str, LanguageBias],
+    agreement: Agreement,
+    *,
+    disparity: Mapping[str, float | None] | None = None,
+    disparity_name: str = "AP difference (men − women)",
+    vectors_name: str | None = None,
+    top: int = 15,
+    heading: str = "## Experiment 3: language bias of the concepts",
+    man_terms: Sequence[str] = MAN_TERMS,
+    woman_terms: Sequence[str] = WOMAN_TERMS,
+    whole_phrases: bool = False,
+) -> str:
+    """The report section of Experiment 3: how the language bias was measured, the sign
+    agreement with the disparity and its correlations, the concepts without a vector, and
+    a table of the ``top`` concepts by absolute language bias (with their disparity and
+    whether the signs agree when ``disparity`` is given).
+
+    Args:
+        biases: :func:`language_bias`'s result.
+        agreement: :func:`sign_agreement` of the biases and the disparity.
+        disparity: concept -> the disparity compared (for the table).
+        disparity_name: what the disparity is, with its orientation.
+        vectors_name: where the vectors came from (``vectors.source``).
+        top: rows of the table.
+        heading: the section's heading line.
+        man_terms / woman_terms / whole_phrases: as given to :func:`language_bias`, for
+            the description of the method.
+    """
+    measured = [b for b in biases.values() if b.bias is not None]
+    missing = [b for b in biases.values() if b.bias is None]
+    source = f" from {vectors_name}" if vectors_name else ""
+    lines = [
+        heading,
+        "",
+        f"Word vectors{source}. Each concept's language bias is its mean cosine similarity "
+        f"to the man terms ({', '.join(man_terms)}) minus the mean to the woman terms "
+        f"({', '.join(woman_terms)})"
+        + (
+            ", the sets of Caliskan et al. (2017) the paper follows (Appendix A.3)"
+            if tuple(man_terms) == MAN_TERMS and tuple(woman_terms) == WOMAN_TERMS
+            else ""
+        )
+        + "; > 0: the concept's word sits closer to the man terms. "
+        + (
+            "A multi-word concept is looked up as one phrase"
+            if whole_phrases
+            else "A two-word concept averages its words' vectors"
+        )
+        + "; ambiguous synsets use a modifier phrase (knob.n.02 → knob handle).",
+        "",
+        f"{len(measured)} of {len(biases)} concepts have a language bias.",
+        "",
+    ]
+    if agreement.n:
+        lines.append(
+            f"**Sign agreement** with the {disparity_name}: {agreement.agree} of "
+            f"{agreement.n} concepts ({100 * (agreement.share or 0.0):.0f}%) have the same "
+            "sign (the paper's yellow bars; unrelated signs agree half the time)."
+        )
+    else:
+        lines.append(
+            f"**Sign agreement**: no concept has both a language bias and a {disparity_name}."
+        )
+    lines.append("")
+    if agreement.pearson_r is not None:
+        lines += [
+            f"Pearson r = {_cell(agreement.pearson_r)} (p {_p(agreement.pearson_p)}), "
+            f"Spearman ρ = {_cell(agreement.spearman_rho)} (p {_p(agreement.spearman_p)}), "
+            f"n = {agreement.n} concepts (two-sided p-values, scipy.stats)."
+            + (
+                f" With {agreement.n} concepts these p-values are rough (Spearman's comes "
+                "from a t approximation)."
+                if agreement.n < 10
+                else ""
+            ),
+            "",
+        ]
+    elif agreement.reason:
+        lines += [f"No correlations: {agreement.reason}.", ""]
+    if missing:
+        shown = ", ".join(f"{b.concept} ({', '.join(b.missing) or b.reason})" for b in missing[:20])
+        more = f", and {len(missing) - 20} more" if len(missing) > 20 else ""
+        lines += [
+            f"**No language bias** for {len(missing)} "
+            f"concept{'' if len(missing) == 1 else 's'} (a word without a vector; "
+            f"left out, never counted as 0): {shown}{more}.",
+            "",
+        ]
+    if measured:
+        ranked = sorted(measured, key=lambda b: -abs(b.bias or 0.0))[:top]
+        header = ["concept", "words", "cos to man terms", "cos to woman terms", "language bias"]
+        if disparity is not None:
+            header += [disparity_name, "same sign"]
+        lines += [
+            f"Top {len(ranked)} concepts by absolute language bias:",
+            "",
+            "| " + " | ".join(header) + " |",
+            "|" + "|".join("---" for _ in header) + "|",
+        ]
+        agreeing = set(agreement.agreeing)
+        compared = set(agreement.concepts)
+        for b in ranked:
+            row = [b.concept, " ".join(b.words), _cell(b.man), _cell(b.woman), _cell(b.bias)]
+            if disparity is not None:
+                value = _finite(disparity.get(b.concept))
+                same = "yes" if b.concept in agreeing else "no" if b.concept in compared else "–"
+                row += [_cell(value, 2), same]
+            lines.append("| " + " | ".join(row) + " |")
+        lines.append("")
+    return "\n".join(lines)
