@@ -175,8 +175,8 @@ def _table(path: Path) -> Any:
             if find_spec("openpyxl") is None:
                 raise DataFormatError(
                     path, None, None,
-                    "reading .xlsx needs openpyxl (`pip install openpyxl`); or rerun "
-                    "VLMEvalKit with PRED_FORMAT=tsv and pass the .tsv",
+                    "reading .xlsx needs openpyxl (`pip install \"contrastkit[harness]\"`); "
+                    "or rerun VLMEvalKit with PRED_FORMAT=tsv and pass the .tsv",
                 )  # fmt: skip
             return pd.read_excel(path, dtype=str, keep_default_na=False)
         if suffix == ".json":
