@@ -351,9 +351,10 @@ def print_integrity(report: IntegrityReport, as_json: bool = False, limit: int =
         return
 
     urls = len({r.result.url for r in report.rows})
-    print_status_counts(
-        report.status_counts(), f"{counted(len(report.rows), 'row')}, {counted(urls, 'URL')}"
-    )
+    if report.rows or not report.local_rows:
+        print_status_counts(
+            report.status_counts(), f"{counted(len(report.rows), 'row')}, {counted(urls, 'URL')}"
+        )
     failed = report.failed
     if failed:
         table = Table(title=f"Failed rows ({len(failed)})")
@@ -373,10 +374,18 @@ def print_integrity(report: IntegrityReport, as_json: bool = False, limit: int =
         for group in report.duplicates:
             table.add_row(plain(group.kind), plain(", ".join(group.items)))
         console.print(table)
+    if report.local_rows:
+        files = "; ".join(f"{Path(name).name}: {n}" for name, n in report.local.items())
+        console.print(plain(
+            f"{counted(report.local_rows, 'row')} with a local image file, not URL-checked "
+            f"({files})"
+        ))  # fmt: skip
     console.print(
-        Text("all URLs healthy", style="green")
-        if report.ok
-        else Text("problems found", style="red")
+        Text("problems found", style="red")
+        if not report.ok
+        else Text("no URLs to check", style="green")
+        if not report.rows
+        else Text("all URLs healthy", style="green")
     )
 
 

@@ -154,6 +154,17 @@ def _print(result: ZeroShotDisparityResult) -> None:
     console.print(line, highlight=False)
     if r["weights_note"]:
         console.print(plain(f"  random weights: {r['weights_note']}", style="yellow"))
+    cache = r.get("cache")
+    if cache:
+        images, prompts = cache["images"], cache["prompts"]
+        computed = f"{images['computed']:,} images and {prompts['computed']:,} prompts computed"
+        where = result.folder / cache["folder"]
+        console.print(plain(
+            f"  embeddings: {images['reused']:,} images and {prompts['reused']:,} prompts "
+            f"reused from {where}; {computed}"
+            if images["reused"] or prompts["reused"]
+            else f"  embeddings: {computed}, kept in {where} for reruns"
+        ), highlight=False)  # fmt: skip
     mapped = r["map"]
     console.print(plain(
         f"  mAP men {mapped['men']:.1f}, women {mapped['women']:.1f} "

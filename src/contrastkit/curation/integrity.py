@@ -182,6 +182,8 @@ class IntegrityReport:
         rows: Every row with its URL's result, in file order.
         duplicates: Groups of row IDs that share an image (see :func:`duplicate_groups`).
         started_at, finished_at: ISO 8601 UTC times of the run.
+        local: Rows whose image is a local file, per probe-set file that has any
+            (:class:`ProbeTable`): they are not in ``rows`` and were not checked.
     """
 
     files: list[str]
@@ -189,6 +191,12 @@ class IntegrityReport:
     duplicates: list[DuplicateGroup[str]] = field(default_factory=list)
     started_at: str = ""
     finished_at: str = ""
+    local: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def local_rows(self) -> int:
+        """Rows with a local image file, left out of the URL checks."""
+        return sum(self.local.values())
 
     def status_counts(self) -> Counter[str]:
         """Rows per status (a URL used by two rows counts twice)."""
@@ -204,12 +212,16 @@ class IntegrityReport:
         return not self.failed and not self.duplicates
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready: counts, every row's result, duplicate groups."""
+        """JSON-ready: counts, every row's result, duplicate groups. ``rows`` counts the
+        rows checked; ``local_rows`` those with a local image file, not checked
+        (``local_rows_by_file``: per file that has any)."""
         return {
             "files": self.files,
             "started_at": self.started_at,
             "finished_at": self.finished_at,
             "rows": len(self.rows),
+            "local_rows": self.local_rows,
+            "local_rows_by_file": dict(self.local),
             "urls": len({row.result.url for row in self.rows}),
             "status_counts": dict(sorted(self.status_counts().items())),
             "ok": self.ok,
@@ -294,6 +306,11 @@ def check_tables(
         duplicates=duplicate_groups(rows, max_distance=max_distance),
         started_at=started,
         finished_at=_now(),
+        local={
+            str(table.path): table.local
+            for table in tables
+            if isinstance(table, ProbeTable) and table.local
+        },
     )
 
 

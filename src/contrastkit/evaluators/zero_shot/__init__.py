@@ -9,6 +9,7 @@ calibration gaps, and their echo in word embeddings.
   intervals (pure numpy / scikit-learn).
 * :mod:`.words` — Experiment 3: language bias of the concepts and its sign agreement.
 * :mod:`.consistency` — the cross-dataset colouring of Fig. 3-4.
+* :mod:`.cache` — image and prompt embeddings kept between runs (reruns and resumes).
 * :mod:`.plots` — the figures; :mod:`.report` — ``disparity.json`` and ``report.md``.
 * :mod:`.job` — :func:`~.job.zero_shot_disparity`, what ``contrastkit evaluate --task
   zero-shot-disparity`` runs.

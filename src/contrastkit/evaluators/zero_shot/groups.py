@@ -9,7 +9,9 @@ Two layouts are read, each from a folder:
   ``VG_100K/<image_id>.jpg``, ``VG_100K_2/<image_id>.jpg`` or ``images/<image_id>.jpg``.
   An image's perceived-gender group comes from its object synsets: the man-related and
   woman-related WordNet synsets of the paper's Table 1 (:data:`VG_MAN_SYNSETS`,
-  :data:`VG_WOMAN_SYNSETS`). Its concepts are all its other synsets.
+  :data:`VG_WOMAN_SYNSETS`). Its concepts are all its other synsets. Both JSON files
+  are read one entry at a time (:mod:`.jsonstream`): the full ``objects.json`` is
+  several GB.
 * **COCO** (``layout="coco"``): ``annotations/instances_<split>.json`` (``images``,
   ``annotations`` with ``image_id`` and ``category_id``, ``categories``) and
   ``annotations/captions_<split>.json``; images as ``images/<file_name>``,
@@ -44,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from contrastkit.errors import ConfigError, DataFormatError
+from contrastkit.evaluators.zero_shot.jsonstream import iter_json_array
 
 __all__ = [
     "COCO_MAN_TERMS",
@@ -318,17 +321,11 @@ def _find_image(root: Path, name: str, folders: Sequence[str]) -> Path | None:
 def _load_vg(root: Path, min_images: int) -> GroupedData:
     man, woman = set(VG_MAN_SYNSETS), set(VG_WOMAN_SYNSETS)
     objects_path = root / "objects.json"
-    objects = _read_json(objects_path)
-    if not isinstance(objects, list):
-        raise DataFormatError(objects_path, None, None, "expected a list of images")
     image_data_path = root / "image_data.json"
     known: set[str] | None = None
     if image_data_path.is_file():
-        image_data = _read_json(image_data_path)
-        if not isinstance(image_data, list):
-            raise DataFormatError(image_data_path, None, None, "expected a list of images")
         known = set()
-        for number, entry in enumerate(image_data):
+        for number, entry in enumerate(iter_json_array(image_data_path, "images")):
             image_id = entry.get("image_id", entry.get("id")) if isinstance(entry, dict) else None
             if image_id is None:
                 raise DataFormatError(
@@ -337,7 +334,10 @@ def _load_vg(root: Path, min_images: int) -> GroupedData:
             known.add(str(image_id))
     dropped = Counter[str]()
     kept: list[tuple[str, str, frozenset[str]]] = []
-    for number, entry in enumerate(objects):
+    read = 0
+    # one entry at a time: the full objects.json is several GB (:mod:`.jsonstream`)
+    for number, entry in enumerate(iter_json_array(objects_path, "images")):
+        read += 1
         if not isinstance(entry, dict) or "image_id" not in entry:
             raise DataFormatError(objects_path, None, "image_id", f"entry {number} has no image_id")
         image_id = str(entry["image_id"])
@@ -371,7 +371,7 @@ def _load_vg(root: Path, min_images: int) -> GroupedData:
     records = _records(root, kept, concepts, folders, dropped, lambda i: f"{i}.jpg")
     return GroupedData(
         root, "vg", None, tuple(records), concepts, min_images,
-        _count_summary(len(objects), records, dropped, concept_images, concepts, None),
+        _count_summary(read, records, dropped, concept_images, concepts, None),
         concept_images,
     )  # fmt: skip
 

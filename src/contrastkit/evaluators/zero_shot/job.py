@@ -276,6 +276,7 @@ class ZeroShotDisparityResult:
             ],
             "calibration": r["calibration"]["computed"],
             "random_weights": r["random_weights"],
+            "cache": r.get("cache"),
         }
 
 
@@ -289,22 +290,55 @@ def _model_scores(
     scorer: ImageTextScorer,
     grouped: GroupedData,
     config: ZeroShotDisparityConfig,
+    folder: Path,
     progress: ProgressFactory | None,
-) -> tuple[np.ndarray, list[str]]:
+) -> tuple[np.ndarray, list[str], dict[str, Any]]:
     """Cosine similarity of every image with every concept's prompt, ``(images,
-    concepts)``, and the prompts."""
-    from contrastkit.pipeline import embed_images  # torch: not on import
+    concepts)``, the prompts, and what the embedding cache gave (:mod:`.cache`).
+
+    Image and prompt embeddings are kept in ``folder/cache/``, written batch by batch as
+    they are computed; only those not kept yet are computed. The scores are always taken
+    from the kept float32 embeddings, so a rerun gives exactly the first run's scores.
+    """
+    from contrastkit.evaluators.zero_shot.cache import CACHE_FOLDER, EmbeddingCache, image_key
+    from contrastkit.io import exclusive_lock
+    from contrastkit.pipeline import iter_embeddings  # torch: not on import
 
     prompts = [config.prompt.replace("{}", concept_words(c)) for c in grouped.concepts]
-    sources = [record.path for record in grouped.images]
-    with progress_stage(progress, f"embedding images ({grouped.root.name})", len(sources)) as up:
-        images = embed_images(
-            scorer, sources, batch_size=config.model_config.batch_size, progress=up
-        )
-    texts = np.concatenate(
-        [scorer.encode_texts(prompts[i : i + 256]) for i in range(0, len(prompts), 256)]
-    )
-    return images.astype(np.float64) @ texts.astype(np.float64).T, prompts
+    where = folder / CACHE_FOLDER
+    precision = str(getattr(scorer, "dtype", ""))
+    with exclusive_lock(where / ".lock", str(where), f"contrastkit evaluate --task {TASK}"):
+        images = EmbeddingCache(where, "images", scorer.spec, precision)
+        keys = [image_key(grouped.root, r.image_id, r.path) for r in grouped.images]
+        missing = images.missing(keys)
+        sources = {key: record.path for key, record in zip(keys, grouped.images, strict=True)}
+        todo = [sources[key] for key in missing]
+        label = f"embedding images ({grouped.root.name})"
+        with progress_stage(progress, label, len(todo)) as up:
+            for positions, vectors in iter_embeddings(
+                scorer, todo, batch_size=config.model_config.batch_size
+            ):
+                images.add(missing[positions.start : positions.stop], vectors)
+                up(positions.stop, len(todo))
+        texts = EmbeddingCache(where, "texts", scorer.spec, precision)
+        new_prompts = texts.missing(prompts)
+        for i in range(0, len(new_prompts), 256):
+            chunk = new_prompts[i : i + 256]
+            texts.add(chunk, scorer.encode_texts(chunk))
+        images.consolidate()
+        texts.consolidate()
+        image_matrix, text_matrix = images.matrix(keys), texts.matrix(prompts)
+    distinct_images, distinct_prompts = len(set(keys)), len(set(prompts))
+    cache = {
+        "folder": CACHE_FOLDER,
+        "images": {"reused": distinct_images - len(missing), "computed": len(missing)},
+        "prompts": {
+            "reused": distinct_prompts - len(new_prompts),
+            "computed": len(new_prompts),
+        },
+    }
+    scores = image_matrix.astype(np.float64) @ text_matrix.astype(np.float64).T
+    return scores, prompts, cache
 
 
 def _load_compare(path: Path) -> dict[str, Any]:
@@ -501,7 +535,7 @@ def _analyse(
     described: str | None = None
     probabilities: np.ndarray | None = None
     if scorer is not None:
-        scores, _ = _model_scores(scorer, grouped, config, progress)
+        scores, _, extra["cache"] = _model_scores(scorer, grouped, config, folder, progress)
         if config.calibration == "softmax":
             probabilities = _softmax(config.temperature * scores)
     else:
@@ -585,6 +619,13 @@ def zero_shot_disparity(
     agreement, consistency), ``report.md``, and the plots (PNG and SVG) of the top AP
     differences, the mAP per group and, with ``compare``, the consistency scatter.
 
+    With a model, the image and prompt embeddings are kept in ``zero_shot/cache/``
+    (:mod:`.cache`), flushed batch by batch: a rerun with the same model embeds only what
+    is not kept yet (nothing, for the same data and prompts; only the new prompts, for a
+    changed prompt or concept set), an interrupted run resumes, and ``disparity.json``
+    says what was reused (``cache``: ``images`` and ``prompts``, each ``reused`` and
+    ``computed``).
+
     Args:
         config: what to analyse.
         progress: opens a progress display per stage.
@@ -596,6 +637,7 @@ def zero_shot_disparity(
         DataFormatError: a malformed annotation or predictions file, a missing image, no
             concept above ``min_images``.
         ModelNotFoundError: a model neither on disk nor cached.
+        StateError: another run is using the same output folder's cache.
     """
     if not config.data.is_dir():
         raise ConfigError(f"data: {config.data} is not a folder")

@@ -10,9 +10,11 @@
 ``concepts`` (one entry per kept concept, largest ``|ap_diff|`` first: ``concept``,
 ``positives`` per group, ``ap_men``, ``ap_women``, ``ap_diff``, ``ap_diff_ci``, and with
 calibration ``ece_men``, ``ece_women``, ``ece_diff``, ``ece_diff_ci``), optionally
-``predictions_file``, ``language`` (per word source: ``vectors``, ``concepts``,
-``agreement`` with ``ap`` / ``ece``), ``consistency`` (``other``, ``threshold``,
-``concepts`` with their ``colour``, ``counts``) and ``plots``.
+``predictions_file``, ``cache`` (with a model: ``folder``, and ``images`` / ``prompts``
+embeddings ``reused`` from an earlier run and ``computed``; :mod:`.cache`), ``language``
+(per word source: ``vectors``, ``concepts``, ``agreement`` with ``ap`` / ``ece``),
+``consistency`` (``other``, ``threshold``, ``concepts`` with their ``colour``,
+``counts``) and ``plots``.
 """
 
 from __future__ import annotations

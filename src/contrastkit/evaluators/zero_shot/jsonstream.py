@@ -1,0 +1,126 @@
+"""Reading a JSON file whose top level is a long list, one element at a time.
+
+Visual Genome's ``objects.json`` is a single list of about 108,000 image entries, several
+GB of text; ``json.load`` would hold all of it as Python objects at once (many times the
+file's size in memory). :func:`iter_json_array` reads the file in chunks and decodes one
+element at a time with the standard library's decoder (no extra dependency), so memory
+stays at about one chunk plus one element, and the elements are exactly what
+``json.load`` would give.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from contrastkit.errors import DataFormatError
+
+__all__ = ["CHUNK_CHARS", "iter_json_array"]
+
+#: Characters read at a time.
+CHUNK_CHARS = 1 << 20
+
+_SPACE = frozenset(" \t\n\r")
+
+
+class _Reader:
+    """A sliding window over a text file: ``buf[pos:]`` is what is not consumed yet;
+    ``line`` is the line number of ``buf[0]``."""
+
+    def __init__(self, handle: Any, chunk: int) -> None:
+        self.handle, self.chunk = handle, chunk
+        self.buf, self.pos, self.line, self.eof = "", 0, 1, False
+
+    def fill(self) -> bool:
+        """Drop the consumed text, read one more chunk; ``False`` at the end of file."""
+        self.line += self.buf.count("\n", 0, self.pos)
+        self.buf, self.pos = self.buf[self.pos :], 0
+        data = self.handle.read(self.chunk)
+        if not data:
+            self.eof = True
+            return False
+        self.buf += data
+        return True
+
+    def skip_space(self) -> bool:
+        """Move past white space; ``False`` when the file ends first."""
+        while True:
+            while self.pos < len(self.buf) and self.buf[self.pos] in _SPACE:
+                self.pos += 1
+            if self.pos < len(self.buf):
+                return True
+            if not self.fill():
+                return False
+
+    def line_at(self, pos: int) -> int:
+        return self.line + self.buf.count("\n", 0, pos)
+
+
+def iter_json_array(
+    path: Path, what: str = "entries", *, chunk: int = CHUNK_CHARS
+) -> Iterator[Any]:
+    """The elements of the JSON list in ``path``, one at a time, in order.
+
+    Args:
+        path: a UTF-8 JSON file (a byte-order mark is allowed) holding one list.
+        what: what the elements are, for the error when the top level is not a list.
+        chunk: characters read at a time.
+
+    Raises:
+        DataFormatError: the file is missing, is not UTF-8, its top level is not a list,
+            or it is not valid JSON (with the line where decoding failed). Elements before
+            the error have been yielded.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataFormatError(path, None, None, "file not found")
+    decoder = json.JSONDecoder()
+    try:
+        with path.open("r", encoding="utf-8-sig", newline="") as handle:
+            reader = _Reader(handle, chunk)
+
+            def invalid(reason: str, pos: int | None = None) -> DataFormatError:
+                where = reader.line_at(reader.pos if pos is None else pos)
+                return DataFormatError(path, where, None, f"not valid JSON ({reason})")
+
+            if not reader.skip_space() or reader.buf[reader.pos] != "[":
+                raise DataFormatError(path, None, None, f"expected a list of {what}")
+            reader.pos += 1
+            if not reader.skip_space():
+                raise invalid("the file ends inside the list")
+            if reader.buf[reader.pos] == "]":
+                reader.pos += 1
+            else:
+                while True:
+                    while True:
+                        try:
+                            value, end = decoder.raw_decode(reader.buf, reader.pos)
+                        except json.JSONDecodeError as error:
+                            if reader.eof:
+                                raise invalid(error.msg, error.pos) from error
+                            reader.fill()  # then decode again (fill moves the window)
+                            continue
+                        if len(reader.buf) - end <= 2 and not reader.eof:
+                            reader.fill()
+                            # a number cut by the chunk decodes as a shorter one: "1" of
+                            # "12", "0" of "0.5" (tail "."), "1" of "1e+5" (tail "e+")
+                            continue
+                        break
+                    reader.pos = end
+                    yield value
+                    if not reader.skip_space():
+                        raise invalid("the file ends inside the list")
+                    separator = reader.buf[reader.pos]
+                    reader.pos += 1
+                    if separator == "]":
+                        break
+                    if separator != ",":
+                        raise invalid("expected ',' or ']' after an element", reader.pos - 1)
+                    if not reader.skip_space():
+                        raise invalid("the file ends inside the list")
+            if reader.skip_space():
+                raise invalid("extra data after the list")
+    except UnicodeDecodeError as error:
+        raise DataFormatError(path, None, None, f"not valid UTF-8 ({error})") from error
