@@ -122,6 +122,14 @@ BOOTSTRAP = typer.Option(
     help="Bootstrap resamples over images for the confidence intervals (0: none).",
 )
 CONFIDENCE = typer.Option(0.95, "--confidence", help="Level of the bootstrap intervals, in (0, 1).")
+CONTRAST_METRICS = typer.Option(
+    "auto",
+    "--contrast-metrics",
+    help="On a contrast set: all (retrieval bias and pair preference), pairs (pair "
+    "preference only: each query against its own photo's two versions) or auto: all for "
+    "dual encoders, pairs for blip-itm:, vilt: and vlm:, which score every (image, query) "
+    "pair with the model (n_images x n_queries passes for the retrieval metrics).",
+)
 AS_JSON = typer.Option(
     False, "--json", help="Print each model's output paths and headline figures as JSON."
 )
@@ -176,6 +184,7 @@ def evaluate(
     protocol: str = PROTOCOL,
     bootstrap: int = BOOTSTRAP,
     confidence: float = CONFIDENCE,
+    contrast_metrics: str = CONTRAST_METRICS,
     as_json: bool = AS_JSON,
     fetch: bool | None = FETCH,
     skip_missing: bool | None = SKIP_MISSING,
@@ -227,11 +236,16 @@ def evaluate(
     --no-flipped-retrieval, its two-person images with the participant as subject ('The
     patient and their doctor', Tab. 5), labelled by the participant's perceived gender.
 
+    Contrast sets take dual encoders (cosine similarity) and blip-itm:, vilt: (match
+    logit) and vlm: models (mean caption log-likelihood per token); these score every
+    (image, query) pair, so they get pair preference only unless --contrast-metrics all
+    (n_images x n_queries model passes; raw_contrast_scores.jsonl keeps them for a rerun).
+
     On a stereotype probe set (`contrastkit build stereoset`, or --task stereotype):
-    VLStereoSet's caption choice with dual encoders (cosine) or image-text-matching
-    models (blip-itm:, vilt:): raw_stereotype.jsonl, benchmark.json (vlrs, vlbs, ivlas per
-    category with the IDM / BIM / RAM reference rows; lmss and vlss), report.md and
-    plots/shifting_scores.png.
+    VLStereoSet's caption choice with dual encoders (cosine), image-text-matching
+    models (blip-itm:, vilt:) or vlm: models (caption log-likelihood):
+    raw_stereotype.jsonl, benchmark.json (vlrs, vlbs, ivlas per category with the IDM /
+    BIM / RAM reference rows; lmss and vlss), report.md and plots/shifting_scores.png.
 
     With --task zero-shot-disparity on a Visual Genome or COCO folder (seed paper 003):
     per-concept AP (and ECE) by perceived-gender group of a dual encoder's zero-shot
@@ -293,6 +307,7 @@ def evaluate(
                               decode=decode),
             settings=settings, fetch=fetch, skip_missing=skip_missing,
             task="stereotype" if stereotype else None,
+            contrast_metrics=contrast_metrics.strip(),
             network=CheckConfig(
                 concurrency=concurrency, total_timeout=timeout, retries=retries,
                 allow_private=allow_private, allowed_networks=tuple(allow_network or ()),
@@ -326,6 +341,14 @@ def _print_evaluation(result: EvaluateResult, as_json: bool) -> None:
                 if pairs.get("applicable", True)
                 else "pair preference not applicable (one version per photo)"
             )
+            if entry.summary.get("retrieval_note"):
+                preference += " (retrieval metrics not computed: --contrast-metrics all)"
+            scoring = entry.summary.get("scoring") or {}
+            if scoring.get("unit") == "image-query pair":
+                preference += (
+                    f", {counted(int(scoring['computed']), 'image-query pair')} scored, "
+                    f"{int(scoring['reused'])} reused"
+                )
             line.append(shown(
                 f" on {entry.data}: {counted(entry.summary['queries'], 'neutral query')}, "
                 f"{preference} -> {entry.folder}"

@@ -26,26 +26,46 @@ everything else unchanged. Two measurements, both with the captions made gender-
   ``contrastkit export contrast --originals``) has no pairs: ``pairs.applicable`` is
   false and the reports say "not applicable".
 
+The score ``s(q, i)`` of a query and an image is the model's (``score_kind`` in the summary's
+``scoring``, the benchmark and the report): the cosine similarity of a dual encoder's unit
+embeddings, or, for any :class:`~contrastkit.interfaces.CaptionScorer`, its own caption
+score as :func:`contrastkit.evaluators.tasks.stereotype.caption_scores` gives it: the match
+logit of an image-text-matching head (``blip-itm:``, ``vilt:``), the caption's mean
+log-likelihood per token under a generative VLM (``vlm:``; the sum with
+``?length_normalise=false``). Every metric above is computed from these scores unchanged.
+The cost differs: a dual encoder embeds each image and each query once (``n_images +
+n_queries`` passes) and the scores are dot products; a caption scorer runs once per
+(image, query) pair, ``n_images x n_queries`` passes for the retrieval metrics, which rank
+every image for every query. Pair preference alone needs only each query against its own
+source's two versions (``2 x n_queries`` passes): ``metrics="pairs"``
+(:data:`CONTRAST_METRICS`), the default for caption scorers (``auto``); dual encoders
+default to ``all``. A caption scorer's scores are kept in ``raw_contrast_scores.jsonl``
+(:data:`RAW_SCORES_FILE`), flushed after every model call, and a rerun (also one asking for
+more metrics) reuses every score of the same model, image and query.
+
 Outputs (:func:`write_contrast_outputs`): ``raw_contrast.jsonl`` (per query: its source,
-both own-pair similarities and the top-K image ids), ``benchmark.json``, ``report.md`` and
-``plots/contrast_bias.png`` (and ``.svg``). Evaluators never import builders; the data
-meet through the exported dataset.
+both own-pair scores and, with the retrieval metrics, those metrics and the top-K image
+ids), ``benchmark.json``, ``report.md`` and ``plots/contrast_bias.png`` (and ``.svg``).
+Evaluators never import builders; the data meet through the exported dataset.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Callable, Sequence
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from contrastkit import __version__
-from contrastkit.errors import DataFormatError
+from contrastkit.errors import ConfigError, DataFormatError
 from contrastkit.evaluators.metrics import retrieval_metrics_batch, summarize
 from contrastkit.evaluators.models.base import batched
-from contrastkit.interfaces import ImageTextScorer
+from contrastkit.interfaces import CaptionScorer, ImageTextScorer, PronounScorer
 from contrastkit.io import atomic_write_text
 
 if TYPE_CHECKING:
@@ -53,10 +73,16 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONTRAST_COLUMNS",
+    "CONTRAST_METRICS",
     "INTERVAL_METRICS",
     "PAIRS_NOT_APPLICABLE",
+    "RAW_SCORES_FILE",
+    "RETRIEVAL_NOT_COMPUTED",
+    "CaptionMatrix",
+    "caption_score_matrix",
     "contrast_headline",
     "contrast_queries",
+    "contrast_scoring",
     "contrast_summary",
     "describe_export",
     "evaluate_contrast",
@@ -64,6 +90,7 @@ __all__ = [
     "load_contrast",
     "query_intervals",
     "read_contrast_benchmark",
+    "resolve_contrast_metrics",
     "write_contrast_outputs",
 ]
 
@@ -78,6 +105,23 @@ PAIRS_NOT_APPLICABLE = (
     "of original photos, one version each)"
 )
 """What the summary and the report say of pair preference on a set without pairs."""
+
+CONTRAST_METRICS = ("auto", "all", "pairs")
+"""What a contrast-set evaluation computes (``metrics`` of :func:`evaluate_contrast`,
+``contrastkit evaluate --contrast-metrics``): ``all`` (retrieval metrics and pair
+preference), ``pairs`` (pair preference only: each query against its own source's two
+versions), or ``auto``: ``all`` for a dual encoder, ``pairs`` for a caption scorer, whose
+retrieval metrics cost ``n_images x n_queries`` model passes."""
+
+RAW_SCORES_FILE = "raw_contrast_scores.jsonl"
+"""A caption scorer's (image, query) scores in the model's output folder, reused on rerun."""
+
+RETRIEVAL_NOT_COMPUTED = (
+    "not computed: pair preference only (contrast metrics 'pairs'); the retrieval metrics "
+    "rank every image for every query, n_images x n_queries model passes for a caption "
+    "scorer: ask for them with --contrast-metrics all"
+)
+"""What the summary (``retrieval_note``) and the report say when only pairs were scored."""
 
 _BOOTSTRAP_CELLS = 1 << 22
 """Resampled values held at once while bootstrapping (about 32 MB of float64)."""
@@ -255,6 +299,9 @@ def contrast_summary(
     per_query: dict[str, list[float]],
     gaps: Sequence[float],
     preferred: Sequence[float],
+    *,
+    retrieval: bool = True,
+    scoring: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The ``summary`` of a contrast-set evaluation (:func:`evaluate_contrast`).
 
@@ -268,22 +315,31 @@ def contrast_summary(
             versions.
         preferred: For the same queries, 1 where the masculine version scores higher,
             0.5 on a tie, 0 otherwise.
+        retrieval: Whether the retrieval metrics were computed (false: pair preference
+            only, ``per_query`` empty).
+        scoring: What the scores are and what they cost (:func:`evaluate_contrast`).
 
     Returns:
-        ``{"images", "sources", "queries", "ks", "retrieval", "pairs", "warnings"}``:
-        ``retrieval``
+        ``{"images", "sources", "queries", "ks", "retrieval", "pairs", "warnings",
+        "scoring"}``: ``retrieval``
         maps each metric to its :func:`~contrastkit.evaluators.metrics.summarize` over the
-        queries; ``pairs`` holds ``queries_with_pair``, ``masculine_preferred`` (the mean
+        queries (empty without the retrieval metrics, and ``retrieval_note`` then says
+        why: :data:`RETRIEVAL_NOT_COMPUTED`); ``pairs`` holds ``queries_with_pair``,
+        ``masculine_preferred`` (the mean
         of ``preferred``) and ``mean_gap`` (the mean of ``gaps``), both ``nan`` without
         pairs, and ``applicable`` (false without pairs, with a ``note`` saying so:
         :data:`PAIRS_NOT_APPLICABLE`); ``warnings`` has one entry per K at or above the
         number of images (every query ranks them all, so its @K metrics are then trivial;
-        :func:`~contrastkit.evaluators.metrics.cutoff_warnings`).
+        :func:`~contrastkit.evaluators.metrics.cutoff_warnings`); ``scoring`` as given,
+        when given (:func:`contrast_scoring` fills it in for a dual encoder's summary).
     """
     from contrastkit.evaluators.metrics import cutoff_warnings
 
-    warnings = cutoff_warnings(ks, {"every query": images}, section="contrast",
-                               label="Contrast-set retrieval")  # fmt: skip
+    warnings = (
+        cutoff_warnings(ks, {"every query": images}, section="contrast",
+                        label="Contrast-set retrieval")
+        if retrieval else []
+    )  # fmt: skip
     for warning in warnings:  # every query ranks the same pool: say so once
         warning.update(queries=["every query"], n_queries=queries)
     return {
@@ -299,7 +355,9 @@ def contrast_summary(
             "mean_gap": float(np.mean(gaps)) if gaps else float("nan"),
             **({} if gaps else {"note": PAIRS_NOT_APPLICABLE}),
         },
+        **({} if retrieval else {"retrieval_note": RETRIEVAL_NOT_COMPUTED}),
         "warnings": warnings,
+        **({} if scoring is None else {"scoring": dict(scoring)}),
     }
 
 
@@ -321,9 +379,274 @@ def contrast_queries(
     return own, queries
 
 
+def resolve_contrast_metrics(model: object, metrics: str = "auto") -> str:
+    """``all`` or ``pairs``: what :func:`evaluate_contrast` computes for ``model`` when
+    asked for ``metrics`` (:data:`CONTRAST_METRICS`; ``auto`` is ``all`` for a dual encoder
+    and ``pairs`` for a caption scorer).
+
+    Raises:
+        ConfigError: ``metrics`` is not one of :data:`CONTRAST_METRICS`.
+    """
+    if metrics not in CONTRAST_METRICS:
+        raise ConfigError(
+            f"contrast_metrics must be one of {', '.join(CONTRAST_METRICS)}, not {metrics!r}"
+        )
+    if metrics != "auto":
+        return metrics
+    return "all" if isinstance(model, ImageTextScorer) else "pairs"
+
+
+def contrast_scoring(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """What the scores of a contrast-set summary are and what they cost: its ``scoring``
+    (a caption scorer's, :func:`evaluate_contrast`), or for a dual encoder's summary, which
+    has none, the same keys filled in: ``score_kind`` (the score in words), ``metrics``
+    (``all`` or ``pairs``), ``requested`` (as asked; ``None`` when unknown), ``unit``
+    (``embedding`` or ``image-query pair``), ``model_passes`` (what these metrics
+    needed), ``all_metrics_passes`` (what ``all`` needs), ``computed`` and ``reused``
+    (passes run in the evaluation, scores read back from an earlier run)."""
+    given = summary.get("scoring")
+    if isinstance(given, Mapping):
+        return dict(given)
+    passes = int(summary.get("images") or 0) + int(summary.get("queries") or 0)
+    return {
+        "score_kind": _scores_of(None),
+        "metrics": "pairs" if summary.get("retrieval_note") else "all",
+        "requested": None,
+        "unit": "embedding",
+        "model_passes": passes,
+        "all_metrics_passes": passes,
+        "computed": passes,
+        "reused": 0,
+    }
+
+
+def _scores_of(model: object) -> str:
+    """What ``model``'s scores are, in words (the stereotype task's wording)."""
+    from contrastkit.evaluators.tasks.stereotype import score_kind
+
+    return score_kind(model)
+
+
+@dataclass(frozen=True)
+class CaptionMatrix:
+    """The ``(n_images, n_queries)`` scores of a caption scorer on a contrast set
+    (:func:`caption_score_matrix`).
+
+    Attributes:
+        scores: float64; ``nan`` where a cell was not asked for.
+        computed: cells scored by the model in this call.
+        reused: cells read back from the raw score file.
+        score_kind: what the scores are, in words.
+    """
+
+    scores: np.ndarray
+    computed: int
+    reused: int
+    score_kind: str
+
+
+def _image_keys(dataset: Any) -> list[str]:
+    """Identifies each image across runs: its source, gender and a hash of its encoded
+    bytes (an edited image gets new scores)."""
+    import datasets
+
+    sources = [str(s) for s in dataset["source_id"]]
+    genders = _genders(dataset)
+    column = dataset.select_columns(["image"])
+    if isinstance(column.features["image"], datasets.Image):
+        column = column.cast_column("image", datasets.Image(decode=False))
+    keys = []
+    for source, gender, value in zip(sources, genders, column["image"], strict=True):
+        payload: bytes
+        if isinstance(value, dict) and value.get("bytes") is not None:
+            payload = bytes(value["bytes"])
+        elif isinstance(value, dict) and value.get("path"):
+            path = Path(str(value["path"]))
+            payload = path.read_bytes() if path.is_file() else str(path).encode("utf-8")
+        else:
+            payload = repr(value).encode("utf-8")
+        keys.append(f"{source}:{gender}:{hashlib.sha256(payload).hexdigest()[:16]}")
+    return keys
+
+
+def _read_raw_scores(path: Path, spec: str, kind: str) -> dict[str, dict[str, float]]:
+    """The scores of ``path`` for this model and score kind, by image key and query; lines
+    that are not complete records (an interrupted write's tail) are skipped."""
+    found: dict[str, dict[str, float]] = {}
+    if not path.is_file():
+        return found
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(record, dict) or not isinstance(record.get("scores"), dict):
+            continue
+        if record.get("model") != spec or record.get("score_kind") != kind:
+            continue
+        values = {
+            str(q): float(v)
+            for q, v in record["scores"].items()
+            if isinstance(v, int | float) and not isinstance(v, bool)
+        }
+        found.setdefault(str(record.get("image")), {}).update(values)
+    return found
+
+
+def _raw_line(spec: str, kind: str, key: str, scores: Mapping[str, float]) -> str:
+    record = {"model": spec, "score_kind": kind, "image": key, "scores": dict(scores)}
+    return json.dumps(record, ensure_ascii=False, allow_nan=True) + "\n"
+
+
+def _calls(
+    missing: Mapping[int, Sequence[int]], batch_size: int
+) -> Iterator[list[tuple[int, list[int]]]]:
+    """The model calls that score the ``missing`` queries of each image: pieces of at
+    most ``batch_size`` queries of one image, pieces of equal width packed together so
+    that a call holds about ``batch_size`` (image, query) pairs; the pieces of an image
+    follow each other (its decoded copy is reused)."""
+    by_width: dict[int, list[tuple[int, list[int]]]] = {}
+    for image in sorted(missing):
+        wanted = list(missing[image])
+        for start in range(0, len(wanted), batch_size):
+            piece = wanted[start : start + batch_size]
+            by_width.setdefault(len(piece), []).append((image, piece))
+    for width in sorted(by_width, reverse=True):
+        pieces = by_width[width]
+        per_call = max(1, batch_size // width)
+        for start in range(0, len(pieces), per_call):
+            yield pieces[start : start + per_call]
+
+
+def caption_score_matrix(
+    dataset: Any,
+    model: CaptionScorer,
+    queries: Sequence[str],
+    *,
+    cells: Mapping[int, Sequence[int]] | None = None,
+    batch_size: int = 32,
+    progress: Callable[[int, int], None] | None = None,
+    raw_scores: Path | None = None,
+) -> CaptionMatrix:
+    """Each image's score against each query from a caption scorer, ``(n_images,
+    n_queries)``: :func:`contrastkit.evaluators.tasks.stereotype.caption_scores` of the
+    images with queries as their candidate captions (the match logit of ``blip-itm:`` /
+    ``vilt:``, the mean caption log-likelihood per token of ``vlm:``), so a cell is what
+    the adapter gives that image and caption.
+
+    Cost: one model pass per cell (``n_images x n_queries`` for the whole matrix), where a
+    dual encoder needs one embedding per image and per query. Calls hold about
+    ``batch_size`` (image, query) pairs (:func:`_calls`); each image is decoded once per
+    run of calls that need it.
+
+    Args:
+        dataset: A contrast set (:func:`load_contrast`).
+        model: The caption scorer.
+        queries: The query captions, in column order.
+        cells: The query columns wanted per image row (default: every cell); the others
+            stay ``nan``.
+        batch_size: (image, query) pairs per model call.
+        progress: Called with (cells done, cells wanted) after every call.
+        raw_scores: A JSONL file (:data:`RAW_SCORES_FILE`) keeping the scores: cells
+            already there for this model (its spec and ``score_kind``) and an unchanged
+            image are reused; new ones are appended and flushed after each call, so an
+            interrupted run resumes. The file is first rewritten with only the scores of
+            this set's images and queries (every cell, not only the wanted ones).
+
+    Raises:
+        ConfigError: ``batch_size`` below 1.
+        ValueError: the model returned scores of the wrong shape.
+    """
+    from contrastkit.evaluators.tasks.stereotype import caption_scores
+
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ConfigError(f"batch_size must be at least 1, not {batch_size!r}")
+    n = len(dataset)
+    spec = str(getattr(model, "spec", type(model).__name__))
+    kind = _scores_of(model)
+    wanted = (
+        {i: list(range(len(queries))) for i in range(n)}
+        if cells is None
+        else {int(i): [int(q) for q in qs] for i, qs in cells.items() if len(qs)}
+    )
+    scores = np.full((n, len(queries)), np.nan, dtype=np.float64)
+    keys = _image_keys(dataset) if raw_scores is not None else [str(i) for i in range(n)]
+    known: dict[str, dict[str, float]] = {}
+    if raw_scores is not None:
+        stored = _read_raw_scores(raw_scores, spec, kind)
+        texts = set(queries)
+        for key in dict.fromkeys(keys):
+            kept = {q: v for q, v in stored.get(key, {}).items() if q in texts}
+            if kept:
+                known[key] = kept
+        raw_scores.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(
+            raw_scores, "".join(_raw_line(spec, kind, k, v) for k, v in known.items())
+        )
+    missing: dict[int, list[int]] = {}
+    reused = 0
+    for image, columns in wanted.items():
+        have = known.get(keys[image], {})
+        for q in columns:
+            if queries[q] in have:
+                scores[image, q] = have[queries[q]]
+                reused += 1
+            else:
+                missing.setdefault(image, []).append(q)
+    total = reused + sum(len(qs) for qs in missing.values())
+    done = reused
+    if progress is not None:
+        progress(done, total)
+    column = dataset.select_columns(["image"])
+    opened: dict[int, Any] = {}
+    handle = raw_scores.open("a", encoding="utf-8") if raw_scores is not None else None
+    try:
+        for call in _calls(missing, batch_size):
+            needed = list(dict.fromkeys(image for image, _ in call))
+            for stale in [i for i in opened if i not in needed]:
+                del opened[stale]
+            for image in needed:
+                if image not in opened:
+                    opened[image] = column[image]["image"]
+            images = [opened[image] for image, _ in call]
+            captions = [[queries[q] for q in piece] for _, piece in call]
+            values = caption_scores(model, images, captions)
+            lines = []
+            for (image, piece), row in zip(call, values, strict=True):
+                for q, value in zip(piece, row, strict=True):
+                    scores[image, q] = float(value)
+                new = {queries[q]: float(value) for q, value in zip(piece, row, strict=True)}
+                lines.append(_raw_line(spec, kind, keys[image], new))
+            if handle is not None:
+                handle.write("".join(lines))
+                handle.flush()
+                os.fsync(handle.fileno())
+            done += sum(len(piece) for _, piece in call)
+            if progress is not None:
+                progress(done, total)
+    finally:
+        if handle is not None:
+            handle.close()
+    return CaptionMatrix(scores, total - reused, reused, kind)
+
+
+def _pair_cells(
+    own: Mapping[str, Mapping[str, int]], queries: Sequence[tuple[str, str]]
+) -> dict[int, list[int]]:
+    """Per image row, the query columns pair preference needs: each query against its own
+    source's masculine and feminine versions (sources with both only)."""
+    cells: dict[int, list[int]] = {}
+    for column, (source, _) in enumerate(queries):
+        pair = own.get(source, {})
+        if "masculine" in pair and "feminine" in pair:
+            for gender in ("masculine", "feminine"):
+                cells.setdefault(pair[gender], []).append(column)
+    return cells
+
+
 def evaluate_contrast(
     dataset: Any,
-    scorer: ImageTextScorer,
+    scorer: ImageTextScorer | CaptionScorer | PronounScorer,
     *,
     ks: Sequence[int] = (5, 10),
     batch_size: int = 32,
@@ -333,17 +656,31 @@ def evaluate_contrast(
     bootstrap: int = 0,
     confidence: float = 0.95,
     seed: int = 0,
+    metrics: str = "auto",
+    raw_scores: Path | None = None,
 ) -> dict[str, Any]:
     """Retrieval bias and pair preference of ``scorer`` on a contrast set (GenSynth Sec. 5).
 
-    The queries are scored ``block`` at a time: the block's cosine similarities to every
-    image (one matrix product with torch on ``device``), its retrieval metrics
-    (:func:`~contrastkit.evaluators.metrics.retrieval_metrics_batch`, one call per block),
-    its top-K image ids (``torch.topk``) and its own-pair similarities; then the block is
-    freed. Memory is bounded by ``block x images``, never ``queries x images``: about 230
-    bytes per (query, image) pair of a block, nearly all of it the metrics' sorting and
+    ``scorer`` is a dual encoder (the cosine similarity of its unit embeddings) or any
+    :class:`~contrastkit.interfaces.CaptionScorer` (``blip-itm:`` / ``vilt:``: the match
+    logit; ``vlm:``: the caption's mean log-likelihood per token), whose scores come from
+    :func:`caption_score_matrix`; the metrics are the same for both. A dual encoder costs
+    one embedding per image and per query; a caption scorer one model pass per (image,
+    query) pair: ``n_images x n_queries`` for the retrieval metrics (``metrics="all"``),
+    ``2 x n_queries`` for pair preference alone (``"pairs"``, the ``auto`` default for a
+    caption scorer: each query against its own source's two versions, exactly the cells
+    ``all`` reads for it).
+
+    The queries are scored ``block`` at a time: the block's scores against every
+    image (for a dual encoder one matrix product with torch on ``device``), its retrieval
+    metrics (:func:`~contrastkit.evaluators.metrics.retrieval_metrics_batch`, one call per
+    block), its top-K image ids (``torch.topk``) and its own-pair scores; then the block
+    is freed. Memory is bounded by ``block x images``, never ``queries x images``: about
+    230 bytes per (query, image) pair of a block, nearly all of it the metrics' sorting and
     tie bookkeeping in float64 / int64, beside one float64 copy of the image embeddings
-    on ``device`` (8 bytes per image and dimension). A full row per query is inherent:
+    on ``device`` (8 bytes per image and dimension); a caption scorer's whole score
+    matrix (8 bytes per cell) is held, as computing it costs far more than storing it. A
+    full row per query is inherent:
     NDKL (GenSynth Eq. 3) ranks every image, so no top-K shortcut can replace the row.
 
     The results equal a dense ``queries x images`` evaluation query by query: same records
@@ -363,57 +700,64 @@ def evaluate_contrast(
 
     Args:
         dataset: A contrast set (:func:`load_contrast`).
-        scorer: A CLIP-like dual encoder (``load_scorer``).
+        scorer: A CLIP-like dual encoder (``load_scorer``) or a caption scorer
+            (``load_model`` of a ``blip-itm:``, ``vilt:`` or ``vlm:`` spec).
         ks: The retrieval cut-offs K.
-        batch_size: Images per forward pass.
-        progress: Called with (images embedded, total).
+        batch_size: Images per forward pass of a dual encoder; (image, query) pairs per
+            call of a caption scorer.
+        progress: Called with (images embedded, total), or for a caption scorer (pairs
+            scored, pairs wanted).
         block: Queries scored together. Default: as many as keep ``block x images`` at
             most 131,072 (2**17) similarities, between 1 and 256 queries (about 30 MB of
             working memory; larger blocks gain nothing on the CPU, whose cache the metrics'
             sorts then overflow).
-        device: The torch device of the similarity products and the top-K search
-            (``"cpu"``, ``"cuda"``, ``"cuda:1"``); the metrics run on the CPU.
+        device: The torch device of a dual encoder's similarity products and the top-K
+            search (``"cpu"``, ``"cuda"``, ``"cuda:1"``); the metrics run on the CPU, and
+            so does the ranking of a caption scorer's scores.
         bootstrap: Resamples of queries behind each Bias@K and MaxSkew@K mean's
             ``mean_ci`` (:func:`query_intervals`; 0: no intervals).
         confidence: The intervals' level.
         seed: The seed of the resamples.
+        metrics: ``all``, ``pairs`` or ``auto`` (:data:`CONTRAST_METRICS`).
+        raw_scores: Where a caption scorer keeps its scores for reuse
+            (:data:`RAW_SCORES_FILE` in the output folder; :func:`caption_score_matrix`);
+            ``None``: not kept. A dual encoder's scores are recomputed (they are cheap).
 
     Returns:
-        ``{"summary": ..., "queries": [per-query records]}``; with ``bootstrap``, the
-        summary's ``bootstrap`` is ``{"resamples", "confidence", "seed", "over":
-        "queries"}``.
+        ``{"summary": ..., "queries": [per-query records]}``; with ``bootstrap`` and the
+        retrieval metrics, the summary's ``bootstrap`` is ``{"resamples", "confidence",
+        "seed", "over": "queries"}``. For a caption scorer the summary's ``scoring`` says
+        what was computed and at what cost (:func:`contrast_scoring`, which gives the
+        same for a dual encoder's summary).
 
     Raises:
         DataFormatError: a dataset without images or without neutral captions.
         ConfigError: ``block`` below 1, a ``device`` torch does not know or cannot use, a
-            negative ``bootstrap`` or a ``confidence`` outside (0, 1).
+            negative ``bootstrap``, a ``confidence`` outside (0, 1), ``metrics`` not in
+            :data:`CONTRAST_METRICS`, or a model that scores neither image-text
+            similarity nor captions (a captioning model: ``blip:``, ``git:``, ``blip2:``).
     """
     genders = _genders(dataset)
     sources = [str(s) for s in dataset["source_id"]]
     n = len(genders)
     if n == 0:
         raise DataFormatError(_where(dataset), None, None, "the contrast set has no images")
-    from contrastkit.pipeline import DatasetImage, embed_images  # torch: not on import
-
-    # the encoded images are read and decoded in the image pipeline's workers
-    image_embeddings = embed_images(
-        scorer,
-        DatasetImage.column_of(dataset.select_columns(["image"]), "image"),
-        batch_size=batch_size,
-        progress=progress,
-    )
-
+    if not isinstance(scorer, ImageTextScorer | CaptionScorer):
+        spec = getattr(scorer, "spec", type(scorer).__name__)
+        raise ConfigError(
+            f"models: {spec} scores pronoun continuations only (a captioning model): contrast "
+            "sets take dual encoders (open_clip:, hf-clip: ...), image-text-matching models "
+            "(blip-itm:, vilt:) or generative VLMs (vlm:), which score an image against a "
+            "caption"
+        )
+    chosen = resolve_contrast_metrics(scorer, metrics)
+    retrieval = chosen == "all"
     own, queries = contrast_queries(sources, genders, dataset["neutral_captions"])
     if not queries:
         raise DataFormatError(
             _where(dataset), None, "neutral_captions", "no neutral captions to query with"
         )
-    text_embeddings = np.concatenate(
-        [scorer.encode_texts([c for _, c in chunk]) for chunk in batched(queries, 256)]
-    )
     import torch
-
-    from contrastkit.errors import ConfigError
 
     if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or bootstrap < 0:
         raise ConfigError(f"bootstrap must be a whole number >= 0, not {bootstrap!r}")
@@ -429,15 +773,54 @@ def evaluate_contrast(
         raise ConfigError(f"device {device!r} is not a torch device ({error})") from error
     if target.type == "cuda" and not torch.cuda.is_available():
         raise ConfigError(f"device {device!r}: torch sees no CUDA device")
-    # Similarities are float64 products rounded to the dtype the dense ``text @ images.T``
-    # had (float32 for float32 embeddings): float32 products round differently with the
-    # block's shape, the BLAS kernel and the device, which would reorder near-ties.
-    dense_dtype = np.result_type(text_embeddings, image_embeddings, np.float32)
-    score_dtype = torch.float32 if dense_dtype == np.float32 else torch.float64
-    image_matrix = torch.tensor(image_embeddings, dtype=torch.float64, device=target)
+    pair_cells = _pair_cells(own, queries)
+    block_scores: Callable[[int, int], torch.Tensor]
+    if isinstance(scorer, ImageTextScorer):
+        from contrastkit.pipeline import DatasetImage, embed_images  # torch: not on import
+
+        # the encoded images are read and decoded in the image pipeline's workers
+        image_embeddings = embed_images(
+            scorer,
+            DatasetImage.column_of(dataset.select_columns(["image"]), "image"),
+            batch_size=batch_size,
+            progress=progress,
+        )
+        text_embeddings = np.concatenate(
+            [scorer.encode_texts([c for _, c in chunk]) for chunk in batched(queries, 256)]
+        )
+        # Similarities are float64 products rounded to the dtype the dense ``text @
+        # images.T`` had (float32 for float32 embeddings): float32 products round
+        # differently with the block's shape, the BLAS kernel and the device, which would
+        # reorder near-ties.
+        dense_dtype = np.result_type(text_embeddings, image_embeddings, np.float32)
+        score_dtype = torch.float32 if dense_dtype == np.float32 else torch.float64
+        image_matrix = torch.tensor(image_embeddings, dtype=torch.float64, device=target)
+
+        def block_scores(start: int, stop: int) -> torch.Tensor:
+            texts = torch.tensor(text_embeddings[start:stop], dtype=torch.float64, device=target)
+            return (texts @ image_matrix.T).to(score_dtype)  # (rows, images)
+
+        scoring: dict[str, Any] | None = None  # a dual encoder's summary is as it was
+    else:
+        matrix = caption_score_matrix(
+            dataset, scorer, [c for _, c in queries],
+            cells=None if retrieval else pair_cells, batch_size=batch_size,
+            progress=progress, raw_scores=raw_scores,
+        )  # fmt: skip
+        by_query = matrix.scores.T  # (queries, images)
+
+        def block_scores(start: int, stop: int) -> torch.Tensor:
+            return torch.from_numpy(np.ascontiguousarray(by_query[start:stop]))
+
+        scoring = {
+            "score_kind": matrix.score_kind, "metrics": chosen, "requested": metrics,
+            "unit": "image-query pair", "model_passes": matrix.computed + matrix.reused,
+            "all_metrics_passes": n * len(queries), "computed": matrix.computed,
+            "reused": matrix.reused,
+        }  # fmt: skip
     labels = np.asarray(genders)
     ks = [k for k in ks if k >= 1]
-    top_k = min(max(ks, default=0), n)
+    top_k = min(max(ks, default=0), n) if retrieval else 0
     # torch.topk orders tied scores arbitrarily: take a wider candidate list, re-sort it
     # by (-score, index) and fall back to a stable full sort for a row whose tie at the
     # K-th score reaches past the candidates.
@@ -449,12 +832,12 @@ def evaluate_contrast(
     with torch.inference_mode():
         for start in range(0, len(queries), block):
             block_queries = queries[start : start + block]
-            block_texts = text_embeddings[start : start + len(block_queries)]
-            texts = torch.tensor(block_texts, dtype=torch.float64, device=target)
-            scores_device = (texts @ image_matrix.T).to(score_dtype)  # (rows, images)
+            scores_device = block_scores(start, start + len(block_queries))
             similarity = scores_device.cpu().numpy()
-            metrics = retrieval_metrics_batch(similarity, labels, ks)
+            found_metrics: dict[str, np.ndarray] = {}
             tops = np.empty((len(block_queries), top_k), dtype=np.int64)
+            if retrieval:
+                found_metrics = retrieval_metrics_batch(similarity, labels, ks)
             if top_k:
                 found, candidates = (t.cpu().numpy() for t in torch.topk(scores_device, wide))
                 order = np.lexsort((candidates, -found), axis=-1)[:, :top_k]
@@ -463,7 +846,7 @@ def evaluate_contrast(
                     for tied in np.flatnonzero(found[:, top_k - 1] <= found[:, wide - 1]):
                         tops[tied] = np.argsort(-similarity[tied], kind="stable")[:top_k]
             for row, (source, caption) in enumerate(block_queries):
-                values = {name: float(array[row]) for name, array in metrics.items()}
+                values = {name: float(array[row]) for name, array in found_metrics.items()}
                 for name, value in values.items():
                     per_query.setdefault(name, []).append(value)
                 pair = own.get(source, {})
@@ -476,11 +859,15 @@ def evaluate_contrast(
                     preferred.append(
                         1.0 if masculine > feminine else 0.5 if masculine == feminine else 0.0
                     )
-                record["top"] = [f"{sources[i]}:{genders[i]}" for i in tops[row]]
+                if retrieval:
+                    record["top"] = [f"{sources[i]}:{genders[i]}" for i in tops[row]]
                 records.append(record)
-            del texts, scores_device, similarity, metrics, tops
-    summary = contrast_summary(n, len(own), len(queries), ks, per_query, gaps, preferred)
-    if bootstrap:
+            del scores_device, similarity, found_metrics, tops
+    summary = contrast_summary(
+        n, len(own), len(queries), ks, per_query, gaps, preferred,
+        retrieval=retrieval, scoring=scoring,
+    )  # fmt: skip
+    if bootstrap and retrieval:
         for name, interval in query_intervals(per_query, bootstrap, confidence, seed).items():
             summary["retrieval"][name]["mean_ci"] = interval
         summary["bootstrap"] = {
@@ -498,6 +885,39 @@ def _fmt(value: Any, *, signed: bool = True) -> str:
     return str(value)
 
 
+def _scoring_lines(summary: Mapping[str, Any]) -> list[str]:
+    """What the report says of the scores and their cost (:func:`contrast_scoring`)."""
+    scoring = contrast_scoring(summary)
+    images, queries = summary.get("images"), summary.get("queries")
+    lines = [f"Score: {scoring['score_kind']}.", ""]
+    if scoring["unit"] == "embedding":
+        cost = (
+            f"Cost: one embedding per image and per query ({images} + {queries} model "
+            "passes); every score is a dot product."
+        )
+    else:
+        done = scoring["model_passes"]
+        every = scoring["all_metrics_passes"]
+        if scoring["metrics"] == "all":
+            cost = (
+                f"Cost: every image against every query, {images} x {queries} = {every} "
+                "image-caption model passes (a dual encoder needs one embedding per image "
+                f"and per query, {images} + {queries})"
+            )
+        else:
+            cost = (
+                "Cost: pair preference only (contrast metrics `pairs`): each query against "
+                f"its own photo's two versions, {done} image-caption model passes; the "
+                f"retrieval metrics rank every image for every query, {images} x {queries} "
+                f"= {every} passes (`--contrast-metrics all`)"
+            )
+        cost += (
+            f"; {scoring['computed']} run in this evaluation, {scoring['reused']} reused "
+            f"from an earlier run (`{RAW_SCORES_FILE}`)."
+        )
+    return [*lines, cost]
+
+
 def contrast_markdown(benchmark: dict[str, Any]) -> str:
     """The report of one model on one contrast set."""
     s = benchmark["summary"]
@@ -507,6 +927,8 @@ def contrast_markdown(benchmark: dict[str, Any]) -> str:
     lines += [
         f"Data: `{benchmark['data']}` ({s['images']} images from {s['sources']} sources, "
         f"{s['queries']} gender-neutral queries).",
+        "",
+        *_scoring_lines(s),
     ]
     if s.get("warnings"):
         from contrastkit.evaluators.report.markdown import warnings_section
@@ -521,6 +943,8 @@ def contrast_markdown(benchmark: dict[str, Any]) -> str:
         "| metric | mean | interval | sigma | queries |",
         "|---|---:|---:|---:|---:|",
     ]
+    if not s["retrieval"] and s.get("retrieval_note"):
+        lines = [*lines[:-2], f"Retrieval bias is {s['retrieval_note']}."]
     level: tuple[Any, Any] | None = None
     for name, stats in s["retrieval"].items():
         sigma = _fmt(stats["sigma"], signed=False)
@@ -540,13 +964,15 @@ def contrast_markdown(benchmark: dict[str, Any]) -> str:
             f"over queries ({level[1]} resamples).",
         ]
     pairs = s["pairs"]
+    embedded = contrast_scoring(s)["unit"] == "embedding"
+    gap = "similarity gap" if embedded else "score gap"
     lines += ["", "## Pair preference (same scene, masculine vs feminine version)", ""]
     if pairs.get("applicable", pairs["queries_with_pair"] > 0):
         lines += [
             f"- queries with both versions of their source: {pairs['queries_with_pair']}",
             f"- share preferring the masculine version: {pairs['masculine_preferred']:.3f} "
             "(0.5 is no preference)",
-            f"- mean similarity gap, masculine minus feminine: {_fmt(pairs['mean_gap'])}",
+            f"- mean {gap}, masculine minus feminine: {_fmt(pairs['mean_gap'])}",
         ]
     else:
         lines.append(f"Pair preference is {pairs.get('note') or PAIRS_NOT_APPLICABLE}.")
@@ -596,6 +1022,8 @@ def write_contrast_outputs(
         "task": "contrast",
         "contrastkit_version": __version__,
         "note": note,
+        "score_kind": contrast_scoring(result["summary"])["score_kind"],
+        "scoring": contrast_scoring(result["summary"]),
         "summary": result["summary"],
     }
     paths = {

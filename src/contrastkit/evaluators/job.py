@@ -35,10 +35,11 @@ from contrastkit.config import ModelConfig, require
 from contrastkit.curation.urls.config import CheckConfig
 from contrastkit.errors import ConfigError, DataFormatError
 from contrastkit.evaluators.hub import hub_name
-from contrastkit.evaluators.models.registry import check_dual, parse_spec
+from contrastkit.evaluators.models.registry import parse_spec
 from contrastkit.evaluators.report.results import headline, load_benchmark, model_slug
 from contrastkit.evaluators.runner import EvalConfig, retrieval_needs_dual
 from contrastkit.interfaces import (
+    CaptionScorer,
     ImageTextScorer,
     ProgressFactory,
     PronounScorer,
@@ -132,6 +133,13 @@ class EvaluateConfig:
             every ``data`` item must then be a probe set). ``None`` (the default): from
             the data: probe sets are probed for stereotypes, contrast-set exports get the
             GenSynth evaluation, anything else the VisoGender tasks of ``settings``.
+        contrast_metrics: what a contrast set gets
+            (:data:`~contrastkit.evaluators.contrast.CONTRAST_METRICS`): ``all`` (retrieval
+            metrics and pair preference), ``pairs`` (pair preference only) or ``auto``
+            (the default): ``all`` for dual encoders, ``pairs`` for caption scorers
+            (``blip-itm:``, ``vilt:``, ``vlm:``), whose retrieval metrics cost one model
+            pass per image and query (``n_images x n_queries``), against two per query for
+            pair preference.
 
     Raises:
         ConfigError: naming the field: no data or no models, a malformed ``hf:`` name or
@@ -151,6 +159,7 @@ class EvaluateConfig:
     skip_missing: bool | None = None
     network: CheckConfig = field(default_factory=CheckConfig)
     task: str | None = None
+    contrast_metrics: str = "auto"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "data", _strings(self.data, "data"))
@@ -184,6 +193,11 @@ class EvaluateConfig:
             self.task in (None, STEREOTYPE),
             "task",
             f"must be None or {STEREOTYPE!r}, not {self.task!r}",
+        )
+        require(
+            self.contrast_metrics in ("auto", "all", "pairs"),
+            "contrast_metrics",
+            f"must be auto, all or pairs, not {self.contrast_metrics!r}",
         )
 
     @property
@@ -298,7 +312,8 @@ def evaluate(config: EvaluateConfig, *, progress: ProgressFactory | None = None)
     intervals beside the headline figures), ``report.md`` and ``plots/*.png`` and ``.svg``
     (intervals as ``[low, high]`` and error bars), and with several models
     ``out/comparison.md`` with ``comparison.png`` / ``.svg``; for contrast sets
-    ``raw_contrast.jsonl``, ``benchmark.json``, ``report.md`` and
+    ``raw_contrast.jsonl`` (and for a caption scorer ``raw_contrast_scores.jsonl``, its
+    image-query scores, reused by a later run), ``benchmark.json``, ``report.md`` and
     ``plots/contrast_bias.png`` / ``.svg`` (per data folder when there are several); for
     stereotype probe sets (``task="stereotype"``, or probe-set data)
     ``raw_stereotype.jsonl``, ``benchmark.json``, ``report.md`` and
@@ -585,45 +600,82 @@ def _evaluate_visogender(
 def _evaluate_contrast(
     config: EvaluateConfig, paths: tuple[Path, ...], progress: ProgressFactory | None
 ) -> EvaluateResult:
-    """Contrast sets (GenSynth Sec. 5): one report per model and data folder."""
+    """Contrast sets (GenSynth Sec. 5): one report per model and data folder. Dual
+    encoders and caption scorers (``blip-itm:``, ``vilt:``, ``vlm:``; their scores kept in
+    ``raw_contrast_scores.jsonl`` and reused on rerun); captioning models that only score
+    pronoun continuations are refused before anything loads."""
     from contrastkit.evaluators.contrast import (
+        RAW_SCORES_FILE,
         describe_export,
         evaluate_contrast,
         load_contrast,
         write_contrast_outputs,
     )
-    from contrastkit.evaluators.models import load_scorer
+    from contrastkit.evaluators.models import load_model
 
     for spec in config.models:
-        check_dual(spec)
+        _check_contrast_model(spec)
     names = [path.name for path in paths]
     if len(paths) > 1 and len(set(names)) < len(names):
         raise ConfigError(f"data: contrast sets need distinct folder names, not {names}")
     sets = [(path, load_contrast(path, split=config.split)) for path in paths]
     evaluations: list[ModelEvaluation] = []
     for spec in config.models:
-        scorer = load_scorer(spec, config.model)
+        scorer = load_model(spec, config.model)
+        pairs = isinstance(scorer, CaptionScorer) and not isinstance(scorer, ImageTextScorer)
+        if not pairs and not isinstance(scorer, ImageTextScorer):
+            raise ConfigError(f"models: {_NOT_FOR_CONTRAST.format(spec=spec)}")
         for path, dataset in sets:
             folder = config.out / model_slug(spec)
             folder = folder / path.name if len(paths) > 1 else folder
-            with progress_stage(progress, f"scoring {spec}", len(dataset)) as update:
+            raw_scores = folder / RAW_SCORES_FILE if pairs else None
+            label = f"scoring {spec}" + (" (image-caption pairs)" if pairs else "")
+            with progress_stage(progress, label, len(dataset)) as update:
                 result = evaluate_contrast(
                     dataset, scorer, ks=config.settings.ks,
                     batch_size=config.model.batch_size, progress=update,
-                    device=str(getattr(scorer, "device", "cpu")),
+                    device="cpu" if pairs else str(getattr(scorer, "device", "cpu")),
                     bootstrap=config.settings.bootstrap,
                     confidence=config.settings.confidence, seed=config.settings.seed,
+                    metrics=config.contrast_metrics, raw_scores=raw_scores,
                 )  # fmt: skip
             files = write_contrast_outputs(
                 result, folder, model=spec, data=str(path), dataset=describe_export(path)
             )
+            if raw_scores is not None:
+                files = {**files, "raw_scores": raw_scores}
+            scoring = result["summary"].get("scoring") or {}
             evaluation = ModelEvaluation(
                 model=spec, folder=folder, files=files, data=str(path),
                 scored_images=result["summary"]["images"], summary=result["summary"],
+                reused_records=int(scoring.get("reused", 0)),
             )  # fmt: skip
             evaluations.append(evaluation)
         del scorer
     return EvaluateResult("contrast", paths, tuple(evaluations))
+
+
+_NOT_FOR_CONTRAST = (
+    "{spec} is a captioning model: it scores pronoun continuations, not an image against "
+    "a caption; contrast sets take dual encoders (open_clip:, hf-clip: ...), "
+    "image-text-matching models (blip-itm:, vilt:) and generative VLMs (vlm:, scored by "
+    "the caption's log-likelihood)"
+)
+
+
+def _check_contrast_model(spec: str) -> None:
+    """Refuse, before anything loads, a model that cannot score a contrast set: the
+    captioning families (``blip:``, ``git:``, ``blip2:``, ``instructblip:``) score pronoun
+    continuations only.
+
+    Raises:
+        ConfigError: such a model, or a malformed spec.
+    """
+    from contrastkit.evaluators.models.registry import FAMILIES
+
+    parsed = parse_spec(spec)
+    if parsed.prefix in FAMILIES:
+        raise ConfigError(f"models: {_NOT_FOR_CONTRAST.format(spec=spec)}")
 
 
 @dataclass(frozen=True)

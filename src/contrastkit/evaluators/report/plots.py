@@ -843,6 +843,13 @@ def contrast_figure(benchmark: Mapping[str, Any]) -> Figure:
         "mean MaxSkew@K = max over genders of\nln(share in top K / share in set)", fontsize=_FONT
     )
     skew.set_title("Skew (0: top K mirrors the set)", fontsize=_FONT)
+    if not retrieval and summary.get("retrieval_note"):  # pair preference only
+        for axis in (bias, skew):
+            axis.text(
+                0.5, 0.75, "not computed:\npair preference only\n(--contrast-metrics all)",
+                ha="center", va="center", transform=axis.transAxes, fontsize=_FONT - 1,
+                color=PALETTE["reference"],
+            )  # fmt: skip
     pair = summary.get("pairs") or {}
     share = _finite(pair.get("masculine_preferred"))
     if not pair.get("applicable", True):  # an originals set: one version per photo
@@ -876,7 +883,9 @@ def contrast_figure(benchmark: Mapping[str, Any]) -> Figure:
         _style(axis)
     figure.supxlabel(
         "bars: mean over queries; whiskers: ±1 standard deviation across queries (spread, "
-        "not a confidence interval); hatched: GenSynth convention (N_m − N_f)/(N_m + N_f)",
+        "not a confidence interval); hatched: GenSynth convention (N_m − N_f)/(N_m + N_f)"
+        if retrieval
+        else "bar: share of queries whose own photo's masculine version scores higher",
         fontsize=_FONT - 1,
     )
     n = (
