@@ -19,6 +19,8 @@ from pathlib import Path
 import torch
 
 from contrastkit.tiny.clip import IMAGE_SIZE, open_clip_config, tiny_open_clip
+from contrastkit.tiny.configs import blip_text_config, vision_config
+from contrastkit.tiny.tokenizers import byte_bpe_tokenizer, letters, wordpiece_tokenizer
 
 #: Words the tiny tokenizers know as whole tokens (their is missing on purpose).
 WORDS = (
@@ -44,78 +46,16 @@ WORDS = (
 __all__ = ["IMAGE_SIZE", "tiny_open_clip"]  # re-exported for the tests
 
 
-def _letters() -> list[str]:
-    return [chr(code) for code in range(ord("a"), ord("z") + 1)]
-
-
-def _bert_vocab(folder: Path, extra: tuple[str, ...] = ()) -> Path:
-    """A word-piece ``vocab.txt``: specials, whole words, letters and ``##`` letters."""
-    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *extra, *WORDS, "##ir"]
-    tokens += _letters() + [f"##{letter}" for letter in _letters()]
-    tokens += [".", ",", "'", "-"]
-    path = folder / "vocab.txt"
-    path.write_text("\n".join(tokens) + "\n", encoding="utf-8")
-    return path
-
-
 def _clip_bpe_files(folder: Path) -> tuple[Path, Path]:
     """A CLIP-style BPE ``vocab.json`` + ``merges.txt`` covering lower-case words."""
     vocab: dict[str, int] = {"<|startoftext|>": 0, "<|endoftext|>": 1}
-    for letter in _letters():
+    for letter in letters():
         vocab[letter] = len(vocab)
-    for letter in _letters():
+    for letter in letters():
         vocab[letter + "</w>"] = len(vocab)
     merges = ["#version: 0.2", "t h", "th e</w>", "a n", "an d</w>", "h i", "hi s</w>"]
     for merge in merges[1:]:
         vocab["".join(merge.split())] = len(vocab)
-    vocab_path = folder / "vocab.json"
-    merges_path = folder / "merges.txt"
-    vocab_path.write_text(json.dumps(vocab), encoding="utf-8")
-    merges_path.write_text("\n".join(merges) + "\n", encoding="utf-8")
-    return vocab_path, merges_path
-
-
-def _bytes_to_unicode() -> dict[int, str]:
-    """GPT-2's reversible byte -> printable character table."""
-    printable = (
-        list(range(ord("!"), ord("~") + 1))
-        + list(range(ord("¡"), ord("¬") + 1))
-        + list(range(ord("®"), ord("ÿ") + 1))
-    )
-    codes = printable[:]
-    extra = 0
-    for byte in range(256):
-        if byte not in printable:
-            printable.append(byte)
-            codes.append(256 + extra)
-            extra += 1
-    return dict(zip(printable, [chr(code) for code in codes], strict=True))
-
-
-def _gpt2_bpe_files(folder: Path) -> tuple[Path, Path]:
-    """A byte-level BPE vocabulary in which " his" and " her" are single tokens and
-    " their" is three (``Ġthe`` + ``i`` + ``r``)."""
-    vocab: dict[str, int] = {"<pad>": 0, "</s>": 1, "<unk>": 2}
-    for char in _bytes_to_unicode().values():
-        vocab.setdefault(char, len(vocab))
-    merges = [
-        "#version: 0.2",
-        "Ġ t",
-        "Ġt h",
-        "Ġth e",
-        "Ġ h",
-        "Ġh i",
-        "Ġhi s",
-        "Ġh e",
-        "Ġhe r",
-        "Ġ a",
-        "Ġa n",
-        "Ġan d",
-        "T h",
-        "Th e",
-    ]
-    for merge in merges[1:]:
-        vocab.setdefault("".join(merge.split()), len(vocab))
     vocab_path = folder / "vocab.json"
     merges_path = folder / "merges.txt"
     vocab_path.write_text(json.dumps(vocab), encoding="utf-8")
@@ -152,18 +92,6 @@ def _save_clip_tokenizer(path: Path) -> None:
     CLIPTokenizer(str(vocab), str(merges)).save_pretrained(path)
 
 
-def _vision_cfg(hidden: int = 32, layers: int = 2) -> dict[str, object]:
-    """A ViT of ``layers`` layers, 4 heads, 8 px patches on 32 px images."""
-    return {
-        "hidden_size": hidden,
-        "intermediate_size": 37,
-        "num_hidden_layers": layers,
-        "num_attention_heads": 4,
-        "image_size": IMAGE_SIZE,
-        "patch_size": 8,
-    }
-
-
 def _clip_text_vision(hidden: int = 32) -> tuple[dict[str, object], dict[str, object]]:
     text = {
         "vocab_size": 80,
@@ -176,7 +104,7 @@ def _clip_text_vision(hidden: int = 32) -> tuple[dict[str, object], dict[str, ob
         "eos_token_id": 1,
         "pad_token_id": 1,
     }
-    return text, _vision_cfg(hidden)
+    return text, vision_config(hidden)
 
 
 def tiny_hf_clip(folder: Path, name: str = "tiny-hf-clip") -> str:
@@ -210,15 +138,10 @@ def tiny_siglip(folder: Path, name: str = "tiny-siglip") -> str:
     return f"hf-clip:{path}"
 
 
-def _bert_tokenizer(path: Path, extra: tuple[str, ...] = ()) -> None:
-    from transformers import BertTokenizer
-
-    vocab = _bert_vocab(path, extra)
-    BertTokenizer(str(vocab), do_lower_case=True).save_pretrained(path)
-
-
-def _vocab_size(path: Path) -> int:
-    return len((path / "vocab.txt").read_text(encoding="utf-8").splitlines())
+def _bert_tokenizer(path: Path, extra: tuple[str, ...] = ()) -> int:
+    """Save a word-piece tokenizer (``extra``, :data:`WORDS`, ``##ir``, letters) into
+    ``path``; return its vocabulary size."""
+    return wordpiece_tokenizer(path, (*extra, *WORDS, "##ir"))
 
 
 def tiny_blip(folder: Path, name: str = "tiny-blip") -> str:
@@ -226,24 +149,11 @@ def tiny_blip(folder: Path, name: str = "tiny-blip") -> str:
     from transformers import BlipConfig, BlipForConditionalGeneration, BlipImageProcessor
 
     path = _folder(folder, name)
-    _bert_tokenizer(path, extra=("[DEC]",))
-    vocab_size = _vocab_size(path)
+    vocab_size = _bert_tokenizer(path, extra=("[DEC]",))
     torch.manual_seed(0)
     config = BlipConfig(
-        text_config={
-            "vocab_size": vocab_size,
-            "hidden_size": 32,
-            "encoder_hidden_size": 32,
-            "intermediate_size": 37,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 4,
-            "max_position_embeddings": 32,
-            "bos_token_id": 5,  # [DEC]
-            "eos_token_id": 3,
-            "sep_token_id": 3,
-            "pad_token_id": 0,
-        },
-        vision_config=_vision_cfg(),
+        text_config=blip_text_config(vocab_size, bos_token_id=5),  # [DEC]
+        vision_config=vision_config(),
         projection_dim=32,
     )
     BlipForConditionalGeneration(config).eval().save_pretrained(path)
@@ -256,11 +166,11 @@ def tiny_git(folder: Path, name: str = "tiny-git") -> str:
     from transformers import CLIPImageProcessor, GitConfig, GitForCausalLM
 
     path = _folder(folder, name)
-    _bert_tokenizer(path)
+    vocab_size = _bert_tokenizer(path)
     torch.manual_seed(0)
     config = GitConfig(
-        vision_config=_vision_cfg(),
-        vocab_size=_vocab_size(path),
+        vision_config=vision_config(),
+        vocab_size=vocab_size,
         hidden_size=32,
         num_hidden_layers=2,
         num_attention_heads=4,
@@ -280,51 +190,15 @@ def tiny_git(folder: Path, name: str = "tiny-git") -> str:
 def tiny_blip2(folder: Path, name: str = "tiny-blip2") -> str:
     """A transformers ``Blip2ForConditionalGeneration`` (OPT decoder) folder with a GPT-2
     style tokenizer; spec ``blip2:FOLDER``."""
-    from transformers import (
-        Blip2Config,
-        Blip2ForConditionalGeneration,
-        BlipImageProcessor,
-        GPT2Tokenizer,
-    )
+    from transformers import Blip2Config, Blip2ForConditionalGeneration, BlipImageProcessor
 
     path = _folder(folder, name)
-    vocab, merges = _gpt2_bpe_files(path)
-    tokenizer = GPT2Tokenizer(
-        str(vocab),
-        str(merges),
-        bos_token="</s>",
-        eos_token="</s>",
-        pad_token="<pad>",
-        unk_token="<unk>",
-        add_bos_token=True,
-    )
-    tokenizer.save_pretrained(path)
-    vocab_size = len(tokenizer) + 1
+    vocab_size = _gpt2_tokenizer(path) + 1
     torch.manual_seed(0)
     config = Blip2Config(
-        vision_config=_vision_cfg(layers=1),
-        qformer_config={
-            "vocab_size": 64,
-            "hidden_size": 32,
-            "num_hidden_layers": 1,
-            "num_attention_heads": 4,
-            "intermediate_size": 37,
-            "encoder_hidden_size": 32,
-            "max_position_embeddings": 32,
-        },
-        text_config={
-            "model_type": "opt",
-            "vocab_size": vocab_size,
-            "hidden_size": 32,
-            "ffn_dim": 37,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 4,
-            "word_embed_proj_dim": 32,
-            "max_position_embeddings": 64,
-            "bos_token_id": 1,
-            "eos_token_id": 1,
-            "pad_token_id": 0,
-        },
+        vision_config=vision_config(layers=1),
+        qformer_config=_qformer_config(max_position_embeddings=32),
+        text_config=_opt_text_config(vocab_size, max_positions=64),
         num_query_tokens=4,
         image_token_index=vocab_size - 1,
     )
@@ -346,7 +220,7 @@ def _t5_tokenizer(path: Path) -> int:
     words = (*WORDS, "short", "image", "caption", "The", "A")
     pieces += [(f"▁{word}", -2.0) for word in dict.fromkeys(words)]
     pieces.append(("▁", -3.0))
-    chars = "".join(_letters()) + "".join(_letters()).upper() + ".,:'-"
+    chars = "".join(letters()) + "".join(letters()).upper() + ".,:'-"
     pieces += [(char, -5.0) for char in chars]
     tokenizer = T5Tokenizer(vocab=pieces, extra_ids=0)
     tokenizer.save_pretrained(path)
@@ -375,7 +249,8 @@ def _t5_text_config(vocab_size: int) -> dict[str, object]:
     }
 
 
-def _opt_text_config(vocab_size: int) -> dict[str, object]:
+def _opt_text_config(vocab_size: int, max_positions: int = 96) -> dict[str, object]:
+    """A two-layer OPT language model (decoder-only, like Vicuna)."""
     return {
         "model_type": "opt",
         "vocab_size": vocab_size,
@@ -384,7 +259,7 @@ def _opt_text_config(vocab_size: int) -> dict[str, object]:
         "num_hidden_layers": 2,
         "num_attention_heads": 4,
         "word_embed_proj_dim": 32,
-        "max_position_embeddings": 96,
+        "max_position_embeddings": max_positions,
         "bos_token_id": 1,
         "eos_token_id": 1,
         "pad_token_id": 0,
@@ -392,13 +267,9 @@ def _opt_text_config(vocab_size: int) -> dict[str, object]:
 
 
 def _gpt2_tokenizer(path: Path) -> int:
-    from transformers import GPT2Tokenizer
-
-    vocab, merges = _gpt2_bpe_files(path)
-    tokenizer = GPT2Tokenizer(
-        str(vocab), str(merges), bos_token="</s>", eos_token="</s>", pad_token="<pad>",
-        unk_token="<unk>", add_bos_token=True,
-    )  # fmt: skip
+    """Save the byte-level BPE tokenizer (BOS/EOS ``</s>``, BOS prepended) into ``path``;
+    return its size."""
+    tokenizer = byte_bpe_tokenizer(path, bos_token="</s>", eos_token="</s>", add_bos_token=True)
     tokenizer.save_pretrained(path)
     return len(tokenizer)
 
@@ -428,7 +299,7 @@ def tiny_blip2_t5(folder: Path, name: str = "tiny-blip2-t5") -> str:
     vocab_size = _t5_tokenizer(path) + 1  # + the image placeholder token
     torch.manual_seed(0)
     config = Blip2Config(
-        vision_config=_vision_cfg(layers=1),
+        vision_config=vision_config(layers=1),
         qformer_config=_qformer_config(),
         text_config=_t5_text_config(vocab_size),
         num_query_tokens=4,
@@ -462,11 +333,11 @@ def tiny_instructblip(folder: Path, language: str = "t5", name: str | None = Non
         text_config = _opt_text_config(vocab_size)
     qformer_path = path / "qformer_tokenizer"
     qformer_path.mkdir(exist_ok=True)
-    _bert_tokenizer(qformer_path, extra=("short", "image", "caption", ":"))
+    qformer_vocab_size = _bert_tokenizer(qformer_path, extra=("short", "image", "caption", ":"))
     torch.manual_seed(0)
     config = InstructBlipConfig(
-        vision_config=_vision_cfg(layers=1),
-        qformer_config=_qformer_config(vocab_size=_vocab_size(qformer_path), pad_token_id=0),
+        vision_config=vision_config(layers=1),
+        qformer_config=_qformer_config(vocab_size=qformer_vocab_size, pad_token_id=0),
         text_config=text_config,
         num_query_tokens=4,
         image_token_index=vocab_size - 1,

@@ -37,6 +37,7 @@ __all__ = [
     "ImageTextScorer",
     "ProgressFactory",
     "PronounScorer",
+    "caption_width",
     "progress_stage",
 ]
 
@@ -126,6 +127,24 @@ class CaptionScorer(Protocol):
     ) -> np.ndarray:
         """Score of each image against each of its candidate captions, ``(n_images, k)``."""
         ...
+
+
+def caption_width(images: Sequence[object], captions: Sequence[Sequence[str]]) -> int:
+    """The number ``k`` of candidate captions each image has in a
+    :meth:`CaptionScorer.caption_scores` call (0 for no images), checked.
+
+    Raises:
+        ValueError: ``captions`` does not have one sequence per image, or the sequences
+            differ in length.
+    """
+    if len(captions) != len(images):
+        raise ValueError(
+            f"one sequence of captions per image: {len(images)} images, {len(captions)} given"
+        )
+    widths = {len(row) for row in captions}
+    if len(widths) > 1:
+        raise ValueError(f"every image needs the same number of captions, not {sorted(widths)}")
+    return next(iter(widths), 0)
 
 
 class ProgressFactory(Protocol):

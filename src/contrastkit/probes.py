@@ -63,6 +63,7 @@ from urllib.parse import unquote, urlparse
 from contrastkit.curation.gender_words import WORD_TABLE, is_determiner_use, match_case
 from contrastkit.errors import DataFormatError
 from contrastkit.io import atomic_write_text
+from contrastkit.saved_datasets import load_saved_split
 
 __all__ = [
     "BLANK",
@@ -522,24 +523,9 @@ def load_probe_set(path: str | Path, *, split: str | None = None) -> list[ProbeR
 
 
 def _dataset_rows(folder: Path, split: str | None) -> list[ProbeRow]:
-    from datasets import ClassLabel, Dataset, DatasetDict, load_from_disk
+    from datasets import ClassLabel
 
-    try:
-        loaded = load_from_disk(str(folder))
-    except (OSError, ValueError) as exc:
-        raise DataFormatError(folder, None, None, f"cannot load the dataset: {exc}") from exc
-    if isinstance(loaded, DatasetDict):
-        names = list(loaded)
-        if split is None:
-            split = names[0] if len(names) == 1 else ("test" if "test" in names else None)
-        if split is None or split not in loaded:
-            raise DataFormatError(
-                folder, None, None, f"choose a split with --split: one of {', '.join(names)}"
-            )
-        loaded = loaded[split]
-    elif split is not None:
-        split = None
-    assert isinstance(loaded, Dataset)
+    loaded, split = load_saved_split(folder, split)
     columns = loaded.column_names
     sources = {name: ("image_ref" if name == "image" else name) for name in COLUMNS}
     for name, column in sources.items():

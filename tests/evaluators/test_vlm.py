@@ -240,7 +240,7 @@ def test_caption_scores_are_the_caption_log_likelihood(
             expected = _one_pass(mean, images[i], text, extra, tail)
             assert got_sum[i, c] == pytest.approx(sum(expected), abs=1e-5)
             assert got_mean[i, c] == pytest.approx(np.mean(expected), abs=1e-5)
-    with pytest.raises(ValueError, match="same number of candidate captions"):
+    with pytest.raises(ValueError, match="same number of captions"):
         mean.caption_scores(images[:2], [["a", "b"], ["c"]])
 
 

@@ -31,6 +31,9 @@ app = typer.Typer(
 
 _OUT = typer.Option(..., help="Export folder (replaced atomically if it exists).")
 _JSON = typer.Option(False, "--json", help="Print the build metadata as JSON.")
+_CHECKS = typer.Option(
+    None, help="A `urls check --results` file: its dates and status counts go in the card."
+)
 
 
 def print_export(result: ExportResult, as_json: bool = False) -> None:
@@ -58,9 +61,7 @@ def export_visogender_command(
     store: Path | None = typer.Option(
         None, help="Embed images from this store (`urls check --store`); URL-only without."
     ),
-    checks: Path | None = typer.Option(
-        None, help="A `urls check --results` file: its dates and status counts go in the card."
-    ),
+    checks: Path | None = _CHECKS,
     skip_missing: bool = typer.Option(
         False, help="Leave out rows whose image the store lacks instead of failing."
     ),
@@ -97,9 +98,7 @@ def export_stereotype_command(
     store: Path | None = typer.Option(
         None, help="Image store of the rows' URLs (`urls check --store`); local files are read."
     ),
-    checks: Path | None = typer.Option(
-        None, help="A `urls check --results` file: its dates and status counts go in the card."
-    ),
+    checks: Path | None = _CHECKS,
     skip_missing: bool = typer.Option(
         False, help="Leave out rows whose image is not available instead of failing."
     ),

@@ -53,7 +53,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,6 +64,7 @@ from contrastkit import __version__
 from contrastkit.errors import ConfigError, DataFormatError
 from contrastkit.evaluators.metrics import retrieval_metrics_batch, summarize
 from contrastkit.evaluators.models.base import batched
+from contrastkit.evaluators.raw import RawAppender
 from contrastkit.interfaces import CaptionScorer, ImageTextScorer, PronounScorer
 from contrastkit.io import atomic_write_text
 
@@ -493,9 +493,8 @@ def _read_raw_scores(path: Path, spec: str, kind: str) -> dict[str, dict[str, fl
     return found
 
 
-def _raw_line(spec: str, kind: str, key: str, scores: Mapping[str, float]) -> str:
-    record = {"model": spec, "score_kind": kind, "image": key, "scores": dict(scores)}
-    return json.dumps(record, ensure_ascii=False, allow_nan=True) + "\n"
+def _raw_record(spec: str, kind: str, key: str, scores: Mapping[str, float]) -> dict[str, Any]:
+    return {"model": spec, "score_kind": kind, "image": key, "scores": dict(scores)}
 
 
 def _calls(
@@ -579,10 +578,6 @@ def caption_score_matrix(
             kept = {q: v for q, v in stored.get(key, {}).items() if q in texts}
             if kept:
                 known[key] = kept
-        raw_scores.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(
-            raw_scores, "".join(_raw_line(spec, kind, k, v) for k, v in known.items())
-        )
     missing: dict[int, list[int]] = {}
     reused = 0
     for image, columns in wanted.items():
@@ -599,7 +594,11 @@ def caption_score_matrix(
         progress(done, total)
     column = dataset.select_columns(["image"])
     opened: dict[int, Any] = {}
-    handle = raw_scores.open("a", encoding="utf-8") if raw_scores is not None else None
+    appender = (
+        RawAppender(raw_scores, [_raw_record(spec, kind, k, v) for k, v in known.items()])
+        if raw_scores is not None
+        else None
+    )
     try:
         for call in _calls(missing, batch_size):
             needed = list(dict.fromkeys(image for image, _ in call))
@@ -611,22 +610,20 @@ def caption_score_matrix(
             images = [opened[image] for image, _ in call]
             captions = [[queries[q] for q in piece] for _, piece in call]
             values = caption_scores(model, images, captions)
-            lines = []
+            records = []
             for (image, piece), row in zip(call, values, strict=True):
                 for q, value in zip(piece, row, strict=True):
                     scores[image, q] = float(value)
                 new = {queries[q]: float(value) for q, value in zip(piece, row, strict=True)}
-                lines.append(_raw_line(spec, kind, keys[image], new))
-            if handle is not None:
-                handle.write("".join(lines))
-                handle.flush()
-                os.fsync(handle.fileno())
+                records.append(_raw_record(spec, kind, keys[image], new))
+            if appender is not None:
+                appender.write(records)
             done += sum(len(piece) for _, piece in call)
             if progress is not None:
                 progress(done, total)
     finally:
-        if handle is not None:
-            handle.close()
+        if appender is not None:
+            appender.close()
     return CaptionMatrix(scores, total - reused, reused, kind)
 
 

@@ -44,6 +44,7 @@ from PIL import Image
 
 from contrastkit.errors import DataFormatError, StateError
 from contrastkit.pipeline.sources import DECODE_ERRORS, DatasetImage, decode
+from contrastkit.saved_datasets import load_saved_split
 from contrastkit.schema import URL_COLUMN, Context, Gender, VisoGenderRow
 from contrastkit.store import ImageStore
 from contrastkit.tsv import parse_visogender_tsv, read_visogender_tsv
@@ -264,19 +265,9 @@ _ALIASES = {
 
 
 def _dataset_items(folder: Path, split: str | None) -> Iterator[EvalItem]:
-    from datasets import ClassLabel, Dataset, DatasetDict, load_from_disk
+    from datasets import ClassLabel
 
-    loaded = load_from_disk(str(folder))
-    if isinstance(loaded, DatasetDict):
-        names = list(loaded)
-        if split is None:
-            split = names[0] if len(names) == 1 else ("test" if "test" in names else None)
-        if split is None or split not in loaded:
-            raise DataFormatError(
-                folder, None, None, f"choose a split with --split: one of {', '.join(names)}"
-            )
-        loaded = loaded[split]
-    assert isinstance(loaded, Dataset)
+    loaded, split = load_saved_split(folder, split)
     columns = {
         name: next((c for c in aliases if c in loaded.column_names), None)
         for name, aliases in _ALIASES.items()

@@ -17,9 +17,7 @@ file, then rename) with exactly the records of this dataset, in dataset order.
 
 from __future__ import annotations
 
-import json
-import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,6 +27,7 @@ import numpy as np
 from contrastkit.config import require
 from contrastkit.errors import ConfigError
 from contrastkit.evaluators.data import EvalItem, ImageLoader
+from contrastkit.evaluators.raw import RawAppender, dumps_jsonl, read_raw
 from contrastkit.evaluators.tasks.flipped import (
     FLIPPED_RAW_FILE,
     FLIPPED_TASK,
@@ -198,45 +197,6 @@ class ScoredRun:
     skipped: list[str] = field(default_factory=list)
 
 
-def read_raw(path: Path, model: str | None = None) -> dict[str, dict[str, Any]]:
-    """Records of a raw JSONL file by key (of ``model`` only, when given). Lines that are
-    not complete JSON objects (the tail of an interrupted write) are skipped."""
-    records: dict[str, dict[str, Any]] = {}
-    if not path.is_file():
-        return records
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        wanted = model is None or (isinstance(record, dict) and record.get("model") == model)
-        if isinstance(record, dict) and "key" in record and wanted:
-            records[str(record["key"])] = record
-    return records
-
-
-def _dumps(records: Iterable[Mapping[str, Any]]) -> str:
-    return "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
-
-
-class _Appender:
-    """Appends records to a JSONL file and forces them to disk after each batch."""
-
-    def __init__(self, path: Path, existing: Iterable[Mapping[str, Any]]):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, _dumps(existing))  # drops any partial line
-        self.handle = path.open("a", encoding="utf-8")
-
-    def write(self, records: Sequence[Mapping[str, Any]]) -> None:
-        if records:
-            self.handle.write(_dumps(records))
-            self.handle.flush()
-            os.fsync(self.handle.fileno())
-
-    def close(self) -> None:
-        self.handle.close()
-
-
 def score_dataset(
     items: Sequence[EvalItem],
     model: ImageTextScorer | PronounScorer,
@@ -307,7 +267,7 @@ def score_dataset(
     ]
     run.reused = sum(len(records) for records in done.values())
     loader.check(todo)
-    writers = {task: _Appender(paths[task], done[task].values()) for task in tasks}
+    writers = {task: RawAppender(paths[task], done[task].values()) for task in tasks}
     try:
         finished = 0
         if progress is not None:
@@ -377,17 +337,17 @@ def score_dataset(
             writer.close()
     if "resolution" in tasks:
         run.resolution = [done["resolution"][case.key] for case in cases]
-        atomic_write_text(paths["resolution"], _dumps(run.resolution))
+        atomic_write_text(paths["resolution"], dumps_jsonl(run.resolution))
     if "retrieval" in tasks:
         run.retrieval = [
             done["retrieval"][retrieval_keys[item.key]] for item in query_of_items(queries)
         ]
-        atomic_write_text(paths["retrieval"], _dumps(run.retrieval))
+        atomic_write_text(paths["retrieval"], dumps_jsonl(run.retrieval))
     if FLIPPED_TASK in tasks:
         run.retrieval_flipped = [
             done[FLIPPED_TASK][flipped_keys[item.key]] for item in query_of_items(flipped)
         ]
-        atomic_write_text(paths[FLIPPED_TASK], _dumps(run.retrieval_flipped))
+        atomic_write_text(paths[FLIPPED_TASK], dumps_jsonl(run.retrieval_flipped))
     return run
 
 

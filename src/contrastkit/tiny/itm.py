@@ -14,12 +14,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from contrastkit.tiny.configs import IMAGE_SIZE, blip_text_config, vision_config
 from contrastkit.tiny.marker import mark_random_weights
+from contrastkit.tiny.tokenizers import WORDPIECE_PUNCTUATION, wordpiece_tokenizer
 
 __all__ = ["IMAGE_SIZE", "WORDS", "tiny_blip_itm", "tiny_vilt"]
-
-IMAGE_SIZE = 32
-"""Input side of the tiny vision towers, in pixels."""
 
 #: Words the tiny tokenizers know whole (anything else splits into letters).
 WORDS = (
@@ -30,32 +29,9 @@ WORDS = (
 )  # fmt: skip
 
 
-def _letters() -> list[str]:
-    return [chr(code) for code in range(ord("a"), ord("z") + 1)]
-
-
 def _tokenizer(path: Path) -> int:
-    """Save a word-piece tokenizer into ``path``; return its vocabulary size."""
-    from transformers import BertTokenizer
-
-    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]
-    tokens += _letters() + [f"##{letter}" for letter in _letters()]
-    tokens += [".", ",", "'", "-", "!", "?"]
-    vocab = path / "vocab.txt"
-    vocab.write_text("\n".join(tokens) + "\n", encoding="utf-8")
-    BertTokenizer(str(vocab), do_lower_case=True).save_pretrained(path)
-    return len(tokens)
-
-
-def _vision() -> dict[str, object]:
-    return {
-        "hidden_size": 32,
-        "intermediate_size": 37,
-        "num_hidden_layers": 2,
-        "num_attention_heads": 4,
-        "image_size": IMAGE_SIZE,
-        "patch_size": 8,
-    }
+    """Save a word-piece tokenizer over :data:`WORDS` into ``path``; return its size."""
+    return wordpiece_tokenizer(path, WORDS, (*WORDPIECE_PUNCTUATION, "!", "?"))
 
 
 def tiny_blip_itm(folder: Path, name: str = "tiny-blip-itm", seed: int = 0) -> str:
@@ -69,20 +45,8 @@ def tiny_blip_itm(folder: Path, name: str = "tiny-blip-itm", seed: int = 0) -> s
     vocab_size = _tokenizer(path)
     torch.manual_seed(seed)
     config = BlipConfig(
-        text_config={
-            "vocab_size": vocab_size,
-            "hidden_size": 32,
-            "encoder_hidden_size": 32,
-            "intermediate_size": 37,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 4,
-            "max_position_embeddings": 32,
-            "bos_token_id": 2,
-            "eos_token_id": 3,
-            "sep_token_id": 3,
-            "pad_token_id": 0,
-        },
-        vision_config=_vision(),
+        text_config=blip_text_config(vocab_size, bos_token_id=2),
+        vision_config=vision_config(),
         projection_dim=32,
     )
     BlipForImageTextRetrieval(config).save_pretrained(path)

@@ -15,7 +15,8 @@
   a 1-layer Q-Former with 4 queries, a 2-layer Llama text model) with an
   ``InstructBlipProcessor``: no chat template, no ``position_ids`` (right padding only).
 
-All use a byte-level BPE tokenizer written here (so nothing is downloaded) in which
+All use the byte-level BPE tokenizer of :mod:`contrastkit.tiny.tokenizers` (so nothing is
+downloaded) in which
 " his" and " her" are single tokens and " their" is three (``Ġthe`` + ``i`` + ``r``), so
 multi-token continuations are exercised. Each folder is saved with ``save_pretrained``,
 carries the random-weights marker (:mod:`contrastkit.tiny.marker`) and loads as
@@ -24,11 +25,12 @@ carries the random-weights marker (:mod:`contrastkit.tiny.marker`) and loads as
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from contrastkit.tiny.configs import vision_config
 from contrastkit.tiny.marker import mark_random_weights
+from contrastkit.tiny.tokenizers import byte_bpe_tokenizer
 
 __all__ = [
     "LLAVA_CHAT_TEMPLATE",
@@ -65,51 +67,10 @@ QWEN2_VL_CHAT_TEMPLATE = (
 )
 
 
-def _bytes_to_unicode() -> dict[int, str]:
-    """GPT-2's reversible byte -> printable character table."""
-    printable = (
-        list(range(ord("!"), ord("~") + 1))
-        + list(range(ord("¡"), ord("¬") + 1))
-        + list(range(ord("®"), ord("ÿ") + 1))
-    )
-    codes = printable[:]
-    extra = 0
-    for byte in range(256):
-        if byte not in printable:
-            printable.append(byte)
-            codes.append(256 + extra)
-            extra += 1
-    return dict(zip(printable, [chr(code) for code in codes], strict=True))
-
-
-#: BPE merges: " his", " her", " and", "The" whole; " their" stays ``Ġthe`` + ``i`` + ``r``.
-_MERGES = (
-    "Ġ t", "Ġt h", "Ġth e", "Ġ h", "Ġh i", "Ġhi s", "Ġh e", "Ġhe r", "Ġ a", "Ġa n", "Ġan d",
-    "T h", "Th e",
-)  # fmt: skip
-
-
-def _tokenizer(path: Path, specials: tuple[str, ...], **kwargs: Any) -> Any:
-    """A byte-level BPE tokenizer (``GPT2Tokenizer``) with ``specials`` as added tokens,
-    saved to ``path``."""
-    from transformers import GPT2Tokenizer
-
-    vocab: dict[str, int] = {"<pad>": 0, "</s>": 1, "<unk>": 2}
-    for char in _bytes_to_unicode().values():
-        vocab.setdefault(char, len(vocab))
-    for merge in _MERGES:
-        vocab.setdefault("".join(merge.split()), len(vocab))
-    (path / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
-    (path / "merges.txt").write_text("#version: 0.2\n" + "\n".join(_MERGES) + "\n", "utf-8")
-    tokenizer = GPT2Tokenizer(
-        str(path / "vocab.json"),
-        str(path / "merges.txt"),
-        unk_token="<unk>",
-        pad_token="<pad>",
-        **kwargs,
-    )
-    tokenizer.add_special_tokens({"additional_special_tokens": list(specials)})
-    return tokenizer
+def _vision_config(**extra: Any) -> dict[str, Any]:
+    """The 1-layer, 16-wide vision tower of LLaVA, PaliGemma and InstructBLIP (32 px
+    images, 8 px patches); ``extra`` keys added."""
+    return vision_config(hidden_size=16, layers=1, heads=2, intermediate_size=24, **extra)
 
 
 def _text_config(vocab_size: int, **extra: Any) -> dict[str, Any]:
@@ -126,6 +87,16 @@ def _text_config(vocab_size: int, **extra: Any) -> dict[str, Any]:
     }
 
 
+def _save(path: Path, model: Any, processor: Any, name: str) -> str:
+    """Save ``model`` (in eval mode) and its processor into ``path``, mark the folder as
+    random weights, and return its spec ``vlm:FOLDER``."""
+    model.eval()
+    model.save_pretrained(path)
+    processor.save_pretrained(path)
+    mark_random_weights(path, f"tiny {name} model (contrastkit.tiny.vlm)")
+    return f"vlm:{path}"
+
+
 def tiny_llava(folder: Path, name: str = "tiny-llava", seed: int = 0) -> str:
     """Write a tiny LLaVA model folder under ``folder/name``; return its spec
     ``vlm:FOLDER``. The vision tower sees 32 px images in 8 px patches: 16 image tokens
@@ -140,7 +111,7 @@ def tiny_llava(folder: Path, name: str = "tiny-llava", seed: int = 0) -> str:
 
     path = Path(folder) / name
     path.mkdir(parents=True, exist_ok=True)
-    tokenizer = _tokenizer(path, ("<image>",), bos_token="</s>", eos_token="</s>")
+    tokenizer = byte_bpe_tokenizer(path, ("<image>",), bos_token="</s>", eos_token="</s>")
     image_processor = CLIPImageProcessor(
         size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}
     )
@@ -155,16 +126,7 @@ def tiny_llava(folder: Path, name: str = "tiny-llava", seed: int = 0) -> str:
     )
     torch.manual_seed(seed)
     config = LlavaConfig(
-        vision_config={
-            "model_type": "clip_vision_model",
-            "hidden_size": 16,
-            "intermediate_size": 24,
-            "num_hidden_layers": 1,
-            "num_attention_heads": 2,
-            "image_size": 32,
-            "patch_size": 8,
-            "projection_dim": 16,
-        },
+        vision_config=_vision_config(model_type="clip_vision_model", projection_dim=16),
         text_config={
             "model_type": "llama",
             **_text_config(len(tokenizer), bos_token_id=1, eos_token_id=1),
@@ -174,12 +136,7 @@ def tiny_llava(folder: Path, name: str = "tiny-llava", seed: int = 0) -> str:
         vision_feature_select_strategy="default",
         projector_hidden_act="gelu",
     )
-    model: Any = LlavaForConditionalGeneration(config)
-    model.eval()
-    model.save_pretrained(path)
-    processor.save_pretrained(path)
-    mark_random_weights(path, "tiny LLaVA model (contrastkit.tiny.vlm)")
-    return f"vlm:{path}"
+    return _save(path, LlavaForConditionalGeneration(config), processor, "LLaVA")
 
 
 def tiny_qwen2_vl(folder: Path, name: str = "tiny-qwen2-vl", seed: int = 0) -> str:
@@ -207,7 +164,7 @@ def tiny_qwen2_vl(folder: Path, name: str = "tiny-qwen2-vl", seed: int = 0) -> s
         "<|video_pad|>",
         "<|endoftext|>",
     )
-    tokenizer = _tokenizer(path, specials, eos_token="<|im_end|>")
+    tokenizer = byte_bpe_tokenizer(path, specials, eos_token="<|im_end|>")
     image_processor = Qwen2VLImageProcessor(
         size={"shortest_edge": 32 * 32, "longest_edge": 64 * 64},
         patch_size=8,
@@ -250,12 +207,7 @@ def tiny_qwen2_vl(folder: Path, name: str = "tiny-qwen2-vl", seed: int = 0) -> s
         vision_start_token_id=ids["<|vision_start|>"],
         vision_end_token_id=ids["<|vision_end|>"],
     )
-    model: Any = Qwen2VLForConditionalGeneration(config)
-    model.eval()
-    model.save_pretrained(path)
-    processor.save_pretrained(path)
-    mark_random_weights(path, "tiny Qwen2-VL model (contrastkit.tiny.vlm)")
-    return f"vlm:{path}"
+    return _save(path, Qwen2VLForConditionalGeneration(config), processor, "Qwen2-VL")
 
 
 def tiny_paligemma(folder: Path, name: str = "tiny-paligemma", seed: int = 0) -> str:
@@ -271,23 +223,14 @@ def tiny_paligemma(folder: Path, name: str = "tiny-paligemma", seed: int = 0) ->
 
     path = Path(folder) / name
     path.mkdir(parents=True, exist_ok=True)
-    tokenizer = _tokenizer(path, (), bos_token="</s>", eos_token="</s>")
+    tokenizer = byte_bpe_tokenizer(path, (), bos_token="</s>", eos_token="</s>")
     image_processor: Any = SiglipImageProcessor(size={"height": 32, "width": 32})
     image_processor.image_seq_length = 16
     paligemma_processor: Any = PaliGemmaProcessor
     processor = paligemma_processor(image_processor=image_processor, tokenizer=tokenizer)
     torch.manual_seed(seed)
     config = PaliGemmaConfig(
-        vision_config={
-            "model_type": "siglip_vision_model",
-            "hidden_size": 16,
-            "intermediate_size": 24,
-            "num_hidden_layers": 1,
-            "num_attention_heads": 2,
-            "image_size": 32,
-            "patch_size": 8,
-            "projection_dim": 16,
-        },
+        vision_config=_vision_config(model_type="siglip_vision_model", projection_dim=16),
         text_config={
             "model_type": "gemma",
             **_text_config(len(processor.tokenizer), bos_token_id=1, eos_token_id=1, head_dim=8),
@@ -297,12 +240,7 @@ def tiny_paligemma(folder: Path, name: str = "tiny-paligemma", seed: int = 0) ->
     )
     text_config: Any = config.text_config
     text_config.num_image_tokens = 16
-    model: Any = PaliGemmaForConditionalGeneration(config)
-    model.eval()
-    model.save_pretrained(path)
-    processor.save_pretrained(path)
-    mark_random_weights(path, "tiny PaliGemma model (contrastkit.tiny.vlm)")
-    return f"vlm:{path}"
+    return _save(path, PaliGemmaForConditionalGeneration(config), processor, "PaliGemma")
 
 
 def tiny_instructblip(folder: Path, name: str = "tiny-instructblip", seed: int = 0) -> str:
@@ -318,9 +256,9 @@ def tiny_instructblip(folder: Path, name: str = "tiny-instructblip", seed: int =
 
     path = Path(folder) / name
     path.mkdir(parents=True, exist_ok=True)
-    tokenizer = _tokenizer(path, (), bos_token="</s>", eos_token="</s>")
+    tokenizer = byte_bpe_tokenizer(path, (), bos_token="</s>", eos_token="</s>")
     (path / "qformer_tokenizer").mkdir(exist_ok=True)
-    qformer_tokenizer = _tokenizer(
+    qformer_tokenizer = byte_bpe_tokenizer(
         path / "qformer_tokenizer", (), bos_token="</s>", eos_token="</s>"
     )
     instructblip_processor: Any = InstructBlipProcessor
@@ -332,14 +270,7 @@ def tiny_instructblip(folder: Path, name: str = "tiny-instructblip", seed: int =
     )
     torch.manual_seed(seed)
     config = InstructBlipConfig(
-        vision_config={
-            "hidden_size": 16,
-            "intermediate_size": 24,
-            "num_hidden_layers": 1,
-            "num_attention_heads": 2,
-            "image_size": 32,
-            "patch_size": 8,
-        },
+        vision_config=_vision_config(),
         qformer_config={
             "vocab_size": len(qformer_tokenizer),
             "hidden_size": 16,
@@ -357,9 +288,4 @@ def tiny_instructblip(folder: Path, name: str = "tiny-instructblip", seed: int =
         num_query_tokens=4,
         image_token_index=processor.tokenizer.convert_tokens_to_ids("<image>"),
     )
-    model: Any = InstructBlipForConditionalGeneration(config)
-    model.eval()
-    model.save_pretrained(path)
-    processor.save_pretrained(path)
-    mark_random_weights(path, "tiny InstructBLIP model (contrastkit.tiny.vlm)")
-    return f"vlm:{path}"
+    return _save(path, InstructBlipForConditionalGeneration(config), processor, "InstructBLIP")

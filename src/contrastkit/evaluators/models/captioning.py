@@ -72,8 +72,9 @@ from contrastkit.evaluators.models.caption_options import (
     split_caption_options,
 )
 from contrastkit.evaluators.models.hf import (
+    hf_expect_model_type,
     hf_from_pretrained,
-    hf_model_type,
+    hf_load_model,
     hf_text_and_image_processors,
 )
 from contrastkit.evaluators.models.registry import FAMILIES, random_weights
@@ -475,19 +476,14 @@ def load_captioning(family: str, target: str, runtime: ModelRuntime) -> Captioni
         raise ConfigError(f"unknown captioning family {family!r}; use one of {list(FAMILIES)}")
     target, options = split_caption_options(family, target)
     download = runtime.download
-    model_type = hf_model_type(target, download=download)
-    if model_type != FAMILIES[family]:
-        raise ConfigError(f"{spec} holds a {model_type!r} model, not {FAMILIES[family]!r}")
+    hf_expect_model_type(spec, target, FAMILIES[family], download=download)
     classes: dict[str, Any] = {
         "blip": BlipForConditionalGeneration,
         "git": GitForCausalLM,
         "blip2": Blip2ForConditionalGeneration,
         "instructblip": InstructBlipForConditionalGeneration,
     }
-    model = hf_from_pretrained(
-        classes[family].from_pretrained, target, "weights", download=download,
-        dtype=runtime.dtype,
-    )  # fmt: skip
+    model, _ = hf_load_model(classes[family], target, runtime)
     tokenizer, processor = hf_text_and_image_processors(target, download=download)
     qformer_tokenizer = None
     if family == "instructblip":
@@ -495,7 +491,6 @@ def load_captioning(family: str, target: str, runtime: ModelRuntime) -> Captioni
             AutoTokenizer.from_pretrained, target, "Q-Former tokenizer (qformer_tokenizer/)",
             download=download, subfolder="qformer_tokenizer",
         )  # fmt: skip
-    model = model.to(device=runtime.device).eval()
     return CaptioningScorer(
         spec,
         family,

@@ -19,10 +19,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from contrastkit.errors import ModelNotFoundError
-from contrastkit.evaluators.models.base import LOAD_ERRORS
+from contrastkit.errors import ConfigError, ModelNotFoundError
+from contrastkit.evaluators.models.base import LOAD_ERRORS, ModelRuntime
 
-__all__ = ["hf_from_pretrained", "hf_model_type", "hf_text_and_image_processors"]
+__all__ = [
+    "hf_expect_model_type",
+    "hf_from_pretrained",
+    "hf_load_model",
+    "hf_model_type",
+    "hf_text_and_image_processors",
+]
 
 T = TypeVar("T")
 
@@ -115,6 +121,36 @@ def hf_model_type(target: str, *, download: bool) -> str:
 
     config = hf_from_pretrained(AutoConfig.from_pretrained, target, "config", download=download)
     return str(config.model_type)
+
+
+def hf_expect_model_type(spec: str, target: str, expected: str, *, download: bool) -> None:
+    """Check that the config at ``target`` is a ``expected`` model before its weights load.
+
+    Raises:
+        ConfigError: another ``model_type`` (the spec names the wrong family).
+        ModelNotFoundError: as :func:`hf_from_pretrained`.
+    """
+    model_type = hf_model_type(target, download=download)
+    if model_type != expected:
+        raise ConfigError(f"{spec} holds a {model_type!r} model, not {expected!r}")
+
+
+def hf_load_model(model_class: Any, target: str, runtime: ModelRuntime) -> tuple[Any, list[str]]:
+    """``model_class.from_pretrained(target)`` in ``runtime.dtype``, moved to
+    ``runtime.device`` in eval mode, with the names of the weights the checkpoint lacked
+    (``missing_keys``: transformers initialised them at random, so a loader can refuse a
+    checkpoint without the head it scores with).
+
+    Raises:
+        ModelNotFoundError: as :func:`hf_from_pretrained`.
+    """
+    loaded: Any = hf_from_pretrained(
+        model_class.from_pretrained, target, "weights", download=runtime.download,
+        dtype=runtime.dtype, output_loading_info=True,
+    )  # fmt: skip
+    model, info = loaded
+    missing = [str(key) for key in info.get("missing_keys", ())]
+    return model.to(device=runtime.device).eval(), missing
 
 
 def hf_text_and_image_processors(target: str, *, download: bool) -> tuple[Any, Any]:

@@ -16,7 +16,7 @@ import torch
 from contrastkit.errors import ConfigError
 from contrastkit.evaluators.models.base import DualEncoder, ModelRuntime
 from contrastkit.evaluators.models.hf import (
-    hf_from_pretrained,
+    hf_load_model,
     hf_model_type,
     hf_text_and_image_processors,
 )
@@ -112,16 +112,13 @@ def load_hf_clip(target: str, runtime: ModelRuntime) -> HFClipScorer:
             f"hf-clip:{target} is a {model_type} captioning model; use the "
             f"{'blip2' if model_type == 'blip-2' else model_type}: prefix"
         )
-    model = hf_from_pretrained(
-        AutoModel.from_pretrained, target, "weights", download=download, dtype=runtime.dtype
-    )
+    model, _ = hf_load_model(AutoModel, target, runtime)
     if not hasattr(model, "get_image_features") or not hasattr(model, "get_text_features"):
         raise ConfigError(
             f"hf-clip:{target} ({model_type}) is not a dual encoder: it has no "
             "get_image_features/get_text_features"
         )
     tokenizer, processor = hf_text_and_image_processors(target, download=download)
-    model = model.to(device=runtime.device).eval()
     return HFClipScorer(
         f"hf-clip:{target}",
         model,

@@ -40,11 +40,13 @@ from contrastkit.config import require
 from contrastkit.errors import ConfigError
 from contrastkit.evaluators.models.base import ModelRuntime, batched, to_rgb
 from contrastkit.evaluators.models.hf import (
-    hf_from_pretrained,
-    hf_model_type,
+    hf_expect_model_type,
+    hf_load_model,
     hf_text_and_image_processors,
 )
+from contrastkit.evaluators.models.image_size import processor_input_size
 from contrastkit.evaluators.models.registry import random_weights
+from contrastkit.interfaces import caption_width
 
 __all__ = ["MATCHING_FAMILIES", "MatchingScorer", "load_matching"]
 
@@ -59,18 +61,6 @@ SCORE_KINDS = {
     "blip-itm": "BLIP ITM match logit (itm_score[:, 1])",
     "vilt": "ViLT retrieval logit (rank_output)",
 }
-
-
-def _side(size: Any) -> tuple[int, int] | None:
-    """``(width, height)`` of an image processor's ``size`` / ``crop_size`` setting."""
-    if size is None:
-        return None
-    values = size if isinstance(size, dict) else vars(size) if hasattr(size, "__dict__") else {}
-    height, width = values.get("height"), values.get("width")
-    if height and width:
-        return (int(width), int(height))
-    edge = values.get("shortest_edge")
-    return (int(edge), int(edge)) if edge else None
 
 
 class MatchingScorer:
@@ -116,11 +106,7 @@ class MatchingScorer:
         config = model.config
         text_config = getattr(config, "text_config", config)
         self.max_length = int(getattr(text_config, "max_position_embeddings", 40))
-        self.input_size: tuple[int, int] | None = _side(
-            getattr(image_processor, "crop_size", None)
-            if getattr(image_processor, "do_center_crop", False)
-            else getattr(image_processor, "size", None)
-        )
+        self.input_size = processor_input_size(image_processor)
         self.random_weights = random_weights(spec)
 
     def _tokens(self, texts: Sequence[str]) -> dict[str, torch.Tensor]:
@@ -159,15 +145,7 @@ class MatchingScorer:
             ValueError: ``captions`` does not have one sequence per image, or the
                 sequences differ in length.
         """
-        if len(captions) != len(images):
-            raise ValueError(
-                f"one sequence of captions per image: {len(images)} images, "
-                f"{len(captions)} caption sequences"
-            )
-        widths = {len(row) for row in captions}
-        if len(widths) > 1:
-            raise ValueError(f"every image needs the same number of captions, not {sorted(widths)}")
-        k = widths.pop() if widths else 0
+        k = caption_width(images, captions)
         result = np.zeros((len(images), k), dtype=np.float64)
         if not len(images) or not k:
             return result
@@ -227,26 +205,18 @@ def load_matching(family: str, target: str, runtime: ModelRuntime) -> MatchingSc
         raise ConfigError(
             f"unknown matching family {family!r}; use one of {list(MATCHING_FAMILIES)}"
         )
-    download = runtime.download
-    model_type = hf_model_type(target, download=download)
-    if model_type != MATCHING_FAMILIES[family]:
-        raise ConfigError(f"{spec} holds a {model_type!r} model, not {MATCHING_FAMILIES[family]!r}")
+    hf_expect_model_type(spec, target, MATCHING_FAMILIES[family], download=runtime.download)
     loader = BlipForImageTextRetrieval if family == "blip-itm" else ViltForImageAndTextRetrieval
-    loaded: Any = hf_from_pretrained(
-        loader.from_pretrained, target, "weights", download=download, dtype=runtime.dtype,
-        output_loading_info=True,
-    )  # fmt: skip
-    model, info = loaded
+    model, missing = hf_load_model(loader, target, runtime)
     head = _HEADS[family]
-    if any(str(key).startswith(head) for key in info.get("missing_keys", ())):
+    if any(key.startswith(head) for key in missing):
         raise ConfigError(
             f"{spec} has no trained {head} weights (a captioning or pre-training checkpoint?); "
             "give an image-text-matching checkpoint such as "
             + ("Salesforce/blip-itm-base-coco" if family == "blip-itm"
                else "dandelin/vilt-b32-finetuned-coco")
         )  # fmt: skip
-    tokenizer, processor = hf_text_and_image_processors(target, download=download)
-    model = model.to(device=runtime.device).eval()
+    tokenizer, processor = hf_text_and_image_processors(target, download=runtime.download)
     return MatchingScorer(
         spec,
         family,

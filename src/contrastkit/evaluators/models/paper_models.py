@@ -54,14 +54,26 @@ class PaperModel:
         return self.spec is not None
 
 
-_YFCC_WHY = (
-    "Not loadable: the paper's {name} is the ViT-B/32 trained on YFCC-15M of the "
-    "CLIP-Benchmark (Cui et al. 2022; its reported {acc} % ImageNet zero-shot accuracy is "
-    "that model zoo's), whose only weights are Google Drive files for the Sense-GVT/DeCLIP "
-    "repository's own model code: no OpenCLIP pretrained tag, no Hugging Face Hub "
-    "checkpoint, and contrastkit does not implement that code's architecture or "
-    "checkpoint layout. {extra}"
-)
+def _yfcc_model(name: str, accuracy: float, extra: str) -> PaperModel:
+    """A dual encoder of Table 2 that is one of the CLIP-Benchmark's ViT-B/32 YFCC-15M
+    models (SLIP, DeCLIP, FILIP): not loadable, and why."""
+    note = (
+        f"Not loadable: the paper's {name} is the ViT-B/32 trained on YFCC-15M of the "
+        f"CLIP-Benchmark (Cui et al. 2022; its reported {accuracy} % ImageNet zero-shot "
+        "accuracy is that model zoo's), whose only weights are Google Drive files for the "
+        "Sense-GVT/DeCLIP repository's own model code: no OpenCLIP pretrained tag, no Hugging "
+        "Face Hub checkpoint, and contrastkit does not implement that code's architecture or "
+        f"checkpoint layout. {extra}"
+    )
+    return PaperModel(
+        name=name,
+        tables=("2", "3", "5"),
+        kind="dual",
+        spec=None,
+        note=note,
+        imagenet_zero_shot=accuracy,
+    )
+
 
 #: VisoGender's models, in the order of its Table 2 (then BLIP, from its code).
 VISOGENDER_MODELS: tuple[PaperModel, ...] = (
@@ -106,52 +118,31 @@ VISOGENDER_MODELS: tuple[PaperModel, ...] = (
         imagenet_zero_shot=62.9,
         alternatives=("open_clip:ViT-B-32/laion400m_e31",),
     ),
-    PaperModel(
-        name="SLIP",
-        tables=("2", "3", "5"),
-        kind="dual",
-        spec=None,
-        note=_YFCC_WHY.format(
-            name="SLIP",
-            acc="34.3",
-            extra=(
-                "SLIP's own release (facebookresearch/SLIP) has ViT-S/16, B/16 and L/16 "
-                "YFCC-15M checkpoints, none of them ViT-B/32, and none in OpenCLIP or "
-                "transformers format either."
-            ),
+    _yfcc_model(
+        "SLIP",
+        34.3,
+        (
+            "SLIP's own release (facebookresearch/SLIP) has ViT-S/16, B/16 and L/16 "
+            "YFCC-15M checkpoints, none of them ViT-B/32, and none in OpenCLIP or "
+            "transformers format either."
         ),
-        imagenet_zero_shot=34.3,
     ),
-    PaperModel(
-        name="DeCLIP",
-        tables=("2", "3", "5"),
-        kind="dual",
-        spec=None,
-        note=_YFCC_WHY.format(
-            name="DeCLIP",
-            acc="43.2",
-            extra=(
-                "Converting its state dict to an OpenCLIP ViT-B-32 checkpoint (then "
-                "open_clip:ViT-B-32/PATH) might work but is untested."
-            ),
+    _yfcc_model(
+        "DeCLIP",
+        43.2,
+        (
+            "Converting its state dict to an OpenCLIP ViT-B-32 checkpoint (then "
+            "open_clip:ViT-B-32/PATH) might work but is untested."
         ),
-        imagenet_zero_shot=43.2,
     ),
-    PaperModel(
-        name="FILIP",
-        tables=("2", "3", "5"),
-        kind="dual",
-        spec=None,
-        note=_YFCC_WHY.format(
-            name="FILIP",
-            acc="39.5",
-            extra=(
-                "FILIP also scores an image-text pair by token-wise late interaction "
-                "(each token's best match, averaged), not by the cosine of two pooled "
-                "embeddings, so it is no ImageTextScorer even once converted."
-            ),
+    _yfcc_model(
+        "FILIP",
+        39.5,
+        (
+            "FILIP also scores an image-text pair by token-wise late interaction "
+            "(each token's best match, averaged), not by the cosine of two pooled "
+            "embeddings, so it is no ImageTextScorer even once converted."
         ),
-        imagenet_zero_shot=39.5,
     ),
     PaperModel(
         name="BLIP-2",

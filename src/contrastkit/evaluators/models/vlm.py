@@ -92,7 +92,7 @@ from PIL import Image
 from contrastkit.config import require
 from contrastkit.errors import ConfigError
 from contrastkit.evaluators.models.base import ModelRuntime, batched, to_rgb
-from contrastkit.evaluators.models.hf import hf_from_pretrained, hf_model_type
+from contrastkit.evaluators.models.hf import hf_from_pretrained, hf_load_model, hf_model_type
 from contrastkit.evaluators.models.registry import random_weights
 from contrastkit.evaluators.models.vlm_spec import (
     CAPTION_INSTRUCTION,
@@ -103,6 +103,7 @@ from contrastkit.evaluators.models.vlm_spec import (
     option_order,
     parse_vlm_target,
 )
+from contrastkit.interfaces import caption_width
 from contrastkit.pipeline import PipelineConfig
 
 __all__ = ["LETTERS", "VLMScorer", "load_vlm", "multiple_choice_question", "option_order"]
@@ -459,11 +460,7 @@ class VLMScorer:
             ValueError: ``captions`` and ``images`` differ in length, images with
                 different numbers of captions, or an empty caption.
         """
-        if len(captions) != len(images):
-            raise ValueError(f"one caption list per image: {len(images)} images, {len(captions)}")
-        k = len(captions[0]) if len(captions) else 0
-        if any(len(options) != k for options in captions):
-            raise ValueError("every image needs the same number of candidate captions")
+        k = caption_width(images, captions)
         rows = [
             self._row(i, CAPTION_INSTRUCTION, caption, 0)
             for i, options in enumerate(captions)
@@ -536,16 +533,12 @@ def load_vlm(target: str, runtime: ModelRuntime) -> VLMScorer:
             "(AutoModelForImageTextToText); vlm: loads LLaVA, LLaVA-NeXT, Qwen2-VL, "
             "PaliGemma, InstructBLIP and the like"
         )
-    auto_model: Any = AutoModelForImageTextToText
-    model = hf_from_pretrained(
-        auto_model.from_pretrained, model_id, "weights", download=download, dtype=runtime.dtype
-    )
+    model, _ = hf_load_model(AutoModelForImageTextToText, model_id, runtime)
     processor = hf_from_pretrained(
         AutoProcessor.from_pretrained, model_id, "processor", download=download
     )
     if getattr(processor, "tokenizer", None) is None:
         raise ConfigError(f"{spec}: its processor has no tokenizer")
-    model = model.to(device=runtime.device).eval()
     return VLMScorer(
         spec,
         model,

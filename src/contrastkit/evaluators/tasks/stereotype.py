@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +28,9 @@ import numpy as np
 from PIL import Image
 
 from contrastkit.errors import ConfigError
-from contrastkit.interfaces import CaptionScorer, ImageTextScorer, PronounScorer
-from contrastkit.io import atomic_write_text
+from contrastkit.evaluators.models.image_size import processor_input_size, size_of
+from contrastkit.evaluators.raw import RawAppender, read_raw
+from contrastkit.interfaces import CaptionScorer, ImageTextScorer, PronounScorer, caption_width
 
 __all__ = [
     "BLANK_COLOUR",
@@ -84,14 +84,7 @@ def caption_scores(
         ConfigError: a captioning model (it scores pronoun continuations, not captions).
         ValueError: ``captions`` does not have one sequence of equal length per image.
     """
-    if len(captions) != len(images):
-        raise ValueError(
-            f"one sequence of captions per image: {len(images)} images, {len(captions)} given"
-        )
-    widths = {len(row) for row in captions}
-    if len(widths) > 1:
-        raise ValueError(f"every image needs the same number of captions, not {sorted(widths)}")
-    k = next(iter(widths), 0)
+    k = caption_width(images, captions)
     if not len(images) and isinstance(model, CaptionScorer | ImageTextScorer):
         return np.zeros((0, k), dtype=np.float64)
     if isinstance(model, CaptionScorer):
@@ -118,25 +111,6 @@ def caption_scores(
     )
 
 
-def _size_of(setting: Any) -> tuple[int, int] | None:
-    if isinstance(setting, int):
-        return (setting, setting)
-    if (
-        isinstance(setting, Sequence)
-        and len(setting) == 2
-        and all(isinstance(v, int) for v in setting)
-    ):
-        return (int(setting[1]), int(setting[0]))  # torchvision: (height, width)
-    get = getattr(setting, "get", None)
-    if get is None:
-        return None
-    height, width = get("height"), get("width")
-    if height and width:
-        return (int(width), int(height))
-    edge = get("shortest_edge")
-    return (int(edge), int(edge)) if edge else None
-
-
 def model_input_size(model: object) -> tuple[int, int] | None:
     """``(width, height)`` of the images ``model`` takes, when it says: an adapter's
     ``input_size``, a transformers image processor's crop or resize size, an OpenCLIP
@@ -147,15 +121,13 @@ def model_input_size(model: object) -> tuple[int, int] | None:
     preprocess = getattr(model, "image_preprocess", None)
     processor = getattr(preprocess, "processor", None) or getattr(model, "image_processor", None)
     if processor is not None:
-        crop = getattr(processor, "crop_size", None)
-        found = _size_of(crop) if getattr(processor, "do_center_crop", False) else None
-        found = found or _size_of(getattr(processor, "size", None))
+        found = processor_input_size(processor)
         if found:
             return found
     transform = getattr(preprocess, "transform", None)
     for step in getattr(transform, "transforms", []):
         if type(step).__name__ == "CenterCrop":
-            return _size_of(list(step.size) if not isinstance(step.size, int) else step.size)
+            return size_of(list(step.size) if not isinstance(step.size, int) else step.size)
     return None
 
 
@@ -182,21 +154,9 @@ def record_key(row: Any) -> str:
 
 def read_raw_stereotype(path: Path, model: str | None = None) -> dict[str, dict[str, Any]]:
     """The records of a ``raw_stereotype.jsonl`` by key (of ``model`` only, when given).
-    Lines that are not complete JSON objects (the tail of an interrupted write) are
-    skipped."""
-    records: dict[str, dict[str, Any]] = {}
-    if not path.is_file():
-        return records
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if not isinstance(record, dict) or "key" not in record or "scores" not in record:
-            continue
-        if model is None or record.get("model") == model:
-            records[str(record["key"])] = record
-    return records
+    Lines that are not complete records with ``scores`` (the tail of an interrupted write)
+    are skipped."""
+    return read_raw(path, model, required=("scores",))
 
 
 def _softmax(scores: np.ndarray) -> np.ndarray:
@@ -204,10 +164,6 @@ def _softmax(scores: np.ndarray) -> np.ndarray:
     shifted = np.exp(scores - scores.max())
     result: np.ndarray = shifted / shifted.sum()
     return result
-
-
-def _dumps(records: Iterable[Mapping[str, Any]]) -> str:
-    return "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
 
 
 def score_rows(
@@ -239,8 +195,6 @@ def score_rows(
     keys = [record_key(row) for row in rows]
     wanted = set(keys)
     kept = [record for key, record in done.items() if key in wanted]
-    raw_path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(raw_path, _dumps(kept))  # drops stale records and any partial line
     reused = len(kept)
     missing = [i for i, key in enumerate(keys) if key not in done]
     kind = score_kind(model)
@@ -250,7 +204,7 @@ def score_rows(
     finished = reused
     if progress is not None:
         progress(finished, total)
-    with raw_path.open("a", encoding="utf-8") as handle:
+    with RawAppender(raw_path, kept) as appender:  # drops stale records, any partial line
         for start in range(0, len(missing), max(1, batch_size)):
             chunk = missing[start : start + max(1, batch_size)]
             batch = [rows[i] for i in chunk]
@@ -284,9 +238,7 @@ def score_rows(
                     record["blank_scores"] = blanks[position].tolist()
                 records.append(record)
                 done[record["key"]] = record
-            handle.write(_dumps(records))
-            handle.flush()
-            os.fsync(handle.fileno())
+            appender.write(records)
             finished += len(batch)
             if progress is not None:
                 progress(finished, total)
