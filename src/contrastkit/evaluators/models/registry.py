@@ -127,11 +127,12 @@ FAMILY_DOCS: dict[str, tuple[str, str]] = {
     ),
     "blip-itm": (
         "transformers BLIP image-text matching head, scored by the match logit "
-        "(stereotype probing)",
+        "(stereotype probing, contrast sets)",
         "blip-itm:Salesforce/blip-itm-base-coco",
     ),
     "vilt": (
-        "transformers ViLT image-text retrieval head, scored by its logit (stereotype probing)",
+        "transformers ViLT image-text retrieval head, scored by its logit (stereotype "
+        "probing, contrast sets)",
         "vilt:dandelin/vilt-b32-finetuned-coco",
     ),
     "vlm": (
@@ -311,9 +312,8 @@ def check_dual(spec: str) -> ModelSpec:
     if parsed.kind == "matching":
         raise ConfigError(
             f"{spec} is an image-text-matching model: it scores (image, caption) pairs with "
-            "a fused encoder and has no image-text embedding space; use it with "
-            "`contrastkit evaluate --task stereotype`, or an open_clip: or hf-clip: model "
-            "for embeddings"
+            "a fused encoder and has no image-text embedding space; use it on stereotype "
+            "probe sets or contrast sets, or an open_clip: or hf-clip: model for embeddings"
         )
     if parsed.kind != "dual":
         raise ConfigError(
