@@ -91,7 +91,7 @@ def test_registry_knows_the_matching_kind(itm_specs: dict[str, str]) -> None:
         assert KINDS[prefix] == "matching"
         assert prefix in FAMILY_DOCS and FAMILY_DOCS[prefix][1].startswith(prefix + ":")
         assert parse_spec(f"{prefix}:org/name").kind == "matching"
-    with pytest.raises(ConfigError, match=r"image-text-matching model.*stereotype probe sets or contrast sets"):
+    with pytest.raises(ConfigError, match=r"matching model.*probe sets or contrast sets"):
         check_dual(itm_specs["vilt"])
     with pytest.raises(ConfigError, match="no image-text embedding space"):
         load_scorer(itm_specs["blip-itm"], ModelConfig(device="cpu"))
