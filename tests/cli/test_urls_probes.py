@@ -67,3 +67,27 @@ def test_local_probe_images_are_counted_as_not_checked(
     assert {r["idx"] for r in report["results"]} == {rows[0].id, rows[5].id}
     assert report["local_rows"] == 30
     assert report["local_rows_by_file"] == {str(mixed): 14, str(probes): 16}
+
+
+def test_urls_maintain_counts_local_probe_rows_in_its_summary_json_and_report(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
+    rows = expected_rows()
+    rows[0] = replace(rows[0], image=server.url("/a.jpg"))
+    mixed = tmp_path / "mixed.tsv"
+    write_probes(rows, mixed)
+    make_probe_fixture(tmp_path)  # the local images the other rows point at
+    report = tmp_path / "maintenance.md"
+    args = ["urls", "maintain", str(mixed), "--db", str(tmp_path / "s.db")]
+    args += ["--report", str(report), "--allow-private"]
+
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    shown = " ".join(result.output.split())
+    assert "15 rows with a local image file, not URL-checked (mixed.tsv: 15)" in shown
+    assert "Rows with a local image file, not URL-checked: `" in report.read_text()
+    assert f"`{mixed}`: 15" in report.read_text()
+
+    data = json.loads(runner.invoke(app, [*args, "--json"]).output)
+    assert data["status_counts"] == {"ok": 1}
+    assert (data["local_rows"], data["local_rows_by_file"]) == (15, {str(mixed): 15})

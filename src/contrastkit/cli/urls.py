@@ -374,12 +374,7 @@ def print_integrity(report: IntegrityReport, as_json: bool = False, limit: int =
         for group in report.duplicates:
             table.add_row(plain(group.kind), plain(", ".join(group.items)))
         console.print(table)
-    if report.local_rows:
-        files = "; ".join(f"{Path(name).name}: {n}" for name, n in report.local.items())
-        console.print(plain(
-            f"{counted(report.local_rows, 'row')} with a local image file, not URL-checked "
-            f"({files})"
-        ))  # fmt: skip
+    _print_local_rows(report.local)
     console.print(
         Text("problems found", style="red")
         if not report.ok
@@ -387,6 +382,16 @@ def print_integrity(report: IntegrityReport, as_json: bool = False, limit: int =
         if not report.rows
         else Text("all URLs healthy", style="green")
     )
+
+
+def _print_local_rows(local: dict[str, int]) -> None:
+    """How many rows of each probe file have a local image and were not URL-checked."""
+    if local:
+        files = "; ".join(f"{Path(name).name}: {n}" for name, n in local.items())
+        console.print(plain(
+            f"{counted(sum(local.values()), 'row')} with a local image file, not URL-checked "
+            f"({files})"
+        ))  # fmt: skip
 
 
 def print_maintenance(result: MaintenanceResult, as_json: bool = False) -> None:
@@ -404,6 +409,7 @@ def _print_maintenance_summary(result: MaintenanceResult) -> None:
     print_status_counts(
         result.status_counts(), f"Run {result.run_id}: {counted(len(result.rows), 'row')}"
     )
+    _print_local_rows(result.local)
     facts = {
         "content changed": [r.ref.idx for r in result.rows if r.content_changed],
         "retired": [r.ref.idx for r in result.rows if r.retired],

@@ -106,6 +106,7 @@ def maintain(
             duplicates=checked.duplicates,
             below_balance=_below_balance(tables, health, config.per_cell),
             removed_temporaries=removed,
+            local=dict(checked.local),
         )
         file_stamp = _stamp(now).replace(":", "").replace("-", "").replace("+0000", "Z")
         for document in documents:

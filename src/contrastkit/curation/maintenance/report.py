@@ -25,6 +25,10 @@ def render_markdown(result: MaintenanceResult) -> str:
         "|---|---:|",
     ]
     lines += [f"| {status} | {n} |" for status, n in sorted(result.status_counts().items())]
+    if result.local:
+        lines += ["", "Rows with a local image file, not URL-checked: " + ", ".join(
+            f"`{name}`: {n}" for name, n in sorted(result.local.items())
+        )]  # fmt: skip
     failing = [r for r in result.rows if r.status != Status.OK.value]
     if failing:
         lines += ["", f"## Failing rows ({len(failing)})", "",

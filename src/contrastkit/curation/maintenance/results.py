@@ -91,6 +91,8 @@ class MaintenanceResult:
             then 2.
         removed_temporaries: Temporary files of a killed earlier run, removed.
         report_path: Where the markdown report was written.
+        local: Rows whose image is a local file, per stereotype probe file that has any
+            (they are not URLs: not checked, not in ``rows``).
     """
 
     run_id: int
@@ -108,6 +110,7 @@ class MaintenanceResult:
     unwritten: list[UnwrittenFile] = field(default_factory=list)
     removed_temporaries: list[str] = field(default_factory=list)
     report_path: str | None = None
+    local: dict[str, int] = field(default_factory=dict)
 
     @property
     def healthy(self) -> bool:
@@ -156,6 +159,8 @@ class MaintenanceResult:
             "unwritten": [vars(u) for u in self.unwritten],
             "removed_temporaries": self.removed_temporaries,
             "report": self.report_path,
+            "local_rows": sum(self.local.values()),
+            "local_rows_by_file": dict(self.local),
         }
 
 
