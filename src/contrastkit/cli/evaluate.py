@@ -459,7 +459,7 @@ def _harness_report(
     as_json: bool,
 ) -> list[Path]:
     """``report --harness-predictions``: write the harness's results, print what was
-    found; returns the VisoGender results folder to compare (none for other sets)."""
+    found; returns the results folder to compare with the other RESULTS given."""
     from contrastkit.errors import ConfigError
     from contrastkit.evaluators.harness import HarnessReportConfig, harness_report
 
@@ -483,7 +483,7 @@ def _harness_report(
                 f"{counts['unparseable']} unparseable, {counts['missing']} missing"
             ))  # fmt: skip
         console.print(plain(f"wrote {found.results_file} and {found.out_dir / 'report.md'}"))
-    return [found.out_dir] if found.set_kind == "visogender" else []
+    return [found.out_dir]
 
 
 def register(app: typer.Typer) -> None:

@@ -31,13 +31,30 @@ rate), so ``benchmark.json`` is the file ``contrastkit evaluate`` writes and
 with the reversed split, its resolution figures beside the main ones and how often the
 answer follows the content or the position when the options are reversed.
 
+**Stereotype probes**: each main-split answer becomes a one-hot score row over
+``(S_s, S_a, S_i)`` (1 for the chosen caption) and goes through the evaluator's own
+:func:`contrastkit.evaluators.stereotype.stereotype_benchmark`: vlrs, vlbs and ivlas
+overall and per category with bootstrap intervals, and the IDM / BIM / RAM rows, in the
+standard stereotype ``benchmark.json`` that ``contrastkit report`` reads and compares with
+``contrastkit evaluate --task stereotype`` results. The argmax metrics need only the
+choice, so they are exactly those of a model whose top caption is the answer. lmss and
+vlss need scores of neutralised captions and of a blank image, which a harness does not
+give: ``shifting`` says ``available: false`` with the ``reason``
+(:data:`SHIFTING_UNAVAILABLE`), and so does ``report.md``. The ``harness`` section adds
+the position-bias table, with the reversed split its vlrs / vlbs / ivlas beside the main
+ones (``stereotype_by_split``), and the set's own figures: the share of each caption role
+chosen, accuracy per label, and on anti-stereotypical images (VLStereoSet's ``D_a``) how
+often the stereotypical caption is chosen over the anti-stereotypical one.
+
 **Contrast sets**: accuracy per version (does the model read the edited person?), the share
 of each caption gender chosen, and per source with both versions answered: whether the
 model gave each version its own caption (``reads_person``) or the same gendered caption to
 both (``same_gendered_caption``, split by which gender: the scene, not the person, chose
-it). **Stereotype probes**: the share of each caption role chosen, accuracy per label, and
-on anti-stereotypical images (VLStereoSet's ``D_a``) how often the stereotypical caption
-is chosen over the anti-stereotypical one. These two write ``harness_results.json``.
+it). These go into ``harness_results.json`` (:data:`RESULTS_FILE`), not a contrast
+``benchmark.json``: its retrieval metrics rank a pool of images per neutral query, and its
+pair preference compares one query's scores of a photo's two versions, while a harness
+answers which caption fits one image; no honest mapping exists. ``contrastkit report``
+reads ``harness_results.json`` (:func:`read_harness_results`) and prints its tables.
 """
 
 from __future__ import annotations
@@ -58,15 +75,22 @@ from contrastkit.harness_key import HarnessKey, KeyItem, parse_choice, read_key
 from contrastkit.io import atomic_write_text, check_writable
 
 __all__ = [
+    "RESULTS_FILE",
+    "SHIFTING_UNAVAILABLE",
     "HarnessAnswer",
     "HarnessReport",
     "HarnessReportConfig",
+    "harness_headline",
     "harness_report",
+    "harness_results_markdown",
+    "read_harness_results",
     "read_predictions",
 ]
 
 #: The prediction-file suffixes read as tables (VLMEvalKit).
 TABLE_SUFFIXES = (".xlsx", ".tsv", ".csv", ".json")
+#: The results file of a set without a standard benchmark (contrast sets).
+RESULTS_FILE = "harness_results.json"
 
 
 @dataclass(frozen=True)
@@ -550,11 +574,14 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def _harness_markdown(key: HarnessKey, section: Mapping[str, Any]) -> list[str]:
+def _harness_markdown(section: Mapping[str, Any]) -> list[str]:
+    """The "Harness answers" section of a report, from the results' ``harness`` section."""
+    datasets = section["datasets"]
+    set_kind = section["set_kind"]
     lines = ["## Harness answers", ""]
     lines += [
-        f"{key.harness} predictions of the `{key.set_kind}` export {key.datasets['main']} "
-        f"(option order seed {key.seed}). Questions: {key.question}.",
+        f"{section['harness']} predictions of the `{set_kind}` export {datasets['main']} "
+        f"(option order seed {section['option_seed']}). Questions: {section['question']}.",
         "",
         "| split | items | answered | unparseable | missing |",
         "|---|---:|---:|---:|---:|",
@@ -570,9 +597,10 @@ def _harness_markdown(key: HarnessKey, section: Mapping[str, Any]) -> list[str]:
         "never guessed.",
         "",
     ]
-    if key.skipped:
-        lines += [f"The export left out {len(key.skipped)} row(s) whose image was not "
-                  "available (listed in its key).", ""]  # fmt: skip
+    if section.get("export_skipped_rows"):
+        skipped = len(section["export_skipped_rows"])
+        lines += [f"The export left out {skipped} row(s) whose image was not available "
+                  "(listed in its key).", ""]  # fmt: skip
     lines += ["### Position bias", "", "| split | letter | chosen | chosen share | answer share |",
               "|---|---|---:|---:|---:|"]  # fmt: skip
     for split, table in section["position_bias"].items():
@@ -587,7 +615,7 @@ def _harness_markdown(key: HarnessKey, section: Mapping[str, Any]) -> list[str]:
     lines += ["### Options reversed", ""]
     if reversal is None:
         lines += ["Not available: give the predictions of both splits (the export's "
-                  f"`{key.datasets.get('reversed', 'reversed')}` too).", ""]  # fmt: skip
+                  f"`{datasets.get('reversed', 'reversed')}` too).", ""]  # fmt: skip
     else:
         lines += [
             f"{reversal['pairs']} questions answered in both orders: the same option in "
@@ -607,8 +635,17 @@ def _harness_markdown(key: HarnessKey, section: Mapping[str, Any]) -> list[str]:
                     f"| {_fmt(values.get('RA_masculine'))} | {_fmt(values.get('RA_feminine'))} |"
                 )
             lines.append("")
+        probed = section.get("stereotype_by_split")
+        if probed:
+            lines += ["| split | images | vlrs | vlbs | ivlas |", "|---|---:|---:|---:|---:|"]
+            for split, values in probed.items():
+                lines.append(
+                    f"| {split} | {values['n']} | {_fmt(values['vlrs'])} "
+                    f"| {_fmt(values['vlbs'])} | {_fmt(values['ivlas'])} |"
+                )
+            lines.append("")
     figures = section.get("figures")
-    if figures and key.set_kind == "contrast":
+    if figures and set_kind == "contrast":
         lines += _contrast_markdown(figures)
     elif figures:
         lines += _stereotype_markdown(figures)
@@ -747,13 +784,11 @@ def harness_report(config: HarnessReportConfig) -> HarnessReport:
     files = [config.out / "raw_harness.jsonl"]
     if key.set_kind == "visogender":
         results_file, markdown = _visogender_outputs(config, key, chosen, model, section)
+    elif key.set_kind == "stereotype":
+        section["figures"] = _stereotype_figures(key.items, chosen)
+        results_file, markdown = _stereotype_outputs(config, key, chosen, model, section)
     else:
-        figures = (
-            _contrast_figures(key.items, chosen)
-            if key.set_kind == "contrast"
-            else _stereotype_figures(key.items, chosen)
-        )
-        section["figures"] = figures
+        section["figures"] = _contrast_figures(key.items, chosen)
         from contrastkit.evaluators.models.registry import weights_note
 
         note = weights_note(model)
@@ -766,12 +801,9 @@ def harness_report(config: HarnessReportConfig) -> HarnessReport:
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "harness": section,
         }
-        results_file = config.out / "harness_results.json"
+        results_file = config.out / RESULTS_FILE
         atomic_write_text(results_file, json.dumps(results, indent=2, allow_nan=False) + "\n")
-        markdown = "\n".join(
-            [f"# {key.set_kind} set through {key.harness}: `{model}`", "",
-             *([f"**{note}**", ""] if note else []), *_harness_markdown(key, section)]
-        ).rstrip() + "\n"  # fmt: skip
+        markdown = harness_results_markdown(results)
         atomic_write_text(config.out / "report.md", markdown)
     files += [results_file, config.out / "report.md"]
     return HarnessReport(
@@ -835,6 +867,178 @@ def _visogender_outputs(
     atomic_write_text(config.out / "raw_resolution.jsonl", raw)
     files = write_outputs({name: results}, config.out)
     report = files["report"].read_text(encoding="utf-8").rstrip("\n").split("\n")
-    markdown = "\n".join([*report, "", *_harness_markdown(key, section)]).rstrip() + "\n"
+    markdown = "\n".join([*report, "", *_harness_markdown(section)]).rstrip() + "\n"
     atomic_write_text(files["report"], markdown)
     return files["benchmark"], markdown
+
+
+#: What the scores of a stereotype benchmark written from a harness's answers are.
+HARNESS_SCORE_KIND = "harness answer (1 for the chosen caption, 0 for the others)"
+#: Why such a benchmark has no lmss / vlss (its ``shifting.reason`` and report.md).
+SHIFTING_UNAVAILABLE = (
+    "lmss and vlss (VLStereoSet Sec. 3.5, Eq. 2-3) are log-ratios of the model's two-way "
+    "probabilities of the stereotypical caption, its neutralised form and the same with a "
+    "blank image; a harness gives one chosen caption per image, no scores and no "
+    "neutralised or blank-image questions, so they are not computed (run `contrastkit "
+    "evaluate --task stereotype` with a caption scorer for them)"
+)
+
+
+def _stereotype_records(
+    items: Sequence[KeyItem], chosen: Mapping[int, str | None], source: Path
+) -> list[dict[str, Any]]:
+    """The answered probe items as the evaluator's raw stereotype records
+    (:mod:`contrastkit.evaluators.tasks.stereotype`): ``scores`` one-hot over
+    ``(S_s, S_a, S_i)`` on the chosen caption, no neutral or blank-image scores."""
+    from contrastkit.evaluators.stereotype_metrics import COLUMNS
+
+    records = []
+    for item in items:
+        letter = chosen.get(item.index)
+        if letter is None:
+            continue
+        a = item.annotations
+        picked = item.labels[letter]
+        try:
+            record: dict[str, Any] = {"id": str(a["id"]), "category": str(a["category"]),
+                                      "label": str(a["label"])}  # fmt: skip
+        except KeyError as error:
+            raise DataFormatError(
+                source, None, f"items[index={item.index}].annotations", f"no {error}"
+            ) from error
+        record.update(
+            scores=[1.0 if picked == column else 0.0 for column in COLUMNS],
+            neutral_scores=None,
+            blank_scores=None,
+            score_kind=HARNESS_SCORE_KIND,
+            harness_index=item.index,
+        )
+        records.append(record)
+    return records
+
+
+def _probe_headline(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    from contrastkit.evaluators.stereotype_metrics import ivlas, vlbs, vlrs
+
+    if not records:
+        return {"n": 0, "vlrs": None, "vlbs": None, "ivlas": None}
+    scores = [record["scores"] for record in records]
+    relevance = vlrs(scores)
+    bias = vlbs(scores, [record["label"] for record in records])
+    values = {"n": len(records), "vlrs": relevance, "vlbs": bias,
+              "ivlas": ivlas(relevance, bias)}  # fmt: skip
+    return {k: (v if not isinstance(v, float) or math.isfinite(v) else None)
+            for k, v in values.items()}  # fmt: skip
+
+
+def _stereotype_outputs(
+    config: HarnessReportConfig,
+    key: HarnessKey,
+    chosen: Mapping[int, str | None],
+    model: str,
+    section: dict[str, Any],
+) -> tuple[Path, str]:
+    """The standard stereotype ``benchmark.json`` and ``report.md`` of the main split's
+    answers (:func:`contrastkit.evaluators.stereotype.stereotype_benchmark`), lmss / vlss
+    marked not available, the ``harness`` section added."""
+    from contrastkit.evaluators.report.results import jsonable
+    from contrastkit.evaluators.stereotype import stereotype_benchmark, stereotype_markdown
+    from contrastkit.evaluators.tasks.stereotype import RAW_FILE
+
+    by_split = {
+        split: _stereotype_records(
+            [item for item in key.items if item.split == split], chosen, config.export
+        )
+        for split in key.datasets
+    }
+    if not by_split["main"]:
+        raise DataFormatError(
+            config.predictions[0], None, None,
+            "no answer of the main split could be read: nothing to compute (check the "
+            "files are this export's predictions)",
+        )  # fmt: skip
+    benchmark = stereotype_benchmark(
+        by_split["main"], model=model, data=[str(config.export)], bootstrap=config.bootstrap,
+        confidence=config.confidence, seed=config.seed,
+    )  # fmt: skip
+    benchmark["blank_image"] = None
+    benchmark["metadata"]["experiment_desc"] = "HARNESS-MCQ"
+    benchmark["metadata"]["n_unparseable"] = section["counts"]["main"]["unparseable"]
+    benchmark["shifting"]["available"] = False
+    benchmark["shifting"]["reason"] = SHIFTING_UNAVAILABLE
+    section["stereotype_by_split"] = {
+        split: _probe_headline(records) for split, records in by_split.items() if records
+    }
+    benchmark["harness"] = jsonable(section)
+    raw = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in by_split["main"])
+    atomic_write_text(config.out / RAW_FILE, raw)
+    results_file = config.out / "benchmark.json"
+    atomic_write_text(results_file, json.dumps(benchmark, indent=2, allow_nan=False) + "\n")
+    report = stereotype_markdown(benchmark).split("## Intra- and inter-modal bias")[0]
+    markdown = "\n".join(
+        [report.rstrip("\n"), "",
+         "## Intra- and inter-modal bias (lmss, vlss; Sec. 3.5)", "",
+         f"Not available from a harness: {SHIFTING_UNAVAILABLE}.", "",
+         *_harness_markdown(section)]
+    ).rstrip() + "\n"  # fmt: skip
+    atomic_write_text(config.out / "report.md", markdown)
+    return results_file, markdown
+
+
+# -- reading the results back (``contrastkit report``) ---------------------------------------
+
+
+def read_harness_results(path: str | Path) -> dict[str, Any] | None:
+    """The ``harness_results.json`` :func:`harness_report` writes for a contrast set (the
+    file, or a folder holding it and no ``benchmark.json``), or ``None`` for anything
+    else (a benchmark).
+
+    Raises:
+        DataFormatError: a ``harness_results.json`` that is not a JSON object or has no
+            ``harness`` section.
+    """
+    from contrastkit.records import read_json_object
+
+    path = Path(path)
+    if path.is_dir():
+        if (path / "benchmark.json").is_file() or not (path / RESULTS_FILE).is_file():
+            return None
+        path = path / RESULTS_FILE
+    if not path.is_file() or path.suffix.lower() != ".json":
+        return None
+    data = read_json_object(path, "harness results")
+    if not str(data.get("task", "")).startswith("harness-"):
+        return None
+    section = data.get("harness")
+    if not isinstance(section, dict) or not isinstance(section.get("counts"), dict):
+        raise DataFormatError(path, None, "harness", "harness results without their section")
+    return data
+
+
+def harness_results_markdown(results: Mapping[str, Any]) -> str:
+    """The report of one ``harness_results.json`` (its ``report.md``; what
+    ``contrastkit report`` prints for it)."""
+    section = results["harness"]
+    note = results.get("weights_note")
+    return "\n".join(
+        [f"# {section['set_kind']} set through {section['harness']}: `{results['model']}`", "",
+         *([f"**{note}**", ""] if note else []), *_harness_markdown(section)]
+    ).rstrip() + "\n"  # fmt: skip
+
+
+def harness_headline(results: Mapping[str, Any]) -> dict[str, Any]:
+    """The headline of a ``harness_results.json`` (``contrastkit report --json``):
+    ``task`` (``harness-contrast``), ``model``, ``random_weights``, ``weights_note``,
+    ``harness``, ``set_kind``, ``counts`` (per split) and ``figures`` (the set's own,
+    main split)."""
+    section = results["harness"]
+    return {
+        "task": results.get("task"),
+        "model": results.get("model"),
+        "random_weights": bool(results.get("random_weights")),
+        "weights_note": results.get("weights_note"),
+        "harness": section.get("harness"),
+        "set_kind": section.get("set_kind"),
+        "counts": section.get("counts"),
+        "figures": section.get("figures"),
+    }

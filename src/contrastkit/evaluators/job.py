@@ -740,14 +740,23 @@ def compare_results(config: ReportConfig) -> Comparison:
     inputs give both, VisoGender first. Stereotype-probing results give VLStereoSet's
     Tables 3 and 4 with the reference models
     (:func:`~contrastkit.evaluators.stereotype.stereotype_comparison_markdown`), after
-    the others. ``results`` and ``headlines`` keep the order given (a contrast headline
-    has ``task: "contrast"``, a stereotype one ``task: "stereotype"``).
+    the others. The ``harness_results.json`` that ``contrastkit report
+    --harness-predictions`` writes for a contrast set (or its folder) gives its harness
+    tables (:func:`~contrastkit.evaluators.harness.harness_results_markdown`).
+    ``results`` and ``headlines`` keep the order given, harness results last (a contrast
+    headline has ``task: "contrast"``, a stereotype one ``task: "stereotype"``, a harness
+    one ``task: "harness-contrast"``).
 
     Raises:
         ResourceError: ``out`` cannot be written (checked before anything is read).
         DataFormatError: a missing or malformed benchmark file.
     """
     from contrastkit.evaluators.contrast import contrast_headline, read_contrast_benchmark
+    from contrastkit.evaluators.harness import (
+        harness_headline,
+        harness_results_markdown,
+        read_harness_results,
+    )
     from contrastkit.evaluators.report import comparison_markdown
     from contrastkit.evaluators.report.markdown import contrast_comparison_markdown
     from contrastkit.evaluators.report.plots import write_comparison_plots
@@ -762,7 +771,12 @@ def compare_results(config: ReportConfig) -> Comparison:
     loaded: list[dict[str, Any]] = []
     kinds: list[bool] = []  # True: a contrast-set benchmark
     probed: list[bool] = []  # True: a stereotype benchmark
+    answered: list[dict[str, Any]] = []  # harness_results.json (no benchmark)
     for path in config.results:
+        harness_results = read_harness_results(path)
+        if harness_results is not None:
+            answered.append(harness_results)
+            continue
         probes = read_stereotype_benchmark(path)
         contrast = read_contrast_benchmark(path) if probes is None else None
         probed.append(probes is not None)
@@ -779,6 +793,7 @@ def compare_results(config: ReportConfig) -> Comparison:
     parts = [comparison_markdown(visogender)] if visogender else []
     parts += [contrast_comparison_markdown(contrasts)] if contrasts else []
     parts += [stereotype_comparison_markdown(stereotypes)] if stereotypes else []
+    parts += [harness_results_markdown(r) for r in answered]
     text = "\n".join(parts)
     if config.out is not None:
         plots = write_comparison_plots(visogender, config.out.parent, config.out.stem)
@@ -787,5 +802,5 @@ def compare_results(config: ReportConfig) -> Comparison:
     headlines = tuple(
         stereotype_headline(r) if probe else contrast_headline(r) if flag else headline(r)
         for r, flag, probe in zip(loaded, kinds, probed, strict=True)
-    )
-    return Comparison(text, tuple(loaded), headlines, config.out)
+    ) + tuple(harness_headline(r) for r in answered)
+    return Comparison(text, (*loaded, *answered), headlines, config.out)
