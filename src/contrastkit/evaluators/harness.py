@@ -62,7 +62,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -71,6 +71,7 @@ from typing import Any
 from contrastkit import __version__
 from contrastkit.config import require
 from contrastkit.errors import ConfigError, DataFormatError
+from contrastkit.evaluators.raw import dumps_jsonl
 from contrastkit.harness_key import HarnessKey, KeyItem, parse_choice, read_key
 from contrastkit.io import atomic_write_text, check_writable
 
@@ -501,6 +502,26 @@ def _stereotype_figures(
     }
 
 
+def _records_by_split(
+    key: HarnessKey,
+    config: HarnessReportConfig,
+    records: Callable[[list[KeyItem]], list[dict[str, Any]]],
+) -> dict[str, list[dict[str, Any]]]:
+    """The raw records of each split's answered items (``records`` of the split's key
+    items); an error when no answer of the main split could be read."""
+    by_split = {
+        split: records([item for item in key.items if item.split == split])
+        for split in key.datasets
+    }
+    if not by_split["main"]:
+        raise DataFormatError(
+            config.predictions[0], None, None,
+            "no answer of the main split could be read: nothing to compute (check the "
+            "files are this export's predictions)",
+        )  # fmt: skip
+    return by_split
+
+
 def _visogender_records(
     items: Sequence[KeyItem], chosen: Mapping[int, str | None], model: str, source: Path
 ) -> list[dict[str, Any]]:
@@ -779,7 +800,7 @@ def harness_report(config: HarnessReportConfig) -> HarnessReport:
     config.out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(
         config.out / "raw_harness.jsonl",
-        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in raw),
+        dumps_jsonl(raw),
     )
     files = [config.out / "raw_harness.jsonl"]
     if key.set_kind == "visogender":
@@ -830,18 +851,9 @@ def _visogender_outputs(
     from contrastkit.evaluators.runner import EvalConfig, ScoredRun
     from contrastkit.evaluators.tasks.resolution import summarize_resolution
 
-    by_split = {
-        split: _visogender_records(
-            [item for item in key.items if item.split == split], chosen, model, config.export
-        )
-        for split in key.datasets
-    }
-    if not by_split["main"]:
-        raise DataFormatError(
-            config.predictions[0], None, None,
-            "no answer of the main split could be read: nothing to compute (check the "
-            "files are this export's predictions)",
-        )  # fmt: skip
+    by_split = _records_by_split(
+        key, config, lambda items: _visogender_records(items, chosen, model, config.export)
+    )
     eval_config = EvalConfig(
         tasks=("resolution",), neutral=True, protocol="visogender-official",
         bootstrap=config.bootstrap, confidence=config.confidence, seed=config.seed,
@@ -863,7 +875,7 @@ def _visogender_outputs(
         compared["reversed"] = _resolution_headline(summary)
     section["resolution_by_split"] = compared
     results["harness"] = jsonable(section)
-    raw = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in by_split["main"])
+    raw = dumps_jsonl(by_split["main"])
     atomic_write_text(config.out / "raw_resolution.jsonl", raw)
     files = write_outputs({name: results}, config.out)
     report = files["report"].read_text(encoding="utf-8").rstrip("\n").split("\n")
@@ -945,18 +957,9 @@ def _stereotype_outputs(
     from contrastkit.evaluators.stereotype import stereotype_benchmark, stereotype_markdown
     from contrastkit.evaluators.tasks.stereotype import RAW_FILE
 
-    by_split = {
-        split: _stereotype_records(
-            [item for item in key.items if item.split == split], chosen, config.export
-        )
-        for split in key.datasets
-    }
-    if not by_split["main"]:
-        raise DataFormatError(
-            config.predictions[0], None, None,
-            "no answer of the main split could be read: nothing to compute (check the "
-            "files are this export's predictions)",
-        )  # fmt: skip
+    by_split = _records_by_split(
+        key, config, lambda items: _stereotype_records(items, chosen, config.export)
+    )
     benchmark = stereotype_benchmark(
         by_split["main"], model=model, data=[str(config.export)], bootstrap=config.bootstrap,
         confidence=config.confidence, seed=config.seed,
@@ -970,7 +973,7 @@ def _stereotype_outputs(
         split: _probe_headline(records) for split, records in by_split.items() if records
     }
     benchmark["harness"] = jsonable(section)
-    raw = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in by_split["main"])
+    raw = dumps_jsonl(by_split["main"])
     atomic_write_text(config.out / RAW_FILE, raw)
     results_file = config.out / "benchmark.json"
     atomic_write_text(results_file, json.dumps(benchmark, indent=2, allow_nan=False) + "\n")
