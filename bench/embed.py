@@ -8,6 +8,9 @@ a temporary folder: the size of COCO person crops and of VisoGender's images.
 (f) forward: the model's image forward pass alone at ``--batch-size`` on preprocessed
     tensors already on the device, in the precision the scorer runs in
     (``DualEncoder.encode_pixels``; float16 autocast on CUDA by default). The ceiling.
+(w) workers alone: what the worker processes deliver (read, decode and, by the path,
+    preprocess or pack each batch), before any work in the main process or on the
+    device; with one worker this is the per-core cost that scales with the cores.
 (p) pipeline alone: ``contrastkit.pipeline.image_batches`` reading, decoding and
     preprocessing every file into batches on the device, with no model.
 (e) end to end: ``embed_images`` (the pipeline feeding the model), what GenSynth's
@@ -35,7 +38,7 @@ from PIL import Image
 from contrastkit.config import ModelConfig
 from contrastkit.evaluators.models import load_scorer
 from contrastkit.evaluators.models.base import DualEncoder
-from contrastkit.pipeline import auto_workers, embed_images, image_batches
+from contrastkit.pipeline import DECODE_MODES, auto_workers, embed_images, image_batches
 from contrastkit.samples import photo_crops
 
 SPEC = "open_clip:ViT-B-32/random"
@@ -80,6 +83,19 @@ def pipeline_rate(scorer: DualEncoder, paths: list[Any], batch_size: int) -> flo
     return len(paths) / (time.perf_counter() - start)
 
 
+def worker_rate(scorer: DualEncoder, paths: list[Path], batch_size: int, workers: int) -> float:
+    """(w): images/s of the worker processes' side of the pipeline alone."""
+    from contrastkit.pipeline.batches import _Item, _raw_batches, _resolve_mode
+
+    config = scorer.pipeline
+    mode = _resolve_mode(config, scorer.image_preprocess, scorer.device)
+    dataset = _Item(paths, scorer.image_preprocess, mode)
+    start = time.perf_counter()
+    for _ in _raw_batches(dataset, batch_size, workers, config, pin=False):
+        pass
+    return len(paths) / (time.perf_counter() - start)
+
+
 def end_to_end_rate(scorer: DualEncoder, paths: list[Path], batch_size: int) -> float:
     """(e): images/s of ``embed_images``."""
     start = time.perf_counter()
@@ -95,7 +111,7 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=None, help="32 on CPU, 256 on GPU")
     parser.add_argument("--images", type=int, default=None, help="512 on CPU, 20000 on GPU")
     parser.add_argument("--dtype", default="auto")
-    parser.add_argument("--decode", default="auto", choices=("auto", "pil", "tensor"))
+    parser.add_argument("--decode", default="auto", choices=DECODE_MODES)
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--quick", action="store_true", help="256 images")
     args = parser.parse_args()
@@ -110,9 +126,12 @@ def main() -> None:
     assert isinstance(scorer, DualEncoder)
     device = scorer.device
     workers = auto_workers(device) if args.workers is None else args.workers
+    from contrastkit.pipeline.batches import _resolve_mode
+
+    mode = _resolve_mode(scorer.pipeline, scorer.image_preprocess, device)
     print(
         f"{SPEC} (random weights), device {device} ({device_name(device)}), dtype {scorer.dtype}, "
-        f"batch {batch_size}, {n} JPEGs 320x240, decode {args.decode}, workers {workers}, "
+        f"batch {batch_size}, {n} JPEGs 320x240, decode {args.decode} ({mode}), workers {workers}, "
         f"torch threads {torch.get_num_threads()}"
     )
     with tempfile.TemporaryDirectory() as tmp:
@@ -121,10 +140,13 @@ def main() -> None:
         print(f"wrote the workload in {time.perf_counter() - start:.1f} s")
         end_to_end_rate(scorer, paths[: 2 * batch_size], batch_size)  # warm-up (cuDNN, nvJPEG)
         forward = forward_rate(scorer, batch_size, max(4 * batch_size, min(n, 64 * batch_size)))
+        by_workers = worker_rate(scorer, paths, batch_size, workers)
         piped = pipeline_rate(scorer, paths, batch_size)
         whole = end_to_end_rate(scorer, paths, batch_size)
     target = 0.8 if device.type == "cuda" else 0.9
     print(f"(f) forward pass alone:        {forward:9.1f} images/s  (the ceiling)")
+    print(f"(w) workers alone:             {by_workers:9.1f} images/s  = "
+          f"{by_workers / max(workers, 1):.1f} per worker")  # fmt: skip
     print(f"(p) pipeline alone, no model:  {piped:9.1f} images/s  = {piped / forward:.1f}x (f)"
           f"  [target >= 3x: {'met' if piped >= 3 * forward else 'NOT met'}]")  # fmt: skip
     print(f"(e) pipeline + model:          {whole:9.1f} images/s  = {100 * whole / forward:.0f}% "

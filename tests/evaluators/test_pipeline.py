@@ -70,14 +70,16 @@ def test_the_odd_files_are_what_they_claim(odd_files: list[Path]) -> None:
     assert decode(odd_files[5]).size == (200, 300)  # orientation 6 turns the 300x200 crop
 
 
+@pytest.mark.parametrize("mode", ["tensor", "worker"])
 @pytest.mark.parametrize("family", DUAL)
 def test_fast_path_embeddings_match_the_model_s_own_pil_preprocessing(
-    family: str, tiny_specs: dict[str, str], odd_files: list[Path]
+    family: str, mode: str, tiny_specs: dict[str, str], odd_files: list[Path]
 ) -> None:
-    """The tensor path (torchvision decoding + the model's transforms as tensor ops) gives
-    the embeddings of the model's own preprocessing of the Pillow-decoded image."""
+    """The tensor paths (torchvision decoding on the device or in the workers + the
+    model's transforms as tensor ops) give the embeddings of the model's own
+    preprocessing of the Pillow-decoded image."""
     reference = load_scorer(tiny_specs[family], ModelConfig(device="cpu", decode="pil"))
-    fast = load_scorer(tiny_specs[family], ModelConfig(device="cpu", decode="tensor"))
+    fast = load_scorer(tiny_specs[family], ModelConfig(device="cpu", decode=mode))
     by_pil = reference.encode_images([decode(path) for path in odd_files])
     by_model = reference.encode_images(odd_files)  # decoded in worker processes
     by_tensor = fast.encode_images(odd_files)
@@ -116,19 +118,80 @@ def test_sources_are_decoded_in_worker_processes() -> None:
         list(image_batches(sources, batch_size=2, config=PipelineConfig(workers=0)))
 
 
-def test_a_broken_or_missing_file_is_a_located_error(tmp_path: Path) -> None:
-    good = tmp_path / "good.png"
+@pytest.mark.parametrize("mode", ["pil", "worker", "tensor"])
+def test_a_broken_or_missing_file_is_a_located_error(
+    mode: str, tmp_path: Path, tiny_specs: dict[str, str]
+) -> None:
+    """On every path the batches before the bad image arrive, then its error names it
+    (raised in the caller, also when a background thread prepares the batches)."""
+    preprocess = None
+    if mode != "pil":
+        scorer = load_scorer(tiny_specs["open_clip"], ModelConfig(device="cpu"))
+        preprocess = scorer.image_preprocess  # type: ignore[attr-defined]
+    good = tmp_path / "good.jpg"
     Image.new("RGB", (10, 10)).save(good)
     broken = tmp_path / "broken.jpg"
     broken.write_bytes(b"\xff\xd8\xff\xe0 not really a jpeg")
     missing = tmp_path / "missing.jpg"
+    config = PipelineConfig(decode=mode, workers=1)  # type: ignore[arg-type]
     for bad, words in ((broken, "cannot be decoded"), (missing, "not found")):
-        batches = image_batches([good, good, bad], batch_size=2)
+        batches = image_batches(
+            [good, good, bad], batch_size=2, preprocess=preprocess, config=config
+        )
         first = next(batches)
         assert list(first.indices) == [0, 1]  # the batches before the bad one arrive
         with pytest.raises(DataFormatError, match=words) as caught:
             next(batches)
         assert str(bad) in str(caught.value)
+
+
+@pytest.mark.parametrize("workers", [0, 1])
+def test_worker_decoding_packs_mixed_sizes_into_the_reference_pixels(
+    workers: int, tiny_specs: dict[str, str], odd_files: list[Path]
+) -> None:
+    """``decode="worker"``: images of different sizes and formats (PNG, CMYK, 16-bit,
+    grey, EXIF-rotated JPEGs) packed into one buffer per batch, in worker processes or in
+    threads, come out as the model's own preprocessing of each image, in input order."""
+    scorer = load_scorer(tiny_specs["open_clip"], ModelConfig(device="cpu"))
+    preprocess = scorer.image_preprocess  # type: ignore[attr-defined]
+    sources = odd_files + odd_files[::-1]
+    expected = torch.stack([preprocess(decode(path)) for path in sources])
+    batches = list(
+        image_batches(
+            sources,
+            batch_size=5,
+            preprocess=preprocess,
+            config=PipelineConfig(decode="worker", workers=workers),
+        )
+    )
+    assert [len(b.indices) for b in batches] == [5, 5, 4]
+    pixels = torch.cat([b.pixels for b in batches if b.pixels is not None])
+    assert torch.equal(pixels, expected)
+
+
+def test_stopping_early_ends_the_background_thread_and_the_workers(
+    tiny_specs: dict[str, str], odd_files: list[Path]
+) -> None:
+    """A caller that stops after the first batch (``break``) leaves no pipeline thread
+    and no worker process behind."""
+    import multiprocessing
+    import threading
+
+    scorer = load_scorer(tiny_specs["open_clip"], ModelConfig(device="cpu"))
+    batches = image_batches(
+        odd_files * 4,
+        batch_size=2,
+        preprocess=scorer.image_preprocess,  # type: ignore[attr-defined]
+        config=PipelineConfig(decode="worker", workers=1),
+    )
+    first = next(batches)
+    assert first.pixels is not None and first.pixels.shape[0] == 2
+    assert any(t.name == "contrastkit-pipeline" for t in threading.enumerate())
+    batches.close()
+    assert not any(t.name == "contrastkit-pipeline" for t in threading.enumerate())
+    for child in multiprocessing.active_children():
+        child.join(timeout=10)
+    assert not multiprocessing.active_children()
 
 
 def test_embed_images_takes_every_kind_of_source(
@@ -242,13 +305,14 @@ def test_fast_pipeline_and_pil_path_make_the_same_decisions(
     path and once through Pillow in the workers: the same scores, so the same decisions."""
     scorer = load_scorer(tiny_specs["open_clip"], ModelConfig(device="cpu", batch_size=64))
     runs = {}
-    for mode in ("pil", "tensor"):
+    for mode in ("pil", "tensor", "worker"):
         scorer.pipeline = PipelineConfig(decode=mode)  # type: ignore[attr-defined]
         runs[mode] = _scored(official_workload, scorer, tmp_path / mode)
-    assert [r["predicted_with_neutral"] for r in runs["pil"]] == [
-        r["predicted_with_neutral"] for r in runs["tensor"]
-    ]
-    assert [r["scores"] for r in runs["pil"]] == [r["scores"] for r in runs["tensor"]]
+    for mode in ("tensor", "worker"):
+        assert [r["predicted_with_neutral"] for r in runs["pil"]] == [
+            r["predicted_with_neutral"] for r in runs[mode]
+        ]
+        assert [r["scores"] for r in runs["pil"]] == [r["scores"] for r in runs[mode]]
 
 
 @pytest.mark.slow
@@ -265,11 +329,12 @@ def test_vit_b_32_embeds_the_official_workload_alike_on_both_paths(
     sources = [loader.source(item) for item in load_items(official_workload)][:240]
     scorer = load_scorer("open_clip:ViT-B-32/random", ModelConfig(device="cpu", batch_size=64))
     vectors = {}
-    for mode in ("pil", "tensor"):  # one model: random weights differ from load to load
+    for mode in ("pil", "tensor", "worker"):  # one model: weights differ from load to load
         scorer.pipeline = PipelineConfig(decode=mode)  # type: ignore[attr-defined]
         vectors[mode] = scorer.encode_images(sources)
     assert vectors["pil"].shape == (240, 512)
     np.testing.assert_array_equal(vectors["pil"], vectors["tensor"])
+    np.testing.assert_array_equal(vectors["pil"], vectors["worker"])
 
 
 @pytest.mark.slow

@@ -1,37 +1,54 @@
 """Ready batches of preprocessed images for a model, with I/O, decoding and preprocessing
 overlapped with the model's own compute.
 
-Two paths, chosen by :class:`PipelineConfig` ``decode``:
+Three paths, chosen by :class:`PipelineConfig` ``decode``:
 
 * ``"pil"``: worker processes (a torch ``DataLoader``) open each source, decode it with
   Pillow (:func:`~contrastkit.pipeline.sources.decode`) and run the model's reference
   preprocessing; batches arrive stacked, in pinned memory when the model is on CUDA.
   The numbers are those of the model's own PIL preprocessing, exactly.
+* ``"worker"``: the workers decode each image to ``uint8`` pixels (baseline RGB or grey
+  JPEGs with ``torchvision.io.decode_jpeg`` on the CPU, the same libjpeg-turbo
+  arithmetic as Pillow; anything else with the reference decoding rule), turned as the
+  EXIF tag says, and pack a batch's pixels into one buffer (one shared-memory segment per
+  batch, pinned for a CUDA model). The model's transforms run on the batch as tensor ops
+  on the model's device (:class:`~contrastkit.pipeline.preprocess.Preprocess`). Decoding
+  is a quarter of the reference path's work per image and scales with the workers; the
+  float work (resize, crop, normalise) moves to the device. The numbers equal the
+  reference bit for bit on any device (the resize is Pillow's own arithmetic).
 * ``"tensor"``: the workers only read the encoded bytes (and the EXIF orientation from
   the header). Baseline JPEGs in RGB or grey are decoded on the model's device with
   ``torchvision.io.decode_jpeg`` in one call per batch (nvJPEG on CUDA), turned as their
-  EXIF tag says, and preprocessed by the model's own transforms as tensor ops there
-  (:class:`~contrastkit.pipeline.preprocess.Preprocess`). Any other image (PNG, CMYK or
-  16-bit, a crop, a decoded image) is decoded by Pillow in the worker and sent as
-  ``uint8`` pixels; a JPEG the device decoder refuses is decoded by Pillow instead. The
-  embeddings agree with the reference within the tolerance documented in
-  ``docs/pipeline.md``.
+  EXIF tag says, and preprocessed as tensor ops there. Any other image (PNG, CMYK or
+  16-bit, a crop, a decoded image) is decoded by Pillow in the worker and preprocessed
+  by the reference path there; a JPEG the device decoder refuses is decoded by Pillow
+  instead. On CUDA the embeddings agree with the reference within the tolerance
+  documented in ``docs/pipeline.md`` (nvJPEG's inverse DCT is not libjpeg's).
 
-``"auto"`` is ``"tensor"`` when the model is on CUDA and its preprocessing has a tensor
-path, else ``"pil"``. Inputs that are all decoded PIL images skip the worker processes
-(there is nothing to decode): threads run the preprocessing.
+``"auto"`` is ``"worker"`` when the model is on CUDA and its preprocessing has a tensor
+path, else ``"pil"`` (on the CPU the model's own threads need the main process, so all
+the preprocessing stays in the workers). Inputs that are all decoded PIL images skip the
+worker processes (there is nothing to decode): threads run the preprocessing.
+
+In the ``"worker"`` and ``"tensor"`` paths the device-side work of the next batches
+(transfer, decoding, preprocessing) runs on a background thread, on its own CUDA stream
+when the model is on a GPU, while the caller runs the model on this batch.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
+import queue
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from PIL import Image
 
@@ -125,31 +142,112 @@ class _Item:
                 source = source.load()
             if self.mode == "tensor":
                 return self._for_device(source)
+            if self.mode == "worker":
+                return self._pixels(source)
             image = decode(source)
             return image if self.preprocess is None else self.preprocess(image)
         except DECODE_ERRORS as error:
             return DecodeFailure.of(index, error)
 
+    def collate(self, items: list[Any]) -> tuple[Any, list[DecodeFailure]]:
+        """One batch's items as the main process takes them: the first failures, else
+        packed pixels (``worker``), one stacked tensor (preprocessed rows) or the list."""
+        failures = [item for item in items if isinstance(item, DecodeFailure)]
+        if failures:
+            return None, failures
+        if self.mode == "worker" and self.preprocess is not None:
+            return _Packed.of(items), []
+        if items and all(isinstance(item, torch.Tensor) for item in items):
+            return torch.stack(items), []  # preprocessed rows: one transfer for the batch
+        return items, []
+
     def _for_device(self, source: Any) -> Any:
         """A JPEG the device can decode, as bytes; anything else (PNG, CMYK, 16-bit, a
         crop, a decoded image) preprocessed here by the reference path."""
-        encoded = encoded_bytes(source)
+        encoded = _encoded(source)
         if encoded is not None:
-            data = encoded if isinstance(encoded, bytes) else Path(encoded).read_bytes()
-            with Image.open(io.BytesIO(data)) as header:  # reads the header only
-                if header.format == "JPEG" and header.mode in ("RGB", "L"):
-                    return _Jpeg(data, exif_orientation(header))
+            jpeg = _baseline_jpeg(encoded)
+            if jpeg is not None:
+                return jpeg
+            source = encoded  # read once
         assert self.preprocess is not None
         return self.preprocess(decode(source))
 
+    def _pixels(self, source: Any) -> torch.Tensor:
+        """``uint8`` ``(3, H, W)`` RGB pixels of ``source`` as the reference decodes them:
+        a baseline JPEG by torchvision's libjpeg-turbo (Pillow's arithmetic, faster than
+        going through a PIL image), anything else by the reference rule itself."""
+        from torchvision.io import ImageReadMode, decode_jpeg
 
-def _collate(items: list[Any]) -> tuple[Any, list[DecodeFailure]]:
-    failures = [item for item in items if isinstance(item, DecodeFailure)]
-    if failures:
-        return None, failures
-    if items and all(isinstance(item, torch.Tensor) for item in items):
-        return torch.stack(items), []  # preprocessed rows: one transfer for the batch
-    return items, []
+        encoded = _encoded(source)
+        if encoded is not None:
+            jpeg = _baseline_jpeg(encoded)
+            if jpeg is not None:
+                try:
+                    pixels = decode_jpeg(jpeg.tensor(), mode=ImageReadMode.RGB)
+                except RuntimeError:  # refused: Pillow decides below
+                    pass
+                else:
+                    return orient_tensor(pixels, jpeg.orientation)
+            source = encoded  # read once
+        return torch.from_numpy(np.array(decode(source))).permute(2, 0, 1)
+
+
+def _encoded(source: Any) -> bytes | None:
+    """The encoded bytes of ``source`` (a file is read), ``None`` for a decoded image or
+    a callable."""
+    encoded = encoded_bytes(source)
+    if encoded is None or isinstance(encoded, bytes):
+        return encoded
+    return Path(encoded).read_bytes()
+
+
+def _baseline_jpeg(data: bytes) -> _Jpeg | None:
+    """``data`` as a JPEG the JPEG decoders take (RGB or grey), with its EXIF orientation
+    read from the header; ``None`` for anything else."""
+    with Image.open(io.BytesIO(data)) as header:  # reads the header only
+        if header.format == "JPEG" and header.mode in ("RGB", "L"):
+            return _Jpeg(data, exif_orientation(header))
+    return None
+
+
+@dataclass
+class _Packed:
+    """A batch of ``uint8`` images end to end in one buffer, and each image's
+    ``(C, H, W)``: one shared-memory segment from a worker, one pinned copy and one
+    transfer to the device per batch."""
+
+    flat: torch.Tensor
+    shapes: list[tuple[int, ...]]
+
+    @classmethod
+    def of(cls, images: Sequence[torch.Tensor]) -> _Packed:
+        shapes = [tuple(image.shape) for image in images]
+        total = sum(image.numel() for image in images)
+        if torch.utils.data.get_worker_info() is not None:  # straight into shared memory
+            storage = torch.UntypedStorage._new_shared(total)  # type: ignore[no-untyped-call]
+            flat = torch.empty(0, dtype=torch.uint8).set_(storage)
+        else:
+            flat = torch.empty(total, dtype=torch.uint8)
+        offset = 0
+        for image in images:
+            flat[offset : offset + image.numel()].view(image.shape).copy_(image)
+            offset += image.numel()
+        return cls(flat, shapes)
+
+    def __len__(self) -> int:
+        return len(self.shapes)
+
+    def pin_memory(self) -> _Packed:
+        """Called by the ``DataLoader``'s pinning thread for a CUDA model."""
+        return _Packed(self.flat.pin_memory(), self.shapes)
+
+    def images(self, device: torch.device) -> list[torch.Tensor]:
+        """The images on ``device``, as views of one transferred buffer."""
+        flat = self.flat.to(device, non_blocking=True)
+        sizes = [int(np.prod(shape)) for shape in self.shapes]
+        parts = flat.split(sizes)  # type: ignore[no-untyped-call]
+        return [part.view(shape) for part, shape in zip(parts, self.shapes, strict=True)]
 
 
 # -- the main process ---------------------------------------------------------------------
@@ -229,7 +327,7 @@ def _resolve_mode(
     if preprocess is None or not preprocess.tensor_ready:
         return "pil"
     if config.decode == "auto":
-        return "tensor" if device.type == "cuda" else "pil"
+        return "worker" if device.type == "cuda" else "pil"
     return config.decode
 
 
@@ -248,7 +346,7 @@ def _raw_batches(
         batch_size=batch_size,
         shuffle=False,
         num_workers=min(workers, max(1, -(-n // batch_size))),
-        collate_fn=_collate,
+        collate_fn=dataset.collate,
         pin_memory=pin,
         prefetch_factor=config.prefetch,
         multiprocessing_context="fork",
@@ -273,7 +371,86 @@ def _thread_batches(dataset: _Item, batch_size: int) -> Iterator[tuple[Any, list
         for number, _ in enumerate(starts):
             items = [future.result() for future in pending]
             pending = submit(starts[number + 1]) if number + 1 < len(starts) else []
-            yield _collate(items)
+            yield dataset.collate(items)
+
+
+_END = object()  # the background thread is done
+_RAISED = object()  # the background thread raised: the exception follows
+
+
+def _in_background(
+    raw: Iterator[Any],
+    prepare: Callable[[Any], ImageBatch],
+    device: torch.device,
+    depth: int,
+) -> Iterator[ImageBatch]:
+    """``prepare`` applied to each of ``raw`` on a background thread, up to ``depth``
+    batches ahead of the caller, so the device-side work of the next batches (transfer,
+    decoding, preprocessing, and the Python that launches it) overlaps the caller's
+    model. On CUDA the thread works on its own stream; the caller's stream waits for each
+    batch's work before using it, and the allocator is told the caller's stream uses its
+    pixels. An exception in the thread is raised here, at the batch that caused it;
+    closing this generator (a ``break`` in the caller) stops the thread and the workers.
+    """
+    ready: queue.Queue[tuple[Any, Any]] = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    stream = None
+    if device.type == "cuda":
+        stream = torch.cuda.Stream(device)  # type: ignore[no-untyped-call]
+
+    def offer(entry: tuple[Any, Any]) -> bool:
+        while not stop.is_set():
+            try:
+                ready.put(entry, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def work() -> None:
+        context = torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext()
+        try:
+            with context:
+                for item in raw:
+                    batch = prepare(item)
+                    event = None
+                    if stream is not None:
+                        event = torch.cuda.Event()  # type: ignore[no-untyped-call]
+                        event.record(stream)
+                    if not offer((batch, event)):
+                        return
+        except BaseException as error:  # raised again in the caller
+            offer((_RAISED, error))
+            return
+        finally:
+            close = getattr(raw, "close", None)
+            if close is not None:
+                close()  # shuts the worker processes down
+        offer((_END, None))
+
+    thread = threading.Thread(target=work, name="contrastkit-pipeline", daemon=True)
+    thread.start()
+    try:
+        while True:
+            try:
+                batch, event = ready.get(timeout=0.5)
+            except queue.Empty:
+                if thread.is_alive() or not ready.empty():
+                    continue
+                raise RuntimeError("the pipeline's thread ended without a result") from None
+            if batch is _END:
+                return
+            if batch is _RAISED:
+                raise event
+            if event is not None:
+                current = torch.cuda.current_stream(device)
+                current.wait_event(event)
+                if batch.pixels is not None:
+                    batch.pixels.record_stream(current)
+            yield batch
+    finally:
+        stop.set()
+        thread.join()
 
 
 def image_batches(
@@ -308,17 +485,23 @@ def image_batches(
     mode = _resolve_mode(config, preprocess, device)
     workers = auto_workers(device) if config.workers is None else config.workers
     dataset = _Item(sources, preprocess, mode)
-    pin = device.type == "cuda" and mode == "pil" and preprocess is not None
+    pin = device.type == "cuda" and mode in ("pil", "worker") and preprocess is not None
     fail = on_error or (lambda f: f.error(sources[f.index]))
     start = 0
-    for items, failures in _raw_batches(dataset, batch_size, workers, config, pin):
+
+    def assemble(raw: tuple[Any, list[DecodeFailure]]) -> ImageBatch:
+        """One batch of the workers' items, ready for the model (run in order)."""
+        nonlocal start
+        items, failures = raw
         if failures:
             raise fail(failures[0])
         indices = range(start, start + len(items))
         start += len(items)
         if preprocess is None:
-            yield ImageBatch(indices, images=list(items))
-        elif mode == "tensor":
+            return ImageBatch(indices, images=list(items))
+        if mode == "worker":
+            return ImageBatch(indices, pixels=preprocess.tensors(items.images(device), device))
+        if mode == "tensor":
 
             def reference(n: int, offset: int = indices.start) -> torch.Tensor:
                 try:
@@ -326,7 +509,13 @@ def image_batches(
                 except DECODE_ERRORS as error:
                     raise fail(DecodeFailure.of(offset + n, error)) from error
 
-            pixels = _device_batch(list(items), preprocess, device, reference)
-            yield ImageBatch(indices, pixels=pixels)
-        else:
-            yield ImageBatch(indices, pixels=items.to(device, non_blocking=True))
+            return ImageBatch(
+                indices, pixels=_device_batch(list(items), preprocess, device, reference)
+            )
+        return ImageBatch(indices, pixels=items.to(device, non_blocking=True))
+
+    raw = _raw_batches(dataset, batch_size, workers, config, pin)
+    if preprocess is not None and mode in ("worker", "tensor"):
+        yield from _in_background(raw, assemble, device, depth=config.prefetch)
+    else:
+        yield from map(assemble, raw)

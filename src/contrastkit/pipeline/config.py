@@ -9,8 +9,8 @@ from contrastkit.config import require
 
 __all__ = ["DECODE_MODES", "DecodeMode", "PipelineConfig"]
 
-DecodeMode = Literal["auto", "pil", "tensor"]
-DECODE_MODES: tuple[str, ...] = ("auto", "pil", "tensor")
+DecodeMode = Literal["auto", "pil", "worker", "tensor"]
+DECODE_MODES: tuple[str, ...] = ("auto", "pil", "worker", "tensor")
 
 
 @dataclass(frozen=True)
@@ -20,7 +20,8 @@ class PipelineConfig:
     Attributes:
         workers: decoding worker processes; ``None`` picks :func:`auto_workers`, ``0``
             decodes in threads of the calling process.
-        decode: ``"auto"``, ``"pil"`` or ``"tensor"`` (module docstring).
+        decode: ``"auto"``, ``"pil"``, ``"worker"`` or ``"tensor"``
+            (:mod:`contrastkit.pipeline.batches`).
         prefetch: batches each worker prepares ahead of the model.
     """
 
