@@ -44,9 +44,13 @@ def read_raw(
     return records
 
 
+#: ``json.dumps(record, ensure_ascii=False)``, without building an encoder per record.
+_ENCODE = json.JSONEncoder(ensure_ascii=False).encode
+
+
 def dumps_jsonl(records: Iterable[Mapping[str, Any]]) -> str:
     """``records`` as JSON Lines (UTF-8 text kept as is)."""
-    return "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
+    return "".join(_ENCODE(record) + "\n" for record in records)
 
 
 class RawAppender:

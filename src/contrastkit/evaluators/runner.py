@@ -12,7 +12,12 @@ output folder after every batch (flushed to disk), so an interrupted run loses a
 batch. A later run with the same model reads them back and scores only what is missing:
 a record is reused when its key (row ID, image reference, template, candidate pronouns or
 query) and model spec match. When all is scored, the raw files are rewritten (temporary
-file, then rename) with exactly the records of this dataset, in dataset order.
+file, then rename) with exactly the records of this dataset, in dataset order (a file
+that already holds exactly those, as a first run appends them, is left as it is).
+
+Per batch, a dual encoder embeds the batch's images once and the batch's distinct texts
+(candidate captions, retrieval and flipped queries) in one ``encode_texts`` call; every
+record is then an index lookup into those matrices (:func:`_score_dual`).
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ from contrastkit.evaluators.tasks.retrieval import (
 )
 from contrastkit.interfaces import ImageTextScorer, PronounScorer
 from contrastkit.io import atomic_write_text
+from contrastkit.schema import Gender
 
 if TYPE_CHECKING:
     from contrastkit.pipeline import DecodeFailure
@@ -278,41 +284,19 @@ def score_dataset(
             new_flipped: list[dict[str, Any]] = []
             if dual:
                 assert isinstance(model, ImageTextScorer)
-                if hasattr(model, "cached_texts"):  # a caching adapter: warm its cache
-                    # with the batch's new captions in one batched text pass; the loop
-                    # below then only reads it (small text batches cost far more)
-                    model.encode_texts(
-                        [text for item in batch for case in missing_cases.get(item.key, [])
-                         for text in case.captions.values()]
-                        + [query_of[item.key].text for item in batch
-                           if item.key in retrieval_keys]
-                        + [flipped_of[item.key].text for item in batch
-                           if item.key in flipped_keys]
-                    )  # fmt: skip
                 embeddings = (
                     model.encode_pixels(images)  # type: ignore[attr-defined]
                     if isinstance(images, torch.Tensor)
                     else model.encode_images(images)
                 )
-                for item, embedding in zip(batch, embeddings, strict=True):
-                    for case in missing_cases.get(item.key, []):
-                        texts = case.captions
-                        sims = model.encode_texts(list(texts.values())) @ embedding
-                        new_resolution.append(
-                            case_record(
-                                case, dict(zip(texts, sims.tolist(), strict=True)), model.spec
-                            )
-                        )
-                    key = retrieval_keys.get(item.key)
-                    if key is not None and key not in done["retrieval"]:
-                        query = query_of[item.key]
-                        score = float(model.encode_texts([query.text])[0] @ embedding)
-                        new_retrieval.append(query_record(query, item, score, model.spec))
-                    key = flipped_keys.get(item.key)
-                    if key is not None and key not in done[FLIPPED_TASK]:
-                        query = flipped_of[item.key]
-                        score = float(model.encode_texts([query.text])[0] @ embedding)
-                        new_flipped.append(flipped_record(query, item, score, model.spec))
+                new_resolution, new_retrieval, new_flipped = _score_dual(
+                    model,
+                    batch,
+                    embeddings,
+                    missing_cases,
+                    _unscored(batch, retrieval_keys, query_of, done.get("retrieval", {})),
+                    _unscored(batch, flipped_keys, flipped_of, done.get(FLIPPED_TASK, {})),
+                )
             else:
                 assert isinstance(model, PronounScorer)
                 new_resolution = _score_captioning(model, batch, images, missing_cases, config.seed)
@@ -337,18 +321,29 @@ def score_dataset(
             writer.close()
     if "resolution" in tasks:
         run.resolution = [done["resolution"][case.key] for case in cases]
-        atomic_write_text(paths["resolution"], dumps_jsonl(run.resolution))
+        _finish(paths["resolution"], run.resolution, done["resolution"])
     if "retrieval" in tasks:
         run.retrieval = [
             done["retrieval"][retrieval_keys[item.key]] for item in query_of_items(queries)
         ]
-        atomic_write_text(paths["retrieval"], dumps_jsonl(run.retrieval))
+        _finish(paths["retrieval"], run.retrieval, done["retrieval"])
     if FLIPPED_TASK in tasks:
         run.retrieval_flipped = [
             done[FLIPPED_TASK][flipped_keys[item.key]] for item in query_of_items(flipped)
         ]
-        atomic_write_text(paths[FLIPPED_TASK], dumps_jsonl(run.retrieval_flipped))
+        _finish(paths[FLIPPED_TASK], run.retrieval_flipped, done[FLIPPED_TASK])
     return run
+
+
+def _finish(path: Path, records: Sequence[Mapping[str, Any]], written: Mapping[str, Any]) -> None:
+    """Rewrite the raw file ``path`` with exactly ``records``, in order, unless it holds
+    them already. It holds the records of ``written`` in its order (those kept when the
+    run started, then those appended), so when their keys are those of ``records``, in
+    order (a first run, or a rerun that appended in dataset order), it is left as is."""
+    if len(written) != len(records) or any(
+        key != record["key"] for key, record in zip(written, records, strict=True)
+    ):
+        atomic_write_text(path, dumps_jsonl(records))
 
 
 def _decoded(
@@ -373,6 +368,88 @@ def _decoded(
     ):
         images = batch.pixels if batch.pixels is not None else batch.images
         yield todo[batch.indices.start : batch.indices.stop], images
+
+
+def _unscored(
+    batch: Sequence[EvalItem],
+    keys: Mapping[str, str],
+    query_of: Mapping[str, RetrievalQuery],
+    done: Mapping[str, Any],
+) -> dict[str, RetrievalQuery]:
+    """The query of each item of ``batch`` whose record (key in ``keys``) is not in
+    ``done``, by item key."""
+    return {
+        item.key: query_of[item.key]
+        for item in batch
+        if item.key in keys and keys[item.key] not in done
+    }
+
+
+def _score_dual(
+    model: ImageTextScorer,
+    batch: Sequence[EvalItem],
+    embeddings: Any,
+    missing: Mapping[str, list[ResolutionCase]],
+    retrieval: Mapping[str, RetrievalQuery],
+    flipped: Mapping[str, RetrievalQuery],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The resolution, retrieval and flipped-retrieval records of one batch of a dual
+    encoder, from the batch's image ``embeddings`` (one row per item, unit norm).
+
+    The batch's distinct texts (its cases' candidate captions, its retrieval and flipped
+    queries) are embedded in one ``encode_texts`` call (which fills a caching adapter's
+    cache in one batched text pass); the records are then index lookups into that
+    matrix. Each similarity is the float32 product the per-case code computed before:
+    a case's candidate rows (one contiguous block, as ``encode_texts`` of the case's
+    captions returned them) times the image's embedding, and a query's row dotted with
+    it, so the raw scores are bit for bit those of earlier runs (a single
+    images x texts matrix product rounds differently in the last bit: a resumed run
+    would mix two roundings).
+    """
+    column: dict[str, int] = {}  # distinct text -> row of the text matrix
+    candidate_rows: list[int] = []  # every case's captions, case after case
+    plan: list[tuple[int, list[tuple[ResolutionCase, tuple[Gender, ...], int]]]] = []
+    for position, item in enumerate(batch):
+        cases = []
+        for case in missing.get(item.key, ()):
+            texts = case.captions
+            cases.append((case, tuple(texts), len(candidate_rows)))
+            candidate_rows.extend(column.setdefault(text, len(column)) for text in texts.values())
+        plan.append((position, cases))
+    for queries in (retrieval, flipped):
+        for text in (query.text for query in queries.values()):
+            column.setdefault(text, len(column))
+    matrix = model.encode_texts(list(column))
+    if not isinstance(matrix, np.ndarray) or not isinstance(embeddings, np.ndarray):
+        matrix, embeddings = _host(matrix), _host(embeddings)  # tensors: to the host once
+    candidates = matrix[candidate_rows]  # a copy: each case's rows contiguous
+    resolution: list[dict[str, Any]] = []
+    retrieval_records: list[dict[str, Any]] = []
+    flipped_records: list[dict[str, Any]] = []
+    spec = model.spec
+    for position, cases in plan:
+        embedding = embeddings[position]
+        for case, genders, start in cases:
+            sims = candidates[start : start + len(genders)] @ embedding
+            scores = dict(zip(genders, sims.tolist(), strict=True))
+            resolution.append(case_record(case, scores, spec))
+        item = batch[position]
+        query = retrieval.get(item.key)
+        if query is not None:
+            score = float(matrix[column[query.text]] @ embedding)
+            retrieval_records.append(query_record(query, item, score, spec))
+        query = flipped.get(item.key)
+        if query is not None:
+            score = float(matrix[column[query.text]] @ embedding)
+            flipped_records.append(flipped_record(query, item, score, spec))
+    return resolution, retrieval_records, flipped_records
+
+
+def _host(array: Any) -> np.ndarray:
+    """A float32 numpy array of ``array`` (a torch tensor on any device, or array-like)."""
+    if hasattr(array, "detach"):
+        array = array.detach().float().cpu().numpy()
+    return np.asarray(array, dtype=np.float32)
 
 
 def query_of_items(queries: Sequence[RetrievalQuery]) -> list[EvalItem]:
