@@ -40,8 +40,11 @@ class ModelConfig:
             so a missing model is a clear error, never a hang.
         workers: image-decoding worker processes (``None``: as many as suit the device,
             ``0``: threads of this process); :mod:`contrastkit.pipeline`.
-        decode: ``"auto"`` (on the GPU when the model is there), ``"pil"`` (Pillow in the
-            workers: the model's reference preprocessing, exactly) or ``"tensor"``.
+        decode: ``"pil"`` (Pillow and the model's own preprocessing in the workers),
+            ``"worker"`` (8-bit pixels decoded in the workers, the preprocessing as
+            tensor ops on the model's device), ``"tensor"`` (JPEGs decoded on the
+            model's device too: nvJPEG on CUDA) or ``"auto"`` (``"worker"`` on CUDA,
+            ``"pil"`` on the CPU); :mod:`contrastkit.pipeline.batches`.
     """
 
     device: str | None = None

@@ -255,20 +255,32 @@ needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA d
 
 
 @needs_cuda
+@pytest.mark.parametrize("mode", ["tensor", "worker"])
 @pytest.mark.parametrize("family", DUAL)
 def test_gpu_decoding_matches_the_reference_on_cuda(
-    family: str, tiny_specs: dict[str, str], odd_files: list[Path]
+    family: str, mode: str, tiny_specs: dict[str, str], odd_files: list[Path]
 ) -> None:
-    """On CUDA: nvJPEG decoding and the transforms on the GPU against Pillow decoding and
-    the model's own preprocessing in the workers, both in float32 on the GPU."""
+    """On CUDA, against Pillow decoding and the model's own preprocessing in the workers
+    (both in float32 on the GPU): ``tensor`` (nvJPEG, the transforms on the GPU) within
+    the documented tolerance; ``worker`` (decoded in the workers, the transforms on the
+    GPU) to the same pixels, bit for bit."""
     reference = load_scorer(
         tiny_specs[family], ModelConfig(device="cuda", dtype="float32", decode="pil")
     )
-    fast = load_scorer(tiny_specs[family], ModelConfig(device="cuda", dtype="float32"))
+    fast = load_scorer(tiny_specs[family], ModelConfig(device="cuda", dtype="float32", decode=mode))
     by_pil = reference.encode_images(odd_files)
     by_gpu = fast.encode_images(odd_files)
     cosines = np.sum(by_gpu * by_pil, axis=1)
     assert cosines.min() >= MIN_COSINE, dict(zip([p.name for p in odd_files], cosines, strict=True))
+    if mode == "worker":
+        preprocess = fast.image_preprocess  # type: ignore[attr-defined]
+        expected = torch.stack([preprocess(decode(path)) for path in odd_files])
+        (batch,) = image_batches(
+            odd_files, batch_size=len(odd_files), preprocess=preprocess, device="cuda",
+            config=PipelineConfig(decode="worker"),
+        )  # fmt: skip
+        assert batch.pixels is not None and batch.pixels.is_cuda
+        assert torch.equal(batch.pixels.cpu(), expected)
 
 
 # -- decisions on the official workload: fast pipeline vs plain PIL, fp16 vs fp32 ---------

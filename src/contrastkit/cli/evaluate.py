@@ -99,8 +99,9 @@ WORKERS = typer.Option(
 DECODE = typer.Option(
     "auto",
     "--decode",
-    help="auto (on the GPU when the model is there), pil (the model's own preprocessing, "
-    "exactly) or tensor.",
+    help="pil (Pillow and the model's own preprocessing in the workers), worker (pixels "
+    "decoded in the workers, preprocessed on the model's device), tensor (JPEGs decoded on "
+    "the device too: nvJPEG on CUDA) or auto (worker on CUDA, pil on the CPU).",
 )
 BATCH_SIZE = typer.Option(32, "--batch-size", min=1, help="Images per forward pass.")
 SUBSAMPLE_K = typer.Option(

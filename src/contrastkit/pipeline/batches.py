@@ -215,7 +215,9 @@ def _baseline_jpeg(data: bytes) -> _Jpeg | None:
 class _Packed:
     """A batch of ``uint8`` images end to end in one buffer, and each image's
     ``(C, H, W)``: one shared-memory segment from a worker, one pinned copy and one
-    transfer to the device per batch."""
+    transfer to the device per batch. Pixels are stored channels last, the layout both
+    decoders write (a ``(C, H, W)`` image from them is a view of ``(H, W, C)`` memory),
+    so packing is a plain copy."""
 
     flat: torch.Tensor
     shapes: list[tuple[int, ...]]
@@ -231,7 +233,8 @@ class _Packed:
             flat = torch.empty(total, dtype=torch.uint8)
         offset = 0
         for image in images:
-            flat[offset : offset + image.numel()].view(image.shape).copy_(image)
+            channels_last = image.permute(1, 2, 0)
+            flat[offset : offset + image.numel()].view(channels_last.shape).copy_(channels_last)
             offset += image.numel()
         return cls(flat, shapes)
 
@@ -247,7 +250,10 @@ class _Packed:
         flat = self.flat.to(device, non_blocking=True)
         sizes = [int(np.prod(shape)) for shape in self.shapes]
         parts = flat.split(sizes)  # type: ignore[no-untyped-call]
-        return [part.view(shape) for part, shape in zip(parts, self.shapes, strict=True)]
+        return [
+            part.view(height, width, channels).permute(2, 0, 1)
+            for part, (channels, height, width) in zip(parts, self.shapes, strict=True)
+        ]
 
 
 # -- the main process ---------------------------------------------------------------------
