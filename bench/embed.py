@@ -39,6 +39,7 @@ from contrastkit.config import ModelConfig
 from contrastkit.evaluators.models import load_scorer
 from contrastkit.evaluators.models.base import DualEncoder
 from contrastkit.pipeline import DECODE_MODES, auto_workers, embed_images, image_batches
+from contrastkit.pipeline.batches import _Item, _raw_batches, _resolve_mode
 from contrastkit.samples import photo_crops
 
 SPEC = "open_clip:ViT-B-32/random"
@@ -83,15 +84,13 @@ def pipeline_rate(scorer: DualEncoder, paths: list[Any], batch_size: int) -> flo
     return len(paths) / (time.perf_counter() - start)
 
 
-def worker_rate(scorer: DualEncoder, paths: list[Path], batch_size: int, workers: int) -> float:
-    """(w): images/s of the worker processes' side of the pipeline alone."""
-    from contrastkit.pipeline.batches import _Item, _raw_batches, _resolve_mode
-
-    config = scorer.pipeline
-    mode = _resolve_mode(config, scorer.image_preprocess, scorer.device)
+def worker_rate(
+    scorer: DualEncoder, paths: list[Path], batch_size: int, workers: int, mode: str
+) -> float:
+    """(w): images/s of the worker processes' side of the pipeline (path ``mode``) alone."""
     dataset = _Item(paths, scorer.image_preprocess, mode)
     start = time.perf_counter()
-    for _ in _raw_batches(dataset, batch_size, workers, config, pin=False):
+    for _ in _raw_batches(dataset, batch_size, workers, scorer.pipeline, pin=False):
         pass
     return len(paths) / (time.perf_counter() - start)
 
@@ -126,8 +125,6 @@ def main() -> None:
     assert isinstance(scorer, DualEncoder)
     device = scorer.device
     workers = auto_workers(device) if args.workers is None else args.workers
-    from contrastkit.pipeline.batches import _resolve_mode
-
     mode = _resolve_mode(scorer.pipeline, scorer.image_preprocess, device)
     print(
         f"{SPEC} (random weights), device {device} ({device_name(device)}), dtype {scorer.dtype}, "
@@ -140,7 +137,7 @@ def main() -> None:
         print(f"wrote the workload in {time.perf_counter() - start:.1f} s")
         end_to_end_rate(scorer, paths[: 2 * batch_size], batch_size)  # warm-up (cuDNN, nvJPEG)
         forward = forward_rate(scorer, batch_size, max(4 * batch_size, min(n, 64 * batch_size)))
-        by_workers = worker_rate(scorer, paths, batch_size, workers)
+        by_workers = worker_rate(scorer, paths, batch_size, workers, mode)
         piped = pipeline_rate(scorer, paths, batch_size)
         whole = end_to_end_rate(scorer, paths, batch_size)
     target = 0.8 if device.type == "cuda" else 0.9

@@ -164,12 +164,9 @@ class _Item:
     def _for_device(self, source: Any) -> Any:
         """A JPEG the device can decode, as bytes; anything else (PNG, CMYK, 16-bit, a
         crop, a decoded image) preprocessed here by the reference path."""
-        encoded = _encoded(source)
-        if encoded is not None:
-            jpeg = _baseline_jpeg(encoded)
-            if jpeg is not None:
-                return jpeg
-            source = encoded  # read once
+        jpeg, source = _jpeg_or_source(source)
+        if jpeg is not None:
+            return jpeg
         assert self.preprocess is not None
         return self.preprocess(decode(source))
 
@@ -179,36 +176,30 @@ class _Item:
         going through a PIL image), anything else by the reference rule itself."""
         from torchvision.io import ImageReadMode, decode_jpeg
 
-        encoded = _encoded(source)
-        if encoded is not None:
-            jpeg = _baseline_jpeg(encoded)
-            if jpeg is not None:
-                try:
-                    pixels = decode_jpeg(jpeg.tensor(), mode=ImageReadMode.RGB)
-                except RuntimeError:  # refused: Pillow decides below
-                    pass
-                else:
-                    return orient_tensor(pixels, jpeg.orientation)
-            source = encoded  # read once
+        jpeg, source = _jpeg_or_source(source)
+        if jpeg is not None:
+            try:
+                pixels = decode_jpeg(jpeg.tensor(), mode=ImageReadMode.RGB)
+            except RuntimeError:  # refused: Pillow decides below
+                source = jpeg.data
+            else:
+                return orient_tensor(pixels, jpeg.orientation)
         return torch.from_numpy(np.array(decode(source))).permute(2, 0, 1)
 
 
-def _encoded(source: Any) -> bytes | None:
-    """The encoded bytes of ``source`` (a file is read), ``None`` for a decoded image or
-    a callable."""
+def _jpeg_or_source(source: Any) -> tuple[_Jpeg | None, Any]:
+    """``(jpeg, None)`` when ``source`` is a JPEG the JPEG decoders take (RGB or grey:
+    its bytes and the EXIF orientation from its header), else ``(None, what to decode)``:
+    its bytes when it has an encoded form (a file is read once), else ``source`` itself
+    (a decoded image or a callable)."""
     encoded = encoded_bytes(source)
-    if encoded is None or isinstance(encoded, bytes):
-        return encoded
-    return Path(encoded).read_bytes()
-
-
-def _baseline_jpeg(data: bytes) -> _Jpeg | None:
-    """``data`` as a JPEG the JPEG decoders take (RGB or grey), with its EXIF orientation
-    read from the header; ``None`` for anything else."""
+    if encoded is None:
+        return None, source
+    data = encoded if isinstance(encoded, bytes) else Path(encoded).read_bytes()
     with Image.open(io.BytesIO(data)) as header:  # reads the header only
         if header.format == "JPEG" and header.mode in ("RGB", "L"):
-            return _Jpeg(data, exif_orientation(header))
-    return None
+            return _Jpeg(data, exif_orientation(header)), None
+    return None, data
 
 
 @dataclass
