@@ -152,8 +152,9 @@ def encode(image: Image.Image, fmt: str, **options: object) -> bytes:
 class LoopbackServer:
     """HTTP server on 127.0.0.1 in a background thread; ``routes`` maps path -> handler.
 
-    ``latency`` delays every response (seconds). ``hits`` counts requests per path.
-    Unknown paths get 404.
+    ``latency`` delays every response (seconds). ``hits`` counts requests per path;
+    ``most_in_flight`` is the most requests it was answering at one time (how concurrent
+    a client was, without timing it). Unknown paths get 404.
     """
 
     def __init__(self, routes: dict[str, Handler] | None = None, latency: float = 0.0) -> None:
@@ -161,6 +162,8 @@ class LoopbackServer:
         self.latency = latency
         self.hits: Counter[str] = Counter()
         self.user_agents: list[str] = []
+        self.in_flight = 0
+        self.most_in_flight = 0
         self.port = 0
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
@@ -211,7 +214,12 @@ class LoopbackServer:
         if self.latency:
             await asyncio.sleep(self.latency)
         handler = self.routes.get(request.path.split("?", 1)[0], static(b"no", "text/plain", 404))
-        await handler(request, writer)
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            await handler(request, writer)
+        finally:
+            self.in_flight -= 1
 
 
 async def serve_connection(

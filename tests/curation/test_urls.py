@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import socket
 import struct
-import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -104,12 +103,10 @@ def server() -> Iterator[LoopbackServer]:
 @pytest.fixture(scope="module")
 def results(server: LoopbackServer) -> dict[str, URLCheck]:
     urls = [server.url(path) for path in ROUTES]
-    started = time.monotonic()
     checked = check_urls(urls, FAST)
-    elapsed = time.monotonic() - started
-    # Everything runs concurrently: the slowest case (1 s Retry-After, then retries of the
-    # timeouts) bounds the run, not the sum of all cases.
-    assert elapsed < 15, elapsed
+    # Everything runs concurrently: the server saw several requests at once (how long
+    # that takes is bench/urls.py's business, not a test's).
+    assert server.most_in_flight > 1
     assert [r.url for r in checked] == urls
     return {r.url.split(str(server.port), 1)[1]: r for r in checked}
 
@@ -157,6 +154,7 @@ def test_404_is_an_http_error_and_is_not_retried(results: dict[str, URLCheck]) -
 def test_429_waits_for_retry_after(results: dict[str, URLCheck]) -> None:
     result = results["/busy.jpg"]
     assert result.status is Status.OK and result.attempts == 2
+    # A lower bound set by the wait itself (no load can make it fail): Retry-After honoured.
     assert result.elapsed >= 1.0  # the server asked for one second
 
 

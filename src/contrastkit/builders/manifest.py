@@ -178,12 +178,16 @@ class Manifest:
                 os.fsync(handle.fileno())
         self._repaired = True
 
-    def append(self, record: EditRecord) -> None:
-        """Append one finished edit: one write, flushed and fsynced before returning."""
+    def append(self, *records: EditRecord) -> None:
+        """Append finished edits: one write of all their lines, flushed and fsynced
+        before returning (the edit stage appends a whole window at once, so a kill
+        leaves either all of a window's edits finished or none)."""
+        if not records:
+            return
         self.folder.mkdir(parents=True, exist_ok=True)
         self._repair_tail()
         with self.path.open("ab") as handle:
-            handle.write(record.to_line().encode("utf-8"))
+            handle.write("".join(r.to_line() for r in records).encode("utf-8"))
             handle.flush()
             os.fsync(handle.fileno())
 

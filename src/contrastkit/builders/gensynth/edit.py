@@ -190,10 +190,14 @@ def run_edit_stage(
 ) -> EditStageReport:
     """Edit the person of every selected COCO source (GenSynth Sec. 4.1, App. A.2).
 
+    Edits go to the editor in windows of ``edits_per_call`` consecutive planned edits.
     Each finished edit is written (``edits/<source>/<edit>.webp`` by default, temporary
-    file and rename) and then appended to the manifest with an fsync; edits already in the
-    manifest with their image on disk are skipped, so a killed run resumes where it
-    stopped and never repeats a finished edit.
+    file and rename), and then the window's edits are appended to the manifest in one
+    write with an fsync; edits already in the manifest with their image on disk are
+    skipped, so a killed run resumes where it stopped and never rewrites a finished edit.
+    Windows are cut from the plan, not from the pending edits, so a resumed run makes
+    each missing edit in the same batch as an uninterrupted run with the same settings,
+    and gets the same pixels (docs/pipeline.md, "What is bit-identical").
 
     Args:
         coco_dir, split, limit, min_box_side: the sources (:func:`select_sources`).
@@ -203,9 +207,9 @@ def run_edit_stage(
             windows elsewhere. Either way this process writes every image and manifest
             line, so the build folder is the same and either can resume the other's run.
         settings: instructions, scales, steps, resolution, seed ...
-        edits_per_call: how many pending edits go to the editor at once (the editor
+        edits_per_call: how many planned edits go to the editor at once (the editor
             batches those that share guidance settings).
-        progress: called with (finished, total) after each edit.
+        progress: called with (finished, total) after each window is written.
         shard: edit only this shard's sources (:class:`~.shards.Shard`), in the shard's
             own build folder ``out/shards/K-of-N`` (which it locks, instead of ``out``;
             its COCO table cache is kept there too), recording ``shard.json`` for
@@ -252,7 +256,19 @@ def run_edit_stage(
     total, finished = len(planned), len(planned) - len(pending)
     if progress:
         progress(finished, total)
-    windows = [pending[i : i + edits_per_call] for i in range(0, len(pending), edits_per_call)]
+    # Windows are cut from the plan, not from what is pending, so that a resumed run gives
+    # every edit the batch it had in an uninterrupted run with the same settings: on the
+    # CPU a batched forward pass is not bit-identical across batch compositions
+    # (docs/pipeline.md, "What is bit-identical"). A window is appended to the manifest in
+    # one write, so a kill leaves whole windows; one found cut in half all the same is
+    # made again whole, and only its missing edits are written.
+    windows = [
+        window
+        for window in (
+            planned[i : i + edits_per_call] for i in range(0, len(planned), edits_per_call)
+        )
+        if any(spec.edit_id not in done for _, spec in window)
+    ]
     storage = (image_format, image_quality)
     if isinstance(editor, WindowEditor):  # e.g. a Ray actor pool (apps.gensynth_ray)
         results = editor.edit_windows(windows, settings, storage)
@@ -262,13 +278,17 @@ def run_edit_stage(
             for images in edit_windows(editor, windows, settings)
         )
     for window, edited in zip(windows, results, strict=True):  # written here only
+        made = []
         for (source, spec), encoded in zip(window, edited, strict=True):
+            if spec.edit_id in done:
+                continue  # finished by an earlier run: kept byte for byte
             relative = f"edits/{source.source_id}/{spec.edit_id}{IMAGE_FORMATS[image_format]}"
             atomic_write_bytes(out / relative, encoded)
-            manifest.append(_record(source, spec, relative, editor.name))
-            finished += 1
-            if progress:
-                progress(finished, total)
+            made.append(_record(source, spec, relative, editor.name))
+        manifest.append(*made)
+        finished += len(made)
+        if progress:
+            progress(finished, total)
     report = EditStageReport(
         sources=len(sources),
         planned=total,
