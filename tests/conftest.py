@@ -2,11 +2,31 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from contrastkit.evaluators.data import visogender_files
+
+
+def _share_the_cores() -> None:
+    """Under pytest-xdist (``-n auto``, the default in pyproject.toml), give each worker
+    its share of the cores for torch and its child processes, so two workers on two
+    cores do not each run two threads. An ``OMP_NUM_THREADS`` set by the caller wins
+    (the resume test is checked under 1 and 2)."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers <= 1 or "OMP_NUM_THREADS" in os.environ:
+        return
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    threads = max(1, (cores or 1) // workers)
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+    import torch
+
+    torch.set_num_threads(threads)
+
+
+_share_the_cores()
 
 OFFICIAL_OP, OFFICIAL_OO = visogender_files()  # the package data of contrastkit
 EXAMPLES = Path(__file__).parent.parent / "examples"

@@ -131,13 +131,6 @@ def test_the_contrast_set_jobs_end_to_end(
     assert evaluated.evaluations[0].summary["pairs"]["masculine_preferred"] is not None
 
 
-@pytest.mark.slow
-def test_the_quickstart_job(tmp_path: Path) -> None:
-    lines: list[str] = []
-    result = ck.quickstart(ck.QuickstartConfig(out=tmp_path / "qs", tiny=True), log=lines.append)
-    assert result.tiny and Path(result.files["report"]).is_file() and lines
-
-
 def test_every_job_and_config_is_exported() -> None:
     jobs = {"build_visogender", "build_gensynth", "build_genswap", "export_visogender",
             "export_contrast_set", "publish", "check_dataset_urls", "maintain", "evaluate",

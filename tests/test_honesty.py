@@ -30,8 +30,9 @@ FAST = ["--subsample-runs", "20", "--baseline-runs", "40", "--bootstrap", "30"]
 
 
 @pytest.fixture(scope="module")
-def tiny_spec(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return tiny_open_clip(tmp_path_factory.mktemp("models"))
+def tiny_spec(tiny_clip_spec: str) -> str:
+    """The session's tiny OpenCLIP model (tests/conftest.py)."""
+    return tiny_clip_spec
 
 
 # --- the flag, from the loader --------------------------------------------------------

@@ -82,6 +82,14 @@ def test_quickstart_runs_offline_and_writes_reports_that_parse(tmp_path: Path) -
     assert rerun["summary"]["note"].startswith("Tiny models with random weights were used")
     assert rerun["fallbacks"] == []  # tiny models asked for: no fallback to explain
 
+    # The same job from the top-level Python API (a rerun: the edits are reused).
+    import contrastkit as ck
+
+    lines: list[str] = []
+    result = ck.quickstart(ck.QuickstartConfig(out=out, tiny=True), log=lines.append)
+    assert result.tiny and Path(result.files["report"]).is_file() and lines
+    assert result.files == rerun["files"]
+
 
 @pytest.mark.slow
 def test_a_model_asked_for_that_does_not_load_is_an_error_not_a_tiny_fallback(

@@ -25,6 +25,9 @@ from contrastkit.tsv import write_visogender_tsv
 from factories import make_row
 from loopback import LoopbackServer, Switchable, noise_jpeg, redirect, static
 
+#: One local Ray instance at a time: these modules run on one xdist worker.
+pytestmark = pytest.mark.xdist_group("ray")
+
 M, F = Gender.MASCULINE, Gender.FEMININE
 DAY0 = datetime(2026, 1, 1, 3, 0, tzinfo=timezone.utc)
 HOSTS = ("a.test", "b.test", "c.test")

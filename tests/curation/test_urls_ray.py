@@ -26,6 +26,9 @@ from contrastkit.tsv import write_visogender_tsv
 from factories import make_row
 from loopback import LoopbackServer, jpeg_bytes, redirect, static
 
+#: One local Ray instance at a time: these modules run on one xdist worker.
+pytestmark = pytest.mark.xdist_group("ray")
+
 M, F = Gender.MASCULINE, Gender.FEMININE
 HOSTS = ("a.test", "b.test", "c.test")
 RAY_TIMEOUT = 240  # seconds for one whole CLI run, Ray start and stop included

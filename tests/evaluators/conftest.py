@@ -19,10 +19,10 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def tiny_specs(model_dir: Path) -> dict[str, str]:
-    """Spec strings of every tiny model, by family."""
+def tiny_specs(model_dir: Path, tiny_clip_spec: str) -> dict[str, str]:
+    """Spec strings of every tiny model, by family (OpenCLIP: the session's one model)."""
     return {
-        "open_clip": tiny_models.tiny_open_clip(model_dir),
+        "open_clip": tiny_clip_spec,
         "open_clip_checkpoint": tiny_models.tiny_open_clip_checkpoint(model_dir),
         "hf_clip": tiny_models.tiny_hf_clip(model_dir),
         "siglip": tiny_models.tiny_siglip(model_dir),

@@ -20,7 +20,6 @@ from contrastkit.evaluators.models import load_scorer, parse_spec
 from contrastkit.evaluators.models.clipclip import ClipClip, ClippedScorer
 from contrastkit.evaluators.models.registry import random_weights, weights_note
 from contrastkit.pipeline import embed_images
-from contrastkit.tiny.clip import tiny_open_clip
 from eval_data import grace_hopper, write_small_dataset
 
 CPU = ModelConfig(device="cpu", batch_size=4)
@@ -70,8 +69,9 @@ def test_the_wrapper_drops_exactly_the_fitted_informative_dimensions(tmp_path: P
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return tiny_open_clip(tmp_path_factory.mktemp("models"))
+def tiny(tiny_clip_spec: str) -> str:
+    """The session's tiny OpenCLIP model (tests/conftest.py)."""
+    return tiny_clip_spec
 
 
 def test_load_scorer_takes_a_saved_choice_on_a_real_model(tiny: str, tmp_path: Path) -> None:

@@ -18,7 +18,6 @@ from contrastkit.evaluators.models import load_scorer, parse_spec
 from contrastkit.evaluators.models.debias import PUBLISHED, parse_debias_spec
 from contrastkit.evaluators.models.registry import random_weights
 from contrastkit.pipeline import embed_images
-from contrastkit.tiny.clip import tiny_open_clip
 from eval_data import grace_hopper, write_small_dataset
 
 CPU = ModelConfig(device="cpu", batch_size=4)
@@ -33,8 +32,9 @@ TEXTS = [
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return tiny_open_clip(tmp_path_factory.mktemp("models"))
+def tiny(tiny_clip_spec: str) -> str:
+    """The session's tiny OpenCLIP model (tests/conftest.py)."""
+    return tiny_clip_spec
 
 
 def _prompts(folder: Path, tokens: int, width: int = 32, name: str = "prompts.pt") -> Path:

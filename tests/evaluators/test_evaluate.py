@@ -366,87 +366,6 @@ def test_labour_statistics_ship_with_their_source() -> None:
     assert math.isnan(labor_comparison({"teacher": 0.1, "engineer": 0.2})["pearson_r"])
 
 
-@pytest.mark.slow
-def test_cli_evaluate_writes_every_output_and_report_compares(
-    dataset: Path, tmp_path: Path, tiny_specs: dict[str, str]
-) -> None:
-    out = tmp_path / "results"
-    args = [
-        "evaluate",
-        "--data",
-        str(dataset / "visogender_OP.tsv"),
-        "--data",
-        str(dataset / "visogender_OO.tsv"),
-        "--out",
-        str(out),
-        "--neutral",
-        "--model",
-        tiny_specs["open_clip"],
-        "--model",
-        tiny_specs["blip"],
-        "--model",
-        tiny_specs["siglip"],
-        "--model",
-        tiny_specs["git"],
-        "--json",
-        *FAST,
-    ]
-    result = runner.invoke(app, args)
-    assert result.exit_code == 0, result.output
-    summary = json.loads(result.stdout)
-    assert [entry["model"] for entry in summary] == [
-        tiny_specs[f] for f in ("open_clip", "blip", "siglip", "git")
-    ]
-    dual = Path(summary[0]["folder"])
-    for name in ("raw_resolution.jsonl", "raw_retrieval.jsonl", "benchmark.json", "report.md"):
-        assert (dual / name).stat().st_size > 0
-    for name in (
-        "accuracy_by_gender_pair",
-        "gap_per_occupation",
-        "bias_at_k_per_occupation",
-        "labour_statistics",
-    ):
-        with Image.open(dual / "plots" / f"{name}.png") as plot:
-            assert plot.format == "PNG" and plot.width > 300
-    captioning = Path(summary[1]["folder"])
-    assert not (captioning / "raw_retrieval.jsonl").exists()
-    assert summary[1]["skipped"] == ["retrieval (captioning models cannot retrieve)"]
-    name, results = load_benchmark(dual / "benchmark.json")
-    assert name.startswith("visogender_open_clip") and name.endswith("_results")
-    assert results["metadata"]["experiment_desc"] == "CLIP"
-    assert set(results["resolution_bias"]["all_images"]) >= {"overall_accuracy", "RA_avg"}
-    for key in ("bias@5", "bias@10", "maxskew@5", "maxskew@10", "NDKL"):
-        assert set(results["retrieval_bias"][key]) >= {"mean", "sigma"}
-    assert load_benchmark(captioning)[1]["metadata"]["experiment_desc"] == "CAPTIONING"
-    lines = (dual / "raw_resolution.jsonl").read_text().splitlines()
-    assert len(lines) == 40 and json.loads(lines[0])["scores"].keys() == {
-        "masculine",
-        "feminine",
-        "neutral",
-    }
-    assert (out / "comparison.md").is_file()
-
-    again = runner.invoke(app, [*args[:-5], "--json", *FAST])  # same models, resumed
-    assert again.exit_code == 0
-    assert all(entry["scored_images"] == 0 for entry in json.loads(again.stdout))
-
-    report = runner.invoke(
-        app,
-        [
-            "report",
-            str(dual),
-            str(captioning / "benchmark.json"),
-            "--out",
-            str(tmp_path / "side.md"),
-        ],
-    )
-    assert report.exit_code == 0
-    assert tiny_specs["open_clip"] in report.output and tiny_specs["blip"] in report.output
-    assert "Two people, different gender RA_avg" in (tmp_path / "side.md").read_text()
-    as_json = runner.invoke(app, ["report", str(dual), "--json"])
-    assert json.loads(as_json.stdout)[0]["retrieval_bias"]["bias@5"]["mean"] is not None
-
-
 def _intervals(node: object, path: str = "") -> list[tuple[str, float, dict[str, float]]]:
     """Every (path, figure, interval) of a benchmark's nested dicts."""
     found = []
@@ -575,9 +494,13 @@ def test_hub_style_folders_of_the_same_name_are_not_read_back_from_a_stale_cache
 
 
 @pytest.mark.slow
-def test_evaluate_from_python_writes_every_output_and_compares(
+def test_evaluate_from_python_then_the_cli_resumes_and_report_compares(
     dataset: Path, tmp_path: Path, tiny_specs: dict[str, str]
 ) -> None:
+    """One evaluation, two entry points: ``evaluate()`` from Python scores four models
+    (dual encoders, a captioning model and an ITM model), then ``contrastkit evaluate``
+    on the same folder with the same models resumes it (every score reused) and writes
+    every output, and ``compare_results`` / ``contrastkit report`` compare them."""
     from contrastkit.config import ModelConfig
     from contrastkit.evaluators.job import (
         EvaluateConfig,
@@ -594,19 +517,21 @@ def test_evaluate_from_python_writes_every_output_and_compares(
         phases.append((label, total))
         yield lambda done, total: updates.append((done, total))
 
+    families = ("open_clip", "blip", "siglip", "git", "hf_clip")
+    out = tmp_path / "results"
     config = EvaluateConfig(
         data=(str(dataset / "visogender_OP.tsv"), str(dataset / "visogender_OO.tsv")),
-        models=(tiny_specs["hf_clip"], tiny_specs["git"]),
-        out=tmp_path / "results",
+        models=tuple(tiny_specs[f] for f in families),
+        out=out,
         model=ModelConfig(device="cpu", batch_size=8),
         settings=EvalConfig(neutral=True, subsample_runs=20, baseline_runs=40),
     )
     result = evaluate(config, progress=progress)
     assert result.kind == "visogender"
-    assert [e.model for e in result.evaluations] == [tiny_specs["hf_clip"], tiny_specs["git"]]
+    assert [e.model for e in result.evaluations] == list(config.models)
     assert [label for label, _ in phases] == [f"scoring {spec}" for spec in config.models]
     assert updates[-1] == (24, 24)
-    dual, captioning = result.evaluations
+    dual, blip, _, captioning, _ = result.evaluations
     assert dual.scored_images == 24 and dual.reused_records == 0 and dual.skipped == ()
     assert captioning.skipped == ("retrieval (captioning models cannot retrieve)",)
     assert set(dual.files) >= {"benchmark", "report", "bias_at_k_per_occupation"}
@@ -614,14 +539,9 @@ def test_evaluate_from_python_writes_every_output_and_compares(
     assert dual.summary["resolution_bias"]["all_images"]["n"] == 24
     assert set(dual.summary["retrieval_bias"]["bias@5"]) >= {"mean", "sigma"}
     assert not any(name.startswith("per_") for name in dual.summary["resolution_bias"])
-    assert result.comparison == tmp_path / "results" / "comparison.md"
+    assert result.comparison == out / "comparison.md"
     assert "## Retrieval bias" in result.comparison.read_text()
     assert json.loads(json.dumps(dual.to_dict()))["folder"] == str(dual.folder)
-
-    again = evaluate(config)  # resumed: every score is reused
-    assert [e.scored_images for e in again.evaluations] == [0, 0]
-    # resolution + retrieval + participant-subject retrieval (Tab. 5, the 16 OP images)
-    assert again.evaluations[0].reused_records == 40 + 24 + 16
 
     comparison = compare_results(
         ReportConfig(results=(dual.folder, captioning.files["benchmark"]), out=tmp_path / "c.md")
@@ -632,9 +552,62 @@ def test_evaluate_from_python_writes_every_output_and_compares(
     assert (tmp_path / "c.png").stat().st_size and (tmp_path / "c.svg").stat().st_size
     assert "(comparison.png)" in result.comparison.read_text()
     assert (result.comparison.parent / "comparison.svg").is_file()
-    assert [h["model"] for h in comparison.headlines] == [e.model for e in result.evaluations]
+    assert [h["model"] for h in comparison.headlines] == [dual.model, captioning.model]
     assert comparison.headlines[0] == dual.summary
     assert comparison.results[1]["metadata"]["experiment_desc"] == "CAPTIONING"
+
+    # The command line, same data, folder and models: resumed, every score reused.
+    args = ["evaluate", "--data", str(dataset / "visogender_OP.tsv"), "--data",
+            str(dataset / "visogender_OO.tsv"), "--out", str(out), "--neutral",
+            "--device", "cpu", "--batch-size", "8", "--json", *FAST]  # fmt: skip
+    for family in families:
+        args += ["--model", tiny_specs[family]]
+    for path in (*dual.files.values(), *blip.files.values()):
+        path.unlink()  # written again by the resumed run
+    again = runner.invoke(app, args)
+    assert again.exit_code == 0, again.output
+    summary = json.loads(again.stdout)
+    assert [entry["model"] for entry in summary] == list(config.models)
+    assert all(entry["scored_images"] == 0 for entry in summary)
+    # resolution + retrieval + participant-subject retrieval (Tab. 5, the 16 OP images)
+    assert summary[0]["reused_records"] == 40 + 24 + 16
+    folder = Path(summary[0]["folder"])
+    assert folder == dual.folder
+    for name in ("raw_resolution.jsonl", "raw_retrieval.jsonl", "benchmark.json", "report.md"):
+        assert (folder / name).stat().st_size > 0
+    for name in (
+        "accuracy_by_gender_pair",
+        "gap_per_occupation",
+        "bias_at_k_per_occupation",
+        "labour_statistics",
+    ):
+        with Image.open(folder / "plots" / f"{name}.png") as plot:
+            assert plot.format == "PNG" and plot.width > 300
+    assert not (captioning.folder / "raw_retrieval.jsonl").exists()
+    assert summary[3]["skipped"] == ["retrieval (captioning models cannot retrieve)"]
+    name, results = load_benchmark(folder / "benchmark.json")
+    assert name.startswith("visogender_open_clip") and name.endswith("_results")
+    assert results["metadata"]["experiment_desc"] == "CLIP"
+    assert set(results["resolution_bias"]["all_images"]) >= {"overall_accuracy", "RA_avg"}
+    for key in ("bias@5", "bias@10", "maxskew@5", "maxskew@10", "NDKL"):
+        assert set(results["retrieval_bias"][key]) >= {"mean", "sigma"}
+    assert load_benchmark(captioning.folder)[1]["metadata"]["experiment_desc"] == "CAPTIONING"
+    assert load_benchmark(Path(summary[1]["folder"]))[0].startswith("visogender_blip")
+    lines = (folder / "raw_resolution.jsonl").read_text().splitlines()
+    assert len(lines) == 40 and json.loads(lines[0])["scores"].keys() == {
+        "masculine",
+        "feminine",
+        "neutral",
+    }
+    assert (out / "comparison.md").is_file()
+
+    report = runner.invoke(app, ["report", str(folder), str(captioning.folder / "benchmark.json"),
+                                 "--out", str(tmp_path / "side.md")])  # fmt: skip
+    assert report.exit_code == 0
+    assert tiny_specs["open_clip"] in report.output and tiny_specs["git"] in report.output
+    assert "Two people, different gender RA_avg" in (tmp_path / "side.md").read_text()
+    as_json = runner.invoke(app, ["report", str(folder), "--json"])
+    assert json.loads(as_json.stdout)[0]["retrieval_bias"]["bias@5"]["mean"] is not None
 
 
 def test_bad_config_values_are_config_errors_naming_the_field(

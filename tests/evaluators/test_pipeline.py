@@ -332,19 +332,29 @@ def test_vit_b_32_embeds_the_official_workload_alike_on_both_paths(
     official_workload: list[Path],
 ) -> None:
     """ViT-B-32 (random weights): images of the official workload (the first 240 of the
-    690, to keep the CPU run short; the tiny model's test above covers all 690) embed to
-    the same vectors through the tensor path and through Pillow, so every decision of an
-    evaluate run is the same."""
+    690, to keep the CPU run short; the tiny model's test above covers all 690) give the
+    same model input, bit for bit, through Pillow and the tensor and worker paths (its
+    224 px resize, centre crop and normalisation), and a batch of them embeds to the same
+    vectors through each path's ``encode_images``, so every decision of an evaluate run is
+    the same. (Embedding all of them three times would only repeat one forward pass on
+    equal inputs.)"""
     from contrastkit.evaluators.data import ImageLoader, load_items
 
     loader = ImageLoader()
     sources = [loader.source(item) for item in load_items(official_workload)][:240]
     scorer = load_scorer("open_clip:ViT-B-32/random", ModelConfig(device="cpu", batch_size=64))
-    vectors = {}
+    pixels, vectors = {}, {}
     for mode in ("pil", "tensor", "worker"):  # one model: weights differ from load to load
-        scorer.pipeline = PipelineConfig(decode=mode)  # type: ignore[attr-defined]
-        vectors[mode] = scorer.encode_images(sources)
-    assert vectors["pil"].shape == (240, 512)
+        config = PipelineConfig(decode=mode)
+        batches = image_batches(sources, batch_size=128, preprocess=scorer.image_preprocess,
+                                config=config)  # fmt: skip
+        pixels[mode] = torch.cat([batch.pixels for batch in batches])
+        scorer.pipeline = config  # type: ignore[attr-defined]
+        vectors[mode] = scorer.encode_images(sources[:32])
+    assert pixels["pil"].shape == (240, 3, 224, 224)
+    assert torch.equal(pixels["pil"], pixels["tensor"])
+    assert torch.equal(pixels["pil"], pixels["worker"])
+    assert vectors["pil"].shape == (32, 512)
     np.testing.assert_array_equal(vectors["pil"], vectors["tensor"])
     np.testing.assert_array_equal(vectors["pil"], vectors["worker"])
 

@@ -21,7 +21,6 @@ from contrastkit.evaluators.zero_shot.cache import EmbeddingCache
 from contrastkit.evaluators.zero_shot.groups import load_grouped
 from contrastkit.evaluators.zero_shot.job import ZeroShotDisparityConfig, zero_shot_disparity
 from contrastkit.io import exclusive_lock
-from contrastkit.tiny.clip import tiny_open_clip
 from zero_shot_data import write_vg
 
 runner = CliRunner()
@@ -66,8 +65,9 @@ class Counting:
 
 
 @pytest.fixture(scope="module")
-def spec(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return tiny_open_clip(tmp_path_factory.mktemp("models"))
+def spec(tiny_clip_spec: str) -> str:
+    """The session's tiny OpenCLIP model (tests/conftest.py)."""
+    return tiny_clip_spec
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,6 @@ from typer.testing import CliRunner
 from contrastkit.cli import app
 from contrastkit.evaluators.models import load_scorer
 from contrastkit.evaluators.zero_shot.groups import concept_words, load_grouped
-from contrastkit.tiny.clip import tiny_open_clip
 from zero_shot_data import (
     VG_KEPT,
     planted_rows,
@@ -31,8 +30,9 @@ runner = CliRunner()
 
 
 @pytest.fixture(scope="module")
-def spec(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return tiny_open_clip(tmp_path_factory.mktemp("models"))
+def spec(tiny_clip_spec: str) -> str:
+    """The session's tiny OpenCLIP model (tests/conftest.py)."""
+    return tiny_clip_spec
 
 
 @pytest.fixture(scope="module")
