@@ -31,6 +31,7 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_text",
     "check_writable",
+    "exchange_paths",
     "exclusive_lock",
     "resource_error",
 ]
@@ -49,14 +50,55 @@ def resource_error(path: str | Path, what: str, error: OSError) -> ResourceError
     return ResourceError(f"{path}: cannot write {what}: {reason}")
 
 
+_RENAME_EXCHANGE = 2  # linux/fs.h
+_AT_FDCWD = -100
+
+
+def exchange_paths(first: str | Path, second: str | Path) -> bool:
+    """Swap the files at two paths of one file system in one atomic step (Linux
+    ``renameat2(RENAME_EXCHANGE)``, kernel 3.15+ and most local file systems). Return
+    False, changing nothing, where that is not available (another system, an old C
+    library or kernel, a file system without it).
+
+    What was at ``second`` is then at ``first``, so a writer can look at exactly what it
+    replaced, and put it back, instead of checking a moment before the replace.
+
+    Raises:
+        OSError: the swap is available but failed (a missing file, permissions).
+    """
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
+                          ctypes.c_uint]  # fmt: skip
+    done = renameat2(_AT_FDCWD, os.fsencode(first), _AT_FDCWD, os.fsencode(second),
+                     _RENAME_EXCHANGE)  # fmt: skip
+    if done == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(code, os.strerror(code), str(second))
+
+
 @contextmanager
-def atomic_path(path: str | Path) -> Iterator[Path]:
+def atomic_path(
+    path: str | Path, *, commit: Callable[[Path, Path], None] | None = None
+) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; when the block ends without an error the
     file written there is fsynced and renamed onto ``path``, else it is removed.
 
     For writers that want a file name (``figure.savefig(tmp)``); the temporary name keeps
     ``path``'s suffix so such writers pick the right format. A replaced file keeps its
     permission bits; a new one gets the umask's defaults.
+
+    ``commit(tmp, path)``, when given, puts the fsynced temporary file in place instead of
+    the plain rename (e.g. a compare-and-swap with :func:`exchange_paths`); whatever it
+    leaves at ``tmp`` is removed.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -74,11 +116,17 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         yield tmp
         with tmp.open("rb+") as handle:
             os.fsync(handle.fileno())
-        tmp.replace(path)
+        if commit is None:
+            tmp.replace(path)
+        else:
+            commit(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
         raise
+    if commit is not None:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
 
 
 def atomic_write(path: str | Path, write: Callable[[BinaryIO], object]) -> None:

@@ -31,7 +31,7 @@ from contrastkit.errors import StateError
 from contrastkit.schema import Context, Gender
 from contrastkit.tsv import read_visogender_tsv, write_visogender_tsv
 from factories import make_row
-from loopback import LoopbackServer, Switchable, jpeg_bytes, noise_jpeg, static
+from loopback import LoopbackServer, Switchable, jpeg_bytes, noise_jpeg, redirect, static
 
 M, F = Gender.MASCULINE, Gender.FEMININE
 DAY0 = datetime(2026, 1, 1, 3, 0, tzinfo=timezone.utc)
@@ -280,3 +280,26 @@ def test_sigkill_at_any_point_leaves_the_tsv_old_or_new_and_the_db_consistent(
         assert final.returncode == 1, final.stderr
         assert tsv.read_bytes() == new
         _consistent(db)
+
+
+# -- a URL the HTTP client cannot send ends as its own row's status (issue 30) -------------
+
+
+@pytest.mark.parametrize("userinfo", ["ⓛ", "me:p€ss", "%E2%82%AC:x"])
+def test_a_url_whose_user_info_cannot_be_sent_is_invalid_and_the_run_goes_on(
+    server: LoopbackServer, tmp_path: Path, userinfo: str
+) -> None:
+    """Given in the file or redirected to by a host on the list, a URL whose user name or
+    password is not Latin-1 (what Basic auth can carry) is ``invalid_url`` on its own
+    row; every other row is checked, the outcome recorded and the TSV written."""
+    bad = f"http://{userinfo}@127.0.0.1:{server.port}/img/1.jpg"
+    server.routes["/img/2.jpg"] = redirect(bad)
+    tsv = oo_table(server, tmp_path / "oo.tsv")
+    text = tsv.read_text(encoding="utf-8")
+    tsv.write_text(text.replace(server.url("/img/1.jpg"), bad), encoding="utf-8")
+    result = run(tsv, tmp_path / "state.sqlite")
+    assert len(result.rows) == 4
+    got = codes(tsv)
+    assert got["OO_1"] == got["OO_2"] == "invalid_url"
+    assert got["OO_3"] == got["OO_4"] == ""
+    assert (tmp_path / "report.md").is_file()

@@ -416,3 +416,83 @@ def test_control_characters_in_data_never_reach_the_terminal(
     assert result.exit_code == 1
     assert "\x1b" not in result.output and "\u202e" not in result.output
     assert "OO_\\x1b[31m2\\u202e" in result.output
+
+
+# -- an edit that lands in the last instant before the replace (issue 30) ------------------
+
+
+def _land_before_swap(
+    monkeypatch: pytest.MonkeyPatch, edits: list[Callable[[Path], None]]
+) -> list[bool]:
+    """Fault injection: the write-back's swap runs ``edits[k]`` on the TSV at the k-th
+    swap, after every check the job makes before it (the worst moment for an edit).
+    Returns, per swap, whether the system swapped atomically."""
+    import contrastkit.curation.maintenance.rewrite as rewrite
+
+    real = rewrite._exchange
+    swapped: list[bool] = []
+
+    def exchange(first: Path, second: Path) -> bool:
+        if len(swapped) < len(edits):
+            edits[len(swapped)](second)
+        swapped.append(real(first, second))
+        return swapped[-1]
+
+    monkeypatch.setattr(rewrite, "_exchange", exchange)
+    return swapped
+
+
+def test_an_edit_landing_just_before_the_replace_is_merged_not_lost(
+    server: LoopbackServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After the fsync, after every comparison, at the instant before the new file goes
+    in place, a person appends a row: it is in the file afterwards, exactly as written,
+    and the job's codes are merged around it."""
+    tsv = write_oo(tmp_path / "oo.tsv", base_lines(server))
+    added = oo_line(server, 9, F, "/img/8.jpg", codes="blurry")
+
+    def append(path: Path) -> None:
+        with path.open("ab") as handle:
+            handle.write(added.encode() + b"\r\n")
+
+    swapped = _land_before_swap(monkeypatch, [append])
+    result = run(tsv, tmp_path / "state.sqlite")
+    if not all(swapped):
+        pytest.skip("this file system cannot swap two paths atomically (RENAME_EXCHANGE)")
+    assert codes(tsv) == {
+        "OO_1": "", "OO_2": "http_error:404", "OO_3": "", "OO_4": "", "OO_9": "blurry",
+    }  # fmt: skip
+    assert tsv.read_bytes().endswith(added.encode() + b"\r\n")
+    assert result.merged == [str(tsv)] and result.rewritten == [str(tsv)]
+    assert result.kept_as_written == ["OO_9"] and result.unwritten == []
+    assert not [p for p in tmp_path.iterdir() if ".tmp" in p.name]
+
+
+def test_two_edits_in_one_replace_keep_both_and_say_the_file_is_unwritten(
+    server: LoopbackServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An edit before the swap, and another on the job's file before it is swapped back
+    out: the first is in place, the second kept beside the TSV, the file reported as
+    unwritten (exit 2); nothing a person wrote is lost."""
+    tsv = write_oo(tmp_path / "oo.tsv", base_lines(server))
+    first = oo_line(server, 9, F, "/img/8.jpg", codes="first")
+    second = oo_line(server, 10, M, "/img/7.jpg", codes="second")
+
+    def append(line: str) -> Callable[[Path], None]:
+        def edit(path: Path) -> None:
+            with path.open("ab") as handle:
+                handle.write(line.encode() + b"\r\n")
+
+        return edit
+
+    swapped = _land_before_swap(monkeypatch, [append(first), append(second)])
+    result = run(tsv, tmp_path / "state.sqlite")
+    if not all(swapped):
+        pytest.skip("this file system cannot swap two paths atomically (RENAME_EXCHANGE)")
+    assert tsv.read_bytes().endswith(first.encode() + b"\r\n")
+    assert codes(tsv)["OO_9"] == "first" and "OO_10" not in codes(tsv)
+    [kept] = tmp_path.glob("oo.tsv.unmerged-*")
+    assert kept.read_bytes().endswith(second.encode() + b"\r\n")
+    [unwritten] = result.unwritten
+    assert unwritten.file == str(tsv) and kept.name in unwritten.reason
+    assert result.exit_code == 2

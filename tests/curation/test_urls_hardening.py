@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohappyeyeballs
+import aiohttp
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -315,19 +316,23 @@ def test_urls_the_parser_chokes_on_are_invalid_not_a_crash(
 HOST_CHARACTERS = [*"ab.:[]%@-_09xn/\\#?", "\u00e9", "\u200b", "\uff0e", "\u3002", "\x00", " "]
 HOSTILE_HOSTS = st.text(alphabet=st.sampled_from(HOST_CHARACTERS), max_size=40)
 PORTS = st.sampled_from(["", ":80", ":0", ":x", ":99999"])
+USER_INFO = st.sampled_from(["", "a@", "a:b@", "\u24db@", "me:p\u20acss@", "%E2%82%AC:x@", "%ff@"])
 
 
 @settings(max_examples=300, deadline=None)
 @given(
     st.one_of(
         st.text(max_size=80),
-        st.builds(lambda host, port: f"http://{host}{port}/x", HOSTILE_HOSTS, PORTS),
+        st.builds(
+            lambda user, host, port: f"http://{user}{host}{port}/x", USER_INFO, HOSTILE_HOSTS, PORTS
+        ),
     )
 )
 def test_any_text_is_a_checkable_url_or_invalid(text: str) -> None:
     """What the checker does with a URL before any connection: parse it, check the host
     name and the address of an IP literal. Any text ends there as ``invalid_url`` or
-    passes all three; nothing else may be raised."""
+    passes all three; nothing else may be raised, and what passes can be sent (its user
+    name and password as Basic auth, as aiohttp sends them)."""
     policy = AddressPolicy(STRICT)
     try:
         target = validate_url(text)
@@ -340,6 +345,9 @@ def test_any_text_is_a_checkable_url_or_invalid(text: str) -> None:
         # an IP address, so the address check saw what the connection will use
         ipaddress.ip_address(target.host)
     policy.host_refusal(target.host)
+    auth = aiohttp.BasicAuth.from_url(target)
+    if auth is not None:
+        auth.encode()
 
 
 # -- the per-URL deadline ------------------------------------------------------------------

@@ -8,10 +8,14 @@ newline or its absence, blank lines) stays as it was, and so do the file's permi
 Rows are dropped only on request, and then the file is first copied, atomically too, to
 ``FILE.bak-<UTC time>``.
 
-A person may edit a TSV while the job runs (a nightly job takes minutes). Just before the
-replace the file is compared with what was read at the start (size, modification time in
-nanoseconds and the sha256 of its bytes). If it changed, the current file is read again
-and the job's codes are merged into it, matching rows by ``IDX``:
+A person may edit a TSV while the job runs (a nightly job takes minutes). The file is
+compared with what was read at the start (size, modification time in nanoseconds and the
+sha256 of its bytes) before the job merges, and again at the replace itself: on Linux the
+new file is swapped in atomically (``renameat2(RENAME_EXCHANGE)``) and what it replaced is
+compared, so an edit that lands at any instant before the swap is swapped back and merged
+(elsewhere the comparison runs just before the rename, after the fsync). If it changed,
+the current file is read again and the job's codes are merged into it, matching rows by
+``IDX``:
 
 * a row that is as the job read it gets the job's codes (or is dropped, when retired and
   ``drop_retired``);
@@ -30,14 +34,14 @@ import contextlib
 import os
 import re
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from contrastkit.curation.maintenance.results import RowHealth
 from contrastkit.curation.urls import Status
 from contrastkit.errors import DataFormatError
-from contrastkit.io import atomic_path, atomic_write_bytes, resource_error
+from contrastkit.io import atomic_path, atomic_write_bytes, exchange_paths, resource_error
 from contrastkit.schema import columns_for
 from contrastkit.tsv import FileFingerprint, TSVDocument, read_tsv_document
 
@@ -111,6 +115,14 @@ class _ChangedAgainError(Exception):
     """The file changed between its re-read and the replace: merge again."""
 
 
+class _UnmergedError(Exception):
+    """Edits landed on the file twice during one replace; the later one is kept aside."""
+
+    def __init__(self, kept: Path) -> None:
+        super().__init__(str(kept))
+        self.kept = kept
+
+
 def write_back(
     read: TSVDocument,
     health: Mapping[str, RowHealth],
@@ -169,6 +181,13 @@ def write_back(
             written, backup = _replace(current, edits, bool(dropped), stamp)
         except _ChangedAgainError:
             continue
+        except _UnmergedError as unmerged:
+            outcome.unwritten = (
+                f"the file was edited twice while the job wrote it; the first edit is in "
+                f"place, the second is kept in {unmerged.kept.name}: merge it by hand, the "
+                "next run writes the codes"
+            )
+            return outcome
         outcome.written, outcome.dropped, outcome.backup = written, dropped, backup
         return outcome
     outcome.unwritten = (
@@ -244,17 +263,55 @@ def _replace(
     try:
         if backup is not None:
             atomic_write_bytes(backup, current.to_bytes())
-        with atomic_path(path) as tmp:
+        commit = _swap_unless_changed(current.fingerprint, data, stamp)
+        with atomic_path(path, commit=commit) as tmp:
             tmp.write_bytes(data)
-            if FileFingerprint.of(path) != current.fingerprint:
-                raise _ChangedAgainError  # the temporary file is removed, the file left alone
-    except _ChangedAgainError:
+    except (_ChangedAgainError, _UnmergedError):
         if backup is not None:
             backup.unlink(missing_ok=True)
         raise
     except OSError as error:
         raise resource_error(path, "the maintained TSV or its backup", error) from error
     return True, None if backup is None else str(backup)
+
+
+def _exchange(first: Path, second: Path) -> bool:
+    """:func:`~contrastkit.io.exchange_paths` (a seam the tests wrap to land an edit at
+    the last instant before the swap)."""
+    return exchange_paths(first, second)
+
+
+def _swap_unless_changed(
+    expected: FileFingerprint, ours: bytes, stamp: str
+) -> Callable[[Path, Path], None]:
+    """The last step of a write-back: put the fsynced temporary file in place only if the
+    file is still what the job merged into (``expected``).
+
+    Where the system can swap two paths atomically, the swap is done first and what it
+    replaced is compared afterwards: an edit that landed at any instant before the swap is
+    found, swapped back into place and merged again (:class:`_ChangedAgainError`). If yet
+    another edit landed on the job's file in between, that file is kept beside the TSV as
+    ``NAME.unmerged-<time>`` and the outcome says so. Elsewhere the file is compared just
+    before a plain rename, after the fsync (a window of one system call).
+    """
+
+    def commit(tmp: Path, path: Path) -> None:
+        if not _exchange(tmp, path):
+            if FileFingerprint.of(path) != expected:
+                raise _ChangedAgainError
+            tmp.replace(path)
+            return
+        replaced = tmp.read_bytes()
+        if FileFingerprint.of(tmp, replaced) == expected:
+            return  # what the job merged into: replaced (atomic_path removes it)
+        _exchange(tmp, path)  # the person's file back in place, the job's at tmp
+        if tmp.read_bytes() != ours:  # and another edit landed on the job's file
+            kept = path.with_name(f"{path.name}.unmerged-{stamp}")
+            tmp.replace(kept)
+            raise _UnmergedError(kept)
+        raise _ChangedAgainError
+
+    return commit
 
 
 def temporary_pattern(path: Path) -> re.Pattern[str]:

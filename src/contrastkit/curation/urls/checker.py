@@ -233,6 +233,8 @@ class _Checker:
             raise FinalStatus(Status.BLOCKED_ADDRESS, str(exc)) from None
         except aiohttp.InvalidURL as exc:
             raise FinalStatus(Status.INVALID_URL, f"unusable URL: {exc}") from None
+        except UnicodeEncodeError as exc:  # a part of the request the URL gives is not text
+            raise FinalStatus(Status.INVALID_URL, f"cannot be sent: {exc}") from None
         except aiohttp.ClientConnectorDNSError as exc:
             raise FinalStatus(Status.DNS_ERROR, str(exc)) from None
         except aiohttp.ClientConnectorError as exc:

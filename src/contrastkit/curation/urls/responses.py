@@ -57,7 +57,8 @@ class RetryableError(Exception):
 
 
 def validate_url(url: str) -> URL:
-    """``url`` parsed, if it is an absolute http(s) URL with a host.
+    """``url`` parsed, if it is an absolute http(s) URL with a host that an HTTP client
+    can send: every URL the checker requests, given or redirected to, passes here first.
 
     Raises:
         FinalStatus: ``invalid_url`` with the reason.
@@ -80,6 +81,13 @@ def validate_url(url: str) -> URL:
         )
     if not parsed.host:
         raise FinalStatus(Status.INVALID_URL, "no host")
+    for part, value in (("user name", parsed.user), ("password", parsed.password)):
+        try:
+            (value or "").encode("latin-1")  # what an HTTP client sends in Basic auth
+        except UnicodeEncodeError:
+            raise FinalStatus(
+                Status.INVALID_URL, f"the {part} of the URL is not Latin-1 text"
+            ) from None
     problem = host_name_problem(parsed.raw_host or "")
     if problem is not None:
         raise FinalStatus(Status.INVALID_URL, problem)
