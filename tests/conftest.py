@@ -98,3 +98,12 @@ def tiny_clip_spec(tmp_path_factory: pytest.TempPathFactory) -> str:
     from tiny_models import tiny_open_clip
 
     return tiny_open_clip(tmp_path_factory.mktemp("clip"))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Modules that hold a slow test run first (each module's tests stay together, in
+    order), so that on several xdist workers the long end-to-end runs start early and the
+    many short tests fill in around them instead of one long test finishing last."""
+    slow_modules = {item.module for item in items if item.get_closest_marker("slow")}
+    order = {id(item): n for n, item in enumerate(items)}
+    items.sort(key=lambda item: (item.module not in slow_modules, order[id(item)]))

@@ -131,6 +131,14 @@ def test_the_contrast_set_jobs_end_to_end(
     assert evaluated.evaluations[0].summary["pairs"]["masculine_preferred"] is not None
 
 
+def test_the_quickstart_job_is_the_one_the_command_runs() -> None:
+    """``contrastkit.quickstart`` is the job ``contrastkit quickstart`` maps its options
+    onto (tests/apps/test_quickstart.py runs it end to end through the console script)."""
+    from contrastkit.apps.quickstart import QuickstartConfig, quickstart
+
+    assert ck.quickstart is quickstart and ck.QuickstartConfig is QuickstartConfig
+
+
 def test_every_job_and_config_is_exported() -> None:
     jobs = {"build_visogender", "build_gensynth", "build_genswap", "export_visogender",
             "export_contrast_set", "publish", "check_dataset_urls", "maintain", "evaluate",

@@ -238,7 +238,7 @@ def test_sigkill_at_any_point_leaves_the_tsv_old_or_new_and_the_db_consistent(
     tmp_path: Path,
 ) -> None:
     routes = {f"/img/{n}.jpg": static(noise_jpeg(n)) for n in range(0, 24, 2)}
-    with LoopbackServer(routes, latency=0.1) as slow:  # odd numbers are 404s
+    with LoopbackServer(routes, latency=0.05) as slow:  # odd numbers are 404s
         rows = [
             make_row("doctor", M if n < 12 else F, n=n, url=slow.url(f"/img/{n}.jpg"))
             for n in range(24)
@@ -263,7 +263,7 @@ def test_sigkill_at_any_point_leaves_the_tsv_old_or_new_and_the_db_consistent(
         new = (reference / "oo.tsv").read_bytes()
         assert new != old and b"http_error:404" in new
 
-        for delay in (0.2, 0.5, 0.8, 1.1, 1.4, 1.7, 2.0, 2.4):
+        for delay in (0.1, 0.25, 0.4, 0.55, 0.7, 0.85, 1.0, 1.2):
             shutil.copy(original, tsv)
             process = subprocess.Popen(
                 command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
