@@ -28,6 +28,7 @@ from typing import Any
 
 from contrastkit.errors import DataFormatError
 from contrastkit.io import atomic_write_text
+from contrastkit.records import read_json
 
 __all__ = [
     "HARNESSES",
@@ -219,10 +220,7 @@ def read_key(folder: str | Path) -> HarnessKey:
         raise DataFormatError(
             path, None, None, "no harness key: pass the folder `contrastkit export harness` wrote"
         )
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise DataFormatError(path, None, None, f"not a JSON harness key ({error})") from error
+    data = read_json(path)
     if not isinstance(data, dict) or data.get("format") != KEY_FORMAT:
         raise DataFormatError(path, None, "format", f"not a {KEY_FORMAT} file")
     version = _need(path, data, "version", int)

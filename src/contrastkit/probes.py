@@ -63,6 +63,7 @@ from urllib.parse import unquote, urlparse
 from contrastkit.curation.gender_words import WORD_TABLE, is_determiner_use, match_case
 from contrastkit.errors import DataFormatError
 from contrastkit.io import atomic_write_text
+from contrastkit.records import json_lines, parse_json, read_json, text_lines
 from contrastkit.saved_datasets import load_saved_split
 
 __all__ = [
@@ -296,26 +297,6 @@ def _check_header(path: Path, names: list[str]) -> None:
         seen.add(name)
 
 
-def text_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """``(line number, text)`` of each line of a UTF-8 file (byte-order mark dropped, CRLF
-    read as LF); a missing file or bytes that are not UTF-8 raise a located
-    :class:`DataFormatError`."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise DataFormatError(path, None, None, "file not found") from None
-    except IsADirectoryError:
-        raise DataFormatError(path, None, None, "is a folder, not a probe file") from None
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    for number, raw in enumerate(data.split(b"\n"), start=1):
-        raw = raw.removesuffix(b"\r")
-        try:
-            yield number, raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise DataFormatError(path, number, None, f"not UTF-8: {exc.reason}") from None
-
-
 def _read_tsv(path: Path) -> Iterator[ProbeRow]:
     lines = text_lines(path)
     header: list[str] | None = None
@@ -343,13 +324,7 @@ def _read_tsv(path: Path) -> Iterator[ProbeRow]:
 
 
 def _read_jsonl(path: Path) -> Iterator[ProbeRow]:
-    for number, text in text_lines(path):
-        if not text.strip():
-            continue
-        try:
-            record = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise DataFormatError(path, number, None, f"not JSON: {exc.msg}") from None
+    for number, record in json_lines(path):
         if not isinstance(record, dict):
             raise DataFormatError(path, number, None, "expected a JSON object")
         for name in COLUMNS:
@@ -430,8 +405,8 @@ def _sniff_file(path: Path) -> bool:
         return {"stereotype_caption", "anti_stereotype_caption", "label"} <= names
     if path.suffix.lower() == ".jsonl":
         try:
-            record = json.loads(first)
-        except ValueError:
+            record = parse_json(path, 1, first)
+        except DataFormatError:
             return False
         return isinstance(record, dict) and "stereotype_caption" in record
     return False
@@ -457,18 +432,23 @@ def _dataset_folder(path: Path) -> Path | None:
 
 def _dataset_is_probes(folder: Path) -> bool:
     for info in (folder / "dataset_dict.json", folder / "dataset_info.json"):
-        if info.name == "dataset_dict.json" and info.is_file():
-            try:
-                splits = json.loads(info.read_text("utf-8")).get("splits", [])
-            except (OSError, ValueError):
-                return False
-            return any(_dataset_is_probes(folder / split) for split in splits)
-        if info.is_file():
-            try:
-                features = json.loads(info.read_text("utf-8")).get("features", {})
-            except (OSError, ValueError):
-                return False
-            return isinstance(features, dict) and "stereotype_caption" in features
+        if not info.is_file():
+            continue
+        try:
+            data = read_json(info)
+        except DataFormatError:
+            return False
+        if not isinstance(data, dict):
+            return False
+        if info.name == "dataset_dict.json":
+            splits = data.get("splits", [])
+            return isinstance(splits, list) and any(
+                isinstance(split, str) and split == Path(split).name not in ("", ".", "..")
+                and _dataset_is_probes(folder / split)
+                for split in splits
+            )  # fmt: skip
+        features = data.get("features", {})
+        return isinstance(features, dict) and "stereotype_caption" in features
     return False
 
 

@@ -20,12 +20,23 @@ from contrastkit.errors import DataFormatError
 
 __all__ = [
     "FALSE_WORDS",
+    "MAX_LINE_BYTES",
     "TRUE_WORDS",
     "Record",
+    "json_lines",
     "parse_bool",
+    "parse_json",
+    "read_json",
     "read_json_object",
     "read_records",
+    "text_lines",
 ]
+
+#: The longest line (bytes, its line ending included) any line-by-line reader takes: a
+#: longer one is a :class:`DataFormatError` naming the file and line, found without
+#: reading more than this much of it, so memory stays a small multiple of the cap
+#: whatever the file holds.
+MAX_LINE_BYTES = 32 * 1024 * 1024
 
 TRUE_WORDS = frozenset({"1", "true", "yes", "y", "ok", "t"})
 FALSE_WORDS = frozenset({"0", "false", "no", "n", "f", ""})
@@ -123,8 +134,10 @@ def _read_text(path: Path) -> str:
     return text
 
 
-def _loads(path: Path, line: int | None, text: str) -> Any:
-    """``json.loads(text)``, every failure a located :class:`DataFormatError`."""
+def parse_json(path: Path, line: int | None, text: str) -> Any:
+    """``json.loads(text)``, every failure a located :class:`DataFormatError`: invalid
+    JSON, nesting deeper than Python's recursion limit, an integer of more digits than
+    Python converts. The one JSON parser of every reader of files a user gives."""
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -136,18 +149,83 @@ def _loads(path: Path, line: int | None, text: str) -> Any:
         raise DataFormatError(path, line, None, f"invalid JSON: {exc}") from exc
 
 
+def read_json(path: str | Path) -> Any:
+    """The JSON document in ``path``, of any type. Every way the file can be unusable
+    (missing, a folder, not UTF-8, a NUL byte, invalid or too deeply nested JSON, a huge
+    integer) is a :class:`DataFormatError` naming the file, the cause chained."""
+    path = Path(path)
+    try:
+        text = _read_text(path)
+    except FileNotFoundError as exc:
+        raise DataFormatError(path, None, None, "no such file") from exc
+    return parse_json(path, None, text)
+
+
+def text_lines(
+    path: str | Path, *, max_line_bytes: int = MAX_LINE_BYTES, torn_tail: bool = False
+) -> Iterator[tuple[int, str]]:
+    """``(line number, text)`` of each line of a UTF-8 file, read one line at a time (a
+    byte-order mark dropped, the line's LF or CRLF removed).
+
+    Args:
+        path: the file.
+        max_line_bytes: a longer line is an error (see :data:`MAX_LINE_BYTES`).
+        torn_tail: leave out a last line without a line ending (an append that never
+            finished), instead of reading it.
+
+    Raises:
+        DataFormatError: the file is missing or a folder, a line is not UTF-8, holds a
+            NUL byte or is longer than ``max_line_bytes``; each naming the line.
+    """
+    path = Path(path)
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        raise DataFormatError(path, None, None, "no such file") from None
+    except IsADirectoryError:
+        raise DataFormatError(path, None, None, "is a folder, not a file") from None
+    with handle:
+        number = 0
+        while raw := handle.readline(max_line_bytes + 1):
+            number += 1
+            if len(raw) > max_line_bytes:
+                raise DataFormatError(
+                    path, number, None, f"line longer than {max_line_bytes} bytes"
+                )
+            if not raw.endswith(b"\n") and torn_tail:
+                return
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise DataFormatError(
+                    path, number, None, f"not UTF-8 text ({exc.reason})"
+                ) from None
+            if "\0" in text:
+                raise DataFormatError(path, number, None, "NUL byte: a binary file, not text")
+            yield number, text.removesuffix("\n").removesuffix("\r")
+
+
+def json_lines(
+    path: str | Path, *, max_line_bytes: int = MAX_LINE_BYTES, torn_tail: bool = False
+) -> Iterator[tuple[int, Any]]:
+    """``(line number, value)`` of each non-blank line of a JSON Lines file, parsed by
+    :func:`parse_json` and read as :func:`text_lines` reads (same arguments, same
+    located errors). Only LF ends a line: U+2028 and friends may sit inside a string."""
+    path = Path(path)
+    for number, text in text_lines(path, max_line_bytes=max_line_bytes, torn_tail=torn_tail):
+        if text.strip():
+            yield number, parse_json(path, number, text)
+
+
 def read_json_object(path: str | Path, what: str = "a JSON object") -> dict[str, Any]:
     """The JSON object in ``path`` (a build summary, COCO annotations, export metadata, a
     benchmark). Every way the file can be unusable — missing, a folder, not UTF-8, a NUL
     byte, invalid or too deeply nested JSON, another JSON type than ``what`` — is a
     :class:`DataFormatError` naming the file (and the line where JSON parsing stopped),
     the underlying error chained."""
-    path = Path(path)
-    try:
-        text = _read_text(path)
-    except FileNotFoundError as exc:
-        raise DataFormatError(path, None, None, "no such file") from exc
-    data = _loads(path, None, text)
+    data = read_json(path)
     if not isinstance(data, dict):
         raise DataFormatError(path, None, None, f"expected {what}")
     return data
@@ -192,19 +270,14 @@ def _read_delimited(path: Path, delimiter: str, single_line: bool) -> Iterator[R
 
 
 def _read_jsonl(path: Path, single_line: bool) -> Iterator[Record]:
-    text = _read_text(path)
-    # Only LF ends a line: U+2028 and friends may sit inside a JSON string.
-    for line, raw_line in enumerate(text.split("\n"), start=1):
-        if not raw_line.strip():
-            continue
-        raw = _loads(path, line, raw_line)
+    for line, raw in json_lines(path):
         if not isinstance(raw, dict):
             raise DataFormatError(path, line, None, "each line must be a JSON object")
         yield Record(path, line, _normalize(path, line, raw, single_line))
 
 
 def _read_json(path: Path, list_key: str | None, single_line: bool) -> Iterator[Record]:
-    raw = _loads(path, None, _read_text(path))
+    raw = parse_json(path, None, _read_text(path))
     if isinstance(raw, dict) and list_key is not None and list_key in raw:
         raw = raw[list_key]
     if not isinstance(raw, list):

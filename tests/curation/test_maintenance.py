@@ -221,6 +221,10 @@ def _consistent(db: Path) -> None:
     its trailing failed checks: checks and row states were committed together."""
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master")}
+        if not tables:
+            return  # killed before its set-up committed: an empty database, set up next run
+        assert {"meta", "runs", "checks", "row_state"} <= tables  # set up in one transaction
         orphans = "SELECT COUNT(*) FROM checks WHERE run_id NOT IN (SELECT run_id FROM runs)"
         assert conn.execute(orphans).fetchone() == (0,)
         states = conn.execute("SELECT row_id, consecutive_failures FROM row_state").fetchall()

@@ -276,7 +276,7 @@ def test_predictions_are_read_onto_the_grid_and_errors_are_located(tmp_path: Pat
         ('{"concept": "a", "score": 1}\n', r"x.jsonl:1: field 'image_id': missing"),
         ('\n{"image_id": "1", "concept": "a", "hit": 1, "confidence": 1.5}\n',
          r"x.jsonl:2: field 'confidence': must be in \[0, 1\]"),
-        ("not json\n", r"x.jsonl:1: not valid JSON"),
+        ("not json\n", r"x.jsonl:1: invalid JSON"),
         ("", "has no rows"),
     ]  # fmt: skip
     for text, message in cases:

@@ -75,13 +75,14 @@ from contrastkit.builders.manifest import (
     ContrastItem,
     EditRecord,
     Manifest,
+    contrast_items,
 )
 from contrastkit.config import require
 from contrastkit.curation.gender_words import neutralize
 from contrastkit.data_cards import render_card
 from contrastkit.errors import ConfigError, DataFormatError, StateError
 from contrastkit.io import atomic_write_text, check_writable
-from contrastkit.records import read_json_object, read_records
+from contrastkit.records import json_lines, read_json_object, read_records
 from contrastkit.schema import URL_COLUMN, Context, Gender, VisoGenderRow, VisoGenderTable
 from contrastkit.store import ImageStore
 from contrastkit.tiny.marker import spec_has_random_weights
@@ -478,12 +479,9 @@ def export_contrast_set(config: ExportContrastConfig) -> ExportResult:
             contrast_path, None, None, "no such file (run the select stage first)"
         )
     summary_path = build_dir / SUMMARY
-    try:
-        summary: dict[str, Any] = json.loads(summary_path.read_text(encoding="utf-8"))
-    except FileNotFoundError as error:
-        raise DataFormatError(
-            summary_path, None, None, "no build summary (run the build)"
-        ) from error
+    if not summary_path.is_file():
+        raise DataFormatError(summary_path, None, None, "no build summary (run the build)")
+    summary: dict[str, Any] = read_json_object(summary_path, "a build summary (a JSON object)")
     kind = "genswap" if "genswap" in summary else "gensynth"
     if config.originals:
         return export_originals(config, summary, kind)
@@ -495,7 +493,7 @@ def export_contrast_set(config: ExportContrastConfig) -> ExportResult:
             genders: Counter[str] = Counter()
             labels: Counter[str] = Counter()
             sources: set[str] = set()
-            for line, item in _contrast_items(contrast_path):
+            for line, item in contrast_items(contrast_path):
                 record = _edit_of(index, build_dir, contrast_path, line, item)
                 genders[item.gender] += 1
                 labels[record.source_label] += 1
@@ -572,7 +570,7 @@ def export_originals(
     build_dir, contrast_path = config.build, config.build / CONTRAST_SET
     sources = {s.source_id: s for s in read_sources(build_dir)}
     order: dict[str, None] = {}
-    for line, item in _contrast_items(contrast_path):
+    for line, item in contrast_items(contrast_path):
         if item.source_id not in sources:
             raise DataFormatError(
                 build_dir / SOURCES, None, None,
@@ -718,18 +716,6 @@ def originals_card(metadata: dict[str, Any]) -> str:
     return f"---\n{header}---\n\n" + "\n".join(lines) + "\n"
 
 
-def _contrast_items(path: Path) -> Iterator[tuple[int, ContrastItem]]:
-    """The items of a ``contrast_set.jsonl`` with their line numbers, read line by line
-    (the same parsing and errors as :func:`read_contrast_set`)."""
-    with path.open(encoding="utf-8") as handle:
-        for number, raw in enumerate(handle, start=1):
-            if raw.strip():
-                try:
-                    yield number, ContrastItem(**json.loads(raw))
-                except (json.JSONDecodeError, TypeError) as exc:
-                    raise DataFormatError(path, number, None, f"malformed item: {exc}") from exc
-
-
 class _ManifestIndex:
     """A build's manifest as an SQLite table keyed by edit id, in a scratch file, so a
     contrast set of any size looks its edits up without holding the manifest in memory.
@@ -748,21 +734,11 @@ class _ManifestIndex:
         where: dict[str, Any] = {"line": 0, "edit_id": ""}
 
         def records() -> Iterator[tuple[str, str]]:
-            with self.manifest.open(encoding="utf-8", errors="strict", newline="\n") as handle:
-                for number, raw in enumerate(handle, start=1):
-                    if not raw.endswith("\n"):
-                        break  # a torn last line: its append never finished
-                    if not raw.strip():
-                        continue
-                    try:
-                        parsed = json.loads(raw)
-                    except json.JSONDecodeError as exc:
-                        raise DataFormatError(
-                            self.manifest, number, None, f"invalid JSON: {exc.msg}"
-                        ) from exc
-                    record = EditRecord.from_json(self.manifest, number, parsed)
-                    where["line"], where["edit_id"] = number, record.edit_id
-                    yield record.edit_id, raw
+            # a torn last line (its append never finished) is left out
+            for number, parsed in json_lines(self.manifest, torn_tail=True):
+                record = EditRecord.from_json(self.manifest, number, parsed)
+                where["line"], where["edit_id"] = number, record.edit_id
+                yield record.edit_id, record.to_line()
 
         try:
             with self.connection:
@@ -801,7 +777,7 @@ def _contrast_records(
     build_dir: Path, path: Path, index: _ManifestIndex
 ) -> Iterator[dict[str, Any]]:
     """The exported rows of a contrast set, each image read when its row is yielded."""
-    for line, item in _contrast_items(path):
+    for line, item in contrast_items(path):
         record = _edit_of(index, build_dir, path, line, item)
         image = {"bytes": (build_dir / item.image).read_bytes(), "path": Path(item.image).name}
         yield {
@@ -1060,7 +1036,7 @@ def _regroup(batches: Iterator[pa.Table]) -> Iterator[pa.Table]:
 def _read_saved_split(folder: Path) -> Iterator[pa.RecordBatch]:
     """The record batches of a split written by :func:`_write_saved_split`, read from
     the files (not memory-mapped: a batch's memory is freed once it is used)."""
-    state = json.loads((folder / "state.json").read_text(encoding="utf-8"))
+    state = read_json_object(folder / "state.json")
     for entry in state["_data_files"]:
         with pa.OSFile(str(folder / entry["filename"])) as handle:
             yield from pa.ipc.open_stream(handle)

@@ -38,6 +38,7 @@ from contrastkit.builders.coco import Box, SourceImage
 from contrastkit.curation.gender_words import to_gender
 from contrastkit.errors import DataFormatError
 from contrastkit.io import atomic_write_bytes, atomic_write_text, exclusive_lock
+from contrastkit.records import json_lines
 from contrastkit.schema import Gender
 
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "ContrastItem",
     "EditRecord",
     "Manifest",
+    "contrast_items",
     "encode_image",
     "holds_build_lock",
     "read_contrast_set",
@@ -143,28 +145,15 @@ class Manifest:
         if not self.path.exists():
             return
         seen: set[str] = set()
-        with self.path.open("rb") as handle:
-            for number, raw in enumerate(handle, start=1):
-                if not raw.endswith(b"\n"):
-                    break  # the last append never finished: not done
-                try:
-                    text = raw.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    raise DataFormatError(self.path, number, None, "not UTF-8 text") from exc
-                if not text.strip():
-                    continue
-                try:
-                    parsed = json.loads(text)
-                except json.JSONDecodeError as exc:
-                    message = f"invalid JSON: {exc.msg}"
-                    raise DataFormatError(self.path, number, None, message) from exc
-                record = EditRecord.from_json(self.path, number, parsed)
-                if record.edit_id in seen:
-                    raise DataFormatError(
-                        self.path, number, "edit_id", f"edit {record.edit_id!r} listed twice"
-                    )
-                seen.add(record.edit_id)
-                yield record
+        # a last line without its newline: the last append never finished, not done
+        for number, parsed in json_lines(self.path, torn_tail=True):
+            record = EditRecord.from_json(self.path, number, parsed)
+            if record.edit_id in seen:
+                raise DataFormatError(
+                    self.path, number, "edit_id", f"edit {record.edit_id!r} listed twice"
+                )
+            seen.add(record.edit_id)
+            yield record
 
     def _repair_tail(self) -> None:
         if self._repaired or not self.path.exists():
@@ -328,11 +317,8 @@ def read_sources(folder: Path) -> list[SourceImage]:
     if not path.exists():
         return []
     sources = []
-    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not raw.strip():
-            continue
+    for number, data in json_lines(path):
         try:
-            data = json.loads(raw)
             sources.append(
                 SourceImage(
                     source_id=str(data["source_id"]),
@@ -344,8 +330,6 @@ def read_sources(folder: Path) -> list[SourceImage]:
                     label=Gender(data["label"]),
                 )
             )
-        except json.JSONDecodeError as exc:
-            raise DataFormatError(path, number, None, f"invalid JSON: {exc.msg}") from exc
         except (KeyError, TypeError, ValueError) as exc:
             raise DataFormatError(path, number, None, f"malformed source: {exc}") from exc
     return sources
@@ -410,14 +394,20 @@ def read_contrast_set(path: str | Path) -> list[ContrastItem]:
         path = path / CONTRAST_SET
     if not path.is_file():
         raise DataFormatError(path, None, None, "no such file (run the select stage first)")
-    items = []
-    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if raw.strip():
-            try:
-                items.append(ContrastItem(**json.loads(raw)))
-            except (json.JSONDecodeError, TypeError) as exc:
-                raise DataFormatError(path, number, None, f"malformed item: {exc}") from exc
-    return items
+    return [item for _, item in contrast_items(path)]
+
+
+def contrast_items(path: Path) -> Iterator[tuple[int, ContrastItem]]:
+    """The items of a ``contrast_set.jsonl`` with their line numbers, read one line at a
+    time (:func:`~contrastkit.records.json_lines`); a line that is not an item is a
+    :class:`DataFormatError` naming it."""
+    for number, data in json_lines(path):
+        if not isinstance(data, dict):
+            raise DataFormatError(path, number, None, "malformed item: not a JSON object")
+        try:
+            yield number, ContrastItem(**data)
+        except TypeError as exc:
+            raise DataFormatError(path, number, None, f"malformed item: {exc}") from exc
 
 
 def with_scores(record: EditRecord, p_real: float, p_gender: float, accepted: bool) -> EditRecord:

@@ -89,6 +89,7 @@ from contrastkit.probes import (
     read_neutral_terms,
     text_lines,
 )
+from contrastkit.records import read_json
 
 __all__ = [
     "BUILD_REPORT",
@@ -187,14 +188,7 @@ def read_stereoset(path: str | Path, *, strict: bool = True) -> tuple[list[State
             label, an ID used twice, a sentence that does not line up with the context.
     """
     path = Path(path)
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataFormatError(path, None, None, "file not found") from None
-    except UnicodeDecodeError as exc:
-        raise DataFormatError(path, None, None, f"not UTF-8: {exc.reason}") from None
-    except json.JSONDecodeError as exc:
-        raise DataFormatError(path, exc.lineno, None, f"not JSON: {exc.msg}") from None
+    document = read_json(path)
     data = document.get("data") if isinstance(document, dict) else None
     items = data.get("intrasentence") if isinstance(data, dict) else None
     if not isinstance(items, list):

@@ -67,6 +67,7 @@ from contrastkit.evaluators.models.base import batched
 from contrastkit.evaluators.raw import RawAppender
 from contrastkit.interfaces import CaptionScorer, ImageTextScorer, PronounScorer
 from contrastkit.io import atomic_write_text
+from contrastkit.records import parse_json, read_json, text_lines
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -222,8 +223,8 @@ def describe_export(path: Path) -> dict[str, Any] | None:
     without readable metadata (a plain saved dataset)."""
     file = Path(path) / "build_metadata.json"
     try:
-        metadata = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        metadata = read_json(file)
+    except (OSError, DataFormatError):
         return None
     if not isinstance(metadata, dict):
         return None
@@ -475,10 +476,10 @@ def _read_raw_scores(path: Path, spec: str, kind: str) -> dict[str, dict[str, fl
     found: dict[str, dict[str, float]] = {}
     if not path.is_file():
         return found
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for number, line in text_lines(path):
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
+            record = parse_json(path, number, line)
+        except DataFormatError:
             continue
         if not isinstance(record, dict) or not isinstance(record.get("scores"), dict):
             continue

@@ -74,6 +74,7 @@ from contrastkit.errors import ConfigError, DataFormatError
 from contrastkit.evaluators.raw import dumps_jsonl
 from contrastkit.harness_key import HarnessKey, KeyItem, parse_choice, read_key
 from contrastkit.io import atomic_write_text, check_writable
+from contrastkit.records import json_lines, read_json
 
 __all__ = [
     "RESULTS_FILE",
@@ -205,8 +206,7 @@ def _table(path: Path) -> Any:
                 )  # fmt: skip
             return pd.read_excel(path, dtype=str, keep_default_na=False)
         if suffix == ".json":
-            data = json.loads(path.read_text(encoding="utf-8"))
-            return pd.DataFrame(data).astype(str)
+            return pd.DataFrame(read_json(path)).astype(str)
         return pd.read_csv(
             path, sep="\t" if suffix == ".tsv" else ",", dtype=str, keep_default_na=False
         )
@@ -268,17 +268,7 @@ def _is_loglikelihoods(values: Any) -> bool:
 
 def _from_jsonl(path: Path, key: Mapping[int, KeyItem]) -> list[HarnessAnswer]:
     answers = []
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as error:
-        raise DataFormatError(path, None, None, f"cannot read the samples file: {error}") from error
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise DataFormatError(path, number, None, f"not a JSON object ({error})") from error
+    for number, record in json_lines(path):
         if not isinstance(record, dict):
             raise DataFormatError(path, number, None, "not a JSON object")
         doc = record["doc"] if isinstance(record.get("doc"), dict) else {}

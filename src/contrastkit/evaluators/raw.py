@@ -18,7 +18,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from contrastkit.errors import DataFormatError
 from contrastkit.io import atomic_write_text
+from contrastkit.records import parse_json, text_lines
 
 __all__ = ["RawAppender", "dumps_jsonl", "read_raw"]
 
@@ -32,10 +34,10 @@ def read_raw(
     records: dict[str, dict[str, Any]] = {}
     if not path.is_file():
         return records
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for number, line in text_lines(path):
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
+            record = parse_json(path, number, line)
+        except DataFormatError:
             continue
         if not isinstance(record, dict) or any(f not in record for f in ("key", *required)):
             continue

@@ -13,6 +13,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from contrastkit.errors import DataFormatError
+from contrastkit.records import read_json
+
 __all__ = [
     "MARKER_FILE",
     "RANDOM_WEIGHTS_NOTE",
@@ -62,8 +65,8 @@ def marked_random(location: str | Path) -> bool:
     if not marker.is_file():
         return False
     try:
-        payload = json.loads(marker.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        payload = read_json(marker)
+    except (OSError, DataFormatError):
         return True  # a damaged marker still marks the folder: err on the honest side
     return not isinstance(payload, dict) or bool(payload.get("random_weights", True))
 

@@ -211,11 +211,15 @@ def _locked(db_path: Path) -> contextlib.AbstractContextManager[None]:
 def _set_up(path: Path, conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=FULL")
-    conn.executescript(_SCHEMA)
+    # One transaction: a run killed while setting up leaves every table or none.
+    conn.executescript(
+        f"BEGIN IMMEDIATE;\n{_SCHEMA}\nINSERT OR IGNORE INTO meta VALUES "
+        f"('schema_version', '{SCHEMA_VERSION}');\nCOMMIT;"
+    )
     row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     if row is None:
-        conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-    elif not str(row[0]).isdigit():
+        raise StateError(f"{path}: not a usable state database (no schema version)")
+    if not str(row[0]).isdigit():
         raise StateError(f"{path}: not a usable state database (schema version {row[0]!r})")
     elif int(row[0]) > SCHEMA_VERSION:
         raise StateError(f"{path}: state written by a newer contrastkit (schema {row[0]}); upgrade")

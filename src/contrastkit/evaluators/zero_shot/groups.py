@@ -37,7 +37,6 @@ Limitations): they approximate nobody's gender identity.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -47,6 +46,7 @@ from typing import Any
 
 from contrastkit.errors import ConfigError, DataFormatError
 from contrastkit.evaluators.zero_shot.jsonstream import iter_json_array
+from contrastkit.records import read_json
 
 __all__ = [
     "COCO_MAN_TERMS",
@@ -225,12 +225,7 @@ class GroupedData:
 def _read_json(path: Path) -> Any:
     if not path.is_file():
         raise DataFormatError(path, None, None, "file not found")
-    try:
-        with path.open("rb") as handle:
-            return json.load(handle)
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        line = getattr(error, "lineno", None)
-        raise DataFormatError(path, line, None, f"not valid JSON ({error})") from error
+    return read_json(path)
 
 
 def detect_layout(root: Path) -> str:

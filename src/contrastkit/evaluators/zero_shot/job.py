@@ -35,7 +35,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -57,6 +56,7 @@ from contrastkit.evaluators.zero_shot.groups import (
 from contrastkit.evaluators.zero_shot.metrics import DEFAULT_BINS, GroupMetrics, group_metrics
 from contrastkit.interfaces import ImageTextScorer, ProgressFactory, progress_stage
 from contrastkit.io import check_writable
+from contrastkit.records import read_json
 
 __all__ = [
     "CALIBRATION_MODES",
@@ -348,10 +348,7 @@ def _load_compare(path: Path) -> dict[str, Any]:
     found = next((c for c in candidates if c.is_file()), None)
     if found is None:
         raise DataFormatError(path, None, None, "no disparity.json here")
-    try:
-        results = json.loads(found.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise DataFormatError(found, None, None, f"not valid JSON ({error})") from error
+    results = read_json(found)
     if not isinstance(results, dict) or results.get("task") != TASK:
         raise DataFormatError(found, None, "task", f"not a {TASK} results file")
     return results

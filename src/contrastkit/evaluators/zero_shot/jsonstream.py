@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from contrastkit.errors import DataFormatError
+from contrastkit.records import MAX_LINE_BYTES
 
 __all__ = ["CHUNK_CHARS", "iter_json_array"]
 
@@ -100,8 +101,16 @@ def iter_json_array(
                         except json.JSONDecodeError as error:
                             if reader.eof:
                                 raise invalid(error.msg, error.pos) from error
+                            if len(reader.buf) - reader.pos > MAX_LINE_BYTES:
+                                raise invalid(
+                                    f"an element longer than {MAX_LINE_BYTES} characters"
+                                ) from error
                             reader.fill()  # then decode again (fill moves the window)
                             continue
+                        except RecursionError as error:
+                            raise invalid("nested too deeply") from error
+                        except ValueError as error:  # an integer of too many digits
+                            raise invalid(str(error)) from error
                         if len(reader.buf) - end <= 2 and not reader.eof:
                             reader.fill()
                             # a number cut by the chunk decodes as a shorter one: "1" of

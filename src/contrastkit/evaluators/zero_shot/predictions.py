@@ -31,7 +31,6 @@ one), or scores that all lie in [0, 1], which are then read as probabilities.
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -41,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from contrastkit.errors import DataFormatError
+from contrastkit.records import json_lines
 
 __all__ = ["Predictions", "load_predictions"]
 
@@ -92,15 +92,7 @@ class Predictions:
 
 
 def _jsonl_rows(path: Path) -> Iterator[tuple[int, Any]]:
-    with path.open("r", encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                yield number, json.loads(line)
-            except json.JSONDecodeError as error:
-                reason = f"not valid JSON ({error.msg})"
-                raise DataFormatError(path, number, None, reason) from error
+    return json_lines(path)
 
 
 def _parquet_rows(path: Path) -> Iterator[tuple[int, Any]]:

@@ -1,0 +1,159 @@
+"""Hostile JSON through every reader of JSON and JSON Lines files (issue 30): deep nesting
+(past Python's recursion limit), integers with thousands of digits, huge values and one
+huge line. Each reader goes through the one strict reader of :mod:`contrastkit.records`
+and may only raise a :class:`~contrastkit.errors.DataFormatError` naming the file (or,
+for a sniffer, answer no); a line longer than the cap is refused with its number, read no
+further than the cap.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from contrastkit.builders.manifest import Manifest, read_contrast_set, read_sources
+from contrastkit.builders.stereoset import read_stereoset
+from contrastkit.errors import DataFormatError
+from contrastkit.evaluators.zero_shot.jsonstream import iter_json_array
+from contrastkit.evaluators.zero_shot.predictions import load_predictions
+from contrastkit.harness_key import read_key
+from contrastkit.probes import is_probe_set, read_probes
+from contrastkit.records import (
+    MAX_LINE_BYTES,
+    json_lines,
+    read_json,
+    read_json_object,
+    read_records,
+    text_lines,
+)
+from contrastkit.tiny.marker import marked_random
+
+
+def _nested(depth: int, inner: str = "1") -> str:
+    return "[" * depth + inner + "]" * depth
+
+
+#: JSON texts a hostile or broken writer might leave: nested past the recursion limit (in
+#: a list, in an object), integers Python refuses to convert, long strings, valid bits.
+VALUES = st.one_of(
+    st.integers(1_000, 200_000).map(_nested),
+    st.integers(1_000, 100_000).map(lambda d: '{"a": ' + _nested(d) + "}"),
+    st.integers(4_400, 60_000).map(lambda n: "9" * n),
+    st.integers(4_400, 60_000).map(lambda n: '{"image_id": ' + "7" * n + "}"),
+    st.integers(1, 300_000).map(lambda n: '{"x": "' + "a" * n + '"}'),
+    st.sampled_from(["{}", "[]", "null", '{"stereotype_caption": 1}', '"text"', "1e999"]),
+)
+
+#: Every reader of a JSON (``.json``) or JSON Lines (``.jsonl``) file the user gives.
+READERS: dict[str, tuple[str, Callable[[Path], Any]]] = {
+    "records-jsonl": (".jsonl", read_records),
+    "records-json": (".json", read_records),
+    "json-lines": (".jsonl", lambda p: list(json_lines(p))),
+    "json": (".json", read_json),
+    "json-object (build summary)": (".json", read_json_object),
+    "probe set": (".jsonl", read_probes),
+    "stereoset": (".json", read_stereoset),
+    "visual genome (streamed)": (".json", lambda p: list(iter_json_array(p))),
+    "predictions": (".jsonl", lambda p: load_predictions(p, ["1"], ["a"])),
+    "harness key": (".json", read_key),
+    "contrast set": (".jsonl", read_contrast_set),
+}
+
+#: Readers of a fixed file name inside a folder.
+FOLDER_READERS: dict[str, tuple[str, Callable[[Path], Any]]] = {
+    "manifest": ("manifest.jsonl", lambda folder: Manifest(folder).read()),
+    "sources": ("sources.jsonl", read_sources),
+}
+
+SETTINGS = settings(
+    max_examples=20,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+def _located(path: Path, call: Callable[[], Any]) -> None:
+    try:
+        call()
+    except DataFormatError as error:
+        assert error.path == str(path), (error.path, str(path))
+        assert error.reason
+
+
+@pytest.mark.parametrize("name", sorted(READERS))
+@SETTINGS
+@given(values=st.lists(VALUES, min_size=1, max_size=3))
+def test_every_json_reader_gives_a_located_error_or_a_result(name: str, values: list[str]) -> None:
+    suffix, reader = READERS[name]
+    path = Path(tempfile.mkdtemp(prefix="hostile-json-")) / f"data{suffix}"
+    text = "\n".join(values) + "\n" if suffix == ".jsonl" else values[0]
+    path.write_text(text, encoding="utf-8")
+    _located(path, lambda: reader(path))
+
+
+@pytest.mark.parametrize("name", sorted(FOLDER_READERS))
+@SETTINGS
+@given(values=st.lists(VALUES, min_size=1, max_size=3))
+def test_every_build_folder_file_reader_gives_a_located_error(name: str, values: list[str]) -> None:
+    file_name, reader = FOLDER_READERS[name]
+    folder = Path(tempfile.mkdtemp(prefix="hostile-json-"))
+    (folder / file_name).write_text("\n".join(values) + "\n", encoding="utf-8")
+    _located(folder / file_name, lambda: reader(folder))
+
+
+@SETTINGS
+@given(value=VALUES)
+def test_sniffers_answer_instead_of_raising(value: str) -> None:
+    """A sniffer looks at a header only: it answers yes or no, whatever the file holds
+    (a yes is then checked in full by the reader, above)."""
+    folder = Path(tempfile.mkdtemp(prefix="hostile-json-"))
+    (folder / "probes.jsonl").write_text(value + "\n", encoding="utf-8")
+    assert is_probe_set(folder / "probes.jsonl") in (True, False)
+    (folder / "dataset_info.json").write_text(value, encoding="utf-8")
+    assert is_probe_set(folder) in (True, False)
+    (folder / "random_weights.json").write_text(value, encoding="utf-8")
+    assert marked_random(folder) in (True, False)
+
+
+def test_a_line_longer_than_the_cap_is_refused_with_its_number(tmp_path: Path) -> None:
+    path = tmp_path / "rows.jsonl"
+    path.write_bytes(b'{"a": 1}\n{"b": "' + b"x" * 5000 + b'"}\n{"c": 3}\n')
+    with pytest.raises(DataFormatError, match=r"rows\.jsonl:2: line longer than 1000 bytes"):
+        list(json_lines(path, max_line_bytes=1000))
+    assert [n for n, _ in json_lines(path, max_line_bytes=6000)] == [1, 2, 3]
+    # A torn last line (no newline) is left out only where asked.
+    path.write_bytes(b'{"a": 1}\n{"b": 2')
+    assert [n for n, _ in json_lines(path, torn_tail=True)] == [1]
+    with pytest.raises(DataFormatError, match=r"rows\.jsonl:2: invalid JSON"):
+        list(json_lines(path))
+    path.write_bytes(b'{"a": 1}\r\n\xef\xbb\xbf\xff\n')
+    with pytest.raises(DataFormatError, match=r"rows\.jsonl:2: not UTF-8"):
+        list(text_lines(path))
+
+
+@pytest.mark.slow
+def test_one_huge_line_is_refused_in_a_small_multiple_of_the_cap(tmp_path: Path) -> None:
+    """A probe set whose first line is one value bigger than the line cap: refused
+    naming line 1, with peak memory under three times the cap (not 25x the line)."""
+    path = tmp_path / "probes.jsonl"
+    with path.open("wb") as handle:
+        handle.write(b'{"stereotype_caption": "')
+        chunk = b"x" * (1 << 20)
+        for _ in range(MAX_LINE_BYTES // len(chunk) + 8):
+            handle.write(chunk)
+        handle.write(b'"}\n')
+    tracemalloc.start()
+    try:
+        with pytest.raises(DataFormatError, match=r"probes\.jsonl:1: line longer than"):
+            read_probes(path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 3 * MAX_LINE_BYTES, peak
