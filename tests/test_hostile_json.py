@@ -157,3 +157,42 @@ def test_one_huge_line_is_refused_in_a_small_multiple_of_the_cap(tmp_path: Path)
     finally:
         tracemalloc.stop()
     assert peak < 3 * MAX_LINE_BYTES, peak
+
+
+# -- data never names a file outside the folder the user gave ------------------------------
+
+
+@pytest.mark.parametrize(
+    "name", ["../outside.jpg", "/etc/passwd", "a/../../outside.jpg", "C:\\x.jpg", "\\\\host\\x", ""]
+)
+@pytest.mark.parametrize("reader", ["build", "audit", "zero-shot"])
+def test_a_coco_file_name_outside_the_images_folder_is_refused(
+    tmp_path: Path, name: str, reader: str
+) -> None:
+    """Every COCO reader (GenSynth sources, the dataset audit, the zero-shot analysis)
+    refuses a ``file_name`` that is absolute or climbs out with ``..``, naming the file
+    and the field, before any image is opened."""
+    import json
+
+    from contrastkit.audit.data import read_coco_captions
+    from contrastkit.builders.coco import read_coco
+    from contrastkit.evaluators.zero_shot.groups import load_grouped
+    from contrastkit.samples import write_coco
+
+    root = write_coco(tmp_path / "coco")
+    (tmp_path / "outside.jpg").write_bytes(b"not yours")
+    for kind in ("captions", "instances"):
+        path = root / "annotations" / f"{kind}_train2017.json"
+        data = json.loads(path.read_text())
+        data["images"][1]["file_name"] = name
+        path.write_text(json.dumps(data))
+    readers = {
+        "build": (lambda: read_coco(root), "captions"),
+        "audit": (lambda: read_coco_captions(root), "captions"),
+        "zero-shot": (lambda: load_grouped(root, layout="coco", min_images=1), "instances"),
+    }
+    call, kind = readers[reader]
+    with pytest.raises(DataFormatError, match="names a file outside") as caught:
+        call()
+    assert caught.value.path == str(root / "annotations" / f"{kind}_train2017.json")
+    assert caught.value.field == "images[1].file_name"

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO, Any, BinaryIO
 
 from contrastkit.errors import ResourceError, StateError
 
@@ -34,6 +34,7 @@ __all__ = [
     "exchange_paths",
     "exclusive_lock",
     "resource_error",
+    "shared_lock",
 ]
 
 
@@ -204,12 +205,8 @@ def exclusive_lock(lock_path: str | Path, what: str, run: str) -> Iterator[None]
     except OSError as error:
         raise resource_error(lock_path, f"the lock of {what}", error) from error
     with handle:
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as error:
-            handle.seek(0)
-            holder = handle.read().strip() or "another process"
-            raise StateError(f"{what}: another `{run}` run holds {lock_path} ({holder})") from error
+        busy = f"{what}: another `{run}` run holds {lock_path}"
+        _flock_now(handle, fcntl.LOCK_EX, lambda holder: f"{busy} ({holder})")
         try:
             handle.seek(0)
             handle.truncate()
@@ -219,3 +216,46 @@ def exclusive_lock(lock_path: str | Path, what: str, run: str) -> Iterator[None]
             yield
         finally:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+@contextmanager
+def shared_lock(lock_path: str | Path, what: str, reader: str) -> Iterator[None]:
+    """Hold a shared ``flock`` on ``lock_path`` for the block: readers (an export) run
+    side by side, never while a writer holds :func:`exclusive_lock` on it, and a writer
+    that starts meanwhile is refused (by its own lock). No lock file, no writer has ever
+    run there: nothing to hold. The file is opened read-only and never written.
+
+    Raises:
+        StateError: a writer holds the lock now (the message names it and ``reader``).
+        ResourceError: the lock file exists but cannot be opened.
+    """
+    lock_path = Path(lock_path)
+    try:
+        handle = lock_path.open("rb")
+    except FileNotFoundError:
+        yield
+        return
+    except OSError as error:
+        raise resource_error(lock_path, f"the lock of {what}", error) from error
+    with handle:
+        _flock_now(handle, fcntl.LOCK_SH, lambda holder: (
+            f"{what}: a run is writing it ({holder}, holding {lock_path}); "
+            f"{reader} when it has finished"
+        ))  # fmt: skip
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _flock_now(handle: IO[Any], operation: int, message: Callable[[str], str]) -> None:
+    """``flock(handle, operation)`` without waiting; when another process holds a
+    conflicting lock, a :class:`StateError` of ``message(holder)``, the holder being what
+    the exclusive holder wrote in the file (``pid N@host since ...``)."""
+    try:
+        fcntl.flock(handle.fileno(), operation | fcntl.LOCK_NB)
+    except BlockingIOError as error:
+        handle.seek(0)
+        data = handle.read()
+        text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+        raise StateError(message(text.strip() or "another process")) from error

@@ -29,6 +29,7 @@ __all__ = [
     "read_json",
     "read_json_object",
     "read_records",
+    "relative_file_name",
     "text_lines",
 ]
 
@@ -147,6 +148,32 @@ def parse_json(path: Path, line: int | None, text: str) -> Any:
         raise DataFormatError(path, line, None, "invalid JSON: nested too deeply") from exc
     except ValueError as exc:  # e.g. an integer of more digits than Python converts
         raise DataFormatError(path, line, None, f"invalid JSON: {exc}") from exc
+
+
+def relative_file_name(path: Path, line: int | None, field: str | None, value: str) -> str:
+    """``value`` as the data gives it, if it names a file inside the folder the data
+    belongs to: a relative path whose parts are not ``..`` (nor empty, nor a drive or
+    root). The one containment rule of every reader whose rows name image files: data
+    never names a file outside the folder the user gave.
+
+    Raises:
+        DataFormatError: naming ``path``, ``line`` and ``field``.
+    """
+    from pathlib import PurePosixPath, PureWindowsPath
+
+    windows = PureWindowsPath(value)
+    if (
+        not value.strip()
+        or "\0" in value
+        or PurePosixPath(value).is_absolute()
+        or windows.drive
+        or windows.root
+        or any(part == ".." for part in windows.parts)
+    ):
+        raise DataFormatError(
+            path, line, field, f"{value!r} names a file outside the data's folder"
+        )
+    return value
 
 
 def read_json(path: str | Path) -> Any:

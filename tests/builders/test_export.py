@@ -39,7 +39,7 @@ from contrastkit.schema import URL_COLUMN, Context, Gender
 from contrastkit.store import ImageStore
 from contrastkit.tsv import read_visogender_tsv
 from contrastkit.tsv import write_visogender_tsv as write_tsv
-from factories import make_row
+from factories import hold_build_lock, make_row
 from loopback import LoopbackServer, jpeg_bytes, static
 
 M, F = Gender.MASCULINE, Gender.FEMININE
@@ -398,3 +398,43 @@ def test_export_configs_check_their_fields(tmp_path: Path) -> None:
         ExportContrastConfig(tmp_path, tmp_path)
     with pytest.raises(ConfigError, match="tree: only a dry run"):
         PublishConfig(tmp_path, "me/x", tree=tmp_path / "t")
+
+
+@pytest.mark.slow
+def test_an_export_never_reads_a_build_a_stage_is_rewriting(
+    gensynth_build: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a stage holds the build folder's lock (a rebuild re-filtering and
+    re-selecting), ``export contrast`` is refused naming the holder and writes nothing;
+    while an export reads the folder, a stage started there is refused; afterwards both
+    work (issue 30: an export taken during a rebuild mixed the new summary and the old
+    contrast set)."""
+    from contrastkit.builders import export as export_module
+
+    release = tmp_path / "release"
+    holder = hold_build_lock(gensynth_build, release)
+    try:
+        with pytest.raises(StateError, match=rf"a run is writing it \(pid {holder.pid}@"):
+            export_contrast_set(ExportContrastConfig(gensynth_build, tmp_path / "during"))
+        result = CliRunner().invoke(app, ["export", "contrast", str(gensynth_build), "--out",
+                                          str(tmp_path / "cli")])  # fmt: skip
+        assert result.exit_code == 2 and "when it has finished" in result.output
+        assert not (tmp_path / "during").exists() and not (tmp_path / "cli").exists()
+    finally:
+        release.touch()
+        holder.wait(timeout=30)
+
+    refused: list[str] = []
+    real = export_module._export_contrast_set
+
+    def reading(config: ExportContrastConfig) -> object:
+        try:
+            run_select_stage(gensynth_build, seed=0)  # a stage started mid-export
+        except StateError as error:
+            refused.append(str(error))
+        return real(config)
+
+    monkeypatch.setattr(export_module, "_export_contrast_set", reading)
+    export_contrast_set(ExportContrastConfig(gensynth_build, tmp_path / "after"))
+    assert refused and "holds" in refused[0]
+    assert (tmp_path / "after" / "README.md").is_file()

@@ -35,7 +35,7 @@ from typing import Any
 
 from contrastkit.curation.gender_words import image_label, neutralize
 from contrastkit.errors import DataFormatError
-from contrastkit.records import read_json_object
+from contrastkit.records import read_json_object, relative_file_name
 
 __all__ = [
     "LABELS",
@@ -181,7 +181,12 @@ def read_coco_captions(root: str | Path, split: str | None = None) -> AuditData:
     files: dict[int, str] = {}
     for i, item in enumerate(entries):
         image_id = _field(path, item, f"images[{i}]", "id", int)
-        files[image_id] = _field(path, item, f"images[{i}]", "file_name", str)
+        files[image_id] = relative_file_name(
+            path,
+            None,
+            f"images[{i}].file_name",
+            _field(path, item, f"images[{i}]", "file_name", str),
+        )
     captions: dict[int, list[str]] = {}
     for i, item in enumerate(notes):
         image_id = _field(path, item, f"annotations[{i}]", "image_id", int)

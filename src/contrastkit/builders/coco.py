@@ -27,7 +27,7 @@ from typing import Any
 
 from contrastkit.curation.gender_words import image_label
 from contrastkit.errors import ConfigError, DataFormatError
-from contrastkit.records import read_json_object
+from contrastkit.records import read_json_object, relative_file_name
 from contrastkit.schema import Gender
 
 __all__ = [
@@ -220,7 +220,12 @@ def read_coco(root: str | Path, split: str | None = None) -> CocoDataset:
         image_id = _get(captions_path, item, where, "id", int)
         images[image_id] = {
             "image_id": image_id,
-            "file_name": _get(captions_path, item, where, "file_name", str),
+            "file_name": relative_file_name(
+                captions_path,
+                None,
+                f"{where}.file_name",
+                _get(captions_path, item, where, "file_name", str),
+            ),
             "width": _get(captions_path, item, where, "width", int),
             "height": _get(captions_path, item, where, "height", int),
             "captions": [],

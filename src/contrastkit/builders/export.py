@@ -70,6 +70,7 @@ from datasets.utils.tqdm import (
 
 from contrastkit import __version__
 from contrastkit.builders.manifest import (
+    BUILD_LOCK,
     CONTRAST_SET,
     SUMMARY,
     ContrastItem,
@@ -81,7 +82,7 @@ from contrastkit.config import require
 from contrastkit.curation.gender_words import neutralize
 from contrastkit.data_cards import render_card
 from contrastkit.errors import ConfigError, DataFormatError, StateError
-from contrastkit.io import atomic_write_text, check_writable
+from contrastkit.io import atomic_write_text, check_writable, shared_lock
 from contrastkit.records import json_lines, read_json_object, read_records
 from contrastkit.schema import URL_COLUMN, Context, Gender, VisoGenderRow, VisoGenderTable
 from contrastkit.store import ImageStore
@@ -470,9 +471,18 @@ def export_contrast_set(config: ExportContrastConfig) -> ExportResult:
         DataFormatError: the build is not finished (no contrast set or build summary),
             or its contrast set names an edit the manifest or the folder lacks.
         ResourceError: the export folder cannot be written (checked first).
+        StateError: a build stage is running on the folder now (it holds the folder's
+            lock); while the export reads the folder, a new stage there is refused.
     """
-    build_dir, split = config.build, config.split
     check_replaceable(config.out)
+    # A build that runs a stage now rewrites the summary, the manifest and the contrast
+    # set: export a finished state only, and keep new stages out while reading it.
+    with shared_lock(config.build / BUILD_LOCK, str(config.build), "export it"):
+        return _export_contrast_set(config)
+
+
+def _export_contrast_set(config: ExportContrastConfig) -> ExportResult:
+    build_dir, split = config.build, config.split
     contrast_path = build_dir / CONTRAST_SET
     if not contrast_path.is_file():
         raise DataFormatError(

@@ -46,7 +46,7 @@ from typing import Any
 
 from contrastkit.errors import ConfigError, DataFormatError
 from contrastkit.evaluators.zero_shot.jsonstream import iter_json_array
-from contrastkit.records import read_json
+from contrastkit.records import read_json, relative_file_name
 
 __all__ = [
     "COCO_MAN_TERMS",
@@ -503,7 +503,13 @@ def _load_coco(
         _, filter_kept, _ = _coco_entries(root, _coco_split(root, filter_split), table)
         concept_images = _counts_by_group([(g, c) for _, g, c in filter_kept])
     concepts = _keep(concept_images, min_images)
-    files = {str(image.get("id")): str(image.get("file_name", "")) for image in images}
+    instances_path = root / "annotations" / f"instances_{split}.json"
+    files = {
+        str(image.get("id")): relative_file_name(
+            instances_path, None, f"images[{n}].file_name", str(image.get("file_name", ""))
+        )
+        for n, image in enumerate(images)
+    }
     folders = ("images", f"images/{split}", split, "")
     records = _records(root, kept, concepts, folders, dropped, lambda i: files[i])
     summary = _count_summary(
