@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -104,3 +105,48 @@ def test_the_parsed_split_is_kept_and_reused_until_the_annotations_change(
             coco_module.read_coco_cached(coco_dir, build)
     finally:
         os.utime(captions, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "words"),
+    [
+        (lambda d: d["annotations"][0].__setitem__("bbox", [float("nan"), 1, 50, 50]),
+         "annotations[0].bbox", "not a finite number"),
+        (lambda d: d["annotations"][0].__setitem__("bbox", [1, 1, float("inf"), 50]),
+         "annotations[0].bbox", "not a finite number"),
+        (lambda d: d["annotations"][0].__setitem__("bbox", [-40, 1, 50, 50]),
+         "annotations[0].bbox", "is not inside its"),
+        (lambda d: d["annotations"][0].__setitem__("bbox", [1, 1, 5000, 50]),
+         "annotations[0].bbox", "is not inside its"),
+        (lambda d: d["images"][0].__setitem__("width", 0), "images[0].width", "must be > 0"),
+    ],
+)  # fmt: skip
+def test_impossible_boxes_and_sizes_fail_before_any_model_loads(
+    coco_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    change: Any, field: str, words: str,
+) -> None:  # fmt: skip
+    """A box that is not finite or not inside its image, an image of width 0: the build
+    stops with the file and field named before the editor loads (which takes a minute at
+    the paper's scale), and writes no edit."""
+    from typer.testing import CliRunner
+
+    from contrastkit.cli import app
+
+    root = _copy(coco_dir, tmp_path)
+    kind = "captions" if field.startswith("images") else "instances"
+    path = root / "annotations" / f"{kind}_train2017.json"
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data))  # NaN and Infinity as Python's json writes them
+
+    def no_model(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a model was loaded before the inputs were checked")
+
+    monkeypatch.setattr("contrastkit.curation.editing.load_editor", no_model)
+    out = tmp_path / "build"
+    result = CliRunner().invoke(app, ["build", "gensynth", "--coco", str(root), "--out",
+                                      str(out), "--no-quality"])  # fmt: skip
+    assert result.exit_code == 2, result.output
+    shown = " ".join(result.output.split())
+    assert field in shown and words in shown
+    assert not (out / "manifest.jsonl").exists() and not (out / "edits").exists()

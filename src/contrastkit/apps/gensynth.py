@@ -281,6 +281,13 @@ def _build(config: GenSynthConfig, progress: ProgressFactory | None) -> GenSynth
     stages: list[str] = []
     if config.stage.runs(Stage.EDIT):
         assert config.coco is not None  # the config checked it
+        # The inputs first: a malformed COCO folder (a box that is not finite or not in
+        # its image, a file name outside the folder) fails before any model loads. The
+        # parsed split is kept where the edit stage reads it again.
+        from contrastkit.builders.coco import read_coco_cached
+
+        cache = out if config.shard is None else config.shard.folder(out)
+        read_coco_cached(config.coco, cache, config.split)
         editor = _editor(config) if config.engine == "ray" else load_editor(
             config.editor, config.model
         )  # fmt: skip

@@ -19,6 +19,7 @@ side)::
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -199,6 +200,12 @@ def _get(
     return value
 
 
+def _positive(path: Path, where: str, name: str, value: int) -> int:
+    if value <= 0:
+        raise DataFormatError(path, None, f"{where}.{name}", f"must be > 0, not {value}")
+    return value
+
+
 def read_coco(root: str | Path, split: str | None = None) -> CocoDataset:
     """Read one split of a COCO folder: captions, person boxes, image sizes.
 
@@ -226,8 +233,12 @@ def read_coco(root: str | Path, split: str | None = None) -> CocoDataset:
                 f"{where}.file_name",
                 _get(captions_path, item, where, "file_name", str),
             ),
-            "width": _get(captions_path, item, where, "width", int),
-            "height": _get(captions_path, item, where, "height", int),
+            "width": _positive(
+                captions_path, where, "width", _get(captions_path, item, where, "width", int)
+            ),
+            "height": _positive(
+                captions_path, where, "height", _get(captions_path, item, where, "height", int)
+            ),
             "captions": [],
             "person_boxes": [],
             "crowd": False,
@@ -264,11 +275,26 @@ def read_coco(root: str | Path, split: str | None = None) -> CocoDataset:
             raise DataFormatError(
                 instances_path, None, f"{where}.bbox", f"expected [x, y, w, h], found {bbox!r}"
             )
+        if not all(math.isfinite(v) for v in bbox):
+            raise DataFormatError(
+                instances_path, None, f"{where}.bbox", f"not a finite number in {bbox}"
+            )
         if bbox[2] <= 0 or bbox[3] <= 0:
             raise DataFormatError(
                 instances_path, None, f"{where}.bbox", f"width and height must be > 0: {bbox}"
             )
         entry = images[image_id]
+        # inside its image, to a pixel of rounding (checked here, before any model loads)
+        if (
+            bbox[0] < -1
+            or bbox[1] < -1
+            or bbox[0] + bbox[2] > entry["width"] + 1
+            or bbox[1] + bbox[3] > entry["height"] + 1
+        ):
+            raise DataFormatError(
+                instances_path, None, f"{where}.bbox",
+                f"{bbox} is not inside its {entry['width']}x{entry['height']} image",
+            )  # fmt: skip
         entry["person_boxes"].append(Box(*(float(v) for v in bbox)))
         if item.get("iscrowd", 0):
             entry["crowd"] = True
