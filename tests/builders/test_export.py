@@ -438,3 +438,51 @@ def test_an_export_never_reads_a_build_a_stage_is_rewriting(
     export_contrast_set(ExportContrastConfig(gensynth_build, tmp_path / "after"))
     assert refused and "holds" in refused[0]
     assert (tmp_path / "after" / "README.md").is_file()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("bad", ["not-an-image", "outside"])
+def test_a_contrast_item_that_is_not_an_image_in_the_build_is_refused(
+    gensynth_build: Path, tmp_path: Path, bad: str
+) -> None:
+    """An edit file whose bytes are not an image, or an item naming a file outside the
+    build folder: a located error before anything is written (the exported rows would
+    fail to load, or the export would read a file the build does not own)."""
+    import shutil
+
+    build = tmp_path / "build"
+    shutil.copytree(gensynth_build, build, ignore=shutil.ignore_patterns(".build.lock"))
+    items = read_contrast_set(build)
+    if bad == "not-an-image":
+        (build / items[1].image).write_bytes(b"these bytes are not an image")
+        words = "is not a readable image"
+    else:
+        lines = (build / "contrast_set.jsonl").read_text().splitlines()
+        secret = tmp_path / "secret.png"
+        shutil.copy(build / items[1].image, secret)
+        lines[1] = lines[1].replace(json.dumps(items[1].image), json.dumps("../secret.png"))
+        (build / "contrast_set.jsonl").write_text("\n".join(lines) + "\n")
+        words = "names a file outside"
+    with pytest.raises(DataFormatError, match=words) as caught:
+        export_contrast_set(ExportContrastConfig(build, tmp_path / "out"))
+    assert caught.value.line == 2 and caught.value.field == "image"
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_a_build_summary_with_a_nan_is_refused_naming_the_figure(
+    gensynth_build: Path, tmp_path: Path
+) -> None:
+    """A NaN (or an infinity) in build_summary.json would be printed as "nan" in the
+    dataset card: the export refuses it, naming the figure."""
+    import shutil
+
+    build = tmp_path / "build"
+    shutil.copytree(gensynth_build, build, ignore=shutil.ignore_patterns(".build.lock"))
+    summary = json.loads((build / "build_summary.json").read_text())
+    summary["select"]["images"] = float("nan")
+    (build / "build_summary.json").write_text(json.dumps(summary))
+    with pytest.raises(DataFormatError, match="nan is not a finite number") as caught:
+        export_contrast_set(ExportContrastConfig(build, tmp_path / "out"))
+    assert caught.value.field == "select.images"
+    assert not (tmp_path / "out").exists()

@@ -67,6 +67,7 @@ from datasets.utils.tqdm import (
     disable_progress_bars,
     enable_progress_bars,
 )
+from PIL import Image as PILImage
 
 from contrastkit import __version__
 from contrastkit.builders.manifest import (
@@ -83,7 +84,7 @@ from contrastkit.curation.gender_words import neutralize
 from contrastkit.data_cards import render_card
 from contrastkit.errors import ConfigError, DataFormatError, StateError
 from contrastkit.io import atomic_write_text, check_writable, shared_lock
-from contrastkit.records import json_lines, read_json_object, read_records
+from contrastkit.records import json_lines, read_json_object, read_records, relative_file_name
 from contrastkit.schema import URL_COLUMN, Context, Gender, VisoGenderRow, VisoGenderTable
 from contrastkit.store import ImageStore
 from contrastkit.tiny.marker import spec_has_random_weights
@@ -492,6 +493,7 @@ def _export_contrast_set(config: ExportContrastConfig) -> ExportResult:
     if not summary_path.is_file():
         raise DataFormatError(summary_path, None, None, "no build summary (run the build)")
     summary: dict[str, Any] = read_json_object(summary_path, "a build summary (a JSON object)")
+    _require_finite(summary_path, summary)  # the card prints these figures
     kind = "genswap" if "genswap" in summary else "gensynth"
     if config.originals:
         return export_originals(config, summary, kind)
@@ -770,16 +772,38 @@ class _ManifestIndex:
         self.connection.close()
 
 
+def _require_finite(path: Path, value: Any, where: str = "") -> None:
+    """Refuse a NaN or an infinity anywhere in ``value`` (a build summary): a build never
+    writes one, and a card must not state "nan" as a figure."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise DataFormatError(path, None, where or None, f"{value} is not a finite number")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _require_finite(path, item, f"{where}.{key}" if where else str(key))
+    elif isinstance(value, list):
+        for number, item in enumerate(value):
+            _require_finite(path, item, f"{where}[{number}]")
+
+
 def _edit_of(
     index: _ManifestIndex, build_dir: Path, path: Path, line: int, item: ContrastItem
 ) -> EditRecord:
-    """The manifest record of a contrast-set item whose image exists, or a clear error."""
+    """The manifest record of a contrast-set item whose image is an image file inside the
+    build folder, or a clear error (checked for every item before anything is written)."""
+    relative_file_name(path, line, "image", item.image)
     record = index.get(item.edit_id)
     if record is None or not (build_dir / item.image).is_file():
         raise DataFormatError(
             path, line, "edit_id",
             f"edit {item.edit_id} is not in the manifest or its image {item.image} is missing",
         )  # fmt: skip
+    try:
+        with PILImage.open(build_dir / item.image) as image:
+            image.verify()
+    except (OSError, SyntaxError, ValueError, PILImage.DecompressionBombError) as error:
+        raise DataFormatError(
+            path, line, "image", f"{item.image} is not a readable image ({error})"
+        ) from error
     return record
 
 
