@@ -577,3 +577,33 @@ def test_report_puts_harness_and_evaluated_stereotype_results_side_by_side(
         text = text[end:].strip()
     assert documents[0]["set_kind"] == "stereotype"
     assert [entry["task"] for entry in documents[-1]] == ["stereotype", "stereotype"]
+
+
+def test_a_truncated_or_false_prediction_file_is_a_located_error(
+    export: Path, tmp_path: Path
+) -> None:
+    """A VLMEvalKit TSV cut mid-row is refused at its last line (it was read with empty
+    answers); a truncated .xlsx, or a file named .xlsx that is not a workbook, is a
+    data error naming the file, never a traceback (issue 30)."""
+    key = read_key(export)
+    full = tmp_path / "m_contrastkit_visogender.tsv"
+    pd.DataFrame([{"index": i, "category": "x", "prediction": "A"} for i in range(3)]).to_csv(
+        full, sep="\t", index=False
+    )
+    data = full.read_bytes()
+    cut = tmp_path / "cut_contrastkit_visogender.tsv"
+    cut.write_bytes(data[: data.rindex(b"\tA")])  # the last row stops before its answer
+    with pytest.raises(DataFormatError, match="a file cut mid-row") as caught:
+        read_predictions(cut, key)
+    assert caught.value.path == str(cut) and caught.value.line == 4
+    pytest.importorskip("openpyxl")
+    book = tmp_path / "m_contrastkit_visogender.xlsx"
+    pd.DataFrame([{"index": 0, "prediction": "A"}]).to_excel(book, index=False)
+    truncated = tmp_path / "t_contrastkit_visogender.xlsx"
+    truncated.write_bytes(book.read_bytes()[: len(book.read_bytes()) // 2])
+    fake = tmp_path / "f_contrastkit_visogender.xlsx"
+    fake.write_text("index\tprediction\n0\tA\n")
+    for bad in (truncated, fake):
+        with pytest.raises(DataFormatError) as caught:
+            read_predictions(bad, key)
+        assert caught.value.path == str(bad)

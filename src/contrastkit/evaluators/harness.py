@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import json
 import math
+import zipfile
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -74,7 +75,7 @@ from contrastkit.errors import ConfigError, DataFormatError
 from contrastkit.evaluators.raw import dumps_jsonl
 from contrastkit.harness_key import HarnessKey, KeyItem, parse_choice, read_key
 from contrastkit.io import atomic_write_text, check_writable
-from contrastkit.records import json_lines, read_json
+from contrastkit.records import MAX_LINE_BYTES, json_lines, read_json
 
 __all__ = [
     "RESULTS_FILE",
@@ -207,14 +208,47 @@ def _table(path: Path) -> Any:
             return pd.read_excel(path, dtype=str, keep_default_na=False)
         if suffix == ".json":
             return pd.DataFrame(read_json(path)).astype(str)
-        return pd.read_csv(
-            path, sep="\t" if suffix == ".tsv" else ",", dtype=str, keep_default_na=False
-        )
+        separator = "\t" if suffix == ".tsv" else ","
+        _check_rows(path, separator)
+        return pd.read_csv(path, sep=separator, dtype=str, keep_default_na=False)
     except DataFormatError:
         raise
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as error:
         reason = f"cannot read the prediction table: {error}"
         raise DataFormatError(path, None, None, reason) from error
+    except Exception as error:
+        # openpyxl's InvalidFileException: a file named .xlsx that is not a workbook
+        if type(error).__name__ != "InvalidFileException":
+            raise
+        reason = f"not an Excel workbook: {error}"
+        raise DataFormatError(path, None, None, reason) from error
+
+
+def _check_rows(path: Path, separator: str) -> None:
+    """Every row of a delimited prediction file has the header's number of fields: a file
+    cut mid-row (a copy that stopped, a full disk) is refused at its last line, instead of
+    read with empty answers."""
+    import csv
+
+    limit = csv.field_size_limit()
+    csv.field_size_limit(MAX_LINE_BYTES)  # VLMEvalKit rows carry base64 images
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as handle:
+            reader = csv.reader(handle, delimiter=separator)
+            header = next(reader, None)
+            for row in reader:
+                if row and len(row) != len(header or ()):
+                    raise DataFormatError(
+                        path, reader.line_num, None,
+                        f"{len(row)} fields where the header has {len(header or ())}"
+                        " (a file cut mid-row?)",
+                    )  # fmt: skip
+    except csv.Error as error:
+        raise DataFormatError(path, None, None, f"malformed table: {error}") from error
+    except UnicodeDecodeError as error:
+        raise DataFormatError(path, None, None, f"not UTF-8 text ({error.reason})") from error
+    finally:
+        csv.field_size_limit(limit)
 
 
 def _index(path: Path, line: int, value: Any) -> int:
