@@ -177,6 +177,19 @@ def test_a_folder_of_neither_layout_is_a_config_error(tmp_path: Path) -> None:
         load_grouped(tmp_path)
 
 
+def test_an_image_listed_twice_in_visual_genome_is_a_located_error(tmp_path: Path) -> None:
+    """With a model the image was counted twice; with --predictions it was an
+    IndexError (issue 30). Now the second entry is named."""
+    root = write_vg(tmp_path / "vg")
+    objects = json.loads((root / "objects.json").read_text())
+    objects.append(objects[1])
+    (root / "objects.json").write_text(json.dumps(objects), encoding="utf-8")
+    with pytest.raises(DataFormatError, match=r"is listed twice \(first as entry 1\)") as caught:
+        load_grouped(root, min_images=1)
+    assert caught.value.path == str(root / "objects.json")
+    assert caught.value.field == "image_id"
+
+
 # --- metrics -----------------------------------------------------------------------------
 
 

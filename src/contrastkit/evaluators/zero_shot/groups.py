@@ -330,12 +330,20 @@ def _load_vg(root: Path, min_images: int) -> GroupedData:
     dropped = Counter[str]()
     kept: list[tuple[str, str, frozenset[str]]] = []
     read = 0
+    first_entry: dict[str, int] = {}
     # one entry at a time: the full objects.json is several GB (:mod:`.jsonstream`)
     for number, entry in enumerate(iter_json_array(objects_path, "images")):
         read += 1
         if not isinstance(entry, dict) or "image_id" not in entry:
             raise DataFormatError(objects_path, None, "image_id", f"entry {number} has no image_id")
         image_id = str(entry["image_id"])
+        if image_id in first_entry:
+            raise DataFormatError(
+                objects_path, None, "image_id",
+                f"entry {number}: image {image_id} is listed twice (first as entry "
+                f"{first_entry[image_id]})",
+            )  # fmt: skip
+        first_entry[image_id] = number
         if known is not None and image_id not in known:
             raise DataFormatError(
                 objects_path, None, "image_id",
