@@ -196,3 +196,34 @@ def test_a_coco_file_name_outside_the_images_folder_is_refused(
         call()
     assert caught.value.path == str(root / "annotations" / f"{kind}_train2017.json")
     assert caught.value.field == "images[1].file_name"
+
+
+@pytest.mark.parametrize(
+    ("kind", "where", "value"),
+    [
+        ("instances", ("images", 1, "id"), "2"),
+        ("instances", ("images", 1, "id"), 2.0),
+        ("instances", ("annotations", 0, "image_id"), [1]),
+        ("captions", ("annotations", 0, "image_id"), True),
+    ],
+)
+def test_a_coco_id_of_the_wrong_type_is_a_located_error(
+    tmp_path: Path, kind: str, where: tuple[str, int, str], value: object
+) -> None:
+    """In the zero-shot analysis a COCO id that is not an integer silently matched
+    nothing or the wrong image: now it is an error naming the file and the field."""
+    import json
+
+    from contrastkit.evaluators.zero_shot.groups import load_grouped
+    from contrastkit.samples import write_coco
+
+    root = write_coco(tmp_path / "coco")
+    path = root / "annotations" / f"{kind}_train2017.json"
+    data = json.loads(path.read_text())
+    key, index, name = where
+    data[key][index][name] = value
+    path.write_text(json.dumps(data))
+    with pytest.raises(DataFormatError, match="expected an integer id") as caught:
+        load_grouped(root, layout="coco", min_images=1)
+    assert caught.value.path == str(path)
+    assert caught.value.field == f"{key}[{index}].{name}"

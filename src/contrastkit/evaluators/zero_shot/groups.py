@@ -477,23 +477,39 @@ def _coco_entries(
                 instances_path, None, "category_id",
                 f"annotation {number}: unknown category {category!r}",
             )  # fmt: skip
-        objects.setdefault(str(annotation.get("image_id")), set()).add(names[category])
+        image_id = _coco_id(instances_path, f"annotations[{number}].image_id", annotation)
+        objects.setdefault(image_id, set()).add(names[category])
     texts: dict[str, list[str]] = {}
-    for annotation in captions["annotations"]:
-        texts.setdefault(str(annotation.get("image_id")), []).append(
-            str(annotation.get("caption", ""))
-        )
+    for number, annotation in enumerate(captions["annotations"]):
+        image_id = _coco_id(captions_path, f"annotations[{number}].image_id", annotation)
+        texts.setdefault(image_id, []).append(str(annotation.get("caption", "")))
     dropped = Counter[str]()
     kept: list[tuple[str, str, frozenset[str]]] = []
     images = instances["images"]
-    for image in images:
-        image_id = str(image.get("id"))
+    seen: set[str] = set()
+    for number, image in enumerate(images):
+        image_id = _coco_id(instances_path, f"images[{number}].id", image)
+        if image_id in seen:
+            raise DataFormatError(
+                instances_path, None, f"images[{number}].id", f"image {image_id} listed twice"
+            )
+        seen.add(image_id)
         groups = caption_group(texts.get(image_id, ()))
         if len(groups) != 1:
             dropped["both_groups" if groups else "no_group"] += 1
             continue
         kept.append((image_id, groups.pop(), frozenset(objects.get(image_id, ()))))
     return images, kept, dropped
+
+
+def _coco_id(path: Path, field: str, entry: Mapping[str, Any]) -> str:
+    """A COCO image id (an integer, as COCO writes them) as text, or a located error: an
+    id of another type would silently match nothing, or the wrong image."""
+    value = entry.get(field.rsplit(".", 1)[-1])
+    if not isinstance(value, int) or isinstance(value, bool):
+        found = "missing" if value is None else f"{type(value).__name__} {value!r}"
+        raise DataFormatError(path, None, field, f"expected an integer id, found {found}")
+    return str(value)
 
 
 def _load_coco(
