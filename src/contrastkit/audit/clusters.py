@@ -214,8 +214,13 @@ def context_clusters(
     kept = [list(captions[int(i)]) for i in keep]
     kept_labels = names[keep]
     features, embedding = image_features(kept, text_encoder=text_encoder, seed=seed, device=device)
-    m = min(clusters, keep.size)
-    assignment, _ = kmeans(features, m, seed=seed)
+    # No more clusters than distinct points (a small set, or images that share their
+    # captions, as a contrast set's two versions of one photo do), and none left empty.
+    distinct = len(np.unique(np.round(features, 9), axis=0))
+    assignment, _ = kmeans(features, min(clusters, keep.size, distinct), seed=seed)
+    used = np.unique(assignment)
+    assignment = np.searchsorted(used, assignment)
+    m = int(used.size)
     masculine = kept_labels == "masculine"
     overall = float(masculine.mean())
     documents = [" ".join(texts) for texts in kept]
