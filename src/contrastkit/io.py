@@ -35,6 +35,7 @@ __all__ = [
     "exclusive_lock",
     "resource_error",
     "shared_lock",
+    "staging_folder",
 ]
 
 
@@ -259,3 +260,15 @@ def _flock_now(handle: IO[Any], operation: int, message: Callable[[str], str]) -
         data = handle.read()
         text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
         raise StateError(message(text.strip() or "another process")) from error
+
+
+def staging_folder(parent: str | Path, prefix: str) -> Path:
+    """A new, uniquely named folder in ``parent`` to build an output in before it is
+    renamed into place, with the permissions of any folder the user makes there
+    (``0o777`` less the umask), not ``mkdtemp``'s private ``0o700``: the output is the
+    user's to share."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    folder.chmod(0o777 & ~umask)
+    return folder

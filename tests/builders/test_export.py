@@ -486,3 +486,21 @@ def test_a_build_summary_with_a_nan_is_refused_naming_the_figure(
         export_contrast_set(ExportContrastConfig(build, tmp_path / "out"))
     assert caught.value.field == "select.images"
     assert not (tmp_path / "out").exists()
+
+
+def test_an_export_folder_has_the_permissions_of_any_folder_the_user_makes(
+    built: tuple[Path, Path, Path, Path], tmp_path: Path
+) -> None:
+    """Exports are built in a staging folder and renamed into place: they get ``0o777``
+    less the umask like any other output (under umask 022, 755), not ``mkdtemp``'s
+    private 700 (issue 31)."""
+    import os
+    import stat
+
+    op, oo, store_dir, _ = built
+    old = os.umask(0o022)
+    try:
+        export_visogender(ExportVisoGenderConfig((op, oo), tmp_path / "out", store=store_dir))
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "out").stat().st_mode) == 0o755

@@ -83,7 +83,7 @@ from contrastkit.config import require
 from contrastkit.curation.gender_words import neutralize
 from contrastkit.data_cards import render_card
 from contrastkit.errors import ConfigError, DataFormatError, StateError
-from contrastkit.io import atomic_write_text, check_writable, shared_lock
+from contrastkit.io import atomic_write_text, check_writable, shared_lock, staging_folder
 from contrastkit.records import json_lines, read_json_object, read_records, relative_file_name
 from contrastkit.schema import URL_COLUMN, Context, Gender, VisoGenderRow, VisoGenderTable
 from contrastkit.store import ImageStore
@@ -912,7 +912,7 @@ def write_export(
     """
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    building = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    building = staging_folder(out_dir.parent, f".{out_dir.name}.tmp-")
     bars_were_on = not are_progress_bars_disabled()
     disable_progress_bars()  # our callers print their own progress
     try:

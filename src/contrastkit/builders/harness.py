@@ -71,7 +71,6 @@ import io
 import os
 import random
 import shutil
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -92,7 +91,7 @@ from contrastkit.harness_key import (
     KeyItem,
     parse_choice,
 )
-from contrastkit.io import atomic_write_text, check_writable
+from contrastkit.io import atomic_write_text, check_writable, staging_folder
 from contrastkit.schema import URL_COLUMN, Context, Gender, VisoGenderRow
 from contrastkit.store import ImageStore
 from contrastkit.templates import (
@@ -1027,7 +1026,7 @@ def export_harness(config: HarnessExportConfig) -> HarnessExportResult:
         datasets["reversed"] = f"{name}_reversed"
     items = _items(found, config.seed, config.reversed_copy)
     by_split = {split: [pair for pair in items if pair[0].split == split] for split in datasets}
-    staging = Path(tempfile.mkdtemp(prefix=f".{config.out.name}-", dir=config.out.parent))
+    staging = staging_folder(config.out.parent, f".{config.out.name}-")
     try:
         files: list[str] = []
         if config.format == "vlmevalkit":
