@@ -486,8 +486,9 @@ def test_config_errors_name_the_field(vg: Path, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="compare: with a predictions file"):
         zero_shot_disparity(config)
     config = ZeroShotDisparityConfig(data=vg, out=tmp_path, predictions=tmp_path / "none.jsonl")
-    with pytest.raises(DataFormatError, match="no concept occurs in at least 50 images"):
+    with pytest.raises(DataFormatError, match="no concept occurs in at least 50 images") as e:
         zero_shot_disparity(config)
+    assert "--min-images" in str(e.value)  # the flag a command-line user can change
     config = ZeroShotDisparityConfig(
         data=vg, out=tmp_path, predictions=tmp_path / "none.jsonl", min_images=5
     )

@@ -524,7 +524,7 @@ def _analyse(
         raise DataFormatError(
             config.data, None, None,
             f"no concept occurs in at least {grouped.min_images} images of each group "
-            f"(the most any concept has in both: {most}); lower min_images",
+            f"(the most any concept has in both: {most}); lower min_images (--min-images)",
         )  # fmt: skip
     truth = grouped.labels()
     extra: dict[str, Any] = {}
