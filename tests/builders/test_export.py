@@ -279,6 +279,7 @@ def gensynth_build(
     return out
 
 
+@pytest.mark.xdist_group("gensynth_build")  # its module fixture, built once
 @pytest.mark.slow
 def test_contrast_set_round_trip_and_card(gensynth_build: Path, tmp_path: Path) -> None:
     result = export_contrast_set(ExportContrastConfig(gensynth_build, tmp_path / "out"))
@@ -400,6 +401,7 @@ def test_export_configs_check_their_fields(tmp_path: Path) -> None:
         PublishConfig(tmp_path, "me/x", tree=tmp_path / "t")
 
 
+@pytest.mark.xdist_group("gensynth_build")  # its module fixture, built once
 @pytest.mark.slow
 def test_an_export_never_reads_a_build_a_stage_is_rewriting(
     gensynth_build: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -440,6 +442,7 @@ def test_an_export_never_reads_a_build_a_stage_is_rewriting(
     assert (tmp_path / "after" / "README.md").is_file()
 
 
+@pytest.mark.xdist_group("gensynth_build")  # its module fixture, built once
 @pytest.mark.slow
 @pytest.mark.parametrize("bad", ["not-an-image", "outside"])
 def test_a_contrast_item_that_is_not_an_image_in_the_build_is_refused(
@@ -469,6 +472,7 @@ def test_a_contrast_item_that_is_not_an_image_in_the_build_is_refused(
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.xdist_group("gensynth_build")  # its module fixture, built once
 @pytest.mark.slow
 def test_a_build_summary_with_a_nan_is_refused_naming_the_figure(
     gensynth_build: Path, tmp_path: Path

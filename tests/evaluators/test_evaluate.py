@@ -517,7 +517,7 @@ def test_evaluate_from_python_then_the_cli_resumes_and_report_compares(
         phases.append((label, total))
         yield lambda done, total: updates.append((done, total))
 
-    families = ("open_clip", "blip", "siglip", "git", "hf_clip")
+    families = ("open_clip", "blip", "siglip", "git")
     out = tmp_path / "results"
     config = EvaluateConfig(
         data=(str(dataset / "visogender_OP.tsv"), str(dataset / "visogender_OO.tsv")),
@@ -531,7 +531,7 @@ def test_evaluate_from_python_then_the_cli_resumes_and_report_compares(
     assert [e.model for e in result.evaluations] == list(config.models)
     assert [label for label, _ in phases] == [f"scoring {spec}" for spec in config.models]
     assert updates[-1] == (24, 24)
-    dual, blip, _, captioning, _ = result.evaluations
+    dual, blip, _, captioning = result.evaluations
     assert dual.scored_images == 24 and dual.reused_records == 0 and dual.skipped == ()
     assert captioning.skipped == ("retrieval (captioning models cannot retrieve)",)
     assert set(dual.files) >= {"benchmark", "report", "bias_at_k_per_occupation"}
