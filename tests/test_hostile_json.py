@@ -139,20 +139,23 @@ def test_a_line_longer_than_the_cap_is_refused_with_its_number(tmp_path: Path) -
 
 
 @pytest.mark.slow
-def test_one_huge_line_is_refused_in_a_small_multiple_of_the_cap(tmp_path: Path) -> None:
-    """A probe set whose first line is one value bigger than the line cap: refused
-    naming line 1, with peak memory under three times the cap (not 25x the line)."""
-    path = tmp_path / "probes.jsonl"
+@pytest.mark.parametrize("name", ["probes.jsonl", "candidates.csv"])
+def test_one_huge_line_is_refused_in_a_small_multiple_of_the_cap(tmp_path: Path, name: str) -> None:
+    """A probe set (JSON Lines) or a candidate table (CSV) whose first line is one value
+    bigger than the line cap: refused naming line 1, with peak memory under three times
+    the cap (not 25x the line)."""
+    path = tmp_path / name
+    reader = read_probes if name.endswith(".jsonl") else read_records
     with path.open("wb") as handle:
-        handle.write(b'{"stereotype_caption": "')
+        handle.write(b'{"stereotype_caption": "' if name.endswith(".jsonl") else b'"')
         chunk = b"x" * (1 << 20)
         for _ in range(MAX_LINE_BYTES // len(chunk) + 8):
             handle.write(chunk)
-        handle.write(b'"}\n')
+        handle.write(b'"}\n' if name.endswith(".jsonl") else b'"\n')
     tracemalloc.start()
     try:
-        with pytest.raises(DataFormatError, match=r"probes\.jsonl:1: line longer than"):
-            read_probes(path)
+        with pytest.raises(DataFormatError, match=rf"{name}:1: line longer than"):
+            list(reader(path))
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()

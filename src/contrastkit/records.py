@@ -9,7 +9,6 @@ name the file, the line and the field at fault.
 from __future__ import annotations
 
 import csv
-import io
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -259,8 +258,10 @@ def read_json_object(path: str | Path, what: str = "a JSON object") -> dict[str,
 
 
 def _read_delimited(path: Path, delimiter: str, single_line: bool) -> Iterator[Record]:
-    text = _read_text(path)
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    # One line at a time (text_lines: the line cap, located UTF-8 and NUL errors); a
+    # quoted field may span lines, each given back its newline.
+    lines = (text + "\n" for _, text in text_lines(path))
+    reader = csv.reader(lines, delimiter=delimiter)
     header: list[str] | None = None
     while True:
         try:
