@@ -607,3 +607,23 @@ def test_a_truncated_or_false_prediction_file_is_a_located_error(
         with pytest.raises(DataFormatError) as caught:
             read_predictions(bad, key)
         assert caught.value.path == str(bad)
+
+
+def test_when_no_answer_names_an_option_the_error_says_so_and_nothing_is_written(
+    export: Path, tmp_path: Path
+) -> None:
+    """Every answer matched an item but none names a letter: the error says that (not
+    "check the files are this export's predictions") and no raw_harness.jsonl is left
+    behind (issue 31)."""
+    key = read_key(export)
+    rows = [{"index": item.index, "prediction": "I cannot tell."} for item in key.items
+            if item.split == "main"]  # fmt: skip
+    path = tmp_path / "m_contrastkit_visogender.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    out = tmp_path / "o"
+    with pytest.raises(DataFormatError, match="none names an option letter") as caught:
+        harness_report(HarnessReportConfig(predictions=path, export=export, out=out))
+    assert "'I cannot tell.'" in str(caught.value) and "this export's predictions" not in str(
+        caught.value
+    )
+    assert not out.exists() or not any(out.iterdir())  # checked writable, nothing written

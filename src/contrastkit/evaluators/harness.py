@@ -821,11 +821,24 @@ def harness_report(config: HarnessReportConfig) -> HarnessReport:
          "correct_letter": item.answer, "correct": chosen.get(item.index) == item.answer}
         for item in key.items
     ]  # fmt: skip
+    main = counts["main"]
+    if main["answered"] == 0:  # checked before anything is written
+        if main["unparseable"]:
+            example = next(a for a in unparseable if a["split"] == "main")
+            reason = (
+                f"all {main['unparseable']} answers of the main split matched items of this "
+                f"export but none names an option letter (first: {example['answer']!r:.80} "
+                f"at {example['file']}:{example['line']}): nothing to compute; check the "
+                "model's prompt or output format"
+            )
+        else:
+            reason = (
+                "no answer of the main split matches an item of this export: nothing to "
+                "compute (check the files are this export's predictions)"
+            )
+        raise DataFormatError(config.predictions[0], None, None, reason)
     config.out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(
-        config.out / "raw_harness.jsonl",
-        dumps_jsonl(raw),
-    )
+    atomic_write_text(config.out / "raw_harness.jsonl", dumps_jsonl(raw))
     files = [config.out / "raw_harness.jsonl"]
     if key.set_kind == "visogender":
         results_file, markdown = _visogender_outputs(config, key, chosen, model, section)
