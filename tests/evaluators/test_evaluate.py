@@ -686,3 +686,20 @@ def test_plots_leave_the_matplotlib_backend_alone(
     for name in ("accuracy_by_gender_pair", "bias_at_k_per_occupation", "labour_statistics"):
         with Image.open(files[name]) as plot:
             assert plot.format == "PNG" and plot.width > 300
+
+
+def test_a_labour_correlation_from_too_few_occupations_is_not_read() -> None:
+    """Three occupations gave "r = -1.00 (p = 0.04)" with a fitted line (issue 31): below
+    MIN_LABOUR_OCCUPATIONS the result carries a caveat and the report shows no p-value;
+    from that many on, no caveat."""
+    from contrastkit.evaluators.report.markdown import _labor_section
+    from contrastkit.evaluators.stats import MIN_LABOUR_OCCUPATIONS
+
+    few = labor_comparison({"hairdresser": 0.1, "teacher": 0.2, "engineer": 0.9})
+    assert few["n"] == 3 and "too few to read a correlation" in few["caveat"]
+    section = "\n".join(_labor_section({"resolution_gap": few}))
+    assert "| n/a |" in section and "too few to read a correlation" in section
+    names = sorted(labor_shares())[:MIN_LABOUR_OCCUPATIONS]
+    enough = labor_comparison({name: float(n) for n, name in enumerate(names)})
+    assert enough["n"] == MIN_LABOUR_OCCUPATIONS and "caveat" not in enough
+    assert "n/a" not in "\n".join(_labor_section({"resolution_gap": enough}))

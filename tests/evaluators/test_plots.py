@@ -313,3 +313,21 @@ def test_the_comparison_figure_puts_models_side_by_side_with_their_own_chance_li
     paths = write_comparison_plots(results, tmp_path)
     assert [p.name for p in paths] == ["comparison.png", "comparison.svg"]
     assert "open_clip:ViT-B-32/openai" in paths[1].read_text()
+
+
+def test_the_labour_scatter_of_too_few_occupations_has_no_fit_and_no_p_value(
+    tmp_path: Path,
+) -> None:
+    """With a caveat (fewer than MIN_LABOUR_OCCUPATIONS occupations) the panel shows the
+    points only: no fitted line, no coefficient or p-value in its title (issue 31)."""
+    results = _labour_results(9)
+    for comparison in results["labour_statistics"]["comparisons"].values():
+        comparison["points"] = comparison["points"][:3]
+        comparison["n"] = 3
+        comparison["caveat"] = "only 3 occupation(s) with labour statistics: too few"
+    figure = figures(results)["labour_statistics"]
+    titles = " ".join(axis.get_title() for axis in figure.axes)
+    assert "too few for a correlation" in titles and "p =" not in titles
+    for axis in figure.axes:
+        assert not [line for line in axis.get_lines() if line.get_linestyle() == ":"]
+    assert "least-squares" not in " ".join(text for text, _ in _texts(figure))

@@ -95,6 +95,12 @@ def labor_shares() -> dict[str, LaborShare]:
     }
 
 
+#: Fewer occupations than this and a correlation with labour statistics is not read:
+#: the coefficients are still computed, but no p-value or fitted line is shown, and the
+#: result carries a ``caveat`` (3 points give "r = -1.00 (p = 0.04)" by chance alone).
+MIN_LABOUR_OCCUPATIONS = 8
+
+
 def labor_comparison(
     values: Mapping[str, float], shares: Mapping[str, LaborShare] | None = None
 ) -> dict[str, Any]:
@@ -102,7 +108,8 @@ def labor_comparison(
 
     Occupations without a share, and non-finite values, are left out (``n`` says how many
     entered). With fewer than three occupations, or a constant input, the coefficients
-    and p-values are ``nan``.
+    and p-values are ``nan``; with fewer than :data:`MIN_LABOUR_OCCUPATIONS` a ``caveat``
+    says the correlation is not to be read (reports then show no p-value or fit).
 
     Returns:
         ``pearson_r``, ``pearson_p``, ``kendall_tau``, ``kendall_p``, ``n``, and
@@ -124,6 +131,11 @@ def labor_comparison(
         "n": len(points),
         "points": [{"occupation": n, "value": v, "male_share": s} for n, v, s in points],
     }
+    if len(points) < MIN_LABOUR_OCCUPATIONS:
+        result["caveat"] = (
+            f"only {len(points)} occupation(s) with labour statistics: too few to read a "
+            f"correlation (at least {MIN_LABOUR_OCCUPATIONS}); no p-value or fitted line"
+        )
     if len(points) < 3:
         return result
     x = np.array([value for _, value, _ in points])

@@ -314,16 +314,25 @@ def _labor_section(comparisons: Mapping[str, Any]) -> list[str]:
     """VisoGender Appendix F: correlation of per-occupation values with the share of men."""
     if not comparisons:
         return []
+    caveats = [f"- {name}: {c['caveat']}." for name, c in comparisons.items() if "caveat" in c]
     return [
         "## Compared with US labour statistics (VisoGender Appendix F)",
         "",
         *_table(
             ["per-occupation value", "Pearson r", "p", "Kendall τ", "p", "n"],
             [
-                [name, c["pearson_r"], c["pearson_p"], c["kendall_tau"], c["kendall_p"], c["n"]]
+                [
+                    name,
+                    c["pearson_r"],
+                    "n/a" if "caveat" in c else c["pearson_p"],
+                    c["kendall_tau"],
+                    "n/a" if "caveat" in c else c["kendall_p"],
+                    c["n"],
+                ]
                 for name, c in comparisons.items()
             ],
         ),
+        *(["", *caveats] if caveats else []),
     ]
 
 

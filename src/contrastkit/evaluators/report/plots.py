@@ -692,7 +692,7 @@ def _labor_plot(
         axis.scatter(
             xs, ys, s=14, color=PALETTE["neutral"], edgecolor="black", linewidth=0.4, zorder=3
         )
-        if len(xs) >= 2 and max(xs) > min(xs):
+        if len(xs) >= 2 and max(xs) > min(xs) and "caveat" not in c:
             import numpy as np
 
             slope, intercept = np.polyfit(xs, ys, 1)
@@ -717,12 +717,14 @@ def _labor_plot(
         )
         axis.set_xlabel("share of men in the occupation, US labour statistics (%)", fontsize=_FONT)
         axis.set_ylabel(_labour_axis_label(name), fontsize=_FONT)
-        axis.set_title(
+        title = (
             f"Pearson r = {format_number(c['pearson_r'])} (p {_p_text(c['pearson_p'])}), "
             f"Kendall τ = {format_number(c['kendall_tau'])} (p {_p_text(c['kendall_p'])})"
-            f"\nn = {c.get('n', len(xs))} occupations",
-            fontsize=_FONT,
+            f"\nn = {c.get('n', len(xs))} occupations"
         )
+        if "caveat" in c:  # too few occupations: no coefficient to read
+            title = f"n = {c.get('n', len(xs))} occupations: too few for a correlation"
+        axis.set_title(title, fontsize=_FONT)
         _style(axis)
     _suptitle(
         figure,
@@ -741,9 +743,11 @@ def _labor_plot(
         ]
         for name in panels
     ]
+    fitted = any("caveat" not in comparisons[name] for name in panels)
     figure.supxlabel(
-        "each point one occupation; dotted: least-squares line; dashed: 50% men; "
-        "solid: no bias (0)",
+        "each point one occupation; "
+        + ("dotted: least-squares line; " if fitted else "")
+        + "dashed: 50% men; solid: no bias (0)",
         fontsize=_FONT - 1,
     )
     left_out = label_panels(figure, axes, points)
