@@ -71,7 +71,10 @@ def test_a_tiny_open_clip_runs_experiment_one_from_the_cli(
         for group, mask in (("men", men), ("women", ~men)):
             expected = 100 * average_precision_score(truth[mask, j], cosine[mask, j])
             assert entry[f"ap_{group}"] == pytest.approx(expected, abs=1e-3)
-        assert entry["ap_diff"] == pytest.approx(entry["ap_men"] - entry["ap_women"], abs=1e-5)
+        assert entry["ap_diff"] == pytest.approx(entry["ap_men"] - entry["ap_women"], abs=1e-9)
+    # full precision in the file (reports round for display; --compare reads these)
+    values = [e[key] for e in results["concepts"] for key in ("ap_men", "ap_women")]
+    assert any(value != round(value, 6) for value in values)
     # multi-label cosine scores are not probabilities: no ECE, and the report says why
     assert results["calibration"]["computed"] is False
     report = (folder / "report.md").read_text(encoding="utf-8")

@@ -394,7 +394,9 @@ def _language(
 
 
 def _finite(value: float) -> float | None:
-    return None if not np.isfinite(value) else round(float(value), 6)
+    """The value at full precision (reports round for display; ``--compare`` and any
+    later reader compute from these), or ``None`` when not finite."""
+    return None if not np.isfinite(value) else float(value)
 
 
 def _interval(ci: np.ndarray | None, j: int) -> list[float | None] | None:
