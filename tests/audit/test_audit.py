@@ -538,3 +538,16 @@ def test_context_clusters_of_a_small_set_with_shared_captions_have_no_empty_clus
     assert sorted(sizes) == [2, 2, 2] and all(row["masculine_share"] == 0.5 for row in
                                                found["clusters"])  # fmt: skip
     assert sorted(set(found["points"]["cluster"])) == [0, 1, 2]
+
+
+def test_a_build_folder_is_refused_with_how_to_audit_it(tmp_path: Path) -> None:
+    """``audit`` on a GenSynth build folder said only "expected a COCO folder" (issue
+    31); now it says to export the build and audit the export."""
+    build = tmp_path / "build"
+    build.mkdir()
+    (build / "contrast_set.jsonl").write_text("")
+    (build / "manifest.jsonl").write_text("")
+    result = CliRunner().invoke(app, ["audit", str(build), "--out", str(tmp_path / "a")])
+    assert result.exit_code == 2
+    shown = " ".join(result.output.split())
+    assert "export it first" in shown and "contrastkit export contrast" in shown

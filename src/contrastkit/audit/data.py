@@ -299,6 +299,13 @@ def load_audit_data(path: str | Path, split: str | None = None) -> AuditData:
         data = read_contrast_set(path, split)
     elif path.is_file() or (path.is_dir() and not _is_coco(path) and _visogender_like(path)):
         data = read_visogender(path, split)
+    elif path.is_dir() and not _is_coco(path) and (path / "contrast_set.jsonl").is_file():
+        raise DataFormatError(
+            path, None, None,
+            "a GenSynth / GenSwap build folder: export it first (`contrastkit export "
+            "contrast BUILD --out EXPORT`) and audit the export; audit takes an export, a "
+            "COCO folder or a VisoGender-style set",
+        )  # fmt: skip
     else:
         data = read_coco_captions(path, split)
     if not data.images:
