@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import functools
 import os
 import socket
 import tempfile
@@ -70,13 +71,9 @@ def exchange_paths(first: str | Path, second: str | Path) -> bool:
     """
     import ctypes
 
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        renameat2 = libc.renameat2
-    except (OSError, AttributeError):
+    renameat2 = _renameat2()
+    if renameat2 is None:
         return False
-    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
-                          ctypes.c_uint]  # fmt: skip
     done = renameat2(_AT_FDCWD, os.fsencode(first), _AT_FDCWD, os.fsencode(second),
                      _RENAME_EXCHANGE)  # fmt: skip
     if done == 0:
@@ -85,6 +82,20 @@ def exchange_paths(first: str | Path, second: str | Path) -> bool:
     if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
         return False
     raise OSError(code, os.strerror(code), str(second))
+
+
+@functools.cache
+def _renameat2() -> Any:
+    """The C library's ``renameat2``, looked up once; ``None`` where there is none."""
+    import ctypes
+
+    try:
+        function = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
+                         ctypes.c_uint]  # fmt: skip
+    return function
 
 
 @contextmanager

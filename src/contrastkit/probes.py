@@ -442,11 +442,10 @@ def _dataset_is_probes(folder: Path) -> bool:
             return False
         if info.name == "dataset_dict.json":
             splits = data.get("splits", [])
-            return isinstance(splits, list) and any(
-                isinstance(split, str) and split == Path(split).name not in ("", ".", "..")
-                and _dataset_is_probes(folder / split)
-                for split in splits
-            )  # fmt: skip
+            names = [s for s in splits if isinstance(s, str)] if isinstance(splits, list) else []
+            # a split is a folder of this one: a plain name, never a path out of it
+            plain = [s for s in names if s == Path(s).name and s not in ("", ".", "..")]
+            return any(_dataset_is_probes(folder / split) for split in plain)
         features = data.get("features", {})
         return isinstance(features, dict) and "stereotype_caption" in features
     return False

@@ -12,7 +12,7 @@ import csv
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
 from contrastkit.errors import DataFormatError
@@ -158,8 +158,6 @@ def relative_file_name(path: Path, line: int | None, field: str | None, value: s
     Raises:
         DataFormatError: naming ``path``, ``line`` and ``field``.
     """
-    from pathlib import PurePosixPath, PureWindowsPath
-
     windows = PureWindowsPath(value)
     if (
         not value.strip()

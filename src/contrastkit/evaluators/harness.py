@@ -197,38 +197,45 @@ def _table(path: Path) -> Any:
     suffix = path.suffix.lower()
     try:
         if suffix == ".xlsx":
-            from importlib.util import find_spec
-
-            if find_spec("openpyxl") is None:
-                raise DataFormatError(
-                    path, None, None,
-                    "reading .xlsx needs openpyxl (`pip install \"contrastkit[harness]\"`); "
-                    "or rerun VLMEvalKit with PRED_FORMAT=tsv and pass the .tsv",
-                )  # fmt: skip
-            return pd.read_excel(path, dtype=str, keep_default_na=False)
+            return _workbook(path)
         if suffix == ".json":
             return pd.DataFrame(read_json(path)).astype(str)
-        separator = "\t" if suffix == ".tsv" else ","
-        _check_rows(path, separator)
-        return pd.read_csv(path, sep=separator, dtype=str, keep_default_na=False)
+        return _delimited(path, "\t" if suffix == ".tsv" else ",")
     except DataFormatError:
         raise
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as error:
+    except (OSError, ValueError) as error:
         reason = f"cannot read the prediction table: {error}"
         raise DataFormatError(path, None, None, reason) from error
-    except Exception as error:
-        # openpyxl's InvalidFileException: a file named .xlsx that is not a workbook
-        if type(error).__name__ != "InvalidFileException":
-            raise
-        reason = f"not an Excel workbook: {error}"
-        raise DataFormatError(path, None, None, reason) from error
 
 
-def _check_rows(path: Path, separator: str) -> None:
-    """Every row of a delimited prediction file has the header's number of fields: a file
-    cut mid-row (a copy that stopped, a full disk) is refused at its last line, instead of
-    read with empty answers."""
+def _workbook(path: Path) -> Any:
+    """A VLMEvalKit ``.xlsx``, all cells as text; a truncated file, or one that is not a
+    workbook, is a data error naming it."""
+    from importlib.util import find_spec
+
+    import pandas as pd
+
+    if find_spec("openpyxl") is None:
+        raise DataFormatError(
+            path, None, None,
+            "reading .xlsx needs openpyxl (`pip install \"contrastkit[harness]\"`); "
+            "or rerun VLMEvalKit with PRED_FORMAT=tsv and pass the .tsv",
+        )  # fmt: skip
+    from openpyxl.utils.exceptions import InvalidFileException
+
+    try:
+        return pd.read_excel(path, dtype=str, keep_default_na=False)
+    except (zipfile.BadZipFile, KeyError, InvalidFileException) as error:
+        raise DataFormatError(path, None, None, f"not an Excel workbook: {error}") from error
+
+
+def _delimited(path: Path, separator: str) -> Any:
+    """A TSV / CSV prediction file as text cells, read once. Every row has the header's
+    number of fields: a file cut mid-row (a copy that stopped, a full disk) is refused at
+    its last line, instead of read with empty answers."""
     import csv
+
+    import pandas as pd
 
     limit = csv.field_size_limit()
     csv.field_size_limit(MAX_LINE_BYTES)  # VLMEvalKit rows carry base64 images
@@ -236,19 +243,26 @@ def _check_rows(path: Path, separator: str) -> None:
         with path.open(encoding="utf-8-sig", newline="") as handle:
             reader = csv.reader(handle, delimiter=separator)
             header = next(reader, None)
+            if header is None:
+                raise DataFormatError(path, None, None, "empty file: no header")
+            rows = []
             for row in reader:
-                if row and len(row) != len(header or ()):
+                if not row:
+                    continue  # a blank line
+                if len(row) != len(header):
                     raise DataFormatError(
                         path, reader.line_num, None,
-                        f"{len(row)} fields where the header has {len(header or ())}"
+                        f"{len(row)} fields where the header has {len(header)}"
                         " (a file cut mid-row?)",
                     )  # fmt: skip
+                rows.append(row)
     except csv.Error as error:
         raise DataFormatError(path, None, None, f"malformed table: {error}") from error
     except UnicodeDecodeError as error:
         raise DataFormatError(path, None, None, f"not UTF-8 text ({error.reason})") from error
     finally:
         csv.field_size_limit(limit)
+    return pd.DataFrame(rows, columns=header, dtype=str)
 
 
 def _index(path: Path, line: int, value: Any) -> int:

@@ -91,10 +91,6 @@ class Predictions:
         }
 
 
-def _jsonl_rows(path: Path) -> Iterator[tuple[int, Any]]:
-    return json_lines(path)
-
-
 def _parquet_rows(path: Path) -> Iterator[tuple[int, Any]]:
     import pyarrow.parquet as pq
 
@@ -138,7 +134,7 @@ def load_predictions(path: Path, image_ids: Sequence[str], concepts: Sequence[st
         raise DataFormatError(path, None, None, "predictions file not found")
     suffix = path.suffix.lower()
     if suffix in (".jsonl", ".ndjson"):
-        rows: Iterator[tuple[int, Any]] = _jsonl_rows(path)
+        rows: Iterator[tuple[int, Any]] = json_lines(path)
         line_of = True
     elif suffix in (".parquet", ".pq"):
         rows = _parquet_rows(path)
