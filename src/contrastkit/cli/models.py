@@ -19,15 +19,23 @@ app = typer.Typer(
 
 
 def families() -> list[dict[str, str]]:
-    """Every spec prefix the registry resolves, with its kind, what it loads and an
-    example spec (``registry.KINDS`` and ``registry.FAMILY_DOCS``)."""
-    from contrastkit.evaluators.models.registry import FAMILY_DOCS, KINDS
+    """Every spec prefix the registry resolves (plugins' too), with its kind, its
+    capabilities, what it loads, an example spec and the package that provides it
+    (:mod:`contrastkit.evaluators.models.families`)."""
+    from contrastkit.evaluators.models.families import CAPABILITIES
+    from contrastkit.evaluators.models.families import families as registered
 
-    rows = []
-    for prefix, kind in KINDS.items():
-        loads, example = FAMILY_DOCS.get(prefix, ("(not documented)", ""))
-        rows.append({"prefix": prefix, "kind": kind, "loads": loads, "example": example})
-    return rows
+    return [
+        {
+            "prefix": prefix,
+            "kind": family.kind,
+            "capabilities": ", ".join(c for c in CAPABILITIES if c in family.capabilities),
+            "loads": family.loads,
+            "example": family.example,
+            "source": family.source,
+        }
+        for prefix, family in registered().items()
+    ]
 
 
 def _paper_json(paper: str) -> dict[str, Any]:
@@ -83,10 +91,13 @@ def list_command(
     from rich.table import Table
 
     table = Table(title=f"{len(rows)} model families (spec PREFIX:TARGET)")
-    for column in ("prefix", "kind", "loads", "example"):
+    columns = ["prefix", "kind", "capabilities", "loads", "example"]
+    if any(row["source"] != "contrastkit" for row in rows):
+        columns.append("source")  # a plugin's families: say which package adds them
+    for column in columns:
         table.add_column(column, overflow="fold")
     for row in rows:
-        table.add_row(*(plain(row[key]) for key in ("prefix", "kind", "loads", "example")))
+        table.add_row(*(plain(row[key]) for key in columns))
     console.print(table)
     if paper_data is None:
         return

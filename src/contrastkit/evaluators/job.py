@@ -544,14 +544,14 @@ def _evaluate_visogender(
 
     settings = config.settings
     for spec in config.models:
-        if parse_spec(spec).kind == "matching":
+        if not parse_spec(spec).capabilities & {"embeddings", "pronouns"}:
             raise ConfigError(
                 f"models: {spec} is an image-text-matching model: it scores captions for "
                 "stereotype probing (a probe set, --task stereotype), not VisoGender pronouns"
             )
     if settings.tasks == ("retrieval",):
         for spec in config.models:
-            if parse_spec(spec).kind != "dual":
+            if "embeddings" not in parse_spec(spec).capabilities:
                 raise ConfigError(f"models: {retrieval_needs_dual(spec)}")
     items = load_items(paths, split=config.split)
     if not items:
@@ -671,10 +671,7 @@ def _check_contrast_model(spec: str) -> None:
     Raises:
         ConfigError: such a model, or a malformed spec.
     """
-    from contrastkit.evaluators.models.registry import FAMILIES
-
-    parsed = parse_spec(spec)
-    if parsed.prefix in FAMILIES:
+    if "captions" not in parse_spec(spec).capabilities:
         raise ConfigError(f"models: {_NOT_FOR_CONTRAST.format(spec=spec)}")
 
 

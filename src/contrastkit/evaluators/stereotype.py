@@ -600,14 +600,13 @@ def evaluate_stereotype(
         skipped_rows_json,
     )
     from contrastkit.evaluators.models import load_model, parse_spec
-    from contrastkit.evaluators.models.registry import FAMILIES
     from contrastkit.evaluators.report.results import model_slug
     from contrastkit.evaluators.tasks.stereotype import RAW_FILE, score_rows
     from contrastkit.interfaces import CaptionScorer, ImageTextScorer, progress_stage
     from contrastkit.probes import load_probe_set
 
     for spec in config.models:
-        if parse_spec(spec).prefix in FAMILIES:
+        if "captions" not in parse_spec(spec).capabilities:
             raise ConfigError(
                 f"models: {spec} is a captioning model: it scores pronoun continuations, not "
                 "captions; stereotype probing takes dual encoders (open_clip:, hf-clip: ...) "

@@ -113,6 +113,15 @@ def split_caption_options(family: str, target: str) -> tuple[str, CaptionOptions
     return model.strip(), CaptionOptions(prefix=prefix, instruction=values.get("instruction"))
 
 
+def check_caption_target(prefix: str, target: str) -> None:
+    """The registry's check of a captioning spec's target (its ``?`` options).
+
+    Raises:
+        ConfigError: an option the family does not take, or a malformed one.
+    """
+    split_caption_options(prefix, target)
+
+
 def strip_caption_options(target: str) -> str:
     """``target`` without its ``?KEY=VALUE`` options (never raises)."""
     return target.partition("?")[0].strip()

@@ -71,6 +71,7 @@ from contrastkit.evaluators.models.caption_options import (
     PREFIX_PLACEMENTS,
     split_caption_options,
 )
+from contrastkit.evaluators.models.families import LoadContext
 from contrastkit.evaluators.models.hf import (
     hf_expect_model_type,
     hf_from_pretrained,
@@ -444,7 +445,7 @@ class CaptioningScorer:
         return f"CaptioningScorer({self.spec!r}, device={self.device}, dtype={self.dtype})"
 
 
-def load_captioning(family: str, target: str, runtime: ModelRuntime) -> CaptioningScorer:
+def load_captioning(target: str, runtime: ModelRuntime, context: LoadContext) -> CaptioningScorer:
     """Load a ``blip`` / ``git`` / ``blip2`` / ``instructblip`` captioning model from a hub
     id or folder, with the options of :mod:`.caption_options` after a ``?``.
 
@@ -453,9 +454,9 @@ def load_captioning(family: str, target: str, runtime: ModelRuntime) -> Captioni
     FLAN-T5 reads it in its encoder unless ``?prefix=decoder`` (see the module docstring).
 
     Args:
-        family: the spec prefix, one of :data:`FAMILIES`.
         target: the part of the spec after the prefix.
         runtime: device, dtype, batch size, and whether missing weights may be fetched.
+        context: ``context.prefix`` is the family, one of :data:`FAMILIES`.
 
     Raises:
         ModelNotFoundError: neither a folder nor cached (says how to get it), or a folder
@@ -471,6 +472,7 @@ def load_captioning(family: str, target: str, runtime: ModelRuntime) -> Captioni
         InstructBlipForConditionalGeneration,
     )
 
+    family = context.prefix
     spec = f"{family}:{target}"
     if family not in FAMILIES:
         raise ConfigError(f"unknown captioning family {family!r}; use one of {list(FAMILIES)}")

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from PIL import Image
 
     from contrastkit.evaluators.models.base import ModelRuntime
+    from contrastkit.evaluators.models.families import LoadContext
     from contrastkit.interfaces import ImageTextScorer
 
 __all__ = [
@@ -258,6 +259,16 @@ def base_spec(spec: str) -> str:
         return spec
 
 
+def check_target(prefix: str, target: str) -> str:
+    """The registry's check of a ``clip-clip:`` target: a saved choice; returns the base
+    model's spec.
+
+    Raises:
+        ConfigError: see :func:`require_saved`.
+    """
+    return require_saved(f"{prefix}:{target}").base
+
+
 def require_saved(spec: str) -> ClipClipSpec:
     """Parse a ``clip-clip:`` spec the registry can load: a saved choice (``load=``).
 
@@ -276,12 +287,10 @@ def require_saved(spec: str) -> ClipClipSpec:
 
 
 def load_clip_clip_scorer(
-    target: str,
-    runtime: ModelRuntime,
-    load_base: Callable[[str, ModelRuntime], Any],
+    target: str, runtime: ModelRuntime, context: LoadContext
 ) -> ClippedScorer:
-    """Load ``clip-clip:TARGET`` (``load=FILE:BASE``): the base model by ``load_base``
-    (the registry's loader) and the saved choice.
+    """Load ``clip-clip:TARGET`` (``load=FILE:BASE``): the base model by
+    ``context.load_base`` (the registry's loader) and the saved choice.
 
     Raises:
         ConfigError: a ``fit=`` or malformed spec; a choice fitted on another width.
@@ -299,7 +308,7 @@ def load_clip_clip_scorer(
             "--model clip-clip:m=M,fit=DATA:BASE` writes one (clip_clip_N.json in --out)"
         )
     choice = ClipClip.load(parsed.load)
-    base = load_base(parsed.base, runtime)
+    base = context.load_base(parsed.base, runtime)
     width = getattr(base, "embedding_dim", None)
     if isinstance(width, int) and width != choice.dims:
         raise ConfigError(

@@ -38,7 +38,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from contrastkit.errors import ConfigError, ModelNotFoundError
 
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     import torch
 
     from contrastkit.evaluators.models.base import ModelRuntime
+    from contrastkit.evaluators.models.families import LoadContext
     from contrastkit.evaluators.models.openclip import OpenCLIPScorer
 
 __all__ = [
@@ -110,6 +111,15 @@ def _published(checkpoint: str) -> Published | None:
         return PUBLISHED[checkpoint]
     name = Path(checkpoint).name
     return next((p for p in PUBLISHED.values() if p.file == name), None)
+
+
+def check_target(prefix: str, target: str) -> str:
+    """The registry's check of a ``debias-clip:`` target; returns the base model's spec.
+
+    Raises:
+        ConfigError: see :func:`parse_debias_spec`.
+    """
+    return parse_debias_spec(f"{prefix}:{target}").base
 
 
 def parse_debias_spec(spec: str) -> DebiasSpec:
@@ -253,13 +263,9 @@ def _scorer_class() -> Callable[[str, OpenCLIPScorer, torch.Tensor], OpenCLIPSco
     return DebiasCLIPScorer
 
 
-def load_debias_clip(
-    target: str,
-    runtime: ModelRuntime,
-    load_base: Callable[[str, ModelRuntime], Any],
-) -> OpenCLIPScorer:
+def load_debias_clip(target: str, runtime: ModelRuntime, context: LoadContext) -> OpenCLIPScorer:
     """Load ``debias-clip:TARGET``: the prompt array from the local file or cache, the base
-    model by ``load_base`` (the registry's loader).
+    model by ``context.load_base`` (the registry's loader).
 
     Raises:
         ModelNotFoundError: the checkpoint (or the base model) is missing or does not load.
@@ -273,7 +279,7 @@ def load_debias_clip(
     parsed = parse_debias_spec(spec)
     path = checkpoint_path(parsed)
     prompts = read_prompt_array(path)
-    base = load_base(parsed.base, runtime)
+    base = context.load_base(parsed.base, runtime)
     assert isinstance(base, OpenCLIPScorer)
     model = base.model
     needed = ("token_embedding", "positional_embedding", "transformer", "ln_final", "attn_mask")
@@ -285,15 +291,15 @@ def load_debias_clip(
             "transformer, end-of-text pooling) to put the prompt array into"
         )
     width = int(model.token_embedding.weight.shape[1])
-    context = int(model.positional_embedding.shape[0])
+    positions = int(model.positional_embedding.shape[0])
     if prompts.shape[1] != width:
         raise ConfigError(
             f"{spec}: the prompt array in {path} is {prompts.shape[1]} wide, the text tower "
             f"of {parsed.base} {width}: it was trained on another base model"
         )
-    if not 0 <= prompts.shape[0] < context:
+    if not 0 <= prompts.shape[0] < positions:
         raise ConfigError(
-            f"{spec}: {prompts.shape[0]} prompt tokens leave no room in a {context}-token context"
+            f"{spec}: {prompts.shape[0]} prompt tokens leave no room in a {positions}-token context"
         )
     if parsed.published is not None and prompts.shape[0] != parsed.published.tokens:
         raise ConfigError(

@@ -15,6 +15,7 @@ import torch
 
 from contrastkit.errors import ConfigError
 from contrastkit.evaluators.models.base import DualEncoder, ModelRuntime
+from contrastkit.evaluators.models.families import LoadContext
 from contrastkit.evaluators.models.hf import (
     hf_load_model,
     hf_model_type,
@@ -91,7 +92,9 @@ class HFClipScorer(DualEncoder):
         return int(dim)
 
 
-def load_hf_clip(target: str, runtime: ModelRuntime) -> HFClipScorer:
+def load_hf_clip(
+    target: str, runtime: ModelRuntime, context: LoadContext | None = None
+) -> HFClipScorer:
     """Load a transformers dual encoder from a hub id or a ``save_pretrained`` folder.
 
     Args:

@@ -39,6 +39,7 @@ from PIL import Image
 from contrastkit.config import require
 from contrastkit.errors import ConfigError
 from contrastkit.evaluators.models.base import ModelRuntime, batched, to_rgb
+from contrastkit.evaluators.models.families import BUILT_IN, LoadContext
 from contrastkit.evaluators.models.hf import (
     hf_expect_model_type,
     hf_load_model,
@@ -51,7 +52,9 @@ from contrastkit.interfaces import caption_width
 __all__ = ["MATCHING_FAMILIES", "MatchingScorer", "load_matching"]
 
 #: Matching spec prefix -> transformers ``model_type`` of the models it loads.
-MATCHING_FAMILIES = {"blip-itm": "blip", "vilt": "vilt"}
+MATCHING_FAMILIES: dict[str, str] = {
+    f.prefix: f.model_type for f in BUILT_IN if f.kind == "matching" and f.model_type
+}
 
 #: The head whose weights a checkpoint must carry, per family.
 _HEADS = {"blip-itm": "itm_head", "vilt": "rank_output"}
@@ -184,13 +187,13 @@ class MatchingScorer:
         return f"MatchingScorer({self.spec!r}, device={self.device}, dtype={self.dtype})"
 
 
-def load_matching(family: str, target: str, runtime: ModelRuntime) -> MatchingScorer:
+def load_matching(target: str, runtime: ModelRuntime, context: LoadContext) -> MatchingScorer:
     """Load a ``blip-itm`` / ``vilt`` image-text-matching model from a Hub id or folder.
 
     Args:
-        family: the spec prefix, one of :data:`MATCHING_FAMILIES`.
         target: the part of the spec after the prefix.
         runtime: device, dtype, batch size, and whether missing weights may be fetched.
+        context: ``context.prefix`` is the family, one of :data:`MATCHING_FAMILIES`.
 
     Raises:
         ModelNotFoundError: neither a folder nor cached (says how to get it), or a folder
@@ -200,6 +203,7 @@ def load_matching(family: str, target: str, runtime: ModelRuntime) -> MatchingSc
     """
     from transformers import BlipForImageTextRetrieval, ViltForImageAndTextRetrieval
 
+    family = context.prefix
     spec = f"{family}:{target}"
     if family not in MATCHING_FAMILIES:
         raise ConfigError(

@@ -25,6 +25,7 @@ from PIL import Image
 
 from contrastkit.errors import ConfigError, ModelNotFoundError
 from contrastkit.evaluators.models.base import LOAD_ERRORS, DualEncoder, ModelRuntime
+from contrastkit.evaluators.models.families import LoadContext
 from contrastkit.pipeline import PipelineConfig, TorchvisionPreprocess
 
 __all__ = ["OpenCLIPScorer", "load_open_clip"]
@@ -249,7 +250,9 @@ def _load_error(spec: str, source: _Source, error: Exception, download: bool) ->
     return None
 
 
-def load_open_clip(target: str, runtime: ModelRuntime) -> OpenCLIPScorer:
+def load_open_clip(
+    target: str, runtime: ModelRuntime, context: LoadContext | None = None
+) -> OpenCLIPScorer:
     """Load an OpenCLIP model from the part of a spec after ``open_clip:``.
 
     Args:

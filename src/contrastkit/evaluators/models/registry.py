@@ -48,10 +48,11 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from contrastkit.config import ModelConfig
 from contrastkit.errors import ConfigError
+from contrastkit.evaluators.models.families import LoadContext, ModelFamily, families, family
 from contrastkit.interfaces import CaptionScorer, ImageTextScorer, PronounScorer
 from contrastkit.tiny.marker import random_weights_note, spec_has_random_weights
 
@@ -59,11 +60,9 @@ if TYPE_CHECKING:
     from contrastkit.evaluators.models.base import ModelRuntime
 
 __all__ = [
-    "FAMILIES",
-    "FAMILY_DOCS",
-    "KINDS",
     "ModelSpec",
     "check_dual",
+    "has_capability",
     "load_model",
     "load_scorer",
     "parse_spec",
@@ -71,76 +70,24 @@ __all__ = [
     "weights_note",
 ]
 
-#: Captioning spec prefix -> transformers ``model_type`` of the models it loads.
-FAMILIES = {"blip": "blip", "git": "git", "blip2": "blip-2", "instructblip": "instructblip"}
 
-#: Spec prefix -> "dual" (an ImageTextScorer), "captioning" (a PronounScorer) or
-#: "matching" (an image-text-matching head: a CaptionScorer).
-KINDS: dict[str, str] = {
-    "open_clip": "dual",
-    "hf-clip": "dual",
-    "clip-clip": "dual",
-    "debias-clip": "dual",
-    **{family: "captioning" for family in FAMILIES},
-    "blip-itm": "matching",
-    "vilt": "matching",
-    "vlm": "captioning",  # also a CaptionScorer (caption log-likelihood)
-}
-
-#: Spec prefix -> (what it loads, an example spec); ``contrastkit models list`` prints it.
-#: Every prefix of :data:`KINDS` has an entry (a test checks).
-FAMILY_DOCS: dict[str, tuple[str, str]] = {
-    "open_clip": (
-        "OpenCLIP dual encoder: ARCH/TAG, ARCH/CHECKPOINT, ARCH/random or a saved folder",
-        "open_clip:ViT-B-32/openai",
-    ),
-    "hf-clip": (
-        "transformers CLIP / SigLIP dual encoder (Hub id in the cache, or a folder)",
-        "hf-clip:openai/clip-vit-base-patch32",
-    ),
-    "clip-clip": (
-        "CLIP-clip (Wang et al. 2021): a dual encoder minus the dimensions a saved choice "
-        "drops (fitted by contrastkit audit)",
-        "clip-clip:load=clipclip.json:open_clip:ViT-B-32/openai",
-    ),
-    "debias-clip": (
-        "prompt-array debiased CLIP (Berg et al. 2022) from the cache, or FILE:BASE",
-        "debias-clip:ViT-B/16-gender",
-    ),
-    "blip": (
-        "transformers BLIP captioning model, scored by continuation log-probability",
-        "blip:Salesforce/blip-image-captioning-large",
-    ),
-    "git": (
-        "transformers GIT captioning model, scored by continuation log-probability",
-        "git:microsoft/git-large-coco",
-    ),
-    "blip2": (
-        "transformers BLIP-2 captioning model (OPT or FLAN-T5 language model), scored by "
-        "continuation log-probability; FLAN-T5 reads the prefix in its encoder (?prefix=)",
-        "blip2:Salesforce/blip2-opt-2.7b",
-    ),
-    "instructblip": (
-        "transformers InstructBLIP (Vicuna or FLAN-T5), scored by continuation "
-        "log-probability after a captioning instruction (?instruction=, ?prefix=)",
-        "instructblip:Salesforce/instructblip-flan-t5-xl",
-    ),
-    "blip-itm": (
-        "transformers BLIP image-text matching head, scored by the match logit "
-        "(stereotype probing, contrast sets)",
-        "blip-itm:Salesforce/blip-itm-base-coco",
-    ),
-    "vilt": (
-        "transformers ViLT image-text retrieval head, scored by its logit (stereotype "
-        "probing, contrast sets)",
-        "vilt:dandelin/vilt-b32-finetuned-coco",
-    ),
-    "vlm": (
-        "generative VLM through AutoModelForImageTextToText and its chat template (LLaVA, "
-        "Qwen2-VL, PaliGemma, InstructBLIP ...); ?protocol=continuation|multiple-choice",
-        "vlm:llava-hf/llava-1.5-7b-hf?protocol=multiple-choice",
-    ),
-}
+def __getattr__(name: str) -> Any:
+    """The dicts the registry was made of before :mod:`.families` (kept, derived from the
+    table, for code that reads them): ``KINDS`` (prefix -> kind), ``FAMILY_DOCS`` (prefix
+    -> (what it loads, example)), ``FAMILIES`` (captioning prefix -> transformers
+    ``model_type``)."""
+    table = families()
+    if name == "KINDS":
+        return {prefix: f.kind for prefix, f in table.items()}
+    if name == "FAMILY_DOCS":
+        return {prefix: (f.loads, f.example) for prefix, f in table.items()}
+    if name == "FAMILIES":
+        return {
+            prefix: f.model_type
+            for prefix, f in table.items()
+            if f.kind == "captioning" and f.model_type
+        }
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -151,9 +98,21 @@ class ModelSpec:
     target: str
 
     @property
+    def family(self) -> ModelFamily:
+        """The registered family of :attr:`prefix`."""
+        found = family(self.prefix)
+        assert found is not None, "parse_spec made this spec"
+        return found
+
+    @property
     def kind(self) -> str:
         """``dual``, ``captioning`` or ``matching``."""
-        return KINDS[self.prefix]
+        return self.family.kind
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        """What the model can do (:data:`.families.CAPABILITIES`)."""
+        return self.family.capabilities
 
     def __str__(self) -> str:
         return f"{self.prefix}:{self.target}"
@@ -170,32 +129,30 @@ def parse_spec(spec: str) -> ModelSpec:
             ``?`` options it does not take (:mod:`.caption_options`).
     """
     prefix, sep, target = spec.strip().partition(":")
-    if not sep or prefix not in KINDS:
+    table = families()
+    if not sep or prefix not in table:
         raise ConfigError(
-            f"model spec {spec!r} must start with one of {', '.join(p + ':' for p in KINDS)} "
+            f"model spec {spec!r} must start with one of {', '.join(p + ':' for p in table)} "
             "(e.g. open_clip:ViT-B-32/openai, hf-clip:openai/clip-vit-base-patch32, "
             "blip:Salesforce/blip-image-captioning-large)"
         )
     if not target.strip():
         raise ConfigError(f"model spec {spec!r} names no model after {prefix!r}")
     parsed = ModelSpec(prefix, target.strip())
-    if prefix == "clip-clip":
-        from contrastkit.evaluators.models.clipclip import require_saved
-
-        check_dual(require_saved(str(parsed)).base)
-    elif prefix == "debias-clip":
-        from contrastkit.evaluators.models.debias import parse_debias_spec
-
-        check_dual(parse_debias_spec(str(parsed)).base)
-    elif prefix == "vlm":
-        from contrastkit.evaluators.models.vlm_spec import parse_vlm_target
-
-        parse_vlm_target(parsed.target)  # its own options (protocol, ...), checked early
-    elif KINDS[prefix] == "captioning":
-        from contrastkit.evaluators.models.caption_options import split_caption_options
-
-        split_caption_options(prefix, parsed.target)  # options are checked before loading
+    base = table[prefix].check_target(parsed.target)  # options are checked before loading
+    if table[prefix].wraps_base and base is not None:
+        check_dual(base)
     return parsed
+
+
+def has_capability(spec: str, capability: str) -> bool:
+    """Whether the model ``spec`` names can do ``capability`` (``embeddings``,
+    ``pronouns`` or ``captions``; see :mod:`.families`).
+
+    Raises:
+        ConfigError: a malformed spec.
+    """
+    return capability in parse_spec(spec).capabilities
 
 
 def random_weights(spec: str) -> bool:
@@ -221,7 +178,8 @@ def random_weights(spec: str) -> bool:
     except ConfigError:
         return False
     prefix, _, target = stripped.partition(":")
-    if KINDS.get(prefix) == "captioning" and "?" in target:  # options after the model
+    known = family(prefix)
+    if known is not None and known.kind == "captioning" and "?" in target:  # options
         from contrastkit.evaluators.models.caption_options import strip_caption_options
 
         return spec_has_random_weights(f"{prefix}:{strip_caption_options(target)}")
@@ -265,33 +223,15 @@ def load_model(
 def _load(
     parsed: ModelSpec, runtime: ModelRuntime
 ) -> ImageTextScorer | PronounScorer | CaptionScorer:
-    if parsed.prefix == "open_clip":
-        from contrastkit.evaluators.models.openclip import load_open_clip
-
-        return load_open_clip(parsed.target, runtime)
-    if parsed.prefix == "hf-clip":
-        from contrastkit.evaluators.models.hf_clip import load_hf_clip
-
-        return load_hf_clip(parsed.target, runtime)
-    if parsed.prefix == "clip-clip":
-        from contrastkit.evaluators.models.clipclip import load_clip_clip_scorer
-
-        return load_clip_clip_scorer(parsed.target, runtime, _load_dual)
-    if parsed.prefix == "debias-clip":
-        from contrastkit.evaluators.models.debias import load_debias_clip
-
-        return load_debias_clip(parsed.target, runtime, _load_dual)
-    if parsed.kind == "matching":
-        from contrastkit.evaluators.models.itm import load_matching
-
-        return load_matching(parsed.prefix, parsed.target, runtime)
-    if parsed.prefix == "vlm":
-        from contrastkit.evaluators.models.vlm import load_vlm
-
-        return load_vlm(parsed.target, runtime)
-    from contrastkit.evaluators.models.captioning import load_captioning
-
-    return load_captioning(parsed.prefix, parsed.target, runtime)
+    loader = parsed.family.load_function()
+    model = loader(parsed.target, runtime, LoadContext(parsed.prefix, _load_dual))
+    if not isinstance(model, ImageTextScorer | PronounScorer | CaptionScorer):
+        raise ConfigError(
+            f"{parsed}: the loader of model family {parsed.prefix!r} ({parsed.family.loader}) "
+            f"returned {type(model).__name__}, which is no ImageTextScorer, PronounScorer "
+            "or CaptionScorer"
+        )
+    return model
 
 
 def _load_dual(spec: str, runtime: ModelRuntime) -> ImageTextScorer:
@@ -309,18 +249,18 @@ def check_dual(spec: str) -> ModelSpec:
             ``blip2:``), which has no image-text embedding space.
     """
     parsed = parse_spec(spec)
+    if "embeddings" in parsed.capabilities:
+        return parsed
     if parsed.kind == "matching":
         raise ConfigError(
             f"{spec} is an image-text-matching model: it scores (image, caption) pairs with "
             "a fused encoder and has no image-text embedding space; use it on stereotype "
             "probe sets or contrast sets, or an open_clip: or hf-clip: model for embeddings"
         )
-    if parsed.kind != "dual":
-        raise ConfigError(
-            f"{spec} is a captioning model: it scores pronoun continuations, not image-text "
-            "similarity; use an open_clip: or hf-clip: model for embeddings"
-        )
-    return parsed
+    raise ConfigError(
+        f"{spec} is a captioning model: it scores pronoun continuations, not image-text "
+        "similarity; use an open_clip: or hf-clip: model for embeddings"
+    )
 
 
 def load_scorer(spec: str, config: ModelConfig | None = None) -> ImageTextScorer:

@@ -92,6 +92,7 @@ from PIL import Image
 from contrastkit.config import require
 from contrastkit.errors import ConfigError
 from contrastkit.evaluators.models.base import ModelRuntime, batched, to_rgb
+from contrastkit.evaluators.models.families import LoadContext
 from contrastkit.evaluators.models.hf import hf_from_pretrained, hf_load_model, hf_model_type
 from contrastkit.evaluators.models.registry import random_weights
 from contrastkit.evaluators.models.vlm_spec import (
@@ -506,7 +507,7 @@ def _concat(values: Sequence[torch.Tensor]) -> torch.Tensor:
     return torch.cat(padded, dim=0)
 
 
-def load_vlm(target: str, runtime: ModelRuntime) -> VLMScorer:
+def load_vlm(target: str, runtime: ModelRuntime, context: LoadContext | None = None) -> VLMScorer:
     """Load a ``vlm:`` model (a Hub id in the local cache, or a folder) with its
     processor.
 

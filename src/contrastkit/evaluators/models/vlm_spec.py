@@ -106,6 +106,16 @@ class VLMOptions:
     padding: str | None = None
 
 
+def check_target(prefix: str, target: str) -> None:
+    """The registry's check of a ``vlm:`` target: its options (protocol, ...), before
+    anything loads.
+
+    Raises:
+        ConfigError: see :func:`parse_vlm_target`.
+    """
+    parse_vlm_target(target)
+
+
 def parse_vlm_target(target: str) -> tuple[str, VLMOptions]:
     """Split the part of a ``vlm:`` spec after the prefix into the model (a Hub id or a
     folder) and its :class:`VLMOptions`.

@@ -1,0 +1,303 @@
+"""Model families as data: one :class:`ModelFamily` record per spec prefix.
+
+A family says what a spec ``PREFIX:TARGET`` loads, what the loaded model can do
+(its *capabilities*), how its part after the prefix is checked before anything loads, and
+which function loads it, as an import path, so that this table imports no torch. A new
+family is one adapter module and one record, either in :data:`BUILT_IN` or, from another
+package, through the ``contrastkit.models`` entry point group (see :func:`families`):
+
+.. code-block:: toml
+
+    # the plugin's pyproject.toml
+    [project.entry-points."contrastkit.models"]
+    mymodel = "my_package.contrastkit_plugin:FAMILY"
+
+Capabilities, not prefixes, decide which task takes which model:
+
+``embeddings``
+    image and text embeddings in one space (an :class:`~contrastkit.interfaces.ImageTextScorer`):
+    retrieval, zero-shot disparities, the GenSynth filter, the audit's probes;
+``pronouns``
+    the log-probability of a caption's continuation (a
+    :class:`~contrastkit.interfaces.PronounScorer`): VisoGender resolution;
+``captions``
+    a score for an (image, caption) pair (a dual encoder's similarity or a
+    :class:`~contrastkit.interfaces.CaptionScorer`): stereotype probing, contrast sets.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from contrastkit.errors import ConfigError
+
+if TYPE_CHECKING:
+    from contrastkit.evaluators.models.base import ModelRuntime
+
+__all__ = [
+    "BUILT_IN",
+    "CAPABILITIES",
+    "ENTRY_POINT_GROUP",
+    "LoadContext",
+    "ModelFamily",
+    "families",
+    "family",
+    "register_model",
+]
+
+#: What a loaded model can do (see the module docstring).
+CAPABILITIES = ("embeddings", "pronouns", "captions")
+
+#: The capabilities of each kind of model ``contrastkit models list`` shows.
+_KIND_CAPABILITIES = {
+    "dual": frozenset({"embeddings", "captions"}),
+    "captioning": frozenset({"pronouns"}),
+    "matching": frozenset({"captions"}),
+}
+
+#: The entry point group third-party packages add model families through.
+ENTRY_POINT_GROUP = "contrastkit.models"
+
+
+@dataclass(frozen=True)
+class LoadContext:
+    """What a loader gets besides its target and runtime: the spec prefix it was called
+    for, and the registry's loader of a base dual encoder (for wrappers)."""
+
+    prefix: str
+    load_base: Callable[[str, ModelRuntime], Any]
+
+
+@dataclass(frozen=True)
+class ModelFamily:
+    """One spec prefix and everything the registry needs to know about it.
+
+    Attributes:
+        prefix: what a spec starts with, before the ``:`` (``open_clip``, ``vlm`` ...).
+        kind: ``dual``, ``captioning`` or ``matching``: how reports describe it.
+        loads: one line on what it loads (``contrastkit models list`` shows it).
+        example: an example spec.
+        loader: ``"module:function"`` called as ``function(target, runtime, context)``
+            (a :class:`LoadContext`); it returns the adapter.
+        check: ``"module:function"`` called as ``function(prefix, target)`` before
+            anything loads; it raises :class:`~contrastkit.errors.ConfigError` for a
+            target it cannot take and returns the base model's spec of a wrapper (or
+            ``None``). ``None``: any non-empty target is accepted.
+        wraps_base: the target names a base dual encoder (CLIP-clip, debiased CLIP): the
+            spec has random weights when its base does, and the base must have the
+            ``embeddings`` capability.
+        model_type: the transformers ``model_type`` the saved model must have, if any.
+        capabilities: what the loaded model can do; default: those of its ``kind``.
+        source: the distribution that registered it (``contrastkit`` for the built-in
+            families).
+    """
+
+    prefix: str
+    kind: str
+    loads: str
+    example: str
+    loader: str
+    check: str | None = None
+    wraps_base: bool = False
+    model_type: str | None = None
+    capabilities: frozenset[str] = field(default_factory=frozenset)
+    source: str = "contrastkit"
+
+    def __post_init__(self) -> None:
+        if not self.prefix or ":" in self.prefix or self.prefix != self.prefix.strip():
+            raise ConfigError(f"model family prefix {self.prefix!r}: a word without ':'")
+        if self.kind not in _KIND_CAPABILITIES:
+            raise ConfigError(
+                f"model family {self.prefix!r}: kind must be one of "
+                f"{', '.join(_KIND_CAPABILITIES)}, not {self.kind!r}"
+            )
+        capabilities = frozenset(self.capabilities) or _KIND_CAPABILITIES[self.kind]
+        unknown = sorted(capabilities - set(CAPABILITIES))
+        if unknown:
+            raise ConfigError(
+                f"model family {self.prefix!r}: unknown capabilities {unknown}; use "
+                f"{', '.join(CAPABILITIES)}"
+            )
+        object.__setattr__(self, "capabilities", capabilities)
+        for name in ("loader", "check"):
+            path = getattr(self, name)
+            if path is not None and not _is_import_path(path):
+                raise ConfigError(
+                    f"model family {self.prefix!r}: {name} must be 'module:function', not {path!r}"
+                )
+
+    def load_function(self) -> Callable[..., Any]:
+        """The loader, imported."""
+        return _resolve(self.loader, self.prefix)
+
+    def check_target(self, target: str) -> str | None:
+        """Run :attr:`check` on ``target``; the base model's spec of a wrapper, or
+        ``None``."""
+        if self.check is None:
+            return None
+        result = _resolve(self.check, self.prefix)(self.prefix, target)
+        return result if isinstance(result, str) else None
+
+
+def _is_import_path(path: str) -> bool:
+    module, sep, name = path.partition(":")
+    return bool(sep and module and name.isidentifier())
+
+
+def _resolve(path: str, prefix: str) -> Callable[..., Any]:
+    module_name, _, name = path.partition(":")
+    try:
+        function = getattr(importlib.import_module(module_name), name)
+    except (ImportError, AttributeError) as error:
+        raise ConfigError(
+            f"model family {prefix!r}: cannot import {path} ({error}); is the package that "
+            "provides it installed?"
+        ) from error
+    if not callable(function):
+        raise ConfigError(f"model family {prefix!r}: {path} is not a function")
+    return function  # type: ignore[no-any-return]
+
+
+_MODELS = "contrastkit.evaluators.models"
+_CAPTIONING_CHECK = f"{_MODELS}.caption_options:check_caption_target"
+
+#: The families contrastkit ships, in the order ``contrastkit models list`` shows them.
+BUILT_IN: tuple[ModelFamily, ...] = (
+    ModelFamily(
+        "open_clip", "dual",
+        "OpenCLIP dual encoder: ARCH/TAG, ARCH/CHECKPOINT, ARCH/random or a saved folder",
+        "open_clip:ViT-B-32/openai", f"{_MODELS}.openclip:load_open_clip",
+    ),
+    ModelFamily(
+        "hf-clip", "dual",
+        "transformers CLIP / SigLIP dual encoder (Hub id in the cache, or a folder)",
+        "hf-clip:openai/clip-vit-base-patch32", f"{_MODELS}.hf_clip:load_hf_clip",
+    ),
+    ModelFamily(
+        "clip-clip", "dual",
+        "CLIP-clip (Wang et al. 2021): a dual encoder minus the dimensions a saved choice "
+        "drops (fitted by contrastkit audit)",
+        "clip-clip:load=clipclip.json:open_clip:ViT-B-32/openai",
+        f"{_MODELS}.clipclip:load_clip_clip_scorer", check=f"{_MODELS}.clipclip:check_target",
+        wraps_base=True,
+    ),
+    ModelFamily(
+        "debias-clip", "dual",
+        "prompt-array debiased CLIP (Berg et al. 2022) from the cache, or FILE:BASE",
+        "debias-clip:ViT-B/16-gender", f"{_MODELS}.debias:load_debias_clip",
+        check=f"{_MODELS}.debias:check_target", wraps_base=True,
+    ),
+    ModelFamily(
+        "blip", "captioning",
+        "transformers BLIP captioning model, scored by continuation log-probability",
+        "blip:Salesforce/blip-image-captioning-large", f"{_MODELS}.captioning:load_captioning",
+        check=_CAPTIONING_CHECK, model_type="blip",
+    ),
+    ModelFamily(
+        "git", "captioning",
+        "transformers GIT captioning model, scored by continuation log-probability",
+        "git:microsoft/git-large-coco", f"{_MODELS}.captioning:load_captioning",
+        check=_CAPTIONING_CHECK, model_type="git",
+    ),
+    ModelFamily(
+        "blip2", "captioning",
+        "transformers BLIP-2 captioning model (OPT or FLAN-T5 language model), scored by "
+        "continuation log-probability; FLAN-T5 reads the prefix in its encoder (?prefix=)",
+        "blip2:Salesforce/blip2-opt-2.7b", f"{_MODELS}.captioning:load_captioning",
+        check=_CAPTIONING_CHECK, model_type="blip-2",
+    ),
+    ModelFamily(
+        "instructblip", "captioning",
+        "transformers InstructBLIP (Vicuna or FLAN-T5), scored by continuation "
+        "log-probability after a captioning instruction (?instruction=, ?prefix=)",
+        "instructblip:Salesforce/instructblip-flan-t5-xl",
+        f"{_MODELS}.captioning:load_captioning", check=_CAPTIONING_CHECK,
+        model_type="instructblip",
+    ),
+    ModelFamily(
+        "blip-itm", "matching",
+        "transformers BLIP image-text matching head, scored by the match logit "
+        "(stereotype probing, contrast sets)",
+        "blip-itm:Salesforce/blip-itm-base-coco", f"{_MODELS}.itm:load_matching",
+        model_type="blip",
+    ),
+    ModelFamily(
+        "vilt", "matching",
+        "transformers ViLT image-text retrieval head, scored by its logit (stereotype "
+        "probing, contrast sets)",
+        "vilt:dandelin/vilt-b32-finetuned-coco", f"{_MODELS}.itm:load_matching",
+        model_type="vilt",
+    ),
+    ModelFamily(
+        "vlm", "captioning",
+        "generative VLM through AutoModelForImageTextToText and its chat template (LLaVA, "
+        "Qwen2-VL, PaliGemma, InstructBLIP ...); ?protocol=continuation|multiple-choice",
+        "vlm:llava-hf/llava-1.5-7b-hf?protocol=multiple-choice", f"{_MODELS}.vlm:load_vlm",
+        check=f"{_MODELS}.vlm_spec:check_target",
+        capabilities=frozenset({"pronouns", "captions"}),  # caption log-likelihood too
+    ),
+)  # fmt: skip
+
+_registered: dict[str, ModelFamily] = {f.prefix: f for f in BUILT_IN}
+_plugins_loaded = False
+
+
+def register_model(new: ModelFamily, *, replace: bool = False) -> ModelFamily:
+    """Add a model family to the registry (what the ``contrastkit.models`` entry points
+    do; call it yourself for a family defined in a script or notebook).
+
+    Raises:
+        ConfigError: its prefix is taken and ``replace`` is false.
+    """
+    taken = _registered.get(new.prefix)
+    if taken is not None and not replace and taken != new:
+        raise ConfigError(
+            f"model family {new.prefix!r} is already registered (by {taken.source}); "
+            "choose another prefix"
+        )
+    _registered[new.prefix] = new
+    return new
+
+
+def _load_plugins() -> None:
+    """Register the families of every installed ``contrastkit.models`` entry point, once.
+    An entry point gives a :class:`ModelFamily` or an iterable of them."""
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    from contrastkit.plugins import entry_point_objects
+
+    for source, value in entry_point_objects(ENTRY_POINT_GROUP):
+        given = [value] if isinstance(value, ModelFamily) else list(_iterable(value, source))
+        for one in given:
+            if not isinstance(one, ModelFamily):
+                raise ConfigError(
+                    f"plugin {source} (entry point group {ENTRY_POINT_GROUP}) gave "
+                    f"{type(one).__name__}, not a ModelFamily"
+                )
+            register_model(ModelFamily(**{**one.__dict__, "source": source}))
+
+
+def _iterable(value: Any, source: str) -> Iterable[Any]:
+    if isinstance(value, Iterable) and not isinstance(value, str | bytes):
+        return value
+    raise ConfigError(
+        f"plugin {source} (entry point group {ENTRY_POINT_GROUP}) gave "
+        f"{type(value).__name__}, not a ModelFamily"
+    )
+
+
+def families() -> dict[str, ModelFamily]:
+    """Every registered family by prefix: the built-in ones, then those of installed
+    plugins (loaded on first use)."""
+    _load_plugins()
+    return dict(_registered)
+
+
+def family(prefix: str) -> ModelFamily | None:
+    """The family of ``prefix``, or ``None``."""
+    return families().get(prefix)

@@ -1,0 +1,106 @@
+"""Plugins: a package installed beside contrastkit adds a model family through an entry
+point, without forking. The example package (tests/plugin_example) is installed as a real
+distribution: a ``.dist-info`` folder written from its ``pyproject.toml`` on the path of
+a fresh ``python -m contrastkit`` process, which ``importlib.metadata`` finds as it finds
+any installed package."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import tomllib
+
+from contrast_data import contrast_export
+from contrastkit.errors import ConfigError
+from contrastkit.evaluators.models.families import BUILT_IN, ModelFamily, register_model
+
+PLUGIN = Path(__file__).parent / "plugin_example"
+
+
+def install(site: Path, entry_points: dict[str, dict[str, str]] | None = None) -> Path:
+    """Install the example plugin into ``site`` (its package and a ``.dist-info``);
+    ``entry_points`` replaces the ones its pyproject.toml declares."""
+    project = tomllib.loads((PLUGIN / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    shutil.copytree(PLUGIN / "contrastkit_example_plugin", site / "contrastkit_example_plugin")
+    info = site / f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n",
+        encoding="utf-8",
+    )
+    groups = entry_points if entry_points is not None else project["entry-points"]
+    lines = []
+    for group, points in groups.items():
+        lines.append(f"[{group}]")
+        lines += [f"{name} = {value}" for name, value in points.items()]
+    (info / "entry_points.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return site
+
+
+def contrastkit(site: Path, *args: object) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), *sys.path])}
+    return subprocess.run(
+        [sys.executable, "-m", "contrastkit", *map(str, args)],
+        capture_output=True, text=True, env=env, check=False,
+    )  # fmt: skip
+
+
+@pytest.mark.slow
+def test_a_plugin_model_family_is_listed_and_evaluates(tmp_path: Path, tiny_clip_spec: str) -> None:
+    site = install(tmp_path / "site")
+    listed = contrastkit(site, "models", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    rows = {row["prefix"]: row for row in json.loads(listed.stdout)["families"]}
+    assert rows["grey-clip"]["source"] == "contrastkit-example-plugin:grey-clip"
+    assert rows["grey-clip"]["capabilities"] == "embeddings, captions"
+    assert rows["open_clip"]["source"] == "contrastkit"
+    shown = contrastkit(site, "models", "list")
+    assert "grey-clip" in shown.stdout and "contrastkit-example-plugin" in shown.stdout
+
+    data = contrast_export(tmp_path / "set", sources=3)
+    scores = {}
+    for spec in (f"grey-clip:{tiny_clip_spec}", tiny_clip_spec):
+        out = tmp_path / f"out-{len(scores)}"
+        run = contrastkit(site, "evaluate", "--data", data, "--model", spec, "--out", out,
+                          "--k", "2", "--bootstrap", "0", "--device", "cpu")  # fmt: skip
+        assert run.returncode == 0, run.stderr[-3000:]
+        [folder] = [p for p in out.iterdir() if p.is_dir() and not p.name.startswith("_")]
+        assert json.loads((folder / "benchmark.json").read_text())["model"] == spec
+        raw = (folder / "raw_contrast.jsonl").read_text().splitlines()
+        scores[spec] = [json.loads(line)["score_masculine"] for line in raw]
+    # the plugin's model saw other (greyscale) images than its base model
+    assert scores[f"grey-clip:{tiny_clip_spec}"] != scores[tiny_clip_spec]
+
+    # its base must be a dual encoder: the registry's check, before anything loads
+    refused = contrastkit(site, "evaluate", "--data", data, "--model", "grey-clip:vilt:x",
+                          "--out", tmp_path / "x")  # fmt: skip
+    assert refused.returncode == 2 and "image-text-matching model" in refused.stderr
+
+
+def test_a_broken_plugin_is_named_never_skipped(tmp_path: Path) -> None:
+    site = install(tmp_path / "site", {"contrastkit.models": {"bad": "no_such_module:FAMILY"}})
+    run = contrastkit(site, "models", "list")
+    assert run.returncode == 2
+    assert "plugin contrastkit-example-plugin:bad" in run.stderr
+    assert "no_such_module" in run.stderr and "uninstall contrastkit-example-plugin" in run.stderr
+    wrong = install(tmp_path / "wrong", {"contrastkit.models": {"x": "json:dumps"}})
+    run = contrastkit(wrong, "models", "list")
+    assert run.returncode == 2 and "not a ModelFamily" in run.stderr
+
+
+def test_families_are_checked_when_made_and_registered() -> None:
+    with pytest.raises(ConfigError, match="already registered"):
+        register_model(ModelFamily("open_clip", "dual", "x", "open_clip:x", "m:f"))
+    assert register_model(BUILT_IN[0]) is BUILT_IN[0]  # the same record again is no clash
+    with pytest.raises(ConfigError, match="kind must be one of"):
+        ModelFamily("x", "generative", "x", "x:y", "m:f")
+    with pytest.raises(ConfigError, match="unknown capabilities"):
+        ModelFamily("x", "dual", "x", "x:y", "m:f", capabilities=frozenset({"telepathy"}))
+    with pytest.raises(ConfigError, match="'module:function'"):
+        ModelFamily("x", "dual", "x", "x:y", "not a path")
