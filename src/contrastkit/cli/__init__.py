@@ -15,8 +15,9 @@ from contrastkit import __version__
 from contrastkit.cli import audit, build, evaluate, export, quickstart, taxonomy, urls, validate
 from contrastkit.cli import models as models_cli
 from contrastkit.cli.common import DEBUG, EXIT_BUG, err_console, shown
+from contrastkit.cli.helptext import App
 
-app = typer.Typer(
+app = App(
     name="contrastkit",
     help=(
         "Build, maintain, publish and score datasets that measure gender bias in "

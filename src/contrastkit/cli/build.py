@@ -25,12 +25,13 @@ from contrastkit.cli.common import (
     progress,
     user_errors,
 )
+from contrastkit.cli.helptext import App
 from contrastkit.text import count as counted
 
 if TYPE_CHECKING:
     from contrastkit.builders.visogender import BuildResult
 
-app = typer.Typer(
+app = App(
     help="Assemble datasets.\n\nExample:\n\n    contrastkit build visogender "
     "--candidates examples/candidates.csv --out build/example\n\n"
     "    contrastkit build gensynth --coco coco --out build/gensynth --limit 100",

@@ -29,107 +29,153 @@ from contrastkit.text import count as counted
 if TYPE_CHECKING:
     from contrastkit.evaluators.job import EvaluateResult
 
+# Panels of `contrastkit evaluate --help`; each option's details are in README.md
+# ("contrastkit evaluate") and docs/zero_shot.md, its help here is one line.
+_IMAGES = "Images"
+_RUNNING = "Running the model"
+_VISOGENDER = "Resolution and retrieval"
+_STATISTICS = "Statistics"
+
 DATA = typer.Option(
     ...,
     "--data",
-    help="Official-format TSV(s), a folder of them, a saved HF dataset, an export folder "
-    "(`contrastkit export`), a Hub id (hf:USER/NAME), or `visogender`: the official "
-    "VisoGender OP and OO sets bundled with contrastkit (their images are fetched into "
-    "--store and rows without one are left out).",
+    help="Official-format TSV(s) or a folder of them, an export, a saved or Hub dataset "
+    "(hf:USER/NAME), or `visogender` (the bundled official sets). Repeatable.",
 )
 MODEL = typer.Option(
     None,
     "--model",
-    help="Model spec (repeatable): open_clip:ARCH/TAG, hf-clip:ID, blip:ID, "
-    "clip-clip:load=FILE:BASE, debias-clip:NAME, vlm:ID (a generative VLM; "
-    "vlm:ID?protocol=multiple-choice for lettered questions)... (required, except with "
-    "--predictions).",
+    help="Model spec, e.g. open_clip:ViT-B-32/openai (all families: `contrastkit models "
+    "list`). Repeatable; required unless --predictions.",
 )
 OUT = typer.Option(Path("results"), "--out", help="Output folder; one subfolder per model.")
 TASK = typer.Option(
     "resolution,retrieval",
     "--task",
-    help="resolution, retrieval; or stereotype (alone): VLStereoSet-style probing of a probe "
-    "set (vlrs, vlbs, ivlas, lmss, vlss; also chosen when --data is a probe set); or "
-    "zero-shot-disparity (alone): per-concept AP and ECE gaps by perceived gender on a "
-    "Visual Genome or COCO folder (see the Zero-shot disparity options).",
+    help="resolution,retrieval; stereotype (alone; a probe set); zero-shot-disparity "
+    "(alone; see its panel).",
 )
 STORE = typer.Option(
     None,
     "--store",
-    help="Image store of `contrastkit urls check --store` (for URLs) [default with --fetch: "
-    "$XDG_CACHE_HOME/contrastkit/images or ~/.cache/contrastkit/images].",
+    help="Image store the URLs are read from [default with --fetch: ~/.cache/contrastkit/images].",
+    rich_help_panel=_IMAGES,
 )
 FETCH = typer.Option(
     None,
     "--fetch/--no-fetch",
-    help="Fetch the image URLs the store lacks into it first (the URL checker's safety rules "
-    "and the Network options) [default: on for --data visogender, else off].",
+    help="First fetch the URLs the store lacks (Network options) [default: on for "
+    "--data visogender].",
     show_default=False,
+    rich_help_panel=_IMAGES,
 )
 SKIP_MISSING = typer.Option(
     None,
     "--skip-missing/--no-skip-missing",
-    help="Leave out rows whose image is not available, listing them in every report "
-    "[default: on for --data visogender, else off: a missing image is an error].",
+    help="Leave out (and list) rows without an image instead of stopping [default: on for "
+    "--data visogender].",
     show_default=False,
+    rich_help_panel=_IMAGES,
 )
 SPLIT = typer.Option(None, "--split", help="Split of a saved dataset dict.")
 NEUTRAL = typer.Option(
-    False, "--neutral", help="Add 'their' to the candidates (neutral rate, Appendix D)."
+    False,
+    "--neutral",
+    help="Add 'their' to the candidates (neutral rate, VisoGender Appendix D).",
+    rich_help_panel=_VISOGENDER,
 )
-KS = typer.Option("5,10", "--k", help="Retrieval cut-offs K, comma-separated.")
+KS = typer.Option(
+    "5,10", "--k", help="Retrieval cut-offs K, comma-separated.", rich_help_panel=_VISOGENDER
+)
 NDKL_K = typer.Option(
-    None, "--ndkl-k", min=1, help="NDKL depth (default: every image of the occupation)."
+    None,
+    "--ndkl-k",
+    min=1,
+    help="NDKL depth [default: every image of the occupation].",
+    rich_help_panel=_VISOGENDER,
 )
 FLIPPED = typer.Option(
     True,
     "--flipped-retrieval/--no-flipped-retrieval",
-    help="With the retrieval task, also rank each occupation's two-person images with the "
-    "participant as the query's subject ('The patient and their doctor') by the "
-    "participant's perceived gender (VisoGender Tab. 5).",
+    help="Also retrieve with the participant as subject ('The patient and their doctor', "
+    "VisoGender Tab. 5).",
+    rich_help_panel=_VISOGENDER,
 )
-DEVICE = typer.Option(None, "--device", help="cpu, cuda, cuda:1 (default: auto).")
+DEVICE = typer.Option(
+    None, "--device", help="cpu, cuda, cuda:1 [default: auto].", rich_help_panel=_RUNNING
+)
 DTYPE = typer.Option(
-    "auto", "--dtype", help="auto (float16 on CUDA, float32 on CPU), float32, bfloat16, float16."
+    "auto",
+    "--dtype",
+    help="auto (float16 on CUDA, else float32), float32, bfloat16 or float16.",
+    rich_help_panel=_RUNNING,
 )
 WORKERS = typer.Option(
-    None, "--workers", min=0, help="Image-decoding processes (default: suits the device)."
+    None,
+    "--workers",
+    min=0,
+    help="Image-decoding processes [default: suits the device].",
+    rich_help_panel=_RUNNING,
 )
 DECODE = typer.Option(
     "auto",
     "--decode",
-    help="pil (Pillow and the model's own preprocessing in the workers), worker (pixels "
-    "decoded in the workers, preprocessed on the model's device), tensor (JPEGs decoded on "
-    "the device too: nvJPEG on CUDA) or auto (worker on CUDA, pil on the CPU).",
+    help="Who decodes and preprocesses images: pil, worker, tensor or auto (docs/pipeline.md).",
+    rich_help_panel=_RUNNING,
 )
-BATCH_SIZE = typer.Option(32, "--batch-size", min=1, help="Images per forward pass.")
+BATCH_SIZE = typer.Option(
+    32, "--batch-size", min=1, help="Images per forward pass.", rich_help_panel=_RUNNING
+)
 SUBSAMPLE_K = typer.Option(
-    "1", "--subsample-k", help="Images kept per group in the Appendix G.1 subsamples."
+    "1",
+    "--subsample-k",
+    help="Images kept per group in the random subsamples (VisoGender Appendix G.1).",
+    rich_help_panel=_STATISTICS,
 )
-SUBSAMPLE_RUNS = typer.Option(500, "--subsample-runs", min=1, help="G.1 repetitions.")
-BASELINE_RUNS = typer.Option(3000, "--baseline-runs", min=2, help="G.2 repetitions.")
-SEED = typer.Option(0, "--seed", help="Seed of the random analyses and the bootstrap.")
+SUBSAMPLE_RUNS = typer.Option(
+    500,
+    "--subsample-runs",
+    min=1,
+    help="Repetitions of the random subsamples (Appendix G.1).",
+    rich_help_panel=_STATISTICS,
+)
+BASELINE_RUNS = typer.Option(
+    3000,
+    "--baseline-runs",
+    min=2,
+    help="Repetitions of the random baseline (Appendix G.2).",
+    rich_help_panel=_STATISTICS,
+)
+SEED = typer.Option(
+    0,
+    "--seed",
+    help="Seed of the random analyses and the bootstrap.",
+    rich_help_panel=_STATISTICS,
+)
 PROTOCOL = typer.Option(
     "visogender-official",
     "--protocol",
-    help="Resolution protocol: visogender-official (argmax over his/her/their, a 'their' "
-    "win counts as wrong; reproduces the published tables) or two-way (argmax over his/her).",
+    help="visogender-official (argmax over his/her/their, as the published tables) or "
+    "two-way (his/her).",
+    rich_help_panel=_VISOGENDER,
 )
 BOOTSTRAP = typer.Option(
     1000,
     "--bootstrap",
     min=0,
-    help="Bootstrap resamples over images for the confidence intervals (0: none).",
+    help="Bootstrap resamples of the images for the intervals (0: none).",
+    rich_help_panel=_STATISTICS,
 )
-CONFIDENCE = typer.Option(0.95, "--confidence", help="Level of the bootstrap intervals, in (0, 1).")
+CONFIDENCE = typer.Option(
+    0.95,
+    "--confidence",
+    help="Level of the bootstrap intervals, in (0, 1).",
+    rich_help_panel=_STATISTICS,
+)
 CONTRAST_METRICS = typer.Option(
     "auto",
     "--contrast-metrics",
-    help="On a contrast set: all (retrieval bias and pair preference), pairs (pair "
-    "preference only: each query against its own photo's two versions) or auto: all for "
-    "dual encoders, pairs for blip-itm:, vilt: and vlm:, which score every (image, query) "
-    "pair with the model (n_images x n_queries passes for the retrieval metrics).",
+    help="On a contrast set: all, pairs (pair preference only) or auto (all for dual encoders).",
 )
 AS_JSON = typer.Option(
     False, "--json", help="Print each model's output paths and headline figures as JSON."
@@ -210,56 +256,20 @@ def evaluate(
     threshold: float = zs.THRESHOLD,
     top: int = zs.TOP,
 ) -> None:
-    """Score models on a VisoGender-style dataset: resolution and retrieval bias, error
-    analysis, labour-statistics comparison. On a contrast-set export (`contrastkit export
-    contrast`): retrieval bias of gender-neutral queries and masculine-vs-feminine pair
-    preference (GenSynth Sec. 5).
+    """Score models for gender bias on a VisoGender-style set, a contrast set, a stereotype
+    probe set, or (--task zero-shot-disparity) a Visual Genome or COCO folder.
 
-    Writes, per model, into OUT/MODEL/ (a folder named after the spec):
-    raw_resolution.jsonl, raw_retrieval.jsonl and raw_retrieval_flipped.jsonl (per-image
-    scores), benchmark.json
-    (VisoGender Appendix J structure), report.md and plots/*.png; with several models
-    also OUT/comparison.md. Rerunning reuses the scores already in OUT. Image URLs are
-    read from the image store (--store); with --fetch (the default for --data visogender)
-    the URLs it lacks are first fetched into it, and with --skip-missing (also the default
-    there) rows whose image is still not available are left out and listed in each
-    report.md and benchmark.json (skipped_rows).
-
-    Resolution predictions follow --protocol: visogender-official (the default; the
-    official code's argmax over his/her/their, which the published Tab. 2 comes from; a
-    'their' win counts as wrong, and 'their' is always scored) or two-way (his/her).
-    Overall accuracy is the paper's: the mean of the single-person and two-person
-    RA_avg. Headline figures get --confidence percentile intervals from --bootstrap
-    resamples of the images.
-
-    The retrieval task ranks each occupation's images with a gender-neutral query
-    with the occupation as subject ('The doctor and their patient', Tab. 3) and, unless
-    --no-flipped-retrieval, its two-person images with the participant as subject ('The
-    patient and their doctor', Tab. 5), labelled by the participant's perceived gender.
-
-    Contrast sets take dual encoders (cosine similarity) and blip-itm:, vilt: (match
-    logit) and vlm: models (mean caption log-likelihood per token); these score every
-    (image, query) pair, so they get pair preference only unless --contrast-metrics all
-    (n_images x n_queries model passes; raw_contrast_scores.jsonl keeps them for a rerun).
-
-    On a stereotype probe set (`contrastkit build stereoset`, or --task stereotype):
-    VLStereoSet's caption choice with dual encoders (cosine), image-text-matching
-    models (blip-itm:, vilt:) or vlm: models (caption log-likelihood):
-    raw_stereotype.jsonl, benchmark.json (vlrs, vlbs, ivlas per category with the IDM /
-    BIM / RAM reference rows; lmss and vlss), report.md and plots/shifting_scores.png.
-
-    With --task zero-shot-disparity on a Visual Genome or COCO folder (seed paper 003):
-    per-concept AP (and ECE) by perceived-gender group of a dual encoder's zero-shot
-    classification, or of --predictions FILE; OUT/MODEL/zero_shot/disparity.json,
-    report.md and plots/.
+    The data picks the analysis: a VisoGender-style set gets resolution and retrieval
+    bias (VisoGender Tab. 2, 3, 5), a contrast-set export retrieval bias and pair
+    preference (GenSynth Sec. 5), a probe set VLStereoSet's scores, and
+    --task zero-shot-disparity the zero-shot disparities paper's per-concept AP and ECE
+    gaps. Each model writes OUT/MODEL/ (benchmark.json, report.md, plots/); a rerun
+    reuses the scores already there. Every option in detail: README.md, section
+    "contrastkit evaluate", and docs/zero_shot.md.
 
     Example:
 
         contrastkit evaluate --data visogender --model open_clip:ViT-B-32/openai
-
-        contrastkit evaluate --data data/OP.tsv --model open_clip:ViT-B-32/openai --out res
-
-        contrastkit evaluate --task stereotype --data probes/ --model vilt:ORG/NAME
 
         contrastkit evaluate --task zero-shot-disparity --data vg/ --model open_clip:ViT-B-32/openai
     """
@@ -274,7 +284,7 @@ def evaluate(
 
     with user_errors():
         tasks = tuple(dict.fromkeys(t.strip() for t in task.split(",") if t.strip()))
-        if zs.TASK in tasks:  # per-concept zero-shot disparities (seed paper 003)
+        if zs.TASK in tasks:  # per-concept zero-shot disparities
             if len(tasks) > 1:
                 raise ConfigError(f"--task: {zs.TASK} runs alone")
             zs.run_zero_shot(

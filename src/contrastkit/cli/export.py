@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING
 import typer
 
 from contrastkit.cli.common import console, plain, print_json, user_errors
+from contrastkit.cli.helptext import App
 from contrastkit.text import count as counted
 
 if TYPE_CHECKING:
     from contrastkit.builders.export import ExportResult
 
-app = typer.Typer(
+app = App(
     help=(
         "Export datasets as Hugging Face datasets (save_to_disk + parquet) with a dataset "
         "card.\n\n"

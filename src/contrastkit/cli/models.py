@@ -8,8 +8,9 @@ from typing import Any
 import typer
 
 from contrastkit.cli.common import console, plain, print_json, user_errors
+from contrastkit.cli.helptext import App
 
-app = typer.Typer(
+app = App(
     help=(
         "The model families contrastkit loads, and a paper's models as specs.\n\n"
         "Example:\n\n    contrastkit models list --paper visogender"

@@ -14,9 +14,10 @@ from contrastkit.cli.common import (
     taxonomy_from,
     user_errors,
 )
+from contrastkit.cli.helptext import App
 from contrastkit.taxonomy import builtin_source
 
-app = typer.Typer(
+app = App(
     help="Inspect the occupational taxonomy.\n\nExample:\n\n    contrastkit taxonomy show",
     no_args_is_help=True,
 )

@@ -25,6 +25,7 @@ from contrastkit.cli.common import (
     report_error,
     user_errors,
 )
+from contrastkit.cli.helptext import App
 from contrastkit.curation.dedup import NEAR_DUPLICATE_MAX_DISTANCE
 from contrastkit.curation.image_limits import (
     DEFAULT_MAX_BYTES,
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
     from contrastkit.curation.maintenance import MaintenanceResult
     from contrastkit.curation.urls import URLCheck
 
-app = typer.Typer(
+app = App(
     help=(
         "Check that image URLs still serve the image, and keep datasets healthy from cron.\n\n"
         "Example: contrastkit urls check build/example/visogender_OP.tsv --store build/images"

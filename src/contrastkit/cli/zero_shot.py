@@ -28,13 +28,12 @@ _PANEL = "Zero-shot disparity"
 
 PREDICTIONS = typer.Option(
     None, "--predictions", metavar="FILE",
-    help="Bring-your-own predictions (.jsonl or .parquet rows {image_id, concept, score} or "
-    "{image_id, concept, hit, confidence?}) instead of --model; groups and concepts still "
-    "come from --data.", rich_help_panel=_PANEL,
+    help="Another model's predictions (.jsonl or .parquet; format in docs/zero_shot.md) "
+    "instead of --model.", rich_help_panel=_PANEL,
 )  # fmt: skip
 PROMPT = typer.Option(
     "{}", "--prompt",
-    help="Text per concept, {} for its words (default: the concept alone, as the paper).",
+    help="Text per concept, {} for its words (the paper: the concept alone).",
     rich_help_panel=_PANEL,
 )  # fmt: skip
 LAYOUT = typer.Option(
@@ -47,8 +46,8 @@ MIN_IMAGES = typer.Option(
 )  # fmt: skip
 FILTER_SPLIT = typer.Option(
     None, "--filter-split",
-    help="COCO split whose images decide the concept filter (the paper: train) "
-    "[default: --split].", rich_help_panel=_PANEL,
+    help="COCO split that decides the concept filter (the paper: train) [default: --split].",
+    rich_help_panel=_PANEL,
 )  # fmt: skip
 CONCEPT_MAP = typer.Option(
     None, "--concept-map", metavar="FILE",
@@ -58,9 +57,8 @@ CONCEPT_MAP = typer.Option(
 BINS = typer.Option(15, "--bins", min=1, help="ECE bins (equal width).", rich_help_panel=_PANEL)
 CALIBRATION = typer.Option(
     "multi-label", "--calibration",
-    help="multi-label (ECE only for predictions with probabilities; a dual encoder's cosine "
-    "scores are not) or softmax (the model's single-label softmax over the concepts, "
-    "Appendix A.2).", rich_help_panel=_PANEL,
+    help="multi-label (ECE only of probabilities) or softmax (over the concepts, Appendix "
+    "A.2).", rich_help_panel=_PANEL,
 )  # fmt: skip
 TEMPERATURE = typer.Option(
     100.0, "--temperature", min=0.0,
@@ -69,18 +67,19 @@ TEMPERATURE = typer.Option(
 )  # fmt: skip
 WORDS = typer.Option(
     None, "--words", metavar="FILE",
-    help="word2vec / GloVe vectors (text or binary) for the language bias (Experiment 3).",
+    help="word2vec / GloVe vectors for the language bias (Experiment 3).",
     rich_help_panel=_PANEL,
 )  # fmt: skip
 WORD_SOURCE = typer.Option(
     None, "--word-source",
-    help="file (--words), model (the model's own text encoder) or both [default: file "
-    "with --words, else none].", rich_help_panel=_PANEL,
+    help="file (--words), model (its text encoder) or both "
+    "[default: file with --words, else none].",
+    rich_help_panel=_PANEL,
 )  # fmt: skip
 COMPARE = typer.Option(
     None, "--compare", metavar="RESULTS_OR_DIR",
-    help="A second dataset for the consistency colouring (Fig. 3-4): an earlier run's "
-    "disparity.json or folder, or a data folder to evaluate with the same model.",
+    help="A second dataset (a run's disparity.json, or a data folder) for the consistency "
+    "colouring (Fig. 3-4).",
     rich_help_panel=_PANEL,
 )  # fmt: skip
 THRESHOLD = typer.Option(
