@@ -46,6 +46,17 @@ def vg_images() -> list[tuple[str, str, frozenset[str]]]:
     return images
 
 
+#: The VG fixture's image of one group whose only concept is filtered out (table): the
+#: paper keeps it, as a negative of every concept.
+VG_WITHOUT_CONCEPT = ("500", "men", frozenset({"table.n.02"}))
+
+
+def vg_single_group() -> list[tuple[str, str, frozenset[str]]]:
+    """Every single-group image of the VG fixture: :func:`vg_images` and
+    :data:`VG_WITHOUT_CONCEPT`."""
+    return [*vg_images(), VG_WITHOUT_CONCEPT]
+
+
 def _jpeg(path: Path, seed: int) -> None:
     rng = np.random.default_rng(seed)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -63,7 +74,16 @@ def write_vg(root: Path, *, folder: str = "VG_100K") -> Path:
         entries.append((image_id, [person, *sorted(concepts)]))
     entries += [(f"30{i}", ["man.n.01", "woman.n.01", "necktie.n.01"]) for i in range(3)]
     entries += [(f"40{i}", ["dog.n.01", "necktie.n.01"]) for i in range(2)]
-    entries.append(("500", ["man.n.01", "table.n.02"]))
+    image_id, _, concepts = VG_WITHOUT_CONCEPT
+    entries.append((image_id, ["man.n.01", *sorted(concepts)]))
+    return write_vg_entries(root, entries, folder=folder)
+
+
+def write_vg_entries(
+    root: Path, entries: Sequence[tuple[str, Sequence[str]]], *, folder: str = "VG_100K"
+) -> Path:
+    """A Visual Genome folder of the given (image id, synsets) entries, with a tiny JPEG
+    per image."""
     root.mkdir(parents=True, exist_ok=True)
     image_data = [{"image_id": int(i), "url": f"https://example.org/{i}.jpg", "width": 24,
                    "height": 24} for i, _ in entries]  # fmt: skip

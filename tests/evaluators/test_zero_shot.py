@@ -1,11 +1,12 @@
-"""Zero-shot disparities (seed paper 003): groups and filters on constructed Visual Genome
-and COCO folders, AP and ECE against scikit-learn and hand computations, bring-your-own
-predictions with planted disparities through the whole job."""
+"""Zero-shot disparities (the zero-shot disparities paper): groups and filters on
+constructed Visual Genome and COCO folders, AP and ECE against scikit-learn and hand
+computations, bring-your-own predictions with planted disparities through the whole job."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -36,9 +37,11 @@ from zero_shot_data import (
     planted_rows,
     truth_of,
     vg_images,
+    vg_single_group,
     write_coco,
     write_jsonl,
     write_vg,
+    write_vg_entries,
 )
 
 
@@ -55,20 +58,29 @@ def coco(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # --- groups and filters -----------------------------------------------------------------
 
 
-def test_visual_genome_groups_and_concept_filter_keep_exactly_what_passes(vg: Path) -> None:
-    grouped = load_grouped(vg, min_images=5)
+@pytest.mark.parametrize("without", ["keep", "drop"])
+def test_visual_genome_groups_and_concept_filter_keep_exactly_what_passes(
+    vg: Path, without: str
+) -> None:
+    grouped = load_grouped(vg, min_images=5, images_without_concepts=without)
     assert grouped.layout == "vg"
     assert grouped.concepts == VG_KEPT  # chair has exactly 5 images per group: kept
     assert not set(VG_DROPPED) & set(grouped.concepts)
-    single = vg_images()
+    # image 500 (a man and a table) is of one group too, and shows no kept concept
+    single = vg_single_group()
     no_concept = [i for i, _, c in single if not c & set(VG_KEPT)]
-    expected = {g: sum(1 for i, gg, c in single if gg == g and c & set(VG_KEPT))
-                for g in ("men", "women")}  # fmt: skip
-    assert grouped.counts["images"] == expected
-    # 3 images show both groups, 2 neither; image 500 (a man and a table) has no kept concept
+    showing = {g: sum(1 for i, gg, c in single if gg == g and c & set(VG_KEPT))
+               for g in ("men", "women")}  # fmt: skip
+    every = {g: sum(1 for _, gg, _ in single if gg == g) for g in ("men", "women")}
+    # the paper keeps every single-group image; "drop" leaves out those without a concept
+    assert grouped.counts["images"] == (every if without == "keep" else showing)
+    assert {r.image_id for r in grouped.images} >= ({"500"} if without == "keep" else set())
+    # 3 images show both groups, 2 neither
     assert grouped.counts["dropped"] == {
-        "both_groups": 3, "no_group": 2, "no_concept": len(no_concept) + 1,
+        "both_groups": 3, "no_group": 2, "no_concept": len(no_concept) * (without == "drop"),
     }  # fmt: skip
+    assert grouped.counts["without_concept"] == len(no_concept)
+    assert grouped.counts["images_without_concepts"] == without
     assert grouped.concept_images["table.n.02"] == {"men": 9, "women": 4}
     # the group-defining synsets are never concepts
     assert not any(c.startswith(("man.", "woman.", "groom.")) for c in grouped.concept_images)
@@ -188,6 +200,94 @@ def test_an_image_listed_twice_in_visual_genome_is_a_located_error(tmp_path: Pat
         load_grouped(root, min_images=1)
     assert caught.value.path == str(root / "objects.json")
     assert caught.value.field == "image_id"
+
+
+# --- images that show no kept concept (issue 31) ------------------------------------------
+
+#: Five images per group: two necktie, two hair, and one (15 / 25) whose only object, a
+#: table, is filtered out (one image per group, below min_images=2). Scores per concept.
+_WITHOUT = {
+    # image: (synsets, necktie score, hair score)
+    "11": (["man.n.01", "necktie.n.01"], 0.9, 0.1),
+    "12": (["man.n.01", "necktie.n.01"], 0.5, 0.2),
+    "13": (["man.n.01", "hair.n.01"], 0.2, 0.9),
+    "14": (["man.n.01", "hair.n.01"], 0.1, 0.8),
+    "15": (["man.n.01", "table.n.02"], 0.7, 0.95),
+    "21": (["woman.n.01", "necktie.n.01"], 0.9, 0.1),
+    "22": (["woman.n.01", "necktie.n.01"], 0.5, 0.2),
+    "23": (["woman.n.01", "hair.n.01"], 0.2, 0.9),
+    "24": (["woman.n.01", "hair.n.01"], 0.1, 0.8),
+    "25": (["woman.n.01", "table.n.02"], 0.05, 0.05),
+}
+
+
+def _without_run(tmp_path: Path, without: str | None) -> dict[str, Any]:
+    data = write_vg_entries(tmp_path / "vg", [(i, s) for i, (s, _, _) in _WITHOUT.items()])
+    rows = [
+        {"image_id": i, "concept": c, "score": score}
+        for i, (_, necktie, hair) in _WITHOUT.items()
+        for c, score in (("necktie.n.01", necktie), ("hair.n.01", hair))
+    ]
+    path = write_jsonl(tmp_path / "scores.jsonl", rows)
+    options = {} if without is None else {"images_without_concepts": without}
+    result = zero_shot_disparity(ZeroShotDisparityConfig(
+        data=data, predictions=path, out=tmp_path / (without or "default"), min_images=2,
+        bootstrap=0, plots=False, **options,
+    ))  # fmt: skip
+    return {**result.results, "report": result.files["report"].read_text(encoding="utf-8")}
+
+
+def test_images_without_a_kept_concept_are_negatives_as_in_the_paper_or_dropped(
+    tmp_path: Path,
+) -> None:
+    """The paper keeps every single-group image (Sec. 2.1-2.2); image 15 shows no kept
+    concept but outscores a true necktie (0.7 > 0.5) and both true hair images."""
+    kept, dropped = _without_run(tmp_path, None), _without_run(tmp_path, "drop")
+    assert _without_run(tmp_path, "keep")["concepts"] == kept["concepts"]  # the default
+    assert kept["counts"]["images"] == {"men": 5, "women": 5}
+    assert dropped["counts"]["images"] == {"men": 4, "women": 4}
+    assert kept["counts"]["without_concept"] == dropped["counts"]["without_concept"] == 2
+    assert (kept["counts"]["dropped"]["no_concept"], dropped["counts"]["dropped"]["no_concept"]) \
+        == (0, 2)  # fmt: skip
+    # by hand, men, keeping 15: necktie ranks 11 (+), 15 (-), 12 (+): (1 + 2/3) / 2;
+    # hair ranks 15 (-), 13 (+), 14 (+): (1/2 + 2/3) / 2. Women: 25 scores lowest.
+    hand_kept = {"necktie.n.01": (1 + 2 / 3) / 2, "hair.n.01": (1 / 2 + 2 / 3) / 2}
+    for results, men in ((kept, hand_kept), (dropped, {"necktie.n.01": 1.0, "hair.n.01": 1.0})):
+        by_concept = {c["concept"]: c for c in results["concepts"]}
+        assert set(by_concept) == set(men)
+        for concept, ap in men.items():
+            assert by_concept[concept]["ap_men"] == pytest.approx(100 * ap)
+            assert by_concept[concept]["ap_women"] == pytest.approx(100.0)
+            assert by_concept[concept]["ap_diff"] == pytest.approx(100 * ap - 100)
+    # the readings differ: -16.7 and -41.7 AP points against none
+    assert kept["map"]["difference"] == pytest.approx(-100 * (1 - (5 / 6 + 7 / 12) / 2))
+    assert dropped["map"]["difference"] == 0.0
+    assert "2 of the images kept show no kept concept" in kept["report"]
+    assert "as in the paper" in kept["report"]
+    assert "2 more show no kept concept. All were left out" in dropped["report"]
+
+
+def test_images_without_concepts_is_checked_and_reaches_the_job_from_the_cli(
+    tmp_path: Path,
+) -> None:
+    from typer.testing import CliRunner
+
+    from contrastkit.cli import app
+
+    with pytest.raises(ConfigError, match="images_without_concepts: unknown value 'ignore'"):
+        ZeroShotDisparityConfig(data=tmp_path, predictions=tmp_path / "p.jsonl", out=tmp_path,
+                                images_without_concepts="ignore")  # fmt: skip
+    expected = _without_run(tmp_path / "lib", "drop")
+    data, predictions = tmp_path / "lib" / "vg", tmp_path / "lib" / "scores.jsonl"
+    result = CliRunner().invoke(app, [
+        "evaluate", "--task", "zero-shot-disparity", "--data", str(data), "--predictions",
+        str(predictions), "--out", str(tmp_path / "cli"), "--min-images", "2",
+        "--bootstrap", "0", "--images-without-concepts", "drop",
+    ])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    saved = json.loads(next((tmp_path / "cli").glob("*/zero_shot/disparity.json")).read_text())
+    assert saved["counts"]["images_without_concepts"] == "drop"
+    assert saved["concepts"] == expected["concepts"]
 
 
 # --- metrics -----------------------------------------------------------------------------
@@ -409,7 +509,7 @@ def test_detector_hits_with_confidence_run_through_ap_and_ece(vg: Path, tmp_path
     calibrated for images of men and overconfident for images of women."""
     rng = np.random.default_rng(5)
     rows = []
-    for image_id, group, concepts in vg_images():
+    for image_id, group, concepts in vg_single_group():
         for concept in VG_KEPT:
             present = concept in concepts
             if group == "men":

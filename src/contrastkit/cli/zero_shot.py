@@ -44,6 +44,11 @@ MIN_IMAGES = typer.Option(
     help="Images per group a concept needs [default: 50 Visual Genome, 100 COCO].",
     rich_help_panel=_PANEL,
 )  # fmt: skip
+WITHOUT_CONCEPTS = typer.Option(
+    "keep", "--images-without-concepts", metavar="keep|drop",
+    help="Images that show no kept concept: keep them as negatives of every concept (the "
+    "paper) or drop them.", rich_help_panel=_PANEL,
+)  # fmt: skip
 FILTER_SPLIT = typer.Option(
     None, "--filter-split",
     help="COCO split that decides the concept filter (the paper: train) [default: --split].",

@@ -1,5 +1,5 @@
-"""Per-concept zero-shot disparities by perceived gender (seed paper 003): AP and
-calibration gaps, and their echo in word embeddings.
+"""Per-concept zero-shot disparities by perceived gender (the zero-shot disparities
+paper): AP and calibration gaps, and their echo in word embeddings.
 
 * :mod:`.groups` — Visual Genome and COCO folders: perceived-gender groups (the paper's
   Table 1 synsets and caption terms), the single-group and ``min_images`` filters, the

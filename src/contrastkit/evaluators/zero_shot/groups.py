@@ -31,6 +31,13 @@ left out), and a concept is kept only when it occurs in at least ``min_images`` 
 reports 25,215 images and 408 concepts for Visual Genome, 1,412 images and 76 classes for
 COCO (:data:`PAPER_COUNTS`).
 
+The concept filter removes concepts, not images (Sec. 2.1-2.2: every image with a single
+perceived-gender label is in the analysis, with the set of classes it shows): a kept image
+that shows no kept concept stays, as a negative of every concept
+(``images_without_concepts="keep"``, the default). ``"drop"`` leaves such images out
+instead (what contrastkit did before issue 31). docs/zero_shot.md shows both readings
+on an example.
+
 These labels are annotators' perceptions, binary and reductive (the paper's
 Limitations): they approximate nobody's gender identity.
 """
@@ -54,6 +61,7 @@ __all__ = [
     "COCO_WOMAN_TERMS",
     "DEFAULT_MIN_IMAGES",
     "GROUPS",
+    "IMAGES_WITHOUT_CONCEPTS",
     "LAYOUTS",
     "PAPER_COUNTS",
     "VG_MAN_SYNSETS",
@@ -73,6 +81,10 @@ GROUPS: tuple[str, str] = ("men", "women")
 
 #: Data layouts :func:`load_grouped` reads; ``auto`` picks one by the files present.
 LAYOUTS: tuple[str, ...] = ("auto", "vg", "coco")
+
+#: What becomes of a single-group image that shows no kept concept: ``keep`` (the
+#: paper's reading: a negative of every concept) or ``drop`` (left out of the analysis).
+IMAGES_WITHOUT_CONCEPTS: tuple[str, ...] = ("keep", "drop")
 
 #: Man-related WordNet synsets of Visual Genome (the paper's Table 1).
 VG_MAN_SYNSETS: tuple[str, ...] = (
@@ -187,9 +199,12 @@ class GroupedData:
         concepts: the kept concepts (at least ``min_images`` images in each group), sorted.
         min_images: the threshold used.
         counts: what was read and dropped: ``images_read``, ``images`` (per group),
-            ``dropped`` (``both_groups``, ``no_group``, ``no_concept``),
-            ``concepts_seen``, ``concepts_kept``, and the ``filter_split`` (COCO) whose
-            counts decided the concept filter.
+            ``dropped`` (``both_groups``, ``no_group``, ``no_concept``: the last only
+            with ``images_without_concepts="drop"``), ``without_concept`` (single-group
+            images that show no kept concept, kept or dropped),
+            ``images_without_concepts`` (``keep`` or ``drop``), ``concepts_seen``,
+            ``concepts_kept``, and the ``filter_split`` (COCO) whose counts decided the
+            concept filter.
         concept_images: images per group of every concept seen (of the filter split).
     """
 
@@ -313,7 +328,7 @@ def _find_image(root: Path, name: str, folders: Sequence[str]) -> Path | None:
     return None
 
 
-def _load_vg(root: Path, min_images: int) -> GroupedData:
+def _load_vg(root: Path, min_images: int, without: str) -> GroupedData:
     man, woman = set(VG_MAN_SYNSETS), set(VG_WOMAN_SYNSETS)
     objects_path = root / "objects.json"
     image_data_path = root / "image_data.json"
@@ -371,10 +386,10 @@ def _load_vg(root: Path, min_images: int) -> GroupedData:
     concept_images = _counts_by_group([(g, c) for _, g, c in kept])
     concepts = _keep(concept_images, min_images)
     folders = ("VG_100K", "VG_100K_2", "images", "")
-    records = _records(root, kept, concepts, folders, dropped, lambda i: f"{i}.jpg")
+    records = _records(root, kept, concepts, folders, dropped, lambda i: f"{i}.jpg", without)
     return GroupedData(
         root, "vg", None, tuple(records), concepts, min_images,
-        _count_summary(read, records, dropped, concept_images, concepts, None),
+        _count_summary(read, records, dropped, concept_images, concepts, None, without),
         concept_images,
     )  # fmt: skip
 
@@ -386,14 +401,18 @@ def _records(
     folders: Sequence[str],
     dropped: Counter[str],
     file_name: Any,
+    without: str,
 ) -> list[ImageRecord]:
-    """The kept images showing at least one kept concept, with their files."""
+    """The single-group images with their files; those that show no kept concept are
+    counted (``without_concept``) and, with ``without="drop"``, left out."""
     wanted = set(concepts)
     records: list[ImageRecord] = []
     for image_id, group, image_concepts in kept:
         if not image_concepts & wanted:
-            dropped["no_concept"] += 1
-            continue
+            dropped["without_concept"] += 1
+            if without == "drop":
+                dropped["no_concept"] += 1
+                continue
         name = file_name(image_id)
         path = _find_image(root, name, folders)
         if path is None:
@@ -413,6 +432,7 @@ def _count_summary(
     concept_images: Mapping[str, Mapping[str, int]],
     concepts: Sequence[str],
     filter_split: str | None,
+    without: str,
 ) -> dict[str, Any]:
     per_group = Counter(record.group for record in records)
     return {
@@ -420,6 +440,8 @@ def _count_summary(
         "images": {group: per_group[group] for group in GROUPS},
         "images_kept": len(records),
         "dropped": {key: dropped[key] for key in ("both_groups", "no_group", "no_concept")},
+        "without_concept": dropped["without_concept"],
+        "images_without_concepts": without,
         "concepts_seen": len(concept_images),
         "concepts_kept": len(concepts),
         "filter_split": filter_split,
@@ -518,6 +540,7 @@ def _load_coco(
     split: str | None,
     filter_split: str | None,
     concept_map: Mapping[str, str],
+    without: str,
 ) -> GroupedData:
     table = {**COCO_TO_VG, **concept_map}
     split = _coco_split(root, split)
@@ -535,9 +558,9 @@ def _load_coco(
         for n, image in enumerate(images)
     }
     folders = ("images", f"images/{split}", split, "")
-    records = _records(root, kept, concepts, folders, dropped, lambda i: files[i])
+    records = _records(root, kept, concepts, folders, dropped, lambda i: files[i], without)
     summary = _count_summary(
-        len(images), records, dropped, concept_images, concepts, filter_split or split
+        len(images), records, dropped, concept_images, concepts, filter_split or split, without
     )
     return GroupedData(
         root, "coco", split, tuple(records), concepts, min_images, summary, concept_images
@@ -552,6 +575,7 @@ def load_grouped(
     split: str | None = None,
     filter_split: str | None = None,
     concept_map: Mapping[str, str] | None = None,
+    images_without_concepts: str = "keep",
 ) -> GroupedData:
     """Read a Visual Genome or COCO folder, assign each image its perceived-gender group
     and keep the concepts seen in at least ``min_images`` images of each group (see the
@@ -568,14 +592,19 @@ def load_grouped(
             filters on train and evaluates on val); default ``split``. Its images need not
             be on disk.
         concept_map: COCO category -> synset entries over :data:`COCO_TO_VG`.
+        images_without_concepts: ``keep`` (default; the paper's reading) or ``drop``
+            the single-group images that show no kept concept
+            (:data:`IMAGES_WITHOUT_CONCEPTS`).
 
     Returns:
-        The kept images (those with a single group and at least one kept concept) and
-        concepts, with the counts of everything read and dropped.
+        The kept images (those with a single group; with ``drop``, only those showing at
+        least one kept concept) and concepts, with the counts of everything read and
+        dropped.
 
     Raises:
-        ConfigError: an unknown layout, a folder of neither layout, a missing split,
-            ``min_images`` below 1, a Visual Genome option given with COCO-only options.
+        ConfigError: an unknown layout or ``images_without_concepts``, a folder of
+            neither layout, a missing split, ``min_images`` below 1, a Visual Genome
+            option given with COCO-only options.
         DataFormatError: a missing or malformed annotation file, a kept image whose
             file is missing.
     """
@@ -584,6 +613,11 @@ def load_grouped(
         raise ConfigError(f"data: {root} is not a folder")
     if layout not in LAYOUTS:
         raise ConfigError(f"layout: unknown layout {layout!r}; choose from {', '.join(LAYOUTS)}")
+    if images_without_concepts not in IMAGES_WITHOUT_CONCEPTS:
+        raise ConfigError(
+            f"images_without_concepts: unknown value {images_without_concepts!r}; choose "
+            f"from {', '.join(IMAGES_WITHOUT_CONCEPTS)}"
+        )
     resolved = detect_layout(root) if layout == "auto" else layout
     threshold = DEFAULT_MIN_IMAGES[resolved] if min_images is None else min_images
     if threshold < 1:
@@ -591,5 +625,7 @@ def load_grouped(
     if resolved == "vg":
         if split is not None or filter_split is not None:
             raise ConfigError("split: Visual Genome has no splits; give split only for COCO")
-        return _load_vg(root, threshold)
-    return _load_coco(root, threshold, split, filter_split, concept_map or {})
+        return _load_vg(root, threshold, images_without_concepts)
+    return _load_coco(
+        root, threshold, split, filter_split, concept_map or {}, images_without_concepts
+    )

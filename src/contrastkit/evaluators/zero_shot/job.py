@@ -1,5 +1,5 @@
-"""The zero-shot disparity job (seed paper 003): ``contrastkit evaluate --task
-zero-shot-disparity``.
+"""The zero-shot disparity job (the zero-shot disparities paper): ``contrastkit evaluate
+--task zero-shot-disparity``.
 
 One call runs the paper's three experiments on a Visual Genome or COCO folder
 (:mod:`.groups`):
@@ -47,6 +47,7 @@ from contrastkit.config import ModelConfig, require
 from contrastkit.errors import ConfigError, DataFormatError
 from contrastkit.evaluators.zero_shot.groups import (
     GROUPS,
+    IMAGES_WITHOUT_CONCEPTS,
     LAYOUTS,
     GroupedData,
     concept_words,
@@ -103,6 +104,9 @@ class ZeroShotDisparityConfig:
         prompt: the text for each concept, with ``{}`` for its words.
         min_images: images per group a concept needs (default: 50 Visual Genome, 100
             COCO).
+        images_without_concepts: ``keep`` (default; the paper's reading, Sec. 2.1-2.2)
+            the single-group images that show no kept concept, as negatives of every
+            concept, or ``drop`` them (:mod:`.groups`).
         bins: ECE bins (equal width; 15).
         bootstrap: resamples of the intervals (0: none); confidence: their level;
             seed: their seed.
@@ -124,9 +128,10 @@ class ZeroShotDisparityConfig:
 
     Raises:
         ConfigError: naming the field: neither or both of ``model`` and ``predictions``,
-            an unknown layout, calibration mode or word source, ``softmax`` without a
-            model, a ``model`` word source without a model, a ``file`` one without
-            ``words``, a prompt without ``{}``, a bad number.
+            an unknown layout, ``images_without_concepts``, calibration mode or word
+            source, ``softmax`` without a model, a ``model`` word source without a
+            model, a ``file`` one without ``words``, a prompt without ``{}``, a bad
+            number.
     """
 
     data: Path
@@ -139,6 +144,7 @@ class ZeroShotDisparityConfig:
     concept_map: Path | None = None
     prompt: str = DEFAULT_PROMPT
     min_images: int | None = None
+    images_without_concepts: str = "keep"
     bins: int = DEFAULT_BINS
     bootstrap: int = 1000
     confidence: float = 0.95
@@ -170,6 +176,12 @@ class ZeroShotDisparityConfig:
 
             check_dual(self.model)
         require(self.layout in LAYOUTS, "layout", f"choose from {', '.join(LAYOUTS)}")
+        require(
+            self.images_without_concepts in IMAGES_WITHOUT_CONCEPTS,
+            "images_without_concepts",
+            f"unknown value {self.images_without_concepts!r}; choose from "
+            f"{', '.join(IMAGES_WITHOUT_CONCEPTS)}",
+        )
         require(
             self.calibration in CALIBRATION_MODES,
             "calibration",
@@ -520,6 +532,7 @@ def _analyse(
     grouped = load_grouped(
         config.data, layout=config.layout, min_images=config.min_images, split=config.split,
         filter_split=config.filter_split, concept_map=concept_map,
+        images_without_concepts=config.images_without_concepts,
     )  # fmt: skip
     if not grouped.concepts:
         most = max((min(per.values()) for per in grouped.concept_images.values()), default=0)

@@ -1,4 +1,5 @@
-"""Pure metric functions of the zero-shot disparity analysis (seed paper 003, Sec. 3.1-3.2).
+"""Pure metric functions of the zero-shot disparity analysis (the zero-shot disparities
+paper, Sec. 3.1-3.2).
 
 Every figure is reported in points (x 100), as the paper's figures and its 5-point
 threshold are.

@@ -1,5 +1,6 @@
-"""Bring-your-own predictions for the zero-shot disparity analysis (seed paper 003,
-Sec. 2.1: Detic's boxes and LSeg's pixels used as binary indicators per concept).
+"""Bring-your-own predictions for the zero-shot disparity analysis (the zero-shot
+disparities paper, Sec. 2.1: Detic's boxes and LSeg's pixels used as binary indicators
+per concept).
 
 A file of rows, one per (image, concept) the model predicted, as JSON Lines (``.jsonl``,
 one JSON object per line) or Parquet (``.parquet``, the same columns). Two kinds of rows:

@@ -105,12 +105,26 @@ def _counts_section(results: Mapping[str, Any]) -> list[str]:
         f"{paper['concepts']:,} |",
         "",
         f"Of {counts['images_read']:,} images read, {dropped['both_groups']:,} show both "
-        f"groups and {dropped['no_group']:,} neither; {dropped['no_concept']:,} more show no "
-        "kept concept. All were left out.",
+        f"groups and {dropped['no_group']:,} neither; {_without_concept(counts)}",
         "",
         _LIMITATION,
         "",
     ]
+
+
+def _without_concept(counts: Mapping[str, Any]) -> str:
+    """What became of the single-group images that show no kept concept."""
+    n = counts.get("without_concept", counts["dropped"]["no_concept"])
+    if counts.get("images_without_concepts", "drop") == "drop":
+        return (
+            f"{n:,} more show no kept concept. All were left out (`--images-without-concepts "
+            "drop`; the paper keeps the last ones)."
+        )
+    return (
+        "both were left out. "
+        f"{n:,} of the images kept show no kept concept: each is a negative of every concept, "
+        "as in the paper (`--images-without-concepts drop` leaves them out)."
+    )
 
 
 def _ap_section(results: Mapping[str, Any], top: int, plots: Mapping[str, str]) -> list[str]:
