@@ -126,6 +126,28 @@ def test_caption_classifier_is_at_chance_when_context_is_shuffled(
     assert found["interval"][0] < 0.5 < found["interval"][1]
 
 
+def test_the_split_keeps_each_group_whole_and_stratifies_groups_by_their_labels() -> None:
+    from contrastkit.audit.classifier import stratified_split
+
+    # 20 sources in both genders, 10 masculine-only and 10 feminine-only ones
+    groups = [f"s{i}" for i in range(20) for _ in range(2)] + [f"m{i}" for i in range(10)]
+    groups += [f"f{i}" for i in range(10)]
+    labels = ["masculine", "feminine"] * 20 + ["masculine"] * 10 + ["feminine"] * 10
+    for seed in range(5):
+        train, test = stratified_split(labels, 0.3, np.random.default_rng(seed), groups)
+        assert sorted([*train, *test]) == list(range(60))
+        held = {groups[i] for i in test}
+        assert not held & {groups[i] for i in train}  # no source on both sides
+        # ceil(0.3 n) of each stratum's n groups: 6 of 20 pairs, 3 of 10 of each single
+        assert sum(g.startswith("s") for g in held) == 6
+        assert sum(g.startswith("m") for g in held) == sum(g.startswith("f") for g in held) == 3
+    # without groups every image is its own: the same draw as one group per image
+    alone = stratified_split(labels, 0.3, np.random.default_rng(0))
+    single = stratified_split(labels, 0.3, np.random.default_rng(0), list(range(60)))
+    assert all(np.array_equal(a, b) for a, b in zip(alone, single, strict=True))
+    assert [labels[i] for i in alone[1]].count("masculine") == 9  # ceil(0.3 * 30)
+
+
 def test_auc_counts_ties_half_and_weights_are_multiplicities() -> None:
     assert auc([0.1, 0.4, 0.35, 0.8], [False, False, True, True]) == pytest.approx(0.75)
     assert auc([1.0, 1.0], [True, False]) == pytest.approx(0.5)

@@ -1,8 +1,13 @@
 """Spurious-correlation classifier on captions (GenSynth Sec. 3.3, after Schwemmer et al.
 2020): can the gender label be predicted from gender-neutralised captions alone?
 
-The images with a defined label (Sec. 3.2) are split, stratified by label and seeded,
-into a training and a held-out test part; each image is one document, its
+The images with a defined label (Sec. 3.2) are split, seeded, into a training and a
+held-out test part by *group* (:func:`stratified_split`): the versions of one source photo
+in a contrast set (its masculine and feminine edits, with the same neutral captions) all
+fall on one side, and the groups are stratified by their labels; an image without a group
+is a group of its own, which makes it a split stratified by label. (Split image by
+image, a contrast set's held-out version would be scored by its twin's opposite label in
+training: an AUC far below chance, 0.000 on small sets.) Each image is one document, its
 gender-neutral captions (Tab. 4) joined. A linear model, L2-regularised logistic
 regression (``C = 1``, intercept not penalised, fitted by L-BFGS) on TF-IDF features
 fitted on the training documents (:class:`contrastkit.audit.text.Tfidf`), predicts
@@ -12,6 +17,13 @@ percentile bootstrap interval over the test images
 (:mod:`contrastkit.evaluators.bootstrap`). An AUC of 0.5 is chance; the paper reports
 78.0% on COCO (BERT-base on neutral captions, train2017 -> val2017): the set leaks gender
 through context words.
+
+With fewer than :data:`MIN_TEST_PER_LABEL` (10) held-out images of either label no AUC
+is reported (``auc`` and ``interval`` are ``None`` and ``too_small`` says why): at 10 of
+each, a classifier at chance still scores anywhere in about 0.24 to 0.76 (the 95% range of
+the Mann-Whitney AUC under chance), already near the paper's 0.78; with fewer the
+figure cannot tell chance from that leak, and a test set of 1 or 2 images per label gives
+0, 0.5 or 1 whatever the data.
 
 The linear model is the fast default. The paper's classifier, a fine-tuned transformer
 (BERT-base), is the option ``model=DIR`` (``--caption-model DIR``): a local
@@ -27,7 +39,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,17 +51,22 @@ from contrastkit.evaluators.bootstrap import percentile_interval, resample_indic
 
 __all__ = [
     "FINE_TUNING",
+    "MIN_TEST_PER_LABEL",
     "auc",
     "auc_bootstrap",
     "caption_classifier",
     "fine_tuned_scores",
     "fit_logistic",
     "stratified_split",
+    "too_small",
 ]
 
 #: Fine-tuning settings of the transformer caption classifier (module docstring).
 FINE_TUNING = {"learning_rate": 2e-5, "weight_decay": 0.01, "batch_size": 16,
                "max_length": 128}  # fmt: skip
+
+#: Held-out images of each label below which no AUC is reported (module docstring).
+MIN_TEST_PER_LABEL = 10
 
 
 def auc(scores: ArrayLike, positive: ArrayLike) -> float:
@@ -133,25 +150,59 @@ def fit_logistic(
 
 
 def stratified_split(
-    labels: Sequence[str], test_fraction: float, rng: np.random.Generator
+    labels: Sequence[str],
+    test_fraction: float,
+    rng: np.random.Generator,
+    groups: Sequence[Hashable] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Train and test indices (sorted): of each label's items, ``ceil(test_fraction *
-    n)`` drawn at random for the test part (at least 1, at most ``n - 1``)."""
+    """Train and test indices (sorted), each group whole on one side.
+
+    The items sharing a ``groups`` value (a contrast-set source photo's versions) form
+    one group; ``None``: every item is a group of its own. The groups are stratified by
+    their labels (the sorted labels of their items, e.g. ``feminine+masculine`` for a
+    source in both genders), and of each stratum's ``n`` groups ``ceil(test_fraction *
+    n)`` are drawn at random for the test part (at least 1, at most ``n - 1``). Without
+    groups this is the split stratified by label, drawn exactly as before groups existed.
+    """
     names = np.asarray(labels, dtype=object)
-    test: list[np.ndarray] = []
-    for label in sorted(set(names.tolist())):
-        members = np.flatnonzero(names == label)
-        count = min(max(1, math.ceil(test_fraction * members.size)), members.size - 1)
-        test.append(rng.choice(members, count, replace=False))
-    test_index = np.sort(np.concatenate(test)) if test else np.zeros(0, np.int64)
+    keys: Sequence[Hashable] = range(names.size) if groups is None else groups
+    if len(keys) != names.size:
+        raise ValueError(f"{len(keys)} groups for {names.size} labels")
+    first: dict[Hashable, int] = {}
+    members: dict[int, list[int]] = {}
+    for index, key in enumerate(keys):
+        members.setdefault(first.setdefault(key, index), []).append(index)
+    strata: dict[str, list[int]] = {}
+    for head, items in members.items():
+        strata.setdefault("+".join(sorted(names[items].tolist())), []).append(head)
+    test: list[int] = []
+    for stratum in sorted(strata):
+        heads = np.asarray(strata[stratum], dtype=np.int64)
+        count = min(max(1, math.ceil(test_fraction * heads.size)), heads.size - 1)
+        for head in rng.choice(heads, count, replace=False):
+            test.extend(members[int(head)])
+    test_index = np.sort(np.asarray(test, dtype=np.int64))
     train_index = np.setdiff1d(np.arange(names.size), test_index)
     return train_index, test_index
+
+
+def too_small(test_counts: Mapping[str, int]) -> str | None:
+    """Why a held-out set with ``test_counts`` images per label is too small to read an
+    AUC from (fewer than :data:`MIN_TEST_PER_LABEL` of a label), else ``None``."""
+    if min(test_counts.values()) >= MIN_TEST_PER_LABEL:
+        return None
+    counts = ", ".join(f"{count} {label}" for label, count in test_counts.items())
+    return (
+        f"too few held-out images to read an AUC: {counts}, fewer than "
+        f"{MIN_TEST_PER_LABEL} of each label (audit a larger set or raise --test-fraction)"
+    )
 
 
 def caption_classifier(
     documents: Sequence[str],
     labels: Sequence[str],
     *,
+    groups: Sequence[Hashable] | None = None,
     test_fraction: float = 0.3,
     seed: int = 0,
     resamples: int = 1000,
@@ -167,7 +218,9 @@ def caption_classifier(
     Args:
         documents: one per image, its neutral captions joined.
         labels: each image's label; only ``masculine`` and ``feminine`` images are used.
-        test_fraction: the held-out share of each label.
+        groups: each image's group (a contrast-set source photo), kept whole on one side
+            of the split (:func:`stratified_split`); ``None``: every image its own.
+        test_fraction: the held-out share of each label's groups.
         seed: seeds the split (``default_rng(seed)``) and the bootstrap
             (``default_rng(seed + 1)``).
         resamples, level: the bootstrap interval.
@@ -179,8 +232,12 @@ def caption_classifier(
 
     Returns:
         ``auc``, ``interval`` ``[low, high]``, ``level``, ``resamples``, ``train`` and
-        ``test`` (image counts per gender), ``test_fraction`` and ``words`` (the terms
-        with the largest weights toward ``masculine`` and toward ``feminine``); or
+        ``test`` (image counts per gender), ``split`` (``grouped``: whether any group
+        held several images; ``train_groups``, ``test_groups``), ``test_fraction``,
+        ``min_test_per_label`` and ``words`` (the terms with the largest weights toward
+        ``masculine`` and toward ``feminine``). With fewer than
+        :data:`MIN_TEST_PER_LABEL` held-out images of a label, ``auc`` and ``interval``
+        are ``None`` and ``too_small`` says why (a fine-tuned model is then not trained).
         ``{"skipped": reason}`` when a gender has fewer than two images.
     """
     names = np.asarray(labels, dtype=object)
@@ -190,10 +247,33 @@ def caption_classifier(
         return {"skipped": f"needs at least 2 images of each gender, found {counts}"}
     kept_docs = [documents[int(i)] for i in keep]
     kept_labels = names[keep]
-    train, test = stratified_split(kept_labels.tolist(), test_fraction, np.random.default_rng(seed))
+    kept_groups = None if groups is None else [groups[int(i)] for i in keep]
+    train, test = stratified_split(
+        kept_labels.tolist(), test_fraction, np.random.default_rng(seed), kept_groups
+    )
     target = (kept_labels == "masculine").astype(np.float64)
-    words: dict[str, list[str]] = {"masculine": [], "feminine": []}
-    extra: dict[str, Any] = {}
+    test_counts = {g: int((kept_labels[test] == g).sum()) for g in ("masculine", "feminine")}
+    unreadable = too_small(test_counts)
+    group_of = list(range(keep.size)) if kept_groups is None else kept_groups
+    result: dict[str, Any] = {
+        "auc": None,
+        "interval": None,
+        "level": level,
+        "resamples": resamples,
+        "test_fraction": test_fraction,
+        "min_test_per_label": MIN_TEST_PER_LABEL,
+        "train": {g: int((kept_labels[train] == g).sum()) for g in ("masculine", "feminine")},
+        "test": test_counts,
+        "split": {
+            "grouped": len(set(group_of)) < keep.size,
+            "train_groups": len({group_of[int(i)] for i in train}),
+            "test_groups": len({group_of[int(i)] for i in test}),
+        },
+        "words": {"masculine": [], "feminine": []},
+    }
+    if unreadable is not None:
+        result["too_small"] = unreadable
+    test_scores = None
     if model is None:
         vectorizer = Tfidf.fit(kept_docs[i] for i in train)
         features = vectorizer.transform(kept_docs)
@@ -201,35 +281,30 @@ def caption_classifier(
         test_scores = np.asarray(features[test] @ weights).ravel() + intercept
         terms = vectorizer.terms
         order = np.argsort(weights, kind="stable")
-        words = {
+        result["words"] = {
             "masculine": [terms[i] for i in order[::-1][:top_words] if weights[i] > 0],
             "feminine": [terms[i] for i in order[:top_words] if weights[i] < 0],
         }
-        extra["classifier"] = "logistic regression on TF-IDF"
+        result["classifier"] = "logistic regression on TF-IDF"
     else:
-        test_scores = fine_tuned_scores(
-            [kept_docs[i] for i in train], target[train] > 0.5, [kept_docs[i] for i in test],
-            Path(model), epochs=epochs, seed=seed, device=device, learning_rate=learning_rate,
-        )  # fmt: skip
-        extra["classifier"] = f"fine-tuned transformers:{Path(model).name}"
+        if unreadable is None:  # nothing to report from a fine-tuning otherwise
+            test_scores = fine_tuned_scores(
+                [kept_docs[i] for i in train], target[train] > 0.5,
+                [kept_docs[i] for i in test], Path(model), epochs=epochs, seed=seed,
+                device=device, learning_rate=learning_rate,
+            )  # fmt: skip
+        result["classifier"] = f"fine-tuned transformers:{Path(model).name}"
         rate = FINE_TUNING["learning_rate"] if learning_rate is None else learning_rate
-        extra["fine_tuning"] = {**FINE_TUNING, "learning_rate": rate, "epochs": epochs,
-                                "seed": seed}  # fmt: skip
-    positive = target[test] > 0.5
-    low, high = auc_bootstrap(
-        test_scores, positive, resamples=resamples, level=level, seed=seed + 1
-    )
-    return {
-        **extra,
-        "auc": auc(test_scores, positive),
-        "interval": [low, high],
-        "level": level,
-        "resamples": resamples,
-        "test_fraction": test_fraction,
-        "train": {g: int((kept_labels[train] == g).sum()) for g in ("masculine", "feminine")},
-        "test": {g: int((kept_labels[test] == g).sum()) for g in ("masculine", "feminine")},
-        "words": words,
-    }
+        result["fine_tuning"] = {**FINE_TUNING, "learning_rate": rate, "epochs": epochs,
+                                 "seed": seed}  # fmt: skip
+    if unreadable is None and test_scores is not None:
+        positive = target[test] > 0.5
+        low, high = auc_bootstrap(
+            test_scores, positive, resamples=resamples, level=level, seed=seed + 1
+        )
+        result["auc"] = auc(test_scores, positive)
+        result["interval"] = [low, high]
+    return result
 
 
 def fine_tuned_scores(

@@ -6,7 +6,9 @@ twice by a frozen registry dual encoder, once as it is and once with every perso
 filled with black pixels (:class:`MaskedImage`). A linear probe (the L2-regularised
 logistic regression of :func:`contrastkit.audit.classifier.fit_logistic`) is trained on
 each kind of embedding with the same seeded, stratified split as the caption classifier,
-and its held-out ROC AUC is reported with a percentile bootstrap interval. The paper
+and its held-out ROC AUC is reported with a percentile bootstrap interval (no AUC, and
+no embedding, when the held-out set has fewer than
+:data:`~contrastkit.audit.classifier.MIN_TEST_PER_LABEL` images of a label). The paper
 (ResNet-50 trained on COCO) finds 63.4% AUC on person-masked images and 71.9% on
 unmasked ones: the scene alone predicts gender well above chance (0.5).
 """
@@ -19,7 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from contrastkit.audit.classifier import auc, auc_bootstrap, fit_logistic, stratified_split
+from contrastkit.audit.classifier import (
+    MIN_TEST_PER_LABEL,
+    auc,
+    auc_bootstrap,
+    fit_logistic,
+    stratified_split,
+    too_small,
+)
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -86,8 +95,9 @@ def image_probe(
 
     Returns:
         ``model``, ``images`` (per gender), ``train`` / ``test`` counts, ``masked`` and
-        ``unmasked`` (each ``auc`` and ``interval``), ``level``; or
-        ``{"skipped": reason}``.
+        ``unmasked`` (each ``auc`` and ``interval``), ``level``; with too few held-out
+        images (:func:`~contrastkit.audit.classifier.too_small`), ``masked`` and
+        ``unmasked`` are ``None`` and ``too_small`` says why; or ``{"skipped": reason}``.
     """
     from contrastkit.pipeline import embed_images
 
@@ -107,21 +117,31 @@ def image_probe(
         }
     labels = [image.label for image in usable]
     target = np.array([label == "masculine" for label in labels], dtype=np.float64)
-    train, test = stratified_split(labels, test_fraction, np.random.default_rng(seed))
+    train, test = stratified_split(
+        labels, test_fraction, np.random.default_rng(seed), [image.group_key for image in usable]
+    )
+    names = np.asarray(labels, dtype=object)
+    result: dict[str, Any] = {
+        "model": str(getattr(scorer, "spec", "")),
+        "images": counts,
+        "train": {g: int((names[train] == g).sum()) for g in ("masculine", "feminine")},
+        "test": {g: int((names[test] == g).sum()) for g in ("masculine", "feminine")},
+        "masked": None,
+        "unmasked": None,
+        "level": level,
+        "resamples": resamples,
+        "min_test_per_label": MIN_TEST_PER_LABEL,
+    }
+    unreadable = too_small(result["test"])
+    if unreadable is not None:
+        result["too_small"] = unreadable
+        return result
     plain = embed_images(scorer, [image.path for image in usable])
     masked = embed_images(
         scorer,
         [MaskedImage(image.path, image.person_boxes) for image in usable if image.path],
     )
     options: dict[str, Any] = {"seed": seed + 1, "resamples": resamples, "level": level}
-    names = np.asarray(labels, dtype=object)
-    return {
-        "model": str(getattr(scorer, "spec", "")),
-        "images": counts,
-        "train": {g: int((names[train] == g).sum()) for g in ("masculine", "feminine")},
-        "test": {g: int((names[test] == g).sum()) for g in ("masculine", "feminine")},
-        "masked": _probe(np.asarray(masked, np.float64), target, train, test, **options),
-        "unmasked": _probe(np.asarray(plain, np.float64), target, train, test, **options),
-        "level": level,
-        "resamples": resamples,
-    }
+    result["masked"] = _probe(np.asarray(masked, np.float64), target, train, test, **options)
+    result["unmasked"] = _probe(np.asarray(plain, np.float64), target, train, test, **options)
+    return result

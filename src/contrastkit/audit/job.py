@@ -456,6 +456,7 @@ def audit(config: AuditConfig, say: Callable[[str], None] | None = None) -> Audi
         report["caption_classifier"] = caption_classifier(
             [" ".join(image.neutral_captions) for image in data.images],
             labels,
+            groups=[image.group_key for image in data.images],
             test_fraction=config.test_fraction,
             seed=config.seed,
             resamples=config.resamples,

@@ -181,12 +181,34 @@ def _baseline_lines(section: Mapping[str, Any], notes: Mapping[str, str]) -> lis
     return lines
 
 
+def _auc_line(section: Mapping[str, Any]) -> str:
+    """``**AUC** (level% bootstrap interval low to high, N resamples)``, or what stands
+    instead when the held-out set is too small to read."""
+    if section.get("too_small"):
+        return "**not reported** (too few held-out images; see below)"
+    low, high = section["interval"]
+    level = round(100 * section["level"])
+    return (
+        f"**{_number(section['auc'])}** ({level}% bootstrap interval "
+        f"{_number(low)} to {_number(high)}, {section['resamples']} resamples)"
+    )
+
+
+def _split_line(section: Mapping[str, Any]) -> list[str]:
+    """How the images were split, when whole groups (source photos) were kept together."""
+    split = section.get("split") or {}
+    if not split.get("grouped"):
+        return []
+    return [
+        f"- split by source photo: the versions of each source are all on one side "
+        f"({split['train_groups']} sources trained on, {split['test_groups']} held out)"
+    ]
+
+
 def _classifier_lines(section: Mapping[str, Any]) -> list[str]:
     lines = ["## Spurious-correlation classifier on neutral captions (GenSynth Sec. 3.3)", ""]
     if "skipped" in section:
         return [*lines, f"Not run: {section['skipped']}."]
-    low, high = section["interval"]
-    level = round(100 * section["level"])
     return [
         *lines,
         (
@@ -199,11 +221,11 @@ def _classifier_lines(section: Mapping[str, Any]) -> list[str]:
         + "predicts its label. Held-out AUC 0.5 is chance; well above it, the captions' "
         "context alone gives gender away (the paper: 78.0% on COCO with BERT).",
         "",
-        f"- held-out AUC: **{_number(section['auc'])}** ({level}% bootstrap interval "
-        f"{_number(low)} to {_number(high)}, {section['resamples']} resamples)",
+        f"- held-out AUC: {_auc_line(section)}",
         f"- trained on {section['train']['masculine']} masculine and "
         f"{section['train']['feminine']} feminine images, tested on "
         f"{section['test']['masculine']} and {section['test']['feminine']}",
+        *_split_line(section),
         *(
             [
                 f"- words pointing to masculine: "
@@ -220,21 +242,33 @@ def _classifier_lines(section: Mapping[str, Any]) -> list[str]:
     ]
 
 
-#: Held-out images per label below which an AUC is flagged as too uncertain to read.
+#: Held-out images per label below which a reported AUC carries a caveat (below
+#: ``min_test_per_label``, 10, none is reported at all).
 SMALL_TEST = 30
 
 
 def _small_test(section: Mapping[str, Any]) -> list[str]:
-    """A warning when the held-out set has fewer than :data:`SMALL_TEST` images of a
-    label: the AUC (and its interval, from so few images) says little then."""
+    """What the report says of a small held-out set: with fewer than
+    ``min_test_per_label`` images of a label (no AUC), that it is too small to read; with
+    fewer than :data:`SMALL_TEST`, that the AUC and its interval swing from split to split."""
     smallest = min(section["test"]["masculine"], section["test"]["feminine"])
+    if section.get("too_small"):
+        least = section.get("min_test_per_label", "enough")
+        return [
+            "",
+            f"> **Too few held-out images to read this AUC**: {smallest} of the rarer label, "
+            f"fewer than {least} of each; at that size a classifier at chance scores "
+            "anywhere from well below to well above 0.5 (1 or 2 per label give 0, 0.5 or 1 "
+            "whatever the data), so no AUC is reported. Audit a larger set or raise "
+            "`--test-fraction`.",
+        ]
     if smallest >= SMALL_TEST:
         return []
     return [
         "",
-        f"> **Too few held-out images to read this AUC**: {smallest} of the rarer label "
-        f"(under {SMALL_TEST}); with so few the AUC and its interval swing from one split "
-        "to the next.",
+        f"> **Few held-out images**: {smallest} of the rarer label (under {SMALL_TEST}); "
+        "with so few the AUC and its interval swing from one split to the next: read the "
+        "interval, not the point.",
     ]
 
 
@@ -244,7 +278,9 @@ def _probe_lines(section: Mapping[str, Any]) -> list[str]:
         return [*lines, f"Not run: {section['skipped']}."]
     level = round(100 * section["level"])
 
-    def auc_text(entry: Mapping[str, Any]) -> str:
+    def auc_text(entry: Mapping[str, Any] | None) -> str:
+        if entry is None:
+            return "**not reported** (too few held-out images; see below)"
         low, high = entry["interval"]
         return f"**{_number(entry['auc'])}** ({level}% interval {_number(low)} to {_number(high)})"
 

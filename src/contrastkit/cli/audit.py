@@ -31,6 +31,16 @@ def _number(value: Any, sign: bool = True) -> str:
     return f"{value:+.3f}" if sign else f"{value:.3f}"
 
 
+def _auc_text(entry: dict[str, Any] | None, low_high: bool = True) -> str:
+    """An AUC (with its interval), or ``not reported`` when there is none to read."""
+    if entry is None or entry.get("auc") is None:
+        return "not reported"
+    if not low_high:
+        return _number(entry["auc"], False)
+    low, high = entry["interval"]
+    return f"{_number(entry['auc'], False)} [{_number(low, False)}, {_number(high, False)}]"
+
+
 def _print_summary(report: dict[str, Any]) -> None:
     composition = report.get("composition")
     if composition:
@@ -72,23 +82,24 @@ def _print_summary(report: dict[str, Any]) -> None:
         if "skipped" in classifier:
             console.print(plain(f"caption classifier: not run ({classifier['skipped']})"))
         else:
-            low, high = classifier["interval"]
-            console.print(
-                plain(
-                    f"caption classifier on neutral captions: held-out AUC "
-                    f"{_number(classifier['auc'], False)} "
-                    f"[{_number(low, False)}, {_number(high, False)}] (0.5 is chance)"
-                )
+            split = " (split by source photo)" if classifier.get("split", {}).get("grouped") else ""
+            found = (
+                f"not reported{split}: {classifier['too_small']}"
+                if classifier.get("too_small")
+                else f"{_auc_text(classifier)} (0.5 is chance){split}"
             )
+            console.print(plain(f"caption classifier on neutral captions: held-out AUC {found}"))
     probe = report.get("image_probe")
     if probe:
         if "skipped" in probe:
             console.print(plain(f"image probe: not run ({probe['skipped']})"))
+        elif probe.get("too_small"):
+            console.print(plain(f"image probe: held-out AUC not reported: {probe['too_small']}"))
         else:
             console.print(
                 plain(
-                    f"image probe: held-out AUC {_number(probe['masked']['auc'], False)} "
-                    f"person-masked, {_number(probe['unmasked']['auc'], False)} unmasked"
+                    f"image probe: held-out AUC {_auc_text(probe['masked'], False)} "
+                    f"person-masked, {_auc_text(probe['unmasked'], False)} unmasked"
                 )
             )
     clusters = report.get("clusters")
