@@ -372,15 +372,17 @@ def test_cli_audit_reports_bad_input(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_cli_audit_with_a_registry_model(planted_coco, tmp_path: Path) -> None:
+    from contrastkit.evaluators.report.plots import RANDOM_WEIGHTS_TITLE
     from contrastkit.tiny.clip import tiny_open_clip
 
     spec = tiny_open_clip(tmp_path / "models")
-    data = planted_coco(masculine=12, feminine=8, undefined=5, with_files=True)
+    data = planted_coco(masculine=12, feminine=8, undefined=5, with_files=True, with_boxes=True)
     out = tmp_path / "out"
     result = runner.invoke(
         app,
-        ["audit", str(data), "--out", str(out), "--only", "baselines", "--model", spec,
-         "--balanced", "--runs", "2", "--device", "cpu"],
+        ["audit", str(data), "--out", str(out), "--only", "composition,baselines,image_probe",
+         "--model", spec, "--image-probe", spec, "--balanced", "--runs", "2", "--device",
+         "cpu"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     report = json.loads((out / "audit.json").read_text(encoding="utf-8"))
@@ -389,6 +391,76 @@ def test_cli_audit_with_a_registry_model(planted_coco, tmp_path: Path) -> None:
     assert len(entry["balanced"]["maxskew@25"]["runs"]) == 2
     assert spec in report["baselines"]["weights_notes"]
     assert "random weights" in (out / "audit.md").read_text(encoding="utf-8")
+    # the console and every plot carry the random-weights mark, as evaluate's do
+    assert report["random_weights"] is True and list(report["weights_notes"]) == [spec]
+    assert f"random weights: {spec} has random weights" in result.output
+    assert f"{spec} (random weights)" in result.output  # its row of the table
+    svgs = sorted(out.glob("plots/*.svg"))
+    assert [p.stem for p in svgs] == ["baselines", "composition"]
+    for svg in svgs:
+        assert RANDOM_WEIGHTS_TITLE in svg.read_text(encoding="utf-8"), svg.name
+    assert "(random weights)" in (out / "plots" / "baselines.svg").read_text(encoding="utf-8")
+    # 4 masculine and 3 feminine held out: the probe reports no AUC and embeds nothing
+    probe = report["image_probe"]
+    assert probe["test"] == {"masculine": 4, "feminine": 3}
+    assert probe["masked"] is None and probe["unmasked"] is None and probe["too_small"]
+    assert "image probe: held-out AUC not reported: too few held-out images" in result.output
+
+
+def _encoder_folder(folder: Path) -> Path:
+    """A tiny BERT folder (random weights) that embeds the planted captions."""
+    from transformers import BertConfig, BertModel, BertTokenizer
+
+    folder.mkdir()
+    words = ["person", "child", "skateboard", "ramp", "kitchen", "oven", "beach", "kite", "on"]
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]
+    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    BertTokenizer(str(folder / "vocab.txt")).save_pretrained(str(folder))
+    config = BertConfig(
+        vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=32, max_position_embeddings=64,
+    )  # fmt: skip
+    BertModel(config).save_pretrained(str(folder))
+    return folder
+
+
+@pytest.mark.slow
+def test_an_audit_with_a_random_weight_text_encoder_is_marked_on_the_console_and_plots(
+    planted_coco, tmp_path: Path
+) -> None:
+    """A text encoder folder carrying the random-weights marker (contrastkit's tiny
+    models) marks the console, audit.md and every plot, even the composition plot that
+    used no model; the same folder without the marker marks nothing."""
+    from contrastkit.evaluators.report.plots import RANDOM_WEIGHTS_TITLE
+    from contrastkit.tiny.marker import MARKER_FILE, mark_random_weights
+
+    data = planted_coco(masculine=12, feminine=8, undefined=2)
+    encoder = _encoder_folder(tmp_path / "tiny-bert")
+    mark_random_weights(encoder, "tiny BERT")
+    outputs = {}
+    for marked in (True, False):
+        if not marked:
+            (encoder / MARKER_FILE).unlink()
+        out = tmp_path / f"out-{marked}"
+        result = runner.invoke(
+            app, ["audit", str(data), "--out", str(out), "--only", "composition,clusters",
+                  "--clusters", "2", "--text-encoder", str(encoder)],
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        report = json.loads((out / "audit.json").read_text(encoding="utf-8"))
+        svgs = sorted(out.glob("plots/*.svg"))
+        assert [p.stem for p in svgs] == ["clusters_factor", "clusters_map", "composition"]
+        marks = [RANDOM_WEIGHTS_TITLE in p.read_text(encoding="utf-8") for p in svgs]
+        outputs[marked] = (report, result.output, marks, (out / "audit.md").read_text("utf-8"))
+    report, console, marks, text = outputs[True]
+    assert report["random_weights"] is True and list(report["weights_notes"]) == [str(encoder)]
+    assert f"random weights: {encoder} has random weights" in console
+    assert marks == [True, True, True]
+    assert "> **Random weights.** This audit used models with random weights" in text
+    report, console, marks, text = outputs[False]
+    assert report["random_weights"] is False and report["weights_notes"] == {}
+    assert "random weights" not in console and "random weights" not in text.lower()
+    assert marks == [False, False, False]
 
 
 @pytest.mark.parametrize("levels", [None, 3, 40])

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -448,7 +448,7 @@ def audit(config: AuditConfig, say: Callable[[str], None] | None = None) -> Audi
         for name in ("baselines", "classifier", "clusters"):
             if name in config.analyses:
                 report[_SECTIONS[name]] = {"skipped": reason}
-        return _write(report, {}, out)
+        return _write(report, {}, out, {})
     if "baselines" in config.analyses:
         report["baselines"] = _baselines(data, config, say)
     if "classifier" in config.analyses:
@@ -480,7 +480,38 @@ def audit(config: AuditConfig, say: Callable[[str], None] | None = None) -> Audi
         )
         points = found.pop("points", {})
         report["clusters"] = found
-    return _write(report, points, out)
+    return _write(report, points, out, _weights_notes(config, report))
+
+
+def _weights_notes(config: AuditConfig, report: Mapping[str, Any]) -> dict[str, str]:
+    """The random-weights note of every model the audit's analyses used (the baselines'
+    ``--model`` specs, the image probe's, the caption classifier's and the text encoder's
+    folders), by spec; empty when none has random weights."""
+    from contrastkit.audit.clipclip import PREFIX, parse_clip_clip_spec
+    from contrastkit.evaluators.models.registry import weights_note
+    from contrastkit.tiny.marker import marked_random, random_weights_note
+
+    def ran(key: str) -> bool:
+        section = report.get(key)
+        return isinstance(section, Mapping) and "skipped" not in section
+
+    specs: dict[str, str] = {}  # what the report names -> what carries the weights
+    if ran("baselines"):
+        for spec in config.models:
+            specs[spec] = parse_clip_clip_spec(spec).base if spec.startswith(PREFIX) else spec
+    if ran("image_probe") and config.image_probe is not None:
+        specs[config.image_probe] = config.image_probe
+    notes = {spec: note for spec, base in specs.items() if (note := weights_note(base))}
+    folders = [
+        folder
+        for key, folder in (("caption_classifier", config.caption_model),
+                            ("clusters", config.text_encoder))
+        if ran(key) and folder is not None
+    ]  # fmt: skip
+    for folder in folders:
+        if marked_random(folder):
+            notes[str(folder)] = random_weights_note(str(folder))
+    return notes
 
 
 #: The report key of each analysis.
@@ -493,10 +524,16 @@ _SECTIONS = {
 }
 
 
-def _write(report: dict[str, Any], points: dict[str, list[Any]], out: Path) -> AuditResult:
-    """Write ``audit.json``, ``audit.md`` and the plots of ``report`` into ``out``."""
+def _write(
+    report: dict[str, Any], points: dict[str, list[Any]], out: Path, notes: dict[str, str]
+) -> AuditResult:
+    """Write ``audit.json``, ``audit.md`` and the plots of ``report`` into ``out``, with
+    ``random_weights`` and ``weights_notes`` (``notes``: the models with random weights,
+    which the report, the console summary and every plot mark)."""
     from contrastkit.audit.report import audit_markdown, write_plots
 
+    report["random_weights"] = bool(notes)
+    report["weights_notes"] = notes
     report["analyses"] = [name for name, key in _SECTIONS.items() if key in report]
     plots = write_plots(report, points, out / "plots")
     report["plots"] = [str(path.relative_to(out)) for path in plots]

@@ -344,6 +344,13 @@ def audit_markdown(report: Mapping[str, Any]) -> str:
         "Is the benchmark itself biased? (GenSynth, Smith et al., Sec. 3.) contrastkit "
         f"{report['contrastkit_version']}, seed {report['config']['seed']}.",
     ]
+    if report.get("random_weights"):
+        models = ", ".join(f"`{_cell(spec)}`" for spec in report.get("weights_notes", {}))
+        lines += [
+            "",
+            f"> **Random weights.** This audit used models with random weights ({models}): "
+            "the figures computed with them are a pipeline check, not a measurement.",
+        ]
     if "composition" in report:
         source = report.get("label_source", "captions")
         lines += ["", *_composition_lines(report["composition"], source)]
@@ -366,16 +373,26 @@ def audit_markdown(report: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _figure(width: float, height: float, columns: int = 1) -> tuple[Figure, list[Any]]:
+#: The colour of a random-weights title, as in the evaluators' plots.
+_RANDOM_COLOUR = "#A00000"
+
+
+def _figure(
+    width: float, height: float, columns: int = 1, mark: str | None = None
+) -> tuple[Figure, list[Any]]:
+    """A constrained-layout figure and its axes; ``mark`` (:func:`_random_weights_mark`)
+    becomes its title, in dark red, before anything is laid out."""
     from matplotlib.figure import Figure
 
     figure = Figure(figsize=(width, height), dpi=150, layout="constrained")
     axes = figure.subplots(1, columns, squeeze=False)[0]
+    if mark:
+        figure.suptitle(mark, fontsize=8, color=_RANDOM_COLOUR)
     return figure, list(axes)
 
 
-def _composition_plot(section: Mapping[str, Any]) -> Figure:
-    figure, (axis,) = _figure(4.5, 3)
+def _composition_plot(section: Mapping[str, Any], mark: str | None = None) -> Figure:
+    figure, (axis,) = _figure(4.5, 3, mark=mark)
     counts = [section["counts"][label] for label in LABELS]
     bars = axis.bar(LABELS, counts, color=[_COLOURS[label] for label in LABELS])
     for bar, label in zip(bars, LABELS, strict=True):
@@ -388,7 +405,7 @@ def _composition_plot(section: Mapping[str, Any]) -> Figure:
     return figure
 
 
-def _baselines_plot(section: Mapping[str, Any]) -> Figure:
+def _baselines_plot(section: Mapping[str, Any], mark: str | None = None) -> Figure:
     """Bias@K (-1 to +1) and MaxSkew@K (a log ratio, >= 0) in separate panels (their
     scales differ), the data as is and, with ``--balanced``, the balanced subsamples.
     Whiskers: the standard error of the mean over the queries (as is) and the standard
@@ -399,7 +416,7 @@ def _baselines_plot(section: Mapping[str, Any]) -> Figure:
     panels = [("original", "data as is")] + (
         [("balanced", "balanced subsamples")] if balanced else []
     )
-    figure, axes = _figure(3.2 * len(panels) * 2, 3.6, 2 * len(panels))
+    figure, axes = _figure(3.2 * len(panels) * 2, 3.6, 2 * len(panels), mark)
     width = 0.8 / max(1, len(models))
     colours = ["#7F7F7F", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#F0E442"]
     column = 0
@@ -421,11 +438,11 @@ def _baselines_plot(section: Mapping[str, Any]) -> Figure:
                         sigma = figure_of.get("sigma") or 0.0
                         errors.append(sigma / np.sqrt(n) if n else 0.0)
                 x = np.arange(len(names)) + (j - (len(models) - 1) / 2) * width
-                axis.bar(
-                    x, means, width, yerr=errors, capsize=2,
-                    label=model if len(model) <= 40 else model[:18] + "…" + model[-18:],
-                    color=colours[j % len(colours)],
-                )  # fmt: skip
+                label = model if len(model) <= 40 else model[:18] + "…" + model[-18:]
+                if model in section.get("weights_notes", {}):
+                    label += "\n(random weights)"
+                axis.bar(x, means, width, yerr=errors, capsize=2, label=label,
+                         color=colours[j % len(colours)])  # fmt: skip
             axis.set_xticks(range(len(names)), [_metric_title(n) for n in names])
             axis.axhline(0, color="#4D4D4D", linewidth=0.8)
             if metric == "bias":
@@ -436,11 +453,14 @@ def _baselines_plot(section: Mapping[str, Any]) -> Figure:
             axis.set_title(f"{'Bias' if metric == 'bias' else 'MaxSkew'}, {title}", fontsize=9)
     axes[0].legend(fontsize=7, loc="upper left")
     queries = section.get("queries")
-    figure.suptitle(
+    title = (
         f"Retrieval bias beside gender-agnostic baselines (GenSynth Tab. 1; {queries} "
-        "neutral-caption queries)",
-        fontsize=9,
+        "neutral-caption queries)"
     )
+    if mark:
+        figure.suptitle(f"{title}\n{mark}", fontsize=9, color=_RANDOM_COLOUR)
+    else:
+        figure.suptitle(title, fontsize=9)
     whiskers = "standard error over the queries" + (
         "; balanced: standard deviation over the seeded subsamples" if balanced else ""
     )
@@ -448,9 +468,9 @@ def _baselines_plot(section: Mapping[str, Any]) -> Figure:
     return figure
 
 
-def _factor_plot(section: Mapping[str, Any]) -> Figure:
+def _factor_plot(section: Mapping[str, Any], mark: str | None = None) -> Figure:
     rows = sorted(section["clusters"], key=lambda r: r["factor_pp"])
-    figure, (axis,) = _figure(6.5, 0.8 + 0.28 * len(rows))
+    figure, (axis,) = _figure(6.5, 0.8 + 0.28 * len(rows), mark=mark)
     values = [r["factor_pp"] for r in rows]
     axis.barh(range(len(rows)), values,
               color=["#4477aa" if v >= 0 else "#cc6677" for v in values])  # fmt: skip
@@ -462,7 +482,9 @@ def _factor_plot(section: Mapping[str, Any]) -> Figure:
     return figure
 
 
-def _map_plot(section: Mapping[str, Any], points: Mapping[str, Sequence[Any]]) -> Figure:
+def _map_plot(
+    section: Mapping[str, Any], points: Mapping[str, Sequence[Any]], mark: str | None = None
+) -> Figure:
     """The images on the first two principal components of their caption embeddings,
     coloured by their cluster's ΔM; each cluster's centre marked and labelled with its
     top word, labels placed so that none overlaps another or a centre
@@ -478,7 +500,7 @@ def _map_plot(section: Mapping[str, Any], points: Mapping[str, Sequence[Any]]) -
     cluster = np.asarray(points["cluster"], dtype=np.int64)
     colour = np.array([factors[c] for c in cluster])
     bound = max(1e-6, float(np.max(np.abs(colour))) if colour.size else 1.0)
-    figure, (axis,) = _figure(6.5, 5)
+    figure, (axis,) = _figure(6.5, 5, mark=mark)
     norm = TwoSlopeNorm(0.0, -bound, bound)
     scatter = axis.scatter(
         x, y, c=colour, s=14 if x.size < 2000 else 2, cmap=colormaps["RdBu"], norm=norm,
@@ -510,22 +532,42 @@ def _map_plot(section: Mapping[str, Any], points: Mapping[str, Sequence[Any]]) -
     return figure
 
 
+def _random_weights_mark(report: Mapping[str, Any]) -> str | None:
+    """The lines every plot's title carries when the audit used a model with random
+    weights (``random_weights``): the evaluators' warning and the models (wrapped at 70
+    characters, at most 3 lines); ``None`` otherwise."""
+    import textwrap
+
+    from contrastkit.evaluators.report.plots import RANDOM_WEIGHTS_TITLE
+
+    if not report.get("random_weights"):
+        return None
+    models = textwrap.wrap(
+        "models: " + ", ".join(report.get("weights_notes", {})), 70,
+        break_on_hyphens=False, max_lines=3, placeholder=" …",
+    )  # fmt: skip
+    return "\n".join([RANDOM_WEIGHTS_TITLE, *models])
+
+
 def write_plots(
     report: Mapping[str, Any], points: Mapping[str, Sequence[Any]], folder: Path
 ) -> list[Path]:
-    """Write the plots of the sections ``report`` has into ``folder``; return them."""
+    """Write the plots of the sections ``report`` has into ``folder``; return them. When
+    ``report`` says the audit used a model with random weights (``random_weights``),
+    every plot's title says so, in dark red (:func:`_random_weights_mark`)."""
     from contrastkit.evaluators.report.plots import save_formats
 
     folder.mkdir(parents=True, exist_ok=True)
+    mark = _random_weights_mark(report)
     figures: list[tuple[str, Figure]] = []
     if "composition" in report:
-        figures.append(("composition", _composition_plot(report["composition"])))
+        figures.append(("composition", _composition_plot(report["composition"], mark)))
     if "baselines" in report and "skipped" not in report["baselines"]:
-        figures.append(("baselines", _baselines_plot(report["baselines"])))
+        figures.append(("baselines", _baselines_plot(report["baselines"], mark)))
     clusters = report.get("clusters", {})
     if clusters and "skipped" not in clusters:
-        figures.append(("clusters_factor", _factor_plot(clusters)))
+        figures.append(("clusters_factor", _factor_plot(clusters, mark)))
         if points:
-            figures.append(("clusters_map", _map_plot(clusters, points)))
+            figures.append(("clusters_map", _map_plot(clusters, points, mark)))
     # PNG and SVG of each, as the evaluators' plots
     return [path for name, figure in figures for path in save_formats(figure, folder / name)]

@@ -42,6 +42,9 @@ def _auc_text(entry: dict[str, Any] | None, low_high: bool = True) -> str:
 
 
 def _print_summary(report: dict[str, Any]) -> None:
+    notes = report.get("weights_notes") or {}
+    for note in notes.values():
+        console.print(plain(f"random weights: {note}", style="yellow"), highlight=False)
     composition = report.get("composition")
     if composition:
         counts = composition["counts"]
@@ -63,8 +66,9 @@ def _print_summary(report: dict[str, Any]) -> None:
         for name in names:
             table.add_column(name.replace("bias", "Bias").replace("maxskew", "MaxSkew"))
         for model, entry in baselines["models"].items():
+            name = f"{model} (random weights)" if model in notes else model
             table.add_row(
-                plain(model), "as is", *[_number(entry["original"][n]["mean"]) for n in names]
+                plain(name), "as is", *[_number(entry["original"][n]["mean"]) for n in names]
             )
             if "balanced" in entry:
                 table.add_row(
