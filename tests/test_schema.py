@@ -233,16 +233,6 @@ def _umask() -> int:
     return current
 
 
-def test_the_old_import_path_of_the_tsv_functions_warns_and_works(official_op: Path) -> None:
-    import contrastkit.schema as schema
-    import contrastkit.tsv as tsv
-
-    with pytest.warns(DeprecationWarning, match="moved to contrastkit.tsv"):
-        old = schema.read_visogender_tsv
-    assert old is tsv.read_visogender_tsv
-    assert old(official_op).rows == tsv.read_visogender_tsv(official_op).rows
-
-
 # encoding details, byte-exact edits, hostile bytes
 
 

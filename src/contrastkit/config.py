@@ -9,11 +9,11 @@ a bad value fails before any work starts, in Python as on the command line.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from contrastkit.errors import ConfigError
 
-__all__ = ["DTYPE_NAMES", "ModelConfig", "require"]
+__all__ = ["DECODE_MODES", "DTYPE_NAMES", "DecodeMode", "ModelConfig", "PipelineConfig", "require"]
 
 #: ``dtype`` names a :class:`ModelConfig` accepts.
 DTYPE_NAMES = ("auto", "float32", "fp32", "float16", "fp16", "bfloat16", "bf16")
@@ -23,6 +23,38 @@ def require(condition: bool, field: str, message: str) -> None:
     """Raise :class:`ConfigError` ``"{field}: {message}"`` unless ``condition``."""
     if not condition:
         raise ConfigError(f"{field}: {message}")
+
+
+DecodeMode = Literal["auto", "pil", "worker", "tensor"]
+DECODE_MODES: tuple[str, ...] = ("auto", "pil", "worker", "tensor")
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """How images reach the model.
+
+    Attributes:
+        workers: decoding worker processes; ``None`` picks
+            :func:`contrastkit.pipeline.batches.auto_workers`, ``0``
+            decodes in threads of the calling process.
+        decode: ``"auto"``, ``"pil"``, ``"worker"`` or ``"tensor"``
+            (:mod:`contrastkit.pipeline.batches`).
+        prefetch: batches each worker prepares ahead of the model.
+    """
+
+    workers: int | None = None
+    decode: DecodeMode = "auto"
+    prefetch: int = 2
+
+    def __post_init__(self) -> None:
+        if self.workers is not None:
+            require(self.workers >= 0, "workers", f"must be 0 or more, not {self.workers}")
+        require(
+            self.decode in DECODE_MODES,
+            "decode",
+            f"must be one of {', '.join(DECODE_MODES)}, not {self.decode!r}",
+        )
+        require(self.prefetch >= 1, "prefetch", f"must be at least 1, not {self.prefetch}")
 
 
 @dataclass(frozen=True)
@@ -62,9 +94,8 @@ class ModelConfig:
                 "dtype",
                 f"unknown dtype {self.dtype!r}; use one of {', '.join(DTYPE_NAMES)}",
             )
-        from contrastkit.pipeline.config import PipelineConfig  # checks workers and decode
-
-        PipelineConfig(workers=self.workers, decode=self.decode)  # type: ignore[arg-type]
+        decode: Any = self.decode
+        PipelineConfig(workers=self.workers, decode=decode)  # checks workers and decode
 
     def loader_kwargs(self) -> dict[str, Any]:
         """The keyword arguments of the model loaders."""

@@ -254,29 +254,3 @@ class VisoGenderTable:
 
     def __iter__(self) -> Iterator[VisoGenderRow]:
         return iter(self.rows)
-
-
-_MOVED_TO_TSV = (
-    "TSVStream",
-    "parse_visogender_tsv",
-    "read_visogender_tsv",
-    "render_visogender_tsv",
-    "write_visogender_tsv",
-)
-
-
-def __getattr__(name: str) -> object:
-    """The TSV functions moved to :mod:`contrastkit.tsv` (0.2); the old import path
-    still works, with a :class:`DeprecationWarning`."""
-    if name in _MOVED_TO_TSV:
-        import warnings
-
-        from contrastkit import tsv
-
-        warnings.warn(
-            f"contrastkit.schema.{name} moved to contrastkit.tsv.{name}",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return getattr(tsv, name)
-    raise AttributeError(f"module 'contrastkit.schema' has no attribute {name!r}")

@@ -23,9 +23,9 @@ from safetensors import SafetensorError
 
 from contrastkit.config import ModelConfig, require
 from contrastkit.errors import ConfigError, ModelNotFoundError
-from contrastkit.evaluators.models.registry import random_weights
 from contrastkit.interfaces import ImageTextScorer, PronounScorer
 from contrastkit.pipeline import PipelineConfig, Preprocess, embed_images, to_rgb
+from contrastkit.tiny.marker import spec_has_random_weights
 
 __all__ = [
     "DTYPES",
@@ -208,8 +208,9 @@ class DualEncoder(ABC):
         self.autocast = autocast and dtype != torch.float32
         self._text_cache: dict[str, np.ndarray] = {}
         #: Whether the weights are random (``ARCH/random``, a marked tiny-model folder):
-        #: every report of this model then says its figures are a pipeline check.
-        self.random_weights = random_weights(spec)
+        #: every report of this model then says its figures are a pipeline check. (A
+        #: dual encoder's spec carries no options; a wrapper sets this from its base.)
+        self.random_weights = spec_has_random_weights(spec)
 
     @abstractmethod
     def _pixel_features(self, pixels: torch.Tensor) -> torch.Tensor:

@@ -220,7 +220,7 @@ def read_prompt_array(path: Path) -> torch.Tensor:
     return loaded.detach().float()
 
 
-def _scorer_class() -> Callable[[str, OpenCLIPScorer, torch.Tensor], OpenCLIPScorer]:
+def _scorer_class() -> Callable[[str, OpenCLIPScorer, torch.Tensor, bool], OpenCLIPScorer]:
     import torch
 
     from contrastkit.evaluators.models.openclip import OpenCLIPScorer
@@ -229,11 +229,13 @@ def _scorer_class() -> Callable[[str, OpenCLIPScorer, torch.Tensor], OpenCLIPSco
         """An OpenCLIP model whose texts are encoded behind a learned prompt array
         (module docstring); images as by the base model."""
 
-        def __init__(self, spec: str, base: OpenCLIPScorer, prompts: torch.Tensor):
+        def __init__(self, spec: str, base: OpenCLIPScorer, prompts: torch.Tensor, marked: bool):
             super().__init__(
                 spec, base.model, base.preprocess, base.tokenizer, device=base.device,
                 dtype=base.dtype, batch_size=base.batch_size, pipeline=base.pipeline,
             )  # fmt: skip
+            #: random when the base model is, or the prompt file carries the marker
+            self.random_weights = base.random_weights or marked
             #: The prompt array, ``(n, width)``, float32 on the model's device.
             self.prompts = prompts.to(base.device, torch.float32)
 
@@ -306,4 +308,6 @@ def load_debias_clip(target: str, runtime: ModelRuntime, context: LoadContext) -
             f"{spec}: {path} holds {prompts.shape[0]} prompt tokens, the published "
             f"checkpoint {parsed.published.tokens}"
         )
-    return _scorer_class()(spec, base, prompts)
+    from contrastkit.tiny.marker import marked_random
+
+    return _scorer_class()(spec, base, prompts, marked_random(str(path)))
