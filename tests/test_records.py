@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from contrastkit.errors import DataFormatError
-from contrastkit.records import parse_bool, read_records
+from contrastkit.records import local_file_name, parse_bool, read_records
 
 
 def test_csv_keeps_line_numbers_and_normalises_names(tmp_path: Path) -> None:
@@ -116,3 +116,17 @@ def test_a_json_object_file_fails_as_a_located_error(
     assert caught.value.path == str(path)
     with pytest.raises(DataFormatError, match="no such file"):
         read_json_object(tmp_path / "missing.json")
+
+
+def test_a_local_file_is_named_relative_to_the_datas_folder_or_refused(tmp_path: Path) -> None:
+    """Data may name its images by relative names, absolute paths or ``file://`` URLs;
+    each is the file's name inside the data's folder, and anything outside is refused."""
+    data = tmp_path / "set" / "oo.tsv"
+    inside = tmp_path / "set" / "img" / "a b.jpg"
+    for value in ("img/a b.jpg", str(inside), inside.as_uri(), f"{tmp_path}/set/x/../img/a b.jpg"):
+        assert local_file_name(data, 2, "URL", value) == "img/a b.jpg", value
+    for value in ("../a.jpg", str(tmp_path / "a.jpg"), (tmp_path / "a.jpg").as_uri(),
+                  str(tmp_path / "set"), "file:///set/%00a.jpg", "", "/etc/passwd"):  # fmt: skip
+        with pytest.raises(DataFormatError, match="outside the data's folder") as caught:
+            local_file_name(data, 2, "URL", value)
+        assert (caught.value.line, caught.value.field) == (2, "URL"), value

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from contrastkit.errors import DataFormatError
 
@@ -23,6 +25,7 @@ __all__ = [
     "TRUE_WORDS",
     "Record",
     "json_lines",
+    "local_file_name",
     "parse_bool",
     "parse_json",
     "read_json",
@@ -171,6 +174,36 @@ def relative_file_name(path: Path, line: int | None, field: str | None, value: s
             path, line, field, f"{value!r} names a file outside the data's folder"
         )
     return value
+
+
+def local_file_name(path: Path, line: int | None, field: str | None, value: str) -> str:
+    """The name, relative to the folder of the data file ``path``, of the local file
+    ``value`` names: a relative name (checked by :func:`relative_file_name`), or an
+    absolute path, a ``~/`` path or a ``file://`` URL of a file inside that folder (the
+    form tools that write a table often use). The containment rule of
+    :func:`relative_file_name`, for data that may give its files either way.
+
+    Raises:
+        DataFormatError: naming ``path``, ``line`` and ``field``: ``value`` names a file
+            outside the folder of ``path`` (or no file name at all).
+    """
+    parts = urlsplit(value)
+    text = unquote(parts.path) if parts.scheme == "file" else value
+    given = Path(text).expanduser() if text.startswith("~/") else Path(text)
+    if "\0" in text or not given.is_absolute():
+        return relative_file_name(path, line, field, text)
+    folder = Path(path).parent
+    for base, target in (
+        (Path(os.path.normpath(folder.absolute())), Path(os.path.normpath(given))),
+        (folder.resolve(), given.resolve()),  # the folder given through a link
+    ):
+        if target != base and target.is_relative_to(base):
+            return relative_file_name(path, line, field, target.relative_to(base).as_posix())
+    raise DataFormatError(
+        path, line, field,
+        f"{value!r} names a file outside the data's folder ({folder.absolute()}); keep the "
+        "images in that folder (or below it) and name them relative to it",
+    )  # fmt: skip
 
 
 def read_json(path: str | Path) -> Any:

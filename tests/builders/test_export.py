@@ -156,6 +156,108 @@ def test_url_only_export_and_missing_images(
     assert len(skipped.metadata["skipped_missing_images"]["OP"]) == 8
 
 
+def local_image_set(folder: Path, urls: list[str] | None = None) -> Path:
+    """An OO TSV of four rows whose URL column names image files in its folder, each
+    written the way a person or a script writes it: a relative name, a name in a
+    subfolder, an absolute path and a ``file://`` URL (or ``urls`` as given, the files
+    written under ``img/``)."""
+    (folder / "img").mkdir(parents=True)
+    for n in range(4):
+        (folder / "img" / f"{n:04d}.jpg").write_bytes(photo(100 + n))
+    if urls is None:
+        (folder / "img" / "0000.jpg").rename(folder / "0000.jpg")
+        urls = ["0000.jpg", "img/0001.jpg", str(folder / "img" / "0002.jpg"),
+                (folder / "img" / "0003.jpg").as_uri()]  # fmt: skip
+    rows = [make_row("doctor", (M, F)[n % 2], n=n, url=url) for n, url in enumerate(urls)]
+    return write_tsv(folder / "oo.tsv", rows, Context.OO)
+
+
+def test_local_image_files_are_embedded_and_the_card_says_so(tmp_path: Path) -> None:
+    """Issue 31 item 3: a TSV whose URL column names local files (which `evaluate`
+    reads) exported as a URL-only set whose card told the user to fetch `img/0000.jpg`.
+    The images are embedded, `url` holds each file's name relative to the TSV's folder,
+    and the card describes an image-embedded set; `evaluate` reads the images back."""
+    from contrastkit.evaluators.data import ImageLoader, load_items
+
+    tsv = local_image_set(tmp_path / "data")
+    out = tmp_path / "export"
+    result = runner.invoke(app, ["export", "visogender", str(tsv), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    names = ["0000.jpg", "img/0001.jpg", "img/0002.jpg", "img/0003.jpg"]
+    for source in ("disk", "parquet"):
+        loaded = load_export(out, "OO", source=source)["test"]
+        records = list(loaded.cast_column("image", datasets.Image(decode=False)))
+        assert [r["url"] for r in records] == names  # no path of the exporter's machine
+        for name, record in zip(names, records, strict=True):
+            assert record["image"]["bytes"] == (tmp_path / "data" / name).read_bytes()
+    card = " ".join((out / "README.md").read_text().split())
+    assert "URL-only" not in card and "Fetch them" not in card
+    assert "embedded in the `image` column" in card and "no URL check applies" in card
+    assert str(tmp_path) not in card + (out / "build_metadata.json").read_text()
+    metadata = read_metadata(out)
+    assert metadata["with_images"] and metadata["image_sources"] == {
+        "local_files": 4, "image_store": 0
+    }  # fmt: skip
+    items = load_items([out])  # what `evaluate --data EXPORT` scores
+    assert [i.image_ref.startswith("dataset:") for i in items] == [True] * 4
+    first = ImageLoader().open(items[0])  # no store, no file: the image is in the export
+    with Image.open(tmp_path / "data" / "0000.jpg") as original:
+        assert np.array_equal(np.asarray(first), np.asarray(original.convert("RGB")))
+
+
+@pytest.mark.parametrize("where", ["../secret.jpg", "absolute"])
+def test_a_local_image_outside_the_tsvs_folder_is_refused(tmp_path: Path, where: str) -> None:
+    """Data never names a file outside the folder the user gave: a `..` name or an
+    absolute path elsewhere is an error naming the file, line and field, and nothing is
+    written (an export is meant to be published)."""
+    (tmp_path / "secret.jpg").write_bytes(photo(7))
+    url = where if where != "absolute" else str(tmp_path / "secret.jpg")
+    tsv = local_image_set(tmp_path / "data", ["img/0000.jpg", url, "img/0002.jpg"])
+    with pytest.raises(DataFormatError, match="names a file outside the data's folder") as caught:
+        export_visogender(ExportVisoGenderConfig((tsv,), tmp_path / "out"))
+    assert (caught.value.line, caught.value.field) == (3, URL_COLUMN)
+    assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".out*"))
+
+
+def test_local_images_beside_urls_need_the_store_of_the_urls(tmp_path: Path) -> None:
+    """Without a store, rows naming local files beside rows naming URLs are refused
+    (the export embeds every image or none), naming the first local row and the URL row;
+    with the store that holds the URL's image, both kinds are embedded."""
+    url = "https://example.org/0001.jpg"
+    tsv = local_image_set(tmp_path / "data", ["img/0000.jpg", url, "img/0002.jpg"])
+    result = runner.invoke(app, ["export", "visogender", str(tsv), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2 and not (tmp_path / "o").exists()
+    output = " ".join(result.output.split())
+    assert f'oo.tsv:2: field "{URL_COLUMN}": a local image file' in output
+    assert "oo.tsv:3 gives an image URL" in output and "--store DIR" in output
+
+    store = ImageStore(tmp_path / "store")
+    data = photo(101)
+    store.put(data, format="JPEG", width=72, height=72, phash="0" * 16, url=url)
+    mixed = export_visogender(ExportVisoGenderConfig((tsv,), tmp_path / "out", store=store.root))
+    loaded = mixed.configs["OO"]["test"].cast_column("image", datasets.Image(decode=False))
+    assert loaded["url"] == ["img/0000.jpg", url, "img/0002.jpg"]
+    assert loaded[1]["image"]["bytes"] == data
+    assert loaded[2]["image"]["bytes"] == (tmp_path / "data" / "img" / "0002.jpg").read_bytes()
+    assert mixed.metadata["image_sources"] == {"local_files": 2, "image_store": 1}
+    card = " ".join((tmp_path / "out" / "README.md").read_text().split())
+    assert "2 from image files in the annotation files' folder" in card
+
+
+def test_a_missing_local_image_is_an_error_or_left_out(tmp_path: Path) -> None:
+    tsv = local_image_set(tmp_path / "data", ["img/0000.jpg", "img/gone.jpg", "img/0002.jpg"])
+    with pytest.raises(DataFormatError, match=r"image file not found: .*gone\.jpg") as caught:
+        export_visogender(ExportVisoGenderConfig((tsv,), tmp_path / "out"))
+    assert caught.value.line == 3
+    kept = export_visogender(ExportVisoGenderConfig((tsv,), tmp_path / "out", skip_missing=True))
+    assert kept.configs["OO"]["test"]["idx"] == ["OO_0", "OO_2"]
+    assert kept.metadata["skipped_missing_images"] == {"OO": ["OO_1"]}
+    broken = local_image_set(tmp_path / "broken", ["img/0000.jpg", "img/0003.jpg"])
+    (tmp_path / "broken" / "img" / "0003.jpg").write_bytes(b"not an image")
+    with pytest.raises(DataFormatError, match=r"0003\.jpg is not a readable image"):
+        export_visogender(ExportVisoGenderConfig((broken,), tmp_path / "out2"))
+
+
 def test_a_new_export_replaces_the_old_one_whole(
     built: tuple[Path, Path, Path, Path], tmp_path: Path
 ) -> None:

@@ -106,7 +106,8 @@ def test_evaluate_reads_a_hub_style_dataset(
     tmp_path: Path, tiny_clip_spec: str, official_oo: Path
 ) -> None:
     """`hf:` goes through datasets.load_dataset, here on a folder laid out like a Hub
-    repository (what `publish --dry-run` writes), with images from local files."""
+    repository (what `publish --dry-run` writes) of an export of a TSV naming local files
+    (by absolute paths): the images are embedded in the export and read from it."""
     from contrastkit.builders.publish import PublishConfig, publish
     from contrastkit.tsv import read_visogender_tsv, write_visogender_tsv
 
@@ -115,8 +116,14 @@ def test_evaluate_reads_a_hub_style_dataset(
     Image.new("RGB", (40, 40), (120, 80, 40)).save(photo)
     rows = [r.__class__(**{**r.__dict__, "url": str(photo)}) for r in table.rows[:20]]
     write_visogender_tsv(tmp_path / "oo.tsv", rows, table.context)
-    export_visogender(ExportVisoGenderConfig(files=(tmp_path / "oo.tsv",), out=tmp_path / "export"))
+    exported = export_visogender(
+        ExportVisoGenderConfig(files=(tmp_path / "oo.tsv",), out=tmp_path / "export")
+    )
+    # the local photo is embedded (the Hub copy carries it), named relative to the TSV
+    assert set(exported.configs["OO"]["test"]["url"]) == {"photo.png"}
+    assert exported.configs["OO"]["test"][0]["image"].size == (40, 40)
     publish(PublishConfig(tmp_path / "export", "me/oo", dry_run=True, tree=tmp_path / "tree"))
+    photo.unlink()  # evaluate reads the image the export carries
     result = runner.invoke(
         app, ["evaluate", "--data", f"hf:{tmp_path / 'tree'}", "--model", tiny_clip_spec,
               "--out", str(tmp_path / "res"), "--task", "resolution"],

@@ -480,14 +480,14 @@ def test_hub_style_folders_of_the_same_name_are_not_read_back_from_a_stale_cache
     table = read_visogender_tsv(official_oo)
     got = []
     for run in ("first", "second"):
-        base = tmp_path / run
-        rows = [r.__class__(**{**r.__dict__, "url": f"{run}.png"}) for r in table.rows[:4]]
+        base, url = tmp_path / run, f"https://example.org/{run}.png"
+        rows = [r.__class__(**{**r.__dict__, "url": url}) for r in table.rows[:4]]
         write_visogender_tsv(base / "oo.tsv", rows, table.context)
         export_visogender(ExportVisoGenderConfig(files=(base / "oo.tsv",), out=base / "export"))
         publish(PublishConfig(base / "export", "me/oo", dry_run=True, tree=base / "tree"))
         saved = materialize_hub_dataset(str(base / "tree"), base / "copy") / "saved" / "OO"
         got.append(set(datasets.load_from_disk(str(saved))["test"]["url"]))
-    assert got == [{"first.png"}, {"second.png"}]
+    assert got == [{"https://example.org/first.png"}, {"https://example.org/second.png"}]
 
 
 # -- the Python API: evaluate() and compare_results() without the command line ------------

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -84,7 +85,13 @@ from contrastkit.curation.gender_words import neutralize
 from contrastkit.data_cards import render_card
 from contrastkit.errors import ConfigError, DataFormatError, StateError
 from contrastkit.io import atomic_write_text, check_writable, shared_lock, staging_folder
-from contrastkit.records import json_lines, read_json_object, read_records, relative_file_name
+from contrastkit.records import (
+    json_lines,
+    local_file_name,
+    read_json_object,
+    read_records,
+    relative_file_name,
+)
 from contrastkit.schema import URL_COLUMN, Context, Gender, VisoGenderRow, VisoGenderTable
 from contrastkit.store import ImageStore
 from contrastkit.tiny.marker import spec_has_random_weights
@@ -213,42 +220,113 @@ def _row_record(row: VisoGenderRow) -> dict[str, Any]:
     return record
 
 
+def _is_image_url(value: str) -> bool:
+    """Whether a row's image reference is an http(s) URL (read from the image store);
+    anything else names a local file."""
+    return urlsplit(value).scheme.lower() in ("http", "https")
+
+
+@dataclass(frozen=True)
+class _Kept:
+    """A row to export and where its image comes from: ``file`` (a local file inside
+    the TSV's folder, ``name`` its name relative to that folder) or ``sha`` (the store's
+    object of its URL); neither for a URL-only export."""
+
+    row: VisoGenderRow
+    name: str
+    file: Path | None = None
+    sha: str | None = None
+
+
+def _local_image(table: VisoGenderTable, row: VisoGenderRow) -> tuple[str, Path, str | None]:
+    """The name (relative to the TSV's folder), the file and why it cannot be embedded
+    (``None`` when it can) of a row's local image. Naming a file outside the TSV's folder
+    is an error, never a missing image."""
+    name = local_file_name(Path(table.path), row.line, URL_COLUMN, row.url)
+    file = Path(table.path).parent / name
+    if not file.is_file():
+        return name, file, f"image file not found: {file}"
+    try:  # the header only: the bytes are read once, when the row is written
+        with PILImage.open(file):
+            pass
+    except (OSError, SyntaxError, ValueError, PILImage.DecompressionBombError) as error:
+        return name, file, f"{file} is not a readable image ({error})"
+    return name, file, None
+
+
+def _refuse_mixed(tables: list[VisoGenderTable]) -> None:
+    """Without an image store, refuse rows that name local files beside rows that name
+    URLs: an export embeds every image or none, and a URL-only export must not publish
+    the exporter's file names."""
+    rows = [(table, row) for table in tables for row in table.rows]
+    url = next(((t, r) for t, r in rows if _is_image_url(r.url)), None)
+    local = next(((t, r) for t, r in rows if not _is_image_url(r.url)), None)
+    if url is None or local is None:
+        return
+    (table, row), (other, other_row) = local, url
+    raise DataFormatError(
+        table.path, row.line, URL_COLUMN,
+        f"a local image file ({row.url!r}) while {other.path}:{other_row.line} gives an "
+        "image URL: an export embeds every image or none. Pass --store DIR (the image "
+        f"store `contrastkit urls check {other.path} --store DIR` filled) to embed the "
+        "URLs' images too, or give every row a URL (a URL-only export) or a local file",
+    )  # fmt: skip
+
+
 def _table_rows(
-    table: VisoGenderTable, store: ImageStore | None, skip_missing: bool
-) -> tuple[list[VisoGenderRow], list[str]]:
+    table: VisoGenderTable, store: ImageStore | None, with_images: bool, skip_missing: bool
+) -> tuple[list[_Kept], list[str]]:
     """The rows of ``table`` to export and the IDX of those left out; a row whose image
-    the store lacks is an error, or left out with ``skip_missing``. Checked before
-    anything is written; the image bytes are read later, one at a time."""
-    kept: list[VisoGenderRow] = []
+    is not available (a local file missing or unreadable, a URL the store lacks) is an
+    error, or left out with ``skip_missing``. Checked before anything is written; the
+    image bytes are read later, one at a time."""
+    kept: list[_Kept] = []
     skipped: list[str] = []
     for row in table.rows:
-        if store is not None:
+        if not with_images:
+            kept.append(_Kept(row, row.url))
+            continue
+        if _is_image_url(row.url):
+            assert store is not None  # with_images: a store, or no URL at all
             sha = store.sha_for_url(row.url)
-            if sha is None or not store.has(sha):
-                if skip_missing:
-                    skipped.append(row.idx)
-                    continue
-                raise DataFormatError(
-                    table.path,
-                    row.line,
-                    URL_COLUMN,
-                    f"the image store {store.root} has no image for this URL; run "
-                    f"`contrastkit urls check {table.path} --store {store.root}` first, or "
-                    "pass --skip-missing to leave such rows out",
-                )
-        kept.append(row)
+            found = _Kept(row, row.url, sha=sha)
+            missing = (
+                None if sha is not None and store.has(sha) else
+                f"the image store {store.root} has no image for this URL; run `contrastkit "
+                f"urls check {table.path} --store {store.root}` first"
+            )  # fmt: skip
+        else:
+            name, file, missing = _local_image(table, row)
+            found = _Kept(row, name, file=file)
+        if missing is not None:
+            if skip_missing:
+                skipped.append(row.idx)
+                continue
+            raise DataFormatError(
+                table.path, row.line, URL_COLUMN,
+                f"{missing}, or pass --skip-missing to leave such rows out",
+            )  # fmt: skip
+        kept.append(found)
     return kept, skipped
 
 
-def _table_records(rows: list[VisoGenderRow], store: ImageStore | None) -> Iterator[dict[str, Any]]:
-    """One exported record per row, its image read from the store when it is yielded."""
-    for row in rows:
-        record = _row_record(row)
-        if store is not None:
-            sha = store.sha_for_url(row.url)
-            assert sha is not None  # checked by _table_rows
-            record["image"] = {"bytes": store.read(sha), "path": f"{sha}"}
-            record["image_sha256"] = sha
+def _table_records(rows: list[_Kept], store: ImageStore | None) -> Iterator[dict[str, Any]]:
+    """One exported record per row, its image read (from its file or the store) when it
+    is yielded. A local image's ``url`` is its name relative to the TSV's folder."""
+    for kept in rows:
+        record = _row_record(kept.row)
+        record["url"] = kept.name
+        if kept.file is not None:
+            data = kept.file.read_bytes()
+            sha = hashlib.sha256(data).hexdigest()
+        elif kept.sha is not None:
+            assert store is not None
+            sha, data = kept.sha, store.read(kept.sha)
+        else:
+            yield record
+            continue
+        record["image"] = {"bytes": data, "path": sha}
+        record["image_sha256"] = sha
         yield record
 
 
@@ -279,12 +357,16 @@ class ExportVisoGenderConfig:
         files: Official-format OP/OO TSVs; each becomes the config of its context (one
             file per context).
         out: Export folder (replaced atomically if it exists).
-        store: Embed the images from this image store (``urls check --store``);
-            URL-only without.
+        store: The image store of the rows' URLs (``urls check --store``). Images are
+            embedded when every row's image can be: local files (the URL column may name
+            a file inside the TSV's folder, as ``evaluate`` reads it) are read directly,
+            URLs from the store. Without a store, a set of URLs is exported URL-only, a
+            set of local files with its images, and a set mixing both is refused.
         checks: ``urls check --results`` file whose status counts and dates go in the
             card.
-        skip_missing: Leave out rows whose image the store lacks (listed in the
-            metadata) instead of failing.
+        skip_missing: Leave out rows whose image is not available (a local file missing
+            or unreadable, a URL the store lacks; listed in the metadata) instead of
+            failing.
         split: Split name of every config (VisoGender is an evaluation set: ``test``).
         pretty_name: The card's title.
         license: SPDX-style license id of the annotations (the card's ``license``).
@@ -318,9 +400,16 @@ class ExportVisoGenderConfig:
 def export_visogender(config: ExportVisoGenderConfig) -> ExportResult:
     """Export official-format OP/OO TSVs (configs ``OP`` and ``OO``) to ``config.out``.
 
+    A row's image is a URL (read from ``config.store``) or a local file inside the TSV's
+    folder: a relative name, or an absolute path or ``file://`` URL inside that folder.
+    Local files are embedded as they are, and the row's ``url`` becomes the file's name
+    relative to the TSV's folder, so no path of the exporter's machine is published.
+
     Raises:
-        DataFormatError: a malformed TSV, two files of one context, a row whose image
-            the store lacks (unless ``skip_missing``), a malformed checks file.
+        DataFormatError: a malformed TSV, two files of one context, a local image
+            outside the TSV's folder, local images beside URLs without a store, a row
+            whose image is not available (unless ``skip_missing``), a malformed checks
+            file.
         ResourceError: the export folder cannot be written (checked first).
     """
     check_replaceable(config.out)
@@ -337,20 +426,27 @@ def export_visogender(config: ExportVisoGenderConfig) -> ExportResult:
                 f"a second {table.context.value} file ({seen[table.context]})",
             )
         seen[table.context] = Path(table.path)
+    if store is None:
+        _refuse_mixed(tables)
+    local_rows = any(not _is_image_url(r.url) for table in tables for r in table.rows)
+    with_images = store is not None or local_rows
     configs: dict[str, dict[str, SplitRows]] = {}
     counts: dict[str, dict[str, dict[str, int]]] = {}
     sectors: dict[str, dict[str, int]] = {}
     sources = []
     skipped: dict[str, list[str]] = {}
+    images: Counter[str] = Counter()
     for table in sorted(tables, key=lambda t: CONTEXT_LABELS.index(t.context.value)):
-        kept, missing = _table_rows(table, store, skip_missing)
+        kept, missing = _table_rows(table, store, with_images, skip_missing)
         name = table.context.value
-        features = visogender_features(table.context, with_images=store is not None)
+        features = visogender_features(table.context, with_images=with_images)
         configs[name] = {split: SplitRows(features, functools.partial(_table_records, kept, store))}
-        sectors[name] = dict(sorted(Counter(row.sector for row in kept).items()))
+        sectors[name] = dict(sorted(Counter(k.row.sector for k in kept).items()))
         cells: dict[str, Counter[str]] = defaultdict(Counter)
-        for row in kept:
-            cells[row.occupation][row.cell] += 1
+        for k in kept:
+            cells[k.row.occupation][k.row.cell] += 1
+            if with_images:
+                images["local_files" if k.file is not None else "image_store"] += 1
         counts[name] = {
             occupation: {cell: cells[occupation][cell] for cell in table.context.cells}
             for occupation in sorted(cells)
@@ -368,8 +464,12 @@ def export_visogender(config: ExportVisoGenderConfig) -> ExportResult:
         "license": config.license,
         "split": split,
         "sources": sources,
-        "with_images": store is not None,
+        "with_images": with_images,
         "image_store": str(store.root) if store is not None else None,
+        "image_sources": {
+            "local_files": images["local_files"],
+            "image_store": images["image_store"],
+        },
         "skipped_missing_images": skipped,
         "counts": counts,
         "cells": {name: list(Context(name).cells) for name in configs},

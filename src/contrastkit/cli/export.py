@@ -60,11 +60,13 @@ def export_visogender_command(
     files: list[Path] = typer.Argument(..., help="Official-format OP and/or OO TSVs."),
     out: Path = _OUT,
     store: Path | None = typer.Option(
-        None, help="Embed images from this store (`urls check --store`); URL-only without."
+        None,
+        help="Image store of the rows' URLs (`urls check --store`): their images are "
+        "embedded. Without it a set of URLs is exported URL-only.",
     ),
     checks: Path | None = _CHECKS,
     skip_missing: bool = typer.Option(
-        False, help="Leave out rows whose image the store lacks instead of failing."
+        False, help="Leave out rows whose image is not available instead of failing."
     ),
     pretty_name: str = typer.Option(
         "VisoGender-style occupation and pronoun resolution set", help="The card's title."
@@ -73,8 +75,10 @@ def export_visogender_command(
     as_json: bool = _JSON,
 ) -> None:
     """Export VisoGender-style TSVs as a Hugging Face dataset: configs `OP` and `OO`
-    (split `test`), perceived genders and contexts as ClassLabel, images embedded from the
-    store, saved with `save_to_disk` and as parquet shards, with a dataset card.
+    (split `test`), perceived genders and contexts as ClassLabel, images embedded (URLs
+    from the store; local image files, which must lie in the TSV's folder, as they are),
+    saved with `save_to_disk` and as parquet shards, with a dataset card. Local files
+    beside URLs need --store.
 
     Example:
 
