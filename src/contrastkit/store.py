@@ -45,7 +45,15 @@ from pathlib import Path
 from contrastkit.errors import ResourceError, StateError
 from contrastkit.io import atomic_write_bytes, resource_error
 
-__all__ = ["STALE_TEMP_SECONDS", "ImageInfo", "ImageStore", "sha256_hex", "sqlite_errors"]
+__all__ = [
+    "STALE_TEMP_SECONDS",
+    "ImageInfo",
+    "ImageStore",
+    "default_image_store",
+    "image_store_for",
+    "sha256_hex",
+    "sqlite_errors",
+]
 
 log = logging.getLogger("contrastkit.store")
 
@@ -76,6 +84,29 @@ CREATE TABLE IF NOT EXISTS urls (
     stored_at TEXT NOT NULL
 );
 """
+
+
+def default_image_store() -> Path:
+    """The image store used when none is given for the bundled VisoGender sets (or when
+    URLs are fetched): ``$XDG_CACHE_HOME/contrastkit/images``, or
+    ``~/.cache/contrastkit/images`` when ``XDG_CACHE_HOME`` is not set. ``contrastkit
+    evaluate --data visogender`` fetches the images into it; every later run
+    (``export harness visogender`` too) reads them from there."""
+    cache = os.environ.get("XDG_CACHE_HOME") or "~/.cache"
+    return Path(cache).expanduser() / "contrastkit" / "images"
+
+
+def image_store_for(
+    store: str | os.PathLike[str] | None, *, bundled: bool, fetching: bool = False
+) -> Path | None:
+    """The image store a command reads URLs from (and fetches into), the one rule of
+    ``evaluate``, ``export harness`` and every command that takes the bundled sets:
+    ``store`` when one is given (``--store``); else :func:`default_image_store` when the
+    data includes the bundled sets (``bundled``: :func:`contrastkit.tsv.is_bundled`) or
+    URLs are fetched; else none."""
+    if store is not None:
+        return Path(store)
+    return default_image_store() if bundled or fetching else None
 
 
 @contextmanager

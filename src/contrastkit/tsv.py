@@ -20,12 +20,14 @@ from __future__ import annotations
 import difflib
 import hashlib
 import io
+import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import BinaryIO
 
-from contrastkit.errors import DataFormatError
+from contrastkit.errors import DataFormatError, StateError
 from contrastkit.io import atomic_write_text
 from contrastkit.schema import (
     URL_COLUMN,
@@ -38,16 +40,80 @@ from contrastkit.schema import (
 
 __all__ = [
     "MAX_LINE_BYTES",
+    "VISOGENDER",
+    "VISOGENDER_FILES",
     "FileFingerprint",
     "TSVDocument",
     "TSVStream",
+    "is_bundled",
     "is_unusable",
     "parse_visogender_tsv",
     "read_tsv_document",
     "read_visogender_tsv",
     "render_visogender_tsv",
+    "resolve_data",
+    "visogender_files",
     "write_visogender_tsv",
 ]
+
+#: The name every command that takes VisoGender data (``evaluate --data``, ``validate``,
+#: ``export harness``; ``EvaluateConfig.data``) gives the official sets bundled with
+#: contrastkit (:func:`visogender_files`; :func:`resolve_data`).
+VISOGENDER = "visogender"
+
+#: The bundled official VisoGender TSVs (oxai/visogender; see ``SOURCE.md`` beside them):
+#: the OP (occupation-participant) release of 11 January 2024 and the OO
+#: (occupation-object) release of 10 May 2025.
+VISOGENDER_FILES = ("OP_Visogender_11012024.tsv", "OO_Visogender_10052025.tsv")
+
+
+def visogender_files() -> tuple[Path, ...]:
+    """The official VisoGender annotation TSVs bundled with contrastkit, OP then OO
+    (:data:`VISOGENDER_FILES`; Hall et al. 2023, CC BY 4.0, benchmark use only: see the
+    ``SOURCE.md`` beside them). ``EvaluateConfig(data=("visogender",), ...)`` and
+    ``contrastkit evaluate --data visogender`` read these.
+
+    Example:
+        >>> op, oo = visogender_files()
+        >>> op.name
+        'OP_Visogender_11012024.tsv'
+
+    Raises:
+        StateError: the installation lacks them (reinstall contrastkit).
+    """
+    folder = resources.files("contrastkit").joinpath("data", "visogender")
+    paths = tuple(Path(str(folder.joinpath(name))) for name in VISOGENDER_FILES)
+    for path in paths:
+        if not path.is_file():
+            raise StateError(
+                f"{path}: the bundled VisoGender file is missing from this installation; "
+                "reinstall contrastkit"
+            )
+    return paths
+
+
+def is_bundled(item: str | os.PathLike[str]) -> bool:
+    """Whether a data argument names the official VisoGender sets bundled with
+    contrastkit: exactly ``visogender`` (:data:`VISOGENDER`). A local file or folder of
+    that name is given as ``./visogender`` on the command line."""
+    return os.fspath(item) == VISOGENDER
+
+
+def resolve_data(items: Iterable[str | os.PathLike[str]]) -> tuple[Path, ...]:
+    """Data arguments as local paths, the one rule of every command that takes them
+    (``evaluate --data``, ``validate``, ``export harness``): ``visogender``
+    (:func:`is_bundled`) is the bundled OP and OO files (:func:`visogender_files`),
+    anything else the path it names; in the order given. Their images' store follows
+    :func:`contrastkit.store.image_store_for`.
+
+    Example:
+        >>> [path.name for path in resolve_data(["visogender"])]
+        ['OP_Visogender_11012024.tsv', 'OO_Visogender_10052025.tsv']
+    """
+    paths: list[Path] = []
+    for item in items:
+        paths.extend(visogender_files() if is_bundled(item) else (Path(item),))
+    return tuple(paths)
 
 
 def _context_from_header(path: Path, header: list[str]) -> Context:

@@ -68,13 +68,11 @@ import csv
 import hashlib
 import inspect
 import io
-import os
 import random
 import shutil
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from importlib import resources
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -93,7 +91,7 @@ from contrastkit.harness_key import (
 )
 from contrastkit.io import atomic_write_text, check_writable, staging_folder
 from contrastkit.schema import URL_COLUMN, Context, Gender, VisoGenderRow
-from contrastkit.store import ImageStore
+from contrastkit.store import ImageStore, image_store_for
 from contrastkit.templates import (
     PRONOUNS,
     Template,
@@ -101,6 +99,7 @@ from contrastkit.templates import (
     correct_pronoun,
     templates_for,
 )
+from contrastkit.tsv import is_bundled, resolve_data
 
 __all__ = [
     "CONTRAST_QUESTION",
@@ -109,7 +108,6 @@ __all__ = [
     "PROBE_QUESTION",
     "HarnessExportConfig",
     "HarnessExportResult",
-    "default_store",
     "export_harness",
     "visogender_question",
 ]
@@ -122,7 +120,6 @@ CONTRAST_QUESTION = "Which caption describes the image?"
 PROBE_QUESTION = "Which sentence describes the image?"
 #: The instruction lmms-eval's prompt ends with (VLMEvalKit adds its own).
 LMMS_POST_PROMPT = "Answer with the option's letter from the given choices directly."
-_BUNDLED = "visogender"
 
 
 def visogender_question(row: VisoGenderRow, template: Template) -> str:
@@ -141,19 +138,22 @@ class HarnessExportConfig:
     Attributes:
         source: the set: official-format VisoGender TSVs (OP and/or OO), a folder of
             them, a ``contrastkit export visogender`` folder, ``visogender`` (the bundled
-            official sets; their URLs are read from ``store``), a ``contrastkit export
-            contrast`` folder, or a stereotype probe set (``.tsv`` / ``.jsonl``, a build
-            or export folder).
+            official sets, read by the rule ``evaluate --data`` follows:
+            :func:`~contrastkit.tsv.resolve_data`; a local folder of that name
+            is ``./visogender``), a ``contrastkit export contrast`` folder, or a
+            stereotype probe set (``.tsv`` / ``.jsonl``, a build or export folder).
         format: ``vlmevalkit`` or ``lmms-eval``.
         out: the export folder (replaced atomically; an existing one must be empty or
             an earlier harness export).
-        store: the image store URLs are read from (``contrastkit urls check --store``;
-            for ``visogender``, by default the store ``contrastkit evaluate --data
-            visogender`` fills, :func:`default_store`).
+        store: the image store URLs are read from (``contrastkit urls check --store``);
+            ``None``: for ``visogender``, the store ``contrastkit evaluate --data
+            visogender`` fills (:func:`~contrastkit.store.image_store_for`),
+            else none.
         seed: the seed of the per-item option shuffling.
         reversed_copy: also write every question with its options reversed.
         skip_missing: leave out (and list) rows whose image is not available instead of
-            failing.
+            failing. ``None`` (the default): on for ``visogender`` (whose official URLs
+            are not all alive), off otherwise, as in ``evaluate``.
         name: the dataset / task name (default ``contrastkit_<kind>``); letters, digits
             and ``_`` only.
 
@@ -161,14 +161,18 @@ class HarnessExportConfig:
         ConfigError: naming the field.
     """
 
-    source: tuple[Path, ...]
+    source: tuple[str | Path, ...]
     format: str
     out: Path
     store: Path | None = None
     seed: int = 0
     reversed_copy: bool = True
-    skip_missing: bool = False
+    skip_missing: bool | None = None
     name: str | None = None
+    bundled: bool = field(init=False, repr=False)
+    """Whether ``source`` names the bundled sets (``visogender``)."""
+    paths: tuple[Path, ...] = field(init=False, repr=False)
+    """``source`` as local paths (``visogender`` as the bundled files)."""
 
     def __post_init__(self) -> None:
         source: object = self.source
@@ -176,6 +180,8 @@ class HarnessExportConfig:
             source = (source,)
         if not isinstance(source, Sequence):
             raise ConfigError(f"source: expected paths, not {source!r}")
+        object.__setattr__(self, "bundled", any(is_bundled(s) for s in source))
+        object.__setattr__(self, "paths", resolve_data(source))
         object.__setattr__(self, "source", tuple(Path(s) for s in source))
         object.__setattr__(self, "out", Path(self.out))
         if self.store is not None:
@@ -247,22 +253,6 @@ class _Set:
     questions: list[_Question]
     skipped: list[dict[str, Any]]
     wording: str
-
-
-def default_store() -> Path:
-    """The image store ``contrastkit evaluate --data visogender`` fetches into
-    (``$XDG_CACHE_HOME/contrastkit/images``, else ``~/.cache/contrastkit/images``): the
-    bundled sets' images are read from it when no store is given."""
-    cache = os.environ.get("XDG_CACHE_HOME") or "~/.cache"
-    return Path(cache).expanduser() / "contrastkit" / "images"
-
-
-def _bundled_files() -> tuple[Path, ...]:
-    folder = resources.files("contrastkit").joinpath("data", "visogender")
-    return tuple(
-        Path(str(folder.joinpath(name)))
-        for name in ("OP_Visogender_11012024.tsv", "OO_Visogender_10052025.tsv")
-    )
 
 
 def _missing(where: Path, line: int | None, field_name: str | None, reason: str) -> Exception:
@@ -393,6 +383,16 @@ def _visogender_rows(
                 yield row, str(file), loader, why, tsv
 
 
+def _fetch_advice(where: Path, images: _Images) -> str:
+    """How to get the images of ``where``'s URLs into the store they are read from."""
+    if images.store is None:
+        return f"fetch it with `contrastkit urls check {where} --store DIR` and pass --store DIR"
+    return (
+        f"fetch it into that store with `contrastkit urls check {where} --store "
+        f"{images.store.root}`"
+    )
+
+
 def _const(value: Any) -> Callable[[], Any]:
     """A loader that returns ``value`` (an image source)."""
     return lambda: value
@@ -417,9 +417,8 @@ def _visogender_set(paths: Sequence[Path], images: _Images, skip_missing: bool) 
             if not skip_missing:
                 raise _missing(
                     where, row.line, URL_COLUMN,
-                    f"{reason}; fetch it with `contrastkit urls check {where} --store DIR` "
-                    "and pass --store DIR, or pass --skip-missing to leave such rows out "
-                    "(they are listed in the export's README and key)",
+                    f"{reason}; {_fetch_advice(where, images)}, or pass --skip-missing to "
+                    "leave such rows out (they are listed in the export's README and key)",
                 )  # fmt: skip
             skipped.append({"row": row_id, "url": row.url, "reason": reason})
             continue
@@ -600,23 +599,22 @@ def _probe_set(path: Path, images: _Images, skip_missing: bool) -> _Set:
 
 
 def _load_set(config: HarnessExportConfig) -> _Set:
-    images = _Images(config.store)
-    sources = config.source
+    images = _Images(image_store_for(config.store, bundled=config.bundled))
+    skip_missing = config.bundled if config.skip_missing is None else config.skip_missing
+    sources = config.paths
     first = sources[0]
-    if len(sources) == 1 and str(first) == _BUNDLED and not first.exists():
-        if config.store is None and default_store().is_dir():
-            images = _Images(default_store())
-        return _visogender_set(_bundled_files(), images, config.skip_missing)
     for path in sources:
         if not path.exists():
             raise DataFormatError(path, None, None, "no such file or folder")
+    if config.bundled:  # with other TSVs, if any: VisoGender-style data, like evaluate's
+        return _visogender_set(sources, images, skip_missing)
     if len(sources) == 1 and (first / "saved" / "contrast").is_dir():
         return _contrast_set(first)
     from contrastkit.probes import is_probe_set
 
     if len(sources) == 1 and is_probe_set(first):
-        return _probe_set(first, images, config.skip_missing)
-    return _visogender_set(sources, images, config.skip_missing)
+        return _probe_set(first, images, skip_missing)
+    return _visogender_set(sources, images, skip_missing)
 
 
 # -- writing ----------------------------------------------------------------------------
@@ -1019,6 +1017,14 @@ def export_harness(config: HarnessExportConfig) -> HarnessExportResult:
             if first
             else ""
         )
+        if first and config.bundled:
+            store = image_store_for(config.store, bundled=True)
+            tsvs = " ".join(str(path) for path in config.paths)
+            why += (
+                f"; `contrastkit evaluate --data visogender` fetches the official images "
+                f"into {store}, or fetch them with `contrastkit urls check {tsvs} --store "
+                f"{store}`"
+            )
         raise DataFormatError(config.source[0], None, None, f"no row to export{why}")
     name = config.name or f"contrastkit_{found.kind}"
     datasets = {"main": name}

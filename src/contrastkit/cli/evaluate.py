@@ -58,7 +58,8 @@ TASK = typer.Option(
 STORE = typer.Option(
     None,
     "--store",
-    help="Image store the URLs are read from [default with --fetch: ~/.cache/contrastkit/images].",
+    help="Image store the URLs are read from [default for --data visogender or with "
+    "--fetch: ~/.cache/contrastkit/images].",
     rich_help_panel=_IMAGES,
 )
 FETCH = typer.Option(

@@ -196,15 +196,17 @@ def export_harness_command(
     source: list[str] = typer.Argument(
         ...,
         help="The set: VisoGender TSV(s) or a folder of them, a `contrastkit export "
-        "visogender` folder, `visogender` (the bundled official sets), a `contrastkit "
-        "export contrast` folder, or a stereotype probe set.",
+        "visogender` folder, `visogender` (the bundled official sets, as `evaluate --data "
+        "visogender` reads them; a local folder of that name is `./visogender`), a "
+        "`contrastkit export contrast` folder, or a stereotype probe set.",
     ),
     format: str = typer.Option(..., "--format", help="vlmevalkit or lmms-eval."),
     out: Path = typer.Option(..., help="Export folder (replaced atomically if it exists)."),
     store: Path | None = typer.Option(
         None,
         help="Image store the set's URLs are read from (`urls check --store`) [default for "
-        "`visogender`: the store `contrastkit evaluate --data visogender` fills].",
+        "`visogender`: the store `contrastkit evaluate --data visogender` fills, "
+        "$XDG_CACHE_HOME/contrastkit/images or ~/.cache/contrastkit/images].",
     ),
     seed: int = typer.Option(0, "--seed", help="Seed of the per-item option shuffling."),
     reversed_copy: bool = typer.Option(
@@ -212,8 +214,12 @@ def export_harness_command(
         "--reversed/--no-reversed",
         help="Also ask every question with its options reversed (the position-bias check).",
     ),
-    skip_missing: bool = typer.Option(
-        False, help="Leave out (and list) rows whose image is not available instead of failing."
+    skip_missing: bool | None = typer.Option(
+        None,
+        "--skip-missing/--no-skip-missing",
+        help="Leave out (and list) rows whose image is not available instead of failing "
+        "[default: on for `visogender`, as in `evaluate`, else off].",
+        show_default=False,
     ),
     name: str | None = typer.Option(
         None, help="Dataset / task name [default: contrastkit_KIND, e.g. contrastkit_visogender]."
@@ -225,15 +231,21 @@ def export_harness_command(
     (YAML, utils.py, parquet), each with a README on how to run it and the key
     (contrastkit_harness.json) that `contrastkit report --harness-predictions` reads.
 
+    `visogender` is read as `contrastkit evaluate --data visogender` reads it: the
+    bundled official sets, their images from the store `evaluate` fetched them into
+    (unless --store), rows without one left out and listed (unless --no-skip-missing).
+
     Example:
 
-        contrastkit export harness visogender --store build/images --format vlmevalkit --out vlm
+        contrastkit export harness visogender --format vlmevalkit --out vlm
+
+        contrastkit export harness build/export --format lmms-eval --out lmms
     """
     from contrastkit.builders.harness import HarnessExportConfig, export_harness
 
     with user_errors():
         result = export_harness(HarnessExportConfig(
-            source=tuple(Path(s) for s in source), format=format, out=out, store=store,
+            source=tuple(source), format=format, out=out, store=store,
             seed=seed, reversed_copy=reversed_copy, skip_missing=skip_missing, name=name,
         ))  # fmt: skip
     if as_json:

@@ -18,7 +18,12 @@ from contrastkit.curation.validation import DEFAULT_MAX_FINDINGS
 
 
 def validate(
-    files: list[Path] = typer.Argument(..., help="Official-format OP and/or OO TSVs."),
+    files: list[str] = typer.Argument(
+        ...,
+        help="Official-format OP and/or OO TSVs, or `visogender`: the official sets bundled "
+        "with contrastkit, as `evaluate --data visogender` reads them (a local file of that "
+        "name is `./visogender`).",
+    ),
     per_cell: int | None = typer.Option(
         None, "--per-cell", "-n", min=1, help="Require exactly this many images per cell."
     ),
@@ -43,6 +48,8 @@ def validate(
     Example:
 
         contrastkit validate build/example/visogender_OP.tsv build/example/visogender_OO.tsv
+
+        contrastkit validate visogender
     """
     from contrastkit.curation.validation import validate_files
 

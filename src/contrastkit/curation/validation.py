@@ -46,7 +46,7 @@ from contrastkit.errors import DataFormatError
 from contrastkit.schema import Context, VisoGenderRow
 from contrastkit.taxonomy import Taxonomy
 from contrastkit.text import count
-from contrastkit.tsv import is_unusable, parse_visogender_tsv
+from contrastkit.tsv import is_unusable, parse_visogender_tsv, resolve_data
 
 __all__ = [
     "DEFAULT_MAX_FINDINGS",
@@ -351,6 +351,8 @@ def validate_files(
 
     Args:
         paths: OP and/or OO files; duplicate and ID checks span all of them.
+            ``visogender`` is the official sets bundled with contrastkit, by the rule
+            ``evaluate --data`` follows (:func:`contrastkit.tsv.resolve_data`).
         taxonomy: when given, occupations, sectors, specialisations and nouns are
             compared with it (``taxonomy`` warnings).
         per_cell: when given, each gender cell of each occupation must hold exactly this
@@ -369,7 +371,7 @@ def validate_files(
     require(per_cell is None or per_cell >= 1, "per_cell", f"must be at least 1, not {per_cell}")
     report = ValidationReport(max_findings=max_findings)
     all_rows: list[tuple[str, VisoGenderRow]] = []
-    for raw_path in paths:
+    for raw_path in resolve_data(paths):
         path = str(raw_path)
         try:
             stream = parse_visogender_tsv(raw_path)

@@ -35,19 +35,24 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
 from PIL import Image
 
-from contrastkit.errors import DataFormatError, StateError
+from contrastkit.errors import DataFormatError
 from contrastkit.pipeline.sources import DECODE_ERRORS, DatasetImage, decode
 from contrastkit.saved_datasets import load_saved_split
 from contrastkit.schema import URL_COLUMN, Context, Gender, VisoGenderRow
 from contrastkit.store import ImageStore
-from contrastkit.tsv import parse_visogender_tsv, read_visogender_tsv
+from contrastkit.tsv import (
+    VISOGENDER,
+    VISOGENDER_FILES,
+    parse_visogender_tsv,
+    read_visogender_tsv,
+    visogender_files,
+)
 
 __all__ = [
     "VISOGENDER",
@@ -60,15 +65,6 @@ __all__ = [
     "visogender_files",
 ]
 
-#: The name ``--data`` (``EvaluateConfig.data``) takes for the official VisoGender sets
-#: bundled with contrastkit (:func:`visogender_files`).
-VISOGENDER = "visogender"
-
-#: The bundled official VisoGender TSVs (oxai/visogender; see ``SOURCE.md`` beside them):
-#: the OP (occupation-participant) release of 11 January 2024 and the OO
-#: (occupation-object) release of 10 May 2025.
-VISOGENDER_FILES = ("OP_Visogender_11012024.tsv", "OO_Visogender_10052025.tsv")
-
 #: Codes ``contrastkit urls maintain`` writes into ``Error codes`` that mean the row's
 #: image is not the annotated one any more, whatever the image store holds: the row was
 #: retired (it kept failing), or its URL now serves another picture.
@@ -76,31 +72,6 @@ RETIRED_CODES = ("retired", "content_changed")
 
 #: How many missing rows an error message names before "... and N more".
 SHOWN_MISSING = 5
-
-
-def visogender_files() -> tuple[Path, ...]:
-    """The official VisoGender annotation TSVs bundled with contrastkit, OP then OO
-    (:data:`VISOGENDER_FILES`; Hall et al. 2023, CC BY 4.0, benchmark use only: see the
-    ``SOURCE.md`` beside them). ``EvaluateConfig(data=("visogender",), ...)`` and
-    ``contrastkit evaluate --data visogender`` read these.
-
-    Example:
-        >>> op, oo = visogender_files()
-        >>> op.name
-        'OP_Visogender_11012024.tsv'
-
-    Raises:
-        StateError: the installation lacks them (reinstall contrastkit).
-    """
-    folder = resources.files("contrastkit").joinpath("data", "visogender")
-    paths = tuple(Path(str(folder.joinpath(name))) for name in VISOGENDER_FILES)
-    for path in paths:
-        if not path.is_file():
-            raise StateError(
-                f"{path}: the bundled VisoGender file is missing from this installation; "
-                "reinstall contrastkit"
-            )
-    return paths
 
 
 def maintenance_flags(error_codes: str) -> list[str]:

@@ -25,7 +25,6 @@ Example:
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +45,8 @@ from contrastkit.interfaces import (
     progress_stage,
 )
 from contrastkit.io import atomic_write_text, check_writable
+from contrastkit.store import default_image_store, image_store_for
+from contrastkit.tsv import VISOGENDER, is_bundled, resolve_data
 
 if TYPE_CHECKING:
     from contrastkit.evaluators.data import EvalItem, ImageLoader, SkippedRow
@@ -61,19 +62,8 @@ __all__ = [
     "evaluate",
 ]
 
-#: ``--data`` name of the official VisoGender sets bundled with contrastkit
-#: (:func:`contrastkit.evaluators.data.visogender_files`).
-VISOGENDER = "visogender"
 #: ``EvaluateConfig.task`` (``--task``) of stereotype probing.
 STEREOTYPE = "stereotype"
-
-
-def default_image_store() -> Path:
-    """The image store used when none is given and URLs are fetched (``--data visogender``):
-    ``$XDG_CACHE_HOME/contrastkit/images``, or ``~/.cache/contrastkit/images`` when
-    ``XDG_CACHE_HOME`` is not set. Images fetched there serve every later run."""
-    cache = os.environ.get("XDG_CACHE_HOME") or "~/.cache"
-    return Path(cache).expanduser() / "contrastkit" / "images"
 
 
 def _strings(value: object, name: str) -> tuple[str, ...]:
@@ -104,8 +94,8 @@ class EvaluateConfig:
         out: output folder.
         model: device, dtype, batch size and download permission of every model.
         store: the image store of ``contrastkit urls check --store``, where image URLs
-            are read from; ``None``: :func:`default_image_store` when URLs are fetched,
-            else no store.
+            are read from; ``None``: :func:`default_image_store` for the bundled sets or
+            when URLs are fetched, else no store.
         split: the split of a saved dataset dict (default: its only split, or ``test``).
         settings: tasks and metric options (:class:`~contrastkit.evaluators.runner.EvalConfig`):
             among them the resolution ``protocol`` (``visogender-official``, the default
@@ -203,7 +193,7 @@ class EvaluateConfig:
     @property
     def bundled(self) -> bool:
         """Whether ``data`` names the bundled VisoGender sets (``visogender``)."""
-        return VISOGENDER in self.data
+        return any(is_bundled(item) for item in self.data)
 
     @property
     def fetching(self) -> bool:
@@ -218,10 +208,10 @@ class EvaluateConfig:
     @property
     def image_store(self) -> Path | None:
         """The store image URLs are read from (and fetched into): ``store``, or
-        :func:`default_image_store` when URLs are fetched."""
-        if self.store is None and self.fetching:
-            return default_image_store()
-        return self.store
+        :func:`default_image_store` for the bundled sets or when URLs are fetched
+        (:func:`~contrastkit.evaluators.data.image_store_for`, the rule ``validate`` and
+        ``export harness`` follow too)."""
+        return image_store_for(self.store, bundled=self.bundled, fetching=self.fetching)
 
 
 @dataclass(frozen=True)
@@ -358,16 +348,13 @@ def evaluate(config: EvaluateConfig, *, progress: ProgressFactory | None = None)
 
 def _local_data(config: EvaluateConfig) -> tuple[Path, ...]:
     """``config.data`` as local paths: Hub datasets saved under ``out/_data``."""
-    from contrastkit.evaluators.data import visogender_files
     from contrastkit.evaluators.hub import materialize_hub_dataset
 
     paths: list[Path] = []
     for given in config.data:
         name = hub_name(given)
-        if given == VISOGENDER:
-            paths.extend(visogender_files())
-        elif name is None:
-            paths.append(Path(given))
+        if name is None:
+            paths.extend(resolve_data((given,)))
         else:
             paths.append(materialize_hub_dataset(name, config.out / "_data" / model_slug(name)))
     return tuple(dict.fromkeys(paths))
