@@ -14,14 +14,17 @@ meet.
 Both sides also share :func:`parse_choice`, the one documented rule that turns a model's
 free-text answer into an option letter (or into "unparseable", never into a guess); the
 ``utils.py`` of an lmms-eval export carries a copy of the same rule (it must run without
-contrastkit installed), and the tests check that the two agree.
+contrastkit installed), and the tests check that the two agree. The same holds for
+:func:`option_loss` and :func:`loss_choice`, the rule that reads lmms-eval's
+``output_type: multiple_choice`` answers (one loss per option; the lowest wins).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +43,8 @@ __all__ = [
     "SPLITS",
     "HarnessKey",
     "KeyItem",
+    "loss_choice",
+    "option_loss",
     "parse_choice",
     "read_key",
 ]
@@ -310,3 +315,49 @@ def parse_choice(text: object, options: Mapping[str, str]) -> str | None:
             if not longer:
                 found.append(key)
     return found[0] if len(found) == 1 else None
+
+
+_LOSS_PAIR = re.compile(r"\((?P<loss>[^,()\s]+), (?:True|False)\)")
+
+
+def option_loss(value: object) -> float | None:
+    """The loss lmms-eval logged for one option of an ``output_type: multiple_choice``
+    item, or ``None`` when ``value`` is not such an entry.
+
+    lmms-eval (0.7.3) scores each option with its model's ``loglikelihood``, which returns
+    a ``(loss, is_greedy)`` pair: ``loss`` is the mean negative log-likelihood of the
+    option's continuation (the letter), so the lowest is the likeliest, and lmms-eval's own
+    multiple-choice scoring takes the lowest. lmms-eval 0.7.3 keeps the pair as the text
+    ``str(pair)`` (``api/instance.py``, ``unwrap_generation_output``), e.g.
+    ``"(0.35667494393873245, True)"``, and that text is what the task's
+    ``process_results`` receives and what ``--log_samples`` writes. The pair itself
+    (``[0.357, true]`` in JSON) is read too.
+    """
+    if isinstance(value, str):
+        match = _LOSS_PAIR.fullmatch(value)
+        if match is None:
+            return None
+        try:
+            return float(match["loss"])
+        except ValueError:
+            return None
+    if (
+        isinstance(value, list | tuple)
+        and len(value) == 2
+        and isinstance(value[0], int | float)
+        and not isinstance(value[0], bool)
+        and isinstance(value[1], bool)
+    ):
+        return float(value[0])
+    return None
+
+
+def loss_choice(losses: Sequence[float], letters: Sequence[str]) -> str | None:
+    """The letter whose option has the lowest loss (:func:`option_loss`; one loss per
+    letter, in the letters' order), or ``None`` (unparseable) when two or more share the
+    lowest or a loss is NaN (the options cannot be ranked)."""
+    if any(math.isnan(loss) for loss in losses):
+        return None
+    best = min(losses)
+    top = [letter for letter, loss in zip(letters, losses, strict=True) if loss == best]
+    return top[0] if len(top) == 1 else None

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import base64
-import importlib.util
 import io
 import json
 import re
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import datasets
@@ -27,6 +25,7 @@ from contrastkit.harness_key import KEY_FILE, parse_choice, read_key
 from contrastkit.probes import ProbeRow, write_probes
 from contrastkit.tsv import read_visogender_tsv
 from eval_data import write_small_dataset
+from lmms_eval_samples import import_utils, loss_text
 
 MCQ_COLUMNS = ["index", "image", "question", "A", "B", "C", "D", "answer", "category"]
 
@@ -171,16 +170,6 @@ FunctionLoader.add_constructor(
 )
 
 
-def import_utils(folder: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        f"harness_utils_{id(folder)}", folder / "utils.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def functions(value: Any) -> list[str]:
     if isinstance(value, tuple) and value and value[0] == "!function":
         return [value[1]]
@@ -226,8 +215,15 @@ def test_the_lmms_eval_task_yaml_parses_and_names_functions_of_its_utils(
     wrong = utils.process_results(doc, ["I am not sure."])
     assert right["accuracy"] == {"index": doc["index"], "letter": key.answer, "correct": True}
     assert wrong["accuracy"]["letter"] is None
-    scores = [[-3.0, False], [-1.0, True], [-2.0, False]]  # output_type: multiple_choice
-    assert utils.process_results(doc, scores)["accuracy"]["letter"] == "B"
+    # output_type: multiple_choice: lmms-eval 0.7.3 passes each option's (loss, is_greedy)
+    # as text; the lowest loss wins (lmms-eval's own rule), a tie is unparseable
+    losses = [loss_text(2.3, False), loss_text(0.357, True), loss_text(1.6, False)]
+    assert utils.process_results(doc, losses)["accuracy"]["letter"] == "B"
+    tie = [loss_text(1.0986122886681098, False)] * 3
+    assert utils.process_results(doc, tie)["accuracy"]["letter"] is None
+    for bad in (losses[:2], [*losses[:2], "(0.1 False)"], [*losses[:2], "B"]):
+        with pytest.raises(ValueError, match=r"one \(loss, is_greedy\) pair per option"):
+            utils.process_results(doc, bad)
     assert utils.aggregate_accuracy([right["accuracy"], wrong["accuracy"]]) == 0.5
     assert (
         utils.aggregate_unparseable([right["unparseable_rate"], wrong["unparseable_rate"]]) == 0.5

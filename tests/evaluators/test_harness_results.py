@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from contrastkit.builders.harness import HarnessExportConfig, export_harness
+from contrastkit.builders.harness import HarnessExportConfig, _utils_source, export_harness
 from contrastkit.cli import app
 from contrastkit.errors import DataFormatError
 from contrastkit.evaluators.harness import (
@@ -28,6 +28,7 @@ from contrastkit.evaluators.stereotype import (
 )
 from contrastkit.harness_key import HarnessKey, KeyItem, read_key
 from eval_data import write_small_dataset
+from lmms_eval_samples import FOLDER, import_utils, loss_text, rows, sample_line, write_export
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +39,19 @@ def export(tmp_path_factory: pytest.TempPathFactory) -> Path:
         HarnessExportConfig(source=(paths["OP"], paths["OO"]), format="vlmevalkit", out=out, seed=1)
     )
     return out
+
+
+@pytest.fixture(scope="module")
+def lmms_export(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The lmms-eval export that lmms-eval 0.7.3's real sample files answer."""
+    return write_export(
+        tmp_path_factory.mktemp("visogender3"), tmp_path_factory.mktemp("export") / "lmms"
+    )
+
+
+def real_files(kind: str) -> list[Path]:
+    """lmms-eval 0.7.3's own sample files of one run (lmms_eval_samples), main task first."""
+    return sorted((FOLDER / kind).glob("*_samples_*.jsonl"))
 
 
 def choice(item: KeyItem) -> str | None:
@@ -166,31 +180,31 @@ def test_vlmevalkit_predictions_give_the_hand_computed_resolution_accuracy(
 
 
 @pytest.mark.slow
-def test_lmms_eval_samples_give_the_same_figures(export: Path, tmp_path: Path) -> None:
-    key = read_key(export)
+def test_lmms_eval_samples_give_the_same_figures(lmms_export: Path, tmp_path: Path) -> None:
+    """lmms-eval 0.7.3 sample lines (no `doc`; generated answers, and every 7th item
+    scored by log-likelihood) give the hand-computed figures (issue 31)."""
+    key = read_key(lmms_export)
+    utils = import_utils(lmms_export)
     samples = tmp_path / "logs" / "llava-hf__llava-1.5-7b-hf"
     samples.mkdir(parents=True)
+    items = [i for i in key.items if i.split == "main"]
     lines = []
-    for n, item in enumerate(i for i in key.items if i.split == "main"):
-        record: dict[str, Any] = {
-            "doc_id": n,
-            "doc": {"index": item.index, "question": "q"},
-            "target": item.answer,
-        }
+    for n, (item, doc) in enumerate(
+        zip(items, rows(lmms_export, key.datasets["main"]), strict=True)
+    ):
         label = choice(item)
         if n % 7 == 0 and label is not None:  # output_type: multiple_choice
-            scores = [
-                [-1.0 if item.labels[letter] == label else -5.0, False] for letter in item.options
-            ]
-            record |= {"resps": [[s] for s in scores], "filtered_resps": scores}
+            picked = {letter: item.labels[letter] == label for letter in item.options}
+            responses = [loss_text(0.4 if mine else 2.1, mine) for mine in picked.values()]
         else:
-            text = answer_text(item, n)
-            record |= {"resps": [[text]], "filtered_resps": [text]}
-        lines.append(json.dumps(record))
-    path = samples / "20260101_samples_contrastkit_visogender.jsonl"
+            responses = [answer_text(item, n)]
+        lines.append(sample_line(utils, n, doc, responses))
+    path = samples / "20260101_120000_samples_contrastkit_visogender.jsonl"
     path.write_text("\n".join(lines) + "\n")
     report = harness_report(
-        HarnessReportConfig(predictions=path, export=export, out=tmp_path / "lmms", bootstrap=0)
+        HarnessReportConfig(
+            predictions=path, export=lmms_export, out=tmp_path / "lmms", bootstrap=0
+        )
     )
     assert report.model == "harness:llava-hf__llava-1.5-7b-hf"  # the log folder
     resolution = load_benchmark(tmp_path / "lmms")[1]["resolution_bias"]
@@ -200,6 +214,103 @@ def test_lmms_eval_samples_give_the_same_figures(export: Path, tmp_path: Path) -
     assert report.counts["reversed"]["missing"] == report.counts["reversed"]["items"]
     assert report.harness["reversed_options"] is None
     assert "Not available" in (tmp_path / "lmms" / "report.md").read_text()
+
+
+def test_the_test_lines_are_the_lines_lmms_eval_0_7_3_writes(lmms_export: Path) -> None:
+    """sample_line rebuilds every real lmms-eval 0.7.3 file byte for byte (so the lines
+    the other tests build have its exact shape, and the files answer this export), the
+    logged letters included: the exported task read each answer as lmms-eval ran it."""
+    utils = import_utils(lmms_export)
+    files = sorted(FOLDER.glob("*/*_samples_*.jsonl"))
+    assert len(files) == 5
+    for path in files:
+        dataset = path.stem.split("_samples_", 1)[1]
+        docs = rows(lmms_export, dataset)
+        for text in path.read_text(encoding="utf-8").splitlines():
+            record = json.loads(text)
+            assert "doc" not in record and "resps" not in record  # 0.7.3 drops both here
+            answer = record["filtered_resps"]
+            responses = [answer] if isinstance(answer, str) else answer
+            assert sample_line(utils, record["doc_id"], docs[record["doc_id"]], responses) == text
+
+
+def test_lmms_eval_samples_are_found_by_doc_id_and_by_the_logged_index(
+    lmms_export: Path, tmp_path: Path
+) -> None:
+    """lmms-eval 0.7.3 logs no `doc`: the item is the task's row `doc_id` (the file name
+    says which task) or the index the exported task logged; each is enough, they must
+    agree, and a sample that names no item is a located error (issue 31)."""
+    key = read_key(lmms_export)
+    main, flipped = real_files("generate")
+    answers = [(a.index, a.letter) for a in read_predictions(main, key)]
+    answers += [(a.index, a.letter) for a in read_predictions(flipped, key)]
+    assert answers == [
+        (0, "B"), (1, "A"), (2, "C"), (3, None), (40, "B"), (41, "A"), (42, "C"), (43, None),
+    ]  # fmt: skip
+    unlogged = [
+        {k: v for k, v in json.loads(line).items() if k not in ("accuracy", "unparseable_rate")}
+        for line in flipped.read_text(encoding="utf-8").splitlines()
+    ]
+    bare = tmp_path / flipped.name
+    bare.write_text("".join(json.dumps(record) + "\n" for record in unlogged))
+    assert [(a.index, a.letter) for a in read_predictions(bare, key)] == answers[4:]
+    renamed = tmp_path / "answers.jsonl"
+    renamed.write_bytes(flipped.read_bytes())
+    assert [(a.index, a.letter) for a in read_predictions(renamed, key)] == answers[4:]
+    lost = tmp_path / "lost.jsonl"
+    lost.write_bytes(bare.read_bytes())
+    with pytest.raises(DataFormatError, match="cannot tell which item") as caught:
+        read_predictions(lost, key)
+    assert (caught.value.path, caught.value.line, caught.value.field) == (str(lost), 1, "doc_id")
+    swapped = tmp_path / main.name  # the reversed task's answers under the main task's name
+    swapped.write_bytes(flipped.read_bytes())
+    with pytest.raises(DataFormatError, match="names item 40, but doc_id names item 0") as caught:
+        read_predictions(swapped, key)
+    assert (caught.value.line, caught.value.field) == (1, "accuracy.index")
+    past = tmp_path / "past" / main.name
+    past.parent.mkdir()
+    past.write_text(json.dumps(unlogged[0] | {"doc_id": 40}) + "\n")
+    with pytest.raises(DataFormatError, match="row 40 of a task with 40 items") as caught:
+        read_predictions(past, key)
+    assert caught.value.field == "doc_id"
+
+
+def test_multiple_choice_losses_as_lmms_eval_0_7_3_logs_them(
+    lmms_export: Path, tmp_path: Path
+) -> None:
+    """`output_type: multiple_choice`: lmms-eval 0.7.3 logs each option's (loss, is_greedy)
+    as the text "(0.357, True)"; the lowest loss is the answer (lmms-eval's own rule), a tie
+    is unparseable, and an entry that is not such a pair is an error naming the file, the
+    line and the entry (issue 31)."""
+    key = read_key(lmms_export)
+    main, flipped = real_files("multiple_choice")
+    answers = read_predictions(main, key) + read_predictions(flipped, key)
+    assert [(a.index, a.letter) for a in answers] == [
+        (0, "A"), (1, "B"), (2, "C"), (3, None), (40, "A"), (41, "B"), (42, "C"), (43, None),
+    ]  # fmt: skip
+    [llava] = real_files("llava_hf_multiple_choice")
+    logged = [json.loads(line)["accuracy"] for line in llava.read_text().splitlines()]
+    assert [a.letter for a in read_predictions(llava, key)] == [e["letter"] for e in logged]
+    lines = main.read_text(encoding="utf-8").splitlines()
+    for number, bad, field in (
+        (2, ["(0.357, True)", "(1.6 False)", "(2.3, False)"], "filtered_resps[1]"),
+        (3, ["(0.357, True)", "(abc, False)", "(2.3, False)"], "filtered_resps[1]"),
+        (1, ["(0.357, True)", "(1.6, False)"], "filtered_resps"),
+        (4, ["(0.357, True)", "B", "(2.3, False)"], "filtered_resps[1]"),
+    ):
+        broken = list(lines)
+        broken[number - 1] = json.dumps(json.loads(lines[number - 1]) | {"filtered_resps": bad})
+        path = tmp_path / main.name
+        path.write_text("\n".join(broken) + "\n")
+        with pytest.raises(DataFormatError) as caught:
+            read_predictions(path, key)
+        assert (caught.value.path, caught.value.line, caught.value.field) == (
+            str(path), number, field,
+        )  # fmt: skip
+    assert loss_text(float("nan"), False) == "(nan, False)"
+    nan = json.loads(lines[0]) | {"filtered_resps": [loss_text(float("nan"), False)] * 3}
+    path.write_text(json.dumps(nan) + "\n")
+    assert read_predictions(path, key)[0].letter is None  # cannot be ranked
 
 
 @pytest.mark.slow
@@ -362,11 +473,17 @@ def test_stereotype_answers_give_the_choice_on_anti_stereotypical_images(tmp_pat
         for n, (label, _) in enumerate(answers)
     ]
     folder = key_of("stereotype", items, tmp_path / "export")
-    path = tmp_path / "p.jsonl"
+    (folder / "utils.py").write_text(_utils_source())  # the task lmms-eval ran
+    utils = import_utils(folder)
+    docs = [
+        {"index": n, "question": "Which sentence describes the image?", **options, "D": "",
+         "answer": item.answer}
+        for n, item in enumerate(items)
+    ]  # fmt: skip
+    path = tmp_path / "20260101_120000_samples_contrastkit_stereotype.jsonl"
     path.write_text(
         "".join(
-            json.dumps({"doc": {"index": n}, "filtered_resps": [letter]}) + "\n"
-            for n, (_, letter) in enumerate(answers)
+            sample_line(utils, n, docs[n], [letter]) + "\n" for n, (_, letter) in enumerate(answers)
         )
     )
     report = harness_report(

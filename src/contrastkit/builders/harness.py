@@ -87,6 +87,8 @@ from contrastkit.harness_key import (
     LETTERS,
     HarnessKey,
     KeyItem,
+    loss_choice,
+    option_loss,
     parse_choice,
 )
 from contrastkit.io import atomic_write_text, check_writable, staging_folder
@@ -747,22 +749,29 @@ def _write_parquet(path: Path, items: Sequence[tuple[KeyItem, _Question]]) -> No
 
 
 def _utils_source() -> str:
-    """The lmms-eval ``utils.py``: self-contained, with a copy of
-    :func:`contrastkit.harness_key.parse_choice` and its patterns."""
+    """The lmms-eval ``utils.py``: self-contained, with copies of
+    :func:`contrastkit.harness_key.parse_choice`, :func:`~contrastkit.harness_key.option_loss`,
+    :func:`~contrastkit.harness_key.loss_choice` and their patterns."""
     words = inspect.getsource(key_module._words)
     parse = inspect.getsource(parse_choice)
+    loss = inspect.getsource(option_loss)
+    lowest = inspect.getsource(loss_choice)
     return f'''"""lmms-eval functions of a contrastkit harness export (written by contrastkit
 {__version__}; needs no contrastkit). Each item is one image, a question and lettered
 options; the model answers in words, and :func:`parse_choice` (the same rule as
 contrastkit's ``harness_key.parse_choice``) reads the letter. Answers it cannot read are
-counted as ``unparseable``, never guessed. Bring the ``--log_samples`` file back with
-``contrastkit report --harness-predictions FILE --harness-set THIS_FOLDER``.
+counted as ``unparseable``, never guessed. With ``output_type: multiple_choice`` the
+model's loss of each letter decides instead (:func:`option_loss`, :func:`loss_choice`:
+the lowest wins, as in lmms-eval's own scoring). Bring the ``--log_samples`` file back
+with ``contrastkit report --harness-predictions FILE --harness-set THIS_FOLDER``.
 """
 
 from __future__ import annotations
 
 import io
+import math
 import re
+from collections.abc import Sequence
 from collections.abc import Mapping
 from typing import Any
 
@@ -771,11 +780,16 @@ POST_PROMPT = {LMMS_POST_PROMPT!r}
 _WRAPPERS = {key_module._WRAPPERS!r}
 _ANSWER_IS = re.compile({key_module._ANSWER_IS.pattern!r})
 _LEADING = re.compile({key_module._LEADING.pattern!r})
+_LOSS_PAIR = re.compile({key_module._LOSS_PAIR.pattern!r})
 
 
 {words}
 
 {parse}
+
+{loss}
+
+{lowest}
 
 def options(doc: Mapping[str, Any]) -> dict[str, str]:
     """Letter -> option text of one item (empty letters left out)."""
@@ -815,14 +829,16 @@ def doc_to_target(doc: Mapping[str, Any]) -> str:
 
 def _answer_letter(doc: Mapping[str, Any], results: Any) -> str | None:
     letters = list(options(doc))
+    if isinstance(results, list | tuple) and len(results) > 1:
+        # output_type: multiple_choice: one (loss, is_greedy) per letter, in letter order
+        losses = [option_loss(result) for result in results]
+        if len(results) != len(letters) or any(loss is None for loss in losses):
+            raise ValueError(
+                f"item {{doc['index']}}: expected one (loss, is_greedy) pair per option "
+                f"{{letters}} (output_type: multiple_choice), got {{list(results)!r:.200}}"
+            )
+        return loss_choice([float(loss) for loss in losses if loss is not None], letters)
     result = results[0] if isinstance(results, list | tuple) and results else results
-    if isinstance(results, list | tuple) and results and all(
-        isinstance(r, list | tuple) and r and isinstance(r[0], int | float) for r in results
-    ):  # multiple_choice: (log-likelihood, is_greedy) per letter
-        scores = [float(r[0]) for r in results]
-        best = max(scores)
-        top = [letter for letter, score in zip(letters, scores) if score == best]
-        return top[0] if len(top) == 1 else None
     if isinstance(result, list | tuple):
         result = result[0] if result else ""
     return parse_choice(result, options(doc))

@@ -10,11 +10,16 @@ does not:
 * VLMEvalKit's ``<model>_<dataset>.xlsx`` (``PRED_FORMAT=tsv`` / ``json``: ``.tsv`` /
   ``.json``; ``.csv`` too): columns ``index`` and ``prediction``. Reading ``.xlsx`` needs
   ``openpyxl``.
-* lmms-eval's ``--log_samples`` ``*_samples_<task>.jsonl``: one object per item; the item is
-  ``doc.index`` (or the ``index`` that the export's ``process_results`` logged), the answer
-  ``filtered_resps`` (else ``resps``): a generated text, or, for ``output_type:
-  multiple_choice``, one ``[log-likelihood, is_greedy]`` per letter (the highest wins; a
-  tie is unparseable).
+* lmms-eval's ``--log_samples`` ``<date>_samples_<task>.jsonl`` (as lmms-eval 0.7.3 writes
+  it: no ``doc``): one object per item. The item is the task's row ``doc_id`` (the file
+  name says which task, hence which split) and the ``index`` that the export's
+  ``process_results`` logged under ``accuracy``; either is enough, and when both are
+  there they must agree (``doc.index`` of a sample that keeps its ``doc`` is read too).
+  The answer is ``filtered_resps`` (else ``resps``): a generated text, or, for
+  ``output_type: multiple_choice``, one ``(loss, is_greedy)`` per letter, logged as the
+  text ``"(0.357, True)"`` (:func:`~contrastkit.harness_key.option_loss`): the lowest
+  loss wins, as in lmms-eval's own scoring; a tie is unparseable, and an entry that is
+  not such a pair is an error naming the file, line and field.
 
 Each answer's letter comes from :func:`contrastkit.harness_key.parse_choice` (its docstring
 is the rule). An answer that names no option or several is **unparseable**: counted and
@@ -73,7 +78,14 @@ from contrastkit import __version__
 from contrastkit.config import require
 from contrastkit.errors import ConfigError, DataFormatError
 from contrastkit.evaluators.raw import dumps_jsonl
-from contrastkit.harness_key import HarnessKey, KeyItem, parse_choice, read_key
+from contrastkit.harness_key import (
+    HarnessKey,
+    KeyItem,
+    loss_choice,
+    option_loss,
+    parse_choice,
+    read_key,
+)
 from contrastkit.io import atomic_write_text, check_writable
 from contrastkit.records import MAX_LINE_BYTES, json_lines, read_json
 
@@ -265,13 +277,13 @@ def _delimited(path: Path, separator: str) -> Any:
     return pd.DataFrame(rows, columns=header, dtype=str)
 
 
-def _index(path: Path, line: int, value: Any) -> int:
+def _index(path: Path, line: int, value: Any, field: str = "index") -> int:
     try:
         number = float(str(value).strip())
     except ValueError:
         number = math.nan
     if not math.isfinite(number) or number != int(number):
-        raise DataFormatError(path, line, "index", f"not an item index: {value!r}")
+        raise DataFormatError(path, line, field, f"not an item index: {value!r}")
     return int(number)
 
 
@@ -296,53 +308,109 @@ def _from_table(path: Path, key: Mapping[int, KeyItem]) -> list[HarnessAnswer]:
     return answers
 
 
-def _loglikelihood_letter(values: Any, item: KeyItem) -> str | None:
-    scores = [float(v[0]) for v in values]
+def _loss_letter(path: Path, line: int, field: str, values: list[Any], item: KeyItem) -> str | None:
+    """The letter of an ``output_type: multiple_choice`` sample: one (loss, is_greedy)
+    entry per option (:func:`~contrastkit.harness_key.option_loss`), the lowest loss wins
+    (:func:`~contrastkit.harness_key.loss_choice`; a tie is unparseable)."""
     letters = list(item.options)
-    if len(scores) != len(letters):
-        return None
-    best = max(scores)
-    top = [letter for letter, score in zip(letters, scores, strict=True) if score == best]
-    return top[0] if len(top) == 1 else None
+    if len(values) != len(letters):
+        raise DataFormatError(
+            path, line, field,
+            f"{len(values)} entries for item {item.index}, which has {len(letters)} options "
+            f"({', '.join(letters)}): a multiple_choice sample has one (loss, is_greedy) per "
+            "option (was the task changed after the export?)",
+        )  # fmt: skip
+    losses = []
+    for position, value in enumerate(values):
+        loss = option_loss(value)
+        if loss is None:
+            raise DataFormatError(
+                path, line, f"{field}[{position}]",
+                f"not a (loss, is_greedy) pair as lmms-eval logs one per option, such as "
+                f"'(0.357, True)': {value!r:.80}",
+            )  # fmt: skip
+        losses.append(loss)
+    return loss_choice(losses, letters)
 
 
-def _is_loglikelihoods(values: Any) -> bool:
-    return (
-        isinstance(values, list)
-        and bool(values)
-        and all(isinstance(v, list) and v and type(v[0]) in (int, float) for v in values)
-    )
+def _sample_split(path: Path, key: HarnessKey) -> str | None:
+    """The split whose task wrote ``path``: lmms-eval names a samples file
+    ``<date>_samples_<task>.jsonl``, the task being the split's dataset name."""
+    for split, dataset in key.datasets.items():
+        if path.name.endswith(f"_samples_{dataset}.jsonl"):
+            return split
+    return None
 
 
-def _from_jsonl(path: Path, key: Mapping[int, KeyItem]) -> list[HarnessAnswer]:
+def _sample_item(
+    path: Path, line: int, record: Mapping[str, Any], key: HarnessKey,
+    by_index: Mapping[int, KeyItem], rows: Sequence[KeyItem] | None,
+) -> KeyItem:  # fmt: skip
+    """The item a logged sample answers. lmms-eval 0.7.3 drops ``doc`` from every sample;
+    it keeps ``doc_id``, the row of the task's data (whose task the file name says), and
+    the export's ``process_results`` logs the item's ``index`` under ``accuracy``. Either
+    finds the item; when both are there they must agree. ``doc.index`` (a sample that
+    still holds its ``doc``) is read last."""
+    found: list[tuple[str, KeyItem]] = []
+    if rows is not None and "doc_id" in record:
+        row = _index(path, line, record["doc_id"], "doc_id")
+        if not 0 <= row < len(rows):
+            raise DataFormatError(
+                path, line, "doc_id",
+                f"row {row} of a task with {len(rows)} items in this export "
+                "(wrong --harness-set?)",
+            )  # fmt: skip
+        found.append(("doc_id", rows[row]))
+    for name, holder in (("accuracy.index", "accuracy"), ("doc.index", "doc")):
+        logged = record.get(holder)
+        if isinstance(logged, dict) and logged.get("index") is not None:
+            index = _index(path, line, logged["index"], name)
+            if index not in by_index:
+                raise DataFormatError(
+                    path, line, name,
+                    f"item {index} is not in this export (wrong --harness-set?)",
+                )  # fmt: skip
+            found.append((name, by_index[index]))
+    if not found:
+        names = ", ".join(f"<date>_samples_{name}.jsonl" for name in key.datasets.values())
+        raise DataFormatError(
+            path, line, "doc_id",
+            "cannot tell which item this sample answers: it logs no item index "
+            "(accuracy.index, written by the exported task), and the file is not named "
+            f"after a task of this export ({names}), so its doc_id names no row",
+        )  # fmt: skip
+    (first, item), *others = found
+    for name, other in others:
+        if other.index != item.index:
+            raise DataFormatError(
+                path, line, name,
+                f"names item {other.index}, but {first} names item {item.index}"
+                + (" (a file renamed after another task?)" if first == "doc_id" else ""),
+            )  # fmt: skip
+    return item
+
+
+def _from_jsonl(path: Path, key: HarnessKey) -> list[HarnessAnswer]:
+    by_index = key.by_index()
+    split = _sample_split(path, key)
+    rows = [item for item in key.items if item.split == split] if split else None
     answers = []
     for number, record in json_lines(path):
         if not isinstance(record, dict):
             raise DataFormatError(path, number, None, "not a JSON object")
-        doc = record["doc"] if isinstance(record.get("doc"), dict) else {}
-        logged = record["accuracy"] if isinstance(record.get("accuracy"), dict) else {}
-        raw_index = doc.get("index", logged.get("index"))
-        if raw_index is None:
-            raise DataFormatError(
-                path, number, "doc.index",
-                "the sample names no item index (was it written by the exported task?)",
-            )  # fmt: skip
-        index = _index(path, number, raw_index)
-        item = key.get(index)
-        if item is None:
-            raise DataFormatError(
-                path, number, "doc.index",
-                f"item {index} is not in this export (wrong --harness-set?)",
-            )  # fmt: skip
-        responses = record.get("filtered_resps", record.get("resps"))
-        if _is_loglikelihoods(responses):
-            letter = _loglikelihood_letter(responses, item)
-            answers.append(HarnessAnswer(index, json.dumps(responses), letter, path, number))
+        item = _sample_item(path, number, record, key, by_index, rows)
+        answer_field = "filtered_resps" if "filtered_resps" in record else "resps"
+        responses = record.get(answer_field)
+        if isinstance(responses, list) and len(responses) > 1:  # output_type: multiple_choice
+            letter = _loss_letter(path, number, answer_field, responses, item)
+            answers.append(HarnessAnswer(item.index, json.dumps(responses), letter, path, number))
             continue
         while isinstance(responses, list) and responses:
             responses = responses[0]
         text = responses if isinstance(responses, str) else ""
-        answers.append(HarnessAnswer(index, text, parse_choice(text, item.options), path, number))
+        answers.append(
+            HarnessAnswer(item.index, text, parse_choice(text, item.options), path, number)
+        )
     return answers
 
 
@@ -358,11 +426,10 @@ def read_predictions(path: str | Path, key: HarnessKey) -> list[HarnessAnswer]:
     path = Path(path)
     if not path.is_file():
         raise DataFormatError(path, None, None, "no such prediction file")
-    items = key.by_index()
     if path.suffix.lower() == ".jsonl":
-        return _from_jsonl(path, items)
+        return _from_jsonl(path, key)
     if path.suffix.lower() in TABLE_SUFFIXES:
-        return _from_table(path, items)
+        return _from_table(path, key.by_index())
     raise DataFormatError(
         path, None, None,
         "unknown prediction file: expected VLMEvalKit's .xlsx / .tsv / .csv / .json or "
