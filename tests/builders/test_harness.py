@@ -230,6 +230,24 @@ def test_the_lmms_eval_task_yaml_parses_and_names_functions_of_its_utils(
     )
 
 
+def test_the_lmms_eval_readme_runs_llava_hf_and_says_when_multiple_choice_works(
+    lmms: Path,
+) -> None:
+    """Issue 31: the export's README runs lmms-eval 0.7.3's `llava_hf` (the `llava` model
+    needs the LLaVA repository's package) from any folder, and says that scoring by
+    log-likelihood needs `--force_simple` and a simple model class."""
+    text = (lmms / "README.md").read_text()
+    [command] = [line for line in text.splitlines() if line.startswith("python -m lmms_eval")]
+    assert f"--include_path {lmms} " in command and " --model llava_hf " in command
+    assert "--model_args pretrained=llava-hf/llava-1.5-7b-hf " in command
+    assert "decord" in text and "device=cpu,device_map=cpu" in text
+    assert "from this folder" not in text.lower()
+    log_likelihood = text[text.index("output_type: multiple_choice") :]
+    assert "--force_simple" in log_likelihood and "transformers 4" in log_likelihood
+    assert "lowest loss" in log_likelihood
+    assert "from this folder" not in (lmms / "contrastkit_visogender.yaml").read_text().lower()
+
+
 def test_the_exported_answer_rule_is_contrastkits(lmms: Path) -> None:
     utils = import_utils(lmms)
     options = {"A": "their", "B": "her", "C": "his"}

@@ -868,7 +868,7 @@ def aggregate_unparseable(results: list[dict[str, Any]]) -> float:
 
 def _task_yaml(task: str, data_file: str, group: str | None = None) -> str:
     return f"""# lmms-eval task written by contrastkit {__version__} (contrastkit export harness).
-# Run from this folder: the data path below is relative to it.
+# The data path below is relative to this folder (lmms-eval 0.7.3 resolves it so).
 task: {task}
 dataset_path: parquet
 dataset_kwargs:
@@ -958,21 +958,35 @@ def _readme(config: HarnessExportConfig, found: _Set, datasets: dict[str, str],
         lines += [
             "## Run it with lmms-eval",
             "",
-            "Run from this folder (the YAML's parquet path is relative to it):",
+            "With lmms-eval 0.7.3 (`pip install lmms-eval==0.7.3 decord`: its `llava_hf` "
+            "model imports `decord`), from any folder (lmms-eval 0.7.3 reads the YAMLs' "
+            "parquet paths relative to this folder):",
             "",
             "```bash",
-            "python -m lmms_eval --include_path . --model llava "
-            "--model_args pretrained=liuhaotian/llava-v1.5-7b "
+            f"python -m lmms_eval --include_path {config.out} --model llava_hf "
+            "--model_args pretrained=llava-hf/llava-1.5-7b-hf "
             f"--tasks {group} --batch_size 1 --log_samples --output_path logs/",
             "```",
             "",
-            "`--log_samples` writes one `*_samples_<task>.jsonl` per task: those are the "
-            "predictions. The task generates a short answer and reads its letter with "
-            "`utils.parse_choice`; to score by log-likelihood instead, set `output_type: "
-            "multiple_choice` (the YAML already names `doc_to_choice`).",
+            "On a machine without a GPU, add `,device=cpu,device_map=cpu` to `--model_args`.",
+            "`--log_samples` writes `logs/<model>/<date>_samples_<task>.jsonl` per task: "
+            "those are the predictions. The task generates a short answer and reads its "
+            "letter with `utils.parse_choice`.",
+            "",
+            "To score by log-likelihood instead, set `output_type: multiple_choice` in the "
+            "task YAMLs (they already name `doc_to_choice`) and add `--force_simple`. It "
+            "works only with a model whose simple class computes log-likelihoods (`llava_hf`, "
+            "`llava`, `llava_onevision`, `qwen_vl`, ...): lmms-eval 0.7.3 runs a model's chat "
+            "class by default, and chat classes only generate (a multiple_choice task stops "
+            "with 'Currently messages is used for generation only'); many simple classes "
+            "raise NotImplementedError instead. `llava_hf`'s log-likelihood also needs "
+            "transformers 4 (with transformers 5 it stops with 'Found 1 <image> tokens in the "
+            "text but no images were passed'). The model's loss of each letter is logged as "
+            "text, e.g. `(0.357, True)`; the lowest loss is the answer (as in lmms-eval's own "
+            "scoring), and a tie is unparseable.",
             "",
         ]
-        files = [f"logs/.../..._samples_{d}.jsonl" for d in datasets.values()]
+        files = [f"logs/llava-hf__llava-1.5-7b-hf/*_samples_{d}.jsonl" for d in datasets.values()]
     lines += [
         "## Bring the answers back into contrastkit",
         "",
