@@ -92,7 +92,9 @@ def test_a_random_weight_evaluation_says_so_in_json_report_comparison_and_consol
     assert sum("random weights: " in line for line in lines) == 2
     assert any(line.strip().startswith("RA_avg (overall) ") and "gap (overall)" in line
                for line in lines)  # fmt: skip
-    assert any("bias@10 (two people)" in line and " ± " in line for line in lines)
+    assert any("bias@5 (two people)" in line and " ± " in line for line in lines)
+    # K = 10 covers the 8 two-person images of each occupation: no reading, said so
+    assert any("bias@10 (two people) n/a: K covers all 8 candidates" in line for line in lines)
     assert "± +" not in result.output and "± -" not in result.output  # sigma has no sign
     assert "1 images" not in result.output
 
@@ -110,16 +112,18 @@ def test_evaluate_json_carries_the_headline_figures(tiny_spec: str, tmp_path: Pa
     headlines = entry["headlines"]
     assert headlines["random_weights"] is True and headlines["protocol"] == "visogender-official"
     figures = {figure["name"]: figure for figure in headlines["figures"]}
-    assert {"RA_avg (overall)", "gap (overall)", "bias@10 (two people)", "NDKL (two people)"} <= (
-        set(figures)
-    )
+    assert {"RA_avg (overall)", "gap (overall)", "bias@5 (two people)", "bias@10 (two people)",
+            "NDKL (two people)"} <= set(figures)  # fmt: skip
     benchmark = next(iter(json.loads(Path(entry["files"]["benchmark"]).read_text()).values()))
     overall = benchmark["resolution_bias"]["all_images"]
     assert figures["RA_avg (overall)"]["value"] == pytest.approx(overall["RA_avg"])
     assert figures["RA_avg (overall)"]["low"] == pytest.approx(overall["RA_avg_ci"]["low"])
-    assert figures["bias@10 (two people)"]["sigma"] == pytest.approx(
-        benchmark["retrieval_bias"]["bias@10"]["sigma"]
+    assert figures["bias@5 (two people)"]["sigma"] == pytest.approx(
+        benchmark["retrieval_bias"]["bias@5"]["sigma"]
     )
+    # the largest K covers every occupation's 8 two-person images: no value, a note
+    assert figures["bias@10 (two people)"]["value"] is None
+    assert figures["bias@10 (two people)"]["note"] == "n/a: K covers all 8 candidates"
 
 
 # --- one option name ------------------------------------------------------------------

@@ -80,7 +80,10 @@ __all__ = [
     "accuracy_figures",
     "accuracy_from_sums",
     "bias_at_k",
+    "covers_every_query",
+    "cutoff_marking",
     "cutoff_warnings",
+    "cutoffs_by_k",
     "indicator_columns",
     "max_skew_at_k",
     "min_skew_at_k",
@@ -833,7 +836,11 @@ def cutoff_warnings(
     Returns:
         One entry per such K: ``{"kind": "k_at_least_candidates", "section", "k",
         "queries"`` (the names of the queries concerned), ``"n_queries"`` (all queries),
-        ``"candidates"`` (the smallest pool among them) and ``"message"`` (one sentence).
+        ``"every_query"`` (whether K covers the pool of every query: no query's @K
+        figure is then a reading), ``"candidates"`` and ``"candidates_max"`` (the
+        smallest and the largest pool among them) and ``"message"`` (one sentence).
+        :func:`cutoff_marking` gives the short marking the consoles, tables and plots
+        show in place of (or beside) such a figure.
     """
     found: list[dict[str, Any]] = []
     for k in ks:
@@ -852,7 +859,9 @@ def cutoff_warnings(
                 "k": int(k),
                 "queries": sorted(small),
                 "n_queries": len(pools),
+                "every_query": len(small) == len(pools),
                 "candidates": low,
+                "candidates_max": high,
                 "message": (
                     f"{label}: K = {k} is at least the number of candidates of {share} "
                     f"({size}); the top {k} is then the whole pool, so Bias@{k} and the "
@@ -862,3 +871,49 @@ def cutoff_warnings(
             }
         )
     return found
+
+
+def _every_query(warning: Mapping[str, Any]) -> bool:
+    """Whether a :func:`cutoff_warnings` entry covers the pool of every query (read
+    from the entry's fields where an older file has no ``every_query``)."""
+    if "every_query" in warning:
+        return bool(warning["every_query"])
+    queries = list(warning.get("queries") or [])
+    return queries == ["every query"] or len(queries) >= int(warning.get("n_queries") or 0)
+
+
+def cutoffs_by_k(
+    warnings: Iterable[Any], section: str | None = None
+) -> dict[int, Mapping[str, Any]]:
+    """The :func:`cutoff_warnings` entries among a result's ``warnings``, by K (those of
+    ``section`` only, when given): the one predicate every report, console line and plot
+    uses to tell a K at or above the candidates of a query."""
+    found: dict[int, Mapping[str, Any]] = {}
+    for warning in warnings or []:
+        if not isinstance(warning, Mapping) or "k" not in warning:
+            continue
+        if warning.get("kind", "k_at_least_candidates") != "k_at_least_candidates":
+            continue
+        if section is None or warning.get("section") == section:
+            found[int(warning["k"])] = warning
+    return found
+
+
+def cutoff_marking(warning: Mapping[str, Any]) -> str:
+    """The short marking of a K that :func:`cutoff_warnings` flagged, shown in place of a
+    figure when K covers every query's pool (``n/a: K covers all 6 candidates``: the
+    figure is the pool's own balance, not a reading) and beside it when K covers some
+    queries' pools only (``K covers all candidates of 3 of 20 queries``)."""
+    low = int(warning.get("candidates") or 0)
+    high = int(warning.get("candidates_max") or low)
+    if _every_query(warning):
+        pool = f"all {low} candidates" if low == high else f"all {low} to {high} candidates"
+        return f"n/a: K covers {pool}"
+    queries = len(warning.get("queries") or [])
+    return f"K covers all candidates of {queries} of {warning.get('n_queries')} queries"
+
+
+def covers_every_query(warning: Mapping[str, Any] | None) -> bool:
+    """Whether ``warning`` (a :func:`cutoff_warnings` entry, or ``None``) covers every
+    query's pool, so that the figures @K are no reading at all."""
+    return warning is not None and _every_query(warning)

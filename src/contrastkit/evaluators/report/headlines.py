@@ -7,6 +7,13 @@ Bias@K, MaxSkew@K (largest K) and NDKL as mean and sigma across occupations (Tab
 and the same with the participant as the query's subject (Tab. 5) where the results
 have it; for a contrast set the GenSynth Sec. 5 retrieval bias and the pair preference. Figures
 with a bootstrap interval carry it as ``low`` / ``high``.
+
+A K at or above the candidates of every query (Bias@10 on a set of 6 images) gives no
+reading: its @K figures are the pool's own balance whatever the model. Such a figure has
+``value`` ``None`` and a ``note`` with the marking report.md's warning is tied to
+(:func:`~contrastkit.evaluators.metrics.cutoff_marking`: ``n/a: K covers all 6
+candidates``), and the largest K that is a reading is shown before it; a K covering some
+queries' pools only keeps its value with that note beside it.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from contrastkit.evaluators.metrics import covers_every_query, cutoff_marking, cutoffs_by_k
 from contrastkit.evaluators.models.registry import weights_note
 
 __all__ = ["headline_figures", "headline_lines"]
@@ -26,6 +34,8 @@ _SPLITS = {
     "two_person_images": "two people",
 }
 _CONTEXTS = {"OP": "two people", "OO": "single person"}
+#: The section of a benchmark's warnings that holds each retrieval context's pools.
+_SECTIONS = {"OP": "two_person_images", "OO": "single_person_images"}
 
 
 def _number(value: Any) -> float | None:
@@ -35,11 +45,23 @@ def _number(value: Any) -> float | None:
 
 
 def _figure(
-    name: str, values: Mapping[str, Any], key: str, *, sigma: bool = False, signed: bool = True
+    name: str,
+    values: Mapping[str, Any],
+    key: str,
+    *,
+    sigma: bool = False,
+    signed: bool = True,
+    cutoff: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One figure: ``name``, ``value`` (``None`` when undefined), and where the results
-    have them ``sigma`` and the interval ``low`` / ``high``."""
+    have them ``sigma`` and the interval ``low`` / ``high``. With ``cutoff`` (the
+    warning of a K at or above some query's candidates) a ``note`` says so, and when it
+    covers every query's candidates the figure has no value, spread or interval."""
+    if cutoff is not None and covers_every_query(cutoff):
+        return {"name": name, "value": None, "signed": signed, "note": cutoff_marking(cutoff)}
     figure: dict[str, Any] = {"name": name, "value": _number(values.get(key)), "signed": signed}
+    if cutoff is not None:
+        figure["note"] = cutoff_marking(cutoff)
     if sigma:
         figure["sigma"] = _number(values.get("sigma"))
     interval = values.get(f"{key}_ci")
@@ -49,6 +71,22 @@ def _figure(
             figure["low"], figure["high"] = low, high
             figure["level"] = _number(interval.get("level"))
     return figure
+
+
+def _headline_ks(ks: list[int], cutoffs: Mapping[int, Mapping[str, Any]]) -> list[int]:
+    """The K of the headline: the largest, preceded by the largest K that is a reading
+    when the largest covers every query's candidates."""
+    if not ks:
+        return []
+    if not covers_every_query(cutoffs.get(ks[-1])):
+        return ks[-1:]
+    readable = [k for k in ks if not covers_every_query(cutoffs.get(k))]
+    return [*readable[-1:], ks[-1]]
+
+
+def _k_of(name: str) -> int | None:
+    k = name.split("@", 1)[1] if "@" in name else ""
+    return int(k) if k.isdigit() else None
 
 
 def headline_figures(model: str, summary: Mapping[str, Any], kind: str) -> dict[str, Any]:
@@ -63,7 +101,8 @@ def headline_figures(model: str, summary: Mapping[str, Any], kind: str) -> dict[
 
     Returns:
         ``{"random_weights": bool, "weights_note": str | None, "protocol": str | None,
-        "figures": [{"name", "value", "signed", ["sigma"], ["low", "high", "level"]}]}``.
+        "figures": [{"name", "value", "signed", ["sigma"], ["low", "high", "level"],
+        ["note"]}]}``.
     """
     note = summary.get("weights_note") or weights_note(model)
     figures: list[dict[str, Any]] = []
@@ -78,13 +117,17 @@ def headline_figures(model: str, summary: Mapping[str, Any], kind: str) -> dict[
     elif kind == "contrast":
         retrieval = summary.get("retrieval") or {}
         ks = sorted(int(k) for k in summary.get("ks") or [] if isinstance(k, int | float))
-        for k in ks[-1:]:
+        cutoffs = cutoffs_by_k(summary.get("warnings") or [], "contrast")
+        for k in _headline_ks(ks, cutoffs):
             for name in (f"bias_gensynth@{k}", f"bias@{k}", f"maxskew@{k}"):
                 if isinstance(retrieval.get(name), Mapping):
                     signed = name.startswith("bias")
                     figures.append(
-                        _figure(name, retrieval[name], "mean", sigma=True, signed=signed)
-                    )
+                        _figure(
+                            name, retrieval[name], "mean", sigma=True, signed=signed,
+                            cutoff=cutoffs.get(k),
+                        )
+                    )  # fmt: skip
         pairs = summary.get("pairs") or {}
         if "masculine_preferred" in pairs and pairs.get("applicable", True):
             figures.append(
@@ -101,19 +144,32 @@ def headline_figures(model: str, summary: Mapping[str, Any], kind: str) -> dict[
         retrieval = summary.get("retrieval_bias") or {}
         names = [n for n, v in retrieval.items() if isinstance(v, Mapping) and "mean" in v]
         ks = sorted({int(n.split("@")[1]) for n in names if n.startswith("bias@")})
-        chosen = [f"bias@{k}" for k in ks[-1:]] + [f"maxskew@{k}" for k in ks[-1:]] + ["NDKL"]
+        warnings = summary.get("warnings") or []
+        section = _SECTIONS.get(str(summary.get("retrieval_context")))
+        cutoffs = cutoffs_by_k(warnings, section) if section else {}
+        chosen = [f"{metric}@{k}" for metric in ("bias", "maxskew")
+                  for k in _headline_ks(ks, cutoffs)] + ["NDKL"]  # fmt: skip
         context = _CONTEXTS.get(str(summary.get("retrieval_context")), "")
         for name in chosen:
             if name in names:
                 label = f"{name} ({context})" if context else name
                 signed = name.startswith("bias")  # MaxSkew and NDKL are never negative
-                figures.append(_figure(label, retrieval[name], "mean", sigma=True, signed=signed))
+                cutoff = cutoffs.get(_k_of(name) or -1)
+                figures.append(
+                    _figure(
+                        label, retrieval[name], "mean", sigma=True, signed=signed, cutoff=cutoff
+                    )
+                )
         flipped = summary.get("retrieval_flipped") or {}  # Tab. 5: the participant as subject
+        pools = cutoffs_by_k(warnings, "two_person_images")  # the same pools, flipped
         for name in chosen:
             if isinstance(flipped.get(name), Mapping) and "mean" in flipped[name]:
                 label = f"{name} (two people, participant as subject)"
                 signed = name.startswith("bias")
-                figures.append(_figure(label, flipped[name], "mean", sigma=True, signed=signed))
+                cutoff = pools.get(_k_of(name) or -1)
+                figures.append(
+                    _figure(label, flipped[name], "mean", sigma=True, signed=signed, cutoff=cutoff)
+                )
     return {
         "random_weights": note is not None,
         "weights_note": note,
@@ -137,12 +193,17 @@ def headline_lines(headlines: Mapping[str, Any]) -> list[str]:
         lines.append(f"random weights: {headlines['weights_note']}")
     parts = []
     for figure in headlines.get("figures", []):
+        if figure["value"] is None and figure.get("note"):  # a K covering every pool
+            parts.append(f"{figure['name']} {figure['note']}")
+            continue
         text = f"{figure['name']} {_text(figure['value'], figure.get('signed', True))}"
         if "sigma" in figure:
             text += f" ± {_text(figure['sigma'], False)}"
         if "low" in figure:
             signed = figure.get("signed", True)
             text += f" [{_text(figure['low'], signed)}, {_text(figure['high'], signed)}]"
+        if figure.get("note"):
+            text += f" ({figure['note']})"
         parts.append(text)
     for start in range(0, len(parts), 2):
         lines.append("; ".join(parts[start : start + 2]))

@@ -11,6 +11,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from contrastkit.evaluators.metrics import covers_every_query, cutoff_marking, cutoffs_by_k
 from contrastkit.evaluators.report.skipped import skipped_rows_note, skipped_rows_section
 from contrastkit.evaluators.tasks.resolution import SPLITS
 
@@ -94,6 +95,36 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
 def _metric_names(retrieval: Mapping[str, Any]) -> list[str]:
     ks = retrieval.get("ks", [5, 10])
     return [f"bias@{k}" for k in ks] + [f"maxskew@{k}" for k in ks] + ["NDKL"]
+
+
+def _k_of(name: str) -> int | None:
+    """The K of a metric name (``bias@10``, ``bias_gensynth@10``), or ``None``."""
+    k = name.partition("@")[2].partition("_")[0]
+    return int(k) if k.isdigit() else None
+
+
+def _cutoff_cell(text: str, name: str, cutoffs: Mapping[int, Mapping[str, Any]]) -> str:
+    """A table cell of metric ``name``: its marking in place of ``text`` when its K
+    covers every query's candidates, beside it when it covers some queries' only
+    (:func:`~contrastkit.evaluators.metrics.cutoff_marking`, the same predicate as the
+    report's warnings)."""
+    k = _k_of(name)
+    warning = cutoffs.get(k) if k is not None else None
+    if warning is None:
+        return text
+    if covers_every_query(warning):
+        return cutoff_marking(warning)
+    return f"{text} ({cutoff_marking(warning)})"
+
+
+def _comparison_warnings(labelled: Sequence[tuple[str, Sequence[Any]]]) -> list[str]:
+    """A ``## Warnings`` section of a side-by-side report: each row's warnings (K at or
+    above a query's candidates), prefixed with what the row is; nothing without any."""
+    lines = []
+    for label, warnings in labelled:
+        for warning in cutoffs_by_k(warnings).values():
+            lines.append(f"- {label}: {str(warning.get('message', '')).rstrip('.')}.")
+    return ["## Warnings", "", *lines, ""] if lines else []
 
 
 def _mean_sigma(values: Mapping[str, Any]) -> str:
@@ -425,6 +456,13 @@ def _random_weights_lines(results: Sequence[Mapping[str, Any]]) -> list[str]:
     ]
 
 
+def _retrieval_cutoffs(results: Mapping[str, Any]) -> dict[int, Mapping[str, Any]]:
+    """The K warnings of the retrieval section a result's headline rows show."""
+    context = (results.get("retrieval_bias") or {}).get("context")
+    section = "two_person_images" if context == "OP" else "single_person_images"
+    return cutoffs_by_k(results.get("warnings") or [], section)
+
+
 def comparison_markdown(results: Sequence[Mapping[str, Any]]) -> str:
     """Several models side by side: Tab. 2 (resolution), Tab. 3 (retrieval) and Tab. 5
     (retrieval with the occupation and the participant as the query's subject) shapes.
@@ -479,13 +517,21 @@ def comparison_markdown(results: Sequence[Mapping[str, Any]]) -> str:
                         r["retrieval_bias"]["context"], r["retrieval_bias"]["context"]
                     ),
                 ]
-                + [_mean_sigma(r["retrieval_bias"].get(n, {})) for n in names]
+                + [
+                    _cutoff_cell(
+                        _mean_sigma(r["retrieval_bias"].get(n, {})), n, _retrieval_cutoffs(r)
+                    )
+                    for n in names
+                ]
                 for r in with_retrieval
             ],
         )
         lines += _interval_note(
             [r["retrieval_bias"].get(n, {}) for r in with_retrieval for n in names],
             "of the mean across occupations",
+        )
+        lines += _comparison_warnings(
+            [(_model_cell(r), r.get("warnings") or []) for r in with_retrieval]
         )
     from contrastkit.evaluators.report.flipped import flipped_comparison_section
 
@@ -521,8 +567,13 @@ def contrast_set_name(benchmark: Mapping[str, Any]) -> str:
     return "contrast set" if kind is None else str(kind)
 
 
-def _contrast_cell(stats: Any) -> str:
-    return format_interval(stats, "mean") if isinstance(stats, Mapping) else "–"
+def _contrast_cell(stats: Any, name: str, cutoffs: Mapping[int, Mapping[str, Any]]) -> str:
+    text = format_interval(stats, "mean") if isinstance(stats, Mapping) else "–"
+    return _cutoff_cell(text, name, cutoffs)
+
+
+def _contrast_cutoffs(benchmark: Mapping[str, Any]) -> dict[int, Mapping[str, Any]]:
+    return cutoffs_by_k(benchmark["summary"].get("warnings") or [], "contrast")
 
 
 def contrast_comparison_markdown(results: Sequence[Mapping[str, Any]]) -> str:
@@ -548,7 +599,10 @@ def contrast_comparison_markdown(results: Sequence[Mapping[str, Any]]) -> str:
         rows.append(
             [data.rstrip("/").rsplit("/", 1)[-1], contrast_set_name(r), model(r)]
             + [r["summary"].get("images"), r["summary"].get("queries")]
-            + [_contrast_cell(retrieval.get(name)) for name in (*bias, *skew)]
+            + [
+                _contrast_cell(retrieval.get(name), name, _contrast_cutoffs(r))
+                for name in (*bias, *skew)
+            ]
         )
     header = ["data", "set", "model", "images", "queries"]
     header += [f"Bias@{k}" for k in ks] + [f"MaxSkew@{k}" for k in ks]
@@ -561,6 +615,12 @@ def contrast_comparison_markdown(results: Sequence[Mapping[str, Any]]) -> str:
         "top K mirrors the set. Mean over the gender-neutral caption queries.",
         "",
     ]
+    lines += _comparison_warnings(
+        [
+            (f"{contrast_set_name(r)}, {model(r)}", r["summary"].get("warnings") or [])
+            for r in results
+        ]
+    )
     differences = []
     for r in results:
         kind = (r.get("dataset") or {}).get("kind")
@@ -577,7 +637,15 @@ def contrast_comparison_markdown(results: Sequence[Mapping[str, Any]]) -> str:
         for name in skew:
             a = (r["summary"]["retrieval"].get(name) or {}).get("mean")
             b = (contrast["summary"]["retrieval"].get(name) or {}).get("mean")
-            if isinstance(a, int | float) and isinstance(b, int | float) and math.isfinite(a - b):
+            trivial = [
+                warning
+                for benchmark in (r, contrast)
+                for warning in [_contrast_cutoffs(benchmark).get(_k_of(name) or -1)]
+                if warning is not None and covers_every_query(warning)
+            ]
+            if trivial:  # one side is the pool's own balance: no difference to read
+                cells.append(cutoff_marking(trivial[0]))
+            elif isinstance(a, int | float) and isinstance(b, int | float) and math.isfinite(a - b):
                 cells.append(f"{a - b:+.2f}")
             else:
                 cells.append("–")

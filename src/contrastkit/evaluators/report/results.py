@@ -316,7 +316,9 @@ def headline(results: Mapping[str, Any]) -> dict[str, Any]:
     each split (VisoGender Tab. 2; the per-occupation / per-cell breakdowns left out) and
     the mean and sigma of each retrieval metric across occupations (Tab. 3), with their
     intervals when the file has them; ``retrieval_flipped`` the same for the
-    participant-subject queries (Tab. 5; empty for a file without them)."""
+    participant-subject queries (Tab. 5; empty for a file without them); ``warnings``
+    the result's warnings (each K at or above a query's candidates:
+    :func:`retrieval_warnings`)."""
     return {
         "model": results["metadata"]["model_name"],
         "random_weights": bool(results.get("random_weights", False)),
@@ -338,4 +340,5 @@ def headline(results: Mapping[str, Any]) -> dict[str, Any]:
             for name, value in (results.get(FLIPPED_TASK) or {}).items()
             if isinstance(value, dict) and "mean" in value
         },
+        "warnings": list(results.get("warnings") or []),
     }
