@@ -164,9 +164,12 @@ def test_pair_preference_alone_scores_only_each_querys_own_two_versions(tmp_path
         (red, f"A person{' at work' * int(s)} in scene {s}.")
         for s, pair in REDS.items() for red in pair
     )  # fmt: skip
+    # the same pair preference, with its bootstrap interval over the queries (issue 31)
+    interval = summary["pairs"].pop("masculine_preferred_ci")
     assert summary["pairs"] == full["summary"]["pairs"]
+    assert interval["resamples"] == 20 and interval["low"] <= 0.5 <= interval["high"]
     assert summary["retrieval"] == {} and summary["retrieval_note"] == RETRIEVAL_NOT_COMPUTED
-    assert "bootstrap" not in summary and summary["warnings"] == []
+    assert summary["bootstrap"]["resamples"] == 20 and summary["warnings"] == []
     assert summary["scoring"]["metrics"] == "pairs" and summary["scoring"]["model_passes"] == 6
     for mine, theirs in zip(result["queries"], full["queries"], strict=True):
         assert mine == {k: theirs[k] for k in mine} and "top" not in mine

@@ -23,6 +23,7 @@ from contrastkit.cli import app
 from contrastkit.evaluators.contrast import contrast_summary
 from contrastkit.evaluators.report import load_benchmark, markdown_report
 from contrastkit.evaluators.report.plots import (
+    NO_INTERVALS,
     PALETTE,
     PLOTS,
     RANDOM_WEIGHTS_TITLE,
@@ -186,35 +187,163 @@ def test_a_k_at_or_above_a_query_pool_is_warned_about() -> None:
     assert summary["warnings"][0]["n_queries"] == 6
 
 
-def test_the_contrast_plot_separates_scales_and_says_what_its_whiskers_are() -> None:
-    retrieval = {
-        name: {"mean": mean, "sigma": 0.6, "n": 8}
-        for name, mean in (("bias@2", 0.25), ("bias_gensynth@2", 0.3), ("maxskew@2", 0.7),
-                           ("bias@4", -0.1), ("bias_gensynth@4", -0.1), ("maxskew@4", 0.4))
-    }  # fmt: skip
-    summary = {
-        "images": 16,
-        "sources": 8,
-        "queries": 8,
-        "ks": [2, 4],
-        "retrieval": retrieval,
-        "pairs": {"queries_with_pair": 8, "masculine_preferred": 0.625},
-        "warnings": [],
-    }
+def _outside(figure: Figure) -> list[str]:
+    """Every text ``figure`` draws (legend entries, footers, titles, tick labels in view)
+    that does not lie wholly inside the figure: what a saved PNG would clip."""
+    box = figure.bbox
+    return [
+        text
+        for text, extent in _texts(figure)
+        if extent.x0 < box.x0 - 0.5 or extent.y0 < box.y0 - 0.5
+        or extent.x1 > box.x1 + 0.5 or extent.y1 > box.y1 + 0.5
+    ]  # fmt: skip
+
+
+def _legend_texts(figure: Figure) -> str:
+    return " ".join(
+        text.get_text().replace("\n", " ")
+        for legend in [*figure.legends, *(a.get_legend() for a in figure.axes)]
+        if legend is not None
+        for text in legend.get_texts()
+    )
+
+
+def _error_bars(axis: Any) -> list[tuple[float, float]]:
+    """The (low, high) of each vertical error bar drawn on ``axis``."""
+    found = []
+    for container in axis.containers:
+        if isinstance(container, ErrorbarContainer):
+            for segment in container.lines[2][0].get_segments():
+                found.append((round(float(segment[0][1]), 6), round(float(segment[1][1]), 6)))
+    return found
+
+
+def _contrast_summary(ks: list[int], *, images: int = 16, ci: bool = True) -> dict[str, Any]:
+    level = {"level": 0.95, "resamples": 200}
+    retrieval = {}
+    for k in ks:
+        for name, mean in ((f"bias@{k}", 0.25), (f"bias_gensynth@{k}", 0.3),
+                           (f"maxskew@{k}", 0.7)):  # fmt: skip
+            retrieval[name] = {"mean": mean, "sigma": 0.6, "n": 8}
+            if ci:
+                retrieval[name]["mean_ci"] = {"low": mean - 0.1, "high": mean + 0.2, **level}
+    summary = contrast_summary(images, 8, 8, ks, {}, [0.1] * 8, [1, 1, 1, 1, 1, 0, 0, 0.5])
+    summary["retrieval"] = retrieval
+    if ci:
+        summary["pairs"]["masculine_preferred_ci"] = {"low": 0.3, "high": 0.9, **level}
+    return summary
+
+
+def test_the_contrast_plot_draws_bootstrap_intervals_and_says_what_its_error_bars_are() -> None:
+    """Error bars are the bootstrap intervals (of Bias@K, MaxSkew@K and the pair
+    preference), never the spread across queries, and the legend says so; without
+    intervals there are none and the legend says that (issue 31)."""
+    summary = _contrast_summary([2, 4])
     figure = contrast_figure({"model": "open_clip:ViT-B-32/openai", "summary": summary})
     bias, skew, pairs = figure.axes
-    assert bias.get_ylim() == (-1.05, 1.05) and skew.get_ylim()[0] == 0
+    assert bias.get_ylim() == (-1.1, 1.1) and skew.get_ylim()[0] == 0
     assert "MaxSkew" in skew.get_ylabel() and "Bias@K" in bias.get_ylabel()
-    assert pairs.get_ylim() == (0, 1) and 0.5 in [line.get_ydata()[0] for line in pairs.lines]
-    whiskers = [c for c in bias.containers if isinstance(c, ErrorbarContainer)]
-    assert len(whiskers) == 1 and len(whiskers[0].lines[2][0].get_segments()) == 4
-    assert "±1 standard deviation across queries" in figure.get_supxlabel()
+    assert pairs.get_ylim()[0] == 0 and 0.5 in [line.get_ydata()[0] for line in pairs.lines]
+    assert sorted(_error_bars(bias)) == [(0.15, 0.45)] * 2 + [(0.2, 0.5)] * 2
+    assert _error_bars(skew) == [(0.6, 0.9)] * 2
+    assert _error_bars(pairs) == [(0.3, 0.9)]  # the pair preference's interval
+    legend = _legend_texts(figure)
+    assert "error bars: 95% bootstrap CI (200 resamples) of the mean over queries" in legend
+    assert "standard deviation" not in legend + figure.get_supxlabel()
     assert "n = 16 images from 8 photos, 8 queries" in figure.get_suptitle()
-    assert _overlapping(figure) == []
-    colours = {tuple(p.get_facecolor()[:3]) for p in bias.patches}
+    # each bar carries its value, each tick its K
+    values = {t.get_text() for t in bias.texts}
+    assert {"+0.25", "+0.30"} <= values and {"0.70"} <= {t.get_text() for t in skew.texts}
+    assert [t.get_text() for t in skew.get_xticklabels()] == ["MaxSkew@2", "MaxSkew@4"]
+    assert _overlapping(figure) == [] and _outside(figure) == []
+    colours = {tuple(p.get_facecolor()[:3]) for p in pairs.patches}
     from matplotlib.colors import to_rgb
 
-    assert to_rgb(PALETTE["masculine"]) in colours and to_rgb(PALETTE["feminine"]) in colours
+    assert colours == {to_rgb(PALETTE["masculine"])}  # leans masculine, as in the legend
+    assert "leans masculine (Bias@K > 0; share > 0.5)" in legend
+
+    bare = contrast_figure({"model": "m", "summary": _contrast_summary([2, 4], ci=False)})
+    assert not [c for a in bare.axes for c in a.containers if isinstance(c, ErrorbarContainer)]
+    assert NO_INTERVALS in _legend_texts(bare)
+
+
+def test_a_narrow_contrast_plot_keeps_its_legend_and_footer_inside_the_figure() -> None:
+    """One K and a pair-preference-only summary give the narrowest figure: no text is
+    clipped at its edges (issue 31: contrast_bias.png lost its footer)."""
+    narrow = contrast_figure({"model": "m", "summary": _contrast_summary([5])})
+    assert _outside(narrow) == [] and _overlapping(narrow) == []
+    summary = _contrast_summary([5], ci=False)
+    summary["retrieval"] = {}
+    summary["retrieval_note"] = "not computed"
+    pairs_only = contrast_figure({"model": "vlm:llava-hf/llava-1.5-7b-hf", "summary": summary})
+    assert _outside(pairs_only) == []
+
+
+def test_a_k_covering_the_whole_contrast_set_is_marked_not_drawn() -> None:
+    """Bias@10 on 8 images is the set's own balance: the plot draws no bar for it and
+    says so with the words of the reports (issue 31)."""
+    summary = _contrast_summary([2, 10], images=8)
+    assert [w["k"] for w in summary["warnings"]] == [10]
+    figure = contrast_figure({"model": "m", "summary": summary})
+    bias, skew, _ = figure.axes
+    assert len(_error_bars(bias)) == 2 and len(_error_bars(skew)) == 1  # K = 2 only
+    assert len(bias.patches) == 2 and len(skew.patches) == 1
+    marked = [t.get_text() for a in (bias, skew) for t in a.texts]
+    assert marked.count("n/a: K covers all 8 candidates") == 2
+    assert "Bias@10" in [t.get_text() for t in bias.get_xticklabels()]
+    assert _outside(figure) == []
+
+
+def _benchmark(folder: Path, name: str, kind: str, images: int, ks: list[int]) -> Path:
+    summary = _contrast_summary(ks, images=images)
+    if kind == "originals":
+        summary["pairs"] = {
+            "applicable": False,
+            "queries_with_pair": 0,
+            "masculine_preferred": float("nan"),
+            "note": "not applicable",
+        }
+    data = {"task": "contrast", "model": "open_clip:ViT-B-32/openai", "data": f"sets/{name}",
+            "dataset": {"kind": kind}, "random_weights": False, "summary": summary}  # fmt: skip
+    path = folder / name / "benchmark.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(data).replace("NaN", "null"))
+    return path
+
+
+def test_report_on_contrast_sets_marks_a_k_covering_a_set_and_writes_its_plot(
+    tmp_path: Path,
+) -> None:
+    """`contrastkit report` on an original, a balanced and a contrast set: a K at or
+    above a set's images is shown as "n/a: K covers all 6 candidates" in the table and
+    the plot, listed under Warnings, and the plot the README promises is written beside
+    the markdown (issue 31)."""
+    paths = [
+        _benchmark(tmp_path, "gensynth", "gensynth", 16, [2, 10]),
+        _benchmark(tmp_path, "original", "originals", 8, [2, 10]),
+        _benchmark(tmp_path, "balanced", "originals", 6, [2, 10]),
+    ]
+    out = tmp_path / "tab3.md"
+    result = runner.invoke(app, ["report", *(str(p.parent) for p in paths), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    rows = {line.split(" | ")[0].strip("| "): line for line in out.read_text().splitlines()
+            if line.startswith(("| gensynth", "| original", "| balanced"))}  # fmt: skip
+    assert "n/a: K covers all 8 candidates" in rows["original"]
+    assert "n/a: K covers all 6 candidates" in rows["balanced"]
+    assert "n/a" not in rows["gensynth"] and "0.30 [0.20, 0.50]" in rows["gensynth"]
+    text = out.read_text()
+    assert "## Warnings" in text and "K = 10 is at least the number of candidates" in text
+    assert "![original vs balanced vs contrast set](tab3.png)" in text
+    assert (tmp_path / "tab3.png").read_bytes()[:4] == b"\x89PNG"
+    svg = (tmp_path / "tab3.svg").read_text()
+    assert "n/a: K covers all 6 candidates" in svg and "K = 2: +0.30" in svg
+    assert "error bars: 95% bootstrap CI (200 resamples)" in svg
+    from contrastkit.evaluators.contrast import read_contrast_benchmark
+    from contrastkit.evaluators.report.plots import contrast_comparison_figure
+
+    benchmarks = [read_contrast_benchmark(p) for p in paths]
+    figure = contrast_comparison_figure([b for b in benchmarks if b is not None])
+    assert _outside(figure) == []
 
 
 @pytest.mark.slow
@@ -247,11 +376,12 @@ def test_an_evaluation_writes_every_plot_as_png_and_svg_with_titles_axes_and_err
         bars = [c for a in drawn[stem].axes for c in a.containers
                 if isinstance(c, ErrorbarContainer)]  # fmt: skip
         assert bars, f"{stem}: the bootstrap intervals are drawn"
-        assert "95% bootstrap CI (50 resamples)" in json.dumps(
-            [drawn[stem].get_supxlabel(), *[a.get_xlabel() for a in drawn[stem].axes]]
-        )
+    for stem, figure in drawn.items():  # one convention: the legend says what a bar is
+        if stem != "labour_statistics":  # (a scatter: no bars)
+            assert "error bars: 95% bootstrap CI (50 resamples)" in _legend_texts(figure), stem
     for stem, figure in drawn.items():
         assert _overlapping(figure) == [], stem
+        assert _outside(figure) == [], stem
         assert figure.axes[0].get_ylabel() and all(a.get_xlabel() for a in figure.axes), stem
     # the small set has 4 single-person images per occupation: K = 5 and 10 are trivial
     assert [(w["section"], w["k"]) for w in results["warnings"]] == [
@@ -309,7 +439,11 @@ def test_the_comparison_figure_puts_models_side_by_side_with_their_own_chance_li
     errors = [c for a in figure.axes for c in a.containers if isinstance(c, ErrorbarContainer)]
     assert len(errors) == 4  # RA_m, RA_f; Bias@5, Bias@10
     assert "no retrieval" in " ".join(t.get_text() for t in retrieval.texts)
-    assert _overlapping(figure) == []
+    labels = [t.get_text() for t in retrieval.texts]  # each K's bar says which K it is
+    assert labels.count("K = 5: +0.20") == 2 and labels.count("K = 10: +0.20") == 2
+    assert "error bars: 95% bootstrap CI (100 resamples)" in _legend_texts(figure)
+    assert "error bars" not in figure.get_suptitle()
+    assert _overlapping(figure) == [] and _outside(figure) == []
     paths = write_comparison_plots(results, tmp_path)
     assert [p.name for p in paths] == ["comparison.png", "comparison.svg"]
     assert "open_clip:ViT-B-32/openai" in paths[1].read_text()
@@ -331,3 +465,47 @@ def test_the_labour_scatter_of_too_few_occupations_has_no_fit_and_no_p_value(
     for axis in figure.axes:
         assert not [line for line in axis.get_lines() if line.get_linestyle() == ":"]
     assert "least-squares" not in " ".join(text for text, _ in _texts(figure))
+
+
+def test_the_console_headline_marks_a_k_covering_every_candidate() -> None:
+    """`evaluate` prints no Bias@10 of a 6-image set as a reading: it says "n/a: K covers
+    all 6 candidates" (the words of the report's warning) and shows the largest K that
+    is a reading before it; a K covering some occupations' images only keeps its value
+    with the note beside it (issue 31)."""
+    from contrastkit.evaluators.report.headlines import headline_figures, headline_lines
+    from contrastkit.evaluators.report.results import headline
+
+    summary = _contrast_summary([2, 10], images=6)
+    found = headline_figures("open_clip:ViT-B-32/openai", summary, "contrast")
+    figures_ = {f["name"]: f for f in found["figures"]}
+    assert figures_["bias_gensynth@10"]["value"] is None
+    assert figures_["bias_gensynth@10"]["note"] == "n/a: K covers all 6 candidates"
+    assert "sigma" not in figures_["maxskew@10"] and "low" not in figures_["maxskew@10"]
+    assert figures_["bias_gensynth@2"]["value"] == 0.3
+    text = "\n".join(headline_lines(found))
+    assert "bias_gensynth@10 n/a: K covers all 6 candidates" in text
+    assert "bias_gensynth@2 +0.30 ± 0.60 [+0.20, +0.50]" in text
+    assert "+0.30 ± 0.60 [+0.20, +0.50] (" not in text  # K = 2 carries no note
+    assert not re.search(r"@10 [+-]?\d", text)  # no K = 10 figure shown as a number
+
+    records = [
+        {"context": "OP", "occupation": job, "score": 0.5, "label": "masculine"}
+        for job, n in (("doctor", 20), ("nurse", 8))
+        for _ in range(n)
+    ]
+    bias = {"mean": 0.1, "sigma": 0.2}
+    results = {
+        "metadata": {"model_name": "m"},
+        "retrieval_bias": {
+            "context": "OP",
+            "ks": [5, 10],
+            "bias@5": bias,
+            "bias@10": bias,
+            "maxskew@10": bias,
+        },
+        "warnings": retrieval_warnings(records, (5, 10)),
+    }
+    lines = headline_lines(headline_figures("m", headline(results), "visogender"))
+    assert "bias@10 (two people) +0.10 ± 0.20 (K covers all candidates of 1 of 2 queries)" in (
+        "\n".join(lines)
+    )

@@ -289,3 +289,34 @@ def test_contrast_evaluation_intervals_follow_the_settings(build: Path, tmp_path
         evaluate_contrast(dataset, MeanColour(), ks=(2,), bootstrap=-1)
     with pytest.raises(ConfigError, match="confidence"):
         evaluate_contrast(dataset, MeanColour(), ks=(2,), bootstrap=10, confidence=1.5)
+
+
+def test_pair_preference_gets_a_bootstrap_interval_over_its_queries(
+    build: Path, tmp_path: Path
+) -> None:
+    """The share of queries preferring the masculine version gets the percentile
+    bootstrap interval of the other contrast figures, over the queries with a pair, also
+    when only pair preference is computed (issue 31)."""
+    from contrastkit.evaluators.contrast import evaluate_contrast, load_contrast
+
+    export_contrast_set(ExportContrastConfig(build, tmp_path / "set"))
+    dataset = load_contrast(tmp_path / "set")
+    for metrics in ("all", "pairs"):
+        result = evaluate_contrast(
+            dataset, MeanColour(), ks=(2,), bootstrap=300, seed=4, metrics=metrics
+        )
+        pairs = result["summary"]["pairs"]
+        preferred = [
+            1.0 if q["score_masculine"] > q["score_feminine"]
+            else 0.5 if q["score_masculine"] == q["score_feminine"] else 0.0
+            for q in result["queries"]
+        ]  # fmt: skip
+        assert 0 < sum(preferred) < len(preferred)  # the queries differ: a real interval
+        expected = query_intervals({"share": preferred}, 300, 0.95, seed=4, names=["share"])[
+            "share"
+        ]
+        ci = pairs["masculine_preferred_ci"]
+        assert ci == expected and ci["low"] < pairs["masculine_preferred"] < ci["high"]
+        assert result["summary"]["bootstrap"]["resamples"] == 300
+    plain = evaluate_contrast(dataset, MeanColour(), ks=(2,))["summary"]
+    assert "masculine_preferred_ci" not in plain["pairs"] and "bootstrap" not in plain

@@ -16,7 +16,9 @@ everything else unchanged. Two measurements, both with the captions made gender-
   images, and MinSkew is also given as the official code computes it
   (``minskew@K_official_smoothed``); docs/differences.md.
   With ``bootstrap`` resamples, the mean of each Bias@K and MaxSkew@K also gets
-  ``mean_ci``, a percentile bootstrap interval over queries (:func:`query_intervals`).
+  ``mean_ci``, a percentile bootstrap interval over queries (:func:`query_intervals`),
+  and the pair preference ``masculine_preferred_ci``, the same over the queries with a
+  pair.
 * **Pair preference**: for each query, the similarity of its own source's masculine and
   feminine versions. ``masculine_preferred`` is the share of queries whose masculine
   version scores higher (0.5 is no preference; ties count half) and ``mean_gap`` the mean
@@ -259,7 +261,8 @@ def contrast_headline(benchmark: dict[str, Any]) -> dict[str, Any]:
     """The headline numbers of a contrast-set benchmark (``contrastkit report --json``):
     ``task`` (``contrast``), ``model``, ``data``, ``dataset``, ``random_weights``,
     ``weights_note``, ``images``, ``queries``, ``retrieval`` (each Bias@K and MaxSkew@K
-    summary, with ``mean_ci`` when evaluated with intervals) and ``pairs``."""
+    summary, with ``mean_ci`` when evaluated with intervals), ``pairs`` and ``warnings``
+    (each K at or above the set's images, whose figures are then no reading)."""
     summary = benchmark["summary"]
     return {
         "task": "contrast",
@@ -276,6 +279,7 @@ def contrast_headline(benchmark: dict[str, Any]) -> dict[str, Any]:
             if name.startswith(INTERVAL_METRICS)
         },
         "pairs": summary.get("pairs"),
+        "warnings": list(summary.get("warnings") or []),
     }
 
 
@@ -713,7 +717,8 @@ def evaluate_contrast(
             search (``"cpu"``, ``"cuda"``, ``"cuda:1"``); the metrics run on the CPU, and
             so does the ranking of a caption scorer's scores.
         bootstrap: Resamples of queries behind each Bias@K and MaxSkew@K mean's
-            ``mean_ci`` (:func:`query_intervals`; 0: no intervals).
+            ``mean_ci`` and the pair preference's ``masculine_preferred_ci``
+            (:func:`query_intervals`; 0: no intervals).
         confidence: The intervals' level.
         seed: The seed of the resamples.
         metrics: ``all``, ``pairs`` or ``auto`` (:data:`CONTRAST_METRICS`).
@@ -723,10 +728,10 @@ def evaluate_contrast(
 
     Returns:
         ``{"summary": ..., "queries": [per-query records]}``; with ``bootstrap`` and the
-        retrieval metrics, the summary's ``bootstrap`` is ``{"resamples", "confidence",
-        "seed", "over": "queries"}``. For a caption scorer the summary's ``scoring`` says
-        what was computed and at what cost (:func:`contrast_scoring`, which gives the
-        same for a dual encoder's summary).
+        retrieval metrics or pairs, the summary's ``bootstrap`` is ``{"resamples",
+        "confidence", "seed", "over": "queries"}``. For a caption scorer the summary's
+        ``scoring`` says what was computed and at what cost (:func:`contrast_scoring`,
+        which gives the same for a dual encoder's summary).
 
     Raises:
         DataFormatError: a dataset without images or without neutral captions.
@@ -868,6 +873,12 @@ def evaluate_contrast(
     if bootstrap and retrieval:
         for name, interval in query_intervals(per_query, bootstrap, confidence, seed).items():
             summary["retrieval"][name]["mean_ci"] = interval
+    if bootstrap and preferred:  # the share preferring the masculine version, over queries
+        shares = {"masculine_preferred": preferred}
+        summary["pairs"]["masculine_preferred_ci"] = query_intervals(
+            shares, bootstrap, confidence, seed, names=list(shares)
+        )["masculine_preferred"]
+    if bootstrap and (retrieval or preferred):
         summary["bootstrap"] = {
             "resamples": bootstrap, "confidence": confidence, "seed": seed, "over": "queries"
         }  # fmt: skip
@@ -966,10 +977,17 @@ def contrast_markdown(benchmark: dict[str, Any]) -> str:
     gap = "similarity gap" if embedded else "score gap"
     lines += ["", "## Pair preference (same scene, masculine vs feminine version)", ""]
     if pairs.get("applicable", pairs["queries_with_pair"] > 0):
+        ci = pairs.get("masculine_preferred_ci") or {}
+        interval = (
+            f" [{ci['low']:.3f}, {ci['high']:.3f}] ({100 * float(ci['level']):g}% percentile "
+            f"bootstrap interval over these queries, {ci['resamples']} resamples)"
+            if ci and np.isfinite(ci["low"]) and np.isfinite(ci["high"])
+            else ""
+        )
         lines += [
             f"- queries with both versions of their source: {pairs['queries_with_pair']}",
-            f"- share preferring the masculine version: {pairs['masculine_preferred']:.3f} "
-            "(0.5 is no preference)",
+            f"- share preferring the masculine version: {pairs['masculine_preferred']:.3f}"
+            f"{interval} (0.5 is no preference)",
             f"- mean {gap}, masculine minus feminine: {_fmt(pairs['mean_gap'])}",
         ]
     else:
@@ -980,8 +998,9 @@ def contrast_markdown(benchmark: dict[str, Any]) -> str:
         "",
         "![contrast_bias](plots/contrast_bias.png)",
         "",
-        "*Mean Bias@K (both conventions), MaxSkew@K and pair preference, with ±1 σ "
-        "across queries* ([SVG](plots/contrast_bias.svg))",
+        "*Mean Bias@K (both conventions), MaxSkew@K and pair preference over the queries; "
+        "error bars: their bootstrap intervals, where evaluated with `--bootstrap`* "
+        "([SVG](plots/contrast_bias.svg))",
     ]
     return "\n".join(lines) + "\n"
 

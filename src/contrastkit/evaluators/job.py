@@ -703,26 +703,31 @@ class Comparison:
     out: Path | None = None
 
 
-def _plot_links(plots: Sequence[Path]) -> str:
-    """Markdown showing the comparison plot (PNG) and linking its SVG, by file name."""
+def _plot_links(plots: Sequence[Path], what: str = "the models side by side") -> str:
+    """Markdown showing a comparison plot (PNG) and linking its SVG, by file name."""
     png = [p.name for p in plots if p.suffix == ".png"]
     svg = [p.name for p in plots if p.suffix == ".svg"]
     if not png:
         return ""
-    text = f"\n## Plot\n\n![the models side by side]({png[0]})\n"
+    text = f"\n## Plot: {what}\n\n![{what}]({png[0]})\n"
     return text + (f"\n[SVG]({svg[0]})\n" if svg else "")
 
 
 def compare_results(config: ReportConfig) -> Comparison:
     """Put several models' results side by side.
 
-    VisoGender results give the Tab. 2 / Tab. 3 tables (and the comparison plot);
-    contrast-set results (``benchmark.json`` of a contrast set, an original-photo set or
-    a balanced one) give the GenSynth Tab. 3 table
+    VisoGender results give the Tab. 2 / Tab. 3 tables (and, with ``out``, the
+    comparison plot ``OUT_STEM.png`` / ``.svg`` beside it); contrast-set results
+    (``benchmark.json`` of a contrast set, an original-photo set or a balanced one) give
+    the GenSynth Tab. 3 table
     (:func:`~contrastkit.evaluators.report.markdown.contrast_comparison_markdown`):
-    one row per set and model with Bias@K and MaxSkew@K and their intervals. Mixed
-    inputs give both, VisoGender first. Stereotype-probing results give VLStereoSet's
-    Tables 3 and 4 with the reference models
+    one row per set and model with Bias@K and MaxSkew@K and their intervals, a K
+    covering a whole set marked in place of its figures and listed under Warnings, and
+    with ``out`` its plot
+    (:func:`~contrastkit.evaluators.report.plots.contrast_comparison_figure`;
+    ``OUT_STEM.png`` / ``.svg``, ``OUT_STEM_contrast.png`` / ``.svg`` beside VisoGender
+    results). Mixed inputs give both, VisoGender first. Stereotype-probing results give
+    VLStereoSet's Tables 3 and 4 with the reference models
     (:func:`~contrastkit.evaluators.stereotype.stereotype_comparison_markdown`), after
     the others. The ``harness_results.json`` that ``contrastkit report
     --harness-predictions`` writes for a contrast set (or its folder) gives its harness
@@ -743,7 +748,10 @@ def compare_results(config: ReportConfig) -> Comparison:
     )
     from contrastkit.evaluators.report import comparison_markdown
     from contrastkit.evaluators.report.markdown import contrast_comparison_markdown
-    from contrastkit.evaluators.report.plots import write_comparison_plots
+    from contrastkit.evaluators.report.plots import (
+        write_comparison_plots,
+        write_contrast_comparison_plots,
+    )
     from contrastkit.evaluators.stereotype import (
         read_stereotype_benchmark,
         stereotype_comparison_markdown,
@@ -782,6 +790,9 @@ def compare_results(config: ReportConfig) -> Comparison:
     if config.out is not None:
         plots = write_comparison_plots(visogender, config.out.parent, config.out.stem)
         text += _plot_links(plots)
+        stem = config.out.stem + ("_contrast" if visogender else "")
+        plots = write_contrast_comparison_plots(contrasts, config.out.parent, stem)
+        text += _plot_links(plots, "original vs balanced vs contrast set")
         atomic_write_text(config.out, text)
     headlines = tuple(
         stereotype_headline(r) if probe else contrast_headline(r) if flag else headline(r)

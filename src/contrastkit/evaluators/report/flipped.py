@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from contrastkit.evaluators.metrics import covers_every_query, cutoff_marking, cutoffs_by_k
 from contrastkit.evaluators.report.markdown import (
     _interval_note,
     _mean_sigma,
@@ -160,7 +161,8 @@ def flipped_figure(results: Mapping[str, Any]) -> Figure:
     the occupation (solid) and the participant (hatched) as the query's subject, its
     value written above the bar, bootstrap intervals of the mean as error bars. Bias@K
     (signed, coloured by the gender it leans to, -1 to +1) and MaxSkew@K / NDKL (never
-    negative, grey) in separate panels; a K at or above every pool is marked trivial."""
+    negative, grey) in separate panels; a K at or above every pool has no bars, only its
+    marking (:func:`~contrastkit.evaluators.metrics.cutoff_marking`)."""
     from matplotlib.patches import Patch
 
     from contrastkit.evaluators.report.plots import (
@@ -170,20 +172,27 @@ def flipped_figure(results: Mapping[str, Any]) -> Figure:
         _error,
         _interval_level,
         _label_bars,
+        _legend,
         _model,
         _new_figure,
-        _pool_sizes,
         _sign_colour,
         _style,
         _suptitle,
         figure_title,
+        interval_handle,
     )
 
     directions = _directions(results)
     flipped = results[FLIPPED_TASK]
     n = (flipped.get("two_person_images") or {}).get("n_queries")
     images = results.get("metadata", {}).get("n_retrieval_flipped_images")
-    trivial = _pool_sizes(results, "two_person_images")  # the same pools in both directions
+    # the same pools in both directions
+    cutoffs = cutoffs_by_k(results.get("warnings") or [], "two_person_images")
+
+    def _cutoff(name: str) -> Mapping[str, Any] | None:
+        k = name.partition("@")[2]
+        return cutoffs.get(int(k)) if k.isdigit() else None
+
     ks = [int(k) for k in flipped.get("ks", [5, 10])]
     panels = ([f"bias@{k}" for k in ks], [f"maxskew@{k}" for k in ks] + ["NDKL"])
     figure, axes = _new_figure(8.4, 4.6, 2, width_ratios=[len(panels[0]), len(panels[1])])
@@ -192,11 +201,12 @@ def flipped_figure(results: Mapping[str, Any]) -> Figure:
     for axis, names in zip(axes, panels, strict=True):
         signed = names[0].startswith("bias")
         tops: list[float] = []
+        readable = [i for i, m in enumerate(names) if not covers_every_query(_cutoff(m))]
         for j, (subject, summaries) in enumerate(directions):
-            errors = [_error(summaries.get(m), "mean") for m in names]
+            errors = [_error(summaries.get(names[i]), "mean") for i in readable]
             bars = _bars(
                 axis,
-                [i - 0.4 + width * (j + 0.5) for i in range(len(names))],
+                [i - 0.4 + width * (j + 0.5) for i in readable],
                 errors,
                 width=width * 0.92,
                 color=[_sign_colour(v) if signed else PALETTE["neutral"] for v, _, _ in errors],
@@ -208,13 +218,13 @@ def flipped_figure(results: Mapping[str, Any]) -> Figure:
         for name in names:
             metric, _, k = name.partition("@")
             tick = {"bias": f"Bias@{k}", "maxskew": f"MaxSkew@{k}"}.get(metric, name)
-            if k and trivial.get(int(k)):
-                tick += f"\ntrivial: K ≥ images\nof {trivial[int(k)]} of {n} occupations"
+            cutoff = _cutoff(name)
+            if cutoff is not None:
+                tick += "\n" + cutoff_marking(cutoff).replace(" all ", "\nall ", 1)
             ticks.append(tick)
         axis.set_xticks(range(len(names)), ticks)
         for tick_label, name in zip(axis.get_xticklabels(), names, strict=True):
-            k = name.partition("@")[2]
-            if k and trivial.get(int(k)):
+            if _cutoff(name) is not None:
                 tick_label.set_color("#A00000")
         if signed:
             axis.axhline(0, color="black", linewidth=0.8)
@@ -223,31 +233,22 @@ def flipped_figure(results: Mapping[str, Any]) -> Figure:
         else:
             axis.set_ylim(0, 1.2 * max([*tops, 0.1]))
             axis.set_ylabel("mean MaxSkew@K and NDKL (0: balanced)", fontsize=_FONT)
-        axis.set_xlabel(
-            f"error bars: {level} of the mean" if level else "no intervals (run with --bootstrap)",
-            fontsize=_FONT - 1,
-        )
+        axis.set_xlabel("metric (mean across occupations)", fontsize=_FONT - 1)
         _style(axis)
     handles = [
-        Patch(facecolor=PALETTE["neutral"], edgecolor="white", label=SUBJECTS["occupation"]),
-        Patch(
-            facecolor=PALETTE["neutral"],
-            edgecolor="white",
-            hatch="////",
-            label=SUBJECTS["participant"],
-        ),
+        Patch(facecolor="white", edgecolor="black", label=SUBJECTS["occupation"]),
+        Patch(facecolor="white", edgecolor="black", hatch="////", label=SUBJECTS["participant"]),
         Patch(color=PALETTE["masculine"], label="Bias@K leans masculine"),
         Patch(color=PALETTE["feminine"], label="Bias@K leans feminine"),
+        Patch(color=PALETTE["neutral"], label="MaxSkew@K, NDKL (unsigned), or no lean"),
+        interval_handle(level, "of the mean across occupations"),
     ]
-    figure.legend(
-        handles=handles,
+    _legend(
+        figure,
+        handles,
         title="query subject (solid / hatched; single-person images excluded: no "
         "participant) and the lean of Bias@K",
         title_fontsize=_FONT - 1,
-        fontsize=_FONT - 1,
-        loc="outside lower center",
-        ncols=2,
-        frameon=False,
     )
     counts = [f"n = {images} images"] * bool(images) + [f"{n} occupations"] * bool(n)
     _suptitle(

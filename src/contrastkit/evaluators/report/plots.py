@@ -12,11 +12,20 @@ Conventions shared by every figure:
   of images in the title; a results file with ``"random_weights": true`` adds
   :data:`RANDOM_WEIGHTS_TITLE` to it;
 * masculine / feminine in the colours of :data:`PALETTE` everywhere (colour-blind safe,
-  Okabe-Ito): a bar is coloured by the perceived gender it is about, or, for a signed
-  bias, by the gender it leans to;
-* a bootstrap interval in the results (a figure ``x`` with a sibling ``x_ci`` =
-  ``{"low", "high", "level", "resamples"}``) is drawn as an error bar, and the caption
-  says so; without intervals there are no error bars (nothing is invented);
+  Okabe-Ito), with one meaning per figure, said in its legend: a bar is coloured by the
+  perceived gender it is about, or, for a signed bias (and a pair preference), by the
+  gender it leans to;
+* one error-bar convention: an error bar is always a bootstrap interval in the results
+  (a figure ``x`` with a sibling ``x_ci`` = ``{"low", "high", "level", "resamples"}``),
+  and every figure's legend says what its error bars are (:func:`interval_handle`:
+  "error bars: 95% bootstrap CI (1000 resamples)"), or that it has none; without
+  intervals there are no error bars (nothing is invented, no spread drawn as one);
+* a K at or above the candidates of every query is no reading (its @K figures are the
+  pool's own balance): no bar is drawn for it, and its place says so with the marking of
+  :func:`~contrastkit.evaluators.metrics.cutoff_marking` (``n/a: K covers all 6
+  candidates``), the words of the reports and of the console;
+* bars of several K side by side are each labelled with their K;
+* no text outside the figure: long footers are wrapped to the figure's width;
 * accuracies have a chance line: 1/2 for the two-way his / her protocol, 1/3 for the
   three-way official protocol (his / her / their, read from ``metadata.protocol``);
   signed biases have a zero line and their axis runs from -1 to +1;
@@ -31,15 +40,17 @@ from __future__ import annotations
 
 import math
 import textwrap
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from contrastkit.evaluators.metrics import covers_every_query, cutoff_marking, cutoffs_by_k
 from contrastkit.evaluators.report.markdown import format_number
 from contrastkit.io import atomic_path
 
 if TYPE_CHECKING:
+    from matplotlib.artist import Artist
     from matplotlib.axes import Axes
     from matplotlib.backend_bases import RendererBase
     from matplotlib.figure import Figure
@@ -48,20 +59,24 @@ if TYPE_CHECKING:
 __all__ = [
     "CHANCE",
     "FORMATS",
+    "NO_INTERVALS",
     "PALETTE",
     "PLOTS",
     "RANDOM_WEIGHTS_TITLE",
     "PlotLabels",
     "comparison_figure",
+    "contrast_comparison_figure",
     "contrast_figure",
     "figure_title",
     "figures",
+    "interval_handle",
     "place_labels",
     "plots_markdown",
     "save_figure",
     "save_formats",
     "shorten_spec",
     "write_comparison_plots",
+    "write_contrast_comparison_plots",
     "write_plots",
 ]
 
@@ -138,8 +153,12 @@ def _new_figure(width: float, height: float, columns: int = 1, **grid: Any) -> t
 
 
 def _suptitle(figure: Figure, text: str, results: Mapping[str, Any]) -> None:
+    """The figure's title, wrapped to its width, in red for random weights."""
     random = bool(results.get("random_weights", False))
-    figure.suptitle(text, fontsize=_FONT + 1, color="#A00000" if random else "black")
+    fontsize = _FONT + 1
+    figure.suptitle(
+        _wrapped(text, figure, fontsize), fontsize=fontsize, color="#A00000" if random else "black"
+    )
 
 
 def save_figure(figure: Figure, path: Path, *, dpi: int = _DPI) -> Path:
@@ -188,6 +207,70 @@ def _interval_level(entries: Iterable[Mapping[str, Any] | None]) -> str | None:
                 level = 100 * float(value.get("level", 0.95))
                 return f"{level:g}% bootstrap CI ({value.get('resamples')} resamples)"
     return None
+
+
+#: What a figure without intervals says in place of its error bars' meaning.
+NO_INTERVALS = (
+    "no error bars: the results have no bootstrap intervals (evaluate with --bootstrap N)"
+)
+
+
+def interval_handle(level: str | None, what: str = "") -> Artist:
+    """The legend entry every figure with bars carries, saying what its error bars are:
+    ``error bars: 95% bootstrap CI (1000 resamples)`` and ``what`` (e.g. "of the mean
+    over queries") for the interval ``level`` (:func:`_interval_level`), or
+    :data:`NO_INTERVALS` when there is none."""
+    from matplotlib.lines import Line2D
+
+    if level is None:
+        return Line2D([], [], linestyle="none", marker="none", label=NO_INTERVALS)
+    label = f"error bars: {level}" + (f" {what}" if what else "")
+    return Line2D(
+        [], [], color="black", marker="|", markersize=9, markeredgewidth=0.9,
+        linestyle="none", label=label,
+    )  # fmt: skip
+
+
+def _wrapped(text: str, figure: Figure, fontsize: float) -> str:
+    """``text`` wrapped to the width of ``figure`` (a footer never runs off its edges)."""
+    width = figure.get_figwidth() * 72 / (0.55 * fontsize)  # characters per line, roughly
+    return "\n".join(
+        "\n".join(textwrap.wrap(line, max(int(width * 0.92), 20)) or [""])
+        for line in text.split("\n")
+    )
+
+
+def _footer(figure: Figure, text: str, fontsize: float = _FONT - 1) -> None:
+    """``text`` under the figure's axes, wrapped to its width."""
+    figure.supxlabel(_wrapped(text, figure, fontsize), fontsize=fontsize)
+
+
+def _legend(figure: Figure, handles: Sequence[Any], *, ncols: int = 2, **options: Any) -> None:
+    """The figure's legend, under its axes, each entry wrapped so that the ``ncols``
+    columns fit the figure's width: with :func:`interval_handle` among ``handles``, it
+    says what every error bar is."""
+    fontsize = _FONT - 1
+    ncols = max(1, min(ncols, len(handles)))
+    width = int(figure.get_figwidth() * 72 / (0.55 * fontsize) / ncols) - 8
+    for handle in handles:
+        handle.set_label("\n".join(textwrap.wrap(handle.get_label(), max(width, 24))))
+    figure.legend(
+        handles=list(handles), fontsize=fontsize, loc="outside lower center", ncols=ncols,
+        frameon=False, **options,
+    )  # fmt: skip
+
+
+def _lean_handles(
+    masculine: str = "leans masculine (> 0)", feminine: str = "leans feminine (< 0)"
+) -> list[Any]:
+    """Legend entries of the colours of a signed figure (blue: masculine, vermillion:
+    feminine)."""
+    from matplotlib.patches import Patch
+
+    return [
+        Patch(color=PALETTE["masculine"], label=masculine),
+        Patch(color=PALETTE["feminine"], label=feminine),
+    ]
 
 
 def _gender_colour(letter: str) -> str:
@@ -287,11 +370,9 @@ def _resolution_accuracy_plot(results: Mapping[str, Any]) -> Figure:
     axis.set_ylim(0, 1.05)
     axis.set_ylabel("resolution accuracy (share resolved correctly)", fontsize=_FONT)
     level = _interval_level(resolution.get(n) for n in names)
-    axis.set_xlabel(
-        "split" + (f"; error bars: {level}" if level else "; no intervals (run with --bootstrap)"),
-        fontsize=_FONT,
-    )
-    figure.legend(fontsize=_FONT - 1, loc="outside lower center", ncols=3, frameon=False)
+    axis.set_xlabel("split", fontsize=_FONT)
+    handles, _ = axis.get_legend_handles_labels()
+    _legend(figure, [*handles, interval_handle(level, "over images")])
     _style(axis)
     what = f"Resolution accuracy (protocol {protocol})" if protocol else "Resolution accuracy"
     _suptitle(figure, figure_title(results, _model(results), what, _n_images(results)), results)
@@ -372,8 +453,7 @@ def _gender_pair_plot(
     axis.set_ylabel("resolution accuracy (share resolved correctly)", fontsize=_FONT)
     level = _interval_level([*cells.values(), *flip.values()])
     axis.set_xlabel(
-        "perceived gender: occupation | participant (one letter: single person)"
-        + (f"\nerror bars: {level}" if level else ""),
+        "perceived gender: occupation | participant (one letter: single person)",
         fontsize=_FONT,
     )
     handles: list[Any] = [
@@ -393,9 +473,7 @@ def _gender_pair_plot(
         from matplotlib.lines import Line2D
 
         handles.append(Line2D([], [], color=PALETTE["reference"], linestyle="--", label=chance))
-    figure.legend(
-        handles=handles, fontsize=_FONT - 1, loc="outside lower center", ncols=2, frameon=False
-    )
+    _legend(figure, [*handles, interval_handle(level, "over images")])
     _style(axis)
     n = resolution.get("all_images", {}).get("n")
     _suptitle(
@@ -438,13 +516,21 @@ def _gap_plot(
     axis.set_ylim(-0.6, len(labels) - 0.4)
     level = _interval_level([overall, *occupations.values()])
     axis.set_xlabel(
-        "gap Δ = RA_masculine − RA_feminine (accuracy difference, −1 to +1)\n"
-        "< 0: feminine-presenting resolved better; > 0: masculine-presenting"
-        + (f"\nerror bars: {level}" if level else ""),
-        fontsize=_FONT,
+        "gap Δ = RA_masculine − RA_feminine (accuracy difference, −1 to +1)", fontsize=_FONT
     )
     axis.set_ylabel("occupation", fontsize=_FONT)
     _style(axis)
+    _legend(
+        figure,
+        [
+            *_lean_handles(
+                "Δ > 0: masculine-presenting resolved better",
+                "Δ < 0: feminine-presenting resolved better",
+            ),
+            interval_handle(level, "over images"),
+        ],
+        ncols=1,
+    )
     n = overall.get("n")
     _suptitle(
         figure,
@@ -467,13 +553,12 @@ def _headline_section(retrieval: Mapping[str, Any]) -> tuple[str, Mapping[str, A
     return name, retrieval.get(name) or retrieval
 
 
-def _pool_sizes(results: Mapping[str, Any], section: str) -> dict[int, int]:
-    """``{K: queries whose pool is at most K}`` from the results' K warnings."""
-    found: dict[int, int] = {}
-    for warning in results.get("warnings") or []:
-        if isinstance(warning, Mapping) and warning.get("section") == section:
-            found[int(warning["k"])] = len(warning.get("queries", []))
-    return found
+def _no_reading(axis: Axes, text: str, *, x: float = 0.5, y: float = 0.5, **options: Any) -> None:
+    """Write ``text`` (a K's marking) where its bars would be, in axes coordinates."""
+    axis.text(
+        x, y, text, transform=axis.transAxes, ha="center", va="center",
+        fontsize=_FONT - 1, color="#A00000", **options,
+    )  # fmt: skip
 
 
 def _bias_at_k_plot(
@@ -481,8 +566,9 @@ def _bias_at_k_plot(
 ) -> Figure:
     """Bias@K of each occupation, one panel per K (sorted by the first K), under the mean
     across occupations with its bootstrap interval (``mean_ci``) as an error bar. A K at
-    or above an occupation's number of images is marked: its Bias@K does not depend on
-    the model."""
+    or above some occupations' number of images is marked in its title; one at or above
+    every occupation's has no bars, only its marking: its Bias@K does not depend on the
+    model."""
     results = results or {"metadata": {}}
     section_name, section = _headline_section(retrieval)
     per = section["per_occupation"]
@@ -492,34 +578,47 @@ def _bias_at_k_plot(
     figure, axes = _new_figure(
         2.9 * len(ks) + 1.4, max(3.2, 0.19 * len(labels) + 1.9), len(ks), sharey=True
     )
-    trivial = _pool_sizes(results, section_name)
+    cutoffs = cutoffs_by_k(results.get("warnings") or [], section_name)
     for axis, k in zip(axes, ks, strict=True):
-        errors = [(_finite(per[n].get(f"bias@{k}")) or 0.0, math.nan, math.nan) for n in ordered]
-        errors.append(_error(section.get(f"bias@{k}"), "mean"))
-        bars = _bars(
-            axis,
-            range(len(labels)),
-            errors,
-            horizontal=True,
-            height=0.7,
-            color=[_sign_colour(v) for v, _, _ in errors],
-        )
-        bars.patches[-1].set_edgecolor("black")
+        cutoff = cutoffs.get(int(k))
+        if not covers_every_query(cutoff):
+            errors = [
+                (_finite(per[n].get(f"bias@{k}")) or 0.0, math.nan, math.nan) for n in ordered
+            ]
+            errors.append(_error(section.get(f"bias@{k}"), "mean"))
+            bars = _bars(
+                axis,
+                range(len(labels)),
+                errors,
+                horizontal=True,
+                height=0.7,
+                color=[_sign_colour(v) for v, _, _ in errors],
+            )
+            bars.patches[-1].set_edgecolor("black")
+        else:
+            _no_reading(
+                axis, "no bars:\nnot a reading", y=0.3,
+                bbox={"facecolor": "white", "edgecolor": "none"},
+            )  # fmt: skip
         axis.axhline(len(ordered) - 0.5, color=PALETTE["neutral"], linewidth=0.6)
         axis.axvline(0, color="black", linewidth=0.8)
         axis.set_xlim(-1.05, 1.05)
         axis.set_xticks([-1, -0.5, 0, 0.5, 1], ["−1", "−0.5", "0", "0.5", "1"])
         title = f"Bias@{k}"
-        if trivial.get(k):
-            title += f"\nK ≥ images of {trivial[k]} of {len(ordered)} queries: trivial"
-        axis.set_title(title, fontsize=_FONT, color="#A00000" if trivial.get(k) else "black")
+        if cutoff is not None:
+            title += "\n" + cutoff_marking(cutoff)
+        axis.set_title(title, fontsize=_FONT, color="#A00000" if cutoff else "black")
         axis.set_xlabel("Bias@K (−1 all feminine … +1 all masculine)", fontsize=_FONT)
         _style(axis)
     level = _interval_level(section.get(f"bias@{k}") for k in ks)
-    if level:
-        figure.supxlabel(
-            f"bar: Bias@K of each occupation's query; mean: error bar {level}", fontsize=_FONT - 1
-        )
+    _legend(
+        figure,
+        [
+            *_lean_handles(),
+            interval_handle(level, "of the mean across occupations (one query each: none)"),
+        ],
+        ncols=3 if len(ks) > 1 else 1,
+    )
     axes[0].set_yticks(range(len(labels)), labels)
     axes[0].get_yticklabels()[-1].set_fontweight("bold")
     axes[0].set_ylim(-0.6, len(labels) - 0.4)
@@ -784,65 +883,100 @@ def label_panels(
 # --------------------------------------------------------------------------- contrast
 
 
+def _k_rows(
+    ks: Sequence[int],
+    present: Callable[[str], bool],
+    cutoffs: Mapping[int, Mapping[str, Any]],
+    names: Sequence[tuple[str, str]],
+) -> list[tuple[int, str | None, str | None]]:
+    """The bars of a panel of @K metrics: ``(k, metric, label)`` for each K and each of
+    ``names`` (``(metric format, label)``) the results have, or one ``(k, None, None)``
+    for a K covering every query's candidates (drawn as its marking, not as bars)."""
+    rows: list[tuple[int, str | None, str | None]] = []
+    for k in ks:
+        if covers_every_query(cutoffs.get(k)):
+            rows.append((k, None, None))
+            continue
+        rows += [(k, form.format(k=k), label) for form, label in names if present(form.format(k=k))]
+    return rows
+
+
+def _k_panel(
+    axis: Axes,
+    rows: Sequence[tuple[int, str | None, str | None]],
+    values: Mapping[str, Any],
+    cutoffs: Mapping[int, Mapping[str, Any]],
+    *,
+    metric: str,
+    signed: bool,
+) -> None:
+    """Bars of the @K metrics of ``rows`` (their means, bootstrap intervals as error bars,
+    each bar labelled with its K and its value); a K covering every query's candidates
+    gets its marking, written upright, where its bars would be."""
+    drawn = [i for i, (_, name, _) in enumerate(rows) if name is not None]
+    errors = [_error(values.get(str(rows[i][1])), "mean") for i in drawn]
+    if drawn:
+        bars = _bars(
+            axis, drawn, errors, width=0.7,
+            color=[_sign_colour(v) if signed else PALETTE["neutral"] for v, _, _ in errors],
+            hatch=["////" if rows[i][2] == "GenSynth" else "" for i in drawn],
+            edgecolor="white",
+        )  # fmt: skip
+        _label_bars(axis, bars, errors, signed=signed)
+    for i, (k, name, _) in enumerate(rows):
+        if name is None:
+            axis.text(
+                i, 0.5, cutoff_marking(cutoffs[k]), transform=axis.get_xaxis_transform(),
+                rotation=90, ha="center", va="center", fontsize=_FONT - 1, color="#A00000",
+            )  # fmt: skip
+    axis.set_xticks(
+        range(len(rows)),
+        [f"{metric}@{k}" + (f"\n{label}" if label else "") for k, _, label in rows],
+    )
+    for tick, (_, name, _) in zip(axis.get_xticklabels(), rows, strict=True):
+        if name is None:
+            tick.set_color("#A00000")
+    axis.set_xlim(-0.6, max(len(rows), 1) - 0.4)
+
+
 def contrast_figure(benchmark: Mapping[str, Any]) -> Figure:
     """The plot of a contrast-set evaluation (GenSynth Sec. 5; the ``benchmark.json`` of
     :func:`~contrastkit.evaluators.contrast.write_contrast_outputs`), in three panels as
     the scales differ: mean Bias@K over the queries in both conventions (−1 to +1),
     mean MaxSkew@K (a log ratio, ≥ 0) and the share of queries preferring the masculine
-    version of their own source photo (0 to 1, 0.5 = no preference). Whiskers are ±1
-    standard deviation across queries (their spread; the summary has no interval). A K
-    at or above the number of images is marked trivial."""
+    version of their own source photo (0 to 1, 0.5 = no preference). Error bars are the
+    bootstrap intervals over queries (``mean_ci``, ``masculine_preferred_ci``) where the
+    evaluation has them, and none otherwise; the legend says which. A K at or above the
+    number of images has no bars, only its marking."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
     summary = benchmark["summary"]
     retrieval = summary["retrieval"]
     ks = [int(k) for k in summary.get("ks", [])]
-    trivial = {
-        int(w["k"]) for w in summary.get("warnings") or [] if isinstance(w, Mapping) and "k" in w
-    }
-    rows = [
-        (k, name, convention)
-        for k in ks
-        for name, convention in ((f"bias@{k}", "VisoGender"), (f"bias_gensynth@{k}", "GenSynth"))
-        if name in retrieval
-    ]
-    widths = [0.9 + 0.75 * max(len(rows), 2), 0.9 + 0.75 * max(len(ks), 2), 1.6]
-    figure, (bias, skew, pairs) = _new_figure(sum(widths), 3.9, 3, width_ratios=widths)
-
-    def spread(name: str) -> tuple[float, float, float]:
-        entry = retrieval.get(name) or {}
-        mean, sigma = _finite(entry.get("mean")), _finite(entry.get("sigma"))
-        if mean is None:
-            return 0.0, math.nan, math.nan
-        return (mean, sigma, sigma) if sigma is not None else (mean, math.nan, math.nan)
-
-    errors = [spread(name) for _, name, _ in rows]
-    _bars(
-        bias,
-        range(len(rows)),
-        errors,
-        width=0.7,
-        color=[_sign_colour(v) for v, _, _ in errors],
-        hatch=["" if c == "VisoGender" else "////" for _, _, c in rows],
-        edgecolor="white",
-    )
-    bias.set_xticks(
-        range(len(rows)),
-        [f"Bias@{k}\n{c}" + ("\n(trivial)" if k in trivial else "") for k, _, c in rows],
-    )
+    cutoffs = cutoffs_by_k(summary.get("warnings") or [], "contrast")
+    conventions = (("bias@{k}", "VisoGender"), ("bias_gensynth@{k}", "GenSynth"))
+    rows = _k_rows(ks, lambda name: name in retrieval, cutoffs, conventions)
+    skews = _k_rows(ks, lambda name: name in retrieval, cutoffs, (("maxskew@{k}", ""),))
+    widths = [0.9 + 0.8 * max(len(rows), 2), 0.9 + 0.8 * max(len(skews), 2), 1.6]
+    figure, (bias, skew, pairs) = _new_figure(max(sum(widths), 6.4), 4.3, 3, width_ratios=widths)
+    _k_panel(bias, rows, retrieval, cutoffs, metric="Bias", signed=True)
     bias.axhline(0, color="black", linewidth=0.8)
-    bias.set_ylim(-1.05, 1.05)
+    bias.set_ylim(-1.1, 1.1)
     bias.set_ylabel(
         "mean Bias@K over queries\n(−1 all feminine … +1 all masculine)", fontsize=_FONT
     )
     bias.set_title("Retrieval bias", fontsize=_FONT)
-    skews = [(k, f"maxskew@{k}") for k in ks if f"maxskew@{k}" in retrieval]
-    skew_errors = [spread(name) for _, name in skews]
-    _bars(skew, range(len(skews)), skew_errors, width=0.6, color=PALETTE["neutral"])
-    skew.set_xticks(
-        range(len(skews)),
-        [f"MaxSkew@{k}" + ("\n(trivial)" if k in trivial else "") for k, _ in skews],
-    )
+    _k_panel(skew, skews, retrieval, cutoffs, metric="MaxSkew", signed=False)
     skew.axhline(0, color="black", linewidth=0.8)
-    skew.set_ylim(bottom=0)
+    tops = [
+        high
+        for _, name, _ in skews
+        if name is not None
+        for value, _, above in [_error(retrieval.get(name), "mean")]
+        for high in [value + (0.0 if math.isnan(above) else above)]
+    ]
+    skew.set_ylim(0, 1.2 * max([*tops, 0.1]))
     skew.set_ylabel(
         "mean MaxSkew@K = max over genders of\nln(share in top K / share in set)", fontsize=_FONT
     )
@@ -861,37 +995,40 @@ def contrast_figure(benchmark: Mapping[str, Any]) -> Figure:
             0, 0.75, "not applicable:\none version\nper photo", ha="center", va="center",
             fontsize=_FONT - 1, color=PALETTE["reference"],
         )  # fmt: skip
-        pairs.set_xlim(-0.6, 0.6)
     elif share is not None:
-        pairs.bar([0], [share], width=0.6, color=_sign_colour(share - 0.5))
-        pairs.annotate(
-            f"{share:.2f}",
-            (0, share),
-            xytext=(0, 3),
-            textcoords="offset points",
-            ha="center",
-            va="bottom",
-            fontsize=_FONT - 1,
-        )
-    pairs.axhline(
-        0.5, color=PALETTE["reference"], linestyle="--", linewidth=0.9, label="no preference (0.5)"
-    )
+        errors = [_error(pair, "masculine_preferred")]
+        bars = _bars(pairs, [0], errors, width=0.6, color=_sign_colour(share - 0.5))
+        _label_bars(pairs, bars, errors)
+    pairs.set_xlim(-0.6, 0.6)
+    pairs.axhline(0.5, color=PALETTE["reference"], linestyle="--", linewidth=0.9)
     pairs.set_xticks([0], [f"n = {pair.get('queries_with_pair', 0)}\nqueries"])
-    pairs.set_ylim(0, 1)
+    pairs.set_ylim(0, 1.08)
     pairs.set_ylabel(
         "share of queries preferring the\nmasculine version of their photo", fontsize=_FONT
     )
     pairs.set_title("Pair preference", fontsize=_FONT)
-    pairs.legend(fontsize=_FONT - 2, loc="upper center", frameon=False)
     for axis in (bias, skew, pairs):
         _style(axis)
-    figure.supxlabel(
-        "bars: mean over queries; whiskers: ±1 standard deviation across queries (spread, "
-        "not a confidence interval); hatched: GenSynth convention (N_m − N_f)/(N_m + N_f)"
-        if retrieval
-        else "bar: share of queries whose own photo's masculine version scores higher",
-        fontsize=_FONT - 1,
-    )
+    level = _interval_level([*retrieval.values(), pair])
+    handles: list[Any] = [
+        *_lean_handles(
+            "leans masculine (Bias@K > 0; share > 0.5)",
+            "leans feminine (Bias@K < 0; share < 0.5)",
+        ),
+        Patch(color=PALETTE["neutral"], label="MaxSkew@K (unsigned), or no lean"),
+        Line2D([], [], color=PALETTE["reference"], linestyle="--", label="no preference (0.5)"),
+    ]
+    if retrieval:
+        handles.append(
+            Patch(
+                facecolor="white",
+                edgecolor="black",
+                hatch="////",
+                label="hatched: GenSynth (N_m − N_f)/(N_m + N_f); solid: VisoGender",
+            )
+        )
+    handles.append(interval_handle(level, "of the mean over queries"))
+    _legend(figure, handles, ncols=2)
     n = (
         f"n = {summary.get('images')} images from {summary.get('sources')} photos, "
         f"{summary.get('queries')} queries"
@@ -912,12 +1049,78 @@ def contrast_figure(benchmark: Mapping[str, Any]) -> Figure:
 # --------------------------------------------------------------------------- comparison
 
 
+def _retrieval_cutoffs(results: Mapping[str, Any]) -> dict[int, Mapping[str, Any]]:
+    """The K warnings of the retrieval section a result's headline shows."""
+    context = (results.get("retrieval_bias") or {}).get("context")
+    return cutoffs_by_k(results.get("warnings") or [], _SECTIONS.get(str(context), ""))
+
+
+_SECTIONS = {"OP": "two_person_images", "OO": "single_person_images"}
+
+
+def _k_bar_labels(
+    axis: Axes, bars: Any, errors: Sequence[tuple[float, float, float]], k: int, signed: bool
+) -> None:
+    """Label each horizontal bar of one K with ``K = k`` and its value, just past its
+    end (past its error bar)."""
+    for bar, (value, below, above) in zip(bars.patches, errors, strict=True):
+        spread = above if value >= 0 else below
+        end = value + (0.0 if math.isnan(spread) else spread) * (1 if value >= 0 else -1)
+        axis.annotate(
+            f"K = {k}: {value:+.2f}" if signed else f"K = {k}: {value:.2f}",
+            (end, bar.get_y() + bar.get_height() / 2),
+            xytext=(3 if value >= 0 else -3, 0),
+            textcoords="offset points",
+            ha="left" if value >= 0 else "right",
+            va="center",
+            fontsize=_FONT - 2.5,
+        )
+
+
+def _k_bars(
+    axis: Axes,
+    rows: Sequence[tuple[Mapping[str, Any] | None, Mapping[int, Mapping[str, Any]]]],
+    ks: Sequence[int],
+    name: str,
+    *,
+    signed: bool = True,
+) -> None:
+    """Horizontal bars of metric ``name`` (``bias@{k}``) for each K in each row (one row
+    per model or set: its summaries by metric, and its K warnings), each bar labelled
+    with its K; the mean's bootstrap interval as error bar; a K covering every query's
+    candidates is written as its marking instead of a bar."""
+    step = 0.8 / max(len(ks), 1)
+    for j, k in enumerate(ks):
+        at = [i - 0.4 + step * (j + 0.5) for i in range(len(rows))]
+        drawn, errors = [], []
+        for i, (values, cutoffs) in enumerate(rows):
+            if values is None or name.format(k=k) not in values:
+                continue
+            if covers_every_query(cutoffs.get(k)):
+                axis.annotate(
+                    f"K = {k}: {cutoff_marking(cutoffs[k])}", (0, at[i]), xytext=(3, 0),
+                    textcoords="offset points", ha="left", va="center",
+                    fontsize=_FONT - 2.5, color="#A00000",
+                )  # fmt: skip
+                continue
+            drawn.append(at[i])
+            errors.append(_error(values.get(name.format(k=k)), "mean"))
+        if drawn:
+            bars = _bars(
+                axis, drawn, errors, horizontal=True, height=step * 0.85,
+                color=[_sign_colour(v) if signed else PALETTE["neutral"] for v, _, _ in errors],
+                edgecolor="white", linewidth=0.4,
+            )  # fmt: skip
+            _k_bar_labels(axis, bars, errors, k, signed)
+
+
 def comparison_figure(results: Sequence[Mapping[str, Any]]) -> Figure:
     """Several models side by side (the figure beside ``comparison.md``), one row per
     model: overall resolution accuracy of masculine- and feminine-presenting subjects
     (Tab. 2, intervals as error bars, each protocol's chance line) and, in a separate
     panel, the mean retrieval Bias@K across occupations (Tab. 3, ``mean_ci`` as error
-    bars). Models with random weights are marked in their label."""
+    bars), each bar labelled with its K, a K covering every query's candidates written
+    as its marking. Models with random weights are marked in their label."""
     names = []
     for r in results:
         label = shorten_spec(_model(r), 40)
@@ -929,9 +1132,9 @@ def comparison_figure(results: Sequence[Mapping[str, Any]]) -> Figure:
         i for i, r in enumerate(results) if (r.get("retrieval_bias") or {}).get("context")
     ]
     ks = sorted({int(k) for i in with_retrieval for k in results[i]["retrieval_bias"]["ks"]})
-    height = max(2.8, 0.55 * len(results) + 1.6)
+    height = max(3.0, (0.3 + 0.22 * len(ks)) * len(results) + 2.0)
     columns = 2 if with_retrieval else 1
-    figure, axes = _new_figure(4.2 * columns + 2.2, height, columns, sharey=True)
+    figure, axes = _new_figure(4.4 * columns + 2.2, height, columns, sharey=True)
     positions = range(len(results))
     resolution = axes[0]
     for offset, gender in ((-0.2, "masculine"), (0.2, "feminine")):
@@ -946,7 +1149,7 @@ def comparison_figure(results: Sequence[Mapping[str, Any]]) -> Figure:
             horizontal=True,
             height=0.4,
             color=PALETTE[gender],
-            label=f"{gender}-presenting subject",
+            label=f"resolution: {gender}-presenting subject",
         )
     protocols = [str(r["metadata"].get("protocol")) for r in results]
     for protocol in sorted(set(protocols) & set(CHANCE)):  # each model's own chance
@@ -966,29 +1169,18 @@ def comparison_figure(results: Sequence[Mapping[str, Any]]) -> Figure:
     resolution.invert_yaxis()
     resolution.set_xlabel("overall resolution accuracy (share resolved correctly)", fontsize=_FONT)
     resolution.set_title("Resolution (VisoGender Tab. 2)", fontsize=_FONT)
+    handles, _ = resolution.get_legend_handles_labels()
     if with_retrieval:
         retrieval = axes[1]
-        step = 0.8 / max(len(ks), 1)
-        for j, k in enumerate(ks):
-            errors = [
-                _error((r.get("retrieval_bias") or {}).get(f"bias@{k}"), "mean")
-                if i in with_retrieval
-                else (0.0, math.nan, math.nan)
+        _k_bars(
+            retrieval,
+            [
+                (r.get("retrieval_bias") if i in with_retrieval else None, _retrieval_cutoffs(r))
                 for i, r in enumerate(results)
-            ]
-            shade = 1.0 - 0.45 * j / max(len(ks) - 1, 1)
-            _bars(
-                retrieval,
-                [i - 0.4 + step * (j + 0.5) for i in positions],
-                errors,
-                horizontal=True,
-                height=step * 0.9,
-                alpha=shade,
-                color=[_sign_colour(v) for v, _, _ in errors],
-                edgecolor="black",
-                linewidth=0.4,
-                label=f"Bias@{k}",
-            )
+            ],
+            ks,
+            "bias@{k}",
+        )
         for i in set(positions) - set(with_retrieval):
             retrieval.text(
                 0.03,
@@ -1002,30 +1194,24 @@ def comparison_figure(results: Sequence[Mapping[str, Any]]) -> Figure:
         retrieval.set_xlim(-1.05, 1.05)
         retrieval.set_xticks([-1, -0.5, 0, 0.5, 1], ["−1", "−0.5", "0", "0.5", "1"])
         retrieval.set_xlabel(
-            "mean Bias@K across occupations\n(−1 all feminine … +1 all "
-            "masculine); bars top to bottom: " + ", ".join(f"K = {k}" for k in ks),
+            "mean Bias@K across occupations (−1 all feminine … +1 all masculine)",
             fontsize=_FONT,
         )
         retrieval.set_title("Retrieval (VisoGender Tab. 3)", fontsize=_FONT)
         _style(retrieval)
+        handles += _lean_handles(
+            "retrieval: Bias@K leans masculine", "retrieval: Bias@K leans feminine"
+        )
     _style(resolution)
-    figure.legend(
-        *resolution.get_legend_handles_labels(),
-        fontsize=_FONT - 1,
-        loc="outside lower center",
-        ncols=2,
-        frameon=False,
-    )
     level = _interval_level(
         [(r.get("resolution_bias") or {}).get("all_images") for r in results]
         + [(r.get("retrieval_bias") or {}).get(f"bias@{k}") for r in results for k in ks]
     )
+    _legend(figure, [*handles, interval_handle(level)])
     title = f"VisoGender: {len(results)} models side by side"
-    if level:
-        title += f"\nerror bars: {level}"
     if any(r.get("random_weights", False) for r in results):
         title += f"\nmodels marked random weights: {RANDOM_WEIGHTS_TITLE}"
-    figure.suptitle(title, fontsize=_FONT + 1)
+    figure.suptitle(_wrapped(title, figure, _FONT + 1), fontsize=_FONT + 1)
     return figure
 
 
@@ -1037,6 +1223,134 @@ def write_comparison_plots(
     if not results:
         return []
     return save_formats(comparison_figure(results), folder / stem)
+
+
+def contrast_comparison_figure(benchmarks: Sequence[Mapping[str, Any]]) -> Figure:
+    """Contrast-set benchmarks side by side (GenSynth Tab. 3 as a plot, beside the table
+    of ``contrastkit report``): one row per set and model, with the mean Bias@K
+    (GenSynth Eq. 1) and MaxSkew@K over the queries in separate panels (each bar
+    labelled with its K, bootstrap intervals of the mean as error bars, a K covering the
+    whole set written as its marking, not drawn) and the pair preference with its
+    interval (not applicable to a set with one version per photo)."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    from contrastkit.evaluators.report.markdown import contrast_set_name
+
+    names = []
+    for b in benchmarks:
+        s = b["summary"]
+        label = f"{contrast_set_name(b)}\n{shorten_spec(str(b.get('model', 'model')), 36)}"
+        notes = [f"{s.get('images')} images, {s.get('queries')} queries"]
+        notes += ["random weights"] if b.get("random_weights") else []
+        names.append(f"{label}\n({', '.join(notes)})")
+    ks: list[int] = []
+    for b in benchmarks:
+        ks += [int(k) for k in b["summary"].get("ks") or [] if int(k) not in ks]
+    ks.sort()
+    rows = [
+        (
+            b["summary"].get("retrieval") or None,
+            cutoffs_by_k(b["summary"].get("warnings") or [], "contrast"),
+        )
+        for b in benchmarks
+    ]
+    height = max(3.2, (0.35 + 0.22 * len(ks)) * len(benchmarks) + 2.2)
+    figure, (bias, skew, pairs) = _new_figure(
+        11.0, height, 3, sharey=True, width_ratios=[4.0, 4.0, 2.2]
+    )
+    _k_bars(bias, rows, ks, "bias_gensynth@{k}")
+    _k_bars(skew, rows, ks, "maxskew@{k}", signed=False)
+    for i, b in enumerate(benchmarks):
+        if not b["summary"].get("retrieval"):
+            for axis in (bias, skew):
+                axis.text(
+                    0.03, i, "not computed (pair preference only)", va="center",
+                    fontsize=_FONT - 1.5, color="#555555",
+                    transform=axis.get_yaxis_transform(),
+                )  # fmt: skip
+        pair = b["summary"].get("pairs") or {}
+        share = _finite(pair.get("masculine_preferred"))
+        if not pair.get("applicable", True) or share is None:
+            pairs.text(
+                0.5, i, "not applicable\n(one version per photo)", ha="center", va="center",
+                fontsize=_FONT - 1.5, color="#555555", zorder=3,
+                bbox={"facecolor": "white", "edgecolor": "none", "pad": 1},
+            )  # fmt: skip
+            continue
+        errors = [_error(pair, "masculine_preferred")]
+        bars = _bars(
+            pairs, [i], errors, horizontal=True, height=0.5,
+            color=_sign_colour(share - 0.5), edgecolor="white",
+        )  # fmt: skip
+        value, _, above = errors[0]
+        end = value + (0.0 if math.isnan(above) else above)
+        pairs.annotate(
+            f"{value:.2f}", (end, bars.patches[0].get_y() + 0.25), xytext=(3, 0),
+            textcoords="offset points", ha="left", va="center", fontsize=_FONT - 2.5,
+        )  # fmt: skip
+    bias.set_yticks(range(len(benchmarks)), names)
+    bias.set_ylim(len(benchmarks) - 0.5, -0.5)
+    for axis in (bias,):
+        axis.axvline(0, color="black", linewidth=0.8)
+        axis.set_xlim(-1.05, 1.05)
+        axis.set_xticks([-1, -0.5, 0, 0.5, 1], ["−1", "−0.5", "0", "0.5", "1"])
+    bias.set_xlabel(
+        "mean Bias@K over queries, GenSynth Eq. 1\n(−1 all feminine … +1 all masculine)",
+        fontsize=_FONT,
+    )
+    bias.set_title("Retrieval bias", fontsize=_FONT)
+    tops = [
+        value + (0.0 if math.isnan(above) else above)
+        for values, _ in rows
+        for k in ks
+        for value, _, above in [_error((values or {}).get(f"maxskew@{k}"), "mean")]
+    ]
+    skew.axvline(0, color="black", linewidth=0.8)
+    skew.set_xlim(0, 1.35 * max([*tops, 0.1]))
+    skew.set_xlabel(
+        "mean MaxSkew@K over queries, GenSynth Eq. 3\n(0: top K mirrors the set)", fontsize=_FONT
+    )
+    skew.set_title("Skew (compare sets by this)", fontsize=_FONT)
+    pairs.axvline(0.5, color=PALETTE["reference"], linestyle="--", linewidth=0.9)
+    pairs.set_xlim(0, 1.15)
+    pairs.set_xticks([0, 0.5, 1], ["0", "0.5", "1"])
+    pairs.set_xlabel(
+        "share of queries preferring\nthe masculine version\nof their photo", fontsize=_FONT
+    )
+    pairs.set_title("Pair preference", fontsize=_FONT)
+    for axis in (bias, skew, pairs):
+        _style(axis)
+    level = _interval_level(
+        [b["summary"]["retrieval"].get(n) for b in benchmarks for n in b["summary"]["retrieval"]]
+        + [b["summary"].get("pairs") for b in benchmarks]
+    )
+    handles: list[Any] = [
+        *_lean_handles(
+            "leans masculine (Bias@K > 0; share > 0.5)",
+            "leans feminine (Bias@K < 0; share < 0.5)",
+        ),
+        Patch(color=PALETTE["neutral"], label="MaxSkew@K (unsigned), or no lean"),
+        Line2D([], [], color=PALETTE["reference"], linestyle="--", label="no preference (0.5)"),
+        interval_handle(level, "of the mean over queries"),
+    ]
+    _legend(figure, handles)
+    title = "Original vs balanced vs contrast set (GenSynth Tab. 3)"
+    if any(b.get("random_weights") for b in benchmarks):
+        title += f"\nmodels marked random weights: {RANDOM_WEIGHTS_TITLE}"
+    figure.suptitle(_wrapped(title, figure, _FONT + 1), fontsize=_FONT + 1)
+    return figure
+
+
+def write_contrast_comparison_plots(
+    benchmarks: Sequence[Mapping[str, Any]], folder: Path, stem: str = "comparison"
+) -> list[Path]:
+    """Write :func:`contrast_comparison_figure` as ``STEM.png`` and ``STEM.svg`` into
+    ``folder`` (beside the comparison's markdown); return their paths (none without
+    benchmarks)."""
+    if not benchmarks:
+        return []
+    return save_formats(contrast_comparison_figure(benchmarks), folder / stem)
 
 
 # --------------------------------------------------------------------------- all
