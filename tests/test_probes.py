@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from contrastkit.curation.gender_words import WORD_TABLE
 from contrastkit.errors import DataFormatError
+from contrastkit.gender_words import WORD_TABLE
 from contrastkit.probes import (
     COLUMNS,
     NEUTRAL_TERMS,

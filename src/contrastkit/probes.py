@@ -60,8 +60,8 @@ from types import MappingProxyType
 from typing import Any, Final
 from urllib.parse import unquote, urlparse
 
-from contrastkit.curation.gender_words import WORD_TABLE, is_determiner_use, match_case
 from contrastkit.errors import DataFormatError
+from contrastkit.gender_words import WORD_TABLE, is_determiner_use, match_case
 from contrastkit.io import atomic_write_text
 from contrastkit.records import json_lines, parse_json, read_json, text_lines
 from contrastkit.saved_datasets import load_saved_split

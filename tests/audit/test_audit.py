@@ -588,8 +588,8 @@ def test_a_fine_tuned_transformer_caption_classifier_finds_planted_context(
     a new two-way head): planted context words are learnt (AUC near 1), shuffled context
     is not (AUC near 0.5); the result says which classifier ran and how."""
     from contrastkit.audit.classifier import caption_classifier
-    from contrastkit.curation.gender_words import neutralize
     from contrastkit.errors import ModelNotFoundError
+    from contrastkit.gender_words import neutralize
 
     sets = {
         shuffled: planted(masculine=60, feminine=60, undefined=0, shuffled=shuffled,

@@ -15,7 +15,7 @@ from contrastkit.audit import AuditConfig, audit
 from contrastkit.audit.data import load_audit_data
 from contrastkit.builders.export import contrast_features
 from contrastkit.cli import app
-from contrastkit.curation.gender_words import neutralize
+from contrastkit.gender_words import neutralize
 
 datasets.disable_progress_bars()
 runner = CliRunner()

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from contrastkit.curation.gender_words import (
+from contrastkit.gender_words import (
     FEMININE_WORDS,
     MASCULINE_WORDS,
     WORD_TABLE,
@@ -160,3 +160,15 @@ def test_swap_round_trip_for_noun_rows(items: list[tuple[tuple[str, str, str], i
     for before, after in zip(caption.split(), to_gender(caption, N).split(), strict=True):
         assert before.isupper() == after.isupper() or len(before.strip(".")) == 1
         assert before[:1].isupper() == after[:1].isupper()
+
+
+def test_the_old_import_path_is_the_moved_module_with_a_warning() -> None:
+    import importlib
+    import sys
+
+    import contrastkit.gender_words as new
+
+    sys.modules.pop("contrastkit.curation.gender_words", None)
+    with pytest.warns(DeprecationWarning, match="moved to contrastkit.gender_words"):
+        old = importlib.import_module("contrastkit.curation.gender_words")
+    assert old is new and old.to_gender is new.to_gender

@@ -17,14 +17,14 @@ import re
 import numpy as np
 import pytest
 
-from contrastkit.curation.gender_words import (
+from contrastkit.evaluators.metrics import retrieval_metrics
+from contrastkit.gender_words import (
     FEMININE_WORDS,
     MASCULINE_WORDS,
     image_label,
     neutralize,
     text_label,
 )
-from contrastkit.evaluators.metrics import retrieval_metrics
 from contrastkit.schema import Gender
 
 # The repository's lists (measure_bias.py, MALE_GENDERED_WORDS / FEMALE_GENDERED_WORDS).
@@ -133,7 +133,7 @@ def test_both_combine_caption_labels_alike_when_tokens_are_clean() -> None:
 def test_neutral_captions_her_and_case() -> None:
     """The repository lower-cases the caption and maps "her" to "their" always;
     contrastkit keeps the case and reads "her" before a noun as "their", otherwise as
-    "them" (see contrastkit.curation.gender_words)."""
+    "them" (see contrastkit.gender_words)."""
     assert repo_neutral("A man hugging her.") == "a person hugging their."
     assert neutralize("A man hugging her.") == "A person hugging them."
     assert repo_neutral("The woman brushes her teeth") == "the person brushes their teeth"

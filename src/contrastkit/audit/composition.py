@@ -3,7 +3,7 @@
 The label of an image is ``g`` of Sec. 3.2: all its captions joined into one paragraph,
 ``masculine`` when it holds only masculine Tab. 4 words, ``feminine`` when only feminine
 ones, ``undefined`` for both or neither
-(:func:`contrastkit.curation.gender_words.image_label`). By that rule the paper counts,
+(:func:`contrastkit.gender_words.image_label`). By that rule the paper counts,
 for COCO 2017 (:data:`PAPER_COUNTS`):
 
 * val2017, 5,000 images: 1,275 masculine (25.5%), 539 feminine (10.8%), 3,186 undefined

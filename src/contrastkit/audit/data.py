@@ -20,10 +20,10 @@ files side by side). With the instances file the split is read by
 the captions are read, which is all the caption-based analyses need.
 
 Every image gets the caption label ``g`` of GenSynth Sec. 3.2
-(:func:`contrastkit.curation.gender_words.image_label`: all its captions joined, only
+(:func:`contrastkit.gender_words.image_label`: all its captions joined, only
 masculine Tab. 4 words -> masculine, only feminine -> feminine, both or neither ->
 undefined) and its gender-neutral captions
-(:func:`contrastkit.curation.gender_words.neutralize`, Tab. 4 / Tab. 5).
+(:func:`contrastkit.gender_words.neutralize`, Tab. 4 / Tab. 5).
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from contrastkit.curation.gender_words import image_label, neutralize
 from contrastkit.errors import DataFormatError
+from contrastkit.gender_words import image_label, neutralize
 from contrastkit.records import read_json_object, relative_file_name
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 GenSynth (seeds/001, Sec. 4.1) edits COCO images that "(i) contain only one person,
 inferred from the number of person bounding boxes; and (ii) have a defined gender label"
-(Sec. 3.2, :func:`contrastkit.curation.gender_words.image_label`). :func:`read_coco`
+(Sec. 3.2, :func:`contrastkit.gender_words.image_label`). :func:`read_coco`
 reads a COCO folder's ``captions_<split>.json`` and ``instances_<split>.json``;
 :func:`select_sources` keeps the images with exactly one person box (a crowd box
 counts as several people) at least ``min_box_side`` pixels wide and tall, and a defined
@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from contrastkit.curation.gender_words import image_label
 from contrastkit.errors import ConfigError, DataFormatError
+from contrastkit.gender_words import image_label
 from contrastkit.records import read_json_object, relative_file_name
 from contrastkit.schema import Gender
 

@@ -81,9 +81,9 @@ from contrastkit.builders.manifest import (
     contrast_items,
 )
 from contrastkit.config import require
-from contrastkit.curation.gender_words import neutralize
 from contrastkit.data_cards import render_card
 from contrastkit.errors import ConfigError, DataFormatError, StateError
+from contrastkit.gender_words import neutralize
 from contrastkit.io import atomic_write_text, check_writable, shared_lock, staging_folder
 from contrastkit.records import (
     json_lines,

@@ -35,8 +35,8 @@ from typing import Any, TypeVar
 from PIL import Image
 
 from contrastkit.builders.coco import Box, SourceImage
-from contrastkit.curation.gender_words import to_gender
 from contrastkit.errors import DataFormatError
+from contrastkit.gender_words import to_gender
 from contrastkit.io import atomic_write_bytes, atomic_write_text, exclusive_lock
 from contrastkit.records import json_lines
 from contrastkit.schema import Gender
@@ -359,7 +359,7 @@ def write_contrast_set(
 ) -> list[ContrastItem]:
     """Write ``contrast_set.jsonl``: per source, its masculine then its feminine edit, with
     the source's captions rewritten to the edit's gender (GenSynth Sec. 4.3,
-    :func:`contrastkit.curation.gender_words.to_gender`)."""
+    :func:`contrastkit.gender_words.to_gender`)."""
     items = []
     for source_id, per_gender in chosen.items():
         source = sources[source_id]

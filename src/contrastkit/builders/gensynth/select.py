@@ -20,9 +20,9 @@ from contrastkit.builders.manifest import (
     read_sources,
     write_contrast_set,
 )
-from contrastkit.curation.gender_words import to_gender
 from contrastkit.curation.knn_filter import select_edits
 from contrastkit.errors import DataFormatError, StateError
+from contrastkit.gender_words import to_gender
 from contrastkit.schema import Gender
 
 __all__ = ["LabeledImages", "quality_sets", "run_select_stage"]
