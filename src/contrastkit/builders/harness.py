@@ -610,11 +610,12 @@ def _load_set(config: HarnessExportConfig) -> _Set:
             raise DataFormatError(path, None, None, "no such file or folder")
     if config.bundled:  # with other TSVs, if any: VisoGender-style data, like evaluate's
         return _visogender_set(sources, images, skip_missing)
-    if len(sources) == 1 and (first / "saved" / "contrast").is_dir():
-        return _contrast_set(first)
-    from contrastkit.probes import is_probe_set
+    from contrastkit.kinds import detect_kind
 
-    if len(sources) == 1 and is_probe_set(first):
+    kind = detect_kind(first).name if len(sources) == 1 else "visogender"
+    if kind == "contrast":
+        return _contrast_set(first)
+    if kind == "stereotype":
         return _probe_set(first, images, skip_missing)
     return _visogender_set(sources, images, skip_missing)
 

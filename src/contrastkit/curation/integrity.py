@@ -38,7 +38,6 @@ from contrastkit.errors import ConfigError
 from contrastkit.io import atomic_write_text, check_writable, resource_error
 from contrastkit.schema import VisoGenderTable
 from contrastkit.store import ImageStore
-from contrastkit.tsv import read_visogender_tsv
 
 __all__ = [
     "CheckedRow",
@@ -315,13 +314,13 @@ def check_tables(
 
 
 def read_table(path: Path) -> Table:
-    """One file: a probe set when its header says so (:func:`contrastkit.probes.
-    is_probe_set`), else an official-format VisoGender TSV."""
-    from contrastkit.probes import is_probe_set
+    """One file's rows with their URLs, as its dataset kind reads them
+    (:func:`contrastkit.kinds.detect_kind`): a probe set when its header says so, else an
+    official-format VisoGender TSV."""
+    from contrastkit.kinds import detect_kind
 
-    if Path(path).is_file() and is_probe_set(path):
-        return ProbeTable.read(Path(path))
-    return read_visogender_tsv(path)
+    table: Table = detect_kind(path).read_url_table(Path(path))
+    return table
 
 
 def read_tables(paths: Sequence[Path]) -> list[Table]:

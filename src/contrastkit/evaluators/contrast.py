@@ -181,8 +181,11 @@ def _saved_contrast(folder: Path) -> Path | None:
 
 
 def is_contrast_dataset(path: Path) -> bool:
-    """Whether ``path`` is a contrast-set export folder (``contrastkit export contrast``)."""
-    return _saved_contrast(Path(path)) is not None
+    """Whether ``path`` is a contrast-set export folder (``contrastkit export contrast``;
+    :func:`contrastkit.kinds.detect_kind`, recorded kind first)."""
+    from contrastkit.kinds import detect_kind
+
+    return detect_kind(path).name == "contrast"
 
 
 def load_contrast(path: Path, split: str | None = None) -> Any:

@@ -1147,6 +1147,11 @@ def harness_results_markdown(results: Mapping[str, Any]) -> str:
     ).rstrip() + "\n"  # fmt: skip
 
 
+def harness_comparison_markdown(results: Sequence[Mapping[str, Any]]) -> str:
+    """The harness tables of several ``harness_results.json``, one after another."""
+    return "\n".join(harness_results_markdown(r) for r in results)
+
+
 def harness_headline(results: Mapping[str, Any]) -> dict[str, Any]:
     """The headline of a ``harness_results.json`` (``contrastkit report --json``):
     ``task`` (``harness-contrast``), ``model``, ``random_weights``, ``weights_note``,

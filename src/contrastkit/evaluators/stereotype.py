@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from PIL import Image
 
     from contrastkit.evaluators.data import EvalItem
-    from contrastkit.evaluators.job import EvaluateConfig, EvaluateResult
+    from contrastkit.evaluators.evaluation import EvaluateConfig, EvaluateResult
     from contrastkit.interfaces import ProgressFactory
     from contrastkit.probes import ProbeRow
 
@@ -592,11 +592,11 @@ def evaluate_stereotype(
             ``skip_missing``), no rows.
         ModelNotFoundError: a model that is not on this machine or does not load.
     """
-    from contrastkit.evaluators.job import (
+    from contrastkit.evaluators.evaluation import (
         EvaluateResult,
         ModelEvaluation,
-        _available_items,
-        _folder_links,
+        available_items,
+        folder_links,
         skipped_rows_json,
     )
     from contrastkit.evaluators.models import load_model, parse_spec
@@ -628,7 +628,7 @@ def evaluate_stereotype(
             )  # fmt: skip
         ids[row.id] = where
     candidates = _items(rows, paths[0])
-    items, loader, skipped, fetched = _available_items(config, paths, candidates, progress)
+    items, loader, skipped, fetched = available_items(config, paths, candidates, progress)
     kept = [cast("_ProbeItem", item) for item in items]
     kept_rows = [item.probe for item in kept]
     by_id = {item.probe.id: item for item in kept}
@@ -671,7 +671,7 @@ def evaluate_stereotype(
     comparison = None
     if len(benchmarks) > 1:
         comparison = config.out / "comparison.md"
-        text = stereotype_comparison_markdown(benchmarks) + _folder_links(config.out, evaluations)
+        text = stereotype_comparison_markdown(benchmarks) + folder_links(config.out, evaluations)
         atomic_write_text(comparison, text)
     return EvaluateResult(
         TASK, paths, tuple(evaluations), comparison,  # type: ignore[arg-type]

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from contrastkit.curation.integrity import ProbeTable, Table, check_tables, distinct_urls
+from contrastkit.curation.integrity import Table, check_tables, distinct_urls
 from contrastkit.curation.maintenance.config import MaintainConfig
 from contrastkit.curation.maintenance.report import render_markdown
 from contrastkit.curation.maintenance.results import (
@@ -139,13 +139,14 @@ def _read_files(paths: Sequence[Path]) -> tuple[list[TSVDocument], list[Table]]:
     a table; a stereotype probe set (:mod:`contrastkit.probes`) is a table only: its
     rows are checked, recorded, flagged and retired in the database and the report, and
     the file itself is never rewritten (it has no ``Error codes`` column)."""
-    from contrastkit.probes import is_probe_set
+    from contrastkit.kinds import detect_kind
 
     documents: list[TSVDocument] = []
     tables: list[Table] = []
     for path in paths:
-        if path.is_file() and is_probe_set(path):
-            tables.append(ProbeTable.read(path))
+        kind = detect_kind(path)
+        if not kind.rewrites_urls:
+            tables.append(kind.read_url_table(path))
         else:
             document = read_tsv_document(path)
             documents.append(document)

@@ -309,6 +309,15 @@ def load_benchmark(path: str | Path) -> tuple[str, dict[str, Any]]:
     return name, results
 
 
+def read_visogender_benchmark(path: str | Path) -> dict[str, Any]:
+    """The VisoGender results of a ``benchmark.json`` (or of the folder holding one).
+
+    Raises:
+        DataFormatError: a missing or malformed file (say which).
+    """
+    return load_benchmark(path)[1]
+
+
 def headline(results: Mapping[str, Any]) -> dict[str, Any]:
     """The headline numbers of one benchmark result: the model, whether its weights are
     random (and the note saying so), the resolution protocol

@@ -1,0 +1,421 @@
+"""What every evaluation shares: the config of ``contrastkit evaluate``
+(:class:`EvaluateConfig`), what a run returns (:class:`EvaluateResult`, one
+:class:`ModelEvaluation` per model), and getting the data ready: Hub datasets copied
+locally, image URLs fetched into the store, rows without an image set aside.
+
+The tasks (:mod:`contrastkit.evaluators.tasks.registry`) run on these; the job that picks
+one, :func:`contrastkit.evaluators.job.evaluate`, sits above them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from contrastkit.config import ModelConfig, require
+from contrastkit.curation.urls.config import CheckConfig
+from contrastkit.errors import ConfigError, DataFormatError
+from contrastkit.evaluators.hub import hub_name
+from contrastkit.evaluators.models.registry import parse_spec
+from contrastkit.evaluators.report.results import model_slug
+from contrastkit.evaluators.runner import EvalConfig
+from contrastkit.interfaces import ProgressFactory, progress_stage
+from contrastkit.io import check_writable
+from contrastkit.store import default_image_store, image_store_for
+from contrastkit.tsv import VISOGENDER, is_bundled, resolve_data
+
+if TYPE_CHECKING:
+    from contrastkit.evaluators.data import EvalItem, ImageLoader, SkippedRow
+
+__all__ = [
+    "STEREOTYPE",
+    "EvaluateConfig",
+    "EvaluateResult",
+    "ModelEvaluation",
+    "as_strings",
+    "available_items",
+    "data_labels",
+    "default_image_store",
+    "folder_links",
+    "local_data",
+    "plot_links",
+    "skipped_rows_json",
+]
+
+
+#: ``EvaluateConfig.task`` (``--task``) of stereotype probing.
+STEREOTYPE = "stereotype"
+
+
+def as_strings(value: object, name: str) -> tuple[str, ...]:
+    """A tuple (or list) of paths or strings as a tuple of strings; a lone string or path
+    is refused (iterating it would give characters)."""
+    if isinstance(value, str | Path) or not isinstance(value, Iterable):
+        raise ConfigError(f"{name}: takes a tuple of strings or paths, not {value!r}")
+    return tuple(str(item) for item in value)
+
+
+@dataclass(frozen=True)
+class EvaluateConfig:
+    """What ``contrastkit evaluate`` does, as one value (strings are taken as paths, lists
+    as tuples).
+
+    Attributes:
+        data: official-format TSVs, folders of them, saved Hugging Face datasets,
+            ``contrastkit export`` folders, or Hub datasets as ``hf:USER/NAME`` (also
+            ``hf:FOLDER`` for a folder laid out like a Hub repository), or ``visogender``:
+            the official VisoGender OP and OO sets bundled with contrastkit
+            (:func:`~contrastkit.evaluators.data.visogender_files`; a local folder of that
+            name is given as ``./visogender``). Either all VisoGender-style data, all
+            contrast-set exports, or all stereotype probe sets (:mod:`contrastkit.probes`:
+            a probe TSV / JSONL, a ``build stereoset`` folder, its export or ``hf:`` copy).
+        models: model specs (``open_clip:ARCH/TAG``, ``hf-clip:ID``, ``blip:ID`` ...; see
+            :mod:`contrastkit.evaluators.models.registry`); each gets its own subfolder of
+            ``out``.
+        out: output folder.
+        model: device, dtype, batch size and download permission of every model.
+        store: the image store of ``contrastkit urls check --store``, where image URLs
+            are read from; ``None``: :func:`default_image_store` for the bundled sets or
+            when URLs are fetched, else no store.
+        split: the split of a saved dataset dict (default: its only split, or ``test``).
+        settings: tasks and metric options (:class:`~contrastkit.evaluators.runner.EvalConfig`):
+            among them the resolution ``protocol`` (``visogender-official``, the default
+            that reproduces the published tables, or ``two-way``) and the ``bootstrap``
+            resamples and ``confidence`` of the intervals; contrast sets use its ``ks``
+            and, for the intervals of their mean Bias@K and MaxSkew@K over queries,
+            ``bootstrap``, ``confidence`` and ``seed``.
+        fetch: before scoring, check the image URLs the store does not hold yet with the
+            URL checker (:mod:`contrastkit.curation.urls`, its safety rules and
+            ``network`` settings) and keep every image that decodes in the store; images
+            already in the store are never fetched again. ``None`` (the default): on when
+            ``data`` is ``visogender``, off otherwise (then the evaluator never touches
+            the network).
+        skip_missing: leave out the rows whose image is not available (a missing file, a
+            URL the store does not hold or that failed when fetched, a row ``urls
+            maintain`` flagged ``retired`` or ``content_changed``); they are counted and
+            listed (row ID, URL, reason) in each model's ``benchmark.json``
+            (``skipped_rows``) and ``report.md``. Off, a missing image is an error naming
+            every such row. ``None`` (the default): on when ``data`` is ``visogender``.
+        network: how URLs are fetched when ``fetch`` is on
+            (:class:`~contrastkit.curation.urls.CheckConfig`: timeouts, retries, and the
+            private networks and ``resolve`` mappings tests and intranet mirrors need).
+        task: a task that is not told by the data alone: ``stereotype``
+            (VLStereoSet-style stereotype probing, :mod:`contrastkit.evaluators.stereotype`;
+            every ``data`` item must then be a probe set). ``None`` (the default): from
+            the data: probe sets are probed for stereotypes, contrast-set exports get the
+            GenSynth evaluation, anything else the VisoGender tasks of ``settings``.
+        contrast_metrics: what a contrast set gets
+            (:data:`~contrastkit.evaluators.contrast.CONTRAST_METRICS`): ``all`` (retrieval
+            metrics and pair preference), ``pairs`` (pair preference only) or ``auto``
+            (the default): ``all`` for dual encoders, ``pairs`` for caption scorers
+            (``blip-itm:``, ``vilt:``, ``vlm:``), whose retrieval metrics cost one model
+            pass per image and query (``n_images x n_queries``), against two per query for
+            pair preference.
+
+    Raises:
+        ConfigError: naming the field: no data or no models, a malformed ``hf:`` name or
+            model spec, a model given twice (or, in a contrived case
+            :func:`~contrastkit.evaluators.report.results.model_slug` does not hash, two
+            whose output folders would coincide).
+    """
+
+    data: tuple[str, ...]
+    models: tuple[str, ...]
+    out: Path
+    model: ModelConfig = field(default_factory=ModelConfig)
+    store: Path | None = None
+    split: str | None = None
+    settings: EvalConfig = field(default_factory=EvalConfig)
+    fetch: bool | None = None
+    skip_missing: bool | None = None
+    network: CheckConfig = field(default_factory=CheckConfig)
+    task: str | None = None
+    contrast_metrics: str = "auto"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "data", as_strings(self.data, "data"))
+        object.__setattr__(
+            self, "models", tuple(s.strip() for s in as_strings(self.models, "models"))
+        )
+        object.__setattr__(self, "out", Path(self.out))
+        if self.store is not None:
+            object.__setattr__(self, "store", Path(self.store))
+        require(bool(self.data), "data", "give at least one dataset")
+        for item in self.data:
+            hub_name(item)  # raises ConfigError for a malformed hf: name
+        require(bool(self.models), "models", "give at least one model spec")
+        for spec in self.models:
+            parse_spec(spec)
+        folders: dict[str, str] = {}
+        for spec in self.models:
+            other = folders.get(model_slug(spec))
+            if other is not None:
+                raise ConfigError(
+                    f"models: {spec} given twice" if other == spec else
+                    f"models: {other} and {spec} would share the output folder "
+                    f"{model_slug(spec)}; give one of them as an absolute path"
+                )  # fmt: skip
+            folders[model_slug(spec)] = spec
+        require(isinstance(self.model, ModelConfig), "model", "must be a ModelConfig")
+        require(isinstance(self.settings, EvalConfig), "settings", "must be an EvalConfig")
+        require(isinstance(self.network, CheckConfig), "network", "must be a CheckConfig")
+        require(self.split is None or bool(self.split.strip()), "split", "must not be empty")
+        require(
+            self.task in (None, STEREOTYPE),
+            "task",
+            f"must be None or {STEREOTYPE!r}, not {self.task!r}",
+        )
+        require(
+            self.contrast_metrics in ("auto", "all", "pairs"),
+            "contrast_metrics",
+            f"must be auto, all or pairs, not {self.contrast_metrics!r}",
+        )
+
+    @property
+    def bundled(self) -> bool:
+        """Whether ``data`` names the bundled VisoGender sets (``visogender``)."""
+        return any(is_bundled(item) for item in self.data)
+
+    @property
+    def fetching(self) -> bool:
+        """Whether URLs missing from the store are fetched (``fetch``, or its default)."""
+        return self.bundled if self.fetch is None else self.fetch
+
+    @property
+    def skipping(self) -> bool:
+        """Whether rows without an image are left out (``skip_missing``, or its default)."""
+        return self.bundled if self.skip_missing is None else self.skip_missing
+
+    @property
+    def image_store(self) -> Path | None:
+        """The store image URLs are read from (and fetched into): ``store``, or
+        :func:`default_image_store` for the bundled sets or when URLs are fetched
+        (:func:`~contrastkit.evaluators.data.image_store_for`, the rule ``validate`` and
+        ``export harness`` follow too)."""
+        return image_store_for(self.store, bundled=self.bundled, fetching=self.fetching)
+
+
+@dataclass(frozen=True)
+class ModelEvaluation:
+    """One model's evaluation (on one data folder, for contrast sets).
+
+    Attributes:
+        model: the model spec.
+        folder: where its files are.
+        files: the files written, by name (``benchmark``, ``report``, raw scores, plots).
+        data: the data folder, for contrast sets (one evaluation per model and folder);
+            ``None`` when the evaluation covers all of the data.
+        scored_images: images scored in this run.
+        reused_records: raw records reused from an earlier run in ``folder``.
+        skipped: what was skipped and why (retrieval for a captioning model).
+        summary: the headline numbers: resolution bias per split and retrieval bias
+            mean/sigma (VisoGender), or the contrast-set summary (GenSynth Sec. 5).
+        skipped_rows: the rows left out because their image is not available
+            (``skip_missing``), with why.
+    """
+
+    model: str
+    folder: Path
+    files: Mapping[str, Path]
+    data: str | None = None
+    scored_images: int = 0
+    reused_records: int = 0
+    skipped: tuple[str, ...] = ()
+    summary: Mapping[str, Any] = field(default_factory=dict)
+    skipped_rows: tuple[SkippedRow, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (what ``contrastkit evaluate --json`` prints per entry)."""
+        return {
+            "model": self.model,
+            "data": self.data,
+            "folder": str(self.folder),
+            "files": {name: str(path) for name, path in self.files.items()},
+            "scored_images": self.scored_images,
+            "reused_records": self.reused_records,
+            "skipped": list(self.skipped),
+            "skipped_rows": skipped_rows_json(self.skipped_rows),
+            "summary": dict(self.summary),
+        }
+
+
+def skipped_rows_json(rows: Sequence[SkippedRow]) -> dict[str, Any]:
+    """The ``skipped_rows`` entry of the results: ``{"count": n, "rows": [{"idx",
+    "context", "source", "line", "url", "reason"}, ...]}``."""
+    return {"count": len(rows), "rows": [row.to_dict() for row in rows]}
+
+
+@dataclass(frozen=True)
+class EvaluateResult:
+    """What :func:`evaluate` did.
+
+    Attributes:
+        kind: ``visogender`` or ``contrast``.
+        data: the local data evaluated (Hub datasets as their copies under ``out/_data``).
+        evaluations: one per model (per model and data folder, for contrast sets), in
+            the order of the config.
+        comparison: ``out/comparison.md`` when several models were compared, else None.
+        store: the image store URLs were read from (and fetched into), if any.
+        checked: URLs checked in this run (``fetch``): those the store did not hold.
+        fetched: URLs of those whose image was fetched into the store.
+        skipped_rows: the rows left out because their image is not available.
+    """
+
+    kind: Literal["visogender", "contrast", "stereotype"]
+    data: tuple[Path, ...]
+    evaluations: tuple[ModelEvaluation, ...]
+    comparison: Path | None = None
+    store: Path | None = None
+    checked: int = 0
+    fetched: int = 0
+    skipped_rows: tuple[SkippedRow, ...] = ()
+
+
+def local_data(config: EvaluateConfig) -> tuple[Path, ...]:
+    """``config.data`` as local paths: Hub datasets saved under ``out/_data``."""
+    from contrastkit.evaluators.hub import materialize_hub_dataset
+
+    paths: list[Path] = []
+    for given in config.data:
+        name = hub_name(given)
+        if name is None:
+            paths.extend(resolve_data((given,)))
+        else:
+            paths.append(materialize_hub_dataset(name, config.out / "_data" / model_slug(name)))
+    return tuple(dict.fromkeys(paths))
+
+
+def image_loader(store: Path | None, *, fetching: bool = False) -> ImageLoader:
+    from contrastkit.evaluators.data import ImageLoader
+
+    if store is not None and store.exists() and not store.is_dir():
+        raise ConfigError(f"store: {store} is a file, not an image store folder")
+    if store is not None and not fetching and not store.is_dir():
+        raise ConfigError(
+            f"store: {store} is not a folder; pass the image store that "
+            "`contrastkit urls check --store` filled"
+        )
+    return ImageLoader(store)
+
+
+def fetch_missing(
+    items: Sequence[EvalItem],
+    loader: ImageLoader,
+    config: EvaluateConfig,
+    progress: ProgressFactory | None,
+) -> tuple[dict[str, str], int]:
+    """Check the URLs of ``items`` the store does not hold into it (the URL checker, with
+    ``config.network``); rows that will be left out as retired are not fetched.
+
+    Returns:
+        Why each URL that failed is not available (URL -> reason), and how many URLs
+        were checked (those the store lacked).
+    """
+    from urllib.parse import urlparse
+
+    from contrastkit.curation.urls import check_urls
+    from contrastkit.evaluators.data import RETIRED_CODES, maintenance_flags
+
+    assert loader.store is not None
+    urls = list(
+        dict.fromkeys(
+            item.image_ref
+            for item in items
+            if urlparse(item.image_ref).scheme in ("http", "https")
+            and loader.missing(item) is not None
+            and not (
+                config.skipping
+                and any(f in RETIRED_CODES for f in maintenance_flags(item.row.error_codes))
+            )
+        )
+    )
+    if not urls:
+        return {}, 0
+    check_writable(loader.store.root, "the image store")
+    with progress_stage(progress, "fetching images", len(urls)) as update:
+        done = 0
+
+        def advance(_: object) -> None:
+            nonlocal done
+            done += 1
+            update(done, len(urls))
+
+        checks = check_urls(urls, config.network, store=loader.store, on_result=advance)
+    loader.refresh()
+    failures = {}
+    for check in checks:
+        if not check.ok:
+            code = check.status.value
+            if check.http_status is not None and not 200 <= check.http_status < 300:
+                code += f":{check.http_status}"
+            failures[check.url] = f"{code} when fetched" + (
+                f": {check.detail}" if check.detail else ""
+            )
+    return failures, len(urls)
+
+
+def available_items(
+    config: EvaluateConfig,
+    paths: tuple[Path, ...],
+    items: list[EvalItem],
+    progress: ProgressFactory | None,
+) -> tuple[list[EvalItem], ImageLoader, list[SkippedRow], tuple[int, int]]:
+    """The items to score, their image loader, the rows left out and the URLs checked
+    and fetched: fetch what the store lacks (``fetch``), then leave out
+    (``skip_missing``) or refuse the rows still without an image."""
+    loader = image_loader(config.image_store, fetching=config.fetching)
+    failures: dict[str, str] = {}
+    checked = 0
+    if config.fetching:
+        failures, checked = fetch_missing(items, loader, config, progress)
+    fetched = (checked - len(failures), checked)
+    if not config.skipping:
+        loader.check(items, failures)
+        return items, loader, [], fetched
+    kept, skipped = loader.available(items, failures)
+    if not kept:
+        reasons = "; ".join(f"{row.idx}: {row.reason}" for row in skipped[:3])
+        where = f"the image store {loader.store.root}" if loader.store else "an image store"
+        raise DataFormatError(
+            ", ".join(p.name for p in paths),
+            None,
+            None,
+            f"no row has its image available: all {len(skipped)} were left out ({reasons}"
+            + ("; ..." if len(skipped) > 3 else "")
+            + f"). Images of URLs are read from {where}: "
+            + ("check this machine's network access (the reasons above say what failed), "
+               if failures else "fetch them with --fetch, ")
+            + "or pass --store DIR with a store that `contrastkit urls check FILE --store DIR` "
+            "filled elsewhere",
+        )  # fmt: skip
+    return kept, loader, skipped, fetched
+
+
+def data_labels(paths: Sequence[Path]) -> list[str]:
+    """How the reports name the data: a bundled VisoGender file as ``visogender:NAME``
+    (never the installation's path), anything else as given."""
+    from contrastkit.evaluators.data import visogender_files
+
+    bundled = set(visogender_files())
+    return [f"{VISOGENDER}:{path.name}" if path in bundled else str(path) for path in paths]
+
+
+def folder_links(out: Path, evaluations: Sequence[ModelEvaluation]) -> str:
+    """The comparison's list of each model's folder and report, linked relative to ``out``."""
+    lines = ["", "## Reports", ""]
+    for entry in evaluations:
+        folder = entry.folder.relative_to(out).as_posix()
+        lines.append(f"- `{entry.model}`: [{folder}/report.md]({folder}/report.md)")
+    return "\n".join(lines) + "\n"
+
+
+def plot_links(plots: Sequence[Path], what: str = "the models side by side") -> str:
+    """Markdown showing a comparison plot (PNG) and linking its SVG, by file name."""
+    png = [p.name for p in plots if p.suffix == ".png"]
+    svg = [p.name for p in plots if p.suffix == ".svg"]
+    if not png:
+        return ""
+    text = f"\n## Plot: {what}\n\n![{what}]({png[0]})\n"
+    return text + (f"\n[SVG]({svg[0]})\n" if svg else "")

@@ -1,0 +1,244 @@
+"""The evaluation tasks as a registry: what ``contrastkit evaluate`` runs on each kind of
+data and what ``contrastkit report`` puts side by side.
+
+A :class:`Task` names, as import paths (so this table imports nothing heavy), the
+functions that run it on a config (:class:`~contrastkit.evaluators.evaluation.
+EvaluateConfig`), recognise and read its ``benchmark.json``, make its console headline,
+and compare several results (markdown, and plots). :func:`contrastkit.evaluators.job.
+evaluate` and :func:`~contrastkit.evaluators.job.compare_results` are one loop over this
+table. A task reads one dataset kind (:mod:`contrastkit.kinds`).
+
+Other packages add tasks through the ``contrastkit.tasks`` entry point group (a
+:class:`Task` or an iterable of them), with the dataset kind they read through
+``contrastkit.kinds``:
+
+.. code-block:: toml
+
+    [project.entry-points."contrastkit.tasks"]
+    mytask = "my_package.contrastkit_plugin:TASK"
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from contrastkit.errors import ConfigError
+
+if TYPE_CHECKING:
+    from contrastkit.evaluators.evaluation import EvaluateConfig, EvaluateResult
+    from contrastkit.interfaces import ProgressFactory
+
+__all__ = [
+    "BUILT_IN",
+    "ENTRY_POINT_GROUP",
+    "Task",
+    "read_result",
+    "register_task",
+    "task_for_data",
+    "tasks",
+]
+
+#: The entry point group third-party packages add tasks through.
+ENTRY_POINT_GROUP = "contrastkit.tasks"
+
+
+@dataclass(frozen=True)
+class Task:
+    """One evaluation task.
+
+    Attributes:
+        name: what results record as their task (``visogender``, ``contrast`` ...).
+        kind: the :mod:`contrastkit.kinds` dataset kind it reads (``None``: no data is
+            evaluated under it; its results come from elsewhere, like a harness's
+            answers).
+        run: ``function(config, paths, progress) -> EvaluateResult``.
+        read: ``function(path) -> results or None``: a ``benchmark.json`` (or the
+            folder holding one) of this task, ``None`` for another task's.
+        headline: ``function(results) -> dict``: the console headline.
+        compare: ``function(list of results) -> str``: the side-by-side markdown.
+        compare_plots: ``function(list of results, folder, stem) -> list of paths``:
+            the side-by-side plots (``None``: none).
+        plots_title: what the comparison's plot section is called.
+        listed_last: its results come after every other task's in a comparison.
+        source: the distribution that registered it.
+
+    Every function is an import path, ``"module:function"``.
+    """
+
+    name: str
+    kind: str | None
+    run: str | None
+    read: str
+    headline: str
+    compare: str
+    compare_plots: str | None = None
+    plots_title: str = "the models side by side"
+    listed_last: bool = False
+    source: str = "contrastkit"
+
+    def __post_init__(self) -> None:
+        for field_name in ("run", "read", "headline", "compare", "compare_plots"):
+            path = getattr(self, field_name)
+            if path is not None and not _is_import_path(path):
+                raise ConfigError(
+                    f"task {self.name!r}: {field_name} must be 'module:function', not {path!r}"
+                )
+
+    def function(self, field_name: str) -> Callable[..., Any]:
+        """One of the task's functions, imported."""
+        path = getattr(self, field_name)
+        if path is None:
+            raise ConfigError(f"task {self.name!r} has no {field_name} function")
+        module_name, _, name = path.partition(":")
+        try:
+            return getattr(importlib.import_module(module_name), name)  # type: ignore[no-any-return]
+        except (ImportError, AttributeError) as error:
+            raise ConfigError(
+                f"task {self.name!r}: cannot import {path} ({error}); is the package that "
+                "provides it installed?"
+            ) from error
+
+    def evaluate(
+        self, config: EvaluateConfig, paths: tuple[Path, ...], progress: ProgressFactory | None
+    ) -> EvaluateResult:
+        """Run the task on ``paths``."""
+        return self.function("run")(config, paths, progress)  # type: ignore[no-any-return]
+
+
+def _is_import_path(path: str) -> bool:
+    module, sep, name = path.partition(":")
+    return bool(sep and module and name.isidentifier())
+
+
+_E = "contrastkit.evaluators"
+
+#: The built-in tasks, in the order a comparison shows them.
+BUILT_IN: tuple[Task, ...] = (
+    Task(
+        "visogender", "visogender", f"{_E}.visogender:evaluate_visogender",
+        read=f"{_E}.report.results:read_visogender_benchmark",
+        headline=f"{_E}.report.results:headline",
+        compare=f"{_E}.report.markdown:comparison_markdown",
+        compare_plots=f"{_E}.report.plots:write_comparison_plots",
+    ),
+    Task(
+        "contrast", "contrast", f"{_E}.contrast_sets:evaluate_contrast_sets",
+        read=f"{_E}.contrast:read_contrast_benchmark",
+        headline=f"{_E}.contrast:contrast_headline",
+        compare=f"{_E}.report.markdown:contrast_comparison_markdown",
+        compare_plots=f"{_E}.report.plots:write_contrast_comparison_plots",
+        plots_title="original vs balanced vs contrast set",
+    ),
+    Task(
+        "stereotype", "stereotype", f"{_E}.stereotype:evaluate_stereotype",
+        read=f"{_E}.stereotype:read_stereotype_benchmark",
+        headline=f"{_E}.stereotype:stereotype_headline",
+        compare=f"{_E}.stereotype:stereotype_comparison_markdown",
+    ),
+    Task(
+        "harness", None, None,
+        read=f"{_E}.harness:read_harness_results",
+        headline=f"{_E}.harness:harness_headline",
+        compare=f"{_E}.harness:harness_comparison_markdown",
+        listed_last=True,
+    ),
+)  # fmt: skip
+
+_registered: dict[str, Task] = {task.name: task for task in BUILT_IN}
+_plugins_loaded = False
+
+
+def register_task(task: Task, *, replace_existing: bool = False) -> Task:
+    """Add an evaluation task (what the ``contrastkit.tasks`` entry points do).
+
+    Raises:
+        ConfigError: its name is taken and ``replace_existing`` is false.
+    """
+    taken = _registered.get(task.name)
+    if taken is not None and taken != task and not replace_existing:
+        raise ConfigError(
+            f"task {task.name!r} is already registered (by {taken.source}); choose another name"
+        )
+    _registered[task.name] = task
+    return task
+
+
+def _load_plugins() -> None:
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    from contrastkit.plugins import entry_point_objects
+
+    for source, value in entry_point_objects(ENTRY_POINT_GROUP):
+        given = [value] if isinstance(value, Task) else value
+        if not isinstance(given, Iterable) or isinstance(given, str | bytes):
+            given = [given]
+        for one in given:
+            if not isinstance(one, Task):
+                raise ConfigError(
+                    f"plugin {source} (entry point group {ENTRY_POINT_GROUP}) gave "
+                    f"{type(one).__name__}, not a Task"
+                )
+            register_task(replace(one, source=source))
+
+
+def tasks() -> dict[str, Task]:
+    """Every registered task by name: the built-in ones, then plugins'."""
+    _load_plugins()
+    return dict(_registered)
+
+
+def task_for_data(paths: Sequence[Path], asked: str | None = None) -> Task:
+    """The task that evaluates ``paths``: ``asked`` (``EvaluateConfig.task``) if given,
+    else the one that reads their dataset kind (:func:`contrastkit.kinds.detect_kinds`).
+
+    Raises:
+        ConfigError: data of several kinds; data ``asked`` cannot read; a kind no task
+            evaluates.
+    """
+    from contrastkit.kinds import detect_kind, detect_kinds, kinds
+
+    registered = tasks()
+    if asked is not None:
+        task = registered.get(asked)
+        if task is None or task.run is None:
+            runnable = [name for name, t in registered.items() if t.run is not None]
+            raise ConfigError(f"task: {asked!r} is not one of {', '.join(runnable)}")
+        wanted = kinds().get(task.kind or "")
+        other = [str(path) for path in paths if detect_kind(path) != wanted]
+        if other and wanted is not None:
+            raise ConfigError(
+                f"task {asked} needs {wanted.plural}; not {wanted.title.removeprefix('a ')}: "
+                + ", ".join(other)
+            )
+        return task
+    kind = detect_kinds(paths)
+    for task in registered.values():
+        if task.kind == kind.name and task.run is not None:
+            return task
+    raise ConfigError(
+        f"data: {', '.join(map(str, paths))} is {kind.title}, which `contrastkit evaluate` "
+        + (f"reads with --task {kind.task}" if kind.task else "has no task for")
+    )
+
+
+def read_result(path: Path) -> tuple[Task, Any]:
+    """The task whose ``benchmark.json`` ``path`` is, and the results read: each task's
+    reader is tried, the last-listed task's first and VisoGender's (which names what is
+    wrong with a file no task reads) last.
+
+    Raises:
+        DataFormatError: a missing or malformed benchmark file.
+    """
+    ordered = list(tasks().values())
+    for task in reversed(ordered[1:]):
+        results = task.function("read")(path)
+        if results is not None:
+            return task, results
+    first = ordered[0]
+    return first, first.function("read")(path)

@@ -1,0 +1,271 @@
+"""Dataset kinds: what a path holds, told in one place.
+
+contrastkit reads four kinds of data: VisoGender-style URL sets (official-format TSVs,
+folders of them, their exports), GenSynth / GenSwap contrast sets (and the originals
+exports beside them), VLStereoSet-style stereotype probe sets, and the Visual Genome /
+COCO folders of the zero-shot disparity analysis. Each is a :class:`DatasetKind` record:
+how it is recognised, which evaluation task reads it, and which reader gives the rows
+whose image URLs ``urls check`` and ``urls maintain`` look after.
+
+:func:`detect_kind` reads the kind an export recorded in its ``build_metadata.json``
+first and sniffs the path (cheaply: headers and folder layout) only when nothing is
+recorded. Other packages add kinds through the ``contrastkit.kinds`` entry point group
+(an entry point gives a :class:`DatasetKind` or an iterable of them); they are tried
+before the built-in kinds.
+
+Example:
+    >>> from contrastkit.kinds import detect_kind
+    >>> detect_kind("visogender_OP.tsv").name  # doctest: +SKIP
+    'visogender'
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from contrastkit.errors import ConfigError, DataFormatError
+
+__all__ = [
+    "BUILT_IN",
+    "ENTRY_POINT_GROUP",
+    "METADATA_FILE",
+    "DatasetKind",
+    "detect_kind",
+    "detect_kinds",
+    "kinds",
+    "recorded_kind",
+    "register_kind",
+]
+
+#: The entry point group third-party packages add dataset kinds through.
+ENTRY_POINT_GROUP = "contrastkit.kinds"
+
+#: What an export records about itself, its ``kind`` among it.
+METADATA_FILE = "build_metadata.json"
+
+
+@dataclass(frozen=True)
+class DatasetKind:
+    """One kind of data.
+
+    Attributes:
+        name: ``visogender``, ``contrast``, ``stereotype``, ``zero-shot`` or a plugin's.
+        title: how messages name one ("a stereotype probe set").
+        plural: how messages name several ("stereotype probe sets").
+        detect: ``"module:function"`` called as ``function(path) -> bool``: whether the
+            path (a file or folder) holds this kind, from its header or layout alone.
+        recorded: the ``kind`` values of ``build_metadata.json`` that mean this kind.
+        task: the evaluation task that reads it (``contrastkit evaluate``), if any.
+        url_table: ``"module:function"`` called as ``function(path)``: the file's rows
+            with their image URLs (``row.idx``, ``row.url``), for ``urls check`` and
+            ``urls maintain``; ``None``: the kind holds no URLs to look after.
+        rewrites_urls: whether ``urls maintain`` may rewrite the file (record error
+            codes, fix moved URLs); otherwise its rows are checked and recorded only.
+        source: the distribution that registered it.
+    """
+
+    name: str
+    title: str
+    plural: str
+    detect: str
+    recorded: tuple[str, ...] = ()
+    task: str | None = None
+    url_table: str | None = None
+    rewrites_urls: bool = False
+    source: str = "contrastkit"
+
+    def __post_init__(self) -> None:
+        if not self.name or self.name != self.name.strip():
+            raise ConfigError(f"dataset kind name {self.name!r}: a word")
+        for field_name in ("detect", "url_table"):
+            path = getattr(self, field_name)
+            if path is not None and not _is_import_path(path):
+                raise ConfigError(
+                    f"dataset kind {self.name!r}: {field_name} must be 'module:function', "
+                    f"not {path!r}"
+                )
+
+    def matches(self, path: Path) -> bool:
+        """Whether ``path`` holds this kind (its :attr:`detect` function)."""
+        return bool(_resolve(self.detect, self.name)(Path(path)))
+
+    def read_url_table(self, path: Path) -> Any:
+        """The rows of ``path`` with their URLs (:attr:`url_table`).
+
+        Raises:
+            ConfigError: the kind holds no URLs.
+        """
+        if self.url_table is None:
+            raise ConfigError(f"{path}: {self.title} holds no image URLs to check")
+        return _resolve(self.url_table, self.name)(Path(path))
+
+
+def _is_import_path(path: str) -> bool:
+    module, sep, name = path.partition(":")
+    return bool(sep and module and all(part.isidentifier() for part in name.split(".")))
+
+
+def _resolve(path: str, kind: str) -> Callable[..., Any]:
+    """``module:name`` or ``module:Class.method``, imported."""
+    module_name, _, name = path.partition(":")
+    try:
+        function: Any = importlib.import_module(module_name)
+        for part in name.split("."):
+            function = getattr(function, part)
+    except (ImportError, AttributeError) as error:
+        raise ConfigError(
+            f"dataset kind {kind!r}: cannot import {path} ({error}); is the package that "
+            "provides it installed?"
+        ) from error
+    return function  # type: ignore[no-any-return]
+
+
+#: The built-in kinds, in the order they are sniffed (VisoGender last: anything else is
+#: read as official-format TSVs, whose reader says precisely what is wrong).
+BUILT_IN: tuple[DatasetKind, ...] = (
+    DatasetKind(
+        "stereotype", "a stereotype probe set",
+        "stereotype probe sets (a probe TSV / JSONL, a `contrastkit build stereoset` folder "
+        "or its export)", "contrastkit.probes:is_probe_set",
+        recorded=("stereotype",), task="stereotype",
+        url_table="contrastkit.curation.integrity:ProbeTable.read",
+    ),
+    DatasetKind(
+        "contrast", "a contrast set", "contrast sets", "contrastkit.kinds:is_contrast_export",
+        recorded=("gensynth", "genswap", "originals"), task="contrast",
+    ),
+    DatasetKind(
+        "zero-shot", "a Visual Genome or COCO folder", "Visual Genome or COCO folders",
+        "contrastkit.kinds:is_grouped_folder",
+        task="zero-shot-disparity",
+    ),
+    DatasetKind(
+        "visogender", "a VisoGender-style set", "VisoGender-style data",
+        "contrastkit.kinds:is_visogender",
+        recorded=("visogender",), task="visogender",
+        url_table="contrastkit.tsv:read_visogender_tsv", rewrites_urls=True,
+    ),
+)  # fmt: skip
+
+
+def is_contrast_export(path: Path) -> bool:
+    """A ``contrastkit export contrast`` folder: its dataset is ``saved/contrast``."""
+    return (Path(path) / "saved" / "contrast").is_dir()
+
+
+def is_grouped_folder(path: Path) -> bool:
+    """A Visual Genome folder (``objects.json``) or a COCO folder
+    (``annotations/instances_*.json``), as the zero-shot analysis reads them."""
+    path = Path(path)
+    if not path.is_dir():
+        return False
+    return (path / "objects.json").is_file() or any((path / "annotations").glob("instances_*.json"))
+
+
+def is_visogender(path: Path) -> bool:
+    """The fallback: a file (official-format TSV), a folder of TSVs, or any export."""
+    return True
+
+
+_registered: dict[str, DatasetKind] = {kind.name: kind for kind in BUILT_IN}
+_plugins: dict[str, DatasetKind] = {}
+_plugins_loaded = False
+
+
+def register_kind(kind: DatasetKind, *, replace_existing: bool = False) -> DatasetKind:
+    """Add a dataset kind (what the ``contrastkit.kinds`` entry points do); it is sniffed
+    before the built-in kinds.
+
+    Raises:
+        ConfigError: its name is taken and ``replace_existing`` is false.
+    """
+    taken = _registered.get(kind.name) or _plugins.get(kind.name)
+    if taken is not None and taken != kind and not replace_existing:
+        raise ConfigError(
+            f"dataset kind {kind.name!r} is already registered (by {taken.source}); "
+            "choose another name"
+        )
+    if kind.name in _registered and replace_existing:
+        _registered[kind.name] = kind
+    else:
+        _plugins[kind.name] = kind
+    return kind
+
+
+def _load_plugins() -> None:
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    from contrastkit.plugins import entry_point_objects
+
+    for source, value in entry_point_objects(ENTRY_POINT_GROUP):
+        given = [value] if isinstance(value, DatasetKind) else value
+        if not isinstance(given, Iterable) or isinstance(given, str | bytes):
+            given = [given]
+        for one in given:
+            if not isinstance(one, DatasetKind):
+                raise ConfigError(
+                    f"plugin {source} (entry point group {ENTRY_POINT_GROUP}) gave "
+                    f"{type(one).__name__}, not a DatasetKind"
+                )
+            register_kind(replace(one, source=source))
+
+
+def kinds() -> dict[str, DatasetKind]:
+    """Every registered kind by name, in the order they are sniffed: plugins' first,
+    then the built-in ones (VisoGender, the fallback, last)."""
+    _load_plugins()
+    return {**_plugins, **_registered}
+
+
+def recorded_kind(path: str | Path) -> DatasetKind | None:
+    """The kind ``path``'s ``build_metadata.json`` records, or ``None`` when there is no
+    such file (or it records a kind no registered one claims).
+
+    Raises:
+        DataFormatError: the file exists but is not a JSON object.
+    """
+    from contrastkit.records import read_json_object
+
+    file = Path(path) / METADATA_FILE
+    if not file.is_file():
+        return None
+    recorded = read_json_object(file).get("kind")
+    for kind in kinds().values():
+        if isinstance(recorded, str) and recorded in kind.recorded:
+            return kind
+    return None
+
+
+def detect_kind(path: str | Path) -> DatasetKind:
+    """The kind of data at ``path``: the recorded kind, else the first kind whose
+    :attr:`~DatasetKind.detect` recognises it (VisoGender, the fallback, last)."""
+    path = Path(path)
+    recorded = recorded_kind(path) if path.is_dir() else None
+    if recorded is not None:
+        return recorded
+    for kind in kinds().values():
+        if kind.matches(path):
+            return kind
+    raise DataFormatError(path, None, None, "not a dataset contrastkit reads")  # unreachable
+
+
+def detect_kinds(paths: Sequence[str | Path]) -> DatasetKind:
+    """The one kind all of ``paths`` hold.
+
+    Raises:
+        ConfigError: they hold different kinds (evaluate them in separate runs).
+    """
+    found: dict[str, tuple[DatasetKind, list[str]]] = {}
+    for path in paths:
+        kind = detect_kind(path)
+        found.setdefault(kind.name, (kind, []))[1].append(str(path))
+    if len(found) > 1:
+        groups = [f"{kind.plural} ({', '.join(where)})" for kind, where in found.values()]
+        raise ConfigError(f"data: mixes {' with '.join(groups)}; evaluate them in separate runs")
+    return next(iter(found.values()))[0]
