@@ -104,3 +104,45 @@ def test_families_are_checked_when_made_and_registered() -> None:
         ModelFamily("x", "dual", "x", "x:y", "m:f", capabilities=frozenset({"telepathy"}))
     with pytest.raises(ConfigError, match="'module:function'"):
         ModelFamily("x", "dual", "x", "x:y", "not a path")
+
+
+@pytest.mark.slow
+def test_a_plugin_kind_and_task_are_evaluated_and_compared(
+    tmp_path: Path, tiny_clip_spec: str
+) -> None:
+    """The example package's caption-pairs kind and caption-preference task: `evaluate`
+    recognises the data and runs the task, its headline is printed, and `report` puts its
+    results side by side, all without a line of contrastkit changed."""
+    from PIL import Image
+
+    site = install(tmp_path / "site")
+    data = tmp_path / "pairs"
+    data.mkdir()
+    lines = ["image\tmasculine\tfeminine"]
+    for n, colour in enumerate([(200, 10, 60), (60, 10, 200), (90, 90, 90)]):
+        Image.new("RGB", (32, 32), colour).save(data / f"{n}.png")
+        lines.append(f"{n}.png\tA man in a room.\tA woman in a room.")
+    (data / "caption_pairs.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    run = contrastkit(site, "evaluate", "--data", data, "--model", tiny_clip_spec,
+                      "--out", tmp_path / "out", "--device", "cpu")  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "masculine preferred" in run.stdout and "random weights" in run.stdout
+    [folder] = [p for p in (tmp_path / "out").iterdir() if p.is_dir()]
+    benchmark = json.loads((folder / "benchmark.json").read_text())
+    assert benchmark["task"] == "caption-preference" and benchmark["summary"]["images"] == 3
+    share = benchmark["summary"]["figures"]["masculine preferred"]
+    assert share in (0.0, 1 / 3, 2 / 3, 1.0)
+
+    shown = contrastkit(site, "report", folder, "--json")
+    assert shown.returncode == 0, shown.stderr[-3000:]
+    [headline] = json.loads(shown.stdout)  # the headlines, one per result
+    assert headline == {"task": "caption-preference", "model": tiny_clip_spec,
+                        "masculine preferred": share}  # fmt: skip
+    table = contrastkit(site, "report", folder)
+    assert "## Caption preference" in table.stdout and f"| {share:.2f} |" in table.stdout
+
+    # without the plugin the same folder is no dataset contrastkit reads
+    bare = contrastkit(tmp_path / "nothing", "evaluate", "--data", data, "--model",
+                       tiny_clip_spec, "--out", tmp_path / "bare")  # fmt: skip
+    assert bare.returncode == 2

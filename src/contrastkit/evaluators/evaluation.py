@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from contrastkit.config import ModelConfig, require
 from contrastkit.curation.urls.config import CheckConfig
@@ -252,7 +252,8 @@ class EvaluateResult:
     """What :func:`evaluate` did.
 
     Attributes:
-        kind: ``visogender`` or ``contrast``.
+        kind: the task that ran: ``visogender``, ``contrast``, ``stereotype`` or a
+            plugin's (:mod:`contrastkit.evaluators.tasks.registry`).
         data: the local data evaluated (Hub datasets as their copies under ``out/_data``).
         evaluations: one per model (per model and data folder, for contrast sets), in
             the order of the config.
@@ -263,7 +264,7 @@ class EvaluateResult:
         skipped_rows: the rows left out because their image is not available.
     """
 
-    kind: Literal["visogender", "contrast", "stereotype"]
+    kind: str
     data: tuple[Path, ...]
     evaluations: tuple[ModelEvaluation, ...]
     comparison: Path | None = None

@@ -674,7 +674,7 @@ def evaluate_stereotype(
         text = stereotype_comparison_markdown(benchmarks) + folder_links(config.out, evaluations)
         atomic_write_text(comparison, text)
     return EvaluateResult(
-        TASK, paths, tuple(evaluations), comparison,  # type: ignore[arg-type]
+        TASK, paths, tuple(evaluations), comparison,
         store=loader.store.root if loader.store is not None else None,
         checked=fetched[1], fetched=fetched[0], skipped_rows=tuple(skipped),
     )  # fmt: skip

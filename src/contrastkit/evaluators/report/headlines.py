@@ -97,7 +97,9 @@ def headline_figures(model: str, summary: Mapping[str, Any], kind: str) -> dict[
         summary: the evaluation's summary: :func:`~contrastkit.evaluators.report.headline`
             of a VisoGender result, or the contrast-set summary (GenSynth Sec. 5).
         kind: ``visogender``, ``contrast`` or ``stereotype`` (the summary is then
-            :func:`~contrastkit.evaluators.stereotype.stereotype_headline`).
+            :func:`~contrastkit.evaluators.stereotype.stereotype_headline`), or another
+            registered task, whose summary gives its headline as ``figures`` (name ->
+            value, with ``NAME_ci`` intervals beside).
 
     Returns:
         ``{"random_weights": bool, "weights_note": str | None, "protocol": str | None,
@@ -133,6 +135,10 @@ def headline_figures(model: str, summary: Mapping[str, Any], kind: str) -> dict[
             figures.append(
                 _figure("masculine preferred in pairs", pairs, "masculine_preferred", signed=False)
             )
+    elif kind != "visogender":  # another task (a plugin's): its summary names its figures
+        shown = summary.get("figures") or {}
+        for name in shown if isinstance(shown, Mapping) else ():
+            figures.append(_figure(str(name), shown, name, signed=False))
     else:
         protocol = summary.get("protocol")
         resolution = summary.get("resolution_bias") or {}
