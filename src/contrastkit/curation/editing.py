@@ -54,6 +54,7 @@ __all__ = [
     "editor_is_cached",
     "feather_mask",
     "load_editor",
+    "locate_editor",
     "paste_back",
     "plan_edits",
     "read_instructions",
@@ -133,6 +134,28 @@ class EditSettings:
                 "instructions",
                 f"no edit instructions for {gender.value}",
             )
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> EditSettings:
+        """The settings :meth:`to_json` wrote (any field left out takes its default).
+
+        Raises:
+            ValueError: a field that is not one of these settings, or a value of the wrong
+                kind (TypeError and KeyError are reported as ValueError too).
+        """
+        values = dict(data)
+        try:
+            if "instructions" in values:
+                values["instructions"] = {
+                    Gender(g): tuple(str(i) for i in v) for g, v in values["instructions"].items()
+                }
+            if "text_guidance_scales" in values:
+                values["text_guidance_scales"] = tuple(
+                    float(v) for v in values["text_guidance_scales"]
+                )
+            return cls(**values)
+        except (KeyError, TypeError, AttributeError) as error:
+            raise ValueError(f"not edit settings ({error})") from error
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready settings (recorded in the build summary)."""
@@ -429,6 +452,38 @@ def _how_to_get(model: str) -> str:
     )
 
 
+def locate_editor(model: str | Path, *, download: bool = False) -> bool:
+    """Check, without loading anything, that the editor ``model`` can be loaded: a local
+    folder, or a Hub id in the local Hugging Face cache (or ``download``). Jobs call it
+    before their slow work, so that a missing editor fails at once.
+
+    Returns:
+        Whether ``model`` is a local folder.
+
+    Raises:
+        ModelNotFoundError: no such folder; a file; a Hub id not in the cache (without
+            ``download``; the message says how to get it).
+    """
+    name = str(model)
+    path = Path(name).expanduser()
+    if path.is_dir():
+        return True
+    if (
+        path.exists()
+        or path.is_absolute()
+        or name.startswith((".", "~"))
+        or not _HUB_ID.match(name)
+    ):
+        raise ModelNotFoundError(
+            f"editor model folder {name!r} does not exist"
+            if not path.exists()
+            else f"editor model {name!r} is a file; give the folder of a saved pipeline"
+        )
+    if not download and not editor_is_cached(name):
+        raise ModelNotFoundError(_how_to_get(name))
+    return False
+
+
 def load_editor(
     model: str | Path = DEFAULT_EDITOR, config: ModelConfig | None = None
 ) -> InstructPix2PixEditor:
@@ -461,16 +516,7 @@ def load_editor(
     )  # fmt: skip
     name = str(model)
     path = Path(name).expanduser()
-    local = path.is_dir()
-    if not local and (path.exists() or path.is_absolute() or name.startswith((".", "~"))
-                      or not _HUB_ID.match(name)):  # fmt: skip
-        raise ModelNotFoundError(
-            f"editor model folder {name!r} does not exist"
-            if not path.exists()
-            else f"editor model {name!r} is a file; give the folder of a saved pipeline"
-        )
-    if not local and not config.download and not editor_is_cached(name):
-        raise ModelNotFoundError(_how_to_get(name))
+    local = locate_editor(name, download=config.download)
     try:
         pipeline = StableDiffusionInstructPix2PixPipeline.from_pretrained(  # type: ignore[no-untyped-call]
             str(path) if local else name,

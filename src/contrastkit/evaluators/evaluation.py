@@ -334,6 +334,10 @@ def fetch_missing(
     )
     if not urls:
         return {}, 0
+    from contrastkit.evaluators.models import locate_model
+
+    for spec in config.models:  # found (not loaded): a missing model fails before any fetch
+        locate_model(spec, config.model)
     check_writable(loader.store.root, "the image store")
     with progress_stage(progress, "fetching images", len(urls)) as update:
         done = 0

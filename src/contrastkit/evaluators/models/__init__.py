@@ -18,6 +18,7 @@ from contrastkit.evaluators.models.registry import (
     check_dual,
     load_model,
     load_scorer,
+    locate_model,
     parse_spec,
 )
 from contrastkit.interfaces import ImageTextScorer, PronounScorer
@@ -32,6 +33,7 @@ __all__ = [
     "check_dual",
     "load_model",
     "load_scorer",
+    "locate_model",
     "parse_spec",
 ]
 

@@ -26,6 +26,7 @@ __all__ = [
     "hf_expect_model_type",
     "hf_from_pretrained",
     "hf_load_model",
+    "hf_locate",
     "hf_model_type",
     "hf_text_and_image_processors",
 ]
@@ -93,6 +94,36 @@ def _load_error(target: str, what: str, error: Exception, *, download: bool) -> 
             f"download it again (`hf download {target}`)"
         )
     return None
+
+
+def hf_locate(target: str, *, download: bool = False) -> None:
+    """Check, without loading anything, that the transformers model ``target`` (a folder
+    or a Hub id) is on this machine: a folder, or an id whose ``config.json`` is in the
+    local Hugging Face cache (any id, with ``download``).
+
+    Raises:
+        ModelNotFoundError: no such folder (a path), a file, or an id not in the cache
+            (says how to get it).
+    """
+    path = Path(target).expanduser()
+    if path.is_dir():
+        return
+    if path.exists():
+        raise ModelNotFoundError(f"{target} is a file; give a model folder or a Hub id")
+    if path.is_absolute() or target.startswith((".", "~")) or target.count("/") > 1:
+        raise ModelNotFoundError(f"model folder {target} does not exist")
+    if download:
+        return
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        found = try_to_load_from_cache(target, "config.json")
+    except ValueError as error:  # not a valid repo id (HFValidationError)
+        raise ModelNotFoundError(
+            f"{target!r} is neither a folder nor a Hugging Face model id (ORG/NAME)"
+        ) from error
+    if not isinstance(found, str):
+        raise ModelNotFoundError(_how_to_get(target))
 
 
 def hf_from_pretrained(

@@ -28,7 +28,7 @@ from contrastkit.evaluators.models.base import LOAD_ERRORS, DualEncoder, ModelRu
 from contrastkit.evaluators.models.families import LoadContext
 from contrastkit.pipeline import PipelineConfig, TorchvisionPreprocess
 
-__all__ = ["OpenCLIPScorer", "load_open_clip"]
+__all__ = ["OpenCLIPScorer", "load_open_clip", "locate_open_clip"]
 
 #: OpenCLIP keeps float32 weights and runs under ``torch.autocast`` in the asked dtype
 #: ("amp": OpenCLIP's own mixed-precision setting).
@@ -250,6 +250,22 @@ def _load_error(spec: str, source: _Source, error: Exception, download: bool) ->
     return None
 
 
+def locate_open_clip(target: str, download: bool = False) -> _Source:
+    """Where the OpenCLIP model ``target`` (the part of a spec after ``open_clip:``) is,
+    checked without loading it: the folder, checkpoint or cached weights exist (or
+    ``download`` allows fetching them).
+
+    Raises:
+        ModelNotFoundError: weights neither on disk nor cached (says how to get them).
+        ConfigError: unknown architecture or tag, or a malformed target.
+    """
+    if target.startswith("hf-hub:"):
+        return _hub_source(target, download)
+    if Path(target).is_dir():
+        return _folder_source(target)
+    return _tag_source(target, download)
+
+
 def load_open_clip(
     target: str, runtime: ModelRuntime, context: LoadContext | None = None
 ) -> OpenCLIPScorer:
@@ -269,12 +285,7 @@ def load_open_clip(
     import open_clip
 
     spec = f"open_clip:{target}"
-    if target.startswith("hf-hub:"):
-        source = _hub_source(target, runtime.download)
-    elif Path(target).is_dir():
-        source = _folder_source(target)
-    else:
-        source = _tag_source(target, runtime.download)
+    source = locate_open_clip(target, runtime.download)
     try:
         model, _, preprocess = open_clip.create_model_and_transforms(
             source.name,

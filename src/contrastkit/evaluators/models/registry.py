@@ -65,6 +65,7 @@ __all__ = [
     "has_capability",
     "load_model",
     "load_scorer",
+    "locate_model",
     "parse_spec",
     "random_weights",
     "weights_note",
@@ -190,6 +191,45 @@ def weights_note(spec: str) -> str | None:
     """The plain sentence every report of ``spec`` carries when its weights are random
     (:func:`random_weights`), else ``None``."""
     return random_weights_note(spec) if random_weights(spec) else None
+
+
+def locate_model(spec: str, config: ModelConfig | None = None) -> None:
+    """Check that the weights ``spec`` names are on this machine (a folder, a checkpoint
+    file, the local cache), or may be downloaded (``config.download``), without loading
+    them. Jobs call it for every model before slow work (fetching images, parsing a
+    dataset), so that a missing model fails at once instead of after it. A
+    ``debias-clip:`` checkpoint is checked when it loads.
+
+    Raises:
+        ModelNotFoundError: weights neither on disk nor cached (says how to get them).
+        ConfigError: a malformed spec, an unknown OpenCLIP architecture or tag.
+    """
+    parsed = parse_spec(spec)
+    download = bool(config is not None and config.download)
+    if parsed.prefix == "open_clip":
+        from contrastkit.evaluators.models.openclip import locate_open_clip
+
+        locate_open_clip(parsed.target, download)
+        return
+    if parsed.prefix == "clip-clip":
+        from contrastkit.evaluators.models.clipclip import parse_clip_clip_spec
+
+        locate_model(parse_clip_clip_spec(str(parsed)).base, config)
+        return
+    if parsed.prefix == "debias-clip":
+        return
+    target = parsed.target
+    if parsed.prefix == "vlm":
+        from contrastkit.evaluators.models.vlm_spec import parse_vlm_target
+
+        target = parse_vlm_target(target)[0]
+    elif parsed.kind == "captioning":
+        from contrastkit.evaluators.models.caption_options import strip_caption_options
+
+        target = strip_caption_options(target)
+    from contrastkit.evaluators.models.hf import hf_locate
+
+    hf_locate(target, download=download)
 
 
 def load_model(
