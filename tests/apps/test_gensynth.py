@@ -9,8 +9,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner, Result
 
 from contrastkit.apps.gensynth import GenSynthConfig, Stage, build_gensynth
+from contrastkit.cli import app
 from contrastkit.config import ModelConfig
 from contrastkit.curation.editing import EditSettings
 from contrastkit.errors import ConfigError, ModelNotFoundError, ResourceError, StateError
@@ -124,7 +126,7 @@ def test_errors_come_before_long_work(coco_dir: Path, tiny_clip_spec: str, tmp_p
 
 def test_the_config_checks_its_fields(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="coco: the edit stage needs --coco"):
-        GenSynthConfig(out=tmp_path)
+        GenSynthConfig(out=tmp_path).settings()  # nor did the build record a COCO folder
     with pytest.raises(ConfigError, match="stage: 'twice' is not one of"):
         GenSynthConfig(out=tmp_path, stage="twice")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="k: must be >= 1"):
@@ -135,3 +137,152 @@ def test_the_config_checks_its_fields(tmp_path: Path) -> None:
         GenSynthConfig(out=tmp_path, stage=Stage.FILTER, embedder="blip:Salesforce/blip")
     config = GenSynthConfig(out="o", stage="select", quality=False, embedder="blip:x")  # type: ignore[arg-type]
     assert config.stage is Stage.SELECT and config.out == Path("o")  # no embedder needed
+
+
+# -- reruns use the recorded settings; what a run says on the way (issue 31) -------------
+
+
+def _gensynth(out: Path, *options: str) -> Result:
+    result = CliRunner().invoke(app, ["build", "gensynth", "--out", str(out), *options])
+    assert result.exit_code in (0, 1), result.output
+    return result
+
+
+def _shown(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _one_instruction_each(tmp_path: Path) -> str:
+    """One instruction per target gender: 2 edits per source, a fast build."""
+    table = tmp_path / "instructions.csv"
+    table.write_text("gender,instruction\nfeminine,Turn into a woman\nmasculine,Turn into a man\n")
+    return str(table)
+
+
+@pytest.mark.slow
+def test_a_stage_rerun_uses_the_recorded_settings_and_says_the_selection_is_stale(
+    coco_dir: Path, tiny_editor_dir: Path, tiny_clip_spec: str, tmp_path: Path
+) -> None:
+    """The README's re-filter pattern: `--stage filter --tau-real X` on a build made with
+    another embedder uses that embedder (not the default model, which is not on this
+    machine), and the K the build used; the old selection is then shown as stale, with
+    the command that redoes it; `--stage select` alone redoes it with the recorded
+    embedder for its checks."""
+    out = tmp_path / "build"
+    first = _gensynth(
+        out, "--coco", str(coco_dir), "--editor", str(tiny_editor_dir), "--embedder",
+        tiny_clip_spec, "--limit", "2", "--min-box-side", "64", "--scales", "9.5",
+        "--steps", "2", "--resolution", "32", "--k", "3", "--tau-real", "2", "--no-quality",
+        "--instructions", _one_instruction_each(tmp_path),
+    )  # fmt: skip
+    assert first.exit_code == 1  # P_R > 2 accepts nothing: no source kept
+    summary = json.loads((out / "build_summary.json").read_text())
+    assert summary["settings"]["embedder"] == tiny_clip_spec
+    assert summary["settings"]["edit"]["steps"] == 2 and summary["settings"]["k"] == 3
+    assert "tau_real" in summary["settings"]["chosen"]
+    assert "tau_gender" not in summary["settings"]["chosen"]
+
+    refilter = _gensynth(out, "--stage", "filter", "--tau-real", "-1", "--tau-gender", "-1")
+    assert refilter.exit_code == 0, refilter.output
+    filtered = json.loads((out / "build_summary.json").read_text())["filter"]
+    assert (filtered["encoder"], filtered["k"], filtered["tau_real"]) == (tiny_clip_spec, 3, -1)
+    assert filtered["accepted"] == 4
+    err = _shown(refilter.stderr)
+    assert (
+        f"settings recorded by the build in {out}" in err and f"--embedder {tiny_clip_spec}" in err
+    )
+    shown = _shown(refilter.stdout)
+    stale = (
+        "select (stale: made before the latest filter stage; run `contrastkit build gensynth "
+        f"--out {out} --stage select --embedder {tiny_clip_spec}`): 0 of 2 sources kept"
+    )
+    assert stale in shown, shown
+    settings = json.loads((out / "build_summary.json").read_text())["settings"]
+    assert settings["tau_real"] == -1 and settings["k"] == 3 and settings["chosen"] == [
+        "tau_real", "tau_gender"
+    ]  # fmt: skip
+
+    select = _gensynth(out, "--stage", "select", "--quality-sample", "2")
+    assert select.exit_code == 0, select.output
+    shown = _shown(select.stdout)
+    assert "select: 2 of 2 sources kept" in shown and "stale" not in shown
+    stored = json.loads((out / "build_summary.json").read_text())
+    assert stored["quality"]["contrast_set"]["images"] == 2  # checked with the recorded embedder
+    assert "stale" not in stored["select"]
+
+    # A rerun of the edit stage alone reuses the recorded COCO folder and edit settings:
+    # nothing is planned anew (2 steps at 32 px, not the paper's 500 at 512 px). --limit
+    # is not recorded: it says how much to edit now.
+    edit = _gensynth(out, "--stage", "edit", "--limit", "2", "--json")
+    assert json.loads(edit.stdout)["edit"]["skipped_finished"] == 4
+    assert json.loads(edit.stdout)["edit"]["edited"] == 0
+
+
+@pytest.mark.slow
+def test_random_weights_are_flagged_at_the_start_and_progress_reaches_a_log(
+    coco_dir: Path, tiny_editor_dir: Path, tiny_clip_spec: str, tmp_path: Path
+) -> None:
+    """Off a terminal (a log file), a build prints plain progress lines; a random-weight
+    editor and embedder are flagged before any work, and when the filter accepts
+    (almost) nothing the run points to --tau-real / --tau-gender."""
+    out = tmp_path / "build"
+    result = _gensynth(
+        out, "--coco", str(coco_dir), "--editor", str(tiny_editor_dir), "--embedder",
+        tiny_clip_spec, "--limit", "2", "--min-box-side", "64", "--scales", "9.5",
+        "--steps", "2", "--resolution", "32", "--k", "3", "--tau-gender", "2", "--no-quality",
+        "--instructions", _one_instruction_each(tmp_path),
+    )  # fmt: skip
+    err = _shown(result.stderr)
+    editor_warning = f"warning: the editor {tiny_editor_dir} has random weights"
+    embedder_warning = f"warning: the embedder {tiny_clip_spec} has random weights"
+    assert editor_warning in err and embedder_warning in err
+    assert "this run: 2 steps at 32 px per edit" in err
+    assert err.index(embedder_warning) < err.index("editing: 0 of 4 (0%)")  # at the start
+    assert "editing: 4 of 4 (100%)" in err and "embedding: 6 of 6 (100%)" in err
+    hint = (
+        "only 0 of 4 edits accepted (P_R > --tau-real 0.08 and P_G > --tau-gender 2); lower "
+        "--tau-real / --tau-gender and rerun the filter alone"
+    )
+    assert hint in err, err
+    assert f"--stage filter --embedder {tiny_clip_spec} --k 3 --tau-real -1 --tau-gender -1`" in err
+    assert "random weights, so the thresholds are meaningless" in err
+    assert result.exit_code == 1 and "select: 0 of 2 sources kept" in _shown(result.stdout)
+
+
+@pytest.mark.slow
+def test_a_missing_model_fails_before_coco_is_parsed_or_anything_is_edited(
+    coco_dir: Path, tiny_editor_dir: Path, tmp_path: Path
+) -> None:
+    broken = tmp_path / "coco"
+    (broken / "annotations").mkdir(parents=True)
+    (broken / "annotations" / "captions_train2017.json").write_text("{not json")
+    (broken / "annotations" / "instances_train2017.json").write_text("{not json")
+    with pytest.raises(ModelNotFoundError, match="does not exist"):  # not the COCO error
+        build_gensynth(GenSynthConfig(out=tmp_path / "a", coco=broken,
+                                      editor=str(tmp_path / "no-editor")))  # fmt: skip
+    # The embedder is found before the edit stage runs, not after it
+    out = tmp_path / "b"
+    with pytest.raises(ModelNotFoundError, match="checkpoint file not found"):
+        build_gensynth(GenSynthConfig(
+            out=out, coco=coco_dir, limit=1, min_box_side=64, editor=str(tiny_editor_dir),
+            embedder=f"open_clip:ViT-B-32/{tmp_path / 'missing.pt'}", edit=EDIT,
+        ))  # fmt: skip
+    assert not (out / "manifest.jsonl").exists() and not (out / "coco_table.parquet").exists()
+
+
+def test_a_bad_option_is_named_by_its_flag(coco_dir: Path, tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app, ["build", "gensynth", "--out", str(tmp_path / "o"), "--coco", str(coco_dir),
+              "--scales", ""],
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert "(--scales): at least one text guidance scale is needed" in result.stderr
+    assert "caused by" not in result.stderr
+    (tmp_path / "o" / "build_summary.json").write_text(
+        json.dumps({"settings": {"edit": {"steps": 0}}})
+    )
+    result = CliRunner().invoke(app, ["build", "gensynth", "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2
+    message = " ".join(result.stderr.split())
+    assert "build_summary.json" in message and "settings.edit" in message
+    assert "steps: must be >= 1, not 0" in message

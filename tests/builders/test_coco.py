@@ -122,12 +122,12 @@ def test_the_parsed_split_is_kept_and_reused_until_the_annotations_change(
     ],
 )  # fmt: skip
 def test_impossible_boxes_and_sizes_fail_before_any_model_loads(
-    coco_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-    change: Any, field: str, words: str,
+    coco_dir: Path, tiny_editor_dir: Path, tiny_clip_spec: str, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch, change: Any, field: str, words: str,
 ) -> None:  # fmt: skip
     """A box that is not finite or not inside its image, an image of width 0: the build
     stops with the file and field named before the editor loads (which takes a minute at
-    the paper's scale), and writes no edit."""
+    the paper's scale; the editor is only found on disk before), and writes no edit."""
     from typer.testing import CliRunner
 
     from contrastkit.cli import app
@@ -145,7 +145,8 @@ def test_impossible_boxes_and_sizes_fail_before_any_model_loads(
     monkeypatch.setattr("contrastkit.curation.editing.load_editor", no_model)
     out = tmp_path / "build"
     result = CliRunner().invoke(app, ["build", "gensynth", "--coco", str(root), "--out",
-                                      str(out), "--no-quality"])  # fmt: skip
+                                      str(out), "--editor", str(tiny_editor_dir),
+                                      "--embedder", tiny_clip_spec, "--no-quality"])  # fmt: skip
     assert result.exit_code == 2, result.output
     shown = " ".join(result.output.split())
     assert field in shown and words in shown

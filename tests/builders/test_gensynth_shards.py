@@ -412,3 +412,38 @@ def test_edits_are_webp_smaller_than_png_and_still_export(
             assert np.array_equal(
                 np.asarray(row["image"].convert("RGB")), np.asarray(stored.convert("RGB"))
             )
+
+
+@pytest.mark.slow
+def test_the_next_commands_after_a_shard_and_a_merge_carry_the_build_settings(
+    coco_dir: Path, tiny_editor_dir: Path, tiny_clip_spec: str, tmp_path: Path
+) -> None:
+    """The 'next' hints of `--shard` and `build merge` name the embedder and thresholds
+    the shards ran with, and the filter stage on the merged folder uses them without
+    being told (the default model is not on this machine)."""
+    runner = CliRunner()
+    out = tmp_path / "build"
+    table = tmp_path / "instructions.csv"
+    table.write_text("gender,instruction\nfeminine,Turn into a woman\nmasculine,Turn into a man\n")
+    args = _cli(out, coco_dir, tiny_editor_dir, tiny_clip_spec, "--shard", "1/1",
+                "--instructions", str(table))  # fmt: skip
+    args[args.index("--limit") + 1] = "1"
+    shard = runner.invoke(app, args)
+    assert shard.exit_code == 0, shard.output
+    rest = f"--embedder {tiny_clip_spec} --k 10 --tau-real -1 --tau-gender 0.35"
+    filter_command = f"contrastkit build gensynth --out {out} --stage filter {rest}"
+    select_command = f"contrastkit build gensynth --out {out} --stage select --embedder"
+    assert filter_command in " ".join(shard.stdout.split())
+    assert select_command in " ".join(shard.stdout.split())
+
+    merged = runner.invoke(app, ["build", "merge", str(out)])
+    assert merged.exit_code == 0, merged.output
+    assert f"next: {filter_command}, then {select_command}" in " ".join(merged.stdout.split())
+
+    refilter = runner.invoke(app, ["build", "gensynth", "--out", str(out), "--stage", "filter"])
+    assert refilter.exit_code == 0, refilter.output
+    filtered = json.loads((out / "build_summary.json").read_text())["filter"]
+    assert (filtered["encoder"], filtered["k"], filtered["tau_gender"]) == (
+        tiny_clip_spec, 10, 0.35
+    )  # fmt: skip
+    assert filtered["edits"] == 2

@@ -183,23 +183,27 @@ def test_the_readme_documents_every_command_with_an_example() -> None:
 
 def test_build_option_defaults_are_the_library_defaults() -> None:
     """cli/build.py spells its defaults out (so `--help` imports no job module); they must
-    be the configs' own."""
-    from contrastkit.apps.gensynth import DEFAULT_EMBEDDER, GenSynthConfig
+    be the configs' own. The options a GenSynth build records default to None (the
+    build's recorded value, else the library default) and say the default in their help."""
+    from contrastkit.apps.gensynth import DEFAULT_EMBEDDER, DEFAULTS, RECORDED, GenSynthConfig
     from contrastkit.builders.visogender import DEFAULT_PER_CELL
     from contrastkit.curation.editing import DEFAULT_EDITOR, EditSettings
 
     group: Any = typer.main.get_command(app).commands["build"]  # type: ignore[attr-defined]
-    gensynth = {p.name: p.default for p in group.commands["gensynth"].params}
+    params = {p.name: p for p in group.commands["gensynth"].params}
+    gensynth = {name: p.default for name, p in params.items()}
     visogender = {p.name: p.default for p in group.commands["visogender"].params}
     config, edit = GenSynthConfig(out=Path("o"), coco=Path("c")), EditSettings()
-    assert gensynth["editor"] == DEFAULT_EDITOR == config.editor
-    assert gensynth["embedder"] == DEFAULT_EMBEDDER == config.embedder
-    assert (gensynth["k"], gensynth["tau_real"], gensynth["tau_gender"]) == (
-        config.k, config.tau_real, config.tau_gender
-    )  # fmt: skip
-    assert (gensynth["steps"], gensynth["image_guidance"], gensynth["resolution"]) == (
-        edit.steps, edit.image_guidance_scale, edit.resolution
-    )  # fmt: skip
-    assert (gensynth["margin"], gensynth["batch_size"]) == (edit.margin, config.model.batch_size)
-    assert tuple(float(s) for s in gensynth["scales"].split(",")) == edit.text_guidance_scales
+    assert DEFAULTS["editor"] == DEFAULT_EDITOR and DEFAULTS["embedder"] == DEFAULT_EMBEDDER
+    recorded = {name: DEFAULTS[name] for name in RECORDED}
+    recorded |= {"steps": edit.steps, "image_guidance": edit.image_guidance_scale,
+                 "resolution": edit.resolution, "margin": edit.margin, "seed": edit.seed,
+                 "scales": ",".join(f"{v:g}" for v in edit.text_guidance_scales)}  # fmt: skip
+    for name, default in recorded.items():
+        assert gensynth[name] is None, name
+        if default is not None:
+            help_text = params[name].help or ""
+            shown = f"{default:g}" if isinstance(default, float) else str(default)
+            assert f"what the build recorded, else {shown}" in help_text, (name, help_text)
+    assert gensynth["batch_size"] == config.model.batch_size
     assert visogender["per_cell"] == DEFAULT_PER_CELL

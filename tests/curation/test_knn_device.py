@@ -204,7 +204,7 @@ def test_knn_device_option_maps_onto_the_config(
 
     seen: list[Any] = []
 
-    def build(config: Any, *, progress: Any = None) -> Any:
+    def build(config: Any, *, progress: Any = None, notify: Any = None) -> Any:
         seen.append(config)
         return job.GenSynthResult(
             out=config.out, stages=(), summary={}, summary_path=config.out / "s.json",

@@ -8,6 +8,7 @@ Each command maps its options onto the job's config, runs the job
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -19,6 +20,7 @@ from contrastkit.cli.common import (
     DOWNLOAD_ALIAS,
     TAXONOMY_OPTION,
     console,
+    err_console,
     parse_contexts,
     plain,
     print_json,
@@ -29,6 +31,7 @@ from contrastkit.cli.helptext import App
 from contrastkit.text import count as counted
 
 if TYPE_CHECKING:
+    from contrastkit.apps.gensynth import GenSynthSettings
     from contrastkit.builders.visogender import BuildResult
 
 app = App(
@@ -41,6 +44,12 @@ app = App(
 # Spelled out here so that `contrastkit --help` imports no model library; the editing
 # module holds the same value (tests/cli checks that they agree).
 DEFAULT_EDITOR = "timbrooks/instruct-pix2pix"
+
+#: Off a terminal, `build gensynth` prints a progress line at most this often (seconds).
+PROGRESS_LINE_SECONDS = 30.0
+
+#: How an option a build records spells its default in `--help`.
+_RECORDED_OR = "[default: what the build recorded, else"
 
 
 _OUT = typer.Option(..., "--out", help="Build folder (created; reruns resume).")
@@ -154,23 +163,47 @@ def _scales(text: str) -> tuple[float, ...]:
 def gensynth(
     out: Path = _OUT,
     coco: Path | None = typer.Option(None, "--coco", help="COCO folder (edit stage)."),
-    editor: str = typer.Option(DEFAULT_EDITOR, "--editor", help="InstructPix2Pix folder/Hub id."),
-    embedder: str = typer.Option(DEFAULT_EMBEDDER, "--embedder", help="Image-text model spec."),
+    editor: str | None = typer.Option(
+        None, "--editor", help=f"InstructPix2Pix folder/Hub id {_RECORDED_OR} {DEFAULT_EDITOR}]."
+    ),
+    embedder: str | None = typer.Option(
+        None, "--embedder", help=f"Image-text model spec {_RECORDED_OR} {DEFAULT_EMBEDDER}]."
+    ),
     stage: Stage = typer.Option(Stage.ALL, "--stage", help="Run one stage, or all in turn."),
     limit: int | None = _LIMIT,
     split: str | None = _SPLIT,
-    min_box_side: float = _MIN_BOX,
-    steps: int = typer.Option(500, "--steps", min=1, help="Denoising steps (paper: 500)."),
-    scales: str = typer.Option("9.5,15", "--scales", help="Text guidance scales."),
-    image_guidance: float = typer.Option(1.5, "--image-guidance", help="Image guidance scale."),
+    min_box_side: float | None = typer.Option(
+        None, "--min-box-side", min=0, help=f"Smallest box side {_RECORDED_OR} 0]."
+    ),
+    steps: int | None = typer.Option(
+        None, "--steps", min=1, help=f"Denoising steps {_RECORDED_OR} 500, the paper's]."
+    ),
+    scales: str | None = typer.Option(
+        None, "--scales", help=f"Text guidance scales {_RECORDED_OR} 9.5,15]."
+    ),
+    image_guidance: float | None = typer.Option(
+        None, "--image-guidance", help=f"Image guidance scale {_RECORDED_OR} 1.5]."
+    ),
     instructions: Path | None = typer.Option(None, "--instructions", help="gender, instruction."),
-    resolution: int = typer.Option(512, "--resolution", help="Editor input side (multiple of 8)."),
-    margin: float = typer.Option(0.1, "--margin", help="Context around the box (fraction)."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the edits and of the selection."),
+    resolution: int | None = typer.Option(
+        None, "--resolution", help=f"Editor input side, a multiple of 8 {_RECORDED_OR} 512]."
+    ),
+    margin: float | None = typer.Option(
+        None, "--margin", help=f"Context around the box, a fraction {_RECORDED_OR} 0.1]."
+    ),
+    seed: int | None = typer.Option(
+        None, "--seed", help=f"Seed of the edits and of the selection {_RECORDED_OR} 0]."
+    ),
     batch_size: int = typer.Option(8, "--batch-size", min=1, help="Edits per forward pass."),
-    k: int = typer.Option(50, "--k", min=1, help="KNN neighbourhood size K."),
-    tau_real: float = typer.Option(0.08, "--tau-real", help="Threshold on P_R."),
-    tau_gender: float = typer.Option(0.5, "--tau-gender", help="Threshold on P_G."),
+    k: int | None = typer.Option(
+        None, "--k", min=1, help=f"KNN neighbourhood size K {_RECORDED_OR} 50]."
+    ),
+    tau_real: float | None = typer.Option(
+        None, "--tau-real", help=f"Threshold on P_R {_RECORDED_OR} 0.08]."
+    ),
+    tau_gender: float | None = typer.Option(
+        None, "--tau-gender", help=f"Threshold on P_G {_RECORDED_OR} 0.5]."
+    ),
     knn_device: Literal["auto", "cpu", "cuda"] = _KNN_DEVICE,
     quality: bool = typer.Option(True, "--quality/--no-quality", help="Sec. 4.3 checks."),
     pool: Path | None = _POOL,
@@ -184,11 +217,15 @@ def gensynth(
     shard: str | None = typer.Option(
         None, "--shard", help="K/N: edit (and embed) only shard K of N, in OUT/shards/K-of-N."
     ),
-    image_format: Literal["webp", "png", "jpeg"] = typer.Option(
-        "webp", "--image-format", help="How edits are stored."
+    image_format: Literal["webp", "png", "jpeg"] | None = typer.Option(
+        None, "--image-format", help=f"How edits are stored {_RECORDED_OR} webp]."
     ),
-    image_quality: int = typer.Option(
-        90, "--image-quality", min=0, max=100, help="WebP / JPEG quality of stored edits."
+    image_quality: int | None = typer.Option(
+        None,
+        "--image-quality",
+        min=0,
+        max=100,
+        help=f"WebP / JPEG quality of stored edits {_RECORDED_OR} 90].",
     ),
     engine: str = _ENGINE,
     ray_address: str | None = _RAY_ADDRESS,
@@ -201,6 +238,11 @@ def gensynth(
     --embedder), select (writes contrast_set.jsonl; with --quality, the zero-shot gender
     accuracy and recall@1/5/10 checks). Reruns skip finished edits. --instructions: a
     table with gender, instruction (default: Tab. 7).
+
+    A rerun on a build folder, of every stage or one, uses the settings the build
+    recorded (models, sources, edit settings, thresholds, checks) for every option it is
+    not given; the options given win and are recorded. Off a terminal, progress is
+    printed as plain lines on stderr.
 
     --shard K/N splits the edits over N workers (each its own process, GPU or machine
     sharing OUT): worker K edits the sources whose SHA-256 of the id modulo N is K-1 in
@@ -225,34 +267,42 @@ def gensynth(
     from contrastkit.apps.gensynth import GenSynthConfig, build_gensynth
     from contrastkit.builders.gensynth.shards import Shard
     from contrastkit.config import ModelConfig
-    from contrastkit.curation.editing import EditSettings
 
+    edit_given: dict[str, Any] = {
+        "steps": steps, "image_guidance_scale": image_guidance, "resolution": resolution,
+        "margin": margin, "seed": seed,
+    }  # fmt: skip
     with user_errors():
-        edit = EditSettings(
-            text_guidance_scales=_scales(scales), image_guidance_scale=image_guidance,
-            steps=steps, resolution=resolution, margin=margin, seed=seed,
-        )  # fmt: skip
+        if scales is not None:
+            edit_given["text_guidance_scales"] = _scales(scales)
         model = ModelConfig(
             device=device, batch_size=batch_size, download=allow_download or download_alias
         )
         result = build_gensynth(GenSynthConfig(
             out=out, stage=stage, coco=coco, split=split, limit=limit,
-            min_box_side=min_box_side, editor=editor, embedder=embedder, edit=edit,
+            min_box_side=min_box_side, editor=editor, embedder=embedder,
+            edit={key: value for key, value in edit_given.items() if value is not None},
             instructions=instructions, k=k, tau_real=tau_real, tau_gender=tau_gender,
             knn_device=knn_device, quality=quality, pool=pool, pool_limit=pool_limit,
             quality_sample=quality_sample, model=model,
             shard=None if shard is None else Shard.parse(shard),
             image_format=image_format, image_quality=image_quality,
             engine=engine, ray_address=ray_address,  # type: ignore[arg-type]
-        ), progress=progress)  # fmt: skip
+        ), progress=functools.partial(progress, every=PROGRESS_LINE_SECONDS),
+            notify=_notify)  # fmt: skip
     if as_json:
         print_json(result.summary)
     elif result.shard is not None:
-        _print_shard(result.summary, out, result.shard)
+        _print_shard(result.summary, out, result.shard, result.settings)
     else:
         _print_gensynth(result.summary, out)
     if result.sources_kept == 0:
         raise typer.Exit(1)
+
+
+def _notify(text: str) -> None:
+    """A job's warning or hint, on stderr as it arises (stdout stays the result)."""
+    err_console.print(plain(text), soft_wrap=True)
 
 
 def _print_gensynth(summary: dict[str, Any], out: Path) -> None:
@@ -279,15 +329,28 @@ def _print_gensynth(summary: dict[str, Any], out: Path) -> None:
         s = summary["select"]
         console.print(
             plain(
-                f"select: {s['sources_kept']} of {counted(s['sources_with_edits'], 'source')} "
-                f"kept, {counted(s['images'], 'image')} in {out / 'contrast_set.jsonl'}."
+                f"select{_stale(s, out, Stage.SELECT)}: {s['sources_kept']} of "
+                f"{counted(s['sources_with_edits'], 'source')} kept, "
+                f"{counted(s['images'], 'image')} in {out / 'contrast_set.jsonl'}."
             )
         )
     if summary.get("quality"):
-        _print_quality(summary["quality"])
+        _print_quality(summary["quality"], _stale(summary["quality"], out, Stage.SELECT))
 
 
-def _print_shard(summary: dict[str, Any], out: Path, shard: str) -> None:
+def _stale(entry: dict[str, Any], out: Path, stage: Stage) -> str:
+    """`` (stale: why; run `...`)`` for an entry a later stage outdated, else ``""``."""
+    why = entry.get("stale")
+    if not why:
+        return ""
+    from contrastkit.apps.gensynth import stage_command
+
+    return f" (stale: {why}; run `{stage_command(out, stage)}`)"
+
+
+def _print_shard(
+    summary: dict[str, Any], out: Path, shard: str, settings: GenSynthSettings | None
+) -> None:
     folder = out / "shards" / shard.replace("/", "-of-")
     if "edit" in summary:
         e = summary["edit"]
@@ -306,11 +369,14 @@ def _print_shard(summary: dict[str, Any], out: Path, shard: str) -> None:
                 f"{counted(m['edits'], 'edit')} embedded."
             )
         )
+    from contrastkit.apps.gensynth import stage_command
+
     console.print(
         plain(
             f"The filter decisions and the selection need every shard: when all are done, "
-            f"run `contrastkit build merge {out}`, then `contrastkit build gensynth --out "
-            f"{out} --stage filter` and `--stage select`."
+            f"run `contrastkit build merge {out}`, then "
+            f"`{stage_command(out, Stage.FILTER, settings)}` and "
+            f"`{stage_command(out, Stage.SELECT, settings)}`."
         )
     )
 
@@ -355,9 +421,12 @@ def merge(
     if report.unfinished:
         unfinished = ", ".join(f"{k}/{report.shards}" for k in report.unfinished)
         console.print(plain(f"unfinished shards (their finished edits merged): {unfinished}"))
-    console.print(
-        plain(f"next: contrastkit build gensynth --out {out} --stage filter, then --stage select.")
-    )
+    from contrastkit.apps.gensynth import stage_command
+
+    with user_errors():
+        filter_command = stage_command(out, Stage.FILTER)
+        select_command = stage_command(out, Stage.SELECT)
+    console.print(plain(f"next: {filter_command}, then {select_command}"))
 
 
 def _gpus(entry: dict[str, Any]) -> str:
@@ -372,13 +441,15 @@ def _sampled(row: dict[str, Any]) -> str:
     return f"{images} of {total}" if total != images else str(images)
 
 
-def _print_quality(quality: dict[str, Any]) -> None:
+def _print_quality(quality: dict[str, Any], stale: str = "") -> None:
     from rich.table import Table
 
-    table = Table(title="Quality checks (GenSynth Sec. 4.3, Tab. 2)")
+    table = Table(title=f"Quality checks (GenSynth Sec. 4.3, Tab. 2){stale}")
     for column in ("set", "images", "ZS gender acc.", "R@1", "R@5", "R@10", "pool"):
         table.add_column(column, justify="left" if column == "set" else "right")
     for name, row in quality.items():
+        if not isinstance(row, dict):
+            continue  # the stale mark
         table.add_row(
             plain(name),
             plain(_sampled(row)),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import time
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -170,14 +171,21 @@ def _report(error: BaseException, label: str, message: str) -> NoReturn:
 
 
 @contextmanager
-def progress(label: str, total: int | None = None) -> Iterator[Callable[..., None]]:
-    """One progress bar on stderr, on a terminal only.
+def progress(
+    label: str, total: int | None = None, *, every: float | None = None
+) -> Iterator[Callable[..., None]]:
+    """One progress bar on stderr, on a terminal; off a terminal (a log file, a pipe),
+    with ``every``, plain lines instead (:func:`progress_lines`), else nothing.
 
     Yields ``update(done=None, total=None, advance=0, failed=None)``: jobs report either
     absolute counts (``update(done, total)``) or steps (``update(advance=1)``).
     """
     if not err_console.is_terminal:
-        yield lambda *args, **kwargs: None
+        if every is None:
+            yield lambda *args, **kwargs: None
+        else:
+            with progress_lines(label, total, every=every) as update:
+                yield update
         return
     from rich.progress import (
         BarColumn,
@@ -203,6 +211,50 @@ def progress(label: str, total: int | None = None) -> Iterator[Callable[..., Non
                        note="" if failed is None else f"{failed} failed")  # fmt: skip
 
         yield update
+
+
+@contextmanager
+def progress_lines(
+    label: str, total: int | None = None, *, every: float = 30.0
+) -> Iterator[Callable[..., None]]:
+    """Progress as plain lines on stderr (``editing: 16 of 64 (25%), 3m 05s``): the
+    first update, then at most one every ``every`` seconds, and the last one when the
+    stage ends, so that a log file shows a long run's progress without a bar's redraws.
+    Yields the same ``update`` as :func:`progress`."""
+    started = time.monotonic()
+    state: dict[str, Any] = {"done": 0, "total": total, "failed": None, "at": None, "shown": None}
+
+    def show() -> None:
+        done, whole = state["done"], state["total"]
+        count = f"{done} of {whole}" if whole else str(done)
+        if whole:
+            count += f" ({100 * done / whole:.0f}%)"
+        if state["failed"]:
+            count += f", {state['failed']} failed"
+        elapsed = int(time.monotonic() - started)
+        err_console.print(
+            plain(f"{label}: {count}, {elapsed // 60}m {elapsed % 60:02d}s"), soft_wrap=True
+        )
+        state["at"], state["shown"] = time.monotonic(), (done, whole)
+
+    def update(
+        done: int | None = None,
+        total: int | None = None,
+        *,
+        advance: int = 0,
+        failed: int | None = None,
+    ) -> None:
+        state["done"] = (state["done"] if done is None else done) + advance
+        state["total"] = state["total"] if total is None else total
+        state["failed"] = state["failed"] if failed is None else failed
+        if state["at"] is None or time.monotonic() - state["at"] >= every:
+            show()
+
+    try:
+        yield update
+    finally:
+        if state["shown"] is not None and state["shown"] != (state["done"], state["total"]):
+            show()
 
 
 def taxonomy_from(paths: list[Path] | None) -> Taxonomy:

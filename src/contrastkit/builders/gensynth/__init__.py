@@ -18,7 +18,11 @@ Three stages, each runnable alone on a build folder (layout:
    Tab. 2 quality checks score (the evaluators' ``quality`` module computes them;
    :func:`contrastkit.apps.gensynth.build_gensynth` runs the whole build with them).
 
-The build summary (``build_summary.json``) is read and written by :mod:`.summary`.
+The build summary (``build_summary.json``) is read and written by :mod:`.summary`; its
+``settings`` entry holds the options of the build's latest run, which a later run on the
+folder reuses for every option it is not given (:func:`recorded_settings`), and an entry
+made before a later stage changed its inputs (the selection, after a re-filter) is marked
+``stale``.
 
 Sharded builds (:mod:`.shards`): ``run_edit_stage(..., shard=Shard(K, N))`` edits one
 shard's sources in ``out/shards/K-of-N`` and :func:`embed_build` embeds them there;
@@ -30,14 +34,20 @@ from contrastkit.builders.gensynth.filter import embed_build, read_embeddings, r
 from contrastkit.builders.gensynth.select import LabeledImages, quality_sets, run_select_stage
 from contrastkit.builders.gensynth.shards import MergeConfig, MergeReport, Shard, merge_shards
 from contrastkit.builders.gensynth.summary import (
+    SETTINGS,
+    STALE,
     Progress,
     load_image,
     person_crop,
     read_summary,
+    record_settings,
+    recorded_settings,
     update_summary,
 )
 
 __all__ = [
+    "SETTINGS",
+    "STALE",
     "EditStageReport",
     "LabeledImages",
     "MergeConfig",
@@ -51,6 +61,8 @@ __all__ = [
     "quality_sets",
     "read_embeddings",
     "read_summary",
+    "record_settings",
+    "recorded_settings",
     "run_edit_stage",
     "run_filter_stage",
     "run_select_stage",

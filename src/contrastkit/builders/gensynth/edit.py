@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -11,7 +11,12 @@ from PIL import Image
 
 from contrastkit.builders.coco import SourceImage, read_coco_cached, select_sources
 from contrastkit.builders.gensynth.shards import SHARDS, Shard, write_shard_info
-from contrastkit.builders.gensynth.summary import Progress, load_image, update_summary
+from contrastkit.builders.gensynth.summary import (
+    SETTINGS,
+    Progress,
+    load_image,
+    update_summary,
+)
 from contrastkit.builders.manifest import (
     DEFAULT_IMAGE_FORMAT,
     DEFAULT_IMAGE_QUALITY,
@@ -187,6 +192,7 @@ def run_edit_stage(
     shard: Shard | None = None,
     image_format: str = DEFAULT_IMAGE_FORMAT,
     image_quality: int = DEFAULT_IMAGE_QUALITY,
+    record: Mapping[str, Any] | None = None,
 ) -> EditStageReport:
     """Edit the person of every selected COCO source (GenSynth Sec. 4.1, App. A.2).
 
@@ -219,6 +225,9 @@ def run_edit_stage(
             :func:`~contrastkit.builders.manifest.encode_image` where the edit is made (a
             Ray actor encodes its own, so this process only writes bytes). Finished edits
             keep their format: a build's records may mix them.
+        record: the run's options, stored as the ``settings`` entry of the build summary
+            before the first edit (:func:`~.summary.recorded_settings`), so that a rerun
+            of a killed build, or of one stage, reuses them.
     """
     if edits_per_call < 1:
         raise ConfigError(f"edits_per_call must be >= 1, not {edits_per_call}")
@@ -243,6 +252,8 @@ def run_edit_stage(
             positions={s.source_id: position[s.source_id] for s in sources},
             storage={"image_format": image_format, "image_quality": image_quality},
         )  # fmt: skip
+    if record is not None:
+        update_summary(out, SETTINGS, dict(record))
     removed = remove_stale_temp_files(out)
     write_sources(out, sources)
     manifest = Manifest(out)
@@ -303,7 +314,9 @@ def run_edit_stage(
         image_quality=image_quality,
         editor_random_weights=bool(getattr(editor, "random_weights", False)),
     )
-    update_summary(out, "edit", asdict(report))
+    why = f"made before the edit stage added {len(pending)} edits"
+    outdated = dict.fromkeys(("filter", "select", "quality"), why) if pending else None
+    update_summary(out, "edit", asdict(report), outdated=outdated)
     return report
 
 

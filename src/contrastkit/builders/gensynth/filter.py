@@ -310,5 +310,6 @@ def run_filter_stage(
         "by_text_guidance_scale": _rates(scored, lambda r: f"{r.text_guidance_scale:g}"),
         "by_instruction": _rates(scored, lambda r: str(r.instruction)),
     }
-    update_summary(out, "filter", summary)
+    why = "made before the latest filter stage"
+    update_summary(out, "filter", summary, outdated={"select": why, "quality": why})
     return summary

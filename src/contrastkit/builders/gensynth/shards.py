@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from contrastkit.builders.coco import SourceImage
-from contrastkit.builders.gensynth.summary import update_summary
+from contrastkit.builders.gensynth.summary import SETTINGS, read_summary, update_summary
 from contrastkit.builders.manifest import (
     BUILD_LOCK,
     MANIFEST,
@@ -51,7 +51,6 @@ from contrastkit.curation.editing import EditSettings, plan_edits
 from contrastkit.errors import ConfigError, DataFormatError, StateError
 from contrastkit.io import atomic_write_text, exclusive_lock
 from contrastkit.records import read_json_object
-from contrastkit.schema import Gender
 
 __all__ = [
     "SHARDS",
@@ -216,12 +215,9 @@ def _difference(a: Mapping[str, Any], b: Mapping[str, Any]) -> str:
 
 
 def _settings(info: Mapping[str, Any], path: Path) -> EditSettings:
-    data = dict(info["edit"])
     try:
-        data["instructions"] = {Gender(g): tuple(v) for g, v in data["instructions"].items()}
-        data["text_guidance_scales"] = tuple(data["text_guidance_scales"])
-        return EditSettings(**data)
-    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        return EditSettings.from_json(info["edit"])
+    except ValueError as error:
         raise DataFormatError(path, None, "edit", f"not edit settings ({error})") from error
 
 
@@ -467,8 +463,30 @@ def _merge(out: Path, count: int, folders: Mapping[int, Path], missing: tuple[in
         new_edits=new_edits,
         embedding_files=linked,
     )
-    update_summary(out, "merge", report.to_json())
+    why = f"made before `contrastkit build merge` added {new_edits} edits"
+    outdated = dict.fromkeys(("filter", "select", "quality"), why) if new_edits else None
+    update_summary(out, "merge", report.to_json(), outdated=outdated)
+    if SETTINGS not in read_summary(out):  # the filter and select stages on OUT reuse them
+        update_summary(out, SETTINGS, _shard_settings(reference, folders[first_k]))
     return report
+
+
+def _shard_settings(info: Mapping[str, Any], folder: Path) -> dict[str, Any]:
+    """The options a shard's worker ran with: its ``settings`` entry, completed from
+    ``shard.json`` (edit settings, editor, selection, storage) and the encoder it embedded
+    with, without the shard itself."""
+    selection, storage = info.get("selection") or {}, info.get("storage") or {}
+    found: dict[str, Any] = {"edit": info["edit"], "editor": info["editor"]}
+    found |= {k: selection[k] for k in ("split", "min_box_side") if k in selection}
+    found |= {k: storage[k] for k in ("image_format", "image_quality") if k in storage}
+    summary = read_summary(folder)
+    embed = summary.get("embed")
+    if isinstance(embed, dict) and isinstance(embed.get("encoder"), str):
+        found["embedder"] = embed["encoder"]
+    recorded = summary.get(SETTINGS)
+    if isinstance(recorded, dict):
+        found |= recorded
+    return found
 
 
 def _link_embeddings(out: Path, shard: Shard, folder: Path) -> int:

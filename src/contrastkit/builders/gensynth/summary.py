@@ -3,19 +3,38 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from PIL import Image
 
 from contrastkit.builders.coco import SourceImage
-from contrastkit.builders.manifest import SUMMARY
+from contrastkit.builders.manifest import BUILD_LOCK, SUMMARY
 from contrastkit.errors import DataFormatError
-from contrastkit.io import atomic_write_text
+from contrastkit.io import atomic_write_text, exclusive_lock
 from contrastkit.records import read_json_object
 
-__all__ = ["Progress", "load_image", "person_crop", "read_summary", "update_summary"]
+__all__ = [
+    "SETTINGS",
+    "STALE",
+    "Progress",
+    "load_image",
+    "person_crop",
+    "read_summary",
+    "record_settings",
+    "recorded_settings",
+    "update_summary",
+]
+
+#: The build summary's entry with the options of the build's latest run (the job's
+#: settings: sources, models, edit settings, filter thresholds, checks), which a later
+#: run on the folder reuses for every option it is not given.
+SETTINGS = "settings"
+
+#: The key a stage entry gets when a later stage changed its inputs (a re-filter makes
+#: the selection stale): why, and the stage to run again.
+STALE = "stale"
 
 #: Called with (finished, total) as work progresses.
 Progress = Callable[[int, int], None]
@@ -50,14 +69,80 @@ def read_summary(folder: str | Path) -> dict[str, Any]:
 
 
 def update_summary(
-    folder: str | Path, key: str, value: Any, *, stale: Sequence[str] = ()
+    folder: str | Path,
+    key: str,
+    value: Any,
+    *,
+    stale: Sequence[str] = (),
+    outdated: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Set one stage's entry of ``build_summary.json`` and drop the ``stale`` entries that
-    described earlier outputs, in one atomic write; return the summary."""
+    described earlier outputs, in one atomic write; return the summary.
+
+    ``outdated``: entries kept but marked :data:`STALE` (entry -> why), because this
+    stage changed what they were made from (a re-filter: the selection on disk is the
+    previous decisions'); the stage that rewrites such an entry clears the mark.
+    """
     summary = read_summary(folder)
     summary[key] = value
     for name in stale:
         summary.pop(name, None)
+    for name, why in (outdated or {}).items():
+        entry = summary.get(name)
+        if isinstance(entry, dict):
+            entry[STALE] = why
     text = json.dumps(summary, indent=2, ensure_ascii=False) + "\n"
     atomic_write_text(Path(folder) / SUMMARY, text)
     return summary
+
+
+def recorded_settings(folder: str | Path) -> dict[str, Any]:
+    """The options a build folder recorded, by :class:`~contrastkit.apps.gensynth.GenSynthConfig`
+    field name (``edit`` as :meth:`EditSettings.to_json` writes it): its :data:`SETTINGS`
+    entry, completed from what the stages recorded (for folders built before that entry
+    existed): the edit stage's ``settings``, ``editor``, ``image_format`` and
+    ``image_quality``, the encoder of the ``embed`` / ``filter`` stage, the filter's
+    ``k``, ``tau_real`` and ``tau_gender``. ``{}`` for a folder without a summary.
+
+    Raises:
+        DataFormatError: ``build_summary.json`` is not a JSON object, or its
+            :data:`SETTINGS` entry is not one.
+    """
+    summary = read_summary(folder)
+    found: dict[str, Any] = {}
+    edit = summary.get("edit")
+    if isinstance(edit, dict):
+        if isinstance(edit.get("settings"), dict):
+            found["edit"] = edit["settings"]
+        for key, name in (("editor", "editor"), ("image_format", "image_format"),
+                          ("image_quality", "image_quality")):  # fmt: skip
+            if edit.get(key) is not None:
+                found[name] = edit[key]
+    for stage in ("embed", "filter"):
+        entry = summary.get(stage)
+        if isinstance(entry, dict) and isinstance(entry.get("encoder"), str):
+            found["embedder"] = entry["encoder"]
+    filtered = summary.get("filter")
+    if isinstance(filtered, dict):
+        found |= {key: filtered[key] for key in ("k", "tau_real", "tau_gender") if key in filtered}
+    settings = summary.get(SETTINGS)
+    if settings is not None:
+        if not isinstance(settings, dict):
+            path = Path(folder) / SUMMARY
+            raise DataFormatError(path, None, SETTINGS, "not a JSON object")
+        found |= {k: v for k, v in settings.items() if k not in ("chosen", "limit")}
+    return found
+
+
+def record_settings(folder: str | Path, settings: Mapping[str, Any]) -> None:
+    """Store ``settings`` (JSON-ready) as the :data:`SETTINGS` entry of the build folder
+    ``folder``, holding its build lock; nothing when the folder does not exist.
+
+    Raises:
+        StateError: another run holds the folder's lock.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        return
+    with exclusive_lock(folder / BUILD_LOCK, str(folder), "contrastkit build gensynth"):
+        update_summary(folder, SETTINGS, dict(settings))
