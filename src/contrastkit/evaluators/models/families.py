@@ -82,6 +82,11 @@ class ModelFamily:
         example: an example spec.
         loader: ``"module:function"`` called as ``function(target, runtime, context)``
             (a :class:`LoadContext`); it returns the adapter.
+        locate: ``"module:function"`` called as ``function(target, download)``: check,
+            without loading anything, that the weights are on this machine (or may be
+            downloaded); it raises :class:`~contrastkit.errors.ModelNotFoundError`
+            otherwise. A wrapper's base model is located through its own family.
+            ``None``: nothing to check before loading.
         check: ``"module:function"`` called as ``function(prefix, target)`` before
             anything loads; it raises :class:`~contrastkit.errors.ConfigError` for a
             target it cannot take and returns the base model's spec of a wrapper (or
@@ -101,6 +106,7 @@ class ModelFamily:
     example: str
     loader: str
     check: str | None = None
+    locate: str | None = None
     wraps_base: bool = False
     model_type: str | None = None
     capabilities: frozenset[str] = field(default_factory=frozenset)
@@ -122,7 +128,7 @@ class ModelFamily:
                 f"{', '.join(CAPABILITIES)}"
             )
         object.__setattr__(self, "capabilities", capabilities)
-        for name in ("loader", "check"):
+        for name in ("loader", "check", "locate"):
             path = getattr(self, name)
             if path is not None and not _is_import_path(path):
                 raise ConfigError(
@@ -132,6 +138,11 @@ class ModelFamily:
     def load_function(self) -> Callable[..., Any]:
         """The loader, imported."""
         return _resolve(self.loader, self.prefix)
+
+    def locate_target(self, target: str, download: bool) -> None:
+        """Run :attr:`locate` on ``target`` (nothing when the family has none)."""
+        if self.locate is not None:
+            _resolve(self.locate, self.prefix)(target, download)
 
     def check_target(self, target: str) -> str | None:
         """Run :attr:`check` on ``target``; the base model's spec of a wrapper, or
@@ -163,6 +174,7 @@ def _resolve(path: str, prefix: str) -> Callable[..., Any]:
 
 _MODELS = "contrastkit.evaluators.models"
 _CAPTIONING_CHECK = f"{_MODELS}.caption_options:check_caption_target"
+_HF = f"{_MODELS}.hf:hf_locate_target"
 
 #: The families contrastkit ships, in the order ``contrastkit models list`` shows them.
 BUILT_IN: tuple[ModelFamily, ...] = (
@@ -170,11 +182,12 @@ BUILT_IN: tuple[ModelFamily, ...] = (
         "open_clip", "dual",
         "OpenCLIP dual encoder: ARCH/TAG, ARCH/CHECKPOINT, ARCH/random or a saved folder",
         "open_clip:ViT-B-32/openai", f"{_MODELS}.openclip:load_open_clip",
+        locate=f"{_MODELS}.openclip:locate_target",
     ),
     ModelFamily(
         "hf-clip", "dual",
         "transformers CLIP / SigLIP dual encoder (Hub id in the cache, or a folder)",
-        "hf-clip:openai/clip-vit-base-patch32", f"{_MODELS}.hf_clip:load_hf_clip",
+        "hf-clip:openai/clip-vit-base-patch32", f"{_MODELS}.hf_clip:load_hf_clip", locate=_HF,
     ),
     ModelFamily(
         "clip-clip", "dual",
@@ -194,20 +207,20 @@ BUILT_IN: tuple[ModelFamily, ...] = (
         "blip", "captioning",
         "transformers BLIP captioning model, scored by continuation log-probability",
         "blip:Salesforce/blip-image-captioning-large", f"{_MODELS}.captioning:load_captioning",
-        check=_CAPTIONING_CHECK, model_type="blip",
+        check=_CAPTIONING_CHECK, model_type="blip", locate=_HF,
     ),
     ModelFamily(
         "git", "captioning",
         "transformers GIT captioning model, scored by continuation log-probability",
         "git:microsoft/git-large-coco", f"{_MODELS}.captioning:load_captioning",
-        check=_CAPTIONING_CHECK, model_type="git",
+        check=_CAPTIONING_CHECK, model_type="git", locate=_HF,
     ),
     ModelFamily(
         "blip2", "captioning",
         "transformers BLIP-2 captioning model (OPT or FLAN-T5 language model), scored by "
         "continuation log-probability; FLAN-T5 reads the prefix in its encoder (?prefix=)",
         "blip2:Salesforce/blip2-opt-2.7b", f"{_MODELS}.captioning:load_captioning",
-        check=_CAPTIONING_CHECK, model_type="blip-2",
+        check=_CAPTIONING_CHECK, model_type="blip-2", locate=_HF,
     ),
     ModelFamily(
         "instructblip", "captioning",
@@ -215,28 +228,28 @@ BUILT_IN: tuple[ModelFamily, ...] = (
         "log-probability after a captioning instruction (?instruction=, ?prefix=)",
         "instructblip:Salesforce/instructblip-flan-t5-xl",
         f"{_MODELS}.captioning:load_captioning", check=_CAPTIONING_CHECK,
-        model_type="instructblip",
+        model_type="instructblip", locate=_HF,
     ),
     ModelFamily(
         "blip-itm", "matching",
         "transformers BLIP image-text matching head, scored by the match logit "
         "(stereotype probing, contrast sets)",
         "blip-itm:Salesforce/blip-itm-base-coco", f"{_MODELS}.itm:load_matching",
-        model_type="blip",
+        model_type="blip", locate=_HF,
     ),
     ModelFamily(
         "vilt", "matching",
         "transformers ViLT image-text retrieval head, scored by its logit (stereotype "
         "probing, contrast sets)",
         "vilt:dandelin/vilt-b32-finetuned-coco", f"{_MODELS}.itm:load_matching",
-        model_type="vilt",
+        model_type="vilt", locate=_HF,
     ),
     ModelFamily(
         "vlm", "captioning",
         "generative VLM through AutoModelForImageTextToText and its chat template (LLaVA, "
         "Qwen2-VL, PaliGemma, InstructBLIP ...); ?protocol=continuation|multiple-choice",
         "vlm:llava-hf/llava-1.5-7b-hf?protocol=multiple-choice", f"{_MODELS}.vlm:load_vlm",
-        check=f"{_MODELS}.vlm_spec:check_target",
+        check=f"{_MODELS}.vlm_spec:check_target", locate=_HF,
         capabilities=frozenset({"pronouns", "captions"}),  # caption log-likelihood too
     ),
 )  # fmt: skip

@@ -96,6 +96,12 @@ def _load_error(target: str, what: str, error: Exception, *, download: bool) -> 
     return None
 
 
+def hf_locate_target(target: str, download: bool) -> None:
+    """The registry's locate step of a transformers family: :func:`hf_locate` on the
+    target without its ``?`` options."""
+    hf_locate(target.partition("?")[0].strip(), download=download)
+
+
 def hf_locate(target: str, *, download: bool = False) -> None:
     """Check, without loading anything, that the transformers model ``target`` (a folder
     or a Hub id) is on this machine: a folder, or an id whose ``config.json`` is in the

@@ -250,6 +250,11 @@ def _load_error(spec: str, source: _Source, error: Exception, download: bool) ->
     return None
 
 
+def locate_target(target: str, download: bool) -> None:
+    """The registry's locate step of ``open_clip:`` (:func:`locate_open_clip`)."""
+    locate_open_clip(target, download)
+
+
 def locate_open_clip(target: str, download: bool = False) -> _Source:
     """Where the OpenCLIP model ``target`` (the part of a spec after ``open_clip:``) is,
     checked without loading it: the folder, checkpoint or cached weights exist (or

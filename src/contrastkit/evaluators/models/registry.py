@@ -206,30 +206,12 @@ def locate_model(spec: str, config: ModelConfig | None = None) -> None:
     """
     parsed = parse_spec(spec)
     download = bool(config is not None and config.download)
-    if parsed.prefix == "open_clip":
-        from contrastkit.evaluators.models.openclip import locate_open_clip
-
-        locate_open_clip(parsed.target, download)
-        return
-    if parsed.prefix == "clip-clip":
-        from contrastkit.evaluators.models.clipclip import parse_clip_clip_spec
-
-        locate_model(parse_clip_clip_spec(str(parsed)).base, config)
-        return
-    if parsed.prefix == "debias-clip":
-        return
-    target = parsed.target
-    if parsed.prefix == "vlm":
-        from contrastkit.evaluators.models.vlm_spec import parse_vlm_target
-
-        target = parse_vlm_target(target)[0]
-    elif parsed.kind == "captioning":
-        from contrastkit.evaluators.models.caption_options import strip_caption_options
-
-        target = strip_caption_options(target)
-    from contrastkit.evaluators.models.hf import hf_locate
-
-    hf_locate(target, download=download)
+    family = parsed.family
+    if family.wraps_base:
+        base = family.check_target(parsed.target)
+        if base is not None:
+            locate_model(base, config)
+    family.locate_target(parsed.target, download)
 
 
 def load_model(
