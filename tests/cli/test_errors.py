@@ -9,8 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from conftest import OFFICIAL_OO, OFFICIAL_OP
+from contrastkit.cli import app
 from factories import console_script
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
@@ -116,3 +118,19 @@ def test_a_full_disk_is_an_environment_error_before_any_work() -> None:
     assert result.returncode == 2, result.stderr
     assert result.stderr.startswith("environment error: ")
     assert "no space left" in result.stderr
+
+
+def test_a_config_error_names_the_commands_flag_not_the_config_field(tmp_path: Path) -> None:
+    """The same check, from Python and from the command line: each names what its user
+    typed (issue: messages name CLI flags when they come from the CLI)."""
+    from contrastkit.errors import ConfigError
+    from contrastkit.evaluators.job import EvaluateConfig
+
+    with pytest.raises(ConfigError, match=r"^split: must not be empty"):
+        EvaluateConfig(data=("visogender",), models=("open_clip:x/y",), out=tmp_path, split=" ")
+    result = CliRunner().invoke(
+        app, ["evaluate", "--data", "visogender", "--model", "open_clip:x/y", "--out",
+              str(tmp_path), "--split", " "],
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert "error: --split: must not be empty" in " ".join(result.output.split())

@@ -150,11 +150,30 @@ def user_errors() -> Iterator[None]:
     except typer.Exit:
         raise
     except ContrastkitError as error:
-        _report(error, error.label, str(error))
+        _report(error, error.label, _as_flag(str(error)))
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError) as error:
         _report(error, "error", f"{error.filename}: {error.strerror}")
     except (OSError, sqlite3.OperationalError) as error:
         _report(error, "environment error", str(error))
+
+
+def _as_flag(message: str) -> str:
+    """A config error's leading field name (``split: must not be empty``) as the option
+    of the running command that sets it (``--split: ...``): messages a command prints name
+    its flags, not the config's fields."""
+    import importlib
+
+    # typer's own click (recent typer bundles one; older ones use click itself)
+    package = typer.Context.__mro__[1].__module__.rsplit(".", 1)[0]
+    context = importlib.import_module(f"{package}.globals").get_current_context(silent=True)
+    field, sep, rest = message.partition(":")
+    if context is None or not sep or not field.isidentifier():
+        return message
+    for param in context.command.params:
+        flags = [opt for opt in param.opts if opt.startswith("--")]
+        if param.name == field and flags:
+            return f"{flags[0]}{sep}{rest}"
+    return message
 
 
 def _report(error: BaseException, label: str, message: str) -> NoReturn:
