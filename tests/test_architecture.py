@@ -87,17 +87,10 @@ def test_every_top_level_module_is_in_a_layer() -> None:
     assert placed - modules == set(), "a layer names a module that does not exist"
 
 
-#: Cycles still to break (issue 32); the list may only shrink.
-KNOWN_CYCLES: list[list[str]] = [
-    ["contrastkit.evaluators.report.flipped", "contrastkit.evaluators.report.markdown",
-     "contrastkit.evaluators.report.plots"],
-]  # fmt: skip
-
-
-def test_no_new_import_cycle() -> None:
+def test_no_import_cycle() -> None:
     graph = _graph()
     edges = {m: set(graph.find_modules_directly_imported_by(m)) for m in graph.modules}
-    assert _cycles(edges) == KNOWN_CYCLES
+    assert _cycles(edges) == []
 
 
 def test_the_cycle_finder_finds_cycles() -> None:
@@ -124,32 +117,5 @@ def _private_imports() -> set[tuple[str, str]]:
     return found
 
 
-#: Private names still shared across modules (issue 32); the set may only shrink.
-KNOWN_PRIVATE_IMPORTS = {
-    ("evaluators/report/flipped.py", "contrastkit.evaluators.report.markdown:_interval_note"),
-    ("evaluators/report/flipped.py", "contrastkit.evaluators.report.markdown:_mean_sigma"),
-    ("evaluators/report/flipped.py", "contrastkit.evaluators.report.markdown:_metric_names"),
-    ("evaluators/report/flipped.py", "contrastkit.evaluators.report.markdown:_model_cell"),
-    ("evaluators/report/flipped.py", "contrastkit.evaluators.report.markdown:_table"),
-    ("evaluators/report/flipped.py", "contrastkit.evaluators.report.plots:_FONT"),
-    ("evaluators/report/flipped.py", "contrastkit.evaluators.report.plots:_bars"),
-    ("evaluators/report/flipped.py", "contrastkit.evaluators.report.plots:_error"),
-    ("evaluators/report/flipped.py", "contrastkit.evaluators.report.plots:_interval_level"),
-    ("evaluators/report/flipped.py", "contrastkit.evaluators.report.plots:_label_bars"),
-    ("evaluators/report/flipped.py", "contrastkit.evaluators.report.plots:_legend"),
-    ("evaluators/report/flipped.py", "contrastkit.evaluators.report.plots:_model"),
-    ("evaluators/report/flipped.py", "contrastkit.evaluators.report.plots:_new_figure"),
-    ("evaluators/report/flipped.py", "contrastkit.evaluators.report.plots:_sign_colour"),
-    ("evaluators/report/flipped.py", "contrastkit.evaluators.report.plots:_style"),
-    ("evaluators/report/flipped.py", "contrastkit.evaluators.report.plots:_suptitle"),
-    ("evaluators/zero_shot/plots.py", "contrastkit.evaluators.report.plots:_FONT"),
-    ("evaluators/zero_shot/plots.py", "contrastkit.evaluators.report.plots:_bars"),
-    ("evaluators/zero_shot/plots.py", "contrastkit.evaluators.report.plots:_new_figure"),
-    ("evaluators/zero_shot/plots.py", "contrastkit.evaluators.report.plots:_style"),
-}  # fmt: skip
-
-
 def test_no_module_imports_another_modules_private_names() -> None:
-    offenders = _private_imports()
-    assert offenders - KNOWN_PRIVATE_IMPORTS == set(), "make the name public, or move it"
-    assert KNOWN_PRIVATE_IMPORTS - offenders == set(), "shrink KNOWN_PRIVATE_IMPORTS"
+    assert _private_imports() == set(), "make the name public, or move it"

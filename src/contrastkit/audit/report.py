@@ -492,7 +492,7 @@ def _map_plot(
     from matplotlib import colormaps
     from matplotlib.colors import TwoSlopeNorm
 
-    from contrastkit.evaluators.report.plots import label_panels
+    from contrastkit.evaluators.report.figures import label_panels
 
     factors = {r["cluster"]: r["factor_pp"] for r in section["clusters"]}
     x = np.asarray(points["x"], dtype=np.float64)
@@ -538,7 +538,7 @@ def _random_weights_mark(report: Mapping[str, Any]) -> str | None:
     characters, at most 3 lines); ``None`` otherwise."""
     import textwrap
 
-    from contrastkit.evaluators.report.plots import RANDOM_WEIGHTS_TITLE
+    from contrastkit.evaluators.report.figures import RANDOM_WEIGHTS_TITLE
 
     if not report.get("random_weights"):
         return None
@@ -555,7 +555,7 @@ def write_plots(
     """Write the plots of the sections ``report`` has into ``folder``; return them. When
     ``report`` says the audit used a model with random weights (``random_weights``),
     every plot's title says so, in dark red (:func:`_random_weights_mark`)."""
-    from contrastkit.evaluators.report.plots import save_formats
+    from contrastkit.evaluators.report.figures import save_formats
 
     folder.mkdir(parents=True, exist_ok=True)
     mark = _random_weights_mark(report)

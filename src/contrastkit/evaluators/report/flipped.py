@@ -14,12 +14,28 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from contrastkit.evaluators.metrics import covers_every_query, cutoff_marking, cutoffs_by_k
-from contrastkit.evaluators.report.markdown import (
-    _interval_note,
-    _mean_sigma,
-    _metric_names,
-    _model_cell,
-    _table,
+from contrastkit.evaluators.report.figures import (
+    FONT,
+    PALETTE,
+    add_legend,
+    draw_bars,
+    figure_title,
+    interval_error,
+    interval_handle,
+    interval_level,
+    label_bars,
+    model_name,
+    new_figure,
+    sign_colour,
+    style_axis,
+    suptitle,
+)
+from contrastkit.evaluators.report.tables import (
+    interval_note,
+    mean_sigma,
+    metric_names,
+    model_cell,
+    table,
 )
 from contrastkit.evaluators.tasks.flipped import FLIPPED_TASK, OO_EXCLUDED
 
@@ -73,11 +89,11 @@ def flipped_section(results: Mapping[str, Any]) -> list[str]:
     flipped = results.get(FLIPPED_TASK) or {}
     if not flipped.get("context"):
         return []
-    names = _metric_names(flipped)
+    names = metric_names(flipped)
     directions = _directions(results)
     rows = [
         [SUBJECTS[subject], "occupation" if subject == "occupation" else "participant"]
-        + [_mean_sigma(summaries.get(n) or {}) for n in names]
+        + [mean_sigma(summaries.get(n) or {}) for n in names]
         + [summaries.get("n_queries", "–")]
         for subject, summaries in directions
     ]
@@ -85,7 +101,7 @@ def flipped_section(results: Mapping[str, Any]) -> list[str]:
     if official:
         rows.append(
             [SUBJECTS["participant"], "occupation (as the official code)"]
-            + [_mean_sigma(official.get(n) or {}) for n in names]
+            + [mean_sigma(official.get(n) or {}) for n in names]
             + [(flipped.get("two_person_images") or {}).get("n_queries", "–")]
         )
     lines = [
@@ -93,7 +109,7 @@ def flipped_section(results: Mapping[str, Any]) -> list[str]:
         "occupations, two-person images)",
         "",
     ]
-    lines += _table(["query subject", "image labelled by", *names, "occupations"], rows)
+    lines += table(["query subject", "image labelled by", *names, "occupations"], rows)
     lines += [_READING, "", _excluded_line(flipped), ""]
     if official:
         lines += [
@@ -103,7 +119,7 @@ def flipped_section(results: Mapping[str, Any]) -> list[str]:
             "",
         ]
     summaries = [s.get(n) for _, s in directions for n in names]
-    lines += _interval_note(
+    lines += interval_note(
         [s for s in summaries if isinstance(s, Mapping)], "of the mean across occupations"
     )
     return lines
@@ -117,9 +133,9 @@ def flipped_comparison_section(results: Sequence[Mapping[str, Any]]) -> list[str
     without = [r for r in results if r.get("retrieval_bias") and r not in with_flipped]
     if not with_flipped:
         return []
-    names = _metric_names(with_flipped[0][FLIPPED_TASK])
+    names = metric_names(with_flipped[0][FLIPPED_TASK])
     rows = [
-        [_model_cell(r), SUBJECTS[subject]] + [_mean_sigma(s.get(n) or {}) for n in names]
+        [model_cell(r), SUBJECTS[subject]] + [mean_sigma(s.get(n) or {}) for n in names]
         for r in with_flipped
         for subject, s in _directions(r)
     ]
@@ -128,7 +144,7 @@ def flipped_comparison_section(results: Sequence[Mapping[str, Any]]) -> list[str
         "occupations, two-person images)",
         "",
     ]
-    lines += _table(["model", "query subject", *names], rows)
+    lines += table(["model", "query subject", *names], rows)
     lines += [_READING + " " + OO_EXCLUDED[0].upper() + OO_EXCLUDED[1:] + ".", ""]
     lines += [
         "The same participant-subject rankings labelled by the occupation's perceived "
@@ -143,7 +159,7 @@ def flipped_comparison_section(results: Sequence[Mapping[str, Any]]) -> list[str
             + " (written before contrastkit computed it, or with --no-flipped-retrieval).",
             "",
         ]
-    lines += _interval_note(
+    lines += interval_note(
         [
             s[n]
             for r in with_flipped
@@ -165,23 +181,6 @@ def flipped_figure(results: Mapping[str, Any]) -> Figure:
     marking (:func:`~contrastkit.evaluators.metrics.cutoff_marking`)."""
     from matplotlib.patches import Patch
 
-    from contrastkit.evaluators.report.plots import (
-        _FONT,
-        PALETTE,
-        _bars,
-        _error,
-        _interval_level,
-        _label_bars,
-        _legend,
-        _model,
-        _new_figure,
-        _sign_colour,
-        _style,
-        _suptitle,
-        figure_title,
-        interval_handle,
-    )
-
     directions = _directions(results)
     flipped = results[FLIPPED_TASK]
     n = (flipped.get("two_person_images") or {}).get("n_queries")
@@ -195,25 +194,25 @@ def flipped_figure(results: Mapping[str, Any]) -> Figure:
 
     ks = [int(k) for k in flipped.get("ks", [5, 10])]
     panels = ([f"bias@{k}" for k in ks], [f"maxskew@{k}" for k in ks] + ["NDKL"])
-    figure, axes = _new_figure(8.4, 4.6, 2, width_ratios=[len(panels[0]), len(panels[1])])
+    figure, axes = new_figure(8.4, 4.6, 2, width_ratios=[len(panels[0]), len(panels[1])])
     width = 0.8 / len(directions)
-    level = _interval_level(s.get(m) for _, s in directions for m in (*panels[0], *panels[1]))
+    level = interval_level(s.get(m) for _, s in directions for m in (*panels[0], *panels[1]))
     for axis, names in zip(axes, panels, strict=True):
         signed = names[0].startswith("bias")
         tops: list[float] = []
         readable = [i for i, m in enumerate(names) if not covers_every_query(_cutoff(m))]
         for j, (subject, summaries) in enumerate(directions):
-            errors = [_error(summaries.get(names[i]), "mean") for i in readable]
-            bars = _bars(
+            errors = [interval_error(summaries.get(names[i]), "mean") for i in readable]
+            bars = draw_bars(
                 axis,
                 [i - 0.4 + width * (j + 0.5) for i in readable],
                 errors,
                 width=width * 0.92,
-                color=[_sign_colour(v) if signed else PALETTE["neutral"] for v, _, _ in errors],
+                color=[sign_colour(v) if signed else PALETTE["neutral"] for v, _, _ in errors],
                 hatch="////" if subject == "participant" else None,
                 edgecolor="white",
             )
-            tops += _label_bars(axis, bars, errors, signed=signed)
+            tops += label_bars(axis, bars, errors, signed=signed)
         ticks = []
         for name in names:
             metric, _, k = name.partition("@")
@@ -229,12 +228,12 @@ def flipped_figure(results: Mapping[str, Any]) -> Figure:
         if signed:
             axis.axhline(0, color="black", linewidth=0.8)
             axis.set_ylim(-1.1, 1.1)
-            axis.set_ylabel("mean Bias@K (−1 feminine … +1 masculine)", fontsize=_FONT)
+            axis.set_ylabel("mean Bias@K (−1 feminine … +1 masculine)", fontsize=FONT)
         else:
             axis.set_ylim(0, 1.2 * max([*tops, 0.1]))
-            axis.set_ylabel("mean MaxSkew@K and NDKL (0: balanced)", fontsize=_FONT)
-        axis.set_xlabel("metric (mean across occupations)", fontsize=_FONT - 1)
-        _style(axis)
+            axis.set_ylabel("mean MaxSkew@K and NDKL (0: balanced)", fontsize=FONT)
+        axis.set_xlabel("metric (mean across occupations)", fontsize=FONT - 1)
+        style_axis(axis)
     handles = [
         Patch(facecolor="white", edgecolor="black", label=SUBJECTS["occupation"]),
         Patch(facecolor="white", edgecolor="black", hatch="////", label=SUBJECTS["participant"]),
@@ -243,19 +242,19 @@ def flipped_figure(results: Mapping[str, Any]) -> Figure:
         Patch(color=PALETTE["neutral"], label="MaxSkew@K, NDKL (unsigned), or no lean"),
         interval_handle(level, "of the mean across occupations"),
     ]
-    _legend(
+    add_legend(
         figure,
         handles,
         title="query subject (solid / hatched; single-person images excluded: no "
         "participant) and the lean of Bias@K",
-        title_fontsize=_FONT - 1,
+        title_fontsize=FONT - 1,
     )
     counts = [f"n = {images} images"] * bool(images) + [f"{n} occupations"] * bool(n)
-    _suptitle(
+    suptitle(
         figure,
         figure_title(
             results,
-            _model(results),
+            model_name(results),
             "Retrieval bias with template flipping, two-person images "
             "(VisoGender Tab. 3 vs Tab. 5)",
             ", ".join(counts) or None,

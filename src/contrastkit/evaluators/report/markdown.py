@@ -12,7 +12,18 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from contrastkit.evaluators.metrics import covers_every_query, cutoff_marking, cutoffs_by_k
+from contrastkit.evaluators.report.flipped import flipped_comparison_section, flipped_section
+from contrastkit.evaluators.report.multiple_choice import multiple_choice_section, vlm_lines
 from contrastkit.evaluators.report.skipped import skipped_rows_note, skipped_rows_section
+from contrastkit.evaluators.report.tables import (
+    format_interval,
+    format_number,
+    interval_note,
+    mean_sigma,
+    metric_names,
+    model_cell,
+    table,
+)
 from contrastkit.evaluators.tasks.resolution import SPLITS
 
 __all__ = [
@@ -40,15 +51,6 @@ SPLIT_TITLES = {
 }
 
 
-def format_number(value: Any, digits: int = 2) -> str:
-    """``value`` for a table cell: floats to ``digits`` places, undefined numbers as ``–``."""
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "–"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
-
-
 #: What each resolution protocol means, for the reports.
 PROTOCOL_NOTES = {
     "visogender-official": "the prediction is the highest-scoring of his / her / their, "
@@ -57,44 +59,6 @@ PROTOCOL_NOTES = {
     "two-way": "the prediction is the higher-scoring of his / her (the binary choice of "
     "the paper's Sec. 3.4)",
 }
-
-
-def format_interval(values: Mapping[str, Any], key: str, digits: int = 2) -> str:
-    """``values[key]`` for a table cell, followed by its interval ``values[key + "_ci"]``
-    as ``[low, high]`` when there is one (``–`` alone when the figure is missing)."""
-    text = format_number(values.get(key), digits)
-    ci = values.get(f"{key}_ci")
-    bounds = [ci.get("low"), ci.get("high")] if isinstance(ci, Mapping) else []
-    numbers = [float(b) for b in bounds if isinstance(b, int | float) and math.isfinite(b)]
-    if len(numbers) == 2:
-        low, high = (format_number(number, digits) for number in numbers)
-        return f"{text} [{low}, {high}]"
-    return text
-
-
-def _interval_note(entries: Sequence[Mapping[str, Any]], what: str) -> list[str]:
-    """A line saying what ``[low, high]`` means, when any entry has an interval."""
-    for entry in entries:
-        for key, value in entry.items():
-            if key.endswith("_ci") and isinstance(value, Mapping) and "level" in value:
-                level = round(100 * float(value["level"]), 1)
-                return [
-                    f"[low, high]: {level:g}% percentile bootstrap interval {what} "
-                    f"({value.get('resamples')} resamples).",
-                    "",
-                ]
-    return []
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(format_number(cell) for cell in row) + " |" for row in rows]
-    return [*lines, ""]
-
-
-def _metric_names(retrieval: Mapping[str, Any]) -> list[str]:
-    ks = retrieval.get("ks", [5, 10])
-    return [f"bias@{k}" for k in ks] + [f"maxskew@{k}" for k in ks] + ["NDKL"]
 
 
 def _k_of(name: str) -> int | None:
@@ -127,14 +91,6 @@ def _comparison_warnings(labelled: Sequence[tuple[str, Sequence[Any]]]) -> list[
     return ["## Warnings", "", *lines, ""] if lines else []
 
 
-def _mean_sigma(values: Mapping[str, Any]) -> str:
-    """``mean ± sigma``, with the mean's interval ``[low, high]`` when there is one."""
-    text = format_interval(values, "mean")
-    mean, _, interval = text.partition(" ")
-    sigma = f"{mean} ± {format_number(values.get('sigma'))}"
-    return f"{sigma} {interval}" if interval else sigma
-
-
 #: How the retrieval sections are named in every report: the paper's words (VisoGender
 #: Tab. 2-3: "images with two people", "single person"), never the OP / OO shorthand.
 RETRIEVAL_ROWS = {
@@ -157,12 +113,6 @@ def weights_lines(results: Mapping[str, Any]) -> list[str]:
     return [f"> **Random weights.** {note}", ""]
 
 
-def _model_cell(results: Mapping[str, Any]) -> str:
-    """A model's name in a comparison table, marked when its weights are random."""
-    name = str(results["metadata"]["model_name"])
-    return f"{name} (random weights)" if results.get("random_weights") else name
-
-
 def markdown_report(results: Mapping[str, Any]) -> str:
     """A markdown report of one model: Tab. 2/3/4-style tables, per occupation, labour
     statistics (Appendix F) and error analysis (Appendix G)."""
@@ -176,11 +126,6 @@ def markdown_report(results: Mapping[str, Any]) -> str:
         + f"contrastkit {meta['contrastkit_version']}.",
         "",
     ]
-    from contrastkit.evaluators.report.multiple_choice import (
-        multiple_choice_section,
-        vlm_lines,
-    )
-
     lines += vlm_lines(results)
     for note in meta.get("skipped", []):
         lines += [f"Skipped: {note}.", ""]
@@ -193,8 +138,6 @@ def markdown_report(results: Mapping[str, Any]) -> str:
     lines += multiple_choice_section(results)
     if retrieval:
         lines += _retrieval_section(retrieval)
-    from contrastkit.evaluators.report.flipped import flipped_section  # imports this module
-
     lines += flipped_section(results)
     lines += _occupation_section(resolution, retrieval, results["labour_statistics"])
     lines += _labor_section(results["labour_statistics"]["comparisons"])
@@ -211,7 +154,7 @@ def _resolution_section(resolution: Mapping[str, Any], protocol: str | None) -> 
         note = PROTOCOL_NOTES.get(protocol, "")
         lines += [f"Protocol `{protocol}`" + (f": {note}." if note else "."), ""]
     splits = [resolution[name] for name in SPLITS if resolution.get(name, {}).get("n")]
-    lines += _table(
+    lines += table(
         ["split", "RA_avg", "gap", "RA_masculine", "RA_feminine", "pooled accuracy", "n"],
         [
             [
@@ -242,10 +185,10 @@ def _resolution_section(resolution: Mapping[str, Any], protocol: str | None) -> 
         "first).",
         "",
     ]
-    lines += _interval_note(splits, "over images, resampled within each context")
+    lines += interval_note(splits, "over images, resampled within each context")
     lines += ["### Accuracy by gender pair (occupation, participant)", ""]
     flip = resolution.get("participant_first", {}).get("per_cell", {})
-    lines += _table(
+    lines += table(
         ["cell", "accuracy", "n", "participant-first accuracy"],
         [
             [
@@ -259,7 +202,7 @@ def _resolution_section(resolution: Mapping[str, Any], protocol: str | None) -> 
     )
     if "neutral" in resolution:
         lines += ["### Neutral pronoun (VisoGender Tab. 4)", ""]
-        lines += _table(
+        lines += table(
             ["split", "R_neutral", "Δ_N", "n"],
             [
                 [
@@ -274,7 +217,7 @@ def _resolution_section(resolution: Mapping[str, Any], protocol: str | None) -> 
         )
     for field, title in (("per_sector", "sector"), ("per_specialisation", "specialisation")):
         lines += [f"### Per {title}", ""]
-        lines += _table(
+        lines += table(
             [title, "RA_avg", "gap", "pooled accuracy", "n"],
             [
                 [name, v["RA_avg"], v["gender_gap"], v.get("pooled_accuracy"), v["n"]]
@@ -286,17 +229,17 @@ def _resolution_section(resolution: Mapping[str, Any], protocol: str | None) -> 
 
 def _retrieval_section(retrieval: Mapping[str, Any]) -> list[str]:
     """VisoGender Tab. 3: each metric's mean and sigma across occupations."""
-    names = _metric_names(retrieval)
+    names = metric_names(retrieval)
     lines = ["## Retrieval bias (VisoGender Tab. 3: mean and σ across occupations)", ""]
     rows = [
-        [title] + [_mean_sigma(retrieval[section][n]) for n in names]
+        [title] + [mean_sigma(retrieval[section][n]) for n in names]
         for section, title in (
             ("two_person_images", RETRIEVAL_ROWS["two_person_images"]),
             ("single_person_images", RETRIEVAL_ROWS["single_person_images"]),
         )
         if section in retrieval
     ]
-    lines += _table(["images", *names], rows)
+    lines += table(["images", *names], rows)
     lines += ["Positive Bias@K: more masculine-presenting subjects retrieved.", ""]
     summaries = [
         retrieval[section][n]
@@ -305,7 +248,7 @@ def _retrieval_section(retrieval: Mapping[str, Any]) -> list[str]:
         for n in names
         if isinstance(retrieval[section].get(n), Mapping)
     ]
-    return [*lines, *_interval_note(summaries, "of the mean across occupations")]
+    return [*lines, *interval_note(summaries, "of the mean across occupations")]
 
 
 def _occupation_section(
@@ -325,7 +268,7 @@ def _occupation_section(
     return [
         "## Per occupation",
         "",
-        *_table(
+        *table(
             ["occupation", "RA_avg", "gap", *[f"bias@{k}" for k in ks], "male share %"],
             [
                 [
@@ -349,7 +292,7 @@ def _labor_section(comparisons: Mapping[str, Any]) -> list[str]:
     return [
         "## Compared with US labour statistics (VisoGender Appendix F)",
         "",
-        *_table(
+        *table(
             ["per-occupation value", "Pearson r", "p", "Kendall τ", "p", "n"],
             [
                 [
@@ -376,7 +319,7 @@ def _error_section(error: Mapping[str, Any], retrieval: Mapping[str, Any]) -> li
             f"{error['resolution_subsample_runs']} runs (Appendix G.1)",
             "",
         ]
-        lines += _table(
+        lines += table(
             ["split", "RA_avg mean", "RA_avg σ", "gap mean", "gap σ"],
             [
                 [
@@ -395,7 +338,7 @@ def _error_section(error: Mapping[str, Any], retrieval: Mapping[str, Any]) -> li
             f"{section.replace('_', ' ')} (Appendix G.2)",
             "",
         ]
-        lines += _table(
+        lines += table(
             ["metric", "real", "baseline mean", "baseline σ", "z"],
             [
                 [
@@ -405,7 +348,7 @@ def _error_section(error: Mapping[str, Any], retrieval: Mapping[str, Any]) -> li
                     metrics[name]["baseline_sigma"],
                     _z_cell(metrics[name]),
                 ]
-                for name in _metric_names(retrieval)
+                for name in metric_names(retrieval)
                 if name in metrics
             ],
         )
@@ -480,10 +423,10 @@ def comparison_markdown(results: Sequence[Mapping[str, Any]]) -> str:
         for name in SPLITS:
             header += [f"{SPLIT_TITLES[name]} RA_avg", "gap"]
         lines += ["## Resolution bias", ""]
-        lines += _table(
+        lines += table(
             header,
             [
-                [_model_cell(r), r["metadata"].get("protocol") or "–"]
+                [model_cell(r), r["metadata"].get("protocol") or "–"]
                 + [
                     format_interval(entry, key)
                     for name in SPLITS
@@ -500,41 +443,39 @@ def comparison_markdown(results: Sequence[Mapping[str, Any]]) -> str:
             + ".",
             "",
         ]
-        lines += _interval_note(
+        lines += interval_note(
             [r["resolution_bias"].get(name, {}) for r in with_resolution for name in SPLITS],
             "over images",
         )
     with_retrieval = [r for r in results if (r.get("retrieval_bias") or {}).get("context")]
     if with_retrieval:
-        names = _metric_names(with_retrieval[0]["retrieval_bias"])
+        names = metric_names(with_retrieval[0]["retrieval_bias"])
         lines += ["## Retrieval bias (mean ± σ across occupations)", ""]
-        lines += _table(
+        lines += table(
             ["model", "images", *names],
             [
                 [
-                    _model_cell(r),
+                    model_cell(r),
                     RETRIEVAL_ROWS.get(
                         r["retrieval_bias"]["context"], r["retrieval_bias"]["context"]
                     ),
                 ]
                 + [
                     _cutoff_cell(
-                        _mean_sigma(r["retrieval_bias"].get(n, {})), n, _retrieval_cutoffs(r)
+                        mean_sigma(r["retrieval_bias"].get(n, {})), n, _retrieval_cutoffs(r)
                     )
                     for n in names
                 ]
                 for r in with_retrieval
             ],
         )
-        lines += _interval_note(
+        lines += interval_note(
             [r["retrieval_bias"].get(n, {}) for r in with_retrieval for n in names],
             "of the mean across occupations",
         )
         lines += _comparison_warnings(
-            [(_model_cell(r), r.get("warnings") or []) for r in with_retrieval]
+            [(model_cell(r), r.get("warnings") or []) for r in with_retrieval]
         )
-    from contrastkit.evaluators.report.flipped import flipped_comparison_section
-
     lines += flipped_comparison_section(results)  # Tab. 5
     return "\n".join(lines).rstrip() + "\n"
 
@@ -589,8 +530,7 @@ def contrast_comparison_markdown(results: Sequence[Mapping[str, Any]]) -> str:
     bias, skew = [f"bias_gensynth@{k}" for k in ks], [f"maxskew@{k}" for k in ks]
 
     def model(r: Mapping[str, Any]) -> str:
-        name = str(r.get("model"))
-        return f"{name} (random weights)" if r.get("random_weights") else name
+        return model_cell(r, str(r.get("model")))
 
     rows = []
     for r in results:
@@ -606,9 +546,9 @@ def contrast_comparison_markdown(results: Sequence[Mapping[str, Any]]) -> str:
         )
     header = ["data", "set", "model", "images", "queries"]
     header += [f"Bias@{k}" for k in ks] + [f"MaxSkew@{k}" for k in ks]
-    lines += _table(header, rows)
+    lines += table(header, rows)
     entries = [r["summary"]["retrieval"].get(n) or {} for r in results for n in (*bias, *skew)]
-    lines += _interval_note(entries, "of the mean over queries")
+    lines += interval_note(entries, "of the mean over queries")
     lines += [
         "Bias@K: GenSynth Eq. 1, (N_masculine - N_feminine) / (N_masculine + N_feminine) "
         "in the top K, 0 balanced, positive leans masculine; MaxSkew@K: Eq. 3, 0 when the "
@@ -652,6 +592,6 @@ def contrast_comparison_markdown(results: Sequence[Mapping[str, Any]]) -> str:
         differences.append([model(r), contrast_set_name(r), *cells])
     if differences:
         lines += ["## From the data: MaxSkew@K on the photos minus on the contrast set", ""]
-        lines += _table(["model", "set", *(f"MaxSkew@{k}" for k in ks)], differences)
+        lines += table(["model", "set", *(f"MaxSkew@{k}" for k in ks)], differences)
     lines += [CONTRAST_READING, ""]
     return "\n".join(lines).rstrip() + "\n"

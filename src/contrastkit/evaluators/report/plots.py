@@ -6,55 +6,56 @@ no global figure registry, no backend switch, so a notebook's own backend is lef
 Every plot is written twice, as PNG (150 dpi) and as SVG (text kept as text), each file
 through :func:`contrastkit.io.atomic_path`.
 
-Conventions shared by every figure:
-
-* the model (long specs wrapped or shortened in the middle, never clipped) and the number
-  of images in the title; a results file with ``"random_weights": true`` adds
-  :data:`RANDOM_WEIGHTS_TITLE` to it;
-* masculine / feminine in the colours of :data:`PALETTE` everywhere (colour-blind safe,
-  Okabe-Ito), with one meaning per figure, said in its legend: a bar is coloured by the
-  perceived gender it is about, or, for a signed bias (and a pair preference), by the
-  gender it leans to;
-* one error-bar convention: an error bar is always a bootstrap interval in the results
-  (a figure ``x`` with a sibling ``x_ci`` = ``{"low", "high", "level", "resamples"}``),
-  and every figure's legend says what its error bars are (:func:`interval_handle`:
-  "error bars: 95% bootstrap CI (1000 resamples)"), or that it has none; without
-  intervals there are no error bars (nothing is invented, no spread drawn as one);
-* a K at or above the candidates of every query is no reading (its @K figures are the
-  pool's own balance): no bar is drawn for it, and its place says so with the marking of
-  :func:`~contrastkit.evaluators.metrics.cutoff_marking` (``n/a: K covers all 6
-  candidates``), the words of the reports and of the console;
-* bars of several K side by side are each labelled with their K;
-* no text outside the figure: long footers are wrapped to the figure's width;
-* accuracies have a chance line: 1/2 for the two-way his / her protocol, 1/3 for the
-  three-way official protocol (his / her / their, read from ``metadata.protocol``);
-  signed biases have a zero line and their axis runs from -1 to +1;
-* metrics on different scales (Bias@K in [-1, 1], MaxSkew@K a log ratio, a preference
-  share) are drawn in separate panels;
-* scatter labels never overlap (:func:`place_labels`: each label is put at the first
-  free spot around its point, extremes first; a label with no free spot is left out
-  and the caption says how many were).
+The conventions every figure shares, and the helpers that draw them, are in
+:mod:`contrastkit.evaluators.report.figures`; the names it defines stay importable
+from here.
 """
 
 from __future__ import annotations
 
 import math
 import textwrap
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from contrastkit.evaluators.metrics import covers_every_query, cutoff_marking, cutoffs_by_k
-from contrastkit.evaluators.report.markdown import format_number
-from contrastkit.io import atomic_path
+from contrastkit.evaluators.report.figures import (
+    FONT,
+    FORMATS,
+    NO_INTERVALS,
+    PALETTE,
+    RANDOM_WEIGHTS_TITLE,
+    PlotLabels,
+    add_legend,
+    draw_bars,
+    figure_title,
+    finite,
+    gender_colour,
+    interval_error,
+    interval_handle,
+    interval_level,
+    label_bars,
+    label_panels,
+    lean_handles,
+    model_name,
+    new_figure,
+    place_labels,
+    save_figure,
+    save_formats,
+    shorten_spec,
+    sign_colour,
+    style_axis,
+    suptitle,
+    wrap_to_figure,
+)
+from contrastkit.evaluators.report.flipped import flipped_figure
+from contrastkit.evaluators.report.markdown import SPLIT_TITLES, contrast_set_name
+from contrastkit.evaluators.report.tables import format_number
 
 if TYPE_CHECKING:
-    from matplotlib.artist import Artist
     from matplotlib.axes import Axes
-    from matplotlib.backend_bases import RendererBase
     from matplotlib.figure import Figure
-    from matplotlib.transforms import Bbox
 
 __all__ = [
     "CHANCE",
@@ -70,6 +71,7 @@ __all__ = [
     "figure_title",
     "figures",
     "interval_handle",
+    "label_panels",
     "place_labels",
     "plots_markdown",
     "save_figure",
@@ -80,19 +82,10 @@ __all__ = [
     "write_plots",
 ]
 
-#: The colours of the perceived genders (Okabe-Ito, colour-blind safe), used by every plot.
-PALETTE = {
-    "masculine": "#0072B2",  # blue
-    "feminine": "#D55E00",  # vermillion
-    "neutral": "#7F7F7F",  # grey: pooled or neither
-    "reference": "#4D4D4D",  # chance / zero lines
-}
 
 #: Chance accuracy of each resolution protocol: a random pick among the pronouns scored.
 CHANCE = {"two-way": 1 / 2, "visogender-official": 1 / 3}
 
-#: What the title of a plot of a random-weights model says.
-RANDOM_WEIGHTS_TITLE = "random weights — pipeline check, not a measurement"
 
 #: The plots :func:`write_plots` draws (when their data exist), by stem, with a caption.
 PLOTS = {
@@ -111,177 +104,6 @@ PLOTS = {
     "occupations of the two-person images.",
 }
 
-#: The file formats every plot is written in.
-FORMATS = ("png", "svg")
-
-_DPI = 150
-_FONT = 8
-
-
-def shorten_spec(spec: str, width: int = 64) -> str:
-    """``spec`` for a title: unchanged when short; else wrapped onto two lines at ``/``
-    or ``:`` boundaries, and shortened in the middle (``…``) when two lines are not
-    enough. Never clipped at the figure's edge."""
-    if len(spec) <= width:
-        return spec
-    if len(spec) > 2 * width:
-        head = spec[: width // 2]
-        spec = f"{head}…{spec[-(2 * width - len(head) - 1) :]}"
-    cuts = [i + 1 for i, char in enumerate(spec) if char in "/:-_" and 0 < i + 1 < len(spec)]
-    cut = min(cuts, key=lambda i: abs(i - len(spec) / 2), default=len(spec) // 2)
-    if cut > width or len(spec) - cut > width:
-        cut = len(spec) // 2
-    return f"{spec[:cut]}\n{spec[cut:]}"
-
-
-def figure_title(results: Mapping[str, Any], model: str, what: str, n: str | None) -> str:
-    """The title of a figure: ``what``, the (shortened) model and ``n``, and the random
-    weights warning when ``results`` has ``"random_weights": true``."""
-    lines = [what, shorten_spec(model) + (f"  ({n})" if n else "")]
-    if results.get("random_weights", False):
-        lines.append(RANDOM_WEIGHTS_TITLE)
-    return "\n".join(lines)
-
-
-def _new_figure(width: float, height: float, columns: int = 1, **grid: Any) -> tuple[Figure, Any]:
-    """A constrained-layout figure and its axes (a flat list)."""
-    from matplotlib.figure import Figure
-
-    figure = Figure(figsize=(width, height), dpi=_DPI, layout="constrained")
-    axes = figure.subplots(1, columns, squeeze=False, **grid)[0]
-    return figure, list(axes)
-
-
-def _suptitle(figure: Figure, text: str, results: Mapping[str, Any]) -> None:
-    """The figure's title, wrapped to its width, in red for random weights."""
-    random = bool(results.get("random_weights", False))
-    fontsize = _FONT + 1
-    figure.suptitle(
-        _wrapped(text, figure, fontsize), fontsize=fontsize, color="#A00000" if random else "black"
-    )
-
-
-def save_figure(figure: Figure, path: Path, *, dpi: int = _DPI) -> Path:
-    """Write ``figure`` to ``path`` (format from the suffix; SVG keeps its text as text,
-    without a date), atomically; return ``path``. A figure without a layout engine is
-    laid out tightly first."""
-    from matplotlib import rc_context
-
-    if figure.get_layout_engine() is None:
-        figure.tight_layout()
-    fmt = path.suffix.lstrip(".").lower() or "png"
-    metadata = {"Date": None} if fmt == "svg" else None
-    settings: dict[Any, Any] = {"svg.fonttype": "none", "svg.hashsalt": "contrastkit"}
-    with rc_context(settings), atomic_path(path) as tmp:
-        figure.savefig(tmp, dpi=dpi, format=fmt, metadata=metadata)
-    return path
-
-
-def save_formats(figure: Figure, stem: Path, formats: Sequence[str] = FORMATS) -> list[Path]:
-    """Write ``figure`` as ``stem.<format>`` for each of ``formats``; return the paths."""
-    return [save_figure(figure, stem.with_name(f"{stem.name}.{fmt}")) for fmt in formats]
-
-
-def _finite(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
-
-
-def _error(values: Mapping[str, Any] | None, key: str) -> tuple[float, float, float]:
-    """``(value, below, above)``: a figure and the distances to its interval's ends
-    (``nan`` without an interval; an undefined value drawn as 0)."""
-    values = values or {}
-    point = _finite(values.get(key))
-    ci = values.get(f"{key}_ci")
-    low = _finite(ci.get("low")) if isinstance(ci, Mapping) else None
-    high = _finite(ci.get("high")) if isinstance(ci, Mapping) else None
-    if point is not None and low is not None and high is not None:
-        return point, max(point - low, 0.0), max(high - point, 0.0)
-    return point or 0.0, math.nan, math.nan
-
-
-def _interval_level(entries: Iterable[Mapping[str, Any] | None]) -> str | None:
-    """The text "95% bootstrap CI (200 resamples)" for the first interval among ``entries``."""
-    for entry in entries:
-        for key, value in (entry or {}).items():
-            if key.endswith("_ci") and isinstance(value, Mapping) and _finite(value.get("low")):
-                level = 100 * float(value.get("level", 0.95))
-                return f"{level:g}% bootstrap CI ({value.get('resamples')} resamples)"
-    return None
-
-
-#: What a figure without intervals says in place of its error bars' meaning.
-NO_INTERVALS = (
-    "no error bars: the results have no bootstrap intervals (evaluate with --bootstrap N)"
-)
-
-
-def interval_handle(level: str | None, what: str = "") -> Artist:
-    """The legend entry every figure with bars carries, saying what its error bars are:
-    ``error bars: 95% bootstrap CI (1000 resamples)`` and ``what`` (e.g. "of the mean
-    over queries") for the interval ``level`` (:func:`_interval_level`), or
-    :data:`NO_INTERVALS` when there is none."""
-    from matplotlib.lines import Line2D
-
-    if level is None:
-        return Line2D([], [], linestyle="none", marker="none", label=NO_INTERVALS)
-    label = f"error bars: {level}" + (f" {what}" if what else "")
-    return Line2D(
-        [], [], color="black", marker="|", markersize=9, markeredgewidth=0.9,
-        linestyle="none", label=label,
-    )  # fmt: skip
-
-
-def _wrapped(text: str, figure: Figure, fontsize: float) -> str:
-    """``text`` wrapped to the width of ``figure`` (a footer never runs off its edges)."""
-    width = figure.get_figwidth() * 72 / (0.55 * fontsize)  # characters per line, roughly
-    return "\n".join(
-        "\n".join(textwrap.wrap(line, max(int(width * 0.92), 20)) or [""])
-        for line in text.split("\n")
-    )
-
-
-def _footer(figure: Figure, text: str, fontsize: float = _FONT - 1) -> None:
-    """``text`` under the figure's axes, wrapped to its width."""
-    figure.supxlabel(_wrapped(text, figure, fontsize), fontsize=fontsize)
-
-
-def _legend(figure: Figure, handles: Sequence[Any], *, ncols: int = 2, **options: Any) -> None:
-    """The figure's legend, under its axes, each entry wrapped so that the ``ncols``
-    columns fit the figure's width: with :func:`interval_handle` among ``handles``, it
-    says what every error bar is."""
-    fontsize = _FONT - 1
-    ncols = max(1, min(ncols, len(handles)))
-    width = int(figure.get_figwidth() * 72 / (0.55 * fontsize) / ncols) - 8
-    for handle in handles:
-        handle.set_label("\n".join(textwrap.wrap(handle.get_label(), max(width, 24))))
-    figure.legend(
-        handles=list(handles), fontsize=fontsize, loc="outside lower center", ncols=ncols,
-        frameon=False, **options,
-    )  # fmt: skip
-
-
-def _lean_handles(
-    masculine: str = "leans masculine (> 0)", feminine: str = "leans feminine (< 0)"
-) -> list[Any]:
-    """Legend entries of the colours of a signed figure (blue: masculine, vermillion:
-    feminine)."""
-    from matplotlib.patches import Patch
-
-    return [
-        Patch(color=PALETTE["masculine"], label=masculine),
-        Patch(color=PALETTE["feminine"], label=feminine),
-    ]
-
-
-def _gender_colour(letter: str) -> str:
-    return PALETTE["masculine"] if letter.upper().startswith("M") else PALETTE["feminine"]
-
-
-def _sign_colour(value: float) -> str:
-    if value > 0:
-        return PALETTE["masculine"]
-    return PALETTE["feminine"] if value < 0 else PALETTE["neutral"]
-
 
 def _chance_line(axis: Axes, protocol: str | None) -> str | None:
     """Draw the protocol's chance accuracy; return its legend text (None when unknown)."""
@@ -297,41 +119,6 @@ def _chance_line(axis: Axes, protocol: str | None) -> str | None:
     return label
 
 
-def _style(axis: Axes) -> None:
-    axis.tick_params(labelsize=_FONT - 1)
-    axis.spines[["top", "right"]].set_visible(False)
-
-
-def _bars(
-    axis: Axes,
-    positions: Sequence[float],
-    errors: Sequence[tuple[float, float, float]],
-    *,
-    horizontal: bool = False,
-    **style: Any,
-) -> Any:
-    """Bars, and black error bars on those with an interval (``nan`` distances: none)."""
-    values = [value for value, _, _ in errors]
-    bars = (axis.barh if horizontal else axis.bar)(positions, values, **style)
-    with_interval = [i for i, (_, below, _) in enumerate(errors) if not math.isnan(below)]
-    if with_interval:
-        spread = [[errors[i][1] for i in with_interval], [errors[i][2] for i in with_interval]]
-        at = [positions[i] for i in with_interval]
-        heights = [values[i] for i in with_interval]
-        caps: dict[str, Any] = {
-            "fmt": "none",
-            "ecolor": "black",
-            "elinewidth": 0.9,
-            "capsize": 2.5,
-            "zorder": 4,
-        }
-        if horizontal:
-            axis.errorbar(heights, at, xerr=spread, **caps)
-        else:
-            axis.errorbar(at, heights, yerr=spread, **caps)
-    return bars
-
-
 def _n_images(results: Mapping[str, Any]) -> str | None:
     overall = (results.get("resolution_bias") or {}).get("all_images") or {}
     n = overall.get("n") or results.get("metadata", {}).get("n_resolution_cases")
@@ -344,17 +131,15 @@ def _n_images(results: Mapping[str, Any]) -> str | None:
 def _resolution_accuracy_plot(results: Mapping[str, Any]) -> Figure:
     """RA_masculine and RA_feminine per split (Tab. 2), intervals as error bars, the
     protocol's chance line."""
-    from contrastkit.evaluators.report.markdown import SPLIT_TITLES
-
     resolution = results["resolution_bias"]
     protocol = results["metadata"].get("protocol")
     names = [n for n in SPLIT_TITLES if (resolution.get(n) or {}).get("n")]
-    figure, (axis,) = _new_figure(6.4, 3.8)
+    figure, (axis,) = new_figure(6.4, 3.8)
     for offset, gender in ((-0.2, "masculine"), (0.2, "feminine")):
-        _bars(
+        draw_bars(
             axis,
             [i + offset for i in range(len(names))],
-            [_error(resolution[n], f"RA_{gender}") for n in names],
+            [interval_error(resolution[n], f"RA_{gender}") for n in names],
             width=0.4,
             color=PALETTE[gender],
             label=f"{gender}-presenting subject",
@@ -368,40 +153,18 @@ def _resolution_accuracy_plot(results: Mapping[str, Any]) -> Figure:
     )
     _chance_line(axis, protocol)
     axis.set_ylim(0, 1.05)
-    axis.set_ylabel("resolution accuracy (share resolved correctly)", fontsize=_FONT)
-    level = _interval_level(resolution.get(n) for n in names)
-    axis.set_xlabel("split", fontsize=_FONT)
+    axis.set_ylabel("resolution accuracy (share resolved correctly)", fontsize=FONT)
+    level = interval_level(resolution.get(n) for n in names)
+    axis.set_xlabel("split", fontsize=FONT)
     handles, _ = axis.get_legend_handles_labels()
-    _legend(figure, [*handles, interval_handle(level, "over images")])
-    _style(axis)
+    add_legend(figure, [*handles, interval_handle(level, "over images")])
+    style_axis(axis)
     what = f"Resolution accuracy (protocol {protocol})" if protocol else "Resolution accuracy"
-    _suptitle(figure, figure_title(results, _model(results), what, _n_images(results)), results)
+    suptitle(figure, figure_title(results, model_name(results), what, _n_images(results)), results)
     return figure
 
 
 _CELL_TITLES = {"M": "M", "F": "F", "MM": "M | M", "MF": "M | F", "FM": "F | M", "FF": "F | F"}
-
-
-def _label_bars(
-    axis: Axes, bars: Any, errors: Sequence[tuple[float, float, float]], *, signed: bool = False
-) -> list[float]:
-    """Write each bar's value just beyond its end (past its error bar), so a bar of 0 is
-    seen to be 0 rather than missing; return how far each label's anchor reaches from 0."""
-    reach = []
-    for bar, (value, below, above) in zip(bars.patches, errors, strict=True):
-        spread = above if value >= 0 else below
-        end = value + (0.0 if math.isnan(spread) else spread) * (1 if value >= 0 else -1)
-        reach.append(abs(end))
-        axis.annotate(
-            f"{value:+.2f}" if signed else f"{value:.2f}",
-            (bar.get_x() + bar.get_width() / 2, end),
-            xytext=(0, 2 if value >= 0 else -2),
-            textcoords="offset points",
-            ha="center",
-            va="bottom" if value >= 0 else "top",
-            fontsize=_FONT - 2,
-        )
-    return reach
 
 
 def _gender_pair_plot(
@@ -417,44 +180,44 @@ def _gender_pair_plot(
     cells = resolution["per_cell"]
     flip = resolution.get("participant_first", {}).get("per_cell", {})
     names = list(cells)
-    figure, (axis,) = _new_figure(6.4, 3.8)
+    figure, (axis,) = new_figure(6.4, 3.8)
     flipped = [i for i, n in enumerate(names) if n in flip]  # OP cells only
     width = 0.4 if flipped else 0.6
-    errors = [_error(cells[n], "accuracy") for n in names]
-    bars = _bars(
+    errors = [interval_error(cells[n], "accuracy") for n in names]
+    bars = draw_bars(
         axis,
         [i - (0.2 if i in flipped else 0.0) for i in range(len(names))],
         errors,
         width=width,
-        color=[_gender_colour(n[0]) for n in names],
+        color=[gender_colour(n[0]) for n in names],
         edgecolor="white",
         label="pronoun refers to the occupation",
     )
-    _label_bars(axis, bars, errors)
+    label_bars(axis, bars, errors)
     if flipped:
-        errors = [_error(flip[names[i]], "accuracy") for i in flipped]
-        bars = _bars(
+        errors = [interval_error(flip[names[i]], "accuracy") for i in flipped]
+        bars = draw_bars(
             axis,
             [i + 0.2 for i in flipped],
             errors,
             width=0.4,
-            color=[_gender_colour(names[i][-1]) for i in flipped],
+            color=[gender_colour(names[i][-1]) for i in flipped],
             hatch="////",
             edgecolor="white",
             label="pronoun refers to the participant",
         )
-        _label_bars(axis, bars, errors)
+        label_bars(axis, bars, errors)
     axis.set_xticks(
         range(len(names)),
         [f"{_CELL_TITLES.get(n, n)}\nn = {cells[n].get('n', '?')}" for n in names],
     )
     chance = _chance_line(axis, results["metadata"].get("protocol"))
     axis.set_ylim(0, 1.1)
-    axis.set_ylabel("resolution accuracy (share resolved correctly)", fontsize=_FONT)
-    level = _interval_level([*cells.values(), *flip.values()])
+    axis.set_ylabel("resolution accuracy (share resolved correctly)", fontsize=FONT)
+    level = interval_level([*cells.values(), *flip.values()])
     axis.set_xlabel(
         "perceived gender: occupation | participant (one letter: single person)",
-        fontsize=_FONT,
+        fontsize=FONT,
     )
     handles: list[Any] = [
         Patch(color=PALETTE["masculine"], label="refers to a masculine-presenting person"),
@@ -473,10 +236,10 @@ def _gender_pair_plot(
         from matplotlib.lines import Line2D
 
         handles.append(Line2D([], [], color=PALETTE["reference"], linestyle="--", label=chance))
-    _legend(figure, [*handles, interval_handle(level, "over images")])
-    _style(axis)
+    add_legend(figure, [*handles, interval_handle(level, "over images")])
+    style_axis(axis)
     n = resolution.get("all_images", {}).get("n")
-    _suptitle(
+    suptitle(
         figure,
         figure_title(
             results, model, "Resolution accuracy by gender pair", f"n = {n} images" if n else None
@@ -493,19 +256,19 @@ def _gap_plot(
     under the overall gap (with its interval when the results have one)."""
     results = results or {"metadata": {}}
     occupations = resolution["per_occupation"]
-    ordered = sorted(occupations, key=lambda n: _finite(occupations[n].get("gender_gap")) or 0)
+    ordered = sorted(occupations, key=lambda n: finite(occupations[n].get("gender_gap")) or 0)
     overall = resolution.get("all_images") or {}
     labels = [*ordered, "overall (all images)"]
-    errors = [_error(occupations[n], "gender_gap") for n in ordered]
-    errors.append(_error(overall, "gender_gap"))
-    figure, (axis,) = _new_figure(5.6, max(3.2, 0.19 * len(labels) + 1.8))
-    _bars(
+    errors = [interval_error(occupations[n], "gender_gap") for n in ordered]
+    errors.append(interval_error(overall, "gender_gap"))
+    figure, (axis,) = new_figure(5.6, max(3.2, 0.19 * len(labels) + 1.8))
+    draw_bars(
         axis,
         range(len(labels)),
         errors,
         horizontal=True,
         height=0.7,
-        color=[_sign_colour(v) for v, _, _ in errors],
+        color=[sign_colour(v) for v, _, _ in errors],
     )
     axis.set_yticks(range(len(labels)), labels)
     axis.get_yticklabels()[-1].set_fontweight("bold")
@@ -514,16 +277,16 @@ def _gap_plot(
     axis.set_xlim(-1.05, 1.05)
     axis.set_xticks([-1, -0.5, 0, 0.5, 1], ["−1", "−0.5", "0", "0.5", "1"])
     axis.set_ylim(-0.6, len(labels) - 0.4)
-    level = _interval_level([overall, *occupations.values()])
+    level = interval_level([overall, *occupations.values()])
     axis.set_xlabel(
-        "gap Δ = RA_masculine − RA_feminine (accuracy difference, −1 to +1)", fontsize=_FONT
+        "gap Δ = RA_masculine − RA_feminine (accuracy difference, −1 to +1)", fontsize=FONT
     )
-    axis.set_ylabel("occupation", fontsize=_FONT)
-    _style(axis)
-    _legend(
+    axis.set_ylabel("occupation", fontsize=FONT)
+    style_axis(axis)
+    add_legend(
         figure,
         [
-            *_lean_handles(
+            *lean_handles(
                 "Δ > 0: masculine-presenting resolved better",
                 "Δ < 0: feminine-presenting resolved better",
             ),
@@ -532,7 +295,7 @@ def _gap_plot(
         ncols=1,
     )
     n = overall.get("n")
-    _suptitle(
+    suptitle(
         figure,
         figure_title(
             results,
@@ -557,7 +320,7 @@ def _no_reading(axis: Axes, text: str, *, x: float = 0.5, y: float = 0.5, **opti
     """Write ``text`` (a K's marking) where its bars would be, in axes coordinates."""
     axis.text(
         x, y, text, transform=axis.transAxes, ha="center", va="center",
-        fontsize=_FONT - 1, color="#A00000", **options,
+        fontsize=FONT - 1, color="#A00000", **options,
     )  # fmt: skip
 
 
@@ -573,26 +336,24 @@ def _bias_at_k_plot(
     section_name, section = _headline_section(retrieval)
     per = section["per_occupation"]
     ks = list(retrieval["ks"])
-    ordered = sorted(per, key=lambda n: _finite(per[n].get(f"bias@{ks[0]}")) or 0)
+    ordered = sorted(per, key=lambda n: finite(per[n].get(f"bias@{ks[0]}")) or 0)
     labels = [*ordered, "mean (all occupations)"]
-    figure, axes = _new_figure(
+    figure, axes = new_figure(
         2.9 * len(ks) + 1.4, max(3.2, 0.19 * len(labels) + 1.9), len(ks), sharey=True
     )
     cutoffs = cutoffs_by_k(results.get("warnings") or [], section_name)
     for axis, k in zip(axes, ks, strict=True):
         cutoff = cutoffs.get(int(k))
         if not covers_every_query(cutoff):
-            errors = [
-                (_finite(per[n].get(f"bias@{k}")) or 0.0, math.nan, math.nan) for n in ordered
-            ]
-            errors.append(_error(section.get(f"bias@{k}"), "mean"))
-            bars = _bars(
+            errors = [(finite(per[n].get(f"bias@{k}")) or 0.0, math.nan, math.nan) for n in ordered]
+            errors.append(interval_error(section.get(f"bias@{k}"), "mean"))
+            bars = draw_bars(
                 axis,
                 range(len(labels)),
                 errors,
                 horizontal=True,
                 height=0.7,
-                color=[_sign_colour(v) for v, _, _ in errors],
+                color=[sign_colour(v) for v, _, _ in errors],
             )
             bars.patches[-1].set_edgecolor("black")
         else:
@@ -607,14 +368,14 @@ def _bias_at_k_plot(
         title = f"Bias@{k}"
         if cutoff is not None:
             title += "\n" + cutoff_marking(cutoff)
-        axis.set_title(title, fontsize=_FONT, color="#A00000" if cutoff else "black")
-        axis.set_xlabel("Bias@K (−1 all feminine … +1 all masculine)", fontsize=_FONT)
-        _style(axis)
-    level = _interval_level(section.get(f"bias@{k}") for k in ks)
-    _legend(
+        axis.set_title(title, fontsize=FONT, color="#A00000" if cutoff else "black")
+        axis.set_xlabel("Bias@K (−1 all feminine … +1 all masculine)", fontsize=FONT)
+        style_axis(axis)
+    level = interval_level(section.get(f"bias@{k}") for k in ks)
+    add_legend(
         figure,
         [
-            *_lean_handles(),
+            *lean_handles(),
             interval_handle(level, "of the mean across occupations (one query each: none)"),
         ],
         ncols=3 if len(ks) > 1 else 1,
@@ -622,12 +383,12 @@ def _bias_at_k_plot(
     axes[0].set_yticks(range(len(labels)), labels)
     axes[0].get_yticklabels()[-1].set_fontweight("bold")
     axes[0].set_ylim(-0.6, len(labels) - 0.4)
-    axes[0].set_ylabel("occupation (query)", fontsize=_FONT)
+    axes[0].set_ylabel("occupation (query)", fontsize=FONT)
     context = (
         "two-person images (OP)" if retrieval["context"] == "OP" else ("single-person images (OO)")
     )
     n = sum(1 for _ in per)
-    _suptitle(
+    suptitle(
         figure,
         figure_title(
             results,
@@ -641,109 +402,6 @@ def _bias_at_k_plot(
 
 
 # --------------------------------------------------------------------------- labour
-
-
-@dataclass(frozen=True)
-class PlotLabels:
-    """What :func:`place_labels` did: the annotations drawn and the names left out."""
-
-    placed: tuple[Any, ...]
-    left_out: tuple[str, ...]
-
-
-def _overlaps(box: Bbox, others: Iterable[Bbox]) -> bool:
-    return any(box.overlaps(other) for other in others)
-
-
-def place_labels(
-    axis: Axes,
-    points: Sequence[tuple[float, float, str]],
-    renderer: RendererBase,
-    *,
-    fontsize: float = _FONT - 1.5,
-    marker_radius: float = 3.5,
-) -> PlotLabels:
-    """Label scatter ``points`` (x, y, text) on ``axis`` without any two labels, or a
-    label and a marker, overlapping, and every label inside the axes.
-
-    The figure's layout must be final (drawn once, layout engine off): positions are
-    measured in display pixels with ``renderer``. Points are labelled from the most
-    extreme (farthest from the centre of the axes) inwards; each label takes the first
-    free spot among 8 directions at growing distances (a thin leader line beyond the
-    nearest ring). A label with no free spot is left out and named in the result.
-    """
-    from matplotlib.transforms import Bbox
-
-    scale = axis.figure.dpi / 72
-    frame = axis.get_window_extent(renderer).padded(-2)
-    centre = frame.x0 + frame.width / 2, frame.y0 + frame.height / 2
-    pixels = [(*axis.transData.transform((x, y)), text) for x, y, text in points]
-    radius = marker_radius * scale
-    taken: list[Bbox] = [
-        Bbox.from_extents(px - radius, py - radius, px + radius, py + radius)
-        for px, py, _ in pixels
-    ]
-    order = sorted(
-        range(len(pixels)),
-        key=lambda i: (
-            -(
-                ((pixels[i][0] - centre[0]) / frame.width) ** 2
-                + ((pixels[i][1] - centre[1]) / frame.height) ** 2
-            )
-        ),
-    )
-    directions = [(1, 0), (-1, 0), (1, 1), (-1, 1), (1, -1), (-1, -1), (0, 1), (0, -1)]
-    placed: list[Any] = []
-    left_out: list[str] = []
-    probe = axis.text(0, 0, "", fontsize=fontsize)
-    for index in order:
-        px, py, text = pixels[index]
-        probe.set_text(text)
-        extent = probe.get_window_extent(renderer)
-        width, height = extent.width + 2, extent.height + 1
-        spot = None
-        for ring, distance in enumerate((5.0, 10.0, 16.0, 24.0, 34.0)):
-            for dx, dy in directions:
-                offset = distance * scale
-                ax_ = px + dx * (offset if dx else 0) + (0 if dx else -width / 2)
-                ay_ = py + dy * (offset if dy else 0) + (0 if dy else -height / 2)
-                x0 = ax_ - width if dx < 0 else ax_
-                y0 = ay_ - height if dy < 0 else ay_
-                box = Bbox.from_bounds(x0, y0, width, height)
-                inside = frame.contains(box.x0, box.y0) and frame.contains(box.x1, box.y1)
-                if inside and not _overlaps(box, taken):
-                    spot = (box, ring)
-                    break
-            if spot:
-                break
-        if spot is None:
-            left_out.append(text)
-            continue
-        box, ring = spot
-        taken.append(box)
-        xy_text = axis.transData.inverted().transform((box.x0 + 1, box.y0 + box.height / 2))
-        annotation = axis.annotate(
-            text,
-            xy=points[index][:2],
-            xytext=tuple(xy_text),
-            textcoords="data",
-            ha="left",
-            va="center",
-            fontsize=fontsize,
-            arrowprops={
-                "arrowstyle": "-",
-                "color": "#999999",
-                "linewidth": 0.5,
-                "shrinkA": 0,
-                "shrinkB": 2,
-            }
-            if ring
-            else None,
-        )
-        annotation.set_in_layout(False)
-        placed.append(annotation)
-    probe.remove()
-    return PlotLabels(tuple(placed), tuple(left_out))
 
 
 _LABOUR_AXES = {
@@ -765,7 +423,7 @@ def _labour_axis_label(name: str) -> str:
 
 
 def _p_text(value: Any) -> str:
-    p = _finite(value)
+    p = finite(value)
     if p is None:
         return "–"
     return "< 0.001" if p < 0.001 else f"= {p:.3f}" if p < 0.01 else f"= {p:.2f}"
@@ -783,7 +441,7 @@ def _labor_plot(
     results = results or {"metadata": {}}
     most = max(len(comparisons[name]["points"]) for name in panels)
     side = 4.6 if most <= 25 else 6.2
-    figure, axes = _new_figure(side * len(panels) + 0.4, side * 0.82 + 0.9, len(panels))
+    figure, axes = new_figure(side * len(panels) + 0.4, side * 0.82 + 0.9, len(panels))
     for axis, name in zip(axes, panels, strict=True):
         c = comparisons[name]
         xs = [float(p["male_share"]) for p in c["points"]]
@@ -814,8 +472,8 @@ def _labor_plot(
             max(low - pad, -1.1) if bounded else low - pad,
             min(high + pad, 1.1) if bounded else high + pad,
         )
-        axis.set_xlabel("share of men in the occupation, US labour statistics (%)", fontsize=_FONT)
-        axis.set_ylabel(_labour_axis_label(name), fontsize=_FONT)
+        axis.set_xlabel("share of men in the occupation, US labour statistics (%)", fontsize=FONT)
+        axis.set_ylabel(_labour_axis_label(name), fontsize=FONT)
         title = (
             f"Pearson r = {format_number(c['pearson_r'])} (p {_p_text(c['pearson_p'])}), "
             f"Kendall τ = {format_number(c['kendall_tau'])} (p {_p_text(c['kendall_p'])})"
@@ -823,13 +481,13 @@ def _labor_plot(
         )
         if "caveat" in c:  # too few occupations: no coefficient to read
             title = f"n = {c.get('n', len(xs))} occupations: too few for a correlation"
-        axis.set_title(title, fontsize=_FONT)
-        _style(axis)
-    _suptitle(
+        axis.set_title(title, fontsize=FONT)
+        style_axis(axis)
+    suptitle(
         figure,
         figure_title(
             results,
-            model or _model(results),
+            model or model_name(results),
             "Bias against US labour statistics",
             _n_images(results),
         ),
@@ -847,7 +505,7 @@ def _labor_plot(
         "each point one occupation; "
         + ("dotted: least-squares line; " if fitted else "")
         + "dashed: 50% men; solid: no bias (0)",
-        fontsize=_FONT - 1,
+        fontsize=FONT - 1,
     )
     left_out = label_panels(figure, axes, points)
     if any(left_out):  # some labels did not fit: say so, and label again
@@ -856,28 +514,11 @@ def _labor_plot(
                 text.remove()
             if left:
                 axis.set_title(
-                    f"{axis.get_title()}; {left} points unlabelled (see report.md)", fontsize=_FONT
+                    f"{axis.get_title()}; {left} points unlabelled (see report.md)", fontsize=FONT
                 )
         figure.set_layout_engine("constrained")
         label_panels(figure, axes, points)
     return figure
-
-
-def label_panels(
-    figure: Figure, axes: Sequence[Axes], points: Sequence[Sequence[tuple[float, float, str]]]
-) -> list[int]:
-    """Lay ``figure`` out, freeze the layout and label each axis' points
-    (:func:`place_labels`); return how many labels each axis left out."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-    canvas = FigureCanvasAgg(figure)
-    canvas.draw()  # type: ignore[no-untyped-call]  # the constrained layout, final before labels are measured
-    figure.set_layout_engine("none")
-    renderer = canvas.get_renderer()  # type: ignore[no-untyped-call]
-    return [
-        len(place_labels(axis, chosen, renderer).left_out)
-        for axis, chosen in zip(axes, points, strict=True)
-    ]
 
 
 # --------------------------------------------------------------------------- contrast
@@ -914,20 +555,20 @@ def _k_panel(
     each bar labelled with its K and its value); a K covering every query's candidates
     gets its marking, written upright, where its bars would be."""
     drawn = [i for i, (_, name, _) in enumerate(rows) if name is not None]
-    errors = [_error(values.get(str(rows[i][1])), "mean") for i in drawn]
+    errors = [interval_error(values.get(str(rows[i][1])), "mean") for i in drawn]
     if drawn:
-        bars = _bars(
+        bars = draw_bars(
             axis, drawn, errors, width=0.7,
-            color=[_sign_colour(v) if signed else PALETTE["neutral"] for v, _, _ in errors],
+            color=[sign_colour(v) if signed else PALETTE["neutral"] for v, _, _ in errors],
             hatch=["////" if rows[i][2] == "GenSynth" else "" for i in drawn],
             edgecolor="white",
         )  # fmt: skip
-        _label_bars(axis, bars, errors, signed=signed)
+        label_bars(axis, bars, errors, signed=signed)
     for i, (k, name, _) in enumerate(rows):
         if name is None:
             axis.text(
                 i, 0.5, cutoff_marking(cutoffs[k]), transform=axis.get_xaxis_transform(),
-                rotation=90, ha="center", va="center", fontsize=_FONT - 1, color="#A00000",
+                rotation=90, ha="center", va="center", fontsize=FONT - 1, color="#A00000",
             )  # fmt: skip
     axis.set_xticks(
         range(len(rows)),
@@ -959,59 +600,57 @@ def contrast_figure(benchmark: Mapping[str, Any]) -> Figure:
     rows = _k_rows(ks, lambda name: name in retrieval, cutoffs, conventions)
     skews = _k_rows(ks, lambda name: name in retrieval, cutoffs, (("maxskew@{k}", ""),))
     widths = [0.9 + 0.8 * max(len(rows), 2), 0.9 + 0.8 * max(len(skews), 2), 1.6]
-    figure, (bias, skew, pairs) = _new_figure(max(sum(widths), 6.4), 4.3, 3, width_ratios=widths)
+    figure, (bias, skew, pairs) = new_figure(max(sum(widths), 6.4), 4.3, 3, width_ratios=widths)
     _k_panel(bias, rows, retrieval, cutoffs, metric="Bias", signed=True)
     bias.axhline(0, color="black", linewidth=0.8)
     bias.set_ylim(-1.1, 1.1)
-    bias.set_ylabel(
-        "mean Bias@K over queries\n(−1 all feminine … +1 all masculine)", fontsize=_FONT
-    )
-    bias.set_title("Retrieval bias", fontsize=_FONT)
+    bias.set_ylabel("mean Bias@K over queries\n(−1 all feminine … +1 all masculine)", fontsize=FONT)
+    bias.set_title("Retrieval bias", fontsize=FONT)
     _k_panel(skew, skews, retrieval, cutoffs, metric="MaxSkew", signed=False)
     skew.axhline(0, color="black", linewidth=0.8)
     tops = [
         high
         for _, name, _ in skews
         if name is not None
-        for value, _, above in [_error(retrieval.get(name), "mean")]
+        for value, _, above in [interval_error(retrieval.get(name), "mean")]
         for high in [value + (0.0 if math.isnan(above) else above)]
     ]
     skew.set_ylim(0, 1.2 * max([*tops, 0.1]))
     skew.set_ylabel(
-        "mean MaxSkew@K = max over genders of\nln(share in top K / share in set)", fontsize=_FONT
+        "mean MaxSkew@K = max over genders of\nln(share in top K / share in set)", fontsize=FONT
     )
-    skew.set_title("Skew (0: top K mirrors the set)", fontsize=_FONT)
+    skew.set_title("Skew (0: top K mirrors the set)", fontsize=FONT)
     if not retrieval and summary.get("retrieval_note"):  # pair preference only
         for axis in (bias, skew):
             axis.text(
                 0.5, 0.75, "not computed:\npair preference only\n(--contrast-metrics all)",
-                ha="center", va="center", transform=axis.transAxes, fontsize=_FONT - 1,
+                ha="center", va="center", transform=axis.transAxes, fontsize=FONT - 1,
                 color=PALETTE["reference"],
             )  # fmt: skip
     pair = summary.get("pairs") or {}
-    share = _finite(pair.get("masculine_preferred"))
+    share = finite(pair.get("masculine_preferred"))
     if not pair.get("applicable", True):  # an originals set: one version per photo
         pairs.text(
             0, 0.75, "not applicable:\none version\nper photo", ha="center", va="center",
-            fontsize=_FONT - 1, color=PALETTE["reference"],
+            fontsize=FONT - 1, color=PALETTE["reference"],
         )  # fmt: skip
     elif share is not None:
-        errors = [_error(pair, "masculine_preferred")]
-        bars = _bars(pairs, [0], errors, width=0.6, color=_sign_colour(share - 0.5))
-        _label_bars(pairs, bars, errors)
+        errors = [interval_error(pair, "masculine_preferred")]
+        bars = draw_bars(pairs, [0], errors, width=0.6, color=sign_colour(share - 0.5))
+        label_bars(pairs, bars, errors)
     pairs.set_xlim(-0.6, 0.6)
     pairs.axhline(0.5, color=PALETTE["reference"], linestyle="--", linewidth=0.9)
     pairs.set_xticks([0], [f"n = {pair.get('queries_with_pair', 0)}\nqueries"])
     pairs.set_ylim(0, 1.08)
     pairs.set_ylabel(
-        "share of queries preferring the\nmasculine version of their photo", fontsize=_FONT
+        "share of queries preferring the\nmasculine version of their photo", fontsize=FONT
     )
-    pairs.set_title("Pair preference", fontsize=_FONT)
+    pairs.set_title("Pair preference", fontsize=FONT)
     for axis in (bias, skew, pairs):
-        _style(axis)
-    level = _interval_level([*retrieval.values(), pair])
+        style_axis(axis)
+    level = interval_level([*retrieval.values(), pair])
     handles: list[Any] = [
-        *_lean_handles(
+        *lean_handles(
             "leans masculine (Bias@K > 0; share > 0.5)",
             "leans feminine (Bias@K < 0; share < 0.5)",
         ),
@@ -1028,12 +667,12 @@ def contrast_figure(benchmark: Mapping[str, Any]) -> Figure:
             )
         )
     handles.append(interval_handle(level, "of the mean over queries"))
-    _legend(figure, handles, ncols=2)
+    add_legend(figure, handles, ncols=2)
     n = (
         f"n = {summary.get('images')} images from {summary.get('sources')} photos, "
         f"{summary.get('queries')} queries"
     )
-    _suptitle(
+    suptitle(
         figure,
         figure_title(
             benchmark,
@@ -1073,7 +712,7 @@ def _k_bar_labels(
             textcoords="offset points",
             ha="left" if value >= 0 else "right",
             va="center",
-            fontsize=_FONT - 2.5,
+            fontsize=FONT - 2.5,
         )
 
 
@@ -1100,15 +739,15 @@ def _k_bars(
                 axis.annotate(
                     f"K = {k}: {cutoff_marking(cutoffs[k])}", (0, at[i]), xytext=(3, 0),
                     textcoords="offset points", ha="left", va="center",
-                    fontsize=_FONT - 2.5, color="#A00000",
+                    fontsize=FONT - 2.5, color="#A00000",
                 )  # fmt: skip
                 continue
             drawn.append(at[i])
-            errors.append(_error(values.get(name.format(k=k)), "mean"))
+            errors.append(interval_error(values.get(name.format(k=k)), "mean"))
         if drawn:
-            bars = _bars(
+            bars = draw_bars(
                 axis, drawn, errors, horizontal=True, height=step * 0.85,
-                color=[_sign_colour(v) if signed else PALETTE["neutral"] for v, _, _ in errors],
+                color=[sign_colour(v) if signed else PALETTE["neutral"] for v, _, _ in errors],
                 edgecolor="white", linewidth=0.4,
             )  # fmt: skip
             _k_bar_labels(axis, bars, errors, k, signed)
@@ -1123,7 +762,7 @@ def comparison_figure(results: Sequence[Mapping[str, Any]]) -> Figure:
     as its marking. Models with random weights are marked in their label."""
     names = []
     for r in results:
-        label = shorten_spec(_model(r), 40)
+        label = shorten_spec(model_name(r), 40)
         n = ((r.get("resolution_bias") or {}).get("all_images") or {}).get("n")
         notes = [f"n = {n} images"] if n else []
         notes += ["random weights"] if r.get("random_weights", False) else []
@@ -1134,15 +773,15 @@ def comparison_figure(results: Sequence[Mapping[str, Any]]) -> Figure:
     ks = sorted({int(k) for i in with_retrieval for k in results[i]["retrieval_bias"]["ks"]})
     height = max(3.0, (0.3 + 0.22 * len(ks)) * len(results) + 2.0)
     columns = 2 if with_retrieval else 1
-    figure, axes = _new_figure(4.4 * columns + 2.2, height, columns, sharey=True)
+    figure, axes = new_figure(4.4 * columns + 2.2, height, columns, sharey=True)
     positions = range(len(results))
     resolution = axes[0]
     for offset, gender in ((-0.2, "masculine"), (0.2, "feminine")):
         errors = [
-            _error((r.get("resolution_bias") or {}).get("all_images"), f"RA_{gender}")
+            interval_error((r.get("resolution_bias") or {}).get("all_images"), f"RA_{gender}")
             for r in results
         ]
-        _bars(
+        draw_bars(
             resolution,
             [i + offset for i in positions],
             errors,
@@ -1167,8 +806,8 @@ def comparison_figure(results: Sequence[Mapping[str, Any]]) -> Figure:
     resolution.set_xlim(0, 1.02)
     resolution.set_yticks(list(positions), names)
     resolution.invert_yaxis()
-    resolution.set_xlabel("overall resolution accuracy (share resolved correctly)", fontsize=_FONT)
-    resolution.set_title("Resolution (VisoGender Tab. 2)", fontsize=_FONT)
+    resolution.set_xlabel("overall resolution accuracy (share resolved correctly)", fontsize=FONT)
+    resolution.set_title("Resolution (VisoGender Tab. 2)", fontsize=FONT)
     handles, _ = resolution.get_legend_handles_labels()
     if with_retrieval:
         retrieval = axes[1]
@@ -1187,7 +826,7 @@ def comparison_figure(results: Sequence[Mapping[str, Any]]) -> Figure:
                 i,
                 "no retrieval (not a dual encoder)",
                 va="center",
-                fontsize=_FONT - 1,
+                fontsize=FONT - 1,
                 color="#555555",
             )
         retrieval.axvline(0, color="black", linewidth=0.8)
@@ -1195,23 +834,23 @@ def comparison_figure(results: Sequence[Mapping[str, Any]]) -> Figure:
         retrieval.set_xticks([-1, -0.5, 0, 0.5, 1], ["−1", "−0.5", "0", "0.5", "1"])
         retrieval.set_xlabel(
             "mean Bias@K across occupations (−1 all feminine … +1 all masculine)",
-            fontsize=_FONT,
+            fontsize=FONT,
         )
-        retrieval.set_title("Retrieval (VisoGender Tab. 3)", fontsize=_FONT)
-        _style(retrieval)
-        handles += _lean_handles(
+        retrieval.set_title("Retrieval (VisoGender Tab. 3)", fontsize=FONT)
+        style_axis(retrieval)
+        handles += lean_handles(
             "retrieval: Bias@K leans masculine", "retrieval: Bias@K leans feminine"
         )
-    _style(resolution)
-    level = _interval_level(
+    style_axis(resolution)
+    level = interval_level(
         [(r.get("resolution_bias") or {}).get("all_images") for r in results]
         + [(r.get("retrieval_bias") or {}).get(f"bias@{k}") for r in results for k in ks]
     )
-    _legend(figure, [*handles, interval_handle(level)])
+    add_legend(figure, [*handles, interval_handle(level)])
     title = f"VisoGender: {len(results)} models side by side"
     if any(r.get("random_weights", False) for r in results):
         title += f"\nmodels marked random weights: {RANDOM_WEIGHTS_TITLE}"
-    figure.suptitle(_wrapped(title, figure, _FONT + 1), fontsize=_FONT + 1)
+    figure.suptitle(wrap_to_figure(title, figure, FONT + 1), fontsize=FONT + 1)
     return figure
 
 
@@ -1235,8 +874,6 @@ def contrast_comparison_figure(benchmarks: Sequence[Mapping[str, Any]]) -> Figur
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    from contrastkit.evaluators.report.markdown import contrast_set_name
-
     names = []
     for b in benchmarks:
         s = b["summary"]
@@ -1256,7 +893,7 @@ def contrast_comparison_figure(benchmarks: Sequence[Mapping[str, Any]]) -> Figur
         for b in benchmarks
     ]
     height = max(3.2, (0.35 + 0.22 * len(ks)) * len(benchmarks) + 2.2)
-    figure, (bias, skew, pairs) = _new_figure(
+    figure, (bias, skew, pairs) = new_figure(
         11.0, height, 3, sharey=True, width_ratios=[4.0, 4.0, 2.2]
     )
     _k_bars(bias, rows, ks, "bias_gensynth@{k}")
@@ -1266,28 +903,28 @@ def contrast_comparison_figure(benchmarks: Sequence[Mapping[str, Any]]) -> Figur
             for axis in (bias, skew):
                 axis.text(
                     0.03, i, "not computed (pair preference only)", va="center",
-                    fontsize=_FONT - 1.5, color="#555555",
+                    fontsize=FONT - 1.5, color="#555555",
                     transform=axis.get_yaxis_transform(),
                 )  # fmt: skip
         pair = b["summary"].get("pairs") or {}
-        share = _finite(pair.get("masculine_preferred"))
+        share = finite(pair.get("masculine_preferred"))
         if not pair.get("applicable", True) or share is None:
             pairs.text(
                 0.5, i, "not applicable\n(one version per photo)", ha="center", va="center",
-                fontsize=_FONT - 1.5, color="#555555", zorder=3,
+                fontsize=FONT - 1.5, color="#555555", zorder=3,
                 bbox={"facecolor": "white", "edgecolor": "none", "pad": 1},
             )  # fmt: skip
             continue
-        errors = [_error(pair, "masculine_preferred")]
-        bars = _bars(
+        errors = [interval_error(pair, "masculine_preferred")]
+        bars = draw_bars(
             pairs, [i], errors, horizontal=True, height=0.5,
-            color=_sign_colour(share - 0.5), edgecolor="white",
+            color=sign_colour(share - 0.5), edgecolor="white",
         )  # fmt: skip
         value, _, above = errors[0]
         end = value + (0.0 if math.isnan(above) else above)
         pairs.annotate(
             f"{value:.2f}", (end, bars.patches[0].get_y() + 0.25), xytext=(3, 0),
-            textcoords="offset points", ha="left", va="center", fontsize=_FONT - 2.5,
+            textcoords="offset points", ha="left", va="center", fontsize=FONT - 2.5,
         )  # fmt: skip
     bias.set_yticks(range(len(benchmarks)), names)
     bias.set_ylim(len(benchmarks) - 0.5, -0.5)
@@ -1297,36 +934,36 @@ def contrast_comparison_figure(benchmarks: Sequence[Mapping[str, Any]]) -> Figur
         axis.set_xticks([-1, -0.5, 0, 0.5, 1], ["−1", "−0.5", "0", "0.5", "1"])
     bias.set_xlabel(
         "mean Bias@K over queries, GenSynth Eq. 1\n(−1 all feminine … +1 all masculine)",
-        fontsize=_FONT,
+        fontsize=FONT,
     )
-    bias.set_title("Retrieval bias", fontsize=_FONT)
+    bias.set_title("Retrieval bias", fontsize=FONT)
     tops = [
         value + (0.0 if math.isnan(above) else above)
         for values, _ in rows
         for k in ks
-        for value, _, above in [_error((values or {}).get(f"maxskew@{k}"), "mean")]
+        for value, _, above in [interval_error((values or {}).get(f"maxskew@{k}"), "mean")]
     ]
     skew.axvline(0, color="black", linewidth=0.8)
     skew.set_xlim(0, 1.35 * max([*tops, 0.1]))
     skew.set_xlabel(
-        "mean MaxSkew@K over queries, GenSynth Eq. 3\n(0: top K mirrors the set)", fontsize=_FONT
+        "mean MaxSkew@K over queries, GenSynth Eq. 3\n(0: top K mirrors the set)", fontsize=FONT
     )
-    skew.set_title("Skew (compare sets by this)", fontsize=_FONT)
+    skew.set_title("Skew (compare sets by this)", fontsize=FONT)
     pairs.axvline(0.5, color=PALETTE["reference"], linestyle="--", linewidth=0.9)
     pairs.set_xlim(0, 1.15)
     pairs.set_xticks([0, 0.5, 1], ["0", "0.5", "1"])
     pairs.set_xlabel(
-        "share of queries preferring\nthe masculine version\nof their photo", fontsize=_FONT
+        "share of queries preferring\nthe masculine version\nof their photo", fontsize=FONT
     )
-    pairs.set_title("Pair preference", fontsize=_FONT)
+    pairs.set_title("Pair preference", fontsize=FONT)
     for axis in (bias, skew, pairs):
-        _style(axis)
-    level = _interval_level(
+        style_axis(axis)
+    level = interval_level(
         [b["summary"]["retrieval"].get(n) for b in benchmarks for n in b["summary"]["retrieval"]]
         + [b["summary"].get("pairs") for b in benchmarks]
     )
     handles: list[Any] = [
-        *_lean_handles(
+        *lean_handles(
             "leans masculine (Bias@K > 0; share > 0.5)",
             "leans feminine (Bias@K < 0; share < 0.5)",
         ),
@@ -1334,11 +971,11 @@ def contrast_comparison_figure(benchmarks: Sequence[Mapping[str, Any]]) -> Figur
         Line2D([], [], color=PALETTE["reference"], linestyle="--", label="no preference (0.5)"),
         interval_handle(level, "of the mean over queries"),
     ]
-    _legend(figure, handles)
+    add_legend(figure, handles)
     title = "Original vs balanced vs contrast set (GenSynth Tab. 3)"
     if any(b.get("random_weights") for b in benchmarks):
         title += f"\nmodels marked random weights: {RANDOM_WEIGHTS_TITLE}"
-    figure.suptitle(_wrapped(title, figure, _FONT + 1), fontsize=_FONT + 1)
+    figure.suptitle(wrap_to_figure(title, figure, FONT + 1), fontsize=FONT + 1)
     return figure
 
 
@@ -1356,10 +993,6 @@ def write_contrast_comparison_plots(
 # --------------------------------------------------------------------------- all
 
 
-def _model(results: Mapping[str, Any]) -> str:
-    return str(results.get("metadata", {}).get("model_name", "model"))
-
-
 def _labour_panels(results: Mapping[str, Any]) -> list[str]:
     comparisons = (results.get("labour_statistics") or {}).get("comparisons") or {}
     retrieval_names = [n for n in comparisons if n.startswith("retrieval_bias")]
@@ -1372,7 +1005,7 @@ def _labour_panels(results: Mapping[str, Any]) -> list[str]:
 
 def figures(results: Mapping[str, Any]) -> dict[str, Figure]:
     """The figures of one model's results (the :data:`PLOTS` whose data exist), by stem."""
-    model = _model(results)
+    model = model_name(results)
     drawn: dict[str, Figure] = {}
     resolution = results.get("resolution_bias")
     if resolution:
@@ -1386,8 +1019,6 @@ def figures(results: Mapping[str, Any]) -> dict[str, Figure]:
     if retrieval and retrieval.get("context"):
         drawn["bias_at_k_per_occupation"] = _bias_at_k_plot(retrieval, model, results)
     if (results.get("retrieval_flipped") or {}).get("context"):
-        from contrastkit.evaluators.report.flipped import flipped_figure  # imports this module
-
         drawn["retrieval_template_flipping"] = flipped_figure(results)
     panels = _labour_panels(results)
     if panels:

@@ -4,8 +4,8 @@ concept's language bias points the same way (Fig. 1, the yellow bars of Sec. 3.3
 mAP of each group (Fig. 2: one number per group hides the per-concept gaps); and the
 cross-dataset consistency scatter (Fig. 3-4: green, red, yellow).
 
-Drawn with the conventions of :mod:`contrastkit.evaluators.report.plots` and its helpers
-(matplotlib's object API on the Agg canvas, :data:`~contrastkit.evaluators.report.plots.PALETTE`,
+Drawn with the conventions of :mod:`contrastkit.evaluators.report.figures` and its helpers
+(matplotlib's object API on the Agg canvas, :data:`~contrastkit.evaluators.report.figures.PALETTE`,
 non-overlapping point labels, PNG at 150 dpi and SVG with text kept as text). Each
 function returns the paths it wrote, PNG before SVG. ``note`` is a line printed under
 the title in dark red (the random-weights note of :func:`contrastkit.evaluators.models.
@@ -20,14 +20,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from contrastkit.evaluators.report.plots import (
-    _FONT,
+from contrastkit.evaluators.report.figures import (
+    FONT,
     PALETTE,
-    _bars,
-    _new_figure,
-    _style,
+    draw_bars,
     label_panels,
+    new_figure,
     save_formats,
+    style_axis,
 )
 from contrastkit.evaluators.zero_shot.consistency import (
     COLOUR_MEANINGS,
@@ -77,13 +77,13 @@ def _finite(value: Any) -> float | None:
 def _title(figure: Figure, lines: Sequence[str], note: str | None) -> None:
     """The title lines and the note, each wrapped to the figure's width (a long model
     spec or note is never clipped at the edge); dark red when there is a note."""
-    width = max(int(figure.get_figwidth() * 72 / ((_FONT + 1) * 0.62)), 30)
+    width = max(int(figure.get_figwidth() * 72 / ((FONT + 1) * 0.62)), 30)
     wrapped = [
         part
         for line in [*lines, *([note] if note else [])]
         for part in textwrap.wrap(line, width, break_on_hyphens=False) or [""]
     ]
-    figure.suptitle("\n".join(wrapped), fontsize=_FONT + 1, color=_NOTE_COLOUR if note else "black")
+    figure.suptitle("\n".join(wrapped), fontsize=FONT + 1, color=_NOTE_COLOUR if note else "black")
 
 
 def _save(figure: Figure, out_stem: Path) -> list[Path]:
@@ -154,7 +154,7 @@ def plot_top_differences(
             errors.append((value, math.nan, math.nan))
         else:
             errors.append((value, max(value - low, 0.0), max(high - value, 0.0)))
-    figure, (axis,) = _new_figure(6.4, max(2.6, 0.22 * len(chosen) + 2.2))
+    figure, (axis,) = new_figure(6.4, max(2.6, 0.22 * len(chosen) + 2.2))
     handles: list[Any] = []
     if language is None:
         colours = [
@@ -192,7 +192,7 @@ def plot_top_differences(
             if k in kinds
         ]
     if chosen:
-        bars = _bars(
+        bars = draw_bars(
             axis,
             range(len(chosen)),
             errors,
@@ -215,20 +215,20 @@ def plot_top_differences(
         axis.set_xlim(-reach, reach)
     else:
         axis.text(0.5, 0.5, "no concept has a difference", ha="center", va="center",
-                  transform=axis.transAxes, fontsize=_FONT)  # fmt: skip
+                  transform=axis.transAxes, fontsize=FONT)  # fmt: skip
         axis.set_yticks([])
     axis.axvline(0, color="black", linewidth=0.8)
     has_bars = any(not math.isnan(below) for _, below, _ in errors)
     axis.set_xlabel(
         f"{value_label}\n< 0: favours images of {groups[1]}; > 0: favours images of "
         f"{groups[0]}" + (f"\nerror bars: {interval_label}" if has_bars else ""),
-        fontsize=_FONT,
+        fontsize=FONT,
     )
-    axis.set_ylabel("concept", fontsize=_FONT)
-    _style(axis)
+    axis.set_ylabel("concept", fontsize=FONT)
+    style_axis(axis)
     if handles:
         figure.legend(
-            handles=handles, fontsize=_FONT - 1, loc="outside lower center", ncols=1, frameon=False
+            handles=handles, fontsize=FONT - 1, loc="outside lower center", ncols=1, frameon=False
         )
     shown = f"top {len(chosen)} of {len(values)} concepts by |difference|"
     _title(figure, [title, shown], note)
@@ -274,8 +274,8 @@ def plot_group_map(
             errors.append((value or 0.0, math.nan, math.nan))
         else:
             errors.append((value, max(value - low, 0.0), max(high - value, 0.0)))
-    figure, (axis,) = _new_figure(max(4.2, 1.1 * len(names) + 1.6), 3.8)
-    _bars(
+    figure, (axis,) = new_figure(max(4.2, 1.1 * len(names) + 1.6), 3.8)
+    draw_bars(
         axis,
         range(len(names)),
         errors,
@@ -294,14 +294,14 @@ def plot_group_map(
             textcoords="offset points",
             ha="center",
             va="bottom",
-            fontsize=_FONT,
+            fontsize=FONT,
         )
     axis.set_xticks(
         range(len(names)),
         [f"{n}\nn = {counts[n]} images" if counts and n in counts else n for n in names],
     )
     axis.set_ylim(0, top * 1.08)
-    axis.set_ylabel(value_label, fontsize=_FONT)
+    axis.set_ylabel(value_label, fontsize=FONT)
     spread = (
         f"largest difference between groups: {max(finite) - min(finite):.3g}\n"
         if len(finite) >= 2
@@ -311,9 +311,9 @@ def plot_group_map(
     axis.set_xlabel(
         f"{spread}one number per group can hide large\nper-concept gaps "
         "(see the top differences)" + ("\nerror bars: bootstrap interval" if with_bars else ""),
-        fontsize=_FONT,
+        fontsize=FONT,
     )
-    _style(axis)
+    style_axis(axis)
     _title(figure, [title], note)
     return _save(figure, out_stem)
 
@@ -358,7 +358,7 @@ def plot_consistency(
     colours = consistency_colours(diff_a, diff_b, threshold)
     counts = consistency_counts(colours)
     points = {c: (float(diff_a[c] or 0.0), float(diff_b[c] or 0.0)) for c in colours}
-    figure, (axis,) = _new_figure(5.6, 6.0)
+    figure, (axis,) = new_figure(5.6, 6.0)
     for colour in COLOURS:
         members = [c for c in points if colours[c] == colour]
         if not members:
@@ -383,9 +383,9 @@ def plot_consistency(
     for edge in (-threshold, threshold):
         axis.axhline(edge, color=PALETTE["reference"], linewidth=0.7, linestyle="--", zorder=1)
         axis.axvline(edge, color=PALETTE["reference"], linewidth=0.7, linestyle="--", zorder=1)
-    axis.set_xlabel(f"{labels[0]}: {value_label}", fontsize=_FONT)
-    axis.set_ylabel(f"{labels[1]}: {value_label}", fontsize=_FONT)
-    _style(axis)
+    axis.set_xlabel(f"{labels[0]}: {value_label}", fontsize=FONT)
+    axis.set_ylabel(f"{labels[1]}: {value_label}", fontsize=FONT)
+    style_axis(axis)
     handles = [
         Line2D(
             [],
@@ -406,7 +406,7 @@ def plot_consistency(
         )
     )  # fmt: skip
     figure.legend(
-        handles=handles, fontsize=_FONT - 1, loc="outside lower center", ncols=1, frameon=False
+        handles=handles, fontsize=FONT - 1, loc="outside lower center", ncols=1, frameon=False
     )
     heading = title or "Cross-dataset consistency of per-concept differences (Fig. 3-4)"
     summary = f"{len(points)} concepts in both {labels[0]} and {labels[1]}"
@@ -423,7 +423,7 @@ def plot_consistency(
             axis.set_title(
                 f"{unnamed} of {len(points)} points unnamed\n(at most {max_labels} "
                 "named: green and red first, then the farthest from 0)",
-                fontsize=_FONT - 1,
+                fontsize=FONT - 1,
             )
             for text in axis.texts[:]:
                 text.remove()

@@ -1,0 +1,102 @@
+"""The report toolkit's table helpers, shared by every markdown report of the evaluators
+(one model, several side by side, template flipping, contrast sets, zero-shot
+disparity, stereotypes): numbers and intervals as table cells, the note under a table
+with intervals, and the markdown table itself.
+
+The layer-independent pieces (:func:`~contrastkit.text.format_number`,
+:func:`~contrastkit.text.escape_cell`, :func:`~contrastkit.text.markdown_table`,
+:func:`~contrastkit.text.table_header`, :func:`~contrastkit.text.table_row`) are
+defined in :mod:`contrastkit.text`, where the dataset builders and curation reports
+below the evaluators can use them too, and are importable from here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from contrastkit.text import (
+    MISSING,
+    escape_cell,
+    format_number,
+    markdown_table,
+    table_header,
+    table_row,
+)
+
+__all__ = [
+    "MISSING",
+    "RANDOM_WEIGHTS_CELL",
+    "escape_cell",
+    "format_interval",
+    "format_number",
+    "interval_note",
+    "markdown_table",
+    "mean_sigma",
+    "metric_names",
+    "model_cell",
+    "table",
+    "table_header",
+    "table_row",
+]
+
+#: What a model's cell in a side-by-side table adds when its weights are random.
+RANDOM_WEIGHTS_CELL = " (random weights)"
+
+
+def format_interval(values: Mapping[str, Any], key: str, digits: int = 2) -> str:
+    """``values[key]`` for a table cell, followed by its interval ``values[key + "_ci"]``
+    as ``[low, high]`` when there is one (``–`` alone when the figure is missing)."""
+    text = format_number(values.get(key), digits)
+    ci = values.get(f"{key}_ci")
+    bounds = [ci.get("low"), ci.get("high")] if isinstance(ci, Mapping) else []
+    numbers = [float(b) for b in bounds if isinstance(b, int | float) and math.isfinite(b)]
+    if len(numbers) == 2:
+        low, high = (format_number(number, digits) for number in numbers)
+        return f"{text} [{low}, {high}]"
+    return text
+
+
+def interval_note(entries: Sequence[Mapping[str, Any]], what: str) -> list[str]:
+    """A line saying what ``[low, high]`` means (level, ``what`` it is an interval of,
+    resamples) and a blank line, when any entry has an interval; nothing otherwise."""
+    for entry in entries:
+        for key, value in entry.items():
+            if key.endswith("_ci") and isinstance(value, Mapping) and "level" in value:
+                level = round(100 * float(value["level"]), 1)
+                return [
+                    f"[low, high]: {level:g}% percentile bootstrap interval {what} "
+                    f"({value.get('resamples')} resamples).",
+                    "",
+                ]
+    return []
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    """A report table as lines and a blank line: every column ``---``, each cell through
+    :func:`format_number` (2 places, ``–`` for undefined) and
+    :func:`escape_cell` (:func:`~contrastkit.text.markdown_table`)."""
+    return markdown_table(header, rows)
+
+
+def metric_names(retrieval: Mapping[str, Any]) -> list[str]:
+    """The retrieval metrics of a section with K cutoffs ``ks`` (default 5 and 10), in
+    report order: ``bias@K`` for each K, ``maxskew@K`` for each K, ``NDKL``."""
+    ks = retrieval.get("ks", [5, 10])
+    return [f"bias@{k}" for k in ks] + [f"maxskew@{k}" for k in ks] + ["NDKL"]
+
+
+def mean_sigma(values: Mapping[str, Any]) -> str:
+    """``mean ± sigma``, with the mean's interval ``[low, high]`` when there is one."""
+    text = format_interval(values, "mean")
+    mean, _, interval = text.partition(" ")
+    sigma = f"{mean} ± {format_number(values.get('sigma'))}"
+    return f"{sigma} {interval}" if interval else sigma
+
+
+def model_cell(results: Mapping[str, Any], name: Any = None) -> str:
+    """A model's name in a comparison table (``metadata.model_name`` of a results file,
+    or ``name`` when given), marked when its weights are random."""
+    text = str(results["metadata"]["model_name"] if name is None else name)
+    return text + RANDOM_WEIGHTS_CELL if results.get("random_weights") else text
