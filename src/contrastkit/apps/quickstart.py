@@ -43,6 +43,7 @@ from contrastkit.curation.editing import DEFAULT_EDITOR
 from contrastkit.errors import ConfigError, ModelNotFoundError
 from contrastkit.interfaces import ImageTextScorer
 from contrastkit.io import atomic_write_text, check_writable
+from contrastkit.text import table_header
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -416,8 +417,7 @@ def _markdown(result: QuickstartResult) -> str:
         "",
         "## Evaluation (GenSynth Sec. 5)",
         "",
-        "| metric | mean |",
-        "|---|---:|",
+        *table_header(["metric", "mean"], "lr"),
     ]
     for name in ("bias_gensynth@2", "bias@2", "maxskew@2", "bias_gensynth@4", "bias@4"):
         if name in retrieval:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from contrastkit.audit.data import LABELS
+from contrastkit.text import escape_cell, format_number, table_header
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -25,15 +26,10 @@ __all__ = ["audit_markdown", "write_plots"]
 _COLOURS = {"masculine": "#0072B2", "feminine": "#D55E00", "undefined": "#BBBBBB"}
 
 
-def _cell(value: Any) -> str:
-    """A markdown table cell: ``|`` and line breaks escaped."""
-    return str(value).replace("|", "\\|").replace("\n", " ")
-
-
 def _number(value: Any, sign: bool = False) -> str:
-    if value is None or (isinstance(value, float) and not np.isfinite(value)):
-        return "n/a"
-    return f"{value:+.3f}" if sign else f"{value:.3f}"
+    """A figure of the audit: 3 places (an integer too), ``n/a`` when undefined."""
+    number = None if value is None else float(value)
+    return format_number(number, 3, sign=sign, missing="n/a")
 
 
 def _metric_title(name: str) -> str:
@@ -62,8 +58,7 @@ def _composition_lines(section: Mapping[str, Any], label_source: str) -> list[st
         "",
         rule,
         "",
-        "| label | images | share |",
-        "|---|---:|---:|",
+        *table_header(["label", "images", "share"], "lrr"),
     ]
     for label in LABELS:
         share = section["shares"][label]
@@ -80,13 +75,15 @@ def _composition_lines(section: Mapping[str, Any], label_source: str) -> list[st
             f"Cells (context, occupation, participant gender or object): {len(cells)}, "
             f"{len(cells) - len(unbalanced)} balanced between the occupation genders.",
             "",
-            "| context | occupation | participant / object | masculine | feminine |",
-            "|---|---|---|---:|---:|",
+            *table_header(
+                ["context", "occupation", "participant / object", "masculine", "feminine"],
+                "lllrr",
+            ),
         ]
         for cell in unbalanced or cells[:0]:
             lines.append(
-                f"| {_cell(cell['context'])} | {_cell(cell['occupation'])} | "
-                f"{_cell(cell['other'])} | {cell['masculine']} | {cell['feminine']} |"
+                f"| {escape_cell(cell['context'])} | {escape_cell(cell['occupation'])} | "
+                f"{escape_cell(cell['other'])} | {cell['masculine']} | {cell['feminine']} |"
             )
         if not unbalanced:
             lines[-2:] = ["Every cell is balanced."]
@@ -129,9 +126,9 @@ def _baseline_lines(section: Mapping[str, Any], notes: Mapping[str, str]) -> lis
     header = ["model"] + [_metric_title(n) for n in names]
     if balanced:
         header += [f"{_metric_title(n)} (balanced)" for n in names]
-    lines += ["| " + " | ".join(header) + " |", "|---" + "|---:" * (len(header) - 1) + "|"]
+    lines += table_header(header, "l" + "r" * (len(header) - 1))
     for model, entry in section["models"].items():
-        cells = [_cell(model)] + [_number(entry["original"][n]["mean"], True) for n in names]
+        cells = [escape_cell(model)] + [_number(entry["original"][n]["mean"], True) for n in names]
         if balanced:
             for n in names:
                 stats = entry.get("balanced", {}).get(n)
@@ -173,11 +170,12 @@ def _baseline_lines(section: Mapping[str, Any], notes: Mapping[str, str]) -> lis
     for spec, name in section.get("clip_clip_files", {}).items():
         lines += [
             "",
-            f"{_cell(spec)}: CLIP-clip (Wang et al. 2021), the dimensions with the highest "
-            f"mutual information with the gender label dropped; the choice is in `{_cell(name)}`.",
+            f"{escape_cell(spec)}: CLIP-clip (Wang et al. 2021), the dimensions with the highest "
+            "mutual information with the gender label dropped; the choice is in "
+            f"`{escape_cell(name)}`.",
         ]
     for spec, note in notes.items():
-        lines += ["", f"> **{_cell(spec)}: random weights.** {_cell(note)}"]
+        lines += ["", f"> **{escape_cell(spec)}: random weights.** {escape_cell(note)}"]
     return lines
 
 
@@ -213,7 +211,7 @@ def _classifier_lines(section: Mapping[str, Any]) -> list[str]:
         *lines,
         (
             "A transformer fine-tuned from "
-            f"`{_cell(str(section['classifier']).split(':', 1)[-1])}` on each image's "
+            f"`{escape_cell(str(section['classifier']).split(':', 1)[-1])}` on each image's "
             "gender-neutral captions "
             if str(section.get("classifier", "")).startswith("fine-tuned")
             else "A logistic regression on TF-IDF of each image's gender-neutral captions "
@@ -286,7 +284,7 @@ def _probe_lines(section: Mapping[str, Any]) -> list[str]:
 
     return [
         *lines,
-        f"A linear probe on frozen `{_cell(section['model'])}` image embeddings predicts the "
+        f"A linear probe on frozen `{escape_cell(section['model'])}` image embeddings predicts the "
         "label of images whose person boxes are blacked out, and of the same images "
         "unmasked (the paper, ResNet-50: 63.4% masked, 71.9% unmasked). Masked AUC well "
         "above 0.5 means the scene alone gives gender away.",
@@ -298,7 +296,7 @@ def _probe_lines(section: Mapping[str, Any]) -> list[str]:
         f"{section['test']['masculine']} and {section['test']['feminine']}",
         *_small_test(section),
         *(
-            ["", f"> **Random weights.** {_cell(section['weights_note'])}"]
+            ["", f"> **Random weights.** {escape_cell(section['weights_note'])}"]
             if section.get("weights_note")
             else []
         ),
@@ -316,7 +314,7 @@ def _cluster_lines(section: Mapping[str, Any]) -> list[str]:
             "encoder was given (`--text-encoder`); the paper uses RoBERTa sentence embeddings."
         )
     else:
-        how = f"Embedding: mean-pooled `{_cell(embedding)}` caption embeddings."
+        how = f"Embedding: mean-pooled `{escape_cell(embedding)}` caption embeddings."
     lines += [
         f"{section['images']:,} labelled images in {section['M']} K-means clusters. {how} "
         "ΔM is the cluster's percentage of masculine images minus the overall "
@@ -324,13 +322,14 @@ def _cluster_lines(section: Mapping[str, Any]) -> list[str]:
         "salient words are those whose mean TF-IDF in the cluster most exceeds their "
         "mean over all clustered images.",
         "",
-        "| cluster | images | masculine | feminine | ΔM (pp) | salient words |",
-        "|---:|---:|---:|---:|---:|---|",
+        *table_header(
+            ["cluster", "images", "masculine", "feminine", "ΔM (pp)", "salient words"], "rrrrrl"
+        ),
     ]
     for row in sorted(section["clusters"], key=lambda r: -r["factor_pp"]):
         lines.append(
             f"| {row['cluster']} | {row['size']} | {row['masculine']} | {row['feminine']} | "
-            f"{row['factor_pp']:+.1f} | {_cell(', '.join(row['words']))} |"
+            f"{row['factor_pp']:+.1f} | {escape_cell(', '.join(row['words']))} |"
         )
     return lines
 
@@ -339,13 +338,13 @@ def audit_markdown(report: Mapping[str, Any]) -> str:
     """``audit.md``: every section of ``report`` that was run, then the plots."""
     split = f" ({report['split']})" if report.get("split") else ""
     lines = [
-        f"# Dataset-bias audit: `{_cell(report['data'])}`{split}",
+        f"# Dataset-bias audit: `{escape_cell(report['data'])}`{split}",
         "",
         "Is the benchmark itself biased? (GenSynth, Smith et al., Sec. 3.) contrastkit "
         f"{report['contrastkit_version']}, seed {report['config']['seed']}.",
     ]
     if report.get("random_weights"):
-        models = ", ".join(f"`{_cell(spec)}`" for spec in report.get("weights_notes", {}))
+        models = ", ".join(f"`{escape_cell(spec)}`" for spec in report.get("weights_notes", {}))
         lines += [
             "",
             f"> **Random weights.** This audit used models with random weights ({models}): "

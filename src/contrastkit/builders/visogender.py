@@ -49,6 +49,7 @@ from contrastkit.io import atomic_write_text, check_writable
 from contrastkit.records import Record, parse_bool, read_records
 from contrastkit.schema import Context, Gender, VisoGenderRow
 from contrastkit.taxonomy import Taxonomy, load_taxonomy
+from contrastkit.text import table_header
 from contrastkit.tsv import render_visogender_tsv
 
 __all__ = [
@@ -246,8 +247,10 @@ class BuildResult:
             lines += [
                 "## Cells that fall short",
                 "",
-                "| occupation | context | cell | available | needed | short by |",
-                "|---|---|---|---:|---:|---:|",
+                *table_header(
+                    ["occupation", "context", "cell", "available", "needed", "short by"],
+                    "lllrrr",
+                ),
             ]
             lines += [
                 f"| {s.occupation} | {s.context} | {s.cell} | {s.available} | {s.needed} "

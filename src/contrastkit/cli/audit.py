@@ -23,12 +23,13 @@ from contrastkit.cli.common import (
     shown,
     user_errors,
 )
+from contrastkit.text import format_number
 
 
 def _number(value: Any, sign: bool = True) -> str:
-    if value is None:
-        return "n/a"
-    return f"{value:+.3f}" if sign else f"{value:.3f}"
+    """A figure of the audit summary: 3 places, ``n/a`` when undefined."""
+    number = None if value is None else float(value)
+    return format_number(number, 3, sign=sign, missing="n/a")
 
 
 def _auc_text(entry: dict[str, Any] | None, low_high: bool = True) -> str:

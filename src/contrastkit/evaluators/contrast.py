@@ -70,6 +70,7 @@ from contrastkit.evaluators.raw import RawAppender
 from contrastkit.interfaces import CaptionScorer, ImageTextScorer, PronounScorer
 from contrastkit.io import atomic_write_text
 from contrastkit.records import parse_json, read_json, text_lines
+from contrastkit.text import format_number, table_header
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -889,12 +890,9 @@ def evaluate_contrast(
 
 
 def _fmt(value: Any, *, signed: bool = True) -> str:
-    """A number for the report: signed (a bias, a gap) or not (a spread, sigma)."""
-    if isinstance(value, float):
-        if not np.isfinite(value):
-            return "n/a"
-        return f"{value:+.3f}" if signed else f"{value:.3f}"
-    return str(value)
+    """A number for the report: signed (a bias, a gap) or not (a spread, sigma), 3 places,
+    ``n/a`` when undefined."""
+    return format_number(value, 3, sign=signed, missing="n/a")
 
 
 def _scoring_lines(summary: Mapping[str, Any]) -> list[str]:
@@ -952,8 +950,7 @@ def contrast_markdown(benchmark: dict[str, Any]) -> str:
         "",
         "## Retrieval bias (GenSynth Sec. 5; 0 is balanced, positive leans masculine)",
         "",
-        "| metric | mean | interval | sigma | queries |",
-        "|---|---:|---:|---:|---:|",
+        *table_header(["metric", "mean", "interval", "sigma", "queries"], "lrrrr"),
     ]
     if not s["retrieval"] and s.get("retrieval_note"):
         lines = [*lines[:-2], f"Retrieval bias is {s['retrieval_note']}."]

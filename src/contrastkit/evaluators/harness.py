@@ -88,6 +88,7 @@ from contrastkit.harness_key import (
 )
 from contrastkit.io import atomic_write_text, check_writable
 from contrastkit.records import MAX_LINE_BYTES, json_lines, read_json
+from contrastkit.text import format_number
 
 __all__ = [
     "RESULTS_FILE",
@@ -693,11 +694,7 @@ def _resolution_headline(summary: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _fmt(value: Any) -> str:
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "n/a"
-    if isinstance(value, float):
-        return f"{value:.3f}"
-    return str(value)
+    return format_number(value, 3, missing="n/a")
 
 
 def _harness_markdown(section: Mapping[str, Any]) -> list[str]:

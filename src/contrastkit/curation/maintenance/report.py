@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from contrastkit.curation.maintenance.results import MaintenanceResult
 from contrastkit.curation.urls import Status, redact_url
+from contrastkit.text import escape_cell, table_header
 
 __all__ = ["render_markdown"]
 
@@ -21,8 +22,7 @@ def render_markdown(result: MaintenanceResult) -> str:
         "",
         "## Status counts",
         "",
-        "| status | rows |",
-        "|---|---:|",
+        *table_header(["status", "rows"], "lr"),
     ]
     lines += [f"| {status} | {n} |" for status, n in sorted(result.status_counts().items())]
     if result.local:
@@ -32,11 +32,11 @@ def render_markdown(result: MaintenanceResult) -> str:
     failing = [r for r in result.rows if r.status != Status.OK.value]
     if failing:
         lines += ["", f"## Failing rows ({len(failing)})", "",
-                  "| row | status | detail | failed checks in a row | failing since | url |",
-                  "|---|---|---|---:|---|---|"]  # fmt: skip
+                  *table_header(["row", "status", "detail", "failed checks in a row",
+                                 "failing since", "url"], "lllrll")]  # fmt: skip
         lines += [
-            f"| {r.ref.idx} | {r.status} | {_cell(r.detail)} | {r.consecutive_failures} | "
-            f"{r.failing_since or ''} | {_cell(redact_url(r.url))} |"
+            f"| {r.ref.idx} | {r.status} | {escape_cell(r.detail)} | {r.consecutive_failures} | "
+            f"{r.failing_since or ''} | {escape_cell(redact_url(r.url))} |"
             for r in failing
         ]
     for title, rows in (
@@ -55,15 +55,15 @@ def render_markdown(result: MaintenanceResult) -> str:
         lines += [f"- {g.kind}: {', '.join(g.items)}" for g in result.duplicates]
     if result.below_balance:
         lines += ["", "## Cells below balance", "",
-                  "| file | occupation | context | cell | healthy | needed |",
-                  "|---|---|---|---|---:|---:|"]  # fmt: skip
+                  *table_header(["file", "occupation", "context", "cell", "healthy", "needed"],
+                                "llllrr")]  # fmt: skip
         lines += [
             f"| `{b.file}` | {b.occupation} | {b.context} | {b.cell} | {b.healthy} | {b.needed} |"
             for b in result.below_balance
         ]
     if result.unwritten:
         lines += ["", f"## Files NOT written ({len(result.unwritten)})", ""]
-        lines += [f"- `{u.file}`: {_cell(u.reason)}" for u in result.unwritten]
+        lines += [f"- `{u.file}`: {escape_cell(u.reason)}" for u in result.unwritten]
     if result.rewritten or result.dropped or result.merged:
         lines += ["", "## Files written", ""]
         lines += [f"- rewrote `{path}` (Error codes column)" for path in result.rewritten]
@@ -83,7 +83,3 @@ def render_markdown(result: MaintenanceResult) -> str:
         lines += ["", "## Temporary files of an interrupted run, removed", ""]
         lines += [f"- `{path}`" for path in result.removed_temporaries]
     return "\n".join(lines) + "\n"
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")

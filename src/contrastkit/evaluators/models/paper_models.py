@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from contrastkit.text import escape_cell, table_header
+
 __all__ = ["PAPERS", "VISOGENDER_MODELS", "PaperModel", "markdown_table", "paper_models"]
 
 
@@ -205,14 +207,9 @@ def paper_models(paper: str) -> tuple[PaperModel, ...]:
 def markdown_table(models: tuple[PaperModel, ...]) -> str:
     """``models`` as the markdown table ``docs/models.md`` shows (a test keeps the page
     and this data equal)."""
-
-    def cell(text: str) -> str:
-        return text.replace("|", "\\|")
-
-    lines = [
-        "| model | tables | kind | spec | also | ImageNet 0-shot (paper) | note |",
-        "|---|---|---|---|---|---|---|",
-    ]
+    lines = table_header(
+        ["model", "tables", "kind", "spec", "also", "ImageNet 0-shot (paper)", "note"]
+    )
     for model in models:
         spec = f"`{model.spec}`" if model.spec else "**not loadable**"
         also = ", ".join(f"`{alt}`" for alt in model.alternatives)
@@ -220,6 +217,6 @@ def markdown_table(models: tuple[PaperModel, ...]) -> str:
         tables = ", ".join(model.tables) or "code only"
         lines.append(
             f"| {model.name} | {tables} | {model.kind} | {spec} | {also} | {accuracy} "
-            f"| {cell(model.note)} |"
+            f"| {escape_cell(model.note)} |"
         )
     return "\n".join(lines) + "\n"

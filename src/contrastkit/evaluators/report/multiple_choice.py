@@ -7,11 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from contrastkit.evaluators.report.tables import format_number, table_header
+
 __all__ = ["multiple_choice_section", "vlm_lines"]
-
-
-def _number(value: Any) -> str:
-    return "–" if value is None else f"{value:.2f}" if isinstance(value, float) else str(value)
 
 
 def vlm_lines(results: Mapping[str, Any]) -> list[str]:
@@ -48,20 +46,20 @@ def multiple_choice_section(results: Mapping[str, Any]) -> list[str]:
         "## Multiple choice: position bias and option swap (GenderBias-VL's option-swap test)",
         "",
         f"{choice['n_cases']} cases; how often each letter wins, whatever pronoun it holds "
-        f"(uniform: {_number(choice['uniform_share'])}), with the options in the seeded "
+        f"(uniform: {format_number(choice['uniform_share'])}), with the options in the seeded "
         "order and reversed:",
         "",
-        "| letter | wins | share | wins (reversed) | share (reversed) |",
-        "|---|---|---|---|---|",
+        *table_header(["letter", "wins", "share", "wins (reversed)", "share (reversed)"]),
     ]
     for letter in letters:
         lines.append(
-            f"| {letter} | {bias['wins'][letter]} | {_number(bias['share'][letter])} | "
-            f"{bias['reversed']['wins'][letter]} | {_number(bias['reversed']['share'][letter])} |"
+            f"| {letter} | {bias['wins'][letter]} | {format_number(bias['share'][letter])} | "
+            f"{bias['reversed']['wins'][letter]} | "
+            f"{format_number(bias['reversed']['share'][letter])} |"
         )
     lines += [
         "",
-        f"Largest deviation from the uniform share: {_number(bias['max_deviation'])}"
+        f"Largest deviation from the uniform share: {format_number(bias['max_deviation'])}"
         + (f"; {bias['ties']} tied case(s)." if bias.get("ties") else "."),
         "",
     ]
@@ -73,15 +71,14 @@ def multiple_choice_section(results: Mapping[str, Any]) -> list[str]:
         f"the chosen letter for {swap.get('letter_agreement', 0):.1%} (with three options "
         "the middle one keeps its letter when the order is reversed).",
         "",
-        "| split | RA_avg | RA_avg (reversed) | gap | gap (reversed) |",
-        "|---|---|---|---|---|",
+        *table_header(["split", "RA_avg", "RA_avg (reversed)", "gap", "gap (reversed)"]),
     ]
     for split, figures in swap["shuffled"].items():
         other = swap["reversed"].get(split, {})
         lines.append(
-            f"| {split.replace('_', ' ')} | {_number(figures.get('RA_avg'))} | "
-            f"{_number(other.get('RA_avg'))} | {_number(figures.get('gender_gap'))} | "
-            f"{_number(other.get('gender_gap'))} |"
+            f"| {split.replace('_', ' ')} | {format_number(figures.get('RA_avg'))} | "
+            f"{format_number(other.get('RA_avg'))} | {format_number(figures.get('gender_gap'))} | "
+            f"{format_number(other.get('gender_gap'))} |"
         )
     lines += [
         "",

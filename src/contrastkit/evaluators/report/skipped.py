@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from contrastkit.evaluators.report.tables import escape_cell, table_header
+
 __all__ = ["skipped_rows_note", "skipped_rows_section"]
 
 
@@ -18,11 +20,6 @@ def _skipped(results: Mapping[str, Any]) -> tuple[int, list[Mapping[str, Any]]]:
     entry = results.get("skipped_rows") or {}
     rows = list(entry.get("rows") or [])
     return int(entry.get("count", len(rows))), rows
-
-
-def _cell(text: object) -> str:
-    """A table cell: pipes escaped, line breaks flattened."""
-    return str(text).replace("|", "\\|").replace("\n", " ")
 
 
 def skipped_rows_note(results: Mapping[str, Any]) -> list[str]:
@@ -51,14 +48,14 @@ def skipped_rows_section(results: Mapping[str, Any]) -> list[str]:
         "Their image was not available: not in the image store, failed when fetched, or "
         "flagged by `contrastkit urls maintain`.",
         "",
-        "| row | context | file | URL | reason |",
-        "|---|---|---|---|---|",
+        *table_header(["row", "context", "file", "URL", "reason"]),
     ]
     for row in rows:
         lines.append(
             "| "
             + " | ".join(
-                _cell(row.get(key, "")) for key in ("idx", "context", "source", "url", "reason")
+                escape_cell(row.get(key, ""))
+                for key in ("idx", "context", "source", "url", "reason")
             )
             + " |"
         )

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from contrastkit.io import atomic_write_text
+from contrastkit.text import escape_cell, format_number, table_header
 
 __all__ = ["COSINE_NOT_PROBABILITIES", "disparity_markdown", "write_outputs"]
 
@@ -47,7 +48,9 @@ _LIMITATION = (
 
 
 def _num(value: float | None, digits: int = 1) -> str:
-    return "n/a" if value is None else f"{round(value, digits) + 0.0:+.{digits}f}"
+    """A signed difference, rounded first so that a tiny negative one reads ``+0.0``."""
+    rounded = None if value is None else round(float(value), digits) + 0.0
+    return format_number(rounded, digits, sign=True, missing="n/a")
 
 
 def _p(value: float | None) -> str:
@@ -55,7 +58,7 @@ def _p(value: float | None) -> str:
 
 
 def _plain(value: float | None, digits: int = 1) -> str:
-    return "n/a" if value is None else f"{value:.{digits}f}"
+    return format_number(None if value is None else float(value), digits, missing="n/a")
 
 
 def _ci(ci: Sequence[float | None] | None, digits: int = 1, *, signed: bool = True) -> str:
@@ -64,10 +67,6 @@ def _ci(ci: Sequence[float | None] | None, digits: int = 1, *, signed: bool = Tr
     sign = "+" if signed else ""
     low, high = (round(v, digits) + 0.0 for v in (ci[0], ci[1]))
     return f" [{low:{sign}.{digits}f}, {high:{sign}.{digits}f}]"
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|")
 
 
 def _language_values(results: Mapping[str, Any]) -> tuple[str | None, dict[str, float]]:
@@ -154,15 +153,15 @@ def _ap_section(results: Mapping[str, Any], top: int, plots: Mapping[str, str]) 
     ]
     if "ap_differences" in plots:
         lines += [f"![top AP differences]({plots['ap_differences']})", ""]
-    header = "| concept | images (men / women) | AP men | AP women | difference |"
-    rule = "|---|---:|---:|---:|---:|"
+    header = ["concept", "images (men / women)", "AP men", "AP women", "difference"]
     if language:
-        header += f" language bias ({source}) |"
-        rule += "---:|"
-    lines += [f"Top {min(top, len(rows))} concepts by |difference|:", "", header, rule]
+        header.append(f"language bias ({source})")
+    lines += [f"Top {min(top, len(rows))} concepts by |difference|:", ""]
+    lines += table_header(header, "l" + "r" * (len(header) - 1))
     for r in rows[:top]:
         line = (
-            f"| {_cell(r['concept'])} | {r['positives']['men']} / {r['positives']['women']} | "
+            f"| {escape_cell(r['concept'])} | "
+            f"{r['positives']['men']} / {r['positives']['women']} | "
             f"{_plain(r['ap_men'])} | {_plain(r['ap_women'])} | {_num(r['ap_diff'])}"
             f"{_ci(r['ap_diff_ci'])} |"
         )
@@ -196,10 +195,9 @@ def _ece_section(results: Mapping[str, Any], top: int, plots: Mapping[str, str])
     if "ece_differences" in plots:
         lines += [f"![top ECE differences]({plots['ece_differences']})", ""]
     lines += [
-        "| concept | ECE men | ECE women | difference |",
-        "|---|---:|---:|---:|",
+        *table_header(["concept", "ECE men", "ECE women", "difference"], "lrrr"),
         *(
-            f"| {_cell(r['concept'])} | {_plain(r['ece_men'])} | {_plain(r['ece_women'])} | "
+            f"| {escape_cell(r['concept'])} | {_plain(r['ece_men'])} | {_plain(r['ece_women'])} | "
             f"{_num(r['ece_diff'])}{_ci(r['ece_diff_ci'])} |"
             for r in rows[:top]
         ),
@@ -275,11 +273,11 @@ def _consistency_section(results: Mapping[str, Any], plots: Mapping[str, str]) -
     ]
     if "consistency" in plots:
         lines += [f"![consistency]({plots['consistency']})", ""]
-    lines += ["| concept | this dataset | other | colour |", "|---|---:|---:|---|"]
+    lines += table_header(["concept", "this dataset", "other", "colour"], "lrrl")
     order = {"green": 0, "red": 1, "yellow": 2}
     for r in sorted(consistency["concepts"], key=lambda r: (order[r["colour"]], r["concept"])):
         lines.append(
-            f"| {_cell(r['concept'])} | {_num(r['ap_diff'])} | {_num(r['other_ap_diff'])} | "
+            f"| {escape_cell(r['concept'])} | {_num(r['ap_diff'])} | {_num(r['other_ap_diff'])} | "
             f"{r['colour']} |"
         )
     return [*lines, ""]

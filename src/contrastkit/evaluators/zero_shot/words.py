@@ -581,7 +581,7 @@ def _p(value: float | None) -> str:
 
 
 def _cell(value: float | None, digits: int = 3) -> str:
-    from contrastkit.evaluators.report.markdown import format_number
+    from contrastkit.text import format_number
 
     return format_number(value, digits)
 
