@@ -44,6 +44,14 @@ VOLATILE = frozenset(
      "python", "torch", "platform", "host", "hostname", "started", "finished"}
 )  # fmt: skip
 
+#: The only keys that may differ from the golden files recorded before typed results
+#: (issue 32 item 3): every results file (``benchmark.json``, ``disparity.json``,
+#: ``audit.json``) gained ``task`` (where it had none) and ``schema_version``, and nothing
+#: else changed. The golden files have them now; a golden file recorded before them (an
+#: older branch's copy) lacks them, and only these keys may then be added to it. Any other
+#: added key, and any of these missing from an output, is a difference.
+ADDED_KEYS = frozenset({"task", "schema_version"})
+
 #: The files kept from an output folder (plots are images: only their names are kept).
 KEPT = re.compile(r"(benchmark|audit|disparity|results|summary)\.json$|\.md$|^raw_.*\.jsonl$")
 
@@ -216,7 +224,8 @@ def _differences(want: Any, got: Any, where: str = "") -> Iterator[str]:
             if key not in got:
                 yield f"{where}.{key}: missing"
             elif key not in want:
-                yield f"{where}.{key}: added"
+                if key not in ADDED_KEYS:
+                    yield f"{where}.{key}: added"
             else:
                 yield from _differences(want[key], got[key], f"{where}.{key}")
     elif isinstance(want, list) and isinstance(got, list):
@@ -268,6 +277,21 @@ def test_outputs_match_the_golden_files(command: str, outputs: dict[str, Any]) -
     assert not differences, "\n".join(differences[:20])
 
 
+def test_every_results_file_has_the_added_keys() -> None:
+    """Each golden results file carries ADDED_KEYS (a VisoGender benchmark inside its one
+    ``visogender_<model>_results`` object, which Appendix J's shape keeps)."""
+    seen = 0
+    for path in GOLDEN.glob("*.json"):
+        files = json.loads(path.read_text(encoding="utf-8"))
+        for name, data in files.items() if isinstance(files, dict) else ():
+            if re.search(r"(benchmark|disparity|audit)\.json$", name):
+                inner = next(iter(data.values())) if "task" not in data else data
+                assert set(inner) >= ADDED_KEYS, f"{path.name}: {name}"
+                assert inner["schema_version"] == 1
+                seen += 1
+    assert seen == 11
+
+
 def test_the_comparison_tolerates_rounding_only() -> None:
     assert _same_text("| 0.52 | 3 |", "| 0.53 | 3 |")
     assert not _same_text("| 0.52 | 3 |", "| 0.55 | 3 |")
@@ -275,4 +299,10 @@ def test_the_comparison_tolerates_rounding_only() -> None:
     assert list(_differences({"a": 1.0}, {"a": 1.0 + 1e-12})) == []
     assert list(_differences({"a": 1.0}, {"a": 1.001})) != []
     assert list(_differences({"a": 1}, {"a": 1, "b": 2})) == [".b: added"]
+    # a golden file recorded before typed results: exactly ADDED_KEYS may be new
+    assert list(_differences({"a": 1}, {"a": 1, "task": "audit", "schema_version": 1})) == []
+    assert list(_differences({"a": 1, "schema_version": 1}, {"a": 1})) == [
+        ".schema_version: missing"
+    ]
+    assert list(_differences({"a": 1, "task": 2}, {"a": 1, "task": 3})) == [".task: 2, now 3"]
     assert {_golden_path(c) for c in COMMANDS} == set(GOLDEN.glob("*.json"))

@@ -42,6 +42,7 @@ from contrastkit.audit.data import AuditData, load_audit_data
 from contrastkit.config import ModelConfig
 from contrastkit.errors import ConfigError, DataFormatError
 from contrastkit.io import atomic_write_text
+from contrastkit.results import SCHEMA_VERSION
 
 __all__ = ["ANALYSES", "AuditConfig", "AuditResult", "audit"]
 
@@ -426,6 +427,8 @@ def audit(config: AuditConfig, say: Callable[[str], None] | None = None) -> Audi
         for key, value in asdict(config).items()
     }
     report: dict[str, Any] = {
+        "task": "audit",
+        "schema_version": SCHEMA_VERSION,
         "contrastkit_version": __version__,
         "data": str(config.data),
         "format": data.format,

@@ -70,6 +70,7 @@ from contrastkit.evaluators.raw import RawAppender
 from contrastkit.interfaces import CaptionScorer, ImageTextScorer, PronounScorer
 from contrastkit.io import atomic_write_text
 from contrastkit.records import parse_json, read_json, text_lines
+from contrastkit.results import SCHEMA_VERSION
 from contrastkit.text import format_number, table_header
 
 if TYPE_CHECKING:
@@ -1037,6 +1038,7 @@ def write_contrast_outputs(
         "data": data,
         "dataset": dataset,
         "task": "contrast",
+        "schema_version": SCHEMA_VERSION,
         "contrastkit_version": __version__,
         "note": note,
         "score_kind": contrast_scoring(result["summary"])["score_kind"],

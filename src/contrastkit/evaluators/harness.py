@@ -88,6 +88,7 @@ from contrastkit.harness_key import (
 )
 from contrastkit.io import atomic_write_text, check_writable
 from contrastkit.records import MAX_LINE_BYTES, json_lines, read_json
+from contrastkit.results import SCHEMA_VERSION
 from contrastkit.text import format_number
 
 __all__ = [
@@ -930,6 +931,7 @@ def harness_report(config: HarnessReportConfig) -> HarnessReport:
         note = weights_note(model)
         results = {
             "task": f"harness-{key.set_kind}",
+            "schema_version": SCHEMA_VERSION,
             "model": model,
             "random_weights": note is not None,
             "weights_note": note,

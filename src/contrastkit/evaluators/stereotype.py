@@ -41,6 +41,7 @@ import numpy as np
 
 from contrastkit.errors import ConfigError, DataFormatError
 from contrastkit.io import atomic_write_text
+from contrastkit.results import SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -207,6 +208,7 @@ def stereotype_benchmark(
     size = first.get("blank_size")
     benchmark = {
         "task": TASK,
+        "schema_version": SCHEMA_VERSION,
         "model": model,
         "data": list(data),
         "random_weights": note is not None,

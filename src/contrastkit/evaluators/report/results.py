@@ -50,7 +50,14 @@ from contrastkit.evaluators.tasks.retrieval import (
     by_query,
     summarize_retrieval,
 )
-from contrastkit.records import read_json_object
+from contrastkit.results import (
+    SCHEMA_VERSION,
+    AuditResult,
+    Result,
+    VisoGenderResult,
+    ZeroShotResult,
+    load_result,
+)
 
 __all__ = [
     "benchmark",
@@ -58,6 +65,7 @@ __all__ = [
     "jsonable",
     "load_benchmark",
     "model_slug",
+    "read_benchmark",
     "retrieval_warnings",
 ]
 
@@ -186,6 +194,8 @@ def benchmark(run: ScoredRun, config: EvalConfig, data: Sequence[str | Path]) ->
     of it carries (``weights_note``; ``None`` for trained weights)."""
     note = weights_note(run.model)
     results: dict[str, Any] = {
+        "task": "visogender",
+        "schema_version": SCHEMA_VERSION,
         "random_weights": note is not None,
         "weights_note": note,
         "metadata": {
@@ -286,27 +296,57 @@ def benchmark(run: ScoredRun, config: EvalConfig, data: Sequence[str | Path]) ->
     return {f"visogender_{model_slug(run.model)}_results": jsonable(results)}
 
 
+def read_benchmark(path: str | Path) -> Result:
+    """The typed result (:func:`contrastkit.results.load_result`) of a benchmark file
+    or of the output folder holding it (a VisoGender, contrast-set or stereotype
+    ``benchmark.json``, or a contrast set's ``harness_results.json``).
+
+    Raises:
+        DataFormatError: no such file, invalid JSON, an unknown task, a value of the
+            wrong type, or a result that is no evaluation's (an audit, a zero-shot
+            disparity analysis).
+    """
+    path = Path(path)
+    if not path.exists():
+        raise DataFormatError(path, None, None, "no such benchmark file")
+    result = load_result(path)
+    if isinstance(result, AuditResult | ZeroShotResult):
+        raise DataFormatError(
+            path, None, "task",
+            f"{_a(result.task)} result, not a benchmark (`contrastkit report` compares the "
+            "benchmark.json of evaluations)",
+        )  # fmt: skip
+    return result
+
+
+def _a(task: str) -> str:
+    """``an audit``, ``a contrast``."""
+    return f"{'an' if task[:1] in 'aeiou' else 'a'} {task}"
+
+
 def load_benchmark(path: str | Path) -> tuple[str, dict[str, Any]]:
-    """Read a benchmark JSON (or the ``benchmark.json`` of an output folder).
+    """Read a VisoGender benchmark JSON (or the ``benchmark.json`` of an output folder),
+    through :class:`contrastkit.results.VisoGenderResult` (a file of an older
+    contrastkit, without ``task`` and ``schema_version``, reads the same).
 
     Returns:
         The top-level name and its results object.
 
     Raises:
-        DataFormatError: missing file, invalid JSON, or not a benchmark.
+        DataFormatError: missing file, invalid JSON, a value of the wrong type (located
+            by its dotted path), or not a VisoGender benchmark.
     """
     path = Path(path)
     if path.is_dir():
         path = path / "benchmark.json"
     if not path.is_file():
         raise DataFormatError(path, None, None, "no such benchmark file")
-    data = read_json_object(path, "one visogender_<model>_results object")
-    if len(data) != 1:
-        raise DataFormatError(path, None, None, "expected one visogender_<model>_results object")
-    name, results = next(iter(data.items()))
-    if not isinstance(results, dict) or "metadata" not in results:
-        raise DataFormatError(path, None, name, "not a benchmark result (no metadata)")
-    return name, results
+    result = load_result(path)
+    if not isinstance(result, VisoGenderResult):
+        raise DataFormatError(
+            path, None, "task", f"{_a(result.task)} result, not a VisoGender benchmark"
+        )
+    return result.name, result.to_json()[result.name]
 
 
 def read_visogender_benchmark(path: str | Path) -> dict[str, Any]:

@@ -58,6 +58,7 @@ from contrastkit.evaluators.zero_shot.metrics import DEFAULT_BINS, GroupMetrics,
 from contrastkit.interfaces import ImageTextScorer, ProgressFactory, progress_stage
 from contrastkit.io import check_writable
 from contrastkit.records import read_json
+from contrastkit.results import SCHEMA_VERSION
 
 __all__ = [
     "CALIBRATION_MODES",
@@ -453,6 +454,7 @@ def _results(
     map_ci = metrics.map_ci or {}
     return {
         "task": TASK,
+        "schema_version": SCHEMA_VERSION,
         "contrastkit_version": __version__,
         "model": config.model,
         "predictions": str(config.predictions) if config.predictions else None,
