@@ -17,7 +17,7 @@ import pytest
 from contrastkit.errors import DataFormatError
 from contrastkit.results import (
     SCHEMA_VERSION,
-    AuditResult,
+    AuditReport,
     ContrastResult,
     HarnessResult,
     Result,
@@ -38,9 +38,9 @@ RESULTS = re.compile(r"(^|/)(benchmark|disparity|audit|harness_results)\.json$")
 
 #: The tree each golden command's results files read into.
 EXPECTED = {
-    "audit_coco": AuditResult,
-    "audit_contrast": AuditResult,
-    "audit_visogender": AuditResult,
+    "audit_coco": AuditReport,
+    "audit_contrast": AuditReport,
+    "audit_visogender": AuditReport,
     "evaluate_contrast": ContrastResult,
     "evaluate_stereotype": StereotypeResult,
     "evaluate_visogender": VisoGenderResult,
@@ -359,3 +359,23 @@ def test_the_schema_rejects_what_the_tree_rejects() -> None:
     visogender = json_schema(VisoGenderResult)
     assert _errors(visogender, {"a": 1, "b": 2}, visogender) == [": 2 keys", ".a: not allowed",
                                                                 ".b: not allowed"]  # fmt: skip
+
+
+def test_the_module_example_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The example in ``contrastkit.results``'s docstring, on a golden VisoGender result."""
+    import contrastkit.results
+
+    [data] = [d for s, _, d in GOLDEN_RESULTS if s == "evaluate_visogender"]
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "out" / "open_clip-ViT-B-32-openai"
+    folder.mkdir(parents=True)
+    (folder / "benchmark.json").write_text(json.dumps(data), encoding="utf-8")
+    doc = contrastkit.results.__doc__ or ""
+    lines = doc.split("Example::\n")[1].splitlines()
+    end = next(n for n, line in enumerate(lines) if line and not line.startswith("    "))
+    code = "\n".join(line.removeprefix("    ") for line in lines[:end])
+    exec(compile(code, "contrastkit.results example", "exec"), {"__name__": "example"})
+    model = next(iter(data.values()))["metadata"]["model_name"]
+    assert capsys.readouterr().out.startswith(f"{model} -1.0 ")

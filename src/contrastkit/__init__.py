@@ -78,6 +78,8 @@ _API: dict[str, str] = {
     "harness_report": "contrastkit.evaluators.harness",
     "ZeroShotDisparityConfig": "contrastkit.evaluators.zero_shot.job",
     "zero_shot_disparity": "contrastkit.evaluators.zero_shot.job",
+    # any results file read back as its typed tree (contrastkit.results)
+    "load_result": "contrastkit.results",
     # is the data itself biased? (GenSynth Sec. 3)
     "AuditConfig": "contrastkit.audit",
     "audit": "contrastkit.audit",
@@ -261,4 +263,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from contrastkit.interfaces import (
         PronounScorer as PronounScorer,
+    )
+    from contrastkit.results import (
+        load_result as load_result,
     )

@@ -11,7 +11,7 @@ has both inside it). :func:`load_result` reads any of them and picks the tree:
 * ``contrast`` — :class:`ContrastResult`; ``stereotype`` — :class:`StereotypeResult`;
 * ``harness-contrast`` — :class:`HarnessResult` (``harness_results.json``);
 * ``zero-shot-disparity`` — :class:`ZeroShotResult` (``disparity.json``);
-* ``audit`` — :class:`AuditResult` (``audit.json``).
+* ``audit`` — :class:`AuditReport` (``audit.json``).
 
 Example::
 
@@ -31,7 +31,7 @@ Schema; ``docs/schemas/<task>.schema.json`` are those files.
 
 from __future__ import annotations
 
-from contrastkit.results.audit import AuditResult, Composition
+from contrastkit.results.audit import AuditReport, Composition
 from contrastkit.results.base import (
     SCHEMA_VERSION,
     Node,
@@ -58,7 +58,7 @@ from contrastkit.results.zero_shot import ConceptDisparity, ZeroShotResult
 
 __all__ = [
     "SCHEMA_VERSION",
-    "AuditResult",
+    "AuditReport",
     "Composition",
     "ConceptDisparity",
     "ContrastResult",

@@ -10,7 +10,7 @@ from typing import Any
 
 from contrastkit.results.base import Node, Result, register_result
 
-__all__ = ["AuditResult", "Composition"]
+__all__ = ["AuditReport", "Composition"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -28,8 +28,9 @@ class Composition(Node):
 
 
 @dataclass(frozen=True, kw_only=True)
-class AuditResult(Result):
-    """An ``audit.json``. Each analysis section is an object (or ``{"skipped":
+class AuditReport(Result):
+    """An ``audit.json`` (the ``report`` of :class:`contrastkit.audit.job.AuditResult`).
+    Each analysis section is an object (or ``{"skipped":
     reason}`` where the set cannot have it)."""
 
     TASK = "audit"
@@ -51,4 +52,4 @@ class AuditResult(Result):
     plots: tuple[str, ...] | None = None
 
 
-register_result(AuditResult.TASK, AuditResult)
+register_result(AuditReport.TASK, AuditReport)

@@ -52,7 +52,7 @@ from contrastkit.evaluators.tasks.retrieval import (
 )
 from contrastkit.results import (
     SCHEMA_VERSION,
-    AuditResult,
+    AuditReport,
     Result,
     VisoGenderResult,
     ZeroShotResult,
@@ -310,7 +310,7 @@ def read_benchmark(path: str | Path) -> Result:
     if not path.exists():
         raise DataFormatError(path, None, None, "no such benchmark file")
     result = load_result(path)
-    if isinstance(result, AuditResult | ZeroShotResult):
+    if isinstance(result, AuditReport | ZeroShotResult):
         raise DataFormatError(
             path, None, "task",
             f"{_a(result.task)} result, not a benchmark (`contrastkit report` compares the "
