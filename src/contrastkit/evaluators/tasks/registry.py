@@ -57,13 +57,18 @@ class Task:
             answers).
         run: ``function(config, paths, progress) -> EvaluateResult``.
         read: ``function(path) -> results or None``: a ``benchmark.json`` (or the
-            folder holding one) of this task, ``None`` for another task's.
+            folder holding one) of this task, ``None`` for another task's. Used for a
+            task whose results :mod:`contrastkit.results` does not know (a plugin's);
+            the others are read by :func:`contrastkit.results.load_result`, by the
+            ``task`` field their files record (:attr:`result_tasks`).
         headline: ``function(results) -> dict``: the console headline.
         compare: ``function(list of results) -> str``: the side-by-side markdown.
         compare_plots: ``function(list of results, folder, stem) -> list of paths``:
             the side-by-side plots (``None``: none).
         plots_title: what the comparison's plot section is called.
         listed_last: its results come after every other task's in a comparison.
+        result_tasks: the ``task`` values of the :mod:`contrastkit.results` trees
+            this task's files read as.
         source: the distribution that registered it.
 
     Every function is an import path, ``"module:function"``.
@@ -78,6 +83,7 @@ class Task:
     compare_plots: str | None = None
     plots_title: str = "the models side by side"
     listed_last: bool = False
+    result_tasks: tuple[str, ...] = ()
     source: str = "contrastkit"
 
     def __post_init__(self) -> None:
@@ -124,6 +130,7 @@ BUILT_IN: tuple[Task, ...] = (
         headline=f"{_E}.report.results:headline",
         compare=f"{_E}.report.markdown:comparison_markdown",
         compare_plots=f"{_E}.report.plots:write_comparison_plots",
+        result_tasks=("visogender",),
     ),
     Task(
         "contrast", "contrast", f"{_E}.contrast_sets:evaluate_contrast_sets",
@@ -131,20 +138,21 @@ BUILT_IN: tuple[Task, ...] = (
         headline=f"{_E}.contrast:contrast_headline",
         compare=f"{_E}.report.markdown:contrast_comparison_markdown",
         compare_plots=f"{_E}.report.plots:write_contrast_comparison_plots",
-        plots_title="original vs balanced vs contrast set",
+        plots_title="original vs balanced vs contrast set", result_tasks=("contrast",),
     ),
     Task(
         "stereotype", "stereotype", f"{_E}.stereotype:evaluate_stereotype",
         read=f"{_E}.stereotype:read_stereotype_benchmark",
         headline=f"{_E}.stereotype:stereotype_headline",
         compare=f"{_E}.stereotype:stereotype_comparison_markdown",
+        result_tasks=("stereotype",),
     ),
     Task(
         "harness", None, None,
         read=f"{_E}.harness:read_harness_results",
         headline=f"{_E}.harness:harness_headline",
         compare=f"{_E}.harness:harness_comparison_markdown",
-        listed_last=True,
+        listed_last=True, result_tasks=("harness-contrast",),
     ),
 )  # fmt: skip
 
@@ -228,17 +236,29 @@ def task_for_data(paths: Sequence[Path], asked: str | None = None) -> Task:
 
 
 def read_result(path: Path) -> tuple[Task, Any]:
-    """The task whose ``benchmark.json`` ``path`` is, and the results read: each task's
-    reader is tried, the last-listed task's first and VisoGender's (which names what is
-    wrong with a file no task reads) last.
+    """The task whose results file ``path`` is (a ``benchmark.json``, a contrast set's
+    ``harness_results.json``, or the folder holding one), and its results: a task that
+    reads its own files (a plugin's) if one recognises it, else the file's recorded
+    ``task`` (:func:`contrastkit.evaluators.report.results.read_benchmark`, one reader
+    for every built-in task).
 
     Raises:
-        DataFormatError: a missing or malformed benchmark file.
+        DataFormatError: a missing or malformed file, an unknown task, or a result that
+            is no evaluation's (an audit, a zero-shot analysis).
     """
-    ordered = list(tasks().values())
-    for task in reversed(ordered[1:]):
-        results = task.function("read")(path)
-        if results is not None:
+    from contrastkit.evaluators.report.results import read_benchmark
+    from contrastkit.results import VisoGenderResult
+
+    registered = list(tasks().values())
+    for task in registered:
+        if not task.result_tasks:
+            results = task.function("read")(path)
+            if results is not None:
+                return task, results
+    typed = read_benchmark(path)
+    data = typed.to_json()
+    results = data[typed.name] if isinstance(typed, VisoGenderResult) else data
+    for task in registered:
+        if typed.task in task.result_tasks:
             return task, results
-    first = ordered[0]
-    return first, first.function("read")(path)
+    raise ConfigError(f"{path}: no registered task reads {typed.task!r} results")
