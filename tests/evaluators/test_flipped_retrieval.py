@@ -300,12 +300,13 @@ def test_the_cli_maps_its_option_onto_the_config(
 ) -> None:
     """``--no-flipped-retrieval`` turns the flipped queries off; they are on by default."""
     import contrastkit.evaluators.job as job
+    from contrastkit.errors import ConfigError
 
     seen: list[Any] = []
 
     def capture(config: Any, **_: Any) -> Any:
         seen.append(config.settings)
-        raise job.ConfigError("stop here")  # the job is tested above
+        raise ConfigError("stop here")  # the job is tested above
 
     monkeypatch.setattr(job, "evaluate", capture)
     for extra, expected in (([], True), (["--no-flipped-retrieval"], False)):
