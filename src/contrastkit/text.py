@@ -1,7 +1,10 @@
 """Small wording helpers for what people read: counts with the right noun form, and the
 pieces of every markdown report: a number for a table cell (:func:`format_number`), a
 cell that cannot break its table (:func:`escape_cell`) and the table itself
-(:func:`markdown_table`, :func:`table_header`, :func:`table_row`).
+(:func:`markdown_table`, :func:`table_header`, :func:`table_row`); and the one way
+files people read are rendered from jinja2 templates shipped as package data
+(:func:`template_environment`: the dataset cards, the harness exports' READMEs, task
+YAMLs and lmms-eval ``utils.py``).
 
 They live in this shared module so that every layer's reports (the evaluators', the
 audit's, dataset curation's, the builders') write numbers and tables one way; the
@@ -13,7 +16,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import jinja2
 
 __all__ = [
     "MISSING",
@@ -23,6 +30,7 @@ __all__ = [
     "markdown_table",
     "table_header",
     "table_row",
+    "template_environment",
 ]
 
 #: How a table cell shows a number that is missing or undefined (``None``, NaN, inf).
@@ -106,3 +114,28 @@ def markdown_table(
     lines = table_header(header, align)
     lines += [table_row([escape_cell(cell(value)) for value in row]) for row in rows]
     return [*lines, ""]
+
+
+def template_environment(package: str, folder: str = "templates") -> jinja2.Environment:
+    """The jinja2 environment of the ``*.j2`` templates in ``folder`` of ``package``
+    (package data: pyproject's ``package-data`` must list them), by file name.
+
+    One set of rules for every template: a value the template names and the caller did
+    not give is an error (``StrictUndefined``), nothing is HTML-escaped, a ``{% ... %}``
+    tag alone on its line leaves no line behind (``trim_blocks``, ``lstrip_blocks``) and
+    the template's last line break is kept."""
+    import jinja2
+
+    templates = resources.files(package) / folder
+    loader = jinja2.DictLoader(
+        {item.name: item.read_text(encoding="utf-8") for item in templates.iterdir()
+         if item.name.endswith(".j2")}
+    )  # fmt: skip
+    return jinja2.Environment(
+        loader=loader,
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )

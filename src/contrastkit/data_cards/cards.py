@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from importlib import resources
 from typing import Any
 
 import jinja2
 import yaml
+
+from contrastkit.text import template_environment
 
 __all__ = ["TASK_CATEGORIES", "card_yaml", "render_card", "size_category"]
 
@@ -65,19 +66,8 @@ def card_yaml(metadata: dict[str, Any]) -> dict[str, Any]:
 
 
 def _environment() -> jinja2.Environment:
-    templates = resources.files("contrastkit.data_cards") / "templates"
-    loader = jinja2.DictLoader(
-        {item.name: item.read_text(encoding="utf-8") for item in templates.iterdir()
-         if item.name.endswith(".j2")}
-    )  # fmt: skip
-    env = jinja2.Environment(
-        loader=loader,
-        undefined=jinja2.StrictUndefined,  # a number missing from the metadata is an error
-        autoescape=False,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
+    # StrictUndefined: a number missing from the metadata is an error
+    env = template_environment("contrastkit.data_cards")
     env.filters["thousands"] = lambda n: f"{n:,}"
     env.filters["percent"] = lambda x: "n/a" if x is None else f"{100 * x:.1f}%"
     return env
