@@ -5,6 +5,8 @@ module reaching into another's private names."""
 from __future__ import annotations
 
 import ast
+import fnmatch
+import re
 from pathlib import Path
 
 import grimp
@@ -119,3 +121,53 @@ def _private_imports() -> set[tuple[str, str]]:
 
 def test_no_module_imports_another_modules_private_names() -> None:
     assert _private_imports() == set(), "make the name public, or move it"
+
+
+# -- generated files come from templates ----------------------------------------------
+
+#: A line of Python source: a statement keyword at the start of a line.
+_PYTHON_LINE = re.compile(
+    r"^[ \t]*(?:def \w+\(|class \w+[(:]|import \w|from [\w.]+ import |return\b|@\w)", re.M
+)
+
+
+def _python_in_f_strings() -> set[str]:
+    """``file:line`` of every f-string whose literal text holds lines of Python source."""
+    found = set()
+    for path in sorted(ROOT.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.JoinedStr):
+                continue
+            text = "".join(
+                str(part.value) if isinstance(part, ast.Constant) else "{}" for part in node.values
+            )
+            if len(_PYTHON_LINE.findall(text)) >= 2:
+                found.add(f"{path.relative_to(ROOT)}:{node.lineno}")
+    return found
+
+
+def test_no_f_string_holds_python_source() -> None:
+    """Python source the package writes (the lmms-eval ``utils.py`` of a harness export)
+    comes from a jinja2 template shipped as package data, not from an f-string, where
+    every brace of the code must be doubled and the code cannot be read as code."""
+    assert _python_in_f_strings() == set(), "render it from a template (contrastkit.text)"
+
+
+def test_the_finder_of_python_in_f_strings_finds_it(tmp_path: Path) -> None:
+    source = 'def f(x):\n    return f"""import io\n\ndef g():\n    return {x}\n"""\n'
+    tree = ast.parse(source)
+    [joined] = [node for node in ast.walk(tree) if isinstance(node, ast.JoinedStr)]
+    text = "".join(str(p.value) if isinstance(p, ast.Constant) else "{}" for p in joined.values)
+    assert len(_PYTHON_LINE.findall(text)) == 3
+    assert not _PYTHON_LINE.findall("Run `python -m lmms_eval` from any folder; returns 0.")
+
+
+def test_every_template_is_package_data() -> None:
+    """The wheel carries every ``*.j2`` template: a pattern of pyproject's package-data
+    matches it (a template left out renders in a checkout and fails once installed)."""
+    config = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))
+    patterns = config["tool"]["setuptools"]["package-data"]["contrastkit"]
+    templates = [path.relative_to(ROOT).as_posix() for path in ROOT.rglob("*.j2")]
+    assert any(name.startswith("builders/harness_templates/") for name in templates)
+    missing = [t for t in templates if not any(fnmatch.fnmatch(t, p) for p in patterns)]
+    assert missing == []

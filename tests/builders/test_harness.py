@@ -230,6 +230,75 @@ def test_the_lmms_eval_task_yaml_parses_and_names_functions_of_its_utils(
     )
 
 
+def test_the_task_yaml_is_the_configuration_lmms_eval_reads(
+    small: dict[str, Path], tmp_path: Path
+) -> None:
+    """Issue 33: the task YAMLs are dumped by pyyaml, so a task whose name YAML reads as
+    something else (``no`` is false, ``null`` is nothing) stays the string it is; the
+    functions are plain ``!function utils.<name>`` tags, as lmms-eval's own YAMLs write
+    them; and the generated ``utils.py`` scores the task's real first item."""
+    out = tmp_path / "no"
+    export_harness(
+        HarnessExportConfig(source=small["OO"], format="lmms-eval", out=out, seed=3, name="no")
+    )
+    text = (out / "no.yaml").read_text()
+    assert text.startswith("# lmms-eval task written by contrastkit ")
+    assert "\ndoc_to_visual: !function utils.doc_to_visual\n" in text
+    assert '\n    pre_prompt: ""\n' in text
+    config = yaml.load(text, Loader=FunctionLoader)
+    post_prompt = "\nAnswer with the option's letter from the given choices directly."
+    assert config == {
+        "task": "no",
+        "dataset_path": "parquet",
+        "dataset_kwargs": {"data_files": {"test": "data/no.parquet"}},
+        "test_split": "test",
+        "output_type": "generate_until",
+        **{
+            name: ("!function", f"utils.{name}")
+            for name in ("doc_to_visual", "doc_to_text", "doc_to_target", "doc_to_choice")
+        },
+        "generation_kwargs": {
+            "max_new_tokens": 16, "temperature": 0, "do_sample": False, "num_beams": 1
+        },
+        "process_results": ("!function", "utils.process_results"),
+        "metric_list": [
+            {"metric": "accuracy", "aggregation": ("!function", "utils.aggregate_accuracy"),
+             "higher_is_better": True},
+            {"metric": "unparseable_rate",
+             "aggregation": ("!function", "utils.aggregate_unparseable"),
+             "higher_is_better": False},
+        ],
+        "lmms_eval_specific_kwargs": {"default": {"pre_prompt": "", "post_prompt": post_prompt}},
+        "metadata": {"version": 1, "contrastkit_key": KEY_FILE},
+    }  # fmt: skip
+    group = yaml.load((out / "no_all.yaml").read_text(), Loader=FunctionLoader)
+    assert group == {"group": "no_all", "task": ["no", "no_reversed"]}
+    assert yaml.load((out / "no_reversed.yaml").read_text(), Loader=FunctionLoader)["task"] == (
+        "no_reversed"
+    )
+    null = export_harness(
+        HarnessExportConfig(
+            source=small["OO"], format="lmms-eval", out=tmp_path / "null", name="null",
+            reversed_copy=False,
+        )
+    )  # fmt: skip
+    assert null.files[0] == "null.yaml"
+    loaded = yaml.load((tmp_path / "null" / "null.yaml").read_text(), Loader=FunctionLoader)
+    assert loaded["task"] == "null"
+    utils = import_utils(out)
+    [doc] = datasets.load_dataset(
+        "parquet", data_files={"test": str(out / "data/no.parquet")}, cache_dir=str(tmp_path / "hf")
+    )["test"].select([0])
+    key = read_key(out).by_index()[doc["index"]]
+    kwargs = config["lmms_eval_specific_kwargs"]["default"]
+    prompt = utils.doc_to_text(doc, kwargs)
+    assert prompt.startswith(doc["question"] + "\nA. ") and prompt.endswith(post_prompt)
+    answer = f"The answer is ({key.answer})."
+    assert utils.process_results(doc, [answer])["accuracy"]["correct"] is True
+    [image] = utils.doc_to_visual(doc)
+    assert image.mode == "RGB"
+
+
 def test_the_lmms_eval_readme_runs_llava_hf_and_says_when_multiple_choice_works(
     lmms: Path,
 ) -> None:

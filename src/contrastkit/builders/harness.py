@@ -55,6 +55,10 @@ functions the YAML names with ``!function``; it needs no contrastkit) and
 ``data/<name>.parquet`` (images as bytes, Hugging Face ``Image`` features) referenced by
 a path relative to the folder.
 
+The README, the task YAMLs and ``utils.py`` are rendered from the jinja2 templates in
+``harness_templates/`` (package data); the YAMLs' configuration is a dict dumped by pyyaml
+(:class:`_TaskDumper` writes lmms-eval's ``!function`` tags).
+
 Both write ``README.md`` (how to run the harness, how to bring its answers back) and
 :data:`~contrastkit.harness_key.KEY_FILE`. Rows whose image is not available are an
 error naming them, or, with ``skip_missing``, left out and listed in the key, the README
@@ -76,6 +80,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
+
+import yaml
 
 from contrastkit import __version__
 from contrastkit import harness_key as key_module
@@ -101,6 +107,7 @@ from contrastkit.templates import (
     correct_pronoun,
     templates_for,
 )
+from contrastkit.text import template_environment
 from contrastkit.tsv import is_bundled, resolve_data
 
 __all__ = [
@@ -749,273 +756,160 @@ def _write_parquet(path: Path, items: Sequence[tuple[KeyItem, _Question]]) -> No
             writer.write_table(pa.Table.from_pylist(batch, schema=schema))
 
 
+# -- the files people and harnesses read: jinja2 templates in harness_templates/ ------------
+
+
+def _render(template: str, **values: Any) -> str:
+    """``harness_templates/<template>`` rendered with ``values`` (``repr`` filter: a
+    Python literal of a value, for ``utils.py``)."""
+    env = template_environment("contrastkit.builders", "harness_templates")
+    env.filters["repr"] = repr
+    return env.get_template(template).render(**values)
+
+
 def _utils_source() -> str:
-    """The lmms-eval ``utils.py``: self-contained, with copies of
-    :func:`contrastkit.harness_key.parse_choice`, :func:`~contrastkit.harness_key.option_loss`,
-    :func:`~contrastkit.harness_key.loss_choice` and their patterns."""
-    words = inspect.getsource(key_module._words)
-    parse = inspect.getsource(parse_choice)
-    loss = inspect.getsource(option_loss)
-    lowest = inspect.getsource(loss_choice)
-    return f'''"""lmms-eval functions of a contrastkit harness export (written by contrastkit
-{__version__}; needs no contrastkit). Each item is one image, a question and lettered
-options; the model answers in words, and :func:`parse_choice` (the same rule as
-contrastkit's ``harness_key.parse_choice``) reads the letter. Answers it cannot read are
-counted as ``unparseable``, never guessed. With ``output_type: multiple_choice`` the
-model's loss of each letter decides instead (:func:`option_loss`, :func:`loss_choice`:
-the lowest wins, as in lmms-eval's own scoring). Bring the ``--log_samples`` file back
-with ``contrastkit report --harness-predictions FILE --harness-set THIS_FOLDER``.
-"""
-
-from __future__ import annotations
-
-import io
-import math
-import re
-from collections.abc import Sequence
-from collections.abc import Mapping
-from typing import Any
-
-LETTERS = {LETTERS!r}
-POST_PROMPT = {LMMS_POST_PROMPT!r}
-_WRAPPERS = {key_module._WRAPPERS!r}
-_ANSWER_IS = re.compile({key_module._ANSWER_IS.pattern!r})
-_LEADING = re.compile({key_module._LEADING.pattern!r})
-_LOSS_PAIR = re.compile({key_module._LOSS_PAIR.pattern!r})
+    """The lmms-eval ``utils.py`` (``harness_templates/utils.py.j2``): self-contained, with
+    copies of :func:`contrastkit.harness_key.parse_choice`,
+    :func:`~contrastkit.harness_key.option_loss`, :func:`~contrastkit.harness_key.loss_choice`
+    and their patterns, so that the harness reads answers by contrastkit's rule."""
+    return _render(
+        "utils.py.j2",
+        version=__version__,
+        letters=LETTERS,
+        post_prompt=LMMS_POST_PROMPT,
+        wrappers=key_module._WRAPPERS,
+        answer_is=key_module._ANSWER_IS.pattern,
+        leading=key_module._LEADING.pattern,
+        loss_pair=key_module._LOSS_PAIR.pattern,
+        words=inspect.getsource(key_module._words),
+        parse=inspect.getsource(parse_choice),
+        loss=inspect.getsource(option_loss),
+        lowest=inspect.getsource(loss_choice),
+    )
 
 
-{words}
+@dataclass(frozen=True)
+class _Function:
+    """A function of the export's ``utils.py`` that a task YAML names: lmms-eval reads
+    ``!function utils.<name>`` (its YAML loader imports it)."""
 
-{parse}
+    name: str
 
-{loss}
-
-{lowest}
-
-def options(doc: Mapping[str, Any]) -> dict[str, str]:
-    """Letter -> option text of one item (empty letters left out)."""
-    return {{letter: doc[letter] for letter in LETTERS if doc.get(letter)}}
-
-
-def doc_to_visual(doc: Mapping[str, Any]) -> list[Any]:
-    """The item's image, RGB."""
-    from PIL import Image
-
-    image = doc["image"]
-    if isinstance(image, dict):
-        image = Image.open(io.BytesIO(image["bytes"]))
-    return [image.convert("RGB")]
+    def __post_init__(self) -> None:
+        if not self.name.isidentifier():
+            raise ValueError(f"not a function name: {self.name!r}")
 
 
-def doc_to_text(
-    doc: Mapping[str, Any], lmms_eval_specific_kwargs: Mapping[str, Any] | None = None
-) -> str:
-    """The question, then one line per option (``A. his``), then the instruction."""
-    kwargs = dict(lmms_eval_specific_kwargs or {{}})
-    pre = kwargs.get("pre_prompt", "")
-    post = kwargs.get("post_prompt", "\\n" + POST_PROMPT)
-    lines = "\\n".join(f"{{letter}}. {{text}}" for letter, text in options(doc).items())
-    return f"{{pre}}{{doc['question']}}\\n{{lines}}{{post}}"
+class _TaskDumper(yaml.SafeDumper):  # type: ignore[misc]  # pyyaml has no type hints here
+    """``yaml.safe_dump`` plus the two things lmms-eval's task YAMLs are written with:
+    :class:`_Function` as a plain ``!function utils.<name>`` tag, and a sequence indented under
+    its key. An empty string or one holding a line break is double-quoted
+    (``pre_prompt: ""``, ``post_prompt: "\\nAnswer ..."``), as the prompts of lmms-eval's
+    own tasks are; every other string is quoted only where YAML needs it (a task named
+    ``no`` or ``null`` stays a string)."""
+
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+        super().increase_indent(flow, False)
+
+    def choose_scalar_style(self) -> str:
+        # pyyaml quotes every scalar with a tag of its own ('utils.name'); lmms-eval's
+        # YAMLs write the dotted name plain, which is safe for an identifier
+        if self.event.tag == "!function":
+            return ""
+        return str(super().choose_scalar_style())
 
 
-def doc_to_choice(doc: Mapping[str, Any]) -> list[str]:
-    """The option letters (for ``output_type: multiple_choice``)."""
-    return list(options(doc))
+def _represent_function(dumper: yaml.SafeDumper, function: _Function) -> yaml.Node:
+    return dumper.represent_scalar("!function", f"utils.{function.name}")
 
 
-def doc_to_target(doc: Mapping[str, Any]) -> str:
-    """The correct letter."""
-    return str(doc["answer"])
+def _represent_str(dumper: yaml.SafeDumper, text: str) -> yaml.Node:
+    if not text or "\n" in text:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", text, style='"')
+    return dumper.represent_str(text)
 
 
-def _answer_letter(doc: Mapping[str, Any], results: Any) -> str | None:
-    letters = list(options(doc))
-    if isinstance(results, list | tuple) and len(results) > 1:
-        # output_type: multiple_choice: one (loss, is_greedy) per letter, in letter order
-        losses = [option_loss(result) for result in results]
-        if len(results) != len(letters) or any(loss is None for loss in losses):
-            raise ValueError(
-                f"item {{doc['index']}}: expected one (loss, is_greedy) pair per option "
-                f"{{letters}} (output_type: multiple_choice), got {{list(results)!r:.200}}"
-            )
-        return loss_choice([float(loss) for loss in losses if loss is not None], letters)
-    result = results[0] if isinstance(results, list | tuple) and results else results
-    if isinstance(result, list | tuple):
-        result = result[0] if result else ""
-    return parse_choice(result, options(doc))
+_TaskDumper.add_representer(_Function, _represent_function)
+_TaskDumper.add_representer(str, _represent_str)
 
 
-def process_results(doc: Mapping[str, Any], results: Any) -> dict[str, Any]:
-    """Per item: the letter read from the answer, whether it is right, and the item's
-    ``index`` (contrastkit maps it back through contrastkit_harness.json)."""
-    letter = _answer_letter(doc, results)
-    entry = {{"index": int(doc["index"]), "letter": letter, "correct": letter == doc["answer"]}}
-    return {{"accuracy": entry, "unparseable_rate": entry}}
+def _yaml(data: dict[str, Any]) -> str:
+    """``data`` as lmms-eval YAML (:class:`_TaskDumper`; keys in order, no line folded)."""
+    return str(
+        yaml.dump(data, Dumper=_TaskDumper, sort_keys=False, allow_unicode=True, width=1 << 20)
+    )
 
 
-def aggregate_accuracy(results: list[dict[str, Any]]) -> float:
-    """The share of items answered with the right letter (unparseable answers count as
-    wrong here; contrastkit's report counts them apart)."""
-    return sum(1 for r in results if r["correct"]) / len(results) if results else float("nan")
+def _task_config(task: str, data_file: str) -> dict[str, Any]:
+    """The configuration of one lmms-eval task (``data_file`` relative to the folder)."""
+    return {
+        "task": task,
+        "dataset_path": "parquet",
+        "dataset_kwargs": {"data_files": {"test": data_file}},
+        "test_split": "test",
+        "output_type": "generate_until",
+        "doc_to_visual": _Function("doc_to_visual"),
+        "doc_to_text": _Function("doc_to_text"),
+        "doc_to_target": _Function("doc_to_target"),
+        "doc_to_choice": _Function("doc_to_choice"),
+        "generation_kwargs": {
+            "max_new_tokens": 16,
+            "temperature": 0,
+            "do_sample": False,
+            "num_beams": 1,
+        },
+        "process_results": _Function("process_results"),
+        "metric_list": [
+            {
+                "metric": "accuracy",
+                "aggregation": _Function("aggregate_accuracy"),
+                "higher_is_better": True,
+            },
+            {
+                "metric": "unparseable_rate",
+                "aggregation": _Function("aggregate_unparseable"),
+                "higher_is_better": False,
+            },
+        ],
+        "lmms_eval_specific_kwargs": {
+            "default": {"pre_prompt": "", "post_prompt": "\n" + LMMS_POST_PROMPT}
+        },
+        "metadata": {"version": 1, "contrastkit_key": KEY_FILE},
+    }
 
 
-def aggregate_unparseable(results: list[dict[str, Any]]) -> float:
-    """The share of items whose answer names no option letter."""
-    if not results:
-        return float("nan")
-    return sum(1 for r in results if r["letter"] is None) / len(results)
-'''
+def _task_yaml(task: str, data_file: str) -> str:
+    """One task's YAML (``harness_templates/task.yaml.j2``: a comment, then
+    :func:`_task_config` dumped)."""
+    return _render("task.yaml.j2", version=__version__, body=_yaml(_task_config(task, data_file)))
 
 
-def _task_yaml(task: str, data_file: str, group: str | None = None) -> str:
-    return f"""# lmms-eval task written by contrastkit {__version__} (contrastkit export harness).
-# The data path below is relative to this folder (lmms-eval 0.7.3 resolves it so).
-task: {task}
-dataset_path: parquet
-dataset_kwargs:
-  data_files:
-    test: {data_file}
-test_split: test
-output_type: generate_until
-doc_to_visual: !function utils.doc_to_visual
-doc_to_text: !function utils.doc_to_text
-doc_to_target: !function utils.doc_to_target
-doc_to_choice: !function utils.doc_to_choice
-generation_kwargs:
-  max_new_tokens: 16
-  temperature: 0
-  do_sample: false
-  num_beams: 1
-process_results: !function utils.process_results
-metric_list:
-  - metric: accuracy
-    aggregation: !function utils.aggregate_accuracy
-    higher_is_better: true
-  - metric: unparseable_rate
-    aggregation: !function utils.aggregate_unparseable
-    higher_is_better: false
-lmms_eval_specific_kwargs:
-  default:
-    pre_prompt: ""
-    post_prompt: "\\n{LMMS_POST_PROMPT}"
-metadata:
-  version: 1
-  contrastkit_key: {KEY_FILE}
-"""
+def _group_yaml(group: str, tasks: Sequence[str]) -> str:
+    """The lmms-eval group that runs ``tasks`` together."""
+    return _yaml({"group": group, "task": list(tasks)})
 
 
 def _readme(config: HarnessExportConfig, found: _Set, datasets: dict[str, str],
             counts: dict[str, int]) -> str:  # fmt: skip
-    name = datasets["main"]
-    lines = [
-        f"# {name}: a contrastkit {found.kind} set as a multiple-choice task for {config.format}",
-        "",
-        f"Written by contrastkit {__version__} from `{', '.join(map(str, config.source))}` "
-        f"(option order seed {config.seed}).",
-        "",
-        f"Questions: {found.wording}.",
-        "",
-        f"Items: {counts.get('main', 0)} in `{name}`"
-        + (
-            f", and the same {counts.get('reversed', 0)} with the options in the opposite "
-            f"order in `{datasets['reversed']}` (the position-bias check)"
-            if "reversed" in datasets
-            else ""
-        )
-        + ".",
-        "",
-    ]
-    if found.skipped:
-        lines += [
-            f"Left out: {len(found.skipped)} row(s) whose image is not available "
-            f"(listed in `{KEY_FILE}` under `skipped`):",
-            "",
-        ]
-        lines += [f"- {entry['row']}: {entry['reason']}" for entry in found.skipped[:20]]
-        if len(found.skipped) > 20:
-            lines.append(f"- ... and {len(found.skipped) - 20} more")
-        lines.append("")
-    all_names = " ".join(datasets.values())
-    if config.format == "vlmevalkit":
-        lines += [
-            "## Run it with VLMEvalKit",
-            "",
-            "VLMEvalKit reads a dataset it does not know from `$LMUData/<name>.tsv` (default "
-            "`~/LMUData`) and treats a TSV with `A`/`B` and `image` columns as a custom "
-            "multiple-choice dataset:",
-            "",
-            "```bash",
-            f'cp {" ".join(f"{n}.tsv" for n in datasets.values())} "${{LMUData:-$HOME/LMUData}}/"',
-            f"python run.py --data {all_names} --model llava_v1.5_7b --mode infer",
-            "```",
-            "",
-            "It writes `<work-dir>/<model>/.../<model>_<dataset>.xlsx` (`PRED_FORMAT=tsv` "
-            "for a TSV) with a `prediction` column.",
-            "",
-        ]
-        files = [f"outputs/llava_v1.5_7b/T.../llava_v1.5_7b_{d}.xlsx" for d in datasets.values()]
-    else:
-        group = f"{name}_all" if "reversed" in datasets else name
-        lines += [
-            "## Run it with lmms-eval",
-            "",
-            "With lmms-eval 0.7.3 (`pip install lmms-eval==0.7.3 decord`: its `llava_hf` "
-            "model imports `decord`), from any folder (lmms-eval 0.7.3 reads the YAMLs' "
-            "parquet paths relative to this folder):",
-            "",
-            "```bash",
-            f"python -m lmms_eval --include_path {config.out} --model llava_hf "
-            "--model_args pretrained=llava-hf/llava-1.5-7b-hf "
-            f"--tasks {group} --batch_size 1 --log_samples --output_path logs/",
-            "```",
-            "",
-            "On a machine without a GPU, add `,device=cpu,device_map=cpu` to `--model_args`.",
-            "`--log_samples` writes `logs/<model>/<date>_samples_<task>.jsonl` per task: "
-            "those are the predictions. The task generates a short answer and reads its "
-            "letter with `utils.parse_choice`.",
-            "",
-            "To score by log-likelihood instead, set `output_type: multiple_choice` in the "
-            "task YAMLs (they already name `doc_to_choice`) and add `--force_simple`. It "
-            "works only with a model whose simple class computes log-likelihoods (`llava_hf`, "
-            "`llava`, `llava_onevision`, `qwen_vl`, ...): lmms-eval 0.7.3 runs a model's chat "
-            "class by default, and chat classes only generate (a multiple_choice task stops "
-            "with 'Currently messages is used for generation only'); many simple classes "
-            "raise NotImplementedError instead. `llava_hf`'s log-likelihood also needs "
-            "transformers 4 (with transformers 5 it stops with 'Found 1 <image> tokens in the "
-            "text but no images were passed'). The model's loss of each letter is logged as "
-            "text, e.g. `(0.357, True)`; the lowest loss is the answer (as in lmms-eval's own "
-            "scoring), and a tie is unparseable.",
-            "",
-        ]
-        files = [f"logs/llava-hf__llava-1.5-7b-hf/*_samples_{d}.jsonl" for d in datasets.values()]
-    lines += [
-        "## Bring the answers back into contrastkit",
-        "",
-        "```bash",
-        "contrastkit report \\\n"
-        + "".join(f"  --harness-predictions {file} \\\n" for file in files)
-        + f"  --harness-set {config.out} --model llava-1.5-7b --out results/llava-1.5-7b",
-        "```",
-        "",
-        "Give every prediction file (both splits) its own `--harness-predictions`. Each "
-        "answer's letter is read by one documented rule "
-        "(`contrastkit.harness_key.parse_choice`); an answer naming no option, or more than "
-        "one, is counted as unparseable and never guessed. contrastkit then computes what "
-        "the harness does not: "
-        + {
-            "visogender": "VisoGender's resolution accuracy per gender and gender pair, the "
-            "gender gap and the neutral rate (`benchmark.json`, the same file `contrastkit "
-            "evaluate` writes, so `contrastkit report` puts it beside other models)",
-            "contrast": "accuracy per version, the masculine-caption preference and how "
-            "often both versions of a photo get the same gendered caption",
-            "stereotype": "how often the stereotypical caption is chosen, per category and "
-            "for anti-stereotypical images (VLStereoSet's vlbs reading)",
-        }[found.kind]
-        + ", plus which letter wins regardless of content and how answers change when the "
-        "options are reversed.",
-        "",
-    ]
-    return "\n".join(lines)
+    """The export's README (``harness_templates/README.md.j2``)."""
+    return _render(
+        "README.md.j2",
+        name=datasets["main"],
+        names=list(datasets.values()),
+        reversed=datasets.get("reversed"),
+        group=f"{datasets['main']}_all" if "reversed" in datasets else datasets["main"],
+        kind=found.kind,
+        format=config.format,
+        version=__version__,
+        source=", ".join(map(str, config.source)),
+        seed=config.seed,
+        wording=found.wording,
+        main_items=counts.get("main", 0),
+        reversed_items=counts.get("reversed", 0),
+        skipped=found.skipped,
+        key_file=KEY_FILE,
+        out=config.out,
+    )
 
 
 def _check_out(out: Path) -> None:
@@ -1078,8 +972,9 @@ def export_harness(config: HarnessExportConfig) -> HarnessExportResult:
                 files += [f"{dataset}.yaml", data_file]
             if len(datasets) > 1:
                 group = f"{name}_all"
-                tasks = "".join(f"  - {dataset}\n" for dataset in datasets.values())
-                atomic_write_text(staging / f"{group}.yaml", f"group: {group}\ntask:\n{tasks}")
+                atomic_write_text(
+                    staging / f"{group}.yaml", _group_yaml(group, list(datasets.values()))
+                )
                 files.append(f"{group}.yaml")
             atomic_write_text(staging / "utils.py", _utils_source())
             files.append("utils.py")
