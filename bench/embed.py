@@ -36,8 +36,8 @@ import torch
 from PIL import Image
 
 from contrastkit.config import ModelConfig
-from contrastkit.evaluators.models import load_scorer
-from contrastkit.evaluators.models.base import DualEncoder
+from contrastkit.models import load_scorer
+from contrastkit.models.base import DualEncoder
 from contrastkit.pipeline import DECODE_MODES, auto_workers, embed_images, image_batches
 from contrastkit.pipeline.batches import _Item, _raw_batches, _resolve_mode
 from contrastkit.samples import photo_crops

@@ -40,9 +40,9 @@ import torch
 
 from contrastkit.config import ModelConfig
 from contrastkit.evaluators.data import ImageLoader, load_items, visogender_files
-from contrastkit.evaluators.models import load_scorer
-from contrastkit.evaluators.models.openclip import OpenCLIPScorer
 from contrastkit.evaluators.runner import EvalConfig, score_dataset
+from contrastkit.models import load_scorer
+from contrastkit.models.openclip import OpenCLIPScorer
 from contrastkit.pipeline import DECODE_MODES
 from contrastkit.samples import write_visogender_workload
 from contrastkit.templates import captions, templates_for

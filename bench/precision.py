@@ -22,8 +22,8 @@ import torch
 
 from contrastkit.config import ModelConfig
 from contrastkit.evaluators.data import ImageLoader, load_items, visogender_files
-from contrastkit.evaluators.models import load_scorer
 from contrastkit.evaluators.runner import EvalConfig, score_dataset
+from contrastkit.models import load_scorer
 from contrastkit.samples import write_visogender_workload
 from embed import SPEC, device_name
 

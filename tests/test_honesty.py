@@ -15,8 +15,8 @@ from contrastkit.builders.export import build_weights, public_metadata, public_t
 from contrastkit.builders.publish import PublishConfig, check_publishable, publish
 from contrastkit.cli import app
 from contrastkit.errors import ConfigError
-from contrastkit.evaluators.models import load_scorer
-from contrastkit.evaluators.models.registry import random_weights, weights_note
+from contrastkit.models import load_scorer
+from contrastkit.models.registry import random_weights, weights_note
 from contrastkit.schema import Context, Gender
 from contrastkit.text import count
 from contrastkit.tiny.clip import tiny_open_clip

@@ -18,7 +18,7 @@ import tomllib
 
 from contrast_data import contrast_export
 from contrastkit.errors import ConfigError
-from contrastkit.evaluators.models.families import BUILT_IN, ModelFamily, register_model
+from contrastkit.models.families import BUILT_IN, ModelFamily, register_model
 
 PLUGIN = Path(__file__).parent / "plugin_example"
 

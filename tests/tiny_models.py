@@ -3,7 +3,7 @@ the model spec the registry loads them by.
 
 Each builder writes everything the loader needs (weights, config, tokenizer files, image
 processor) into ``folder`` and returns a spec string for
-:func:`contrastkit.evaluators.models.load_model`. Models are seeded, so a builder writes the
+:func:`contrastkit.models.load_model`. Models are seeded, so a builder writes the
 same weights every time; all build in well under a second on a CPU.
 
 The word-piece vocabulary has no ``their``: it splits into ``the`` + ``##ir``, and the

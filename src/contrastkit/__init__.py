@@ -71,8 +71,8 @@ _API: dict[str, str] = {
     "evaluate": "contrastkit.evaluators.job",
     "ReportConfig": "contrastkit.evaluators.job",
     "compare_results": "contrastkit.evaluators.job",
-    "load_model": "contrastkit.evaluators.models",
-    "load_scorer": "contrastkit.evaluators.models",
+    "load_model": "contrastkit.models",
+    "load_scorer": "contrastkit.models",
     "visogender_files": "contrastkit.evaluators.data",
     "HarnessReportConfig": "contrastkit.evaluators.harness",
     "harness_report": "contrastkit.evaluators.harness",
@@ -240,12 +240,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from contrastkit.evaluators.job import (
         evaluate as evaluate,
     )
-    from contrastkit.evaluators.models import (
-        load_model as load_model,
-    )
-    from contrastkit.evaluators.models import (
-        load_scorer as load_scorer,
-    )
     from contrastkit.evaluators.runner import (
         EvalConfig as EvalConfig,
     )
@@ -263,6 +257,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from contrastkit.interfaces import (
         PronounScorer as PronounScorer,
+    )
+    from contrastkit.models import (
+        load_model as load_model,
+    )
+    from contrastkit.models import (
+        load_scorer as load_scorer,
     )
     from contrastkit.results import (
         load_result as load_result,

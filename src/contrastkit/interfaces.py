@@ -16,7 +16,7 @@
   ``contextmanager`` function of the same shape (a tqdm bar, a logger).
 
 Nothing here imports torch: the protocols describe behaviour, the adapters in
-``contrastkit.evaluators.models`` implement it, and a test double or a user's own model
+``contrastkit.models`` implement it, and a test double or a user's own model
 satisfies them structurally.
 """
 

@@ -5,19 +5,55 @@
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.machinery
 import sys
 import warnings
+from collections.abc import Sequence
+from types import ModuleType
 
-__all__ = ["moved"]
+__all__ = ["moved", "moved_package"]
+
+
+def _warn(old: str, new: str, release: str) -> None:
+    warnings.warn(
+        f"{old} moved to {new} in contrastkit {release}; the old path will be removed in "
+        "the next release",
+        DeprecationWarning,
+        stacklevel=4,
+    )
 
 
 def moved(old: str, new: str, release: str = "0.2") -> None:
     """Make ``import old`` give module ``new``; call it as the whole body of ``old``."""
     module = importlib.import_module(new)
-    warnings.warn(
-        f"{old} moved to {new} in contrastkit {release}; the old path will be removed in "
-        "the next release",
-        DeprecationWarning,
-        stacklevel=3,
-    )
+    _warn(old, new, release)
     sys.modules[old] = module
+
+
+class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds ``OLD.x.y`` as the already-imported (or now imported) ``NEW.x.y``."""
+
+    def __init__(self, old: str, new: str) -> None:
+        self.old, self.new = old, new
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if not fullname.startswith(self.old + "."):
+            return None
+        return importlib.machinery.ModuleSpec(fullname, self, is_package=False)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        return importlib.import_module(self.new + spec.name[len(self.old) :])
+
+    def exec_module(self, module: ModuleType) -> None:
+        """The module ran when it was imported under its new name."""
+
+
+def moved_package(old: str, new: str, release: str = "0.2") -> None:
+    """Make ``import old`` and ``import old.anything`` give ``new`` and its submodules
+    (the same module objects); call it as the whole body of ``old/__init__.py``."""
+    if not any(isinstance(f, _Alias) and f.old == old for f in sys.meta_path):
+        sys.meta_path.insert(0, _Alias(old, new))
+    moved(old, new, release)

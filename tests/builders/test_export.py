@@ -34,7 +34,7 @@ from contrastkit.curation.faces import FaceDetector
 from contrastkit.curation.integrity import check_tables
 from contrastkit.curation.urls import CheckConfig
 from contrastkit.errors import ConfigError, DataFormatError, StateError
-from contrastkit.evaluators.models import load_scorer
+from contrastkit.models import load_scorer
 from contrastkit.schema import URL_COLUMN, Context, Gender
 from contrastkit.store import ImageStore
 from contrastkit.tsv import read_visogender_tsv

@@ -32,7 +32,7 @@ from contrastkit.config import ModelConfig
 from contrastkit.curation.editing import EditSettings, load_editor
 from contrastkit.curation.knn_filter import knn_filter
 from contrastkit.errors import DataFormatError, StateError
-from contrastkit.evaluators.models import load_scorer
+from contrastkit.models import load_scorer
 from contrastkit.schema import Gender
 from factories import hold_build_lock
 

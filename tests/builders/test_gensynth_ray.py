@@ -55,7 +55,7 @@ def models_only_on_ray(patch: pytest.MonkeyPatch) -> None:
         raise AssertionError("engine ray loaded a model in the driver")
 
     patch.setattr("contrastkit.curation.editing.load_editor", loaded_in_the_driver)
-    patch.setattr("contrastkit.evaluators.models.load_scorer", loaded_in_the_driver)
+    patch.setattr("contrastkit.models.load_scorer", loaded_in_the_driver)
 
 
 @pytest.fixture

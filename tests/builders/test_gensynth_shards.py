@@ -377,7 +377,7 @@ def test_edits_are_webp_smaller_than_png_and_still_export(
     coco_dir: Path, tiny_editor_dir: Path, tiny_clip_spec: str, tmp_path: Path
 ) -> None:
     from contrastkit.builders.export import ExportContrastConfig, export_contrast_set, load_export
-    from contrastkit.evaluators.models import load_scorer
+    from contrastkit.models import load_scorer
 
     editor = load_editor(tiny_editor_dir, ModelConfig(batch_size=4))
     sizes: dict[str, dict[str, int]] = {}

@@ -14,8 +14,8 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from contrastkit.cli import app
-from contrastkit.evaluators.models.paper_models import VISOGENDER_MODELS, markdown_table
-from contrastkit.evaluators.models.registry import FAMILY_DOCS, KINDS, parse_spec
+from contrastkit.models.paper_models import VISOGENDER_MODELS, markdown_table
+from contrastkit.models.registry import FAMILY_DOCS, KINDS, parse_spec
 
 ROOT = Path(__file__).parents[2]
 runner = CliRunner()

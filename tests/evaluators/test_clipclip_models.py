@@ -16,9 +16,9 @@ from contrastkit.audit.clipclip import fit_clip_clip
 from contrastkit.cli import app
 from contrastkit.config import ModelConfig
 from contrastkit.errors import ConfigError, ModelNotFoundError
-from contrastkit.evaluators.models import load_scorer, parse_spec
-from contrastkit.evaluators.models.clipclip import ClipClip, ClippedScorer
-from contrastkit.evaluators.models.registry import random_weights, weights_note
+from contrastkit.models import load_scorer, parse_spec
+from contrastkit.models.clipclip import ClipClip, ClippedScorer
+from contrastkit.models.registry import random_weights, weights_note
 from contrastkit.pipeline import embed_images
 from eval_data import grace_hopper, write_small_dataset
 

@@ -28,9 +28,9 @@ from contrastkit.evaluators.contrast import (
     write_contrast_outputs,
 )
 from contrastkit.evaluators.job import EvaluateConfig, evaluate
-from contrastkit.evaluators.models import load_model
 from contrastkit.evaluators.tasks.stereotype import caption_scores
 from contrastkit.interfaces import CaptionScorer
+from contrastkit.models import load_model
 
 datasets.disable_progress_bars()
 runner = CliRunner()

@@ -14,9 +14,9 @@ from typer.testing import CliRunner
 from contrastkit.cli import app
 from contrastkit.config import ModelConfig
 from contrastkit.errors import ConfigError, ModelNotFoundError
-from contrastkit.evaluators.models import load_scorer, parse_spec
-from contrastkit.evaluators.models.debias import PUBLISHED, parse_debias_spec
-from contrastkit.evaluators.models.registry import random_weights
+from contrastkit.models import load_scorer, parse_spec
+from contrastkit.models.debias import PUBLISHED, parse_debias_spec
+from contrastkit.models.registry import random_weights
 from contrastkit.pipeline import embed_images
 from eval_data import grace_hopper, write_small_dataset
 

@@ -18,9 +18,9 @@ import tiny_models
 from contrastkit.cli import app
 from contrastkit.config import ModelConfig
 from contrastkit.errors import ConfigError
-from contrastkit.evaluators.models import PronounScorer, load_model, parse_spec
-from contrastkit.evaluators.models.captioning import CaptioningScorer
-from contrastkit.evaluators.models.registry import random_weights, weights_note
+from contrastkit.models import PronounScorer, load_model, parse_spec
+from contrastkit.models.captioning import CaptioningScorer
+from contrastkit.models.registry import random_weights, weights_note
 from eval_data import write_small_dataset
 
 runner = CliRunner()

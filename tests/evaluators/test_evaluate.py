@@ -17,7 +17,6 @@ from typer.testing import CliRunner
 from contrastkit.cli import app
 from contrastkit.errors import ConfigError, DataFormatError
 from contrastkit.evaluators.data import ImageLoader, load_items
-from contrastkit.evaluators.models import ImageTextScorer
 from contrastkit.evaluators.report import (
     benchmark,
     load_benchmark,
@@ -26,6 +25,7 @@ from contrastkit.evaluators.report import (
 )
 from contrastkit.evaluators.runner import EvalConfig, read_raw, score_dataset
 from contrastkit.evaluators.stats import labor_comparison, labor_shares
+from contrastkit.models import ImageTextScorer
 from contrastkit.store import ImageStore
 from eval_data import write_small_dataset
 

@@ -20,12 +20,12 @@ from typer.testing import CliRunner
 from contrastkit.cli import app
 from contrastkit.evaluators.data import EvalItem, ImageLoader, load_items
 from contrastkit.evaluators.job import ReportConfig, compare_results
-from contrastkit.evaluators.models import ImageTextScorer
 from contrastkit.evaluators.report import benchmark, markdown_report, write_outputs
 from contrastkit.evaluators.report.headlines import headline_figures, headline_lines
 from contrastkit.evaluators.report.plots import figures
 from contrastkit.evaluators.report.results import headline
 from contrastkit.evaluators.runner import EvalConfig, ScoredRun, read_raw, score_dataset
+from contrastkit.models import ImageTextScorer
 from contrastkit.tsv import read_visogender_tsv, write_visogender_tsv
 from eval_data import write_small_dataset
 

@@ -14,16 +14,16 @@ from PIL import Image
 import tiny_models
 from contrastkit.config import ModelConfig
 from contrastkit.errors import ConfigError, ModelNotFoundError
-from contrastkit.evaluators.models import load_model, load_scorer
-from contrastkit.evaluators.models.itm import MatchingScorer
-from contrastkit.evaluators.models.registry import (
+from contrastkit.interfaces import CaptionScorer, ImageTextScorer
+from contrastkit.models import load_model, load_scorer
+from contrastkit.models.itm import MatchingScorer
+from contrastkit.models.registry import (
     FAMILY_DOCS,
     KINDS,
     check_dual,
     parse_spec,
     random_weights,
 )
-from contrastkit.interfaces import CaptionScorer, ImageTextScorer
 from contrastkit.tiny.itm import tiny_blip_itm, tiny_vilt
 
 CAPTIONS = [

@@ -15,7 +15,7 @@ from PIL import Image
 
 from contrastkit.config import ModelConfig
 from contrastkit.errors import ConfigError
-from contrastkit.evaluators.models import (
+from contrastkit.models import (
     ImageTextScorer,
     ModelNotFoundError,
     PronounScorer,
@@ -23,7 +23,7 @@ from contrastkit.evaluators.models import (
     load_scorer,
     parse_spec,
 )
-from contrastkit.evaluators.models.captioning import CaptioningScorer
+from contrastkit.models.captioning import CaptioningScorer
 
 DUAL = ["open_clip", "open_clip_checkpoint", "hf_clip", "siglip"]
 CAPTIONING = ["blip", "git", "blip2"]
@@ -335,7 +335,7 @@ def test_device_and_dtype_are_checked(tiny_specs: dict[str, str]) -> None:
 
 def test_importing_the_registry_does_not_import_torch() -> None:
     code = (
-        "import sys, contrastkit.evaluators.models, contrastkit.evaluators.job; "
+        "import sys, contrastkit.models, contrastkit.evaluators.job; "
         "sys.exit('torch' in sys.modules)"
     )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

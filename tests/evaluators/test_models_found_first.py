@@ -10,7 +10,7 @@ import pytest
 from contrastkit.curation.urls import CheckConfig
 from contrastkit.errors import ModelNotFoundError
 from contrastkit.evaluators.job import EvaluateConfig, evaluate
-from contrastkit.evaluators.models import locate_model
+from contrastkit.models import locate_model
 from eval_data import write_small_dataset
 from loopback import LoopbackServer, noise_jpeg, static
 

@@ -13,7 +13,7 @@ from PIL import Image, ImageOps
 
 from contrastkit.config import ModelConfig
 from contrastkit.errors import DataFormatError
-from contrastkit.evaluators.models import load_scorer
+from contrastkit.models import load_scorer
 from contrastkit.pipeline import (
     PipelineConfig,
     decode,
@@ -232,7 +232,7 @@ def test_pipeline_config_is_checked() -> None:
 
 
 def test_auto_dtype_is_float32_on_the_cpu(tiny_specs: dict[str, str]) -> None:
-    from contrastkit.evaluators.models.base import resolve_dtype
+    from contrastkit.models.base import resolve_dtype
 
     assert resolve_dtype("auto", torch.device("cpu")) is torch.float32
     assert resolve_dtype(None, torch.device("cpu")) is torch.float32
@@ -366,8 +366,8 @@ def test_float16_agrees_with_float32_on_decisions(
     """Half precision (OpenCLIP under autocast, as on a GPU; here on the CPU) picks the
     same his/her winner as float32 in at least 99.5% of the 1150 official cases, and any
     his/her/their winner it changes was a near-tie in float32 (docs/pipeline.md)."""
-    from contrastkit.evaluators.models.base import ModelRuntime
-    from contrastkit.evaluators.models.openclip import load_open_clip
+    from contrastkit.models.base import ModelRuntime
+    from contrastkit.models.openclip import load_open_clip
 
     target = tiny_specs["open_clip"].split(":", 1)[1]
     runs = {}

@@ -1,6 +1,6 @@
 """Raw score files (contrastkit.evaluators.raw), the resumable JSONL format the runner and
 the stereotype task share, and the input-size reading of image processors
-(contrastkit.evaluators.models.image_size)."""
+(contrastkit.models.image_size)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from contrastkit.evaluators.models.image_size import processor_input_size, size_of
 from contrastkit.evaluators.raw import RawAppender, dumps_jsonl, read_raw
+from contrastkit.models.image_size import processor_input_size, size_of
 
 
 def test_an_interrupted_file_resumes_with_its_complete_records(tmp_path: Path) -> None:

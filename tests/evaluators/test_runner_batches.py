@@ -13,11 +13,11 @@ import pytest
 from PIL import Image
 
 from contrastkit.evaluators.data import EvalItem, ImageLoader, load_items
-from contrastkit.evaluators.models import ImageTextScorer
 from contrastkit.evaluators.runner import RAW_FILES, EvalConfig, score_dataset
 from contrastkit.evaluators.tasks.flipped import flipped_retrieval_queries
 from contrastkit.evaluators.tasks.resolution import resolution_cases
 from contrastkit.evaluators.tasks.retrieval import retrieval_queries
+from contrastkit.models import ImageTextScorer
 from contrastkit.schema import Gender
 from contrastkit.templates import Template
 from eval_data import write_small_dataset

@@ -22,20 +22,20 @@ from typer.testing import CliRunner
 from contrastkit.cli import app
 from contrastkit.config import ModelConfig
 from contrastkit.errors import ConfigError, ModelNotFoundError
-from contrastkit.evaluators.models import load_model, parse_spec
-from contrastkit.evaluators.models.registry import FAMILY_DOCS, KINDS, random_weights
-from contrastkit.evaluators.models.vlm import VLMScorer
-from contrastkit.evaluators.models.vlm_spec import (
-    CONTINUATION_INSTRUCTION,
-    multiple_choice_question,
-    option_order,
-)
 from contrastkit.evaluators.tasks.multiple_choice import (
     score_multiple_choice,
     summarize_multiple_choice,
 )
 from contrastkit.evaluators.tasks.resolution import resolution_cases
 from contrastkit.interfaces import CaptionScorer, ImageTextScorer, PronounScorer
+from contrastkit.models import load_model, parse_spec
+from contrastkit.models.registry import FAMILY_DOCS, KINDS, random_weights
+from contrastkit.models.vlm import VLMScorer
+from contrastkit.models.vlm_spec import (
+    CONTINUATION_INSTRUCTION,
+    multiple_choice_question,
+    option_order,
+)
 from contrastkit.tiny.vlm import tiny_instructblip, tiny_llava, tiny_paligemma, tiny_qwen2_vl
 from contrastkit.tsv import read_visogender_tsv, write_visogender_tsv
 from eval_data import write_small_dataset
@@ -363,7 +363,7 @@ def test_a_model_not_in_the_cache_is_a_clear_error_without_the_network(
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
     code = (
         "from contrastkit.errors import ModelNotFoundError\n"
-        "from contrastkit.evaluators.models import load_model\n"
+        "from contrastkit.models import load_model\n"
         "try:\n"
         "    load_model('vlm:contrastkit-test/no-such-vlm?protocol=multiple-choice')\n"
         "except ModelNotFoundError as error:\n"

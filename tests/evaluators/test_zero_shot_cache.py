@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-import contrastkit.evaluators.models as models
+import contrastkit.models as models
 from contrastkit.cli import app
 from contrastkit.config import ModelConfig
 from contrastkit.errors import StateError

@@ -15,7 +15,6 @@ from PIL import Image
 from scipy import stats
 
 from contrastkit.errors import ConfigError, DataFormatError
-from contrastkit.evaluators.models.registry import load_scorer
 from contrastkit.evaluators.zero_shot.consistency import (
     consistency_colours,
     consistency_counts,
@@ -38,6 +37,7 @@ from contrastkit.evaluators.zero_shot.words import (
     model_word_vectors,
     sign_agreement,
 )
+from contrastkit.models.registry import load_scorer
 
 # Hand-made 3-d vectors. Man terms: man (1,0,0) and he (1,0,1); woman terms: woman
 # (0,1,0) and she (0,2,0). Concepts: necktie (3,4,0) -> unit (0.6, 0.8, 0); tennis (1,0,0)

@@ -89,7 +89,7 @@ class GenSwapConfig:
             f"must be >= 1, not {self.pool_limit}",
         )
         if self.embedder is not None:
-            from contrastkit.evaluators.models import check_dual
+            from contrastkit.models import check_dual
 
             check_dual(self.embedder)
 
@@ -157,7 +157,7 @@ def build_genswap(
         )  # fmt: skip
     quality = None
     if config.embedder:
-        from contrastkit.evaluators.models import load_scorer
+        from contrastkit.models import load_scorer
 
         quality = run_quality_checks(out, load_scorer(config.embedder, config.model), pool)
     return GenSwapResult(

@@ -274,7 +274,7 @@ class GenSynthConfig:
             require(value is None or value >= 1, name, f"must be >= 1, not {value}")
         check_engine(self.engine, self.ray_address)
         if self.needs_embedder and self.embedder is not None:
-            from contrastkit.evaluators.models import check_dual
+            from contrastkit.models import check_dual
 
             check_dual(self.embedder)
 
@@ -370,7 +370,7 @@ class GenSynthConfig:
                 f"{named} (options from {self.work_folder / SUMMARY}: {', '.join(from_build)})"
             ) from error
         if self.needs_embedder and self.embedder is None:
-            from contrastkit.evaluators.models import check_dual
+            from contrastkit.models import check_dual
 
             check_dual(resolved.embedder)
         return replace(resolved, from_build=tuple(from_build), chosen=self.chosen())
@@ -689,8 +689,8 @@ def _build(
     """The stages of :func:`build_gensynth` (in the Ray session with ``engine="ray"``)."""
     from contrastkit.builders import gensynth as builder
     from contrastkit.curation.editing import load_editor, locate_editor
-    from contrastkit.evaluators.models import locate_model
     from contrastkit.evaluators.quality import list_pool_images
+    from contrastkit.models import locate_model
 
     out = config.out
     work = config.work_folder
@@ -798,6 +798,6 @@ def _embedder(run: GenSynthSettings, config: GenSynthConfig) -> RayCropEmbedder 
 
 
 def _load_scorer(spec: str, model: ModelConfig) -> ImageTextScorer:
-    from contrastkit.evaluators.models import load_scorer
+    from contrastkit.models import load_scorer
 
     return load_scorer(spec, model)

@@ -15,7 +15,7 @@ runs the build):
   in plan order, so its serial work per edit is a write and an fsync.
 - **Embed** (Sec. 4.2, :class:`RayCropEmbedder`): the crops the embedding cache lacks,
   one local batch per call, go to actors that load the scorer once
-  (:func:`~contrastkit.evaluators.models.load_scorer`) and return the vectors; the driver
+  (:func:`~contrastkit.models.load_scorer`) and return the vectors; the driver
   writes the checkpoint shards as the local run does and makes the KNN decisions.
 
 So the manifest, the images and the embedding shards are those of an ``--engine local``
@@ -124,8 +124,8 @@ class RayCropEmbedder:
     """
 
     def __init__(self, spec: str, config: ModelConfig) -> None:
-        from contrastkit.evaluators.models import check_dual
-        from contrastkit.evaluators.models.registry import random_weights
+        from contrastkit.models import check_dual
+        from contrastkit.models.registry import random_weights
 
         parsed = check_dual(spec)
         self._spec = str(parsed)  # the name the local engine's scorer reports
@@ -236,7 +236,7 @@ class _EmbedActor(_PoolActor):
     returned as their ``(n, d)`` float32 embeddings."""
 
     def setup(self, model: str, config: ModelConfig) -> None:
-        from contrastkit.evaluators.models import load_scorer
+        from contrastkit.models import load_scorer
 
         _quiet_loaders()
         self.scorer = load_scorer(model, config)

@@ -139,7 +139,7 @@ class QuickstartConfig:
                 "tiny=True (--tiny) builds its own models; leave editor and model unset",
             )
         if self.model is not None:
-            from contrastkit.evaluators.models import check_dual
+            from contrastkit.models import check_dual
 
             check_dual(self.model)
 
@@ -241,7 +241,7 @@ def _load_editor(config: QuickstartConfig, folder: Path, say: Callable[[str], No
 
 def _load_model(config: QuickstartConfig, folder: Path, say: Callable[[str], None]) -> _Loaded:
     """The CLIP-like model (:func:`_load_or_tiny`)."""
-    from contrastkit.evaluators.models import load_scorer
+    from contrastkit.models import load_scorer
 
     def build_tiny() -> tuple[Any, str]:
         from contrastkit.tiny.clip import tiny_open_clip

@@ -18,7 +18,7 @@ paper), and score with the rest.
   or loads the choice.
 
 What scoring needs (:class:`ClipClip`, :class:`ClippedScorer`, the spec parser) lives in
-:mod:`contrastkit.evaluators.models.clipclip`, so ``contrastkit evaluate`` and
+:mod:`contrastkit.models.clipclip`, so ``contrastkit evaluate`` and
 ``load_scorer`` take saved choices (``clip-clip:load=FILE:BASE``) without importing the
 audit; it is re-exported here. Fitting reads labelled images (COCO, contrast sets), so it
 stays in the audit.
@@ -34,7 +34,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from contrastkit.errors import ConfigError, DataFormatError
-from contrastkit.evaluators.models.clipclip import (
+from contrastkit.models.clipclip import (
     PREFIX,
     ClipClip,
     ClipClipSpec,
@@ -131,7 +131,7 @@ def load_clip_clip(
         ConfigError, DataFormatError, ModelNotFoundError: a bad spec, data or model.
     """
     from contrastkit.audit.data import load_audit_data
-    from contrastkit.evaluators.models.registry import load_scorer
+    from contrastkit.models.registry import load_scorer
     from contrastkit.pipeline import embed_images
 
     parsed = parse_clip_clip_spec(spec)

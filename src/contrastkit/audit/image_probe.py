@@ -90,7 +90,7 @@ def image_probe(
     Args:
         images: the data's images; those labelled masculine or feminine with an image
             file and at least one person box are used.
-        scorer: a loaded dual encoder (:func:`contrastkit.evaluators.models.load_scorer`).
+        scorer: a loaded dual encoder (:func:`contrastkit.models.load_scorer`).
         test_fraction, seed, resamples, level: as :func:`caption_classifier`.
 
     Returns:

@@ -137,12 +137,12 @@ class AuditConfig:
             raise ConfigError("model: must be a ModelConfig")
         if self.models:
             from contrastkit.audit.clipclip import PREFIX, parse_clip_clip_spec
-            from contrastkit.evaluators.models.registry import check_dual
+            from contrastkit.models.registry import check_dual
 
             for spec in self.models:
                 check_dual(parse_clip_clip_spec(spec).base if spec.startswith(PREFIX) else spec)
         if self.image_probe is not None:
-            from contrastkit.evaluators.models.registry import check_dual
+            from contrastkit.models.registry import check_dual
 
             check_dual(self.image_probe)
 
@@ -226,8 +226,8 @@ def _embed_model(
 ) -> _Embedded:
     """Embed every image and distinct neutral caption with ``spec`` (a ``clip-clip:``
     spec is fitted first, and its choice written to ``fitted``)."""
-    from contrastkit.evaluators.models.base import batched
-    from contrastkit.evaluators.models.registry import load_scorer
+    from contrastkit.models.base import batched
+    from contrastkit.models.registry import load_scorer
     from contrastkit.pipeline import embed_images
 
     missing = [
@@ -325,7 +325,7 @@ def _baselines(data: AuditData, config: AuditConfig, say: Callable[[str], None])
     }
     if config.models:
         from contrastkit.audit.clipclip import parse_clip_clip_spec
-        from contrastkit.evaluators.models.registry import weights_note
+        from contrastkit.models.registry import weights_note
 
         bases = {
             spec: parse_clip_clip_spec(spec).base if spec.startswith(PREFIX) else spec
@@ -369,13 +369,13 @@ def _baselines(data: AuditData, config: AuditConfig, say: Callable[[str], None])
 
 def _image_probe(data: AuditData, config: AuditConfig) -> dict[str, Any]:
     from contrastkit.audit.image_probe import image_probe
-    from contrastkit.evaluators.models.registry import load_scorer
+    from contrastkit.models.registry import load_scorer
 
     assert config.image_probe is not None
     if not data.has_instances:
         return {"skipped": "the data has no person boxes (COCO instances_<split>.json)"}
     scorer = load_scorer(config.image_probe, config.model)
-    from contrastkit.evaluators.models.registry import weights_note
+    from contrastkit.models.registry import weights_note
 
     found = image_probe(
         data.images,
@@ -491,7 +491,7 @@ def _weights_notes(config: AuditConfig, report: Mapping[str, Any]) -> dict[str, 
     ``--model`` specs, the image probe's, the caption classifier's and the text encoder's
     folders), by spec; empty when none has random weights."""
     from contrastkit.audit.clipclip import PREFIX, parse_clip_clip_spec
-    from contrastkit.evaluators.models.registry import weights_note
+    from contrastkit.models.registry import weights_note
     from contrastkit.tiny.marker import marked_random, random_weights_note
 
     def ran(key: str) -> bool:

@@ -22,9 +22,9 @@ app = App(
 def families() -> list[dict[str, str]]:
     """Every spec prefix the registry resolves (plugins' too), with its kind, its
     capabilities, what it loads, an example spec and the package that provides it
-    (:mod:`contrastkit.evaluators.models.families`)."""
-    from contrastkit.evaluators.models.families import CAPABILITIES
-    from contrastkit.evaluators.models.families import families as registered
+    (:mod:`contrastkit.models.families`)."""
+    from contrastkit.models.families import CAPABILITIES
+    from contrastkit.models.families import families as registered
 
     return [
         {
@@ -40,7 +40,7 @@ def families() -> list[dict[str, str]]:
 
 
 def _paper_json(paper: str) -> dict[str, Any]:
-    from contrastkit.evaluators.models.paper_models import paper_models
+    from contrastkit.models.paper_models import paper_models
 
     return {
         "name": paper.strip().lower(),

@@ -65,10 +65,10 @@ import numpy as np
 from contrastkit import __version__
 from contrastkit.errors import ConfigError, DataFormatError
 from contrastkit.evaluators.metrics import retrieval_metrics_batch, summarize
-from contrastkit.evaluators.models.base import batched
 from contrastkit.evaluators.raw import RawAppender
 from contrastkit.interfaces import CaptionScorer, ImageTextScorer, PronounScorer
 from contrastkit.io import atomic_write_text
+from contrastkit.models.base import batched
 from contrastkit.records import parse_json, read_json, text_lines
 from contrastkit.results import SCHEMA_VERSION
 from contrastkit.text import format_number, table_header
@@ -1026,8 +1026,8 @@ def write_contrast_outputs(
     and SVG), each atomically; return them by name (``raw``, ``benchmark``, ``report``,
     ``plot``, ``plot_svg``). ``dataset`` (:func:`describe_export`) is stored as the
     benchmark's ``dataset``, which ``contrastkit report`` names the set by."""
-    from contrastkit.evaluators.models.registry import weights_note
     from contrastkit.evaluators.report.plots import save_formats
+    from contrastkit.models.registry import weights_note
 
     folder.mkdir(parents=True, exist_ok=True)
     model_note = weights_note(model)

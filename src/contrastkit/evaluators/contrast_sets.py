@@ -8,9 +8,9 @@ from pathlib import Path
 
 from contrastkit.errors import ConfigError
 from contrastkit.evaluators.evaluation import EvaluateConfig, EvaluateResult, ModelEvaluation
-from contrastkit.evaluators.models.registry import parse_spec
 from contrastkit.evaluators.report.results import model_slug
 from contrastkit.interfaces import CaptionScorer, ImageTextScorer, ProgressFactory, progress_stage
+from contrastkit.models.registry import parse_spec
 
 __all__ = ["check_contrast_model", "evaluate_contrast_sets"]
 
@@ -29,7 +29,7 @@ def evaluate_contrast_sets(
         load_contrast,
         write_contrast_outputs,
     )
-    from contrastkit.evaluators.models import load_model
+    from contrastkit.models import load_model
 
     for spec in config.models:
         check_contrast_model(spec)

@@ -18,11 +18,11 @@ from contrastkit.config import ModelConfig, require
 from contrastkit.curation.urls.config import CheckConfig
 from contrastkit.errors import ConfigError, DataFormatError
 from contrastkit.evaluators.hub import hub_name
-from contrastkit.evaluators.models.registry import parse_spec
 from contrastkit.evaluators.report.results import model_slug
 from contrastkit.evaluators.runner import EvalConfig
 from contrastkit.interfaces import ProgressFactory, progress_stage
 from contrastkit.io import check_writable
+from contrastkit.models.registry import parse_spec
 from contrastkit.store import default_image_store, image_store_for
 from contrastkit.tsv import VISOGENDER, is_bundled, resolve_data
 
@@ -72,7 +72,7 @@ class EvaluateConfig:
             contrast-set exports, or all stereotype probe sets (:mod:`contrastkit.probes`:
             a probe TSV / JSONL, a ``build stereoset`` folder, its export or ``hf:`` copy).
         models: model specs (``open_clip:ARCH/TAG``, ``hf-clip:ID``, ``blip:ID`` ...; see
-            :mod:`contrastkit.evaluators.models.registry`); each gets its own subfolder of
+            :mod:`contrastkit.models.registry`); each gets its own subfolder of
             ``out``.
         out: output folder.
         model: device, dtype, batch size and download permission of every model.
@@ -334,7 +334,7 @@ def fetch_missing(
     )
     if not urls:
         return {}, 0
-    from contrastkit.evaluators.models import locate_model
+    from contrastkit.models import locate_model
 
     for spec in config.models:  # found (not loaded): a missing model fails before any fetch
         locate_model(spec, config.model)

@@ -926,7 +926,7 @@ def harness_report(config: HarnessReportConfig) -> HarnessReport:
         results_file, markdown = _stereotype_outputs(config, key, chosen, model, section)
     else:
         section["figures"] = _contrast_figures(key.items, chosen)
-        from contrastkit.evaluators.models.registry import weights_note
+        from contrastkit.models.registry import weights_note
 
         note = weights_note(model)
         results = {

@@ -172,7 +172,6 @@ def stereotype_benchmark(
         ``null``.
     """
     from contrastkit import __version__
-    from contrastkit.evaluators.models.registry import weights_note
     from contrastkit.evaluators.report.results import jsonable
     from contrastkit.evaluators.stereotype_metrics import (
         lmss,
@@ -182,6 +181,7 @@ def stereotype_benchmark(
         stereotype_summary,
         vlss,
     )
+    from contrastkit.models.registry import weights_note
 
     scores = _array(records, "scores", 3)
     labels = [str(record["label"]) for record in records]
@@ -601,10 +601,10 @@ def evaluate_stereotype(
         folder_links,
         skipped_rows_json,
     )
-    from contrastkit.evaluators.models import load_model, parse_spec
     from contrastkit.evaluators.report.results import model_slug
     from contrastkit.evaluators.tasks.stereotype import RAW_FILE, score_rows
     from contrastkit.interfaces import CaptionScorer, ImageTextScorer, progress_stage
+    from contrastkit.models import load_model, parse_spec
     from contrastkit.probes import load_probe_set
 
     for spec in config.models:

@@ -18,11 +18,11 @@ from contrastkit.evaluators.evaluation import (
     plot_links,
     skipped_rows_json,
 )
-from contrastkit.evaluators.models.registry import parse_spec
 from contrastkit.evaluators.report.results import headline, model_slug
 from contrastkit.evaluators.runner import retrieval_needs_dual
 from contrastkit.interfaces import ImageTextScorer, ProgressFactory, PronounScorer, progress_stage
 from contrastkit.io import atomic_write_text
+from contrastkit.models.registry import parse_spec
 
 __all__ = ["evaluate_visogender"]
 
@@ -32,10 +32,10 @@ def evaluate_visogender(
 ) -> EvaluateResult:
     """VisoGender resolution and retrieval: one folder per model, a comparison of all."""
     from contrastkit.evaluators.data import load_items
-    from contrastkit.evaluators.models import load_model
     from contrastkit.evaluators.report import benchmark, comparison_markdown, write_outputs
     from contrastkit.evaluators.report.plots import write_comparison_plots
     from contrastkit.evaluators.runner import score_dataset
+    from contrastkit.models import load_model
 
     settings = config.settings
     for spec in config.models:

@@ -25,7 +25,7 @@ def iter_embeddings(
     """``(positions, unit-norm embeddings)`` of ``sources``, batch by batch, in order.
 
     A scorer with the pixel interface of
-    :class:`~contrastkit.evaluators.models.base.DualEncoder` (``image_preprocess``,
+    :class:`~contrastkit.models.base.DualEncoder` (``image_preprocess``,
     ``encode_pixels``, ``device``) gets preprocessed batches on its device; any other
     :class:`~contrastkit.interfaces.ImageTextScorer` gets decoded PIL images through
     its ``encode_images``. Either way, decoding happens in the pipeline's workers.

@@ -1,5 +1,5 @@
 """Tiny generative vision-language models (real architectures, random weights) for the
-``vlm:`` adapter (:mod:`contrastkit.evaluators.models.vlm`).
+``vlm:`` adapter (:mod:`contrastkit.models.vlm`).
 
 * :func:`tiny_llava`: a ``LlavaForConditionalGeneration`` (a 1-layer CLIP vision tower, a
   2-layer Llama text model) with a ``LlavaProcessor`` carrying LLaVA-1.5's chat template

@@ -32,8 +32,8 @@ def run(config: Any, paths: Sequence[Path], progress: Any) -> Any:
     from PIL import Image
 
     from contrastkit.evaluators.evaluation import EvaluateResult, ModelEvaluation
-    from contrastkit.evaluators.models import load_scorer
     from contrastkit.evaluators.report.results import model_slug
+    from contrastkit.models import load_scorer
 
     rows = []
     for path in paths:

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from contrastkit.evaluators.metrics import covers_every_query, cutoff_marking, cutoffs_by_k
-from contrastkit.evaluators.models.registry import weights_note
+from contrastkit.models.registry import weights_note
 
 __all__ = ["headline_figures", "headline_lines"]
 

@@ -33,8 +33,6 @@ from typing import Any
 
 from contrastkit import __version__
 from contrastkit.errors import DataFormatError
-from contrastkit.evaluators.models.registry import weights_note
-from contrastkit.evaluators.models.vlm_spec import vlm_metadata
 from contrastkit.evaluators.runner import EvalConfig, ScoredRun
 from contrastkit.evaluators.stats import (
     labor_comparison,
@@ -50,6 +48,8 @@ from contrastkit.evaluators.tasks.retrieval import (
     by_query,
     summarize_retrieval,
 )
+from contrastkit.models.registry import weights_note
+from contrastkit.models.vlm_spec import vlm_metadata
 from contrastkit.results import (
     SCHEMA_VERSION,
     AuditReport,
@@ -189,7 +189,7 @@ def benchmark(run: ScoredRun, config: EvalConfig, data: Sequence[str | Path]) ->
     """The benchmark JSON object of one scored run (Appendix J structure).
 
     Its top level also says whether the model's weights are random (``random_weights``,
-    from :func:`~contrastkit.evaluators.models.registry.random_weights`: ``ARCH/random``
+    from :func:`~contrastkit.models.registry.random_weights`: ``ARCH/random``
     or a marked tiny-model folder) and, if so, the plain sentence every report and plot
     of it carries (``weights_note``; ``None`` for trained weights)."""
     note = weights_note(run.model)

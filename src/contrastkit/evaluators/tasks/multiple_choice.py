@@ -3,9 +3,9 @@ orders, the option-swap rescoring, and the ``multiple_choice`` section of the be
 
 A model whose ``protocol`` is ``multiple-choice`` and that has
 ``multiple_choice_logprobs`` (a ``vlm:...?protocol=multiple-choice`` adapter,
-:mod:`contrastkit.evaluators.models.vlm`) answers each resolution case as a lettered
+:mod:`contrastkit.models.vlm`) answers each resolution case as a lettered
 question. Each case's options (his / her / their) are shown in an order drawn from the
-evaluation seed and the case key (:func:`~contrastkit.evaluators.models.vlm_spec.option_order`),
+evaluation seed and the case key (:func:`~contrastkit.models.vlm_spec.option_order`),
 and the case is scored a second time with that order reversed. The first scores are the
 record's ``scores`` (so resolution, neutral and template-flip figures are those of the
 shuffled order); the record's ``multiple_choice`` entry keeps the order shown, the letter
@@ -34,13 +34,13 @@ from typing import Any
 
 import numpy as np
 
-from contrastkit.evaluators.models.vlm_spec import LETTERS, MC_ANSWER_INSTRUCTION, option_order
 from contrastkit.evaluators.tasks.resolution import (
     ResolutionCase,
     case_record,
     predict,
     summarize_resolution,
 )
+from contrastkit.models.vlm_spec import LETTERS, MC_ANSWER_INSTRUCTION, option_order
 from contrastkit.schema import Gender
 
 __all__ = ["is_multiple_choice", "score_multiple_choice", "summarize_multiple_choice"]

@@ -7,9 +7,9 @@ flip of Appendix D.1). Candidates are his/her, plus their when the protocol need
 with ``neutral=True``.
 
 * Dual encoders score each caption: the similarity of the image and "The doctor and her
-  patient" (:class:`~contrastkit.evaluators.models.ImageTextScorer`).
+  patient" (:class:`~contrastkit.models.ImageTextScorer`).
 * Captioning models score each pronoun as a continuation of "The doctor and"
-  (:class:`~contrastkit.evaluators.models.PronounScorer`).
+  (:class:`~contrastkit.models.PronounScorer`).
 
 **Protocols** (:data:`PROTOCOL_CANDIDATES`): how a case's prediction is made from its
 candidates' scores. Raw records keep every candidate's score, so one scoring run serves

@@ -28,9 +28,9 @@ import numpy as np
 from PIL import Image
 
 from contrastkit.errors import ConfigError
-from contrastkit.evaluators.models.image_size import processor_input_size, size_of
 from contrastkit.evaluators.raw import RawAppender, read_raw
 from contrastkit.interfaces import CaptionScorer, ImageTextScorer, PronounScorer, caption_width
+from contrastkit.models.image_size import processor_input_size, size_of
 
 __all__ = [
     "BLANK_COLOUR",

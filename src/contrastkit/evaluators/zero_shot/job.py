@@ -173,7 +173,7 @@ class ZeroShotDisparityConfig:
             "give exactly one of a model spec and a predictions file",
         )
         if self.model is not None:
-            from contrastkit.evaluators.models.registry import check_dual
+            from contrastkit.models.registry import check_dual
 
             check_dual(self.model)
         require(self.layout in LAYOUTS, "layout", f"choose from {', '.join(LAYOUTS)}")
@@ -426,8 +426,8 @@ def _results(
 ) -> dict[str, Any]:
     """The ``disparity.json`` content (before languages, consistency and plots)."""
     from contrastkit import __version__
-    from contrastkit.evaluators.models.registry import weights_note
     from contrastkit.evaluators.zero_shot.groups import PAPER_COUNTS
+    from contrastkit.models.registry import weights_note
 
     note = weights_note(config.model) if config.model is not None else None
     men = grouped.group_mask("men")
@@ -667,7 +667,7 @@ def zero_shot_disparity(
             )
     scorer: ImageTextScorer | None = None
     if config.model is not None:
-        from contrastkit.evaluators.models import load_scorer
+        from contrastkit.models import load_scorer
 
         scorer = load_scorer(config.model, config.model_config)
     return _analyse(config, folder, scorer, progress)

@@ -8,7 +8,7 @@ Drawn with the conventions of :mod:`contrastkit.evaluators.report.figures` and i
 (matplotlib's object API on the Agg canvas, :data:`~contrastkit.evaluators.report.figures.PALETTE`,
 non-overlapping point labels, PNG at 150 dpi and SVG with text kept as text). Each
 function returns the paths it wrote, PNG before SVG. ``note`` is a line printed under
-the title in dark red (the random-weights note of :func:`contrastkit.evaluators.models.
+the title in dark red (the random-weights note of :func:`contrastkit.models.
 registry.weights_note`, for instance).
 """
 

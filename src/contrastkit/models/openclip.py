@@ -24,8 +24,8 @@ import torch
 from PIL import Image
 
 from contrastkit.errors import ConfigError, ModelNotFoundError
-from contrastkit.evaluators.models.base import LOAD_ERRORS, DualEncoder, ModelRuntime
-from contrastkit.evaluators.models.families import LoadContext
+from contrastkit.models.base import LOAD_ERRORS, DualEncoder, ModelRuntime
+from contrastkit.models.families import LoadContext
 from contrastkit.pipeline import PipelineConfig, TorchvisionPreprocess
 
 __all__ = ["OpenCLIPScorer", "load_open_clip", "locate_open_clip"]
@@ -37,7 +37,7 @@ _CHECKPOINT_SUFFIXES = (".pt", ".pth", ".bin", ".safetensors", ".ckpt")
 
 
 class OpenCLIPScorer(DualEncoder):
-    """An :class:`~contrastkit.evaluators.models.ImageTextScorer` over an OpenCLIP model.
+    """An :class:`~contrastkit.models.ImageTextScorer` over an OpenCLIP model.
 
     Images go through the model's own evaluation transform (in the pipeline's workers, or
     as tensor ops on the GPU); texts through its tokenizer. Half precision runs under

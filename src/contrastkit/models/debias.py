@@ -45,9 +45,9 @@ from contrastkit.errors import ConfigError, ModelNotFoundError
 if TYPE_CHECKING:
     import torch
 
-    from contrastkit.evaluators.models.base import ModelRuntime
-    from contrastkit.evaluators.models.families import LoadContext
-    from contrastkit.evaluators.models.openclip import OpenCLIPScorer
+    from contrastkit.models.base import ModelRuntime
+    from contrastkit.models.families import LoadContext
+    from contrastkit.models.openclip import OpenCLIPScorer
 
 __all__ = [
     "CACHE_DIR",
@@ -202,7 +202,7 @@ def read_prompt_array(path: Path) -> torch.Tensor:
     """
     import torch
 
-    from contrastkit.evaluators.models.base import LOAD_ERRORS
+    from contrastkit.models.base import LOAD_ERRORS
 
     try:
         loaded = torch.load(path, map_location="cpu", weights_only=True)
@@ -223,7 +223,7 @@ def read_prompt_array(path: Path) -> torch.Tensor:
 def _scorer_class() -> Callable[[str, OpenCLIPScorer, torch.Tensor, bool], OpenCLIPScorer]:
     import torch
 
-    from contrastkit.evaluators.models.openclip import OpenCLIPScorer
+    from contrastkit.models.openclip import OpenCLIPScorer
 
     class DebiasCLIPScorer(OpenCLIPScorer):
         """An OpenCLIP model whose texts are encoded behind a learned prompt array
@@ -275,7 +275,7 @@ def load_debias_clip(target: str, runtime: ModelRuntime, context: LoadContext) -
             (another width, too many tokens for its context, a text tower that is not
             CLIP's).
     """
-    from contrastkit.evaluators.models.openclip import OpenCLIPScorer
+    from contrastkit.models.openclip import OpenCLIPScorer
 
     spec = f"{PREFIX}{target}"
     parsed = parse_debias_spec(spec)

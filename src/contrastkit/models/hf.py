@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from contrastkit.errors import ConfigError, ModelNotFoundError
-from contrastkit.evaluators.models.base import LOAD_ERRORS, ModelRuntime
+from contrastkit.models.base import LOAD_ERRORS, ModelRuntime
 
 __all__ = [
     "hf_expect_model_type",

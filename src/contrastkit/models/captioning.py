@@ -65,20 +65,20 @@ from PIL import Image
 
 from contrastkit.config import require
 from contrastkit.errors import ConfigError
-from contrastkit.evaluators.models.base import ModelRuntime, batched, to_rgb
-from contrastkit.evaluators.models.caption_options import (
+from contrastkit.models.base import ModelRuntime, batched, to_rgb
+from contrastkit.models.caption_options import (
     DEFAULT_INSTRUCTION,
     PREFIX_PLACEMENTS,
     split_caption_options,
 )
-from contrastkit.evaluators.models.families import LoadContext
-from contrastkit.evaluators.models.hf import (
+from contrastkit.models.families import LoadContext
+from contrastkit.models.hf import (
     hf_expect_model_type,
     hf_from_pretrained,
     hf_load_model,
     hf_text_and_image_processors,
 )
-from contrastkit.evaluators.models.registry import FAMILIES, random_weights
+from contrastkit.models.registry import FAMILIES, random_weights
 from contrastkit.pipeline import HFPreprocess, PipelineConfig
 
 __all__ = ["FAMILIES", "CaptioningScorer", "load_captioning"]
@@ -88,7 +88,7 @@ QFORMER_FAMILIES = ("blip2", "instructblip")
 
 
 class CaptioningScorer:
-    """A :class:`~contrastkit.evaluators.models.PronounScorer` over a transformers
+    """A :class:`~contrastkit.models.PronounScorer` over a transformers
     captioning model of one of :data:`FAMILIES`.
 
     Attributes:

@@ -38,16 +38,16 @@ from PIL import Image
 
 from contrastkit.config import require
 from contrastkit.errors import ConfigError
-from contrastkit.evaluators.models.base import ModelRuntime, batched, to_rgb
-from contrastkit.evaluators.models.families import BUILT_IN, LoadContext
-from contrastkit.evaluators.models.hf import (
+from contrastkit.interfaces import caption_width
+from contrastkit.models.base import ModelRuntime, batched, to_rgb
+from contrastkit.models.families import BUILT_IN, LoadContext
+from contrastkit.models.hf import (
     hf_expect_model_type,
     hf_load_model,
     hf_text_and_image_processors,
 )
-from contrastkit.evaluators.models.image_size import processor_input_size
-from contrastkit.evaluators.models.registry import random_weights
-from contrastkit.interfaces import caption_width
+from contrastkit.models.image_size import processor_input_size
+from contrastkit.models.registry import random_weights
 
 __all__ = ["MATCHING_FAMILIES", "MatchingScorer", "load_matching"]
 

@@ -40,7 +40,7 @@ This module imports no torch: specs parse (and configs validate) without it.
 
 Example:
     >>> from contrastkit.config import ModelConfig
-    >>> from contrastkit.evaluators.models import load_scorer
+    >>> from contrastkit.models import load_scorer
     >>> config = ModelConfig(device="cpu", batch_size=64)
     >>> scorer = load_scorer("open_clip:ViT-B-32/openai", config)  # doctest: +SKIP
 """
@@ -52,12 +52,12 @@ from typing import TYPE_CHECKING, Any
 
 from contrastkit.config import ModelConfig
 from contrastkit.errors import ConfigError
-from contrastkit.evaluators.models.families import LoadContext, ModelFamily, families, family
 from contrastkit.interfaces import CaptionScorer, ImageTextScorer, PronounScorer
+from contrastkit.models.families import LoadContext, ModelFamily, families, family
 from contrastkit.tiny.marker import random_weights_note, spec_has_random_weights
 
 if TYPE_CHECKING:
-    from contrastkit.evaluators.models.base import ModelRuntime
+    from contrastkit.models.base import ModelRuntime
 
 __all__ = [
     "ModelSpec",
@@ -167,11 +167,11 @@ def random_weights(spec: str) -> bool:
     stripped = spec.strip()
     try:
         if stripped.startswith("clip-clip:"):
-            from contrastkit.evaluators.models.clipclip import parse_clip_clip_spec
+            from contrastkit.models.clipclip import parse_clip_clip_spec
 
             return random_weights(parse_clip_clip_spec(stripped).base)
         if stripped.startswith("debias-clip:"):
-            from contrastkit.evaluators.models.debias import parse_debias_spec
+            from contrastkit.models.debias import parse_debias_spec
             from contrastkit.tiny.marker import marked_random
 
             parsed = parse_debias_spec(stripped)
@@ -181,7 +181,7 @@ def random_weights(spec: str) -> bool:
     prefix, _, target = stripped.partition(":")
     known = family(prefix)
     if known is not None and known.kind == "captioning" and "?" in target:  # options
-        from contrastkit.evaluators.models.caption_options import strip_caption_options
+        from contrastkit.models.caption_options import strip_caption_options
 
         return spec_has_random_weights(f"{prefix}:{strip_caption_options(target)}")
     return spec_has_random_weights(spec)
@@ -235,7 +235,7 @@ def load_model(
         ConfigError: a malformed spec, unknown architecture or tag, a spec prefix that does
             not match the saved model, or a device/dtype this machine cannot use.
     """
-    from contrastkit.evaluators.models.base import ModelRuntime
+    from contrastkit.models.base import ModelRuntime
 
     parsed = parse_spec(spec)
     runtime = ModelRuntime.resolve(config)
@@ -294,7 +294,7 @@ def load_scorer(spec: str, config: ModelConfig | None = None) -> ImageTextScorer
         ConfigError: for a captioning spec (``blip:``, ``git:``, ``blip2:``), which has no
             image-text embedding space; plus everything :func:`load_model` raises.
     """
-    from contrastkit.evaluators.models.base import ModelRuntime
+    from contrastkit.models.base import ModelRuntime
 
     parsed = check_dual(spec)
     model = _load(parsed, ModelRuntime.resolve(config))

@@ -91,11 +91,12 @@ from PIL import Image
 
 from contrastkit.config import require
 from contrastkit.errors import ConfigError
-from contrastkit.evaluators.models.base import ModelRuntime, batched, to_rgb
-from contrastkit.evaluators.models.families import LoadContext
-from contrastkit.evaluators.models.hf import hf_from_pretrained, hf_load_model, hf_model_type
-from contrastkit.evaluators.models.registry import random_weights
-from contrastkit.evaluators.models.vlm_spec import (
+from contrastkit.interfaces import caption_width
+from contrastkit.models.base import ModelRuntime, batched, to_rgb
+from contrastkit.models.families import LoadContext
+from contrastkit.models.hf import hf_from_pretrained, hf_load_model, hf_model_type
+from contrastkit.models.registry import random_weights
+from contrastkit.models.vlm_spec import (
     CAPTION_INSTRUCTION,
     CONTINUATION_INSTRUCTION,
     LETTERS,
@@ -104,7 +105,6 @@ from contrastkit.evaluators.models.vlm_spec import (
     option_order,
     parse_vlm_target,
 )
-from contrastkit.interfaces import caption_width
 from contrastkit.pipeline import PipelineConfig
 
 __all__ = ["LETTERS", "VLMScorer", "load_vlm", "multiple_choice_question", "option_order"]

@@ -36,9 +36,9 @@ from contrastkit.errors import ConfigError, DataFormatError
 if TYPE_CHECKING:
     from PIL import Image
 
-    from contrastkit.evaluators.models.base import ModelRuntime
-    from contrastkit.evaluators.models.families import LoadContext
     from contrastkit.interfaces import ImageTextScorer
+    from contrastkit.models.base import ModelRuntime
+    from contrastkit.models.families import LoadContext
 
 __all__ = [
     "PREFIX",
@@ -122,7 +122,7 @@ class ClippedScorer:
     Image and text embeddings of ``base`` keep the dimensions :attr:`ClipClip.kept` and
     are L2-normalised again, so scores stay cosine similarities (Wang et al. 2021, Sec. 4).
     When ``base`` has the pixel interface of
-    :class:`~contrastkit.evaluators.models.base.DualEncoder` (``image_preprocess``,
+    :class:`~contrastkit.models.base.DualEncoder` (``image_preprocess``,
     ``encode_pixels``, ``device``, ``pipeline``), so does the wrapper: images reach the
     base model through the same pipeline, preprocessed once.
 

@@ -8,9 +8,9 @@ A spec is ``vlm:ID_OR_FOLDER`` optionally followed by ``?`` and ``&``-separated 
     vlm:./my-llava?protocol=continuation&padding=left&length_normalise=false
 
 * ``protocol``: ``continuation`` (default) or ``multiple-choice``
-  (:mod:`contrastkit.evaluators.models.vlm` describes both);
+  (:mod:`contrastkit.models.vlm` describes both);
 * ``length_normalise``: ``true`` (default) or ``false``: whether a caption's score
-  (:meth:`~contrastkit.evaluators.models.vlm.VLMScorer.caption_scores`) is the mean
+  (:meth:`~contrastkit.models.vlm.VLMScorer.caption_scores`) is the mean
   log-probability per caption token or the sum;
 * ``padding``: ``left`` or ``right``: the side batched rows are padded on (default: the
   tokenizer's own ``padding_side``); the scores do not depend on it.

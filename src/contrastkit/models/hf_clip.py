@@ -14,9 +14,9 @@ from typing import Any
 import torch
 
 from contrastkit.errors import ConfigError
-from contrastkit.evaluators.models.base import DualEncoder, ModelRuntime
-from contrastkit.evaluators.models.families import LoadContext
-from contrastkit.evaluators.models.hf import (
+from contrastkit.models.base import DualEncoder, ModelRuntime
+from contrastkit.models.families import LoadContext
+from contrastkit.models.hf import (
     hf_load_model,
     hf_model_type,
     hf_text_and_image_processors,
@@ -39,7 +39,7 @@ def _features(output: Any) -> torch.Tensor:
 
 
 class HFClipScorer(DualEncoder):
-    """An :class:`~contrastkit.evaluators.models.ImageTextScorer` over a transformers
+    """An :class:`~contrastkit.models.ImageTextScorer` over a transformers
     dual encoder (CLIP, SigLIP). Scores are cosine similarities."""
 
     def __init__(

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from contrastkit.errors import ConfigError
 
 if TYPE_CHECKING:
-    from contrastkit.evaluators.models.base import ModelRuntime
+    from contrastkit.models.base import ModelRuntime
 
 __all__ = [
     "BUILT_IN",
@@ -172,7 +172,7 @@ def _resolve(path: str, prefix: str) -> Callable[..., Any]:
     return function  # type: ignore[no-any-return]
 
 
-_MODELS = "contrastkit.evaluators.models"
+_MODELS = "contrastkit.models"
 _CAPTIONING_CHECK = f"{_MODELS}.caption_options:check_caption_target"
 _HF = f"{_MODELS}.hf:hf_locate_target"
 
