@@ -73,4 +73,4 @@ def test_evaluate_help_is_short_and_grouped() -> None:
                   "Statistics", "Network", "Zero-shot disparity"):  # fmt: skip
         assert f"─ {panel} ─" in shown
     assert "zero-shot disparities paper" in shown
-    assert "README.md" in shown  # where the details went
+    assert "docs/reference/commands/evaluate.md" in shown  # where the details went

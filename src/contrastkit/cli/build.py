@@ -78,7 +78,9 @@ _RAY_ADDRESS = typer.Option(
 @app.command("visogender")
 def visogender(
     candidates: Path = typer.Option(
-        ..., "--candidates", help="Candidate pool: CSV, TSV, JSONL or JSON (fields in README)."
+        ...,
+        "--candidates",
+        help="Candidate pool: CSV, TSV, JSONL or JSON (fields: docs/reference/commands/build.md).",
     ),
     out: Path = typer.Option(..., "--out", help="Output folder."),
     per_cell: int = typer.Option(5, "--per-cell", "-n", help="Images per gender cell (paper: 5)."),

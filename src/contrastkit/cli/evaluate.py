@@ -29,8 +29,8 @@ from contrastkit.text import count as counted
 if TYPE_CHECKING:
     from contrastkit.evaluators.job import EvaluateResult
 
-# Panels of `contrastkit evaluate --help`; each option's details are in README.md
-# ("contrastkit evaluate") and docs/zero_shot.md, its help here is one line.
+# Panels of `contrastkit evaluate --help`; each option's details are in
+# docs/reference/commands/evaluate.md and docs/zero_shot.md, its help here is one line.
 _IMAGES = "Images"
 _RUNNING = "Running the model"
 _VISOGENDER = "Resolution and retrieval"
@@ -266,8 +266,8 @@ def evaluate(
     preference (GenSynth Sec. 5), a probe set VLStereoSet's scores, and
     --task zero-shot-disparity the zero-shot disparities paper's per-concept AP and ECE
     gaps. Each model writes OUT/MODEL/ (benchmark.json, report.md, plots/); a rerun
-    reuses the scores already there. Every option in detail: README.md, section
-    "contrastkit evaluate", and docs/zero_shot.md.
+    reuses the scores already there. Every option in detail:
+    docs/reference/commands/evaluate.md and docs/zero_shot.md.
 
     Example:
 
