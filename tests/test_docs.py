@@ -1,15 +1,58 @@
-"""docs/differences.md backs every line with a test: each test it names exists."""
+"""The documentation site is tested: docs/differences.md backs every line with a test,
+the generated command-line reference matches the commands, the Python reference and the
+schema page cover everything, and every shell and Python block of the tutorials that can
+run offline runs as written (a block that cannot says why, in a `<!-- not run: ... -->`
+line right above it)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import os
 import re
+import subprocess
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).parents[1]
+DOCS = ROOT / "docs"
+TUTORIALS = DOCS / "tutorials"
+
+_FENCE = re.compile(r"^( *)```(\w+)[^\n]*\n(.*?)^\1```", re.M | re.S)
+_NOT_RUN = re.compile(r"<!-- not run: (.+?) -->\s*$")
+
+
+@dataclass(frozen=True)
+class Block:
+    page: str
+    line: int
+    language: str
+    code: str
+    not_run: str | None
+
+
+def blocks(page: Path) -> list[Block]:
+    """The bash and python blocks of ``page``, each with the reason it is not run, if any."""
+    text = page.read_text(encoding="utf-8")
+    found = []
+    for match in _FENCE.finditer(text):
+        language = match.group(2)
+        if language not in {"bash", "python"}:
+            continue
+        before = text[: match.start()].rstrip("\n").splitlines()
+        reason = _NOT_RUN.search(before[-1]) if before else None
+        indent = len(match.group(1))
+        code = "\n".join(line[indent:] for line in match.group(3).splitlines())
+        line = text.count("\n", 0, match.start()) + 1
+        found.append(Block(page.name, line, language, code, reason.group(1) if reason else None))
+    return found
 
 
 def test_every_test_named_on_the_differences_page_exists() -> None:
-    page = (ROOT / "docs" / "differences.md").read_text(encoding="utf-8")
+    page = (DOCS / "differences.md").read_text(encoding="utf-8")
     named = set(re.findall(r"`(test_\w+)`", page))
     assert len(named) > 20
     defined = {
@@ -20,3 +63,106 @@ def test_every_test_named_on_the_differences_page_exists() -> None:
     assert sorted(named - defined) == []
     for filename in set(re.findall(r"`(test_\w+\.py)`", page)):
         assert list((ROOT / "tests").rglob(filename)), filename
+
+
+def test_the_committed_cli_reference_is_the_one_the_commands_generate() -> None:
+    """docs/reference/cli.md is regenerated from the typer app (CI runs this test);
+    after changing a command run `python -m contrastkit.cli.reference`."""
+    from contrastkit.cli.reference import render
+
+    committed = (DOCS / "reference" / "cli.md").read_text(encoding="utf-8")
+    assert render() == committed, "run `python -m contrastkit.cli.reference` and commit"
+
+
+def test_the_cli_reference_has_a_section_with_the_help_of_every_command() -> None:
+    from contrastkit.cli.reference import render
+
+    page = render()
+    for path in ("contrastkit build gensynth", "contrastkit urls maintain", "contrastkit audit"):
+        section = page[page.index(f"\n## {path}\n") :]
+        assert f"Usage: {path} [OPTIONS]" in section.split("\n## ")[1]
+    assert "\x1b[" not in page and not re.search(r"[ \t]$", page, re.M)
+
+
+def test_the_python_reference_documents_every_public_name() -> None:
+    import contrastkit
+
+    page = (DOCS / "reference" / "api.md").read_text(encoding="utf-8")
+    documented = set(re.findall(r"^::: contrastkit\.[\w.]+\.(\w+)$", page, re.M))
+    public = set(contrastkit.__all__) - {"__version__"}
+    assert sorted(public - documented) == []
+
+
+def test_the_schema_page_links_every_result_schema() -> None:
+    page = (DOCS / "reference" / "schemas.md").read_text(encoding="utf-8")
+    for schema in (DOCS / "schemas").glob("*.schema.json"):
+        assert f"](../schemas/{schema.name})" in page, schema.name
+
+
+def test_tutorial_blocks_run_or_say_why_not() -> None:
+    """Each tutorial with runnable blocks is run below; a page whose blocks are all marked
+    `not run` must be one that needs data or weights that the tests do not have."""
+    runnable = {
+        page.name
+        for page in TUTORIALS.glob("*.md")
+        if any(block.not_run is None for block in blocks(page))
+    }
+    assert runnable == {"quickstart.md", "gensynth.md", "python-api.md"}
+    for page in TUTORIALS.glob("*.md"):
+        for block in blocks(page):
+            assert block.not_run is None or len(block.not_run) > 10, (page.name, block.line)
+
+
+def _run_page(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[Block]:
+    """Run the page's runnable blocks in order in ``tmp_path`` (python blocks share one
+    namespace, as in a notebook; shell blocks run with `bash -e`)."""
+    (tmp_path / "examples").symlink_to(ROOT / "examples")
+    monkeypatch.chdir(tmp_path)
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "HF_DATASETS_CACHE": str(tmp_path / "hf-cache"),
+        "HF_HUB_OFFLINE": "1",
+    }
+    monkeypatch.setenv("HF_DATASETS_CACHE", env["HF_DATASETS_CACHE"])
+    namespace: dict[str, object] = {"__name__": "tutorial"}
+    ran = [block for block in blocks(TUTORIALS / name) if block.not_run is None]
+    for block in ran:
+        where = f"docs/tutorials/{name}, line {block.line}"
+        if block.language == "python":
+            exec(compile(block.code, where, "exec"), namespace)
+        else:
+            run = subprocess.run(["bash", "-e", "-c", block.code], cwd=tmp_path, env=env,
+                                 capture_output=True, text=True, check=False)  # fmt: skip
+            assert run.returncode == 0, f"{where}:\n{run.stdout[-2000:]}\n{run.stderr[-3000:]}"
+    return ran
+
+
+def test_the_python_api_tutorial_tour_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        ran = _run_page("python-api.md", tmp_path, monkeypatch)
+    assert len(ran) == 1
+    assert "per_cell: must be at least 1, not 0" in out.getvalue()
+    assert (tmp_path / "build" / "export-hub" / "README.md").is_file()
+    assert any((tmp_path / "build" / "example").iterdir())
+
+
+@pytest.mark.slow
+def test_the_quickstart_tutorial_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ran = _run_page("quickstart.md", tmp_path, monkeypatch)
+    assert [block.language for block in ran] == ["bash", "bash", "python"]
+    report = tmp_path / "build" / "quickstart" / "QUICKSTART.md"
+    assert "pipeline check, not a measurement" in report.read_text()
+    figure = DOCS / "assets" / "quickstart-contrast-bias.png"
+    assert figure.read_bytes()[:4] == b"\x89PNG" and figure.stat().st_size < 100_000
+    assert "random weights" in (TUTORIALS / "quickstart.md").read_text()
+
+
+@pytest.mark.slow
+def test_the_gensynth_tutorial_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ran = _run_page("gensynth.md", tmp_path, monkeypatch)
+    assert len(ran) == 6
+    assert (tmp_path / "sets" / "gensynth" / "README.md").is_file()
+    assert (tmp_path / "audit" / "gensynth" / "audit.json").is_file()
+    assert "n/a: K covers all" in (tmp_path / "results" / "tab3.md").read_text()
