@@ -52,8 +52,19 @@ OUT = typer.Option(Path("results"), "--out", help="Output folder; one subfolder 
 TASK = typer.Option(
     "resolution,retrieval",
     "--task",
-    help="resolution,retrieval; stereotype (alone; a probe set); zero-shot-disparity "
-    "(alone; see its panel).",
+    help="resolution,retrieval; stereotype (alone; a probe set); decisions (alone; "
+    "generative VLMs on a contrast set); zero-shot-disparity (alone; see its panel).",
+)
+DECISION_SCORING = typer.Option(
+    "both",
+    "--decision-scoring",
+    help="--task decisions: score each option's letter log-probability (logprob), "
+    "parse generated answers (generate), or both.",
+)
+QUESTIONS = typer.Option(
+    None,
+    "--questions",
+    help="--task decisions: question templates (YAML) [default: the bundled ones].",
 )
 STORE = typer.Option(
     None,
@@ -233,6 +244,8 @@ def evaluate(
     bootstrap: int = BOOTSTRAP,
     confidence: float = CONFIDENCE,
     contrast_metrics: str = CONTRAST_METRICS,
+    decision_scoring: str = DECISION_SCORING,
+    questions: Path | None = QUESTIONS,
     as_json: bool = AS_JSON,
     fetch: bool | None = FETCH,
     skip_missing: bool | None = SKIP_MISSING,
@@ -303,12 +316,12 @@ def evaluate(
                              compare=compare, threshold=threshold, top=top),
             )  # fmt: skip
             return
-        stereotype = "stereotype" in tasks
-        if stereotype and len(tasks) > 1:
-            raise ConfigError("--task: stereotype runs alone, not with " + ", ".join(
-                t for t in tasks if t != "stereotype"))  # fmt: skip
+        alone = next((t for t in ("stereotype", "decisions") if t in tasks), None)
+        if alone and len(tasks) > 1:
+            raise ConfigError(f"--task: {alone} runs alone, not with " + ", ".join(
+                t for t in tasks if t != alone))  # fmt: skip
         settings = EvalConfig(
-            tasks=EvalConfig.tasks if stereotype else tasks,
+            tasks=EvalConfig.tasks if alone else tasks,
             neutral=neutral, ks=int_list(ks, "--k"), ndkl_k=ndkl_k,
             subsample_ks=int_list(subsample_k, "--subsample-k"), subsample_runs=subsample_runs,
             baseline_runs=baseline_runs, seed=seed, protocol=protocol.strip(),
@@ -320,8 +333,9 @@ def evaluate(
                               download=download or download_alias, workers=workers,
                               decode=decode),
             settings=settings, fetch=fetch, skip_missing=skip_missing,
-            task="stereotype" if stereotype else None,
+            task=alone,
             contrast_metrics=contrast_metrics.strip(),
+            decision_scoring=decision_scoring.strip(), questions=questions,
             network=CheckConfig(
                 concurrency=concurrency, total_timeout=timeout, retries=retries,
                 allow_private=allow_private, allowed_networks=tuple(allow_network or ()),

@@ -85,6 +85,7 @@ __all__ = [
     "RETRIEVAL_NOT_COMPUTED",
     "CaptionMatrix",
     "caption_score_matrix",
+    "contrast_genders",
     "contrast_headline",
     "contrast_queries",
     "contrast_scoring",
@@ -295,7 +296,9 @@ def _where(dataset: Any) -> str:
     return str(Path(filename).parent) if filename else "the contrast set"
 
 
-def _genders(dataset: Any) -> list[str]:
+def contrast_genders(dataset: Any) -> list[str]:
+    """The ``gender`` column of a loaded contrast set as strings (``masculine``,
+    ``feminine``), whether stored as text or as a class label."""
     feature = dataset.features["gender"]
     values = dataset["gender"]
     return [feature.int2str(v) if hasattr(feature, "int2str") else str(v) for v in values]
@@ -461,7 +464,7 @@ def _image_keys(dataset: Any) -> list[str]:
     import datasets
 
     sources = [str(s) for s in dataset["source_id"]]
-    genders = _genders(dataset)
+    genders = contrast_genders(dataset)
     column = dataset.select_columns(["image"])
     if isinstance(column.features["image"], datasets.Image):
         column = column.cast_column("image", datasets.Image(decode=False))
@@ -745,7 +748,7 @@ def evaluate_contrast(
             :data:`CONTRAST_METRICS`, or a model that scores neither image-text
             similarity nor captions (a captioning model: ``blip:``, ``git:``, ``blip2:``).
     """
-    genders = _genders(dataset)
+    genders = contrast_genders(dataset)
     sources = [str(s) for s in dataset["source_id"]]
     n = len(genders)
     if n == 0:

@@ -101,11 +101,15 @@ class EvaluateConfig:
         network: how URLs are fetched when ``fetch`` is on
             (:class:`~contrastkit.curation.urls.CheckConfig`: timeouts, retries, and the
             private networks and ``resolve`` mappings tests and intranet mirrors need).
-        task: a task that is not told by the data alone: ``stereotype``
-            (VLStereoSet-style stereotype probing, :mod:`contrastkit.evaluators.stereotype`;
-            every ``data`` item must then be a probe set). ``None`` (the default): from
-            the data: probe sets are probed for stereotypes, contrast-set exports get the
-            GenSynth evaluation, anything else the VisoGender tasks of ``settings``.
+        task: a task that is not told by the data alone, by its name in the task
+            registry (:mod:`contrastkit.evaluators.tasks.registry`; one that runs on
+            data): ``stereotype`` (VLStereoSet-style stereotype probing,
+            :mod:`contrastkit.evaluators.stereotype`; every ``data`` item must then be a
+            probe set) or ``decisions`` (counterfactual decision probes of generative
+            VLMs on contrast sets, :mod:`contrastkit.evaluators.decisions`). ``None``
+            (the default): from the data: probe sets are probed for stereotypes,
+            contrast-set exports get the GenSynth evaluation, anything else the
+            VisoGender tasks of ``settings``.
         contrast_metrics: what a contrast set gets
             (:data:`~contrastkit.evaluators.contrast.CONTRAST_METRICS`): ``all`` (retrieval
             metrics and pair preference), ``pairs`` (pair preference only) or ``auto``
@@ -113,6 +117,11 @@ class EvaluateConfig:
             (``blip-itm:``, ``vilt:``, ``vlm:``), whose retrieval metrics cost one model
             pass per image and query (``n_images x n_queries``), against two per query for
             pair preference.
+        decision_scoring: how the ``decisions`` task scores answers: ``both`` (the
+            default), ``logprob`` (each option's letter log-probability) or ``generate``
+            (a generated answer, parsed).
+        questions: the ``decisions`` task's question templates (YAML, the layout of the
+            bundled ``data/decision_questions.yaml``); ``None``: the bundled ones.
 
     Raises:
         ConfigError: naming the field: no data or no models, a malformed ``hf:`` name or
@@ -133,6 +142,8 @@ class EvaluateConfig:
     network: CheckConfig = field(default_factory=CheckConfig)
     task: str | None = None
     contrast_metrics: str = "auto"
+    decision_scoring: str = "both"
+    questions: Path | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "data", as_strings(self.data, "data"))
@@ -162,11 +173,22 @@ class EvaluateConfig:
         require(isinstance(self.settings, EvalConfig), "settings", "must be an EvalConfig")
         require(isinstance(self.network, CheckConfig), "network", "must be a CheckConfig")
         require(self.split is None or bool(self.split.strip()), "split", "must not be empty")
+        if self.task is not None:
+            from contrastkit.evaluators.tasks.registry import tasks
+
+            runnable = [name for name, task in tasks().items() if task.run is not None]
+            require(
+                self.task in runnable,
+                "task",
+                f"must be None or one of {', '.join(map(repr, runnable))}, not {self.task!r}",
+            )
         require(
-            self.task in (None, STEREOTYPE),
-            "task",
-            f"must be None or {STEREOTYPE!r}, not {self.task!r}",
+            self.decision_scoring in ("both", "logprob", "generate"),
+            "decision_scoring",
+            f"must be both, logprob or generate, not {self.decision_scoring!r}",
         )
+        if self.questions is not None:
+            object.__setattr__(self, "questions", Path(self.questions))
         require(
             self.contrast_metrics in ("auto", "all", "pairs"),
             "contrast_metrics",

@@ -22,7 +22,11 @@ Capabilities, not prefixes, decide which task takes which model:
     :class:`~contrastkit.interfaces.PronounScorer`): VisoGender resolution;
 ``captions``
     a score for an (image, caption) pair (a dual encoder's similarity or a
-    :class:`~contrastkit.interfaces.CaptionScorer`): stereotype probing, contrast sets.
+    :class:`~contrastkit.interfaces.CaptionScorer`): stereotype probing, contrast sets;
+``answers``
+    answers a question about an image: the log-probability of each option letter and a
+    generated answer (``letter_logprobs`` and ``generate_answers``, as
+    :class:`~contrastkit.evaluators.models.vlm.VLMScorer` has them): decision probes.
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ __all__ = [
 ]
 
 #: What a loaded model can do (see the module docstring).
-CAPABILITIES = ("embeddings", "pronouns", "captions")
+CAPABILITIES = ("embeddings", "pronouns", "captions", "answers")
 
 #: The capabilities of each kind of model ``contrastkit models list`` shows.
 _KIND_CAPABILITIES = {
@@ -250,7 +254,7 @@ BUILT_IN: tuple[ModelFamily, ...] = (
         "Qwen2-VL, PaliGemma, InstructBLIP ...); ?protocol=continuation|multiple-choice",
         "vlm:llava-hf/llava-1.5-7b-hf?protocol=multiple-choice", f"{_MODELS}.vlm:load_vlm",
         check=f"{_MODELS}.vlm_spec:check_target", locate=_HF,
-        capabilities=frozenset({"pronouns", "captions"}),  # caption log-likelihood too
+        capabilities=frozenset({"pronouns", "captions", "answers"}),  # caption log-likelihood too
     ),
 )  # fmt: skip
 

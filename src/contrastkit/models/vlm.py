@@ -450,6 +450,70 @@ class VLMScorer:
                 result[i, c] = float(np.sum(scores[i * k + j]))
         return result
 
+    def letter_logprobs(
+        self, images: Sequence[Image.Image], instructions: Sequence[str], k: int
+    ) -> np.ndarray:
+        """The log-probability of each of the letters ``A``, ``B`` ... (``k`` of them) as
+        the answer to ``instructions[i]`` about ``images[i]``, float64, shape
+        ``(len(images), k)``: the multiple-choice protocol's score with a question of the
+        caller's (``evaluate --task decisions`` writes its own, listing the options under
+        the letters).
+
+        Raises:
+            ValueError: ``instructions`` and ``images`` differ in length, or ``k`` is
+                not between 1 and the number of letters.
+        """
+        if len(instructions) != len(images):
+            raise ValueError("one instruction per image")
+        if not 1 <= k <= len(LETTERS):
+            raise ValueError(f"between 1 and {len(LETTERS)} letters, not {k}")
+        rows = [
+            self._row(i, instruction, letter, 0)
+            for i, instruction in enumerate(instructions)
+            for letter in LETTERS[:k]
+        ]
+        return self._sums(rows, images, len(images), k, normalise=False)
+
+    @torch.inference_mode()
+    def generate_answers(
+        self, images: Sequence[Image.Image], instructions: Sequence[str], max_new_tokens: int
+    ) -> list[str]:
+        """The model's own answer to ``instructions[i]`` about ``images[i]``: greedy
+        decoding (no sampling, one beam) of at most ``max_new_tokens`` tokens from the
+        start of the assistant turn (the very text the letters of
+        :meth:`letter_logprobs` are scored after), special tokens dropped. One image at
+        a time, so no answer depends on its batch.
+
+        Raises:
+            ValueError: ``instructions`` and ``images`` differ in length, or
+                ``max_new_tokens`` is below 1.
+        """
+        if len(instructions) != len(images):
+            raise ValueError("one instruction per image")
+        require(max_new_tokens >= 1, "max_new_tokens", f"must be at least 1, not {max_new_tokens}")
+        answers = []
+        for image, instruction in zip(images, instructions, strict=True):
+            text, extra, _ = self.split(instruction, "A", 0)
+            encoded = self._encode(image, text)
+            if extra:
+                encoded = self._extend(encoded, list(extra))
+            inputs = {
+                key: value.to(self.device).to(self.dtype)
+                if value.is_floating_point()
+                else value.to(self.device)
+                for key, value in encoded.items()
+            }
+            pad = self.tokenizer.pad_token_id
+            if pad is None:
+                pad = self.tokenizer.eos_token_id
+            output = self.model.generate(
+                **inputs, max_new_tokens=max_new_tokens, do_sample=False, num_beams=1,
+                pad_token_id=pad,
+            )  # fmt: skip
+            new = output[0, inputs["input_ids"].shape[1] :].cpu().tolist()
+            answers.append(str(self.tokenizer.decode(new, skip_special_tokens=True)).strip())
+        return answers
+
     def caption_scores(
         self, images: Sequence[Image.Image], captions: Sequence[Sequence[str]]
     ) -> np.ndarray:

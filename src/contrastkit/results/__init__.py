@@ -9,6 +9,7 @@ has both inside it). :func:`load_result` reads any of them and picks the tree:
 * ``visogender`` — :class:`VisoGenderResult` (``benchmark.json`` of a VisoGender set, or
   of a harness's answers to its export);
 * ``contrast`` — :class:`ContrastResult`; ``stereotype`` — :class:`StereotypeResult`;
+  ``decisions`` — :class:`DecisionsResult`;
 * ``harness-contrast`` — :class:`HarnessResult` (``harness_results.json``);
 * ``zero-shot-disparity`` — :class:`ZeroShotResult` (``disparity.json``);
 * ``audit`` — :class:`AuditReport` (``audit.json``).
@@ -44,6 +45,7 @@ from contrastkit.results.base import (
 )
 from contrastkit.results.common import Interval, KWarning, MetricSummary, SkippedRows
 from contrastkit.results.contrast import ContrastResult, ContrastSummary
+from contrastkit.results.decisions import DecisionFigures, DecisionsResult
 from contrastkit.results.harness import HarnessResult, HarnessSection
 from contrastkit.results.schema import json_schema, write_schemas
 from contrastkit.results.stereotype import StereotypeResult, StereotypeScores
@@ -63,6 +65,8 @@ __all__ = [
     "ConceptDisparity",
     "ContrastResult",
     "ContrastSummary",
+    "DecisionFigures",
+    "DecisionsResult",
     "HarnessResult",
     "HarnessSection",
     "Interval",

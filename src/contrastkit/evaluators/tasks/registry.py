@@ -148,6 +148,13 @@ BUILT_IN: tuple[Task, ...] = (
         result_tasks=("stereotype",),
     ),
     Task(
+        "decisions", "contrast", f"{_E}.decisions:evaluate_decisions",
+        read=f"{_E}.decisions:read_decisions_benchmark",
+        headline=f"{_E}.decisions:decisions_headline",
+        compare=f"{_E}.decisions:decisions_comparison_markdown",
+        result_tasks=("decisions",),
+    ),
+    Task(
         "harness", None, None,
         read=f"{_E}.harness:read_harness_results",
         headline=f"{_E}.harness:harness_headline",
