@@ -774,6 +774,7 @@ def flip_figure(benchmark: Mapping[str, Any]) -> Figure:
     """Flip rate per question family and scoring mode, with the bootstrap intervals
     (resampling sources)."""
     from contrastkit.evaluators.report.figures import (
+        FONT,
         PALETTE,
         add_legend,
         draw_bars,
@@ -796,13 +797,23 @@ def flip_figure(benchmark: Mapping[str, Any]) -> Figure:
     for m, (mode, figures) in enumerate(summary.items()):
         positions = [i + (m - (len(summary) - 1) / 2) * width for i in range(len(families))]
         errors = [interval_error(figures.get(f), "flip_rate") for f in families]
-        bars = draw_bars(axis, positions, errors, width=width, color=colours.get(mode, "grey"))
-        label_bars(axis, bars, errors)
+        defined = [
+            i for i, f in enumerate(families) if (figures.get(f) or {}).get("flip_rate") is not None
+        ]
+        bars = draw_bars(
+            axis, [positions[i] for i in defined], [errors[i] for i in defined], width=width,
+            color=colours.get(mode, "grey"),
+        )  # fmt: skip
+        label_bars(axis, bars, [errors[i] for i in defined])
+        for i in set(range(len(families))) - set(defined):  # nothing compared: no bar
+            axis.annotate("n/a", (positions[i], 0), xytext=(0, 2), textcoords="offset points",
+                          ha="center", va="bottom", fontsize=FONT - 2)  # fmt: skip
         from matplotlib.patches import Patch
 
         handles.append(Patch(color=colours.get(mode, "grey"), label=_MODE_TITLES.get(mode, mode)))
     axis.set_xticks(range(len(families)), families)
-    axis.set_ylabel("flip rate (answers differ between versions)")
+    axis.set_xlim(-0.6, len(families) - 0.4)
+    axis.set_ylabel("flip rate (answers differ between versions)", fontsize=FONT)
     axis.set_ylim(0, 1.1)
     style_axis(axis)
     level = interval_level(f for mode in summary.values() for f in mode.values())
@@ -824,6 +835,7 @@ def gap_figure(
     """The distribution of the paired differences (masculine minus feminine) behind the
     gap of the option questions, one panel per scoring mode."""
     from contrastkit.evaluators.report.figures import (
+        FONT,
         PALETTE,
         figure_title,
         new_figure,
@@ -845,13 +857,13 @@ def gap_figure(
             if kinds.get(pair.family) != "numeric" and (g := option_gap(pair)) is not None
         ]
         if gaps:
-            axis.hist(gaps, bins=np.linspace(-1, 1, 21), color=PALETTE["neutral"])
+            axis.hist(gaps, bins=np.linspace(-1.05, 1.05, 22), color=PALETTE["neutral"])
         else:
             axis.text(0.5, 0.5, "no paired answers", ha="center", transform=axis.transAxes)
         axis.axvline(0, color=PALETTE["reference"], linewidth=0.8)
         axis.set_title(f"{_MODE_TITLES.get(mode, mode)} (n = {len(gaps)})", fontsize=8)
-        axis.set_xlabel("masculine − feminine, stereotyped option (> 0: toward stereotype)")
-        axis.set_ylabel("paired answers")
+        axis.set_xlabel("masculine − feminine\n(> 0: toward the stereotype)", fontsize=FONT)
+        axis.set_ylabel("paired answers", fontsize=FONT)
         style_axis(axis)
     title = figure_title(
         benchmark,
