@@ -278,8 +278,10 @@ def evaluate(
     bias (VisoGender Tab. 2, 3, 5), a contrast-set export retrieval bias and pair
     preference (GenSynth Sec. 5), a probe set VLStereoSet's scores, and
     --task zero-shot-disparity the zero-shot disparities paper's per-concept AP and ECE
-    gaps. Each model writes OUT/MODEL/ (benchmark.json, report.md, plots/); a rerun
-    reuses the scores already there. Every option in detail:
+    gaps; --task decisions asks generative VLMs (vlm:) the same questions about both
+    versions of each contrast-set source (docs/decisions.md). Each model writes
+    OUT/MODEL/ (benchmark.json, report.md, plots/); a rerun reuses the scores already
+    there (not for --task decisions). Every option in detail:
     docs/reference/commands/evaluate.md and docs/zero_shot.md.
 
     Example:
