@@ -25,8 +25,8 @@ from contrastkit.evaluators import decision_metrics as dm
 from contrastkit.evaluators.bootstrap import resample_indices
 from contrastkit.evaluators.decisions import load_questions, parse_answer, parse_number
 from contrastkit.evaluators.job import EvaluateConfig, ReportConfig, compare_results, evaluate
-from contrastkit.evaluators.models import families
 from contrastkit.evaluators.stats import labor_shares
+from contrastkit.models import families
 from contrastkit.results import DecisionsResult, load_result
 from contrastkit.tiny.vlm import tiny_llava
 

@@ -19,12 +19,12 @@ Scoring (``EvaluateConfig.decision_scoring``, ``--decision-scoring``), both by d
 
 * ``logprob``: the options are listed under letters A and B (with the templates'
   ``answer_instruction``), and the log-probability of each letter as the start of the
-  answer is read (:meth:`~contrastkit.evaluators.models.vlm.VLMScorer.letter_logprobs`);
+  answer is read (:meth:`~contrastkit.models.vlm.VLMScorer.letter_logprobs`);
   the softmax over the two letters is each option's probability, the likelier option the
   choice (exactly equal: a ``tie``, no choice). Numeric questions are not asked this way.
 * ``generate``: the model answers (greedy decoding, the templates' ``decoding``,
   recorded in ``benchmark.json``;
-  :meth:`~contrastkit.evaluators.models.vlm.VLMScorer.generate_answers`) and the answer
+  :meth:`~contrastkit.models.vlm.VLMScorer.generate_answers`) and the answer
   is parsed: an answer matching one of the templates' ``refusals`` is a **refusal**
   (checked first: a refusal that mentions an option is still a refusal); otherwise the
   option letter by the harness rule (:func:`contrastkit.harness_key.parse_choice`), or
@@ -516,8 +516,8 @@ def write_decisions_outputs(
 ) -> tuple[dict[str, Path], dict[str, Any]]:
     """Write ``raw_decisions.jsonl``, ``benchmark.json``, ``report.md`` and the two plots
     (PNG and SVG) into ``folder``; return the files by name and the benchmark."""
-    from contrastkit.evaluators.models.registry import weights_note
     from contrastkit.evaluators.report.figures import save_formats
+    from contrastkit.models.registry import weights_note
     from contrastkit.results import SCHEMA_VERSION
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -580,8 +580,8 @@ def evaluate_decisions(
             versions.
     """
     from contrastkit.evaluators.contrast import load_contrast
-    from contrastkit.evaluators.models import load_model
-    from contrastkit.evaluators.models.registry import parse_spec
+    from contrastkit.models import load_model
+    from contrastkit.models.registry import parse_spec
 
     for spec in config.models:
         if "answers" not in parse_spec(spec).capabilities:

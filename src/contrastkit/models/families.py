@@ -26,7 +26,7 @@ Capabilities, not prefixes, decide which task takes which model:
 ``answers``
     answers a question about an image: the log-probability of each option letter and a
     generated answer (``letter_logprobs`` and ``generate_answers``, as
-    :class:`~contrastkit.evaluators.models.vlm.VLMScorer` has them): decision probes.
+    :class:`~contrastkit.models.vlm.VLMScorer` has them): decision probes.
 """
 
 from __future__ import annotations
