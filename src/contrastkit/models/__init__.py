@@ -14,7 +14,6 @@ from typing import Any
 from contrastkit.errors import ModelNotFoundError
 from contrastkit.interfaces import ImageTextScorer, PronounScorer
 from contrastkit.models.registry import (
-    KINDS,
     ModelSpec,
     check_dual,
     load_model,
@@ -43,4 +42,9 @@ def __getattr__(name: str) -> Any:
         from contrastkit.models.base import DTYPES
 
         return DTYPES
+    if name == "KINDS":  # from the registry, plugins' families included: read when asked,
+        # so that importing this package (as a plugin's own module does) loads no plugin
+        from contrastkit.models import registry
+
+        return registry.KINDS
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -76,7 +76,10 @@ def __getattr__(name: str) -> Any:
     """The dicts the registry was made of before :mod:`.families` (kept, derived from the
     table, for code that reads them): ``KINDS`` (prefix -> kind), ``FAMILY_DOCS`` (prefix
     -> (what it loads, example)), ``FAMILIES`` (captioning prefix -> transformers
-    ``model_type``)."""
+    ``model_type``). Any other name is an AttributeError at once, without the table (and
+    its plugins) being loaded: ``from ... import`` asks for ``__path__``."""
+    if name not in ("KINDS", "FAMILY_DOCS", "FAMILIES"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     table = families()
     if name == "KINDS":
         return {prefix: f.kind for prefix, f in table.items()}
