@@ -134,6 +134,22 @@ def test_a_plugin_kind_and_task_are_evaluated_and_compared(
     share = benchmark["summary"]["figures"]["masculine preferred"]
     assert share in (0.0, 1 / 3, 2 / 3, 1.0)
 
+    # the task has its own command, with the options every task command has
+    named = contrastkit(site, "evaluate", "caption-preference", "--data", data, "--model",
+                        tiny_clip_spec, "--out", tmp_path / "named", "--device", "cpu")  # fmt: skip
+    assert named.returncode == 0, named.stderr[-3000:]
+    [again] = [p for p in (tmp_path / "named").iterdir() if p.is_dir()]
+    assert json.loads((again / "benchmark.json").read_text()) == benchmark
+    listed = contrastkit(site, "evaluate", "--help")
+    assert listed.returncode == 0 and "caption-preference" in listed.stdout
+    own = contrastkit(site, "evaluate", "caption-preference", "--help")
+    assert own.returncode == 0, own.stderr
+    assert "--device" in own.stdout and "--allow-download" in own.stdout
+    assert "caption-pairs folders" in own.stdout and "--neutral" not in own.stdout
+    wrong = contrastkit(site, "evaluate", "caption-preference", "--data", data, "--model",
+                        tiny_clip_spec, "--k", "3")  # fmt: skip
+    assert wrong.returncode == 2 and "No such option: --k" in wrong.stderr
+
     shown = contrastkit(site, "report", folder, "--json")
     assert shown.returncode == 0, shown.stderr[-3000:]
     [headline] = json.loads(shown.stdout)  # the headlines, one per result

@@ -64,13 +64,3 @@ def test_help_names_every_option_in_full_at_any_width(
 def test_the_refusal_names_the_flag_publish_help_shows_whole_on_a_narrow_terminal() -> None:
     shown = runner.invoke(app, ["publish", "--help"], env={"COLUMNS": "60"}).output
     assert "--i-know-these-are-random-weights\n" in shown.replace(" ", "").replace("│", "")
-
-
-def test_evaluate_help_is_short_and_grouped() -> None:
-    shown = runner.invoke(app, ["evaluate", "--help"], env={"COLUMNS": "80"}).output
-    assert len(shown.splitlines()) < 200
-    for panel in ("Options", "Images", "Resolution and retrieval", "Running the model",
-                  "Statistics", "Network", "Zero-shot disparity"):  # fmt: skip
-        assert f"─ {panel} ─" in shown
-    assert "zero-shot disparities paper" in shown
-    assert "docs/reference/commands/evaluate.md" in shown  # where the details went

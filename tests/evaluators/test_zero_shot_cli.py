@@ -1,4 +1,4 @@
-"""``contrastkit evaluate --task zero-shot-disparity`` end to end: a tiny OpenCLIP model
+"""``contrastkit evaluate zero-shot`` end to end: a tiny OpenCLIP model
 from the registry (Experiment 1 and the softmax setting of Experiment 2), bring-your-own
 predictions, a second dataset for the consistency colouring."""
 
@@ -41,7 +41,7 @@ def vg(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _run(*args: str) -> tuple[int, str]:
-    result = runner.invoke(app, ["evaluate", "--task", "zero-shot-disparity", *args])
+    result = runner.invoke(app, ["evaluate", "zero-shot", *args])
     return result.exit_code, result.output
 
 

@@ -13,8 +13,6 @@ import typer
 from rich.table import Table
 
 from contrastkit.cli.common import (
-    ALLOW_DOWNLOAD,
-    DOWNLOAD_ALIAS,
     console,
     err_console,
     int_list,
@@ -23,6 +21,7 @@ from contrastkit.cli.common import (
     shown,
     user_errors,
 )
+from contrastkit.cli.options import ModelOptions, with_options
 from contrastkit.text import format_number
 
 
@@ -124,6 +123,7 @@ def _print_summary(report: dict[str, Any]) -> None:
         )
 
 
+@with_options
 def audit_command(
     data: Path = typer.Argument(
         ...,
@@ -181,10 +181,7 @@ def audit_command(
     resamples: int = typer.Option(
         1000, "--resamples", min=1, help="Bootstrap resamples of the classifier's AUC."
     ),
-    device: str | None = typer.Option(None, "--device", help="cpu, cuda, cuda:1 [default: auto]."),
-    batch_size: int = typer.Option(32, "--batch-size", min=1, help="Images per forward pass."),
-    download: bool = ALLOW_DOWNLOAD,
-    download_alias: bool = DOWNLOAD_ALIAS,
+    runtime: ModelOptions = ModelOptions(),
     as_json: bool = typer.Option(False, "--json", help="Print audit.json instead of a summary."),
 ) -> None:
     """Audit a data set for gender skew and spurious context before trusting a model's
@@ -197,7 +194,6 @@ def audit_command(
         contrastkit audit coco --split val2017 --out audit/val2017 --balanced
     """
     from contrastkit.audit import AuditConfig, audit
-    from contrastkit.config import ModelConfig
 
     with user_errors():
         config = AuditConfig(
@@ -218,9 +214,7 @@ def audit_command(
             epochs=epochs,
             test_fraction=test_fraction,
             resamples=resamples,
-            model=ModelConfig(
-                device=device, batch_size=batch_size, download=download or download_alias
-            ),
+            model=runtime.config(),
         )
         result = audit(config, say=lambda line: err_console.print(plain(line), style="dim"))
     if as_json:

@@ -7,345 +7,510 @@ configs and print the results.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.text import Text
 
 from contrastkit.cli import zero_shot as zs
 from contrastkit.cli.common import (
-    ALLOW_DOWNLOAD,
-    DOWNLOAD_ALIAS,
     console,
+    err_console,
     int_list,
     plain,
     print_json,
     shown,
     user_errors,
 )
+from contrastkit.cli.helptext import App, HelpGroup
+from contrastkit.cli.options import (
+    STATISTICS,
+    BootstrapOptions,
+    ModelOptions,
+    NetworkOptions,
+    OptionGroup,
+    OutputOptions,
+    command_function,
+)
 from contrastkit.text import count as counted
 
 if TYPE_CHECKING:
-    from contrastkit.evaluators.job import EvaluateResult
+    from contrastkit.evaluators.job import EvaluateConfig, EvaluateResult
+    from contrastkit.evaluators.tasks.registry import Task
 
-# Panels of `contrastkit evaluate --help`; each option's details are in
-# docs/reference/commands/evaluate.md and docs/zero_shot.md, its help here is one line.
+# Each option's details are in README.md ("contrastkit evaluate") and docs/zero_shot.md;
+# its help here is one line.
 _IMAGES = "Images"
-_RUNNING = "Running the model"
 _VISOGENDER = "Resolution and retrieval"
-_STATISTICS = "Statistics"
 
-DATA = typer.Option(
-    ...,
-    "--data",
-    help="Official-format TSV(s) or a folder of them, an export, a saved or Hub dataset "
-    "(hf:USER/NAME), or `visogender` (the bundled official sets). Repeatable.",
-)
-MODEL = typer.Option(
-    None,
-    "--model",
-    help="Model spec, e.g. open_clip:ViT-B-32/openai (all families: `contrastkit models "
-    "list`). Repeatable; required unless --predictions.",
-)
-OUT = typer.Option(Path("results"), "--out", help="Output folder; one subfolder per model.")
-TASK = typer.Option(
-    "resolution,retrieval",
-    "--task",
-    help="resolution,retrieval; stereotype (alone; a probe set); decisions (alone; "
-    "generative VLMs on a contrast set); zero-shot-disparity (alone; see its panel).",
-)
-DECISION_SCORING = typer.Option(
-    "both",
-    "--decision-scoring",
-    help="--task decisions: score each option's letter log-probability (logprob), "
-    "parse generated answers (generate), or both.",
-)
-QUESTIONS = typer.Option(
-    None,
-    "--questions",
-    help="--task decisions: question templates (YAML) [default: the bundled ones].",
-)
-STORE = typer.Option(
-    None,
-    "--store",
-    help="Image store the URLs are read from [default for --data visogender or with "
-    "--fetch: ~/.cache/contrastkit/images].",
-    rich_help_panel=_IMAGES,
-)
-FETCH = typer.Option(
-    None,
-    "--fetch/--no-fetch",
-    help="First fetch the URLs the store lacks (Network options) [default: on for "
-    "--data visogender].",
-    show_default=False,
-    rich_help_panel=_IMAGES,
-)
-SKIP_MISSING = typer.Option(
-    None,
-    "--skip-missing/--no-skip-missing",
-    help="Leave out (and list) rows without an image instead of stopping [default: on for "
-    "--data visogender].",
-    show_default=False,
-    rich_help_panel=_IMAGES,
-)
-SPLIT = typer.Option(None, "--split", help="Split of a saved dataset dict.")
-NEUTRAL = typer.Option(
-    False,
-    "--neutral",
-    help="Add 'their' to the candidates (neutral rate, VisoGender Appendix D).",
-    rich_help_panel=_VISOGENDER,
-)
-KS = typer.Option(
-    "5,10", "--k", help="Retrieval cut-offs K, comma-separated.", rich_help_panel=_VISOGENDER
-)
-NDKL_K = typer.Option(
-    None,
-    "--ndkl-k",
-    min=1,
-    help="NDKL depth [default: every image of the occupation].",
-    rich_help_panel=_VISOGENDER,
-)
-FLIPPED = typer.Option(
-    True,
-    "--flipped-retrieval/--no-flipped-retrieval",
-    help="Also retrieve with the participant as subject ('The patient and their doctor', "
-    "VisoGender Tab. 5).",
-    rich_help_panel=_VISOGENDER,
-)
-DEVICE = typer.Option(
-    None, "--device", help="cpu, cuda, cuda:1 [default: auto].", rich_help_panel=_RUNNING
-)
-DTYPE = typer.Option(
-    "auto",
-    "--dtype",
-    help="auto (float16 on CUDA, else float32), float32, bfloat16 or float16.",
-    rich_help_panel=_RUNNING,
-)
-WORKERS = typer.Option(
-    None,
-    "--workers",
-    min=0,
-    help="Image-decoding processes [default: suits the device].",
-    rich_help_panel=_RUNNING,
-)
-DECODE = typer.Option(
-    "auto",
-    "--decode",
-    help="Who decodes and preprocesses images: pil, worker, tensor or auto (docs/pipeline.md).",
-    rich_help_panel=_RUNNING,
-)
-BATCH_SIZE = typer.Option(
-    32, "--batch-size", min=1, help="Images per forward pass.", rich_help_panel=_RUNNING
-)
-SUBSAMPLE_K = typer.Option(
-    "1",
-    "--subsample-k",
-    help="Images kept per group in the random subsamples (VisoGender Appendix G.1).",
-    rich_help_panel=_STATISTICS,
-)
-SUBSAMPLE_RUNS = typer.Option(
-    500,
-    "--subsample-runs",
-    min=1,
-    help="Repetitions of the random subsamples (Appendix G.1).",
-    rich_help_panel=_STATISTICS,
-)
-BASELINE_RUNS = typer.Option(
-    3000,
-    "--baseline-runs",
-    min=2,
-    help="Repetitions of the random baseline (Appendix G.2).",
-    rich_help_panel=_STATISTICS,
-)
-SEED = typer.Option(
-    0,
-    "--seed",
-    help="Seed of the random analyses and the bootstrap.",
-    rich_help_panel=_STATISTICS,
-)
-PROTOCOL = typer.Option(
-    "visogender-official",
-    "--protocol",
-    help="visogender-official (argmax over his/her/their, as the published tables) or "
-    "two-way (his/her).",
-    rich_help_panel=_VISOGENDER,
-)
-BOOTSTRAP = typer.Option(
-    1000,
-    "--bootstrap",
-    min=0,
-    help="Bootstrap resamples of the images for the intervals (0: none).",
-    rich_help_panel=_STATISTICS,
-)
-CONFIDENCE = typer.Option(
-    0.95,
-    "--confidence",
-    help="Level of the bootstrap intervals, in (0, 1).",
-    rich_help_panel=_STATISTICS,
-)
-CONTRAST_METRICS = typer.Option(
-    "auto",
-    "--contrast-metrics",
-    help="On a contrast set: all, pairs (pair preference only) or auto (all for dual encoders).",
-)
-AS_JSON = typer.Option(
-    False, "--json", help="Print each model's output paths and headline figures as JSON."
-)
-# Network options of --fetch: the same as `contrastkit urls check` has.
-FETCH_CONCURRENCY = typer.Option(
-    64, "--concurrency", min=1, help="Requests in flight at once.", rich_help_panel="Network"
-)
-FETCH_TIMEOUT = typer.Option(
-    60.0, "--timeout", min=0.01, help="Seconds for a whole request.", rich_help_panel="Network"
-)
-FETCH_RETRIES = typer.Option(
-    2, "--retries", min=0, help="Retries after a transient failure (5xx, 429, timeout).",
-    rich_help_panel="Network",
+#: The name of the command that picks the task from the data (``contrastkit evaluate
+#: --data ...`` runs it).
+AUTO = "auto"
+
+
+@dataclass(frozen=True, kw_only=True)
+class DataOptions(OptionGroup):
+    """What every ``evaluate`` command reads and scores."""
+
+    data: Annotated[
+        list[str],
+        typer.Option(
+            "--data",
+            metavar="PATH",
+            help="The data (above): a file or folder, or a Hub dataset (hf:USER/NAME). Repeatable.",
+        ),
+    ]
+    model: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--model",
+            metavar="SPEC",
+            help="Model spec, e.g. open_clip:ViT-B-32/openai (all families: `contrastkit "
+            "models list`). Repeatable.",
+        ),
+    ] = None
+    split: Annotated[str | None, typer.Option("--split", help="Split of a saved dataset dict.")] = (
+        None
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImageOptions(OptionGroup):
+    """Where image URLs are read from, and whether the missing ones are fetched."""
+
+    store: Annotated[
+        Path | None,
+        typer.Option("--store", help="Image store the URLs are read from [default for --data "
+                     "visogender or with --fetch: ~/.cache/contrastkit/images].",
+                     rich_help_panel=_IMAGES),
+    ] = None  # fmt: skip
+    fetch: Annotated[
+        bool | None,
+        typer.Option("--fetch/--no-fetch", help="First fetch the URLs the store lacks (Network "
+                     "options) [default: on for --data visogender].", show_default=False,
+                     rich_help_panel=_IMAGES),
+    ] = None  # fmt: skip
+    skip_missing: Annotated[
+        bool | None,
+        typer.Option("--skip-missing/--no-skip-missing", help="Leave out (and list) rows "
+                     "without an image instead of stopping [default: on for --data "
+                     "visogender].", show_default=False, rich_help_panel=_IMAGES),
+    ] = None  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class AnalysesOptions(OptionGroup):
+    """Which of VisoGender's analyses run."""
+
+    only: Annotated[
+        str,
+        typer.Option("--only", help="resolution, retrieval or both, comma-separated.",
+                     rich_help_panel=_VISOGENDER),
+    ] = "resolution,retrieval"  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class VisoGenderOptions(OptionGroup):
+    """The settings of VisoGender's resolution and retrieval analyses."""
+
+    neutral: Annotated[
+        bool,
+        typer.Option("--neutral", help="Add 'their' to the candidates (neutral rate, "
+                     "VisoGender Appendix D).", rich_help_panel=_VISOGENDER),
+    ] = False  # fmt: skip
+    ndkl_k: Annotated[
+        int | None,
+        typer.Option("--ndkl-k", min=1, help="NDKL depth [default: every image of the "
+                     "occupation].", rich_help_panel=_VISOGENDER),
+    ] = None  # fmt: skip
+    flipped_retrieval: Annotated[
+        bool,
+        typer.Option("--flipped-retrieval/--no-flipped-retrieval", help="Also retrieve with "
+                     "the participant as subject ('The patient and their doctor', VisoGender "
+                     "Tab. 5).", rich_help_panel=_VISOGENDER),
+    ] = True  # fmt: skip
+    protocol: Annotated[
+        str,
+        typer.Option("--protocol", help="visogender-official (argmax over his/her/their, as "
+                     "the published tables) or two-way (his/her).",
+                     rich_help_panel=_VISOGENDER),
+    ] = "visogender-official"  # fmt: skip
+    subsample_k: Annotated[
+        str,
+        typer.Option("--subsample-k", help="Images kept per group in the random subsamples "
+                     "(VisoGender Appendix G.1).", rich_help_panel=STATISTICS),
+    ] = "1"  # fmt: skip
+    subsample_runs: Annotated[
+        int,
+        typer.Option("--subsample-runs", min=1, help="Repetitions of the random subsamples "
+                     "(Appendix G.1).", rich_help_panel=STATISTICS),
+    ] = 500  # fmt: skip
+    baseline_runs: Annotated[
+        int,
+        typer.Option("--baseline-runs", min=2, help="Repetitions of the random baseline "
+                     "(Appendix G.2).", rich_help_panel=STATISTICS),
+    ] = 3000  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class RetrievalOptions(OptionGroup):
+    """The retrieval cut-offs."""
+
+    ks: Annotated[
+        str,
+        typer.Option("--k", help="Retrieval cut-offs K, comma-separated.",
+                     rich_help_panel=_VISOGENDER),
+    ] = "5,10"  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContrastOptions(OptionGroup):
+    """What a contrast set gets."""
+
+    contrast_metrics: Annotated[
+        str,
+        typer.Option("--contrast-metrics", help="all, pairs (pair preference only) or auto "
+                     "(all for dual encoders)."),
+    ] = "auto"  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskChoice(OptionGroup):
+    """``contrastkit evaluate --task``: the analyses of the command that picks the task
+    from the data, and the older way to name a task (a deprecated alias)."""
+
+    task: Annotated[
+        str,
+        typer.Option("--task", help="resolution,retrieval (VisoGender); stereotype and "
+                     "zero-shot-disparity: deprecated, use `contrastkit evaluate stereotype` "
+                     "and `contrastkit evaluate zero-shot`."),
+    ] = "resolution,retrieval"  # fmt: skip
+
+
+#: The option groups a task names (:data:`~contrastkit.evaluators.tasks.registry.
+#: OPTION_GROUPS`), as the CLI's groups.
+TASK_GROUPS: dict[str, tuple[type[OptionGroup], ...]] = {
+    "images": (ImageOptions,),
+    "network": (NetworkOptions,),
+    "retrieval": (RetrievalOptions,),
+    "visogender": (AnalysesOptions, VisoGenderOptions),
+    "bootstrap": (BootstrapOptions,),
+    "contrast": (ContrastOptions,),
+}
+
+#: The groups every task command has.
+COMMON_GROUPS: tuple[type[OptionGroup], ...] = (DataOptions, OutputOptions, ModelOptions)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AutoData(DataOptions):
+    """``--data`` of ``evaluate auto``: any task's data."""
+
+    data: Annotated[
+        list[str],
+        typer.Option(
+            "--data",
+            metavar="PATH",
+            help="Official-format TSV(s) or a folder of them, an export, a probe set, a saved "
+            "or Hub dataset (hf:USER/NAME), or `visogender` (the bundled official sets). "
+            "Repeatable.",
+        ),
+    ]
+
+
+#: ``evaluate auto`` (``evaluate --data ...``): every task's options.
+AUTO_GROUPS: tuple[type[OptionGroup], ...] = (
+    AutoData, OutputOptions, TaskChoice, ImageOptions, VisoGenderOptions, RetrievalOptions,
+    ContrastOptions, ModelOptions, BootstrapOptions, NetworkOptions, zs.ZeroShotOptions,
 )  # fmt: skip
-FETCH_ALLOW_PRIVATE = typer.Option(
-    False, "--allow-private",
-    help="Allow loopback, private and link-local addresses (tests, intranet mirrors).",
-    rich_help_panel="Network",
-)  # fmt: skip
-FETCH_ALLOW_NETWORK = typer.Option(
-    None, "--allow-network", metavar="CIDR",
-    help="Allow one non-public network, e.g. 10.1.0.0/16. Repeatable.", rich_help_panel="Network",
-)  # fmt: skip
-FETCH_RESOLVE = typer.Option(
-    None, "--resolve", metavar="HOST:ADDRESS",
-    help="Use ADDRESS for HOST instead of DNS. Repeatable.", rich_help_panel="Network",
-)  # fmt: skip
 
 
-def evaluate(
-    data: list[str] = DATA,
-    model: list[str] = MODEL,
-    out: Path = OUT,
-    task: str = TASK,
-    store: Path | None = STORE,
-    split: str | None = SPLIT,
-    neutral: bool = NEUTRAL,
-    ks: str = KS,
-    ndkl_k: int | None = NDKL_K,
-    flipped_retrieval: bool = FLIPPED,
-    device: str | None = DEVICE,
-    dtype: str = DTYPE,
-    batch_size: int = BATCH_SIZE,
-    workers: int | None = WORKERS,
-    decode: str = DECODE,
-    download: bool = ALLOW_DOWNLOAD,
-    download_alias: bool = DOWNLOAD_ALIAS,
-    subsample_k: str = SUBSAMPLE_K,
-    subsample_runs: int = SUBSAMPLE_RUNS,
-    baseline_runs: int = BASELINE_RUNS,
-    seed: int = SEED,
-    protocol: str = PROTOCOL,
-    bootstrap: int = BOOTSTRAP,
-    confidence: float = CONFIDENCE,
-    contrast_metrics: str = CONTRAST_METRICS,
-    decision_scoring: str = DECISION_SCORING,
-    questions: Path | None = QUESTIONS,
-    as_json: bool = AS_JSON,
-    fetch: bool | None = FETCH,
-    skip_missing: bool | None = SKIP_MISSING,
-    concurrency: int = FETCH_CONCURRENCY,
-    timeout: float = FETCH_TIMEOUT,
-    retries: int = FETCH_RETRIES,
-    allow_private: bool = FETCH_ALLOW_PRIVATE,
-    allow_network: list[str] | None = FETCH_ALLOW_NETWORK,
-    resolve: list[str] | None = FETCH_RESOLVE,
-    predictions: Path | None = zs.PREDICTIONS,
-    prompt: str = zs.PROMPT,
-    layout: str = zs.LAYOUT,
-    min_images: int | None = zs.MIN_IMAGES,
-    images_without_concepts: str = zs.WITHOUT_CONCEPTS,
-    filter_split: str | None = zs.FILTER_SPLIT,
-    concept_map: Path | None = zs.CONCEPT_MAP,
-    bins: int = zs.BINS,
-    calibration: str = zs.CALIBRATION,
-    temperature: float = zs.TEMPERATURE,
-    words: Path | None = zs.WORDS,
-    word_source: str | None = zs.WORD_SOURCE,
-    compare: Path | None = zs.COMPARE,
-    threshold: float = zs.THRESHOLD,
-    top: int = zs.TOP,
-) -> None:
-    """Score models for gender bias on a VisoGender-style set, a contrast set, a stereotype
-    probe set, or (--task zero-shot-disparity) a Visual Genome or COCO folder.
+def task_groups(task: Task) -> tuple[type[OptionGroup], ...]:
+    """The option groups of ``contrastkit evaluate TASK``: the common ones and the ones
+    the task names."""
+    return COMMON_GROUPS + tuple(group for name in task.options for group in TASK_GROUPS[name])
 
-    The data picks the analysis: a VisoGender-style set gets resolution and retrieval
-    bias (VisoGender Tab. 2, 3, 5), a contrast-set export retrieval bias and pair
-    preference (GenSynth Sec. 5), a probe set VLStereoSet's scores, and
-    --task zero-shot-disparity the zero-shot disparities paper's per-concept AP and ECE
-    gaps; --task decisions asks generative VLMs (vlm:) the same questions about both
-    versions of each contrast-set source (docs/decisions.md). Each model writes
-    OUT/MODEL/ (benchmark.json, report.md, plots/); a rerun reuses the scores already
-    there (not for --task decisions). Every option in detail:
-    docs/reference/commands/evaluate.md and docs/zero_shot.md.
 
-    Example:
-
-        contrastkit evaluate --data visogender --model open_clip:ViT-B-32/openai
-
-        contrastkit evaluate --task zero-shot-disparity --data vg/ --model open_clip:ViT-B-32/openai
-    """
-    from contrastkit.cli.common import progress
-    from contrastkit.cli.urls import parse_resolve
-    from contrastkit.config import ModelConfig
-    from contrastkit.curation.urls import CheckConfig
-    from contrastkit.errors import ConfigError
+def _evaluate_config(groups: Iterable[OptionGroup], task: str | None) -> EvaluateConfig:
+    """The :class:`~contrastkit.evaluators.job.EvaluateConfig` the given options
+    describe; what a command does not offer keeps its default."""
     from contrastkit.evaluators.job import EvaluateConfig
-    from contrastkit.evaluators.job import evaluate as run_evaluation
     from contrastkit.evaluators.runner import EvalConfig
 
+    config: dict[str, Any] = {}
+    settings: dict[str, Any] = {}
+    for group in groups:
+        match group:
+            case DataOptions():
+                config.update(data=tuple(group.data), models=tuple(group.model or ()),
+                              split=group.split)  # fmt: skip
+            case OutputOptions():
+                config.update(out=group.out)
+            case ModelOptions():
+                config.update(model=group.config())
+            case ImageOptions():
+                config.update(store=group.store, fetch=group.fetch,
+                              skip_missing=group.skip_missing)  # fmt: skip
+            case NetworkOptions():
+                config.update(network=group.config())
+            case AnalysesOptions():
+                settings.update(tasks=_names(group.only))
+            case VisoGenderOptions():
+                settings.update(
+                    neutral=group.neutral, ndkl_k=group.ndkl_k,
+                    flipped_retrieval=group.flipped_retrieval, protocol=group.protocol.strip(),
+                    subsample_ks=int_list(group.subsample_k, "--subsample-k"),
+                    subsample_runs=group.subsample_runs, baseline_runs=group.baseline_runs,
+                )  # fmt: skip
+            case RetrievalOptions():
+                settings.update(ks=int_list(group.ks, "--k"))
+            case BootstrapOptions():
+                settings.update(bootstrap=group.bootstrap, confidence=group.confidence,
+                                seed=group.seed)  # fmt: skip
+            case ContrastOptions():
+                config.update(contrast_metrics=group.contrast_metrics.strip())
+    return EvaluateConfig(**config, settings=EvalConfig(**settings), task=task)
+
+
+def _names(text: str) -> tuple[str, ...]:
+    """``"a, b,a"`` -> ``("a", "b")``."""
+    return tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
+
+
+def _run(task: str | None, groups: Iterable[OptionGroup]) -> None:
+    """Evaluate with ``task`` (``None``: the data's) and print what was written."""
+    from contrastkit.cli.common import progress
+    from contrastkit.evaluators.job import evaluate as run_evaluation
+
+    groups = list(groups)
     with user_errors():
-        tasks = tuple(dict.fromkeys(t.strip() for t in task.split(",") if t.strip()))
+        result = run_evaluation(_evaluate_config(groups, task), progress=progress)
+    [output] = [group for group in groups if isinstance(group, OutputOptions)]
+    _print_evaluation(result, output.as_json)
+
+
+def _deprecated(old: str, new: str) -> None:
+    """One line on stderr: an older spelling that still works, and the one to use."""
+    err_console.print(plain(f"deprecated: {old}; use {new}", style="yellow"), highlight=False)
+
+
+def _auto(values: Mapping[type[OptionGroup], OptionGroup]) -> None:
+    """``contrastkit evaluate [auto] --data ...``: the data picks the task; ``--task``
+    names VisoGender's analyses, or (deprecated) the stereotype or zero-shot task."""
+    from contrastkit.errors import ConfigError
+
+    values = {DataOptions if cls is AutoData else cls: group for cls, group in values.items()}
+    choice = values[TaskChoice]
+    assert isinstance(choice, TaskChoice)
+    with user_errors():
+        tasks = _names(choice.task)
         if zs.TASK in tasks:  # per-concept zero-shot disparities
             if len(tasks) > 1:
                 raise ConfigError(f"--task: {zs.TASK} runs alone")
-            zs.run_zero_shot(
-                data=data, models=list(model or ()), out=out, as_json=as_json,
-                model_config=ModelConfig(device=device, dtype=dtype, batch_size=batch_size,
-                                         download=download or download_alias,
-                                         workers=workers, decode=decode),
-                options=dict(predictions=predictions, prompt=prompt, layout=layout,
-                             min_images=min_images, split=split, filter_split=filter_split,
-                             images_without_concepts=images_without_concepts.strip(),
-                             concept_map=concept_map, bins=bins, bootstrap=bootstrap,
-                             confidence=confidence, seed=seed, calibration=calibration,
-                             temperature=temperature, words=words, word_source=word_source,
-                             compare=compare, threshold=threshold, top=top),
-            )  # fmt: skip
+            _deprecated(f"--task {zs.TASK}", "`contrastkit evaluate zero-shot`")
+            _zero_shot(values)
             return
-        alone = next((t for t in ("stereotype", "decisions") if t in tasks), None)
-        if alone and len(tasks) > 1:
-            raise ConfigError(f"--task: {alone} runs alone, not with " + ", ".join(
-                t for t in tasks if t != alone))  # fmt: skip
-        settings = EvalConfig(
-            tasks=EvalConfig.tasks if alone else tasks,
-            neutral=neutral, ks=int_list(ks, "--k"), ndkl_k=ndkl_k,
-            subsample_ks=int_list(subsample_k, "--subsample-k"), subsample_runs=subsample_runs,
-            baseline_runs=baseline_runs, seed=seed, protocol=protocol.strip(),
-            bootstrap=bootstrap, confidence=confidence, flipped_retrieval=flipped_retrieval,
+        stereotype = "stereotype" in tasks
+        if stereotype and len(tasks) > 1:
+            raise ConfigError("--task: stereotype runs alone, not with " + ", ".join(
+                t for t in tasks if t != "stereotype"))  # fmt: skip
+        if stereotype:
+            _deprecated("--task stereotype", "`contrastkit evaluate stereotype`")
+    groups = [group for cls, group in values.items() if cls is not TaskChoice]
+    if not stereotype:
+        groups.append(AnalysesOptions(only=choice.task))
+    _run("stereotype" if stereotype else None, groups)
+
+
+def _zero_shot(values: Mapping[type[OptionGroup], OptionGroup]) -> None:
+    """``contrastkit evaluate zero-shot``: the zero-shot disparities analysis."""
+    data, output = values[DataOptions], values[OutputOptions]
+    runtime, bootstrap = values[ModelOptions], values[BootstrapOptions]
+    options = values[zs.ZeroShotOptions]
+    assert isinstance(data, DataOptions) and isinstance(output, OutputOptions)
+    assert isinstance(runtime, ModelOptions) and isinstance(bootstrap, BootstrapOptions)
+    assert isinstance(options, zs.ZeroShotOptions)
+    with user_errors():
+        zs.run_zero_shot(
+            data=data.data, models=list(data.model or ()), split=data.split, out=output.out,
+            as_json=output.as_json, model_config=runtime.config(), bootstrap=bootstrap,
+            options=options,
         )  # fmt: skip
-        config = EvaluateConfig(
-            data=tuple(data), models=tuple(model or ()), out=out, store=store, split=split,
-            model=ModelConfig(device=device, dtype=dtype, batch_size=batch_size,
-                              download=download or download_alias, workers=workers,
-                              decode=decode),
-            settings=settings, fetch=fetch, skip_missing=skip_missing,
-            task=alone,
-            contrast_metrics=contrast_metrics.strip(),
-            decision_scoring=decision_scoring.strip(), questions=questions,
-            network=CheckConfig(
-                concurrency=concurrency, total_timeout=timeout, retries=retries,
-                allow_private=allow_private, allowed_networks=tuple(allow_network or ()),
-                resolve=tuple(parse_resolve(item) for item in resolve or ()),
-            ),
-        )  # fmt: skip
-        result = run_evaluation(config, progress=progress)
-    _print_evaluation(result, as_json)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ZeroShotData(DataOptions):
+    """``--data`` of the zero-shot analysis: one Visual Genome or COCO folder."""
+
+    data: Annotated[
+        list[str],
+        typer.Option(
+            "--data",
+            metavar="PATH",
+            help="A Visual Genome or COCO folder (layout: docs/zero_shot.md).",
+        ),
+    ]
+    model: Annotated[
+        list[str] | None,
+        typer.Option("--model", metavar="SPEC", help="Model spec, e.g. open_clip:ViT-B-32/openai. "
+                     "Repeatable; required unless --predictions."),
+    ] = None  # fmt: skip
+    split: Annotated[str | None, typer.Option("--split", help="COCO split, e.g. val2017.")] = None
+
+
+#: What each built-in task's command says it does (a plugin's says which data it reads).
+_DESCRIPTIONS = {
+    "visogender": """Resolution and retrieval bias on a VisoGender-style set (VisoGender
+    Tab. 2, 3, 5).
+
+    --data: official-format TSVs, a folder or an export of them, a saved dataset, or
+    `visogender` (the bundled official sets). Each model writes OUT/MODEL/ (benchmark.json,
+    report.md, plots/); a rerun reuses the scores already there. Every option in detail:
+    README.md, "contrastkit evaluate".
+
+
+    Example: contrastkit evaluate visogender --data visogender --model open_clip:ViT-B-32/openai
+    """,
+    "contrast": """Retrieval bias of neutral queries and pair preference on a contrast
+    set (GenSynth Sec. 5).
+
+    --data: a `contrastkit export contrast` folder or its Hub copy. Each model writes
+    OUT/MODEL/ (benchmark.json, report.md, plots/); a rerun reuses the scores already
+    there.
+
+
+    Example: contrastkit evaluate contrast --data export/contrast --model open_clip:ViT-B-32/openai
+    """,
+    "stereotype": """VLStereoSet's stereotype scores on a probe set.
+
+    --data: a probe TSV / JSONL, a `contrastkit build stereoset` folder, its export or
+    Hub copy. Each model writes OUT/MODEL/ (benchmark.json, report.md, plots/); a rerun
+    reuses the scores already there.
+
+
+    Example: contrastkit evaluate stereotype --data build/vlss --model vlm:llava-hf/llava-1.5-7b-hf
+    """,
+}
+
+_ZERO_SHOT_HELP = """Per-concept AP and ECE gaps between men and women on a Visual Genome
+or COCO folder (the zero-shot disparities paper).
+
+Scores a model, or reads another model's --predictions. Every option in detail:
+docs/zero_shot.md.
+
+Example: contrastkit evaluate zero-shot --data vg/ --model open_clip:ViT-B-32/openai
+"""
+
+_AUTO_HELP = """The task the data calls for, with every task's options (what
+`contrastkit evaluate --data ...` runs).
+
+A VisoGender-style set gets `visogender`, a contrast-set export `contrast`, a probe set
+`stereotype`; the options the task does not use are ignored.
+
+Example: contrastkit evaluate --data visogender --model open_clip:ViT-B-32/openai
+"""
+
+
+def _description(task: Task) -> str:
+    """The help of ``contrastkit evaluate TASK``."""
+    if task.name in _DESCRIPTIONS:
+        return _DESCRIPTIONS[task.name]
+    from contrastkit.kinds import kinds
+
+    kind = kinds().get(task.kind or "")
+    data = kind.plural if kind is not None else "its data"
+    return (
+        f"The {task.name} task on {data} (from {task.source}).\n\n"
+        f"Each model writes OUT/MODEL/.\n\nExample: contrastkit evaluate {task.name} "
+        "--data DATA --model SPEC"
+    )
+
+
+def task_command(task: Task) -> Any:
+    """The command function of ``contrastkit evaluate TASK``: the common options and
+    the groups the task names."""
+
+    def run(values: Mapping[type[OptionGroup], OptionGroup]) -> None:
+        _run(task.name, values.values())
+
+    return command_function(task.name, task_groups(task), run, _description(task))
+
+
+class EvaluateGroup(HelpGroup):
+    """``contrastkit evaluate``: one command per registered task (plugins' found when
+    asked for); options without a task name go to ``auto``, which asks the data."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if args and args[0].startswith("-") and args[0] not in ctx.help_option_names:
+            args = [AUTO, *args]
+        return super().parse_args(ctx, args)
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        return ["[TASK] --data PATH --model SPEC [OPTIONS]"]
+
+    def _plugin_tasks(self) -> dict[str, Task]:
+        from contrastkit.evaluators.tasks.registry import tasks
+
+        with user_errors():
+            found = tasks()
+        return {
+            name: task
+            for name, task in found.items()
+            if task.run is not None and name not in self.commands
+        }
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = super().get_command(ctx, cmd_name)
+        if command is not None:
+            return command
+        task = self._plugin_tasks().get(cmd_name)
+        if task is None:
+            return None
+        sub = App(rich_markup_mode="markdown", add_completion=False)
+        sub.command(name=task.name)(task_command(task))
+        command = typer.main.get_command(sub)
+        self.add_command(command, task.name)
+        return command
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        names = list(self.commands)
+        return [*names, *self._plugin_tasks()]
+
+
+app = App(
+    cls=EvaluateGroup,
+    help="Score models for gender bias: one command per task, each with its own options "
+    "(`contrastkit evaluate TASK --help`).\n\n"
+    "Without a task, `contrastkit evaluate --data PATH --model SPEC` picks it from the data "
+    "(`auto`).\n\n"
+    "Example: contrastkit evaluate visogender --data visogender --model "
+    "open_clip:ViT-B-32/openai",
+    no_args_is_help=True,
+    rich_markup_mode="markdown",
+)
+
+
+def _built_in_commands() -> None:
+    from contrastkit.evaluators.tasks.registry import BUILT_IN
+
+    for task in BUILT_IN:
+        if task.run is not None:
+            app.command(name=task.name)(task_command(task))
+    app.command(name="zero-shot")(command_function(
+        "zero-shot",
+        (ZeroShotData, OutputOptions, ModelOptions, BootstrapOptions, zs.ZeroShotOptions),
+        lambda values: _zero_shot({
+            DataOptions if cls is ZeroShotData else cls: group for cls, group in values.items()
+        }),
+        _ZERO_SHOT_HELP,
+    ))  # fmt: skip
+    app.command(name=AUTO)(command_function(AUTO, AUTO_GROUPS, _auto, _AUTO_HELP))
+
+
+_built_in_commands()
 
 
 def _print_evaluation(result: EvaluateResult, as_json: bool) -> None:
@@ -516,7 +681,7 @@ def _harness_report(
     return [found.out_dir]
 
 
-def register(app: typer.Typer) -> None:
-    """Add ``evaluate`` and ``report`` to the root app."""
-    app.command(name="evaluate")(evaluate)
-    app.command(name="report")(report)
+def register(root: typer.Typer) -> None:
+    """Add ``evaluate`` (its task commands) and ``report`` to the root app."""
+    root.add_typer(app, name="evaluate")
+    root.command(name="report")(report)

@@ -26,19 +26,13 @@ from contrastkit.cli.common import (
     user_errors,
 )
 from contrastkit.cli.helptext import App
+from contrastkit.cli.options import (
+    ImageLimitOptions,
+    NetworkOptions,
+    NetworkTuning,
+    with_options,
+)
 from contrastkit.curation.dedup import NEAR_DUPLICATE_MAX_DISTANCE
-from contrastkit.curation.image_limits import (
-    DEFAULT_MAX_BYTES,
-    DEFAULT_MAX_PIXELS,
-    DEFAULT_MIN_SIDE,
-    ImageLimits,
-)
-from contrastkit.curation.urls.config import (
-    DEFAULT_URL_DEADLINE,
-    DEFAULT_USER_AGENT,
-    CheckConfig,
-)
-from contrastkit.errors import ConfigError
 from contrastkit.text import count as counted
 
 if TYPE_CHECKING:
@@ -55,56 +49,10 @@ app = App(
     rich_markup_mode="markdown",
 )
 
-_NETWORK = "Network"
-_IMAGES = "Image limits"
-
 # -- options of both commands -------------------------------------------------------------
 
 FILES = typer.Argument(..., help="Official-format OP and/or OO TSVs.")
 STORE = typer.Option(None, help="Keep every image that decodes in this content-addressed store.")
-CONCURRENCY = typer.Option(64, min=1, help="Requests in flight at once.", rich_help_panel=_NETWORK)
-PER_HOST = typer.Option(
-    16, min=1, help="Requests in flight at once to one host.", rich_help_panel=_NETWORK
-)
-CONNECT_TIMEOUT = typer.Option(
-    10.0, min=0.01, help="Seconds to resolve and connect.", rich_help_panel=_NETWORK
-)
-READ_TIMEOUT = typer.Option(
-    20.0, min=0.01, help="Seconds allowed between received bytes.", rich_help_panel=_NETWORK
-)
-TIMEOUT = typer.Option(
-    60.0, min=0.01, help="Seconds for a whole request.", rich_help_panel=_NETWORK
-)
-URL_DEADLINE = typer.Option(
-    DEFAULT_URL_DEADLINE, min=0.01,
-    help="Seconds one URL may take in all: attempts, redirects, retry waits.",
-    rich_help_panel=_NETWORK,
-)  # fmt: skip
-RETRIES = typer.Option(
-    2, min=0, help="Retries after a transient failure (5xx, 429, timeout).",
-    rich_help_panel=_NETWORK,
-)  # fmt: skip
-MAX_REDIRECTS = typer.Option(5, min=0, rich_help_panel=_NETWORK)
-MAX_RETRY_AFTER = typer.Option(
-    30.0, min=0, help="Longest Retry-After honoured, in seconds.", rich_help_panel=_NETWORK
-)
-USER_AGENT = typer.Option(DEFAULT_USER_AGENT, rich_help_panel=_NETWORK)
-ALLOW_PRIVATE = typer.Option(
-    False, help="Allow loopback, private and link-local addresses (tests, intranet mirrors).",
-    rich_help_panel=_NETWORK,
-)  # fmt: skip
-ALLOW_NETWORK = typer.Option(
-    None, metavar="CIDR", help="Allow one non-public network, e.g. 10.1.0.0/16. Repeatable.",
-    rich_help_panel=_NETWORK,
-)  # fmt: skip
-RESOLVE = typer.Option(
-    None, metavar="HOST:ADDRESS", help="Use ADDRESS for HOST instead of DNS. Repeatable.",
-    rich_help_panel=_NETWORK,
-)  # fmt: skip
-MAX_BYTES = typer.Option(DEFAULT_MAX_BYTES, min=1, rich_help_panel=_IMAGES)
-MAX_PIXELS = typer.Option(DEFAULT_MAX_PIXELS, min=1, rich_help_panel=_IMAGES)
-MIN_SIDE = typer.Option(DEFAULT_MIN_SIDE, min=1, rich_help_panel=_IMAGES)
-
 # -- options of one command ---------------------------------------------------------------
 
 CHECK_NEAR_DISTANCE = typer.Option(
@@ -149,33 +97,6 @@ MAINTAIN_NEAR_DISTANCE = typer.Option(
 MAINTAIN_JSON = typer.Option(False, "--json", help="Print the run's result as JSON.")
 
 
-def network_config(
-    concurrency: int, per_host: int, connect_timeout: float, read_timeout: float,
-    timeout: float, retries: int, max_redirects: int, max_retry_after: float,
-    user_agent: str, allow_private: bool, allow_network: list[str] | None,
-    resolve: list[str] | None, max_bytes: int, max_pixels: int, min_side: int,
-    url_deadline: float = DEFAULT_URL_DEADLINE,
-) -> CheckConfig:  # fmt: skip
-    """The :class:`~contrastkit.curation.urls.CheckConfig` the shared options describe."""
-    return CheckConfig(
-        concurrency=concurrency, per_host=per_host, connect_timeout=connect_timeout,
-        read_timeout=read_timeout, total_timeout=timeout, url_deadline=url_deadline,
-        retries=retries,
-        max_redirects=max_redirects, max_retry_after=max_retry_after, user_agent=user_agent,
-        allow_private=allow_private, allowed_networks=tuple(allow_network or ()),
-        resolve=tuple(parse_resolve(item) for item in resolve or ()),
-        limits=ImageLimits(max_bytes=max_bytes, max_pixels=max_pixels, min_side=min_side),
-    )  # fmt: skip
-
-
-def parse_resolve(item: str) -> tuple[str, str]:
-    """``--resolve HOST:ADDRESS`` -> ``(host, address)``; an IPv6 address keeps its colons."""
-    host, sep, address = item.rpartition(":") if item.count(":") == 1 else item.partition(":")
-    if not sep or not host or not address:
-        raise ConfigError(f"--resolve {item!r}: expected HOST:ADDRESS")
-    return host, address
-
-
 class ProgressHooks:
     """A job's ``on_start`` / ``on_result`` hooks feeding one progress bar
     (:func:`~contrastkit.cli.common.progress`): the total, then a step per URL, failures
@@ -197,6 +118,7 @@ class ProgressHooks:
 
 
 @app.command("check")
+@with_options
 def check(
     files: list[Path] = FILES,
     store: Path | None = STORE,
@@ -205,22 +127,9 @@ def check(
     as_json: bool = CHECK_JSON,
     engine: str = ENGINE,
     ray_address: str | None = RAY_ADDRESS,
-    concurrency: int = CONCURRENCY,
-    per_host: int = PER_HOST,
-    connect_timeout: float = CONNECT_TIMEOUT,
-    read_timeout: float = READ_TIMEOUT,
-    timeout: float = TIMEOUT,
-    url_deadline: float = URL_DEADLINE,
-    retries: int = RETRIES,
-    max_redirects: int = MAX_REDIRECTS,
-    max_retry_after: float = MAX_RETRY_AFTER,
-    user_agent: str = USER_AGENT,
-    allow_private: bool = ALLOW_PRIVATE,
-    allow_network: list[str] | None = ALLOW_NETWORK,
-    resolve: list[str] | None = RESOLVE,
-    max_bytes: int = MAX_BYTES,
-    max_pixels: int = MAX_PIXELS,
-    min_side: int = MIN_SIDE,
+    network: NetworkOptions = NetworkOptions(),
+    tuning: NetworkTuning = NetworkTuning(),
+    limits: ImageLimitOptions = ImageLimitOptions(),
 ) -> None:
     """Check every URL of the given TSVs: reachable, safe, and a fully decodable image.
 
@@ -243,12 +152,8 @@ def check(
     from contrastkit.curation.integrity import URLCheckJobConfig, check_dataset_urls
 
     with user_errors():
-        network = network_config(
-            concurrency, per_host, connect_timeout, read_timeout, timeout, retries,
-            max_redirects, max_retry_after, user_agent, allow_private, allow_network, resolve,
-            max_bytes, max_pixels, min_side, url_deadline,
-        )  # fmt: skip
-        config = URLCheckJobConfig(files=tuple(files), network=network, store=store,
+        checks = network.config(tuning, limits)
+        config = URLCheckJobConfig(files=tuple(files), network=checks, store=store,
                                    near_distance=near_distance, results=results,
                                    engine=engine, ray_address=ray_address)  # type: ignore[arg-type]  # fmt: skip
         with progress("checking URLs") as update:
@@ -260,6 +165,7 @@ def check(
 
 
 @app.command("maintain")
+@with_options
 def maintain_command(
     files: list[Path] = FILES,
     db: Path = DB,
@@ -274,22 +180,9 @@ def maintain_command(
     as_json: bool = MAINTAIN_JSON,
     engine: str = ENGINE,
     ray_address: str | None = RAY_ADDRESS,
-    concurrency: int = CONCURRENCY,
-    per_host: int = PER_HOST,
-    connect_timeout: float = CONNECT_TIMEOUT,
-    read_timeout: float = READ_TIMEOUT,
-    timeout: float = TIMEOUT,
-    url_deadline: float = URL_DEADLINE,
-    retries: int = RETRIES,
-    max_redirects: int = MAX_REDIRECTS,
-    max_retry_after: float = MAX_RETRY_AFTER,
-    user_agent: str = USER_AGENT,
-    allow_private: bool = ALLOW_PRIVATE,
-    allow_network: list[str] | None = ALLOW_NETWORK,
-    resolve: list[str] | None = RESOLVE,
-    max_bytes: int = MAX_BYTES,
-    max_pixels: int = MAX_PIXELS,
-    min_side: int = MIN_SIDE,
+    network: NetworkOptions = NetworkOptions(),
+    tuning: NetworkTuning = NetworkTuning(),
+    limits: ImageLimitOptions = ImageLimitOptions(),
 ) -> None:
     """Nightly maintenance for cron: check every URL, record the checks in SQLite, flag
     changed images, retire rows that keep failing, fill the TSVs' `Error codes` (edits made
@@ -312,13 +205,9 @@ def maintain_command(
     from contrastkit.curation.maintenance import MaintainConfig, RetirementPolicy, maintain
 
     with user_errors():
-        network = network_config(
-            concurrency, per_host, connect_timeout, read_timeout, timeout, retries,
-            max_redirects, max_retry_after, user_agent, allow_private, allow_network, resolve,
-            max_bytes, max_pixels, min_side, url_deadline,
-        )  # fmt: skip
+        checks = network.config(tuning, limits)
         config = MaintainConfig(
-            files=tuple(files), db=db, network=network, store=store, report=report,
+            files=tuple(files), db=db, network=checks, store=store, report=report,
             policy=RetirementPolicy(failures=retire_after, days=retire_days),
             per_cell=per_cell, drop_retired=drop_retired, accept_changes=accept_changes,
             near_distance=near_distance, engine=engine,  # type: ignore[arg-type]

@@ -1,5 +1,5 @@
-"""``contrastkit evaluate --task zero-shot-disparity``: the options of the "Zero-shot
-disparity" panel and the run behind them.
+"""``contrastkit evaluate zero-shot``: the options of the "Zero-shot disparity" panel
+and the run behind them.
 
 The work is :func:`contrastkit.evaluators.zero_shot.job.zero_shot_disparity`; this maps
 the command's options onto its config and prints what it found.
@@ -7,104 +7,122 @@ the command's options onto its config and prints what it found.
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.text import Text
 
 from contrastkit.cli.common import console, plain, print_json, shown
+from contrastkit.cli.options import BootstrapOptions, OptionGroup
 
 if TYPE_CHECKING:
     from contrastkit.config import ModelConfig
     from contrastkit.evaluators.zero_shot.job import ZeroShotDisparityResult
 
-__all__ = ["TASK", "run_zero_shot"]
+__all__ = ["TASK", "ZeroShotOptions", "run_zero_shot"]
 
-#: The ``--task`` value of this analysis.
+#: The old ``--task`` value of this analysis (``contrastkit evaluate --task
+#: zero-shot-disparity``, now ``contrastkit evaluate zero-shot``).
 TASK = "zero-shot-disparity"
 
 _PANEL = "Zero-shot disparity"
 
-PREDICTIONS = typer.Option(
-    None, "--predictions", metavar="FILE",
-    help="Another model's predictions (.jsonl or .parquet; format in docs/zero_shot.md) "
-    "instead of --model.", rich_help_panel=_PANEL,
-)  # fmt: skip
-PROMPT = typer.Option(
-    "{}", "--prompt",
-    help="Text per concept, {} for its words (the paper: the concept alone).",
-    rich_help_panel=_PANEL,
-)  # fmt: skip
-LAYOUT = typer.Option(
-    "auto", "--layout", help="auto, vg (Visual Genome) or coco.", rich_help_panel=_PANEL
-)
-MIN_IMAGES = typer.Option(
-    None, "--min-images", min=1,
-    help="Images per group a concept needs [default: 50 Visual Genome, 100 COCO].",
-    rich_help_panel=_PANEL,
-)  # fmt: skip
-WITHOUT_CONCEPTS = typer.Option(
-    "keep", "--images-without-concepts", metavar="keep|drop",
-    help="Images that show no kept concept: keep them as negatives of every concept (the "
-    "paper) or drop them.", rich_help_panel=_PANEL,
-)  # fmt: skip
-FILTER_SPLIT = typer.Option(
-    None, "--filter-split",
-    help="COCO split that decides the concept filter (the paper: train) [default: --split].",
-    rich_help_panel=_PANEL,
-)  # fmt: skip
-CONCEPT_MAP = typer.Option(
-    None, "--concept-map", metavar="FILE",
-    help="Two-column TSV (COCO category, synset) extending the built-in table.",
-    rich_help_panel=_PANEL,
-)  # fmt: skip
-BINS = typer.Option(15, "--bins", min=1, help="ECE bins (equal width).", rich_help_panel=_PANEL)
-CALIBRATION = typer.Option(
-    "multi-label", "--calibration",
-    help="multi-label (ECE only of probabilities) or softmax (over the concepts, Appendix "
-    "A.2).", rich_help_panel=_PANEL,
-)  # fmt: skip
-TEMPERATURE = typer.Option(
-    100.0, "--temperature", min=0.0,
-    help="Scale of the cosine similarities in the softmax (CLIP: 100).",
-    rich_help_panel=_PANEL,
-)  # fmt: skip
-WORDS = typer.Option(
-    None, "--words", metavar="FILE",
-    help="word2vec / GloVe vectors for the language bias (Experiment 3).",
-    rich_help_panel=_PANEL,
-)  # fmt: skip
-WORD_SOURCE = typer.Option(
-    None, "--word-source",
-    help="file (--words), model (its text encoder) or both "
-    "[default: file with --words, else none].",
-    rich_help_panel=_PANEL,
-)  # fmt: skip
-COMPARE = typer.Option(
-    None, "--compare", metavar="RESULTS_OR_DIR",
-    help="A second dataset (a run's disparity.json, or a data folder) for the consistency "
-    "colouring (Fig. 3-4).",
-    rich_help_panel=_PANEL,
-)  # fmt: skip
-THRESHOLD = typer.Option(
-    5.0, "--threshold", min=0.0, help="Consistency threshold in AP points.",
-    rich_help_panel=_PANEL,
-)  # fmt: skip
-TOP = typer.Option(
-    20, "--top", min=1, help="Concepts in the top-differences tables and plots.",
-    rich_help_panel=_PANEL,
-)  # fmt: skip
+
+@dataclass(frozen=True, kw_only=True)
+class ZeroShotOptions(OptionGroup):
+    """The options of the zero-shot disparity analysis (docs/zero_shot.md)."""
+
+    predictions: Annotated[
+        Path | None,
+        typer.Option("--predictions", metavar="FILE", help="Another model's predictions "
+                     "(.jsonl or .parquet; format in docs/zero_shot.md) instead of --model.",
+                     rich_help_panel=_PANEL),
+    ] = None  # fmt: skip
+    prompt: Annotated[
+        str,
+        typer.Option("--prompt", help="Text per concept, {} for its words (the paper: the "
+                     "concept alone).", rich_help_panel=_PANEL),
+    ] = "{}"  # fmt: skip
+    layout: Annotated[
+        str,
+        typer.Option("--layout", help="auto, vg (Visual Genome) or coco.",
+                     rich_help_panel=_PANEL),
+    ] = "auto"  # fmt: skip
+    min_images: Annotated[
+        int | None,
+        typer.Option("--min-images", min=1, help="Images per group a concept needs [default: "
+                     "50 Visual Genome, 100 COCO].", rich_help_panel=_PANEL),
+    ] = None  # fmt: skip
+    images_without_concepts: Annotated[
+        str,
+        typer.Option("--images-without-concepts", metavar="keep|drop", help="Images that show "
+                     "no kept concept: keep them as negatives of every concept (the paper) or "
+                     "drop them.", rich_help_panel=_PANEL),
+    ] = "keep"  # fmt: skip
+    filter_split: Annotated[
+        str | None,
+        typer.Option("--filter-split", help="COCO split that decides the concept filter (the "
+                     "paper: train) [default: --split].", rich_help_panel=_PANEL),
+    ] = None  # fmt: skip
+    concept_map: Annotated[
+        Path | None,
+        typer.Option("--concept-map", metavar="FILE", help="Two-column TSV (COCO category, "
+                     "synset) extending the built-in table.", rich_help_panel=_PANEL),
+    ] = None  # fmt: skip
+    bins: Annotated[
+        int,
+        typer.Option("--bins", min=1, help="ECE bins (equal width).", rich_help_panel=_PANEL),
+    ] = 15
+    calibration: Annotated[
+        str,
+        typer.Option("--calibration", help="multi-label (ECE only of probabilities) or "
+                     "softmax (over the concepts, Appendix A.2).", rich_help_panel=_PANEL),
+    ] = "multi-label"  # fmt: skip
+    temperature: Annotated[
+        float,
+        typer.Option("--temperature", min=0.0, help="Scale of the cosine similarities in the "
+                     "softmax (CLIP: 100).", rich_help_panel=_PANEL),
+    ] = 100.0  # fmt: skip
+    words: Annotated[
+        Path | None,
+        typer.Option("--words", metavar="FILE", help="word2vec / GloVe vectors for the "
+                     "language bias (Experiment 3).", rich_help_panel=_PANEL),
+    ] = None  # fmt: skip
+    word_source: Annotated[
+        str | None,
+        typer.Option("--word-source", help="file (--words), model (its text encoder) or both "
+                     "[default: file with --words, else none].", rich_help_panel=_PANEL),
+    ] = None  # fmt: skip
+    compare: Annotated[
+        Path | None,
+        typer.Option("--compare", metavar="RESULTS_OR_DIR", help="A second dataset (a run's "
+                     "disparity.json, or a data folder) for the consistency colouring "
+                     "(Fig. 3-4).", rich_help_panel=_PANEL),
+    ] = None  # fmt: skip
+    threshold: Annotated[
+        float,
+        typer.Option("--threshold", min=0.0, help="Consistency threshold in AP points.",
+                     rich_help_panel=_PANEL),
+    ] = 5.0  # fmt: skip
+    top: Annotated[
+        int,
+        typer.Option("--top", min=1, help="Concepts in the top-differences tables and plots.",
+                     rich_help_panel=_PANEL),
+    ] = 20  # fmt: skip
 
 
 def run_zero_shot(
     *,
     data: list[str],
     models: list[str],
+    split: str | None,
     out: Path,
     model_config: ModelConfig,
     as_json: bool,
-    options: dict[str, Any],
+    bootstrap: BootstrapOptions,
+    options: ZeroShotOptions,
 ) -> None:
     """Run the analysis once per model (or once for ``--predictions``) and print each
     result: its folder, the counts, the mAP per group and the largest AP differences."""
@@ -117,7 +135,9 @@ def run_zero_shot(
             "data: the zero-shot disparity task reads one --data folder (Visual Genome or "
             "COCO); give a second dataset with --compare"
         )
-    predictions = options.pop("predictions")
+    settings = asdict(options)
+    predictions = settings.pop("predictions")
+    settings["images_without_concepts"] = options.images_without_concepts.strip()
     if predictions is not None and models:
         raise ConfigError("predictions: give --predictions or --model, not both")
     if predictions is None and not models:
@@ -125,7 +145,8 @@ def run_zero_shot(
     configs = [
         ZeroShotDisparityConfig(
             data=Path(data[0]), out=out, model=spec, predictions=predictions,
-            model_config=model_config, **options,
+            model_config=model_config, split=split, bootstrap=bootstrap.bootstrap,
+            confidence=bootstrap.confidence, seed=bootstrap.seed, **settings,
         )
         for spec in ([*models] if models else [None])
     ]  # fmt: skip

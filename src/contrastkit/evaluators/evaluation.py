@@ -101,15 +101,14 @@ class EvaluateConfig:
         network: how URLs are fetched when ``fetch`` is on
             (:class:`~contrastkit.curation.urls.CheckConfig`: timeouts, retries, and the
             private networks and ``resolve`` mappings tests and intranet mirrors need).
-        task: a task that is not told by the data alone, by its name in the task
-            registry (:mod:`contrastkit.evaluators.tasks.registry`; one that runs on
-            data): ``stereotype`` (VLStereoSet-style stereotype probing,
-            :mod:`contrastkit.evaluators.stereotype`; every ``data`` item must then be a
-            probe set) or ``decisions`` (counterfactual decision probes of generative
-            VLMs on contrast sets, :mod:`contrastkit.evaluators.decisions`). ``None``
-            (the default): from the data: probe sets are probed for stereotypes,
-            contrast-set exports get the GenSynth evaluation, anything else the
-            VisoGender tasks of ``settings``.
+        task: the registered task to run (:mod:`contrastkit.evaluators.tasks.registry`:
+            ``visogender``, ``contrast``, ``stereotype`` (VLStereoSet-style stereotype
+            probing, :mod:`contrastkit.evaluators.stereotype`), ``decisions``
+            (counterfactual decision probes of generative VLMs on contrast sets,
+            :mod:`contrastkit.evaluators.decisions`), or a plugin's; every ``data`` item
+            must then be data it reads). ``None`` (the default): from the data: probe
+            sets are probed for stereotypes, contrast-set exports get the GenSynth
+            evaluation, anything else the VisoGender tasks of ``settings``.
         contrast_metrics: what a contrast set gets
             (:data:`~contrastkit.evaluators.contrast.CONTRAST_METRICS`): ``all`` (retrieval
             metrics and pair preference), ``pairs`` (pair preference only) or ``auto``

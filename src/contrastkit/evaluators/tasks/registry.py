@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BUILT_IN",
     "ENTRY_POINT_GROUP",
+    "OPTION_GROUPS",
     "Task",
     "read_result",
     "register_task",
@@ -44,6 +45,22 @@ __all__ = [
 
 #: The entry point group third-party packages add tasks through.
 ENTRY_POINT_GROUP = "contrastkit.tasks"
+
+#: The option groups a task's ``contrastkit evaluate TASK`` command may offer besides
+#: the ones every task command has (``--data``, ``--model``, ``--split``, ``--out``,
+#: ``--json`` and the model's runtime: ``--device``, ``--dtype``, ``--batch-size``,
+#: ``--workers``, ``--decode``, ``--allow-download``), each setting part of
+#: :class:`~contrastkit.evaluators.evaluation.EvaluateConfig`:
+OPTION_GROUPS: dict[str, str] = {
+    "images": "--store, --fetch, --skip-missing: where image URLs are read from",
+    "network": "--concurrency, --timeout, --retries, --allow-private, --allow-network, "
+    "--resolve: how --fetch fetches URLs",
+    "retrieval": "--k: the retrieval cut-offs",
+    "visogender": "--only, --neutral, --ndkl-k, --flipped-retrieval, --protocol, "
+    "--subsample-k, --subsample-runs, --baseline-runs: VisoGender's analyses",
+    "bootstrap": "--bootstrap, --confidence, --seed: the intervals",
+    "contrast": "--contrast-metrics: what a contrast set gets",
+}
 
 
 @dataclass(frozen=True)
@@ -69,6 +86,9 @@ class Task:
         listed_last: its results come after every other task's in a comparison.
         result_tasks: the ``task`` values of the :mod:`contrastkit.results` trees
             this task's files read as.
+        options: the option groups (:data:`OPTION_GROUPS`) its ``contrastkit evaluate
+            NAME`` command offers besides the ones every task command has; the
+            settings they do not offer keep their defaults.
         source: the distribution that registered it.
 
     Every function is an import path, ``"module:function"``.
@@ -84,9 +104,17 @@ class Task:
     plots_title: str = "the models side by side"
     listed_last: bool = False
     result_tasks: tuple[str, ...] = ()
+    options: tuple[str, ...] = ()
     source: str = "contrastkit"
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "options", tuple(self.options))
+        unknown = [name for name in self.options if name not in OPTION_GROUPS]
+        if unknown:
+            raise ConfigError(
+                f"task {self.name!r}: options {', '.join(map(repr, unknown))} are no option "
+                f"group; use some of {', '.join(OPTION_GROUPS)}"
+            )
         for field_name in ("run", "read", "headline", "compare", "compare_plots"):
             path = getattr(self, field_name)
             if path is not None and not _is_import_path(path):
@@ -131,6 +159,7 @@ BUILT_IN: tuple[Task, ...] = (
         compare=f"{_E}.report.markdown:comparison_markdown",
         compare_plots=f"{_E}.report.plots:write_comparison_plots",
         result_tasks=("visogender",),
+        options=("images", "network", "visogender", "retrieval", "bootstrap"),
     ),
     Task(
         "contrast", "contrast", f"{_E}.contrast_sets:evaluate_contrast_sets",
@@ -139,13 +168,14 @@ BUILT_IN: tuple[Task, ...] = (
         compare=f"{_E}.report.markdown:contrast_comparison_markdown",
         compare_plots=f"{_E}.report.plots:write_contrast_comparison_plots",
         plots_title="original vs balanced vs contrast set", result_tasks=("contrast",),
+        options=("contrast", "retrieval", "bootstrap"),
     ),
     Task(
         "stereotype", "stereotype", f"{_E}.stereotype:evaluate_stereotype",
         read=f"{_E}.stereotype:read_stereotype_benchmark",
         headline=f"{_E}.stereotype:stereotype_headline",
         compare=f"{_E}.stereotype:stereotype_comparison_markdown",
-        result_tasks=("stereotype",),
+        result_tasks=("stereotype",), options=("images", "network", "bootstrap"),
     ),
     Task(
         "decisions", "contrast", f"{_E}.decisions:evaluate_decisions",

@@ -1,0 +1,244 @@
+"""``contrastkit evaluate TASK``: one command per task with only the options that task
+uses; ``contrastkit evaluate --data ...`` still lets the data pick; the option groups
+(model, network, bootstrap, output) are one declaration that every command shares."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from contrastkit.cli import app
+from contrastkit.config import ModelConfig
+
+runner = CliRunner()
+
+COMMON = {"--data", "--model", "--split", "--out", "--json", "--device", "--dtype",
+          "--batch-size", "--workers", "--decode", "--allow-download"}  # fmt: skip
+IMAGES = {"--store", "--fetch", "--no-fetch", "--skip-missing", "--no-skip-missing"}
+NETWORK = {"--concurrency", "--timeout", "--retries", "--allow-private", "--no-allow-private",
+           "--allow-network", "--resolve"}  # fmt: skip
+BOOTSTRAP = {"--bootstrap", "--confidence", "--seed"}
+ZERO_SHOT = {"--predictions", "--prompt", "--layout", "--min-images", "--images-without-concepts",
+             "--filter-split", "--concept-map", "--bins", "--calibration", "--temperature",
+             "--words", "--word-source", "--compare", "--threshold", "--top"}  # fmt: skip
+
+#: What each task reads (the analyses its job runs); nothing else is offered.
+EXPECTED = {
+    "visogender": COMMON | IMAGES | NETWORK | BOOTSTRAP | {
+        "--only", "--neutral", "--ndkl-k", "--flipped-retrieval", "--no-flipped-retrieval",
+        "--protocol", "--subsample-k", "--subsample-runs", "--baseline-runs", "--k"},
+    "contrast": COMMON | BOOTSTRAP | {"--k", "--contrast-metrics"},
+    "stereotype": COMMON | IMAGES | NETWORK | BOOTSTRAP,
+    "zero-shot": COMMON | BOOTSTRAP | ZERO_SHOT,
+}  # fmt: skip
+
+
+def _evaluate_group() -> Any:
+    return typer.main.get_command(app).commands["evaluate"]  # type: ignore[attr-defined]
+
+
+def _shown_options(command: Any) -> set[str]:
+    return {
+        name
+        for param in command.params
+        if not param.hidden
+        for name in (*param.opts, *param.secondary_opts)
+        if name != "--help"
+    }
+
+
+@pytest.mark.parametrize("task", sorted(EXPECTED))
+def test_each_task_command_lists_only_the_options_its_task_uses(task: str) -> None:
+    command = _evaluate_group().commands[task]
+    assert _shown_options(command) == EXPECTED[task]
+    shown = runner.invoke(app, ["evaluate", task, "--help"], env={"COLUMNS": "100"}).output
+    for name in EXPECTED[task]:
+        assert re.search(rf"(?<![\w-]){re.escape(name)}(?![\w…-])", shown), name
+    # the other tasks' options are not there
+    for other in ("--neutral", "--contrast-metrics", "--prompt", "--store", "--task"):
+        if other not in EXPECTED[task]:
+            assert not re.search(rf"(?<![\w-]){re.escape(other)}(?![\w-])", shown), other
+
+
+def test_evaluate_help_names_the_task_commands_and_each_is_short() -> None:
+    shown = runner.invoke(app, ["evaluate", "--help"], env={"COLUMNS": "80"}).output
+    assert "contrastkit evaluate [TASK] --data PATH" in shown
+    for task in ("visogender", "contrast", "stereotype", "zero-shot", "auto"):
+        assert re.search(rf"│ {task} ", shown), task
+    visogender = runner.invoke(app, ["evaluate", "visogender", "--help"], env={"COLUMNS": "100"})
+    assert visogender.exit_code == 0
+    assert len(visogender.output.splitlines()) <= 80
+    for panel in ("Options", "Images", "Resolution and retrieval", "Running the model",
+                  "Statistics", "Network"):  # fmt: skip
+        assert f"─ {panel} ─" in visogender.output
+    assert "README.md" in visogender.output  # where the details went
+    # `auto` (what `evaluate --data ...` runs) still takes every task's options
+    auto = runner.invoke(app, ["evaluate", "auto", "--help"], env={"COLUMNS": "80"}).output
+    assert "─ Zero-shot disparity ─" in auto and "--contrast-metrics" in auto
+    assert "zero-shot-disparity" in auto
+
+
+@pytest.fixture
+def captured(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The configs the evaluate and zero-shot jobs are called with (they run no further)."""
+    import contrastkit.evaluators.job as job
+    import contrastkit.evaluators.zero_shot.job as zero_shot_job
+
+    configs: list[Any] = []
+
+    def record(config: Any, **_: Any) -> Any:
+        configs.append(config)
+        raise typer.Exit(0)
+
+    monkeypatch.setattr(job, "evaluate", record)
+    monkeypatch.setattr(zero_shot_job, "zero_shot_disparity", record)
+    return configs
+
+
+SPEC = "open_clip:ViT-B-32/openai"
+
+#: A value other than the default for each option that sets part of a config.
+VALUES: dict[str, list[str]] = {
+    "--split": ["--split", "test"], "--out": ["--out", "elsewhere"],
+    "--device": ["--device", "cpu"], "--dtype": ["--dtype", "float32"],
+    "--batch-size": ["--batch-size", "7"], "--workers": ["--workers", "0"],
+    "--decode": ["--decode", "pil"], "--allow-download": ["--allow-download"],
+    "--store": ["--store", "images"], "--fetch": ["--fetch"], "--no-fetch": ["--no-fetch"],
+    "--skip-missing": ["--skip-missing"], "--no-skip-missing": ["--no-skip-missing"],
+    "--concurrency": ["--concurrency", "3"], "--timeout": ["--timeout", "5"],
+    "--retries": ["--retries", "0"], "--allow-private": ["--allow-private"],
+    "--allow-network": ["--allow-network", "10.1.0.0/16"],
+    "--resolve": ["--resolve", "example.org:127.0.0.1"], "--only": ["--only", "resolution"],
+    "--neutral": ["--neutral"], "--ndkl-k": ["--ndkl-k", "3"],
+    "--no-flipped-retrieval": ["--no-flipped-retrieval"], "--protocol": ["--protocol", "two-way"],
+    "--subsample-k": ["--subsample-k", "2"], "--subsample-runs": ["--subsample-runs", "9"],
+    "--baseline-runs": ["--baseline-runs", "9"], "--k": ["--k", "3"],
+    "--bootstrap": ["--bootstrap", "7"], "--confidence": ["--confidence", "0.9"],
+    "--seed": ["--seed", "5"], "--contrast-metrics": ["--contrast-metrics", "pairs"],
+    "--prompt": ["--prompt", "a photo of {}"], "--layout": ["--layout", "vg"],
+    "--min-images": ["--min-images", "2"], "--images-without-concepts":
+    ["--images-without-concepts", "drop"], "--filter-split": ["--filter-split", "train"],
+    "--concept-map": ["--concept-map", "map.tsv"], "--bins": ["--bins", "5"],
+    "--calibration": ["--calibration", "softmax"], "--temperature": ["--temperature", "50"],
+    "--words": ["--words", "w.txt"], "--word-source": ["--word-source", "model"],
+    "--compare": ["--compare", "other"], "--threshold": ["--threshold", "2"],
+    "--top": ["--top", "3"],
+}  # fmt: skip
+#: Options that are no part of a config: the model list, the data, the printing, and the
+#: defaults a flag restates.
+NOT_CONFIG = {"--data", "--model", "--json", "--flipped-retrieval", "--no-allow-private",
+              "--predictions"}  # fmt: skip
+
+CASES = [
+    pytest.param(task, option, id=f"{task} {option}")
+    for task, options in sorted(EXPECTED.items())
+    for option in sorted(options - NOT_CONFIG)
+]
+
+
+def _config(captured: list[Any], *args: str) -> Any:
+    result = runner.invoke(app, ["evaluate", *args])
+    assert result.exit_code == 0, result.output
+    return captured.pop()
+
+
+@pytest.mark.parametrize(("task", "option"), CASES)
+def test_every_option_of_a_task_command_reaches_its_config(
+    captured: list[Any], task: str, option: str
+) -> None:
+    base = ["--data", "data", "--model", SPEC]
+    default = _config(captured, task, *base)
+    given = _config(captured, task, *base, *VALUES[option])
+    assert given != default, option
+
+
+def test_a_task_command_runs_its_task_and_the_bare_form_lets_the_data_pick(
+    captured: list[Any],
+) -> None:
+    args = ["--data", "data", "--model", SPEC, "--k", "3", "--device", "cpu"]
+    named = _config(captured, "visogender", *args)
+    bare = _config(captured, *args)
+    auto = _config(captured, "auto", *args)
+    assert named.task == "visogender" and bare.task is None and auto == bare
+    assert named.settings == bare.settings and named.model == bare.model
+    assert _config(captured, "contrast", *args).task == "contrast"
+
+
+def test_the_old_task_spellings_still_work_with_a_deprecation_note(captured: list[Any]) -> None:
+    args = ["--data", "vg", "--model", SPEC, "--bootstrap", "5", "--min-images", "2"]
+    old = runner.invoke(app, ["evaluate", "--task", "zero-shot-disparity", *args])
+    assert old.exit_code == 0, old.output
+    assert old.stderr.strip().splitlines() == [
+        "deprecated: --task zero-shot-disparity; use `contrastkit evaluate zero-shot`"
+    ]
+    assert old.stdout == ""
+    new = _config(captured, "zero-shot", *args)
+    assert captured.pop() == new and new.bootstrap == 5 and new.min_images == 2
+
+    stereotype = runner.invoke(app, ["evaluate", "--task", "stereotype", "--data", "p.tsv",
+                                     "--model", SPEC, "--download"])  # fmt: skip
+    assert stereotype.exit_code == 0, stereotype.output
+    assert "deprecated: --task stereotype; use `contrastkit evaluate stereotype`" in (
+        stereotype.stderr
+    )
+    config = captured.pop()
+    assert config.task == "stereotype" and config.model.download  # --download: old spelling
+    assert config == _config(captured, "stereotype", "--data", "p.tsv", "--model", SPEC,
+                             "--allow-download")  # fmt: skip
+    # the analyses of a VisoGender set are no deprecated task
+    plain = runner.invoke(app, ["evaluate", "--task", "resolution", "--data", "d", "--model", SPEC])
+    assert plain.exit_code == 0 and "deprecated" not in plain.output
+    assert captured.pop().settings.tasks == ("resolution",)
+
+
+def test_a_task_command_refuses_another_tasks_option() -> None:
+    result = runner.invoke(app, ["evaluate", "contrast", "--data", "d", "--model", SPEC,
+                                 "--neutral"])  # fmt: skip
+    assert result.exit_code == 2 and "No such option: --neutral" in result.output
+
+
+def test_audit_has_the_whole_model_group(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import contrastkit.audit as audit_package
+
+    configs: list[Any] = []
+
+    def record(config: Any, **_: Any) -> Any:
+        configs.append(config)
+        raise typer.Exit(0)
+
+    monkeypatch.setattr(audit_package, "audit", record)
+    result = runner.invoke(app, [
+        "audit", str(tmp_path), "--out", str(tmp_path / "out"), "--device", "cpu", "--dtype",
+        "float32", "--batch-size", "4", "--workers", "0", "--decode", "pil", "--allow-download",
+    ])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert configs[0].model == ModelConfig(device="cpu", dtype="float32", batch_size=4,
+                                           download=True, workers=0, decode="pil")  # fmt: skip
+
+
+def test_commands_that_share_a_group_show_its_options_alike() -> None:
+    """The one declaration: each shared option has the same names, default and help on
+    every command that has it."""
+    root: Any = typer.main.get_command(app)
+    commands = {
+        "audit": root.commands["audit"],
+        "evaluate visogender": root.commands["evaluate"].commands["visogender"],
+        "evaluate auto": root.commands["evaluate"].commands["auto"],
+        "evaluate zero-shot": root.commands["evaluate"].commands["zero-shot"],
+        "urls check": root.commands["urls"].commands["check"],
+        "urls maintain": root.commands["urls"].commands["maintain"],
+    }
+    seen: dict[str, tuple[Any, ...]] = {}
+    for command in commands.values():
+        for param in command.params:
+            if param.name in {"device", "dtype", "batch_size", "workers", "decode", "download",
+                              "concurrency", "timeout", "retries", "allow_private",
+                              "allow_network", "resolve", "bootstrap", "confidence"}:  # fmt: skip
+                key = (tuple(param.opts), tuple(param.secondary_opts), param.default, param.help)
+                assert seen.setdefault(param.name, key) == key, param.name
+    assert {"device", "workers", "decode", "concurrency", "resolve"} <= set(seen)
