@@ -1,4 +1,4 @@
-"""Counterfactual decision probes (``evaluate --task decisions``): planted models whose
+"""Counterfactual decision probes (``contrastkit evaluate decisions``): planted models whose
 every figure is known by hand, refusals and unparseable answers counted and never
 guessed, bootstrap intervals that resample sources, and a tiny ``vlm:`` model from the
 command line and from Python in both scoring modes."""
@@ -339,7 +339,7 @@ def test_a_tiny_vlm_answers_from_the_command_line_in_both_modes(
     questions.write_text(SMALL_QUESTIONS)
     out = tmp_path / "res"
     result = runner.invoke(app, [
-        "evaluate", "--task", "decisions", "--data", str(data), "--model", tiny_vlm,
+        "evaluate", "decisions", "--data", str(data), "--model", tiny_vlm,
         "--out", str(out), "--questions", str(questions), "--bootstrap", "20",
     ])  # fmt: skip
     assert result.exit_code == 0, result.output

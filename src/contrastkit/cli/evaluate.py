@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from contrastkit.evaluators.job import EvaluateConfig, EvaluateResult
     from contrastkit.evaluators.tasks.registry import Task
 
-# Each option's details are in README.md ("contrastkit evaluate") and docs/zero_shot.md;
+# Each option's details are in docs/reference/commands/evaluate.md and docs/zero_shot.md;
 # its help here is one line.
 _IMAGES = "Images"
 _VISOGENDER = "Resolution and retrieval"
@@ -178,6 +178,22 @@ class ContrastOptions(OptionGroup):
 
 
 @dataclass(frozen=True, kw_only=True)
+class DecisionOptions(OptionGroup):
+    """How counterfactual decision probes are asked and scored."""
+
+    decision_scoring: Annotated[
+        str,
+        typer.Option("--decision-scoring", help="Score each option letter's log-probability "
+                     "(logprob), parse generated answers (generate), or both."),
+    ] = "both"  # fmt: skip
+    questions: Annotated[
+        Path | None,
+        typer.Option("--questions", help="Question templates (YAML) [default: the bundled "
+                     "ones, docs/decisions.md]."),
+    ] = None  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
 class TaskChoice(OptionGroup):
     """``contrastkit evaluate --task``: the analyses of the command that picks the task
     from the data, and the older way to name a task (a deprecated alias)."""
@@ -199,6 +215,7 @@ TASK_GROUPS: dict[str, tuple[type[OptionGroup], ...]] = {
     "visogender": (AnalysesOptions, VisoGenderOptions),
     "bootstrap": (BootstrapOptions,),
     "contrast": (ContrastOptions,),
+    "decisions": (DecisionOptions,),
 }
 
 #: The groups every task command has.
@@ -272,6 +289,9 @@ def _evaluate_config(groups: Iterable[OptionGroup], task: str | None) -> Evaluat
                                 seed=group.seed)  # fmt: skip
             case ContrastOptions():
                 config.update(contrast_metrics=group.contrast_metrics.strip())
+            case DecisionOptions():
+                config.update(decision_scoring=group.decision_scoring.strip(),
+                              questions=group.questions)  # fmt: skip
     return EvaluateConfig(**config, settings=EvalConfig(**settings), task=task)
 
 
@@ -369,7 +389,7 @@ _DESCRIPTIONS = {
     --data: official-format TSVs, a folder or an export of them, a saved dataset, or
     `visogender` (the bundled official sets). Each model writes OUT/MODEL/ (benchmark.json,
     report.md, plots/); a rerun reuses the scores already there. Every option in detail:
-    README.md, "contrastkit evaluate".
+    docs/reference/commands/evaluate.md.
 
 
     Example: contrastkit evaluate visogender --data visogender --model open_clip:ViT-B-32/openai
@@ -392,6 +412,15 @@ _DESCRIPTIONS = {
 
 
     Example: contrastkit evaluate stereotype --data build/vlss --model vlm:llava-hf/llava-1.5-7b-hf
+    """,
+    "decisions": """Counterfactual decision probes: generative VLMs (vlm:) asked the same
+    questions about both versions of each contrast-set source; flip rate, gaps, refusals.
+
+    --data: a `contrastkit export contrast` folder. Each model writes OUT/MODEL/
+    (benchmark.json, report.md, raw_decisions.jsonl, plots/). Details: docs/decisions.md.
+
+
+    Example: contrastkit evaluate decisions --data export/contrast --model vlm:FOLDER
     """,
 }
 

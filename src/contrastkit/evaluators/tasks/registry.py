@@ -60,6 +60,7 @@ OPTION_GROUPS: dict[str, str] = {
     "--subsample-k, --subsample-runs, --baseline-runs: VisoGender's analyses",
     "bootstrap": "--bootstrap, --confidence, --seed: the intervals",
     "contrast": "--contrast-metrics: what a contrast set gets",
+    "decisions": "--decision-scoring, --questions: how decision probes are asked and scored",
 }
 
 
@@ -182,7 +183,7 @@ BUILT_IN: tuple[Task, ...] = (
         read=f"{_E}.decisions:read_decisions_benchmark",
         headline=f"{_E}.decisions:decisions_headline",
         compare=f"{_E}.decisions:decisions_comparison_markdown",
-        result_tasks=("decisions",),
+        result_tasks=("decisions",), options=("decisions", "bootstrap"),
     ),
     Task(
         "harness", None, None,
