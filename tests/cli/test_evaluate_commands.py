@@ -76,7 +76,7 @@ def test_evaluate_help_names_the_task_commands_and_each_is_short() -> None:
     for panel in ("Options", "Images", "Resolution and retrieval", "Running the model",
                   "Statistics", "Network"):  # fmt: skip
         assert f"─ {panel} ─" in visogender.output
-    assert "README.md" in visogender.output  # where the details went
+    assert "docs/reference/commands/evaluate.md" in visogender.output  # the details
     # `auto` (what `evaluate --data ...` runs) still takes every task's options
     auto = runner.invoke(app, ["evaluate", "auto", "--help"], env={"COLUMNS": "80"}).output
     assert "─ Zero-shot disparity ─" in auto and "--contrast-metrics" in auto
