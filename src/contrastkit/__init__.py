@@ -48,6 +48,8 @@ _API: dict[str, str] = {
     "StereoSetConfig": "contrastkit.builders.stereoset",
     "build_stereoset": "contrastkit.builders.stereoset",
     # export and publish
+    "ExportConfig": "contrastkit.builders.export",
+    "export": "contrastkit.builders.export",
     "ExportVisoGenderConfig": "contrastkit.builders.export",
     "export_visogender": "contrastkit.builders.export",
     "ExportContrastConfig": "contrastkit.builders.export",
@@ -130,6 +132,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         audit as audit,
     )
     from contrastkit.builders.export import (
+        ExportConfig as ExportConfig,
+    )
+    from contrastkit.builders.export import (
         ExportContrastConfig as ExportContrastConfig,
     )
     from contrastkit.builders.export import (
@@ -137,6 +142,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from contrastkit.builders.export import (
         ExportVisoGenderConfig as ExportVisoGenderConfig,
+    )
+    from contrastkit.builders.export import (
+        export as export,
     )
     from contrastkit.builders.export import (
         export_contrast_set as export_contrast_set,

@@ -5,7 +5,9 @@ folders of them, their exports), GenSynth / GenSwap contrast sets (and the origi
 exports beside them), VLStereoSet-style stereotype probe sets, and the Visual Genome /
 COCO folders of the zero-shot disparity analysis. Each is a :class:`DatasetKind` record:
 how it is recognised, which evaluation task reads it, and which reader gives the rows
-whose image URLs ``urls check`` and ``urls maintain`` look after.
+whose image URLs ``urls check`` and ``urls maintain`` look after, and how it is exported
+(``contrastkit export PATH``): the export job, the Hugging Face features of each config
+and the dataset card rendered from the export's metadata.
 
 :func:`detect_kind` reads the kind an export recorded in its ``build_metadata.json``
 first and sniffs the path (cheaply: headers and folder layout) only when nothing is
@@ -36,6 +38,7 @@ __all__ = [
     "DatasetKind",
     "detect_kind",
     "detect_kinds",
+    "detect_source",
     "kinds",
     "recorded_kind",
     "register_kind",
@@ -65,6 +68,19 @@ class DatasetKind:
             ``urls maintain``; ``None``: the kind holds no URLs to look after.
         rewrites_urls: whether ``urls maintain`` may rewrite the file (record error
             codes, fix moved URLs); otherwise its rows are checked and recorded only.
+        export: ``"module:function"`` called as ``function(config)`` with a
+            :class:`contrastkit.builders.export.ExportConfig`: writes the export folder and
+            returns its ``ExportResult`` (:func:`contrastkit.builders.export.export`
+            dispatches here); ``None``: the kind is not exported.
+        features: ``"module:function"`` called as ``function(config_name, *,
+            with_images)``: the ``datasets.Features`` of one config of its export
+            (VisoGender's ``OP`` and ``OO`` differ).
+        card: ``"module:function"`` called as ``function(metadata)``: the dataset card
+            (``README.md``) of an export, from its ``build_metadata.json``.
+        builds: ``"module:function"`` called as ``function(path) -> bool``: whether
+            ``path`` is a build folder of this kind that the export reads (a GenSynth
+            build before its export), tried before :attr:`detect` by
+            :func:`detect_source`.
         source: the distribution that registered it.
     """
 
@@ -76,12 +92,16 @@ class DatasetKind:
     task: str | None = None
     url_table: str | None = None
     rewrites_urls: bool = False
+    export: str | None = None
+    features: str | None = None
+    card: str | None = None
+    builds: str | None = None
     source: str = "contrastkit"
 
     def __post_init__(self) -> None:
         if not self.name or self.name != self.name.strip():
             raise ConfigError(f"dataset kind name {self.name!r}: a word")
-        for field_name in ("detect", "url_table"):
+        for field_name in ("detect", "url_table", "export", "features", "card", "builds"):
             path = getattr(self, field_name)
             if path is not None and not _is_import_path(path):
                 raise ConfigError(
@@ -102,6 +122,32 @@ class DatasetKind:
         if self.url_table is None:
             raise ConfigError(f"{path}: {self.title} holds no image URLs to check")
         return _resolve(self.url_table, self.name)(Path(path))
+
+    def run_export(self, config: Any) -> Any:
+        """Export with :attr:`export` (an ``ExportConfig`` in, an ``ExportResult`` out).
+
+        Raises:
+            ConfigError: the kind is not exported.
+        """
+        if self.export is None:
+            raise ConfigError(f"{self.title} is not exported (no export for this kind)")
+        return _resolve(self.export, self.name)(config)
+
+    def export_features(self, config_name: str, *, with_images: bool = True) -> Any:
+        """The ``datasets.Features`` of config ``config_name`` of its export."""
+        if self.features is None:
+            raise ConfigError(f"{self.title} declares no exported features")
+        return _resolve(self.features, self.name)(config_name, with_images=with_images)
+
+    def render_card(self, metadata: dict[str, Any]) -> str:
+        """The dataset card of an export of this kind, from its metadata."""
+        if self.card is None:
+            raise ConfigError(f"{self.title} declares no dataset card")
+        return str(_resolve(self.card, self.name)(metadata))
+
+    def holds_build(self, path: Path) -> bool:
+        """Whether ``path`` is a build folder of this kind (:attr:`builds`)."""
+        return self.builds is not None and bool(_resolve(self.builds, self.name)(Path(path)))
 
 
 def _is_import_path(path: str) -> bool:
@@ -133,10 +179,17 @@ BUILT_IN: tuple[DatasetKind, ...] = (
         "or its export)", "contrastkit.probes:is_probe_set",
         recorded=("stereotype",), task="stereotype",
         url_table="contrastkit.curation.integrity:ProbeTable.read",
+        export="contrastkit.builders.export:export_stereotype_kind",
+        features="contrastkit.builders.export:stereotype_config_features",
+        card="contrastkit.data_cards:render_card",
     ),
     DatasetKind(
         "contrast", "a contrast set", "contrast sets", "contrastkit.kinds:is_contrast_export",
         recorded=("gensynth", "genswap", "originals"), task="contrast",
+        export="contrastkit.builders.export:export_contrast_kind",
+        features="contrastkit.builders.export:contrast_config_features",
+        card="contrastkit.builders.export:contrast_card",
+        builds="contrastkit.kinds:is_contrast_build",
     ),
     DatasetKind(
         "zero-shot", "a Visual Genome or COCO folder", "Visual Genome or COCO folders",
@@ -148,6 +201,9 @@ BUILT_IN: tuple[DatasetKind, ...] = (
         "contrastkit.kinds:is_visogender",
         recorded=("visogender",), task="visogender",
         url_table="contrastkit.tsv:read_visogender_tsv", rewrites_urls=True,
+        export="contrastkit.builders.export:export_visogender_kind",
+        features="contrastkit.builders.export:visogender_config_features",
+        card="contrastkit.data_cards:render_card",
     ),
 )  # fmt: skip
 
@@ -155,6 +211,13 @@ BUILT_IN: tuple[DatasetKind, ...] = (
 def is_contrast_export(path: Path) -> bool:
     """A ``contrastkit export contrast`` folder: its dataset is ``saved/contrast``."""
     return (Path(path) / "saved" / "contrast").is_dir()
+
+
+def is_contrast_build(path: Path) -> bool:
+    """A finished ``contrastkit build gensynth`` / ``build genswap`` folder: it holds
+    ``contrast_set.jsonl`` (its select stage's output) and ``build_summary.json``."""
+    path = Path(path)
+    return (path / "contrast_set.jsonl").is_file() and (path / "build_summary.json").is_file()
 
 
 def is_grouped_folder(path: Path) -> bool:
@@ -251,6 +314,20 @@ def detect_kind(path: str | Path) -> DatasetKind:
         return recorded
     for kind in kinds().values():
         if kind.matches(path):
+            return kind
+    raise DataFormatError(path, None, None, "not a dataset contrastkit reads")  # unreachable
+
+
+def detect_source(path: str | Path) -> DatasetKind:
+    """The kind an export of ``path`` writes (``contrastkit export PATH``): the kind an
+    export folder records, else the first kind with a build folder there
+    (:attr:`~DatasetKind.builds`) or whose :attr:`~DatasetKind.detect` recognises it."""
+    path = Path(path)
+    recorded = recorded_kind(path) if path.is_dir() else None
+    if recorded is not None:
+        return recorded
+    for kind in kinds().values():
+        if kind.holds_build(path) or kind.matches(path):
             return kind
     raise DataFormatError(path, None, None, "not a dataset contrastkit reads")  # unreachable
 

@@ -1,30 +1,53 @@
 """``contrastkit export ...`` and ``contrastkit publish``: Hugging Face datasets and the Hub.
 
-The commands map their options onto :class:`~contrastkit.builders.export.ExportVisoGenderConfig`,
-:class:`~contrastkit.builders.export.ExportContrastConfig` and
+The commands map their options onto :class:`~contrastkit.builders.export.ExportConfig`
+(``contrastkit export PATH``, the kind detected), the per-kind configs
+(:class:`~contrastkit.builders.export.ExportVisoGenderConfig` and the others of the
+``visogender`` / ``contrast`` / ``stereotype`` subcommands) and
 :class:`~contrastkit.builders.publish.PublishConfig`, run the job and print the result.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from contrastkit.cli.common import console, plain, print_json, user_errors
-from contrastkit.cli.helptext import App
+from contrastkit.cli.helptext import App, HelpGroup
 from contrastkit.text import count as counted
 
 if TYPE_CHECKING:
     from contrastkit.builders.export import ExportResult
 
+DETECT_COMMAND = "auto"
+"""The command ``contrastkit export PATH ...`` runs: a first argument that names no
+subcommand is its ``PATH``."""
+
+
+class DetectingGroup(HelpGroup):
+    """The ``export`` group: ``contrastkit export PATH ...`` is ``contrastkit export auto
+    PATH ...`` (the kind of ``PATH`` detected), the subcommands are as they were."""
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        """:meth:`click.Group.resolve_command`, with :data:`DETECT_COMMAND` put first
+        when the first argument is no subcommand's name and not an option."""
+        if args and args[0] not in self.commands and not args[0].startswith("-"):
+            args = [DETECT_COMMAND, *args]
+        return super().resolve_command(ctx, args)
+
+
 app = App(
+    cls=DetectingGroup,
     help=(
         "Export datasets as Hugging Face datasets (save_to_disk + parquet) with a dataset "
         "card.\n\n"
-        "Example: contrastkit export visogender build/example/visogender_O?.tsv "
-        "--store build/images --out build/export"
+        "`contrastkit export PATH --out OUT` detects what PATH holds (VisoGender-style "
+        "TSVs or a folder of them, a GenSynth / GenSwap build folder, a stereotype probe "
+        "set) and exports it; `contrastkit export PATH --help` lists its options. The "
+        "subcommands name the kind instead.\n\n"
+        "Example: contrastkit export build/gensynth --out build/gensynth-export"
     ),
     no_args_is_help=True,
     rich_markup_mode="markdown",
@@ -53,6 +76,66 @@ def print_export(result: ExportResult, as_json: bool = False) -> None:
     console.print(
         plain(f"wrote {result.out_dir} (README.md card, build_metadata.json, data/, saved/)")
     )
+
+
+@app.command(DETECT_COMMAND)
+def export_any_command(
+    source: list[Path] = typer.Argument(
+        ...,
+        help="What to export: OP/OO TSVs or a folder of them, a `build gensynth` / `build "
+        "genswap` folder, or a probe TSV / JSONL or `build stereoset` folder.",
+    ),
+    out: Path = _OUT,
+    kind: str | None = typer.Option(
+        None, help="The dataset kind (visogender, contrast, stereotype) [default: detected]."
+    ),
+    store: Path | None = typer.Option(
+        None,
+        help="VisoGender-style and stereotype sets: the image store of the rows' URLs "
+        "(`urls check --store`); their images are embedded.",
+    ),
+    checks: Path | None = _CHECKS,
+    skip_missing: bool = typer.Option(
+        False, help="Leave out rows whose image is not available instead of failing."
+    ),
+    pretty_name: str | None = typer.Option(None, help="The card's title [default: the kind's]."),
+    license: str | None = typer.Option(None, help="License id for the card [default: the kind's]."),
+    sources: str | None = typer.Option(
+        None, help="Contrast sets: what the source photos are, for the card."
+    ),
+    sources_licence: str | None = typer.Option(
+        None, help="Contrast sets: the source photos' licence, one sentence for the card."
+    ),
+    originals: bool = typer.Option(
+        False, "--originals", help="Contrast sets: export the original (unedited) photos."
+    ),
+    balanced: bool = typer.Option(
+        False, "--balanced", help="With --originals: as many masculine as feminine photos."
+    ),
+    seed: int = typer.Option(0, "--seed", help="Seed of the --balanced draw."),
+    as_json: bool = _JSON,
+) -> None:
+    """Export any dataset contrastkit builds, its kind detected (`contrastkit export
+    PATH` runs this): VisoGender-style TSVs as `contrastkit export visogender`, a
+    GenSynth / GenSwap build folder as `contrastkit export contrast`, a stereotype probe
+    set as `contrastkit export stereotype`. An option the kind does not take is refused.
+
+    Example:
+
+        contrastkit export build/gensynth --out build/gensynth-export
+
+        contrastkit export data/visogender_O?.tsv --store build/images --out build/export
+    """
+    from contrastkit.builders.export import ExportConfig, export
+
+    with user_errors():
+        result = export(ExportConfig(
+            source=tuple(source), out=out, kind=kind, store=store, checks=checks,
+            skip_missing=skip_missing, pretty_name=pretty_name, license=license,
+            source_description=sources, source_licence=sources_licence,
+            originals=originals, balanced=balanced, seed=seed,
+        ))  # fmt: skip
+    print_export(result, as_json)
 
 
 @app.command("visogender")
