@@ -30,6 +30,14 @@ back, encode as WebP and PNG: on the Ray actors or shard workers) and the driver
 part (write the bytes, append the manifest line with an fsync: the driver is the single
 writer of the manifest, whichever engine runs).
 
+**writer** (``--part writer``, issue 33 item 5): the export of the same synthetic build
+twice per size, each in a fresh process: once as contrastkit writes it (its own writer of
+the ``save_to_disk`` Arrow files and the parquet shards, through ``datasets``' internal
+``ArrowWriter``), once with that writer replaced by the public API alone
+(``Dataset.from_generator`` into a cache folder, ``save_to_disk(max_shard_size=...)``,
+``to_parquet`` per shard); same rows, same features. Prints time, peak RSS and growth
+of each and the ratios public / hand-written.
+
 **export** (``--part export``): for each size, a synthetic finished contrast build is
 written (``--image-size`` px JPEG crops of the shipped photos,
 :func:`contrastkit.samples.photo_crops`, quality 90, one distinct file per edit; a
@@ -297,6 +305,102 @@ def run_export(sizes: list[int], image_size: int, workdir: Path | None) -> None:
     )
 
 
+_PUBLIC_CHILD = """
+import json, math, resource, sys, tempfile, time
+from pathlib import Path
+from datasets import Dataset, DatasetDict
+from datasets.utils.tqdm import disable_progress_bars
+from contrastkit.builders import dataset_files, export
+disable_progress_bars()
+def rss_kib():
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
+def public_write(out_dir, configs, metadata, *, card=None):
+    # what write_export does, through the public API only: rows -> Dataset.from_generator
+    # (Arrow files in a cache folder) -> save_to_disk(max_shard_size) -> to_parquet shards
+    out_dir = Path(out_dir)
+    with tempfile.TemporaryDirectory(dir=out_dir.parent) as cache:
+        rows = 0
+        for name, splits in configs.items():
+            loaded = {}
+            for split, source in splits.items():
+                loaded[split] = Dataset.from_generator(
+                    source.rows, features=source.features, cache_dir=cache,
+                    fingerprint=f"{name}-{split}",
+                )
+            DatasetDict(loaded).save_to_disk(
+                str(out_dir / "saved" / name), max_shard_size=dataset_files.SAVED_SHARD_BYTES
+            )
+            for split, dataset in loaded.items():
+                shards = max(1, math.ceil(dataset.data.nbytes / dataset_files.MAX_SHARD_BYTES))
+                (out_dir / "data" / name).mkdir(parents=True, exist_ok=True)
+                for index in range(shards):
+                    file = f"{split}-{index:05d}-of-{shards:05d}.parquet"
+                    dataset.shard(shards, index, contiguous=True).to_parquet(
+                        str(out_dir / "data" / name / file)
+                    )
+                rows += dataset.num_rows
+    return export.ExportResult(out_dir, {}, {"total_rows": rows})
+export.write_export = public_write
+before = rss_kib()
+start = time.perf_counter()
+result = export.export_contrast_set(export.ExportContrastConfig(sys.argv[1], sys.argv[2]))
+print(json.dumps({
+    "seconds": time.perf_counter() - start,
+    "rows": result.metadata["total_rows"],
+    "before_mib": before / 1024,
+}))
+"""
+
+
+def measure_public_export(build: Path, out: Path) -> dict[str, Any]:
+    """:func:`measure_export` with ``write_export`` replaced by the public ``datasets``
+    API (``Dataset.from_generator``, ``save_to_disk(max_shard_size=...)``,
+    ``to_parquet`` per shard), the rows and features unchanged."""
+    report = _measure_child([_PUBLIC_CHILD, str(build), str(out)])
+    report["written_mib"] = sum(p.stat().st_size for p in out.rglob("*") if p.is_file()) / 2**20
+    return report
+
+
+def run_writer(sizes: list[int], image_size: int, workdir: Path | None) -> None:
+    """Print the writer comparison for ``sizes`` (issue 33 item 5): the hand-written
+    ``save_to_disk`` / parquet writer of ``write_export`` against the public API, each
+    export in a fresh process, on the same build."""
+    import datasets
+
+    print(f"## export writer: hand-written vs public datasets API ({image_size}px JPEG "
+          f"edits, datasets {datasets.__version__})")  # fmt: skip
+    print("| edits | writer | export (s) | peak RSS (MiB) | growth during export (MiB) "
+          "| export written (MiB) |")  # fmt: skip
+    print("|---:|---|---:|---:|---:|---:|")
+    ratios: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="ck-writer-", dir=workdir) as tmp:
+        for edits in sizes:
+            folder = Path(tmp) / f"build-{edits}"
+            write_contrast_build(folder, edits, image_size=image_size)
+            reports = {}
+            for writer, measure in (("hand-written", measure_export),
+                                    ("public API", measure_public_export)):  # fmt: skip
+                out = Path(tmp) / f"out-{edits}"
+                report = reports[writer] = measure(folder, out)
+                print(
+                    f"| {edits:,} | {writer} | {report['seconds']:.1f} | "
+                    f"{report['peak_rss_mib']:.0f} | {report['growth_mib']:.0f} | "
+                    f"{report['written_mib']:.0f} |",
+                    flush=True,
+                )
+                shutil.rmtree(out)
+            shutil.rmtree(folder)
+            mine, public = reports["hand-written"], reports["public API"]
+            ratios.append(
+                f"{edits:,} edits: peak RSS {public['peak_rss_mib'] / mine['peak_rss_mib']:.2f}x, "
+                f"growth {public['growth_mib'] / max(mine['growth_mib'], 1):.2f}x, "
+                f"time {public['seconds'] / mine['seconds']:.2f}x"
+            )
+    print("public API / hand-written (target: peak RSS <= 1.5x to switch): " + "; ".join(ratios))
+    print()
+
+
 def _tiny_build(out: Path, coco: Path, editor: Path, clip: str, engine: str) -> float:
     """Run the tiny GenSynth build with ``engine`` in a CLI process; its wall time."""
     command = [
@@ -422,7 +526,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="2k and 10k edits")
     parser.add_argument("--sizes", type=int, nargs="+", help="edit counts (multiples of 16)")
-    parts = ("select", "export", "engines", "project", "all")
+    parts = ("select", "export", "writer", "engines", "project", "all")
     parser.add_argument("--part", choices=parts, default="all")
     parser.add_argument("--gpus", type=int, nargs="+", default=[1, 8, 32, 64])
     parser.add_argument(
@@ -445,6 +549,8 @@ def main() -> None:
         run_select(sizes, args.quality_sample, args.workdir)
     if args.part in ("export", "all"):
         run_export(sizes, args.image_size, args.workdir)
+    if args.part in ("writer", "all"):
+        run_writer(sizes, args.image_size, args.workdir)
     if args.part in ("engines", "all"):
         run_engines(args.workdir)
     if args.part in ("project", "all"):

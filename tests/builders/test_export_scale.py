@@ -113,14 +113,14 @@ def test_large_splits_are_cut_into_shards_that_load_as_one(
     import datasets
     import pyarrow.parquet as pq
 
-    from contrastkit.builders import export
+    from contrastkit.builders import dataset_files, export
     from contrastkit.builders.manifest import read_contrast_set
 
     # Sizes scaled down so that 20 small images need several files and row groups.
-    monkeypatch.setattr(export, "MAX_SHARD_BYTES", 12_000)
-    monkeypatch.setattr(export, "SAVED_SHARD_BYTES", 10_000)
-    monkeypatch.setattr(export, "MAX_ROW_GROUP_BYTES", 4_000)
-    monkeypatch.setattr(export, "_arrow_batch_size", lambda features: 3)
+    monkeypatch.setattr(dataset_files, "MAX_SHARD_BYTES", 12_000)
+    monkeypatch.setattr(dataset_files, "SAVED_SHARD_BYTES", 10_000)
+    monkeypatch.setattr(dataset_files, "MAX_ROW_GROUP_BYTES", 4_000)
+    monkeypatch.setattr(dataset_files, "_arrow_batch_size", lambda features: 3)
     result = export.export_contrast_set(export.ExportContrastConfig(small_build, tmp_path / "o"))
     files = result.metadata["configs"]["contrast"]["splits"]["test"]["files"]
     shards = len(files)
