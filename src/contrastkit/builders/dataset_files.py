@@ -6,16 +6,17 @@ Why by hand, and not ``Dataset.from_generator`` + ``save_to_disk(max_shard_size=
 ``to_parquet`` (issue 33 item 5, measured with ``python bench/scale.py --part writer``,
 bench/RESULTS.md): on the 2-core dev machine with ``datasets`` 5.2.0, exporting a
 synthetic contrast set of 64 px JPEG edits through the public API peaked at 222 MiB RSS
-against 217 MiB for this writer at 10,000 edits (1.02x), but at 789 MiB against 262 MiB
-at 200,000 edits (3.0x; the export process grew by 642 MiB against 116 MiB) and took
-1.7x the time: the public path writes the rows to a cache folder first and then reads
-that table memory-mapped, through ``save_to_disk`` and ``to_parquet``, so every page of
-it that is touched counts, and a third copy of the images goes to disk. That is over
-the 1.5x the issue allows, so the writer stays, here, in this one module: the only one
-that imports ``datasets``' internal modules (``arrow_writer``, ``fingerprint``,
-``utils.py_utils``, ``utils.tqdm``). ``tests/builders/test_dataset_files.py`` loads what it
-writes with ``datasets.load_from_disk`` and ``datasets.load_dataset("parquet", ...)``, so
-a ``datasets`` upgrade that changes the format or those modules fails the tests.
+against 217 MiB for this writer at 10,000 edits (1.02x), but at 349 MiB against 216 MiB
+at 50,000 (1.62x) and 789 MiB against 262 MiB at 200,000 edits (3.0x; the export process
+grew by 642 MiB against 116 MiB, and took 1.7x the time): the public path writes the
+rows to a cache folder first and then reads that table memory-mapped, through
+``save_to_disk`` and ``to_parquet``, so every page of it that is touched counts, and a
+third copy of the images goes to disk. That is over the 1.5x the issue allows, so the
+writer stays, here, in this one module: the only one that imports ``datasets``' internal
+modules (``arrow_writer``, ``fingerprint``, ``utils.py_utils``, ``utils.tqdm``).
+``tests/builders/test_dataset_files.py`` loads what it writes with
+``datasets.load_from_disk`` and ``datasets.load_dataset("parquet", ...)``, so a
+``datasets`` upgrade that changes the format or those modules fails the tests.
 """
 
 from __future__ import annotations
