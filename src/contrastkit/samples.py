@@ -4,9 +4,10 @@ matplotlib's ``grace_hopper.jpg`` (Grace Hopper, US Navy photo, public domain),
 scikit-image's ``astronaut`` (Eileen Collins, NASA, public domain) and ``camera`` (the
 "cameraman", CC0 by Lav Varshney). :func:`write_coco` lays them out as a small COCO-format
 folder (``annotations/captions_train2017.json``, ``annotations/instances_train2017.json``,
-``train2017/*.jpg``): person boxes drawn by hand around each person, captions written in
-COCO's style, plus images that the GenSynth source filter must reject (two people, an
-undefined caption label, a box too small). ``contrastkit quickstart`` builds its contrast
+``train2017/*.jpg``): person boxes drawn by hand around each person with a polygon
+outline of the person (:data:`OUTLINES`), captions written in COCO's style, plus images
+that the GenSynth source filter must reject (two people, an undefined caption label, a
+box too small). ``contrastkit quickstart`` builds its contrast
 set from it.
 """
 
@@ -45,6 +46,30 @@ IMAGES: dict[int, tuple[str, list[list[float]], list[str]]] = {
     6: ("camera", [[0, 60, 335, 452]], ["A man and a woman near a tripod."]),
     7: ("grace_hopper", [[200, 100, 30, 40]], ["A tiny man far away."]),
 }  # fmt: skip
+
+#: photo -> the person's outline, drawn by hand ([x1, y1, x2, y2, ...], COCO's polygon
+#: form); a box without one gets its rectangle as its segmentation.
+OUTLINES: dict[str, list[float]] = {
+    "camera": [160, 75, 210, 62, 265, 85, 270, 140, 330, 175, 330, 215, 290, 240, 260, 300,
+               180, 360, 150, 420, 150, 511, 0, 511, 0, 200, 60, 140, 130, 110, 155, 100],
+    "astronaut": [160, 60, 190, 20, 260, 15, 300, 60, 295, 130, 300, 150, 330, 220, 360, 300,
+                  365, 420, 300, 511, 20, 511, 25, 330, 60, 230, 120, 160, 160, 140, 155, 110],
+    "grace_hopper": [150, 100, 180, 35, 260, 20, 350, 40, 370, 110, 365, 200, 350, 290, 330,
+                     320, 420, 350, 500, 380, 505, 580, 15, 580, 30, 400, 80, 340, 190, 310,
+                     160, 250, 150, 180],
+}  # fmt: skip
+
+
+def _segmentation(name: str, box: list[float]) -> list[list[float]]:
+    """The photo's outline when it lies in ``box`` (to a pixel), else the box itself."""
+    x, y, w, h = box
+    outline = OUTLINES.get(name)
+    if outline is not None and (
+        min(outline[0::2]) >= x - 1 and max(outline[0::2]) <= x + w + 1
+        and min(outline[1::2]) >= y - 1 and max(outline[1::2]) <= y + h + 1
+    ):  # fmt: skip
+        return [list(outline)]
+    return [[x, y, x + w, y, x + w, y + h, x, y + h]]
 
 
 def photo(name: str) -> Image.Image:
@@ -85,7 +110,8 @@ def write_coco(root: Path, image_ids: tuple[int, ...] = tuple(IMAGES)) -> Path:
         for box in boxes:
             instances.append(
                 {"id": len(instances) + 1, "image_id": image_id, "category_id": 1,
-                 "bbox": box, "area": box[2] * box[3], "iscrowd": 0}
+                 "bbox": box, "area": box[2] * box[3], "iscrowd": 0,
+                 "segmentation": _segmentation(name, box)}
             )  # fmt: skip
     categories = [{"id": 1, "name": "person", "supercategory": "person"},
                   {"id": 18, "name": "dog", "supercategory": "animal"}]  # fmt: skip

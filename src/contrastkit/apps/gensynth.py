@@ -106,6 +106,8 @@ EDIT_FLAGS: dict[str, str] = {
     "resolution": "--resolution",
     "margin": "--margin",
     "seed": "--seed",
+    "composite": "--composite",
+    "mask_dilation": "--mask-dilation",
 }
 
 #: What a recorded option is when neither given nor recorded (the paper's settings).
@@ -469,6 +471,12 @@ class GenSynthSettings:
         )  # fmt: skip
         for name, ok in checks:
             require(ok, name, f"{getattr(self, name)!r} is not a valid value")
+        require(
+            not (self.edit.composite == "mask" and self.image_format == "jpeg"),
+            "image_format",
+            "jpeg has no alpha channel, which --composite mask stores the person's pixels "
+            "in: use webp or png",
+        )
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready (the ``settings`` entry of the build summary)."""

@@ -14,6 +14,10 @@ model of gender at all, and writes ``audit.json``, ``audit.md`` and plots (PNG, 
    person-masked and unmasked images (:mod:`contrastkit.audit.image_probe`);
 4. **clusters** (:mod:`contrastkit.audit.clusters`): K-means context clusters of neutral
    caption embeddings and their male over-representation (Sec. 3.3, Fig. 1, Tab. 6).
+
+With ``build`` (the GenSynth / GenSwap build folder a contrast set came from), it also
+measures how much context the build's edits changed outside the person mask
+(:mod:`contrastkit.builders.gensynth.context`), for any build, old or new.
 """
 
 from __future__ import annotations
@@ -87,6 +91,10 @@ class AuditConfig:
         resamples, level: the classifier's bootstrap interval.
         model: device, dtype, batch size and download permission of ``models``, the
             image probe's model and the text encoder (:class:`contrastkit.config.ModelConfig`).
+        build: the build folder the contrast set came from: adds the ``context`` section
+            (the share of pixels each edit changed outside the dilated person mask, and
+            the mean change inside the box but outside the person) and
+            ``context_change.jsonl`` (one line per edit).
     """
 
     data: Path
@@ -108,11 +116,12 @@ class AuditConfig:
     resamples: int = 1000
     level: float = 0.95
     model: ModelConfig = field(default_factory=ModelConfig)
+    build: Path | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "data", Path(self.data))  # strings are taken as paths
         object.__setattr__(self, "out", Path(self.out))
-        for name in ("text_encoder", "caption_model"):
+        for name in ("text_encoder", "caption_model", "build"):
             if getattr(self, name) is not None:
                 object.__setattr__(self, name, Path(getattr(self, name)))
         if self.epochs < 1:
@@ -425,6 +434,7 @@ def audit(config: AuditConfig, say: Callable[[str], None] | None = None) -> Audi
     config_json = {
         key: (str(value) if isinstance(value, Path) else value)
         for key, value in asdict(config).items()
+        if key != "build" or value is not None  # audits without one read as before
     }
     report: dict[str, Any] = {
         "task": "audit",
@@ -483,7 +493,29 @@ def audit(config: AuditConfig, say: Callable[[str], None] | None = None) -> Audi
         )
         points = found.pop("points", {})
         report["clusters"] = found
+    if config.build is not None:
+        report["context"] = _context(config.build, out, say)
     return _write(report, points, out, _weights_notes(config, report))
+
+
+def _context(build: Path, out: Path, say: Callable[[str], None]) -> dict[str, Any]:
+    """The context measure of ``build`` (its summary; the rows go to ``out``)."""
+    from contrastkit.builders.gensynth.context import (
+        CONTEXT_FILE,
+        measure_context,
+        write_context,
+    )
+
+    say(f"measuring the context the edits of {build} changed outside the person")
+    if not (build / "contrast_set.jsonl").is_file():
+        raise DataFormatError(
+            build / "contrast_set.jsonl", None, None,
+            "no contrast set here: --build takes a GenSynth / GenSwap build folder after "
+            "its select stage",
+        )  # fmt: skip
+    measured = measure_context(build)
+    write_context(out, measured)
+    return {**measured.summary, "build": build.name, "file": CONTEXT_FILE}
 
 
 def _weights_notes(config: AuditConfig, report: Mapping[str, Any]) -> dict[str, str]:
@@ -524,6 +556,7 @@ _SECTIONS = {
     "classifier": "caption_classifier",
     "image_probe": "image_probe",
     "clusters": "clusters",
+    "context": "context",
 }
 
 

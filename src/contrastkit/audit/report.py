@@ -362,6 +362,8 @@ def audit_markdown(report: Mapping[str, Any]) -> str:
         lines += ["", *_probe_lines(report["image_probe"])]
     if "clusters" in report:
         lines += ["", *_cluster_lines(report["clusters"])]
+    if "context" in report:
+        lines += ["", *_context_lines(report["context"])]
     if report.get("plots"):
         lines += ["", "## Plots", ""]
         for plot in report["plots"]:
@@ -370,6 +372,38 @@ def audit_markdown(report: Mapping[str, Any]) -> str:
                 link = f" ([SVG]({svg}))" if svg in report["plots"] else ""
                 lines += [f"![{Path(plot).stem}]({plot}){link}", ""]
     return "\n".join(lines) + "\n"
+
+
+def _context_lines(context: Mapping[str, Any]) -> list[str]:
+    """The context measure of a build (``--build``)."""
+
+    def stat(name: str, scale: float, unit: str) -> str:
+        value = context.get(name)
+        if not value:
+            return "n/a"
+        return (f"{format_number(scale * value['mean'], 2)}{unit} mean, "
+                f"{format_number(scale * value['max'], 2)}{unit} max")  # fmt: skip
+
+    composites = ", ".join(f"{n} {name}" for name, n in context.get("composite", {}).items())
+    lines = [
+        f"## Context changed by the edits (build `{escape_cell(context.get('build', ''))}`)",
+        "",
+        f"{context['images']} contrast-set images ({composites}); the person mask is the "
+        f"source's COCO segmentation grown by {context['mask_dilation']:g} of the box's "
+        "shorter side. With `--composite mask` both figures are 0 by construction; with "
+        "`--composite box` (the paper's method) they measure the context the editor "
+        "repainted (and, outside the box, what lossy storage changed).",
+        "",
+        "| measure | value |",
+        "|---|---|",
+        f"| pixels changed outside the person mask | {stat('changed_outside_mask', 100, '%')} |",
+        f"| mean change inside the box, outside the person (0-255) | "
+        f"{stat('box_context_change', 1, '')} |",
+    ]
+    if context.get("without_mask"):
+        lines += ["", f"{context['without_mask']} images had no person segmentation: not measured."]
+    lines += ["", f"Per image: `{escape_cell(context.get('file', ''))}`."]
+    return lines
 
 
 #: The colour of a random-weights title, as in the evaluators' plots.

@@ -19,6 +19,7 @@ side)::
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -78,6 +79,9 @@ class CocoImage:
     captions: tuple[str, ...] = ()
     person_boxes: tuple[Box, ...] = ()
     crowd: bool = False
+    #: Each person box's COCO ``segmentation`` (polygons or RLE, as in the JSON), or
+    #: ``None`` where the annotation has none; parallel to :attr:`person_boxes`.
+    person_segmentations: tuple[Any, ...] = ()
 
     @property
     def label(self) -> Gender | None:
@@ -101,7 +105,12 @@ class CocoDataset:
 
 @dataclass(frozen=True)
 class SourceImage:
-    """A selected source: a COCO image with one person box and a defined label."""
+    """A selected source: a COCO image with one person box and a defined label.
+
+    ``segmentation`` is the person's COCO segmentation (polygons or RLE, as in the
+    JSON; :func:`contrastkit.curation.masks.decode_segmentation`), ``None`` where the
+    annotation has none (and in builds made before it was recorded).
+    """
 
     source_id: str
     path: Path
@@ -110,10 +119,11 @@ class SourceImage:
     box: Box
     captions: tuple[str, ...]
     label: Gender
+    segmentation: Any = None
 
     def to_json(self) -> dict[str, Any]:
-        """The fields as JSON-ready values."""
-        return {
+        """The fields as JSON-ready values (``segmentation`` only when there is one)."""
+        data = {
             "source_id": self.source_id,
             "path": str(self.path),
             "width": self.width,
@@ -122,6 +132,9 @@ class SourceImage:
             "captions": list(self.captions),
             "label": self.label.value,
         }
+        if self.segmentation is not None:
+            data["segmentation"] = self.segmentation
+        return data
 
 
 @dataclass(frozen=True)
@@ -241,6 +254,7 @@ def read_coco(root: str | Path, split: str | None = None) -> CocoDataset:
             ),
             "captions": [],
             "person_boxes": [],
+            "person_segmentations": [],
             "crowd": False,
         }
     for i, item in enumerate(_items(captions_path, captions, "annotations")):
@@ -296,6 +310,10 @@ def read_coco(root: str | Path, split: str | None = None) -> CocoDataset:
                 f"{bbox} is not inside its {entry['width']}x{entry['height']} image",
             )  # fmt: skip
         entry["person_boxes"].append(Box(*(float(v) for v in bbox)))
+        entry["person_segmentations"].append(
+            _segmentation(instances_path, f"{where}.segmentation", item.get("segmentation"),
+                          entry["width"], entry["height"])
+        )  # fmt: skip
         if item.get("iscrowd", 0):
             entry["crowd"] = True
     return CocoDataset(
@@ -311,10 +329,52 @@ def read_coco(root: str | Path, split: str | None = None) -> CocoDataset:
                 captions=tuple(value["captions"]),
                 person_boxes=tuple(value["person_boxes"]),
                 crowd=value["crowd"],
+                person_segmentations=tuple(value["person_segmentations"]),
             )
             for key, value in sorted(images.items())
         },
     )
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _segmentation(path: Path, where: str, value: Any, width: int, height: int) -> Any:
+    """A person annotation's ``segmentation``, checked: a list of polygons (each a flat
+    ``[x1, y1, x2, y2, ...]`` list of at least 3 points) or an RLE object (``counts``, a
+    list of run lengths or COCO's compressed string, and ``size`` ``[height, width]`` of
+    the image); ``None`` when missing or empty."""
+    if value is None or value == []:
+        return None
+    if isinstance(value, list):
+        for number, polygon in enumerate(value):
+            if (
+                not isinstance(polygon, list)
+                or len(polygon) < 6
+                or len(polygon) % 2
+                or not all(_is_number(v) for v in polygon)
+            ):
+                raise DataFormatError(
+                    path, None, f"{where}[{number}]",
+                    "expected a polygon [x1, y1, x2, y2, ...] of at least 3 points",
+                )  # fmt: skip
+        return value
+    if isinstance(value, dict):
+        counts, size = value.get("counts"), value.get("size")
+        if not (isinstance(counts, str) or (isinstance(counts, list) and all(
+            isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in counts
+        ))):  # fmt: skip
+            raise DataFormatError(
+                path, None, f"{where}.counts", "expected run lengths or an RLE string"
+            )
+        if size != [height, width]:
+            raise DataFormatError(
+                path, None, f"{where}.size",
+                f"expected [{height}, {width}] (the image's height and width), found {size!r}",
+            )  # fmt: skip
+        return {"counts": counts, "size": size}
+    raise DataFormatError(path, None, where, "expected a list of polygons or an RLE object")
 
 
 def select_sources(
@@ -371,6 +431,9 @@ def select_sources(
                 box=box,
                 captions=image.captions,
                 label=label,
+                segmentation=(
+                    image.person_segmentations[0] if image.person_segmentations else None
+                ),
             )
         )
     result = {key: counts.get(key, 0) for key in _COUNT_KEYS}
@@ -411,7 +474,8 @@ def _fingerprint(root: Path, split: str) -> str:
 
 def read_coco_cached(root: str | Path, cache: str | Path, split: str | None = None) -> CocoDataset:
     """:func:`read_coco`, keeping the parsed split in ``cache/coco_table.parquet``: a
-    compact table (one row per image: id, file name, size, captions, person boxes, crowd)
+    compact table (one row per image: id, file name, size, captions, person boxes and
+    segmentations, crowd)
     that later calls read instead of the JSON while the annotation files are unchanged
     (same paths, sizes and modification times).
 
@@ -445,6 +509,10 @@ def read_coco_cached(root: str | Path, cache: str | Path, split: str | None = No
             "captions": list(image.captions),
             "person_boxes": [box.as_list() for box in image.person_boxes],
             "crowd": image.crowd,
+            "person_segmentations": [
+                "" if seg is None else json.dumps(seg, separators=(",", ":"))
+                for seg in image.person_segmentations
+            ],
         }
         for image in coco.images.values()
     ]
@@ -457,6 +525,7 @@ def read_coco_cached(root: str | Path, cache: str | Path, split: str | None = No
             ("captions", pa.list_(pa.string())),
             ("person_boxes", pa.list_(pa.list_(pa.float64()))),
             ("crowd", pa.bool_()),
+            ("person_segmentations", pa.list_(pa.string())),
         ],
         metadata={"fingerprint": fingerprint, "image_dir": str(coco.image_dir)},
     )
@@ -478,6 +547,10 @@ def _from_table(
             captions=tuple(row["captions"]),
             person_boxes=tuple(Box(*box) for box in row["person_boxes"]),
             crowd=row["crowd"],
+            # a table of an older layout has no such column: KeyError, parsed again
+            person_segmentations=tuple(
+                json.loads(seg) if seg else None for seg in row["person_segmentations"]
+            ),
         )
         for row in rows
     }

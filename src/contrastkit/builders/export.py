@@ -72,9 +72,12 @@ from contrastkit.builders.manifest import (
     CONTRAST_SET,
     SUMMARY,
     ContrastItem,
+    EditImage,
     EditRecord,
     Manifest,
     contrast_items,
+    encode_lossless,
+    source_file,
 )
 from contrastkit.config import require
 from contrastkit.data_cards import render_card
@@ -589,7 +592,9 @@ class ExportContrastConfig:
 def export_contrast_set(config: ExportContrastConfig) -> ExportResult:
     """Export a GenSynth or GenSwap build folder's contrast set (config ``contrast``).
 
-    Each row is one edited image (bytes as written by the build, PNG) with its target
+    Each row is one edited image (the bytes the build wrote; for an edit confined to the
+    person mask, its pixels put onto the decoded source photo and stored as lossless
+    WebP, so that every pixel outside the dilated mask is the source's own) with its target
     ``gender``, its gender-adjusted ``captions`` (GenSynth Sec. 4.3), the same captions
     made gender-neutral (for retrieval queries), the source's own captions and label, the
     person box, the filter scores ``p_real`` / ``p_gender`` (Eq. 4; GenSynth only) and
@@ -689,13 +694,6 @@ ORIGINALS_NOTE = (
 """What the card and the metadata say an originals export is (``{bal}``: `` Bal``)."""
 
 
-def _source_file(build_dir: Path, path: Path) -> Path:
-    """A source photo's file: ``path`` as recorded, or relative to the build folder."""
-    if path.is_absolute() or path.is_file():
-        return path
-    return build_dir / path
-
-
 def export_originals(
     config: ExportContrastConfig, summary: Mapping[str, Any], kind: str
 ) -> ExportResult:
@@ -747,7 +745,7 @@ def export_originals(
         chosen = {s for g in GENDER_LABELS for s in rng.sample(by_label[g], size)}
         kept = [s for s in kept if s in chosen]
     for source_id in kept:
-        file = _source_file(build_dir, sources[source_id].path)
+        file = source_file(build_dir, sources[source_id].path)
         if not file.is_file():
             raise DataFormatError(
                 build_dir / SOURCES, None, "path",
@@ -758,7 +756,7 @@ def export_originals(
     def records() -> Iterator[dict[str, Any]]:
         for source_id in kept:
             source = sources[source_id]
-            file = _source_file(build_dir, source.path)
+            file = source_file(build_dir, source.path)
             yield {
                 "source_id": source_id,
                 "gender": source.label.value,
@@ -955,6 +953,12 @@ def _edit_of(
         raise DataFormatError(
             path, line, "image", f"{item.image} is not a readable image ({error})"
         ) from error
+    if record.composite == "mask" and not source_file(build_dir, Path(item.source_image)).is_file():
+        raise DataFormatError(
+            path, line, "source_image",
+            f"edit {item.edit_id} holds only the person's pixels, which are put onto its "
+            f"source photo, and {item.source_image} is missing",
+        )  # fmt: skip
     return record
 
 
@@ -964,7 +968,16 @@ def _contrast_records(
     """The exported rows of a contrast set, each image read when its row is yielded."""
     for line, item in contrast_items(path):
         record = _edit_of(index, build_dir, path, line, item)
-        image = {"bytes": (build_dir / item.image).read_bytes(), "path": Path(item.image).name}
+        if record.composite == "mask":
+            # the person's pixels onto the decoded source, stored losslessly: every
+            # pixel outside the dilated person mask is the source photo's own
+            whole = EditImage(
+                build_dir / item.image, source_file(build_dir, Path(item.source_image))
+            )
+            name = Path(item.image).with_suffix(".webp").name
+            image = {"bytes": encode_lossless(whole()), "path": name}
+        else:
+            image = {"bytes": (build_dir / item.image).read_bytes(), "path": Path(item.image).name}
         yield {
             "source_id": item.source_id,
             "gender": item.gender,

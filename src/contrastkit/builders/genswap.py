@@ -140,7 +140,7 @@ def swap_faces(
         "min_age": min_age,
         "seed": seed,
     }
-    update_summary(out, "genswap", summary, stale=("quality",))
+    update_summary(out, "genswap", summary, stale=("quality", "context"))
     return summary
 
 

@@ -106,6 +106,17 @@ def _print_summary(report: dict[str, Any]) -> None:
                     f"person-masked, {_auc_text(probe['unmasked'], False)} unmasked"
                 )
             )
+    context = report.get("context")
+    if context:
+        changed, in_box = context.get("changed_outside_mask"), context.get("box_context_change")
+        console.print(
+            plain(
+                f"context: {_number(100 * changed['mean'], False) if changed else 'n/a'}% of the "
+                "pixels outside the person mask changed (mean), mean change inside the box "
+                f"but outside the person {_number(in_box['mean'], False) if in_box else 'n/a'} "
+                f"(0-255), over {context['images']} images"
+            )
+        )
     clusters = report.get("clusters")
     if clusters and "skipped" in clusters:
         console.print(plain(f"context clusters: not run ({clusters['skipped']})"))
@@ -182,6 +193,13 @@ def audit_command(
         1000, "--resamples", min=1, help="Bootstrap resamples of the classifier's AUC."
     ),
     runtime: ModelOptions = ModelOptions(),
+    build: Path | None = typer.Option(
+        None,
+        "--build",
+        help="The GenSynth / GenSwap build folder the contrast set came from: also measure "
+        "the share of pixels its edits changed outside the person mask, and the mean "
+        "change inside the box but outside the person (context_change.jsonl per image).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print audit.json instead of a summary."),
 ) -> None:
     """Audit a data set for gender skew and spurious context before trusting a model's
@@ -192,6 +210,8 @@ def audit_command(
     Example:
 
         contrastkit audit coco --split val2017 --out audit/val2017 --balanced
+
+        contrastkit audit export/gensynth --build build/gensynth --out audit/gensynth
     """
     from contrastkit.audit import AuditConfig, audit
 
@@ -215,6 +235,7 @@ def audit_command(
             test_fraction=test_fraction,
             resamples=resamples,
             model=runtime.config(),
+            build=build,
         )
         result = audit(config, say=lambda line: err_console.print(plain(line), style="dim"))
     if as_json:

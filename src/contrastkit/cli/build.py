@@ -196,6 +196,19 @@ def gensynth(
     seed: int | None = typer.Option(
         None, "--seed", help=f"Seed of the edits and of the selection {_RECORDED_OR} 0]."
     ),
+    composite: str | None = typer.Option(
+        None,
+        "--composite",
+        help="Where the edit is pasted: box (the paper: the whole person box is repainted) "
+        "or mask (the person's COCO segmentation, dilated and feathered: every other "
+        f"pixel stays the photo's own) {_RECORDED_OR} box].",
+    ),
+    mask_dilation: float | None = typer.Option(
+        None,
+        "--mask-dilation",
+        help="With --composite mask: how far the person mask is grown (and the edit faded "
+        f"out), a fraction of the box's shorter side {_RECORDED_OR} 0.05].",
+    ),
     batch_size: int = typer.Option(8, "--batch-size", min=1, help="Edits per forward pass."),
     k: int | None = typer.Option(
         None, "--k", min=1, help=f"KNN neighbourhood size K {_RECORDED_OR} 50]."
@@ -272,7 +285,7 @@ def gensynth(
 
     edit_given: dict[str, Any] = {
         "steps": steps, "image_guidance_scale": image_guidance, "resolution": resolution,
-        "margin": margin, "seed": seed,
+        "margin": margin, "seed": seed, "composite": composite, "mask_dilation": mask_dilation,
     }  # fmt: skip
     with user_errors():
         if scales is not None:
@@ -338,6 +351,23 @@ def _print_gensynth(summary: dict[str, Any], out: Path) -> None:
         )
     if summary.get("quality"):
         _print_quality(summary["quality"], _stale(summary["quality"], out, Stage.SELECT))
+    if summary.get("context"):
+        _print_context(summary["context"], _stale(summary["context"], out, Stage.SELECT))
+
+
+def _print_context(context: dict[str, Any], stale: str = "") -> None:
+    """The context measure of the quality checks, in one line."""
+    changed, in_box = context.get("changed_outside_mask"), context.get("box_context_change")
+    composites = ", ".join(f"{n} {name}" for name, n in context.get("composite", {}).items())
+    outside = "n/a" if not changed else f"{100 * changed['mean']:.2f}%"
+    box = "n/a" if not in_box else f"{in_box['mean']:.2f}"
+    console.print(
+        plain(
+            f"context{stale}: {outside} of the pixels outside the person mask changed "
+            f"(mean); mean change inside the box, outside the person: {box} (0-255); "
+            f"{context['images']} images ({composites})"
+        )
+    )
 
 
 def _stale(entry: dict[str, Any], out: Path, stage: Stage) -> str:

@@ -19,7 +19,11 @@ Here:
 * :func:`paste_back` scales the edit back to the crop and blends it into the original
   inside the person box only, with a mask that ramps from 0 at the box edge to 1 at
   ``feather`` of the box's shorter side inside it: every pixel outside the box keeps its
-  original value.
+  original value (``composite="box"``, the paper's method).
+* :func:`paste_back_mask` blends it onto the person's segmentation mask instead, dilated
+  by ``mask_dilation`` of the box's shorter side and feathered over that band
+  (``composite="mask"``, :mod:`contrastkit.curation.masks`): every pixel outside the
+  dilated mask keeps its original value, so the context of the photo is not repainted.
 """
 
 from __future__ import annotations
@@ -41,8 +45,10 @@ from contrastkit.schema import Gender
 from contrastkit.tiny.marker import marked_random
 
 __all__ = [
+    "COMPOSITES",
     "DEFAULT_IMAGE_GUIDANCE_SCALE",
     "DEFAULT_INSTRUCTIONS",
+    "DEFAULT_MASK_DILATION",
     "DEFAULT_STEPS",
     "DEFAULT_TEXT_GUIDANCE_SCALES",
     "CropPlacement",
@@ -56,6 +62,7 @@ __all__ = [
     "load_editor",
     "locate_editor",
     "paste_back",
+    "paste_back_mask",
     "plan_edits",
     "read_instructions",
 ]
@@ -81,6 +88,12 @@ DEFAULT_TEXT_GUIDANCE_SCALES: tuple[float, ...] = (9.5, 15.0)
 DEFAULT_IMAGE_GUIDANCE_SCALE = 1.5
 #: Appendix A.2: "We run InstructPix2Pix for 500 denoising steps".
 DEFAULT_STEPS = 500
+#: How an edit is put back into its photo: inside the person ``box`` (GenSynth Sec. 4.1,
+#: the default), or onto the person's segmentation ``mask`` (dilated and feathered).
+COMPOSITES = ("box", "mask")
+#: ``--composite mask``: the mask is grown by this fraction of the box's shorter side,
+#: and the edit fades out over that band.
+DEFAULT_MASK_DILATION = 0.05
 #: The public InstructPix2Pix checkpoint.
 DEFAULT_EDITOR = "timbrooks/instruct-pix2pix"
 
@@ -99,8 +112,15 @@ class EditSettings:
         margin: context added around the person box on each side, as a fraction of the
             box's width / height.
         feather: width of the blend ramp inside the box, as a fraction of the box's
-            shorter side.
+            shorter side (``composite="box"``).
         seed: build seed; each edit's seed is derived from it and the edit id.
+        composite: ``box`` (the paper: the edit replaces the person box, feathered at
+            its edge) or ``mask`` (the edit replaces the person's COCO segmentation,
+            dilated by ``mask_dilation`` and feathered; every pixel farther from the
+            person is the source photo's own). See :data:`COMPOSITES`.
+        mask_dilation: how far the person mask is grown, as a fraction of the box's
+            shorter side; the edit fades out over that band (``composite="mask"``; the
+            quality report's context measure uses it in both modes).
     """
 
     instructions: Mapping[Gender, tuple[str, ...]] = field(
@@ -113,6 +133,8 @@ class EditSettings:
     margin: float = 0.1
     feather: float = 0.08
     seed: int = 0
+    composite: str = "box"
+    mask_dilation: float = DEFAULT_MASK_DILATION
 
     def __post_init__(self) -> None:
         require(
@@ -128,6 +150,16 @@ class EditSettings:
         )
         require(0 <= self.margin <= 1, "margin", f"must be in [0, 1], not {self.margin}")
         require(0 < self.feather <= 0.5, "feather", f"must be in (0, 0.5], not {self.feather}")
+        require(
+            self.composite in COMPOSITES,
+            "composite",
+            f"must be one of {', '.join(COMPOSITES)}, not {self.composite!r}",
+        )
+        require(
+            isinstance(self.mask_dilation, int | float) and 0 < self.mask_dilation <= 0.5,
+            "mask_dilation",
+            f"must be in (0, 0.5], not {self.mask_dilation}",
+        )
         for gender in Gender.binary():
             require(
                 bool(self.instructions.get(gender)),
@@ -158,8 +190,10 @@ class EditSettings:
             raise ValueError(f"not edit settings ({error})") from error
 
     def to_json(self) -> dict[str, Any]:
-        """JSON-ready settings (recorded in the build summary)."""
-        return {
+        """JSON-ready settings (recorded in the build summary). ``composite`` and
+        ``mask_dilation`` are left out at their defaults, so a box build records what it
+        recorded before they existed (and resumes unchanged)."""
+        data: dict[str, Any] = {
             "instructions": {g.value: list(v) for g, v in self.instructions.items()},
             "text_guidance_scales": list(self.text_guidance_scales),
             "image_guidance_scale": self.image_guidance_scale,
@@ -169,6 +203,10 @@ class EditSettings:
             "feather": self.feather,
             "seed": self.seed,
         }
+        if self.composite != "box" or self.mask_dilation != DEFAULT_MASK_DILATION:
+            data["composite"] = self.composite
+            data["mask_dilation"] = self.mask_dilation
+        return data
 
 
 def read_instructions(path: str | Path) -> dict[Gender, tuple[str, ...]]:
@@ -320,6 +358,21 @@ def paste_back(
     The padding is cut off, the edit is scaled back to the crop's size and blended into
     the person box with :func:`feather_mask`; pixels outside the box are the original's.
     """
+    content = _edit_content(edited, placement)
+    cl, ct, _, _ = placement.crop
+    left, top, right, bottom = placement.box
+    edit_box = content[top - ct : bottom - ct, left - cl : right - cl]
+    result = np.array(original.convert("RGB"), dtype=np.uint8)
+    source_box = result[top:bottom, left:right].astype(np.float32)
+    alpha = feather_mask(right - left, bottom - top, feather)[..., None]
+    blended = alpha * edit_box + (1.0 - alpha) * source_box
+    result[top:bottom, left:right] = np.clip(np.rint(blended), 0, 255).astype(np.uint8)
+    return Image.fromarray(result)
+
+
+def _edit_content(edited: Image.Image, placement: CropPlacement) -> np.ndarray:
+    """The editor output without its padding, scaled back to the crop's size (float32,
+    (crop height, crop width, 3))."""
     if edited.size != (placement.resolution, placement.resolution):
         edited = edited.resize((placement.resolution, placement.resolution))
     x0, y0 = placement.offset
@@ -327,16 +380,35 @@ def paste_back(
     cl, ct, cr, cb = placement.crop
     content = edited.convert("RGB").crop((x0, y0, x0 + w, y0 + h))
     content = content.resize((cr - cl, cb - ct), Image.Resampling.BICUBIC)
-    left, top, right, bottom = placement.box
-    edit_box = np.asarray(
-        content.crop((left - cl, top - ct, right - cl, bottom - ct)), dtype=np.float32
-    )
+    return np.asarray(content, dtype=np.float32)
+
+
+def paste_back_mask(
+    original: Image.Image, edited: Image.Image, placement: CropPlacement, alpha: np.ndarray
+) -> Image.Image:
+    """Put an editor output back onto the person mask (``composite="mask"``).
+
+    ``alpha`` is the blend weight of every pixel of ``original``
+    (:func:`contrastkit.curation.masks.mask_alpha`: 1 on the person, a feathered band
+    around it, 0 elsewhere and outside the crop). Returns an RGBA image: RGB the blend,
+    which is the original's own value wherever ``alpha`` is 0, and A 255 where the edit
+    reached (``alpha > 0``) and 0 elsewhere, so that storage can keep only those pixels
+    (:func:`contrastkit.builders.manifest.composite_edit` puts them back onto the
+    decoded source).
+    """
+    content = _edit_content(edited, placement)
+    cl, ct, cr, cb = placement.crop
     result = np.array(original.convert("RGB"), dtype=np.uint8)
-    source_box = result[top:bottom, left:right].astype(np.float32)
-    alpha = feather_mask(right - left, bottom - top, feather)[..., None]
-    blended = alpha * edit_box + (1.0 - alpha) * source_box
-    result[top:bottom, left:right] = np.clip(np.rint(blended), 0, 255).astype(np.uint8)
-    return Image.fromarray(result)
+    if alpha.shape != result.shape[:2]:
+        size = f"{original.width}x{original.height}"
+        raise ValueError(f"alpha of shape {alpha.shape} for a {size} image")
+    weight = alpha[ct:cb, cl:cr, None]
+    region = result[ct:cb, cl:cr]
+    blended = np.clip(np.rint(weight * content + (1.0 - weight) * region), 0, 255).astype(np.uint8)
+    inside = alpha[ct:cb, cl:cr] > 0
+    region[inside] = blended[inside]
+    opacity = np.where(alpha > 0, 255, 0).astype(np.uint8)
+    return Image.fromarray(np.dstack([result, opacity]))
 
 
 class Editor(Protocol):

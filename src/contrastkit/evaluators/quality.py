@@ -20,15 +20,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
-from PIL import Image
 
 from contrastkit.distances import squared_euclidean
 from contrastkit.errors import ConfigError
 from contrastkit.interfaces import ImageTextScorer
 from contrastkit.schema import Gender
+
+if TYPE_CHECKING:
+    from contrastkit.pipeline.sources import ImageSource
 
 __all__ = [
     "DEFAULT_ZERO_SHOT_PROMPTS",
@@ -178,7 +180,7 @@ def _normalized(array: np.ndarray) -> np.ndarray:
     return out
 
 
-def _embed_images(model: ImageTextScorer, images: Sequence[Image.Image | str | Path]) -> np.ndarray:
+def _embed_images(model: ImageTextScorer, images: Sequence[ImageSource]) -> np.ndarray:
     """Unit-norm embeddings of ``images`` (decoded images or files), through the image
     pipeline: files are decoded in its worker processes, ``_CHUNK`` images per batch
     unless the model has its own batch size."""
@@ -190,10 +192,10 @@ def _embed_images(model: ImageTextScorer, images: Sequence[Image.Image | str | P
 
 def quality_checks(
     model: ImageTextScorer,
-    images: Sequence[Image.Image | str | Path],
+    images: Sequence[ImageSource],
     genders: Sequence[Gender],
     captions: Sequence[Sequence[str]],
-    pool: Sequence[Image.Image | str | Path] | None = None,
+    pool: Sequence[ImageSource] | None = None,
     *,
     prompts: Mapping[Gender, str] | None = None,
     ks: Sequence[int] = (1, 5, 10),
@@ -252,8 +254,9 @@ class LabeledImageSet(Protocol):
     image (the GenSynth builder's ``LabeledImages`` is one)."""
 
     @property
-    def images(self) -> Sequence[Path]:
-        """The image files."""
+    def images(self) -> Sequence[ImageSource]:
+        """The image files (or callables returning the images: an edit confined to the
+        person mask is put onto its source photo when read)."""
         ...
 
     @property

@@ -46,6 +46,7 @@ class AuditReport(Result):
     caption_classifier: Mapping[str, Any] | None = None
     image_probe: Mapping[str, Any] | None = None
     clusters: Mapping[str, Any] | None = None
+    context: Mapping[str, Any] | None = None
     random_weights: bool | None = None
     weights_notes: Mapping[str, str] | None = None
     analyses: tuple[str, ...] | None = None

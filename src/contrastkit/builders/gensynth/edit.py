@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
 from PIL import Image
 
 from contrastkit.builders.coco import SourceImage, read_coco_cached, select_sources
@@ -35,9 +36,10 @@ from contrastkit.curation.editing import (
     EditSpec,
     crop_for_editing,
     paste_back,
+    paste_back_mask,
     plan_edits,
 )
-from contrastkit.errors import ConfigError, StateError
+from contrastkit.errors import ConfigError, DataFormatError, StateError
 from contrastkit.io import atomic_write_bytes
 
 __all__ = [
@@ -46,6 +48,7 @@ __all__ = [
     "WindowEditor",
     "edit_window",
     "edit_windows",
+    "person_alpha",
     "run_edit_stage",
 ]
 
@@ -55,8 +58,35 @@ Window = Sequence[tuple[SourceImage, EditSpec]]
 #: How edits are stored: image format (``webp``, ``png``, ``jpeg``) and quality (0-100).
 Storage = tuple[str, int]
 
-#: Each source's image, editor input and placement, kept while its edits are made.
-CropCache = dict[str, tuple[Image.Image, Image.Image, CropPlacement]]
+#: Each source's image, editor input, placement and (``composite="mask"``) blend
+#: weights, kept while its edits are made.
+CropCache = dict[str, tuple[Image.Image, Image.Image, CropPlacement, np.ndarray | None]]
+
+
+def person_alpha(
+    source: SourceImage, placement: CropPlacement, settings: EditSettings
+) -> np.ndarray:
+    """The blend weights of ``source``'s edits with ``composite="mask"``: its COCO
+    segmentation, dilated by ``settings.mask_dilation`` of the box's shorter side and
+    feathered, inside the crop (:func:`~contrastkit.curation.masks.mask_alpha`).
+
+    Raises:
+        DataFormatError: the source has no segmentation, or an unreadable one.
+    """
+    from contrastkit.curation.masks import decode_segmentation, dilation_pixels, mask_alpha
+
+    if source.segmentation is None:
+        raise DataFormatError(
+            source.path, None, "segmentation",
+            f"source {source.source_id} has no person segmentation in its COCO "
+            "annotations: --composite mask needs one (use --composite box)",
+        )  # fmt: skip
+    try:
+        mask = decode_segmentation(source.segmentation, source.width, source.height)
+    except ValueError as error:
+        raise DataFormatError(source.path, None, "segmentation", str(error)) from error
+    pixels = dilation_pixels(placement.box, settings.mask_dilation)
+    return mask_alpha(mask, placement.crop, pixels)
 
 
 def edit_window(
@@ -64,8 +94,10 @@ def edit_window(
 ) -> list[Image.Image]:
     """Make one window of edits (GenSynth Sec. 4.1, App. A.2): crop each source's person
     box with its margin (:func:`crop_for_editing`), edit every crop with its spec in one
-    ``editor.edit`` call, and paste each edit back into its source image
-    (:func:`paste_back`).
+    ``editor.edit`` call, and paste each edit back into its source image: inside the
+    person box (:func:`paste_back`, ``settings.composite == "box"``, an RGB image) or
+    onto the dilated person mask (:func:`paste_back_mask`, ``"mask"``, an RGBA image
+    whose alpha marks the pixels the edit reached).
 
     Every engine makes its edits with this function (the local loop below and each Ray
     actor of :mod:`contrastkit.apps.gensynth_ray`), so a window gives the
@@ -94,13 +126,19 @@ def edit_window(
                 settings.resolution,
                 settings.margin,
             )
-            cache[source.source_id] = (original, crop, placement)
+            alpha = (
+                person_alpha(source, placement, settings) if settings.composite == "mask" else None
+            )
+            cache[source.source_id] = (original, crop, placement, alpha)
     inputs = [cache[source.source_id][1] for source, _ in window]
     edited = editor.edit(inputs, [spec for _, spec in window])
     pasted = []
     for (source, _), result in zip(window, edited, strict=True):
-        original, _, placement = cache[source.source_id]
-        pasted.append(paste_back(original, result, placement, settings.feather))
+        original, _, placement, alpha = cache[source.source_id]
+        if alpha is None:
+            pasted.append(paste_back(original, result, placement, settings.feather))
+        else:
+            pasted.append(paste_back_mask(original, result, placement, alpha))
     return pasted
 
 
@@ -198,9 +236,12 @@ def run_edit_stage(
 
     Edits go to the editor in windows of ``edits_per_call`` consecutive planned edits.
     Each finished edit is written (``edits/<source>/<edit>.webp`` by default, temporary
-    file and rename), and then the window's edits are appended to the manifest in one
-    write with an fsync; edits already in the manifest with their image on disk are
-    skipped, so a killed run resumes where it stopped and never rewrites a finished edit.
+    file and rename; with ``settings.composite == "mask"`` only the pixels the edit
+    reached, marked by the alpha channel, which reading puts back onto the decoded
+    source: :func:`~contrastkit.builders.manifest.edit_image`), and then the window's
+    edits are appended to the manifest in one write with an fsync; edits already in the
+    manifest with their image on disk are skipped, so a killed run resumes where it
+    stopped and never rewrites a finished edit.
     Windows are cut from the plan, not from the pending edits, so a resumed run makes
     each missing edit in the same batch as an uninterrupted run with the same settings,
     and gets the same pixels (docs/pipeline.md, "What is bit-identical").
@@ -236,12 +277,26 @@ def run_edit_stage(
         raise ConfigError(f"image_format: {image_format!r} is not one of {choices}")
     if not 0 <= image_quality <= 100:
         raise ConfigError(f"image_quality: must be in 0-100, not {image_quality}")
+    if settings.composite == "mask" and image_format == "jpeg":
+        raise ConfigError(
+            "image_format: jpeg has no alpha channel, which --composite mask stores the "
+            "person's pixels in: use webp or png"
+        )
     shard = None if shard is None else Shard.parse(shard)
     _check_layout(Path(out), shard)
     out = _work_folder({"out": out, "shard": shard})
     coco = read_coco_cached(coco_dir, out, split)  # parsed once, kept in the build folder
     selection = select_sources(coco, min_box_side=min_box_side, limit=limit)
     sources = selection.sources
+    if settings.composite == "mask":
+        unmasked = [s.source_id for s in sources if s.segmentation is None]
+        if unmasked:
+            raise DataFormatError(
+                coco.root, None, "segmentation",
+                f"{len(unmasked)} selected sources (e.g. {unmasked[0]}) have no person "
+                "segmentation in the COCO annotations: --composite mask needs one for "
+                "each; use --composite box (the paper's method)",
+            )  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)
     if shard is not None:
         position = {s.source_id: n for n, s in enumerate(sources)}
@@ -295,7 +350,7 @@ def run_edit_stage(
                 continue  # finished by an earlier run: kept byte for byte
             relative = f"edits/{source.source_id}/{spec.edit_id}{IMAGE_FORMATS[image_format]}"
             atomic_write_bytes(out / relative, encoded)
-            made.append(_record(source, spec, relative, editor.name))
+            made.append(_record(source, spec, relative, editor.name, settings.composite))
         manifest.append(*made)
         finished += len(made)
         if progress:
@@ -315,12 +370,14 @@ def run_edit_stage(
         editor_random_weights=bool(getattr(editor, "random_weights", False)),
     )
     why = f"made before the edit stage added {len(pending)} edits"
-    outdated = dict.fromkeys(("filter", "select", "quality"), why) if pending else None
+    outdated = dict.fromkeys(("filter", "select", "quality", "context"), why) if pending else None
     update_summary(out, "edit", asdict(report), outdated=outdated)
     return report
 
 
-def _record(source: SourceImage, spec: EditSpec, path: str, editor: str) -> EditRecord:
+def _record(
+    source: SourceImage, spec: EditSpec, path: str, editor: str, composite: str
+) -> EditRecord:
     return EditRecord(
         edit_id=spec.edit_id,
         source_id=source.source_id,
@@ -335,4 +392,5 @@ def _record(source: SourceImage, spec: EditSpec, path: str, editor: str) -> Edit
         text_guidance_scale=spec.text_guidance_scale,
         image_guidance_scale=spec.image_guidance_scale,
         steps=spec.steps,
+        composite="mask" if composite == "mask" else None,
     )

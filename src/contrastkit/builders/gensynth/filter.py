@@ -22,8 +22,10 @@ from contrastkit.builders.gensynth.summary import (
 )
 from contrastkit.builders.manifest import (
     MANIFEST,
+    EditImage,
     EditRecord,
     Manifest,
+    edit_image,
     holds_build_lock,
     read_sources,
     with_scores,
@@ -56,13 +58,18 @@ __all__ = [
 class PersonCrop:
     """The person box of ``source`` cut from the image at ``path`` (the source photo, or
     one of its edits): a picklable image source, so the crop can be cut by whichever
-    process embeds it (the image pipeline's workers, or a Ray actor)."""
+    process embeds it (the image pipeline's workers, or a Ray actor). ``onto``: the
+    source photo a mask-composite edit at ``path`` is put onto
+    (:class:`~contrastkit.builders.manifest.EditImage`); ``None`` for a whole image."""
 
     path: Path
     source: SourceImage
+    onto: Path | None = None
 
     def __call__(self) -> Image.Image:
-        return person_crop(load_image(self.path), self.source)
+        if self.onto is None:
+            return person_crop(load_image(self.path), self.source)
+        return person_crop(EditImage(self.path, self.onto)(), self.source)
 
 
 @runtime_checkable
@@ -206,8 +213,13 @@ def _embed_records(
         raise DataFormatError(out / "sources.jsonl", None, None, f"no source {unknown[0]!r}")
 
     loaders = {f"real:{s}": PersonCrop(sources[s].path, sources[s]) for s in used}
-    loaders |= {f"edit:{r.edit_id}": PersonCrop(out / r.path, sources[r.source_id])
-                for r in records}  # fmt: skip
+    for r in records:
+        image = edit_image(out, r, sources[r.source_id])
+        loaders[f"edit:{r.edit_id}"] = (
+            PersonCrop(image, sources[r.source_id])
+            if isinstance(image, Path)
+            else PersonCrop(image.path, sources[r.source_id], onto=image.source)
+        )
     keys = list(loaders)
     return used, sources, _embed_cached(out, encoder, keys, loaders, batch_size, progress)
 
@@ -311,5 +323,5 @@ def run_filter_stage(
         "by_instruction": _rates(scored, lambda r: str(r.instruction)),
     }
     why = "made before the latest filter stage"
-    update_summary(out, "filter", summary, outdated={"select": why, "quality": why})
+    update_summary(out, "filter", summary, outdated={"select": why, "quality": why, "context": why})
     return summary

@@ -13,11 +13,14 @@ from contrastkit.builders.gensynth.summary import update_summary
 from contrastkit.builders.manifest import (
     CONTRAST_SET,
     MANIFEST,
+    EditImage,
     EditRecord,
     Manifest,
+    edit_image,
     holds_build_lock,
     read_contrast_set,
     read_sources,
+    source_file,
     write_contrast_set,
 )
 from contrastkit.curation.knn_filter import select_edits
@@ -82,7 +85,7 @@ def run_select_stage(out: str | Path, *, seed: int = 0) -> dict[str, Any]:
         "source_keep_rate": len(chosen) / sources_with_edits,
         "kept_by_source_label": dict(Counter(sources[s].label.value for s in chosen)),
     }
-    update_summary(out, "select", summary, stale=("quality",))
+    update_summary(out, "select", summary, stale=("quality", "context"))
     return summary
 
 
@@ -93,12 +96,13 @@ class LabeledImages:
     fields).
 
     Attributes:
-        images: image files.
+        images: image files, or :class:`~contrastkit.builders.manifest.EditImage` for
+            edits confined to the person mask (put onto their source photo when read).
         genders: the label of each image (a source's caption label, an edit's target).
         captions: the captions describing each image.
     """
 
-    images: tuple[Path, ...]
+    images: tuple[Path | EditImage, ...]
     genders: tuple[Gender, ...]
     captions: tuple[tuple[str, ...], ...]
     population: int | None = None
@@ -156,19 +160,27 @@ def quality_sets(
     manifest = Manifest(out)
     sources = {s.source_id: s for s in read_sources(out)}
     edited: dict[str, None] = {}
+    masked: set[str] = set()  # edits confined to the person mask: read onto their source
     count = 0
     for record in manifest.records():
         if record.source_id not in sources:
             message = f"no source {record.source_id!r}"
             raise DataFormatError(out / "sources.jsonl", None, None, message)
         edited[record.source_id] = None
+        if record.composite == "mask":
+            masked.add(record.edit_id)
         count += 1
     sets: dict[str, LabeledImages] = {}
     contrast = out / CONTRAST_SET
     items = read_contrast_set(contrast) if contrast.exists() else []
     if items:
         sets["contrast_set"] = LabeledImages(
-            tuple(out / i.image for i in items),
+            tuple(
+                EditImage(out / i.image, source_file(out, sources[i.source_id].path))
+                if i.edit_id in masked
+                else out / i.image
+                for i in items
+            ),
             tuple(Gender(i.gender) for i in items),
             tuple(tuple(i.captions) for i in items),
         ).sample(sample, seed)
@@ -182,7 +194,7 @@ def quality_sets(
         rows = None if keep is None else set(keep)
         picked = [r for i, r in enumerate(manifest.records()) if rows is None or i in rows]
         sets["all_edits"] = LabeledImages(
-            tuple(out / r.path for r in picked),
+            tuple(edit_image(out, r, sources[r.source_id]) for r in picked),
             tuple(Gender(r.target) for r in picked),
             tuple(
                 tuple(to_gender(c, Gender(r.target)) for c in sources[r.source_id].captions)

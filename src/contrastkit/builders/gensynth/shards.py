@@ -464,7 +464,7 @@ def _merge(out: Path, count: int, folders: Mapping[int, Path], missing: tuple[in
         embedding_files=linked,
     )
     why = f"made before `contrastkit build merge` added {new_edits} edits"
-    outdated = dict.fromkeys(("filter", "select", "quality"), why) if new_edits else None
+    outdated = dict.fromkeys(("filter", "select", "quality", "context"), why) if new_edits else None
     update_summary(out, "merge", report.to_json(), outdated=outdated)
     if SETTINGS not in read_summary(out):  # the filter and select stages on OUT reuse them
         update_summary(out, SETTINGS, _shard_settings(reference, folders[first_k]))
