@@ -209,3 +209,30 @@ def test_segmentations_are_read_checked_and_kept_in_the_cached_table(
     broken = _copy_coco(coco_dir, tmp_path / "broken", bad)
     with pytest.raises(DataFormatError, match=r"annotations\[0\]\.segmentation\[0\]"):
         read_coco(broken)
+
+
+@pytest.mark.slow
+def test_the_cli_builds_in_mask_mode_and_its_quality_checks_measure_the_context(
+    coco_dir: Path, tiny_editor_dir: Path, tiny_clip_spec: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "build"
+    result = runner.invoke(
+        app,
+        ["build", "gensynth", "--out", str(out), "--coco", str(coco_dir), "--limit", "1",
+         "--min-box-side", "64", "--editor", str(tiny_editor_dir), "--embedder", tiny_clip_spec,
+         "--steps", "2", "--resolution", "32", "--scales", "9.5", "--k", "3",
+         "--tau-real", "-1", "--tau-gender", "-1", "--device", "cpu",
+         "--composite", "mask", "--mask-dilation", "0.1"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "build_summary.json").read_text())
+    assert summary["settings"]["edit"]["composite"] == "mask"
+    context = summary["context"]
+    assert context["composite"] == {"mask": 2} and context["mask_dilation"] == 0.1
+    assert context["changed_outside_mask"]["max"] == 0.0
+    assert len((out / "context_change.jsonl").read_text().splitlines()) == 2
+    assert "of the pixels outside the person mask changed" in " ".join(result.output.split())
+    # a rerun takes the recorded composite: nothing is edited again, no option repeated
+    again = runner.invoke(app, ["build", "gensynth", "--out", str(out), "--stage", "edit"])
+    assert again.exit_code == 0, again.output
+    assert all(r.composite == "mask" for r in Manifest(out).read())
