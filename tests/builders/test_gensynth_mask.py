@@ -26,7 +26,7 @@ from contrastkit.config import ModelConfig
 from contrastkit.curation.editing import EditSettings, load_editor
 from contrastkit.curation.masks import decode_segmentation, dilate, dilation_pixels
 from contrastkit.errors import ConfigError, DataFormatError
-from contrastkit.evaluators.models import load_scorer
+from contrastkit.models import load_scorer
 from contrastkit.samples import OUTLINES, photo
 
 runner = CliRunner()
