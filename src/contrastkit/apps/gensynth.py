@@ -1,8 +1,9 @@
 """The GenSynth build as one job: edit, filter, select, quality checks (seeds/001, Sec. 4).
 
-:func:`build_gensynth` loads the editor (InstructPix2Pix) and the CLIP-like embedder, runs
-the builder's stages on a build folder (:mod:`contrastkit.builders.gensynth`: edit
-Sec. 4.1, KNN filter Sec. 4.2, selection) and then the Sec. 4.3 / Tab. 2 quality checks
+:func:`build_gensynth` loads the editor (InstructPix2Pix, or another editor family) and
+the CLIP-like embedder, runs the builder's stages on a build folder
+(:mod:`contrastkit.builders.gensynth`: edit Sec. 4.1, KNN filter Sec. 4.2, selection) and
+then the Sec. 4.3 / Tab. 2 quality checks
 (:mod:`contrastkit.evaluators.quality`), and returns the build summary. Every stage
 resumes: a rerun skips finished edits and reuses cached embeddings.
 
@@ -40,6 +41,7 @@ from contrastkit.builders.manifest import (
 )
 from contrastkit.config import ModelConfig, require
 from contrastkit.curation.editing import DEFAULT_EDITOR, EditSettings
+from contrastkit.curation.editor_families import parse_editor_spec
 from contrastkit.curation.knn_filter import (
     BACKENDS,
     DEFAULT_K,
@@ -144,8 +146,13 @@ class GenSynthConfig:
         split: COCO split (default: the only one).
         limit: Edit the first ``limit`` selected sources only.
         min_box_side: Smallest person box side, in pixels (default 0).
-        editor: InstructPix2Pix: a saved pipeline folder or a Hub id (default
-            ``timbrooks/instruct-pix2pix``).
+        editor: The editor spec: ``PREFIX:TARGET`` of an editor family (``ip2p``,
+            ``sdxl-ip2p``, ``flux-kontext``, ``qwen-image-edit``;
+            :mod:`~contrastkit.curation.editor_families`), ``PREFIX:`` alone for its
+            default model, or an InstructPix2Pix folder / Hub id (default
+            ``timbrooks/instruct-pix2pix``). Edit settings neither given nor recorded
+            take the family's defaults (the paper's for ``ip2p``); settings recorded
+            with another family are not reused.
         embedder: CLIP-like model spec for the filter and the quality checks (default
             CLIP ViT-B/32).
         edit: Instructions, guidance scales, steps, resolution, margin, seed of the edits
@@ -253,6 +260,7 @@ class GenSynthConfig:
         require(isinstance(self.model, ModelConfig), "model", "must be a ModelConfig")
         if self.editor is not None:
             require(bool(self.editor.strip()), "editor", "names no editor model")
+            parse_editor_spec(self.editor)  # an unknown family prefix fails here
         require(self.limit is None or self.limit >= 1, "limit", f"must be >= 1, not {self.limit}")
         require(
             self.min_box_side is None or self.min_box_side >= 0,
@@ -336,7 +344,14 @@ class GenSynthConfig:
                 values[name] = DEFAULTS[name]
         for name in ("coco", "pool"):
             values[name] = _path(values[name])
+        family = parse_editor_spec(values["editor"])[0]
         edit = _recorded_edit(recorded.get("edit"), self.work_folder)
+        if (
+            recorded.get("editor") is not None
+            and _family_prefix(recorded["editor"]) != family.prefix
+        ):
+            edit = {}  # another editor family's settings: this one starts from its own
+        defaults = EditSettings.for_family(family)
         if isinstance(self.edit, EditSettings):
             settings = self.edit
         else:
@@ -349,12 +364,18 @@ class GenSynthConfig:
                 given_edit["text_guidance_scales"] = list(given_edit["text_guidance_scales"])
             from_build += [f"edit.{name}" for name in edit if name not in given_edit]
             try:
-                settings = _edit_settings({**edit, **given_edit}, self.work_folder)
+                settings = _edit_settings({**edit, **given_edit}, self.work_folder, defaults)
             except ConfigError as error:  # the same error, its option named as on the CLI
                 raise _named_with_flag(error) from error.__cause__
         if self.instructions is not None:
             settings = replace(settings, instructions=read_instructions(self.instructions))
             from_build = [name for name in from_build if name != "edit.instructions"]
+        require(
+            settings.resolution % family.multiple == 0,
+            "resolution (--resolution)",
+            f"the {family.prefix} editor needs a multiple of {family.multiple}, not "
+            f"{settings.resolution}",
+        )
         if self.stage.runs(Stage.EDIT):
             require(
                 values["coco"] is not None,
@@ -406,13 +427,21 @@ def _recorded_edit(data: Any, folder: Path) -> dict[str, Any]:
     return dict(data)
 
 
-def _edit_settings(data: Any, folder: Path) -> EditSettings:
+def _family_prefix(spec: Any) -> str | None:
+    """The editor family of a recorded editor spec (``None`` for one that does not parse)."""
+    try:
+        return parse_editor_spec(str(spec))[0].prefix
+    except ConfigError:
+        return None
+
+
+def _edit_settings(data: Any, folder: Path, defaults: EditSettings | None = None) -> EditSettings:
     from contrastkit.errors import DataFormatError
 
     try:
         if not isinstance(data, Mapping):
             raise ValueError("not a JSON object")
-        return EditSettings.from_json(data)
+        return EditSettings.from_json(data, defaults)
     except ConfigError:
         raise
     except ValueError as error:
@@ -578,8 +607,9 @@ def build_gensynth(
     progress: ProgressFactory | None = None,
     notify: Callable[[str], None] | None = None,
 ) -> GenSynthResult:
-    """Build (or resume) a GenSynth contrast set: edit COCO people with InstructPix2Pix,
-    filter the edits with the KNN test, keep one masculine and one feminine edit per
+    """Build (or resume) a GenSynth contrast set: edit COCO people with the editor
+    (InstructPix2Pix by default, or another editor family), filter the edits with the
+    KNN test, keep one masculine and one feminine edit per
     image, and check the result (GenSynth Sec. 4.1-4.3).
 
     Everything that fails fast runs before the slow work: the build folder is writable,
@@ -632,9 +662,10 @@ def _start_notes(config: GenSynthConfig, run: GenSynthSettings) -> list[str]:
             {"pool", "pool_limit", "quality_sample"} if config.quality else set()
         )
     taken = [n for n in run.from_build if n in used]
+    defaults = EditSettings.for_family(parse_editor_spec(run.editor)[0])
     differing = run.differing([n for n in taken if not n.startswith("edit.")]) + [
         n for n in taken
-        if n.startswith("edit.") and getattr(run.edit, n[5:]) != getattr(EditSettings(), n[5:])
+        if n.startswith("edit.") and getattr(run.edit, n[5:]) != getattr(defaults, n[5:])
     ]  # fmt: skip
     if differing:
         shown = " ".join(run.flags(differing)) or ", ".join(differing)

@@ -62,8 +62,9 @@ class RayWindowEditor:
     (a :class:`~contrastkit.builders.gensynth.edit.WindowEditor`).
 
     Args:
-        model: the InstructPix2Pix folder or Hub id, loaded by each actor (it must be
-            there on every node).
+        model: the editor spec (``PREFIX:TARGET`` of an editor family, or an
+            InstructPix2Pix folder or Hub id), loaded by each actor (it must be there on
+            every node).
         config: device, dtype, batch size and download permission of the actors' editors;
             with a ``cpu`` device the actors get no GPU.
 
@@ -71,12 +72,20 @@ class RayWindowEditor:
     """
 
     def __init__(self, model: str, config: ModelConfig) -> None:
+        from contrastkit.curation.editing import editor_dtype
+        from contrastkit.curation.editor_families import parse_editor_spec
         from contrastkit.tiny.marker import marked_random
 
-        self._name = str(model)
+        self._name = str(model).strip()
         self.config = config
+        #: The editor family (:mod:`~contrastkit.curation.editor_families`) and the
+        #: model it names, as each actor parses the spec.
+        self.family, self._target = parse_editor_spec(self._name)
+        #: The dtype the actors run the editor in (``None`` when the device is left to
+        #: each actor: the family's on a GPU, float32 on a CPU).
+        self.dtype = editor_dtype(self.family, config, config.device) if config.device else None
         #: Whether the model folder carries the random-weights marker (a tiny test editor).
-        self.random_weights = marked_random(self._name)
+        self.random_weights = marked_random(self._target)
 
     @property
     def name(self) -> str:
@@ -100,7 +109,13 @@ class RayWindowEditor:
                           for source, spec in window])
             for window in windows
         ]  # fmt: skip
-        args = (_absolute_model(self._name), _actor_config(self.config), settings, storage)
+        prefix, sep, _ = self._name.partition(":")
+        spec = (
+            f"{prefix}:{_absolute_model(self._target)}"
+            if sep and self._target != self._name
+            else _absolute_model(self._name)
+        )
+        args = (spec, _actor_config(self.config), settings, storage)
         results = _map_on_actors(payloads, _EditActor, args, self.config.device)
         for window, made in zip(windows, results, strict=True):
             ids = [spec.edit_id for _, spec in window]

@@ -166,7 +166,11 @@ def gensynth(
     out: Path = _OUT,
     coco: Path | None = typer.Option(None, "--coco", help="COCO folder (edit stage)."),
     editor: str | None = typer.Option(
-        None, "--editor", help=f"InstructPix2Pix folder/Hub id {_RECORDED_OR} {DEFAULT_EDITOR}]."
+        None,
+        "--editor",
+        help="Editor spec: ip2p:, sdxl-ip2p:, flux-kontext: or qwen-image-edit: followed by a "
+        "folder or Hub id (the family's default model when empty), or an InstructPix2Pix "
+        f"folder/Hub id {_RECORDED_OR} {DEFAULT_EDITOR}].",
     ),
     embedder: str | None = typer.Option(
         None, "--embedder", help=f"Image-text model spec {_RECORDED_OR} {DEFAULT_EMBEDDER}]."
@@ -178,17 +182,27 @@ def gensynth(
         None, "--min-box-side", min=0, help=f"Smallest box side {_RECORDED_OR} 0]."
     ),
     steps: int | None = typer.Option(
-        None, "--steps", min=1, help=f"Denoising steps {_RECORDED_OR} 500, the paper's]."
+        None,
+        "--steps",
+        min=1,
+        help=f"Denoising steps {_RECORDED_OR} the editor family's: 500 for ip2p, the paper's].",
     ),
     scales: str | None = typer.Option(
-        None, "--scales", help=f"Text guidance scales {_RECORDED_OR} 9.5,15]."
+        None,
+        "--scales",
+        help=f"Text guidance scales {_RECORDED_OR} the editor family's: 9.5,15 for ip2p].",
     ),
     image_guidance: float | None = typer.Option(
-        None, "--image-guidance", help=f"Image guidance scale {_RECORDED_OR} 1.5]."
+        None,
+        "--image-guidance",
+        help=f"Image guidance scale (InstructPix2Pix families) {_RECORDED_OR} 1.5].",
     ),
     instructions: Path | None = typer.Option(None, "--instructions", help="gender, instruction."),
     resolution: int | None = typer.Option(
-        None, "--resolution", help=f"Editor input side, a multiple of 8 {_RECORDED_OR} 512]."
+        None,
+        "--resolution",
+        help="Editor input side, a multiple of 8 (16 for flux-kontext, qwen-image-edit) "
+        f"{_RECORDED_OR} the editor family's: 512 for ip2p].",
     ),
     margin: float | None = typer.Option(
         None, "--margin", help=f"Context around the box, a fraction {_RECORDED_OR} 0.1]."
@@ -246,13 +260,18 @@ def gensynth(
     ray_address: str | None = _RAY_ADDRESS,
     as_json: bool = _JSON,
 ) -> None:
-    """Build a GenSynth contrast set: edit COCO people with InstructPix2Pix, filter the
-    edits with the KNN test, keep one masculine and one feminine edit per image.
+    """Build a GenSynth contrast set: edit COCO people with an instruction editor
+    (InstructPix2Pix by default), filter the edits with the KNN test, keep one masculine
+    and one feminine edit per image.
 
     Stages (--stage; all by default): edit (needs --coco, --editor), filter (needs
     --embedder), select (writes contrast_set.jsonl; with --quality, the zero-shot gender
     accuracy and recall@1/5/10 checks). Reruns skip finished edits. --instructions: a
-    table with gender, instruction (default: Tab. 7).
+    table with gender, instruction (default: the editor family's; Tab. 7 for ip2p).
+
+    --editor picks the editor family (docs/pipeline.md, "Choosing an editor"): ip2p
+    (InstructPix2Pix at the paper's settings), sdxl-ip2p, flux-kontext, qwen-image-edit;
+    each brings its model card's instructions, guidance, steps, resolution and dtype.
 
     A rerun on a build folder, of every stage or one, uses the settings the build
     recorded (models, sources, edit settings, thresholds, checks) for every option it is
@@ -276,6 +295,8 @@ def gensynth(
         contrastkit build gensynth --coco coco --out build/gensynth --limit 100
 
         contrastkit build gensynth --coco coco --out build/gensynth --shard 2/4
+
+        contrastkit build gensynth --coco coco --out build/kontext --editor flux-kontext:
 
         contrastkit build gensynth --coco coco --out build/gensynth --engine ray --ray-address auto
     """

@@ -1,4 +1,4 @@
-"""Edit the person in a photo with InstructPix2Pix; paste the edit back, background untouched.
+"""Edit the person in a photo with an instruction editor; paste the edit back, background untouched.
 
 GenSynth (seeds/001) Sec. 4.1 and Appendix A.2: the image is cropped to its single
 person box, the crop is edited by InstructPix2Pix (Brooks et al., 2022) with each edit
@@ -13,9 +13,11 @@ Here:
 * :func:`crop_for_editing` crops the person box with a margin of context, resizes the
   crop so its longer side is the editor's resolution (a multiple of 8) and pads it to a
   square by repeating the edge pixels.
-* :class:`InstructPix2PixEditor` runs diffusers' ``StableDiffusionInstructPix2PixPipeline``
-  on several edits per forward batch (edits that share guidance settings; one seeded
-  generator per edit), in fp16 on CUDA.
+* :class:`DiffusersEditor` runs the diffusers pipeline of an editor family
+  (:mod:`contrastkit.curation.editor_families`: InstructPix2Pix, the paper's, by default;
+  SDXL InstructPix2Pix, FLUX.1 Kontext, Qwen-Image-Edit) on several edits per forward
+  batch (edits that share guidance settings; one seeded generator per edit), in the
+  family's dtype on CUDA.
 * :func:`paste_back` scales the edit back to the crop and blends it into the original
   inside the person box only, with a mask that ramps from 0 at the box edge to 1 at
   ``feather`` of the box's shorter side inside it: every pixel outside the box keeps its
@@ -32,7 +34,7 @@ import hashlib
 import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -40,7 +42,14 @@ import numpy as np
 from PIL import Image
 
 from contrastkit.config import ModelConfig, require
-from contrastkit.errors import DataFormatError, ModelNotFoundError
+from contrastkit.curation.editor_families import (
+    DEFAULT_FAMILY,
+    PAPER_INSTRUCTIONS,
+    EditorFamily,
+    editor_family,
+    parse_editor_spec,
+)
+from contrastkit.errors import ConfigError, DataFormatError, ModelNotFoundError
 from contrastkit.schema import Gender
 from contrastkit.tiny.marker import marked_random
 
@@ -52,36 +61,31 @@ __all__ = [
     "DEFAULT_STEPS",
     "DEFAULT_TEXT_GUIDANCE_SCALES",
     "CropPlacement",
+    "DiffusersEditor",
     "EditSettings",
     "EditSpec",
     "Editor",
     "InstructPix2PixEditor",
+    "check_instruct_pix2pix",
     "crop_for_editing",
+    "editor_dtype",
     "editor_is_cached",
     "feather_mask",
+    "flux_kontext_arguments",
+    "instruct_pix2pix_arguments",
     "load_editor",
     "locate_editor",
     "paste_back",
     "paste_back_mask",
     "plan_edits",
+    "qwen_image_edit_arguments",
     "read_instructions",
+    "sdxl_instruct_pix2pix_arguments",
 ]
 
-#: GenSynth Tab. 7 (Appendix C): the edit instructions for each target gender.
-DEFAULT_INSTRUCTIONS: Mapping[Gender, tuple[str, ...]] = {
-    Gender.FEMININE: (
-        "Make this person more feminine",
-        "Make this person look like a woman",
-        "Turn this person into a woman",
-        "Convert this into a woman",
-    ),
-    Gender.MASCULINE: (
-        "Make this person more masculine",
-        "Make this person look like a man",
-        "Turn this person into a man",
-        "Convert this into a man",
-    ),
-}
+#: GenSynth Tab. 7 (Appendix C): the edit instructions for each target gender (the
+#: ``ip2p`` family's; :mod:`contrastkit.curation.editor_families` holds every family's).
+DEFAULT_INSTRUCTIONS: Mapping[Gender, tuple[str, ...]] = PAPER_INSTRUCTIONS
 #: Appendix A.2: "for each instruction, we generate an image with two text guiding scales".
 DEFAULT_TEXT_GUIDANCE_SCALES: tuple[float, ...] = (9.5, 15.0)
 #: Not stated in the paper: InstructPix2Pix's own default image guidance.
@@ -102,13 +106,17 @@ DEFAULT_EDITOR = "timbrooks/instruct-pix2pix"
 class EditSettings:
     """Everything that decides the edits of a build (all of it recorded in the manifest).
 
+    The defaults are the paper's, those of the ``ip2p`` editor family;
+    :meth:`for_family` gives another family's (its model card's).
+
     Attributes:
         instructions: per target gender, the instructions (default: Tab. 7).
         text_guidance_scales: one edit per scale and instruction (default 9.5, 15).
-        image_guidance_scale: InstructPix2Pix image guidance (default 1.5).
+        image_guidance_scale: InstructPix2Pix image guidance (default 1.5); ``None`` for
+            editors without one (FLUX.1 Kontext, Qwen-Image-Edit).
         steps: denoising steps (paper: 500).
         resolution: side of the square the crop is resized and padded to; a multiple
-            of 8 (512 for Stable Diffusion 1.5).
+            of 8 (512 for Stable Diffusion 1.5; the editor family may ask for 16).
         margin: context added around the person box on each side, as a fraction of the
             box's width / height.
         feather: width of the blend ramp inside the box, as a fraction of the box's
@@ -127,7 +135,7 @@ class EditSettings:
         default_factory=lambda: dict(DEFAULT_INSTRUCTIONS)
     )
     text_guidance_scales: tuple[float, ...] = DEFAULT_TEXT_GUIDANCE_SCALES
-    image_guidance_scale: float = DEFAULT_IMAGE_GUIDANCE_SCALE
+    image_guidance_scale: float | None = DEFAULT_IMAGE_GUIDANCE_SCALE
     steps: int = DEFAULT_STEPS
     resolution: int = 512
     margin: float = 0.1
@@ -143,6 +151,11 @@ class EditSettings:
             f"must be a positive multiple of 8, not {self.resolution}",
         )
         require(self.steps >= 1, "steps", f"must be >= 1, not {self.steps}")
+        require(
+            self.image_guidance_scale is None or isinstance(self.image_guidance_scale, int | float),
+            "image_guidance_scale",
+            f"must be a number or None, not {self.image_guidance_scale!r}",
+        )
         require(
             bool(self.text_guidance_scales),
             "text_guidance_scales",
@@ -168,8 +181,33 @@ class EditSettings:
             )
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> EditSettings:
-        """The settings :meth:`to_json` wrote (any field left out takes its default).
+    def for_family(cls, family: EditorFamily | str, **changes: Any) -> EditSettings:
+        """The defaults of an editor family (a record or its prefix): its instructions,
+        guidance scales, steps and resolution; ``changes`` set other fields.
+
+        Raises:
+            ConfigError: an unknown prefix.
+        """
+        if isinstance(family, str):
+            found = editor_family(family)
+            if found is None:
+                raise ConfigError(f"editor: {family!r} is not an editor family")
+            family = found
+        values: dict[str, Any] = {
+            "instructions": dict(family.instructions),
+            "text_guidance_scales": tuple(family.text_guidance_scales),
+            "image_guidance_scale": family.image_guidance_scale,
+            "steps": family.steps,
+            "resolution": family.resolution,
+        }
+        return cls(**{**values, **changes})
+
+    @classmethod
+    def from_json(
+        cls, data: Mapping[str, Any], defaults: EditSettings | None = None
+    ) -> EditSettings:
+        """The settings :meth:`to_json` wrote (any field left out takes its value in
+        ``defaults``, by default the paper's: :meth:`for_family` gives a family's).
 
         Raises:
             ValueError: a field that is not one of these settings, or a value of the wrong
@@ -185,6 +223,12 @@ class EditSettings:
                 values["text_guidance_scales"] = tuple(
                     float(v) for v in values["text_guidance_scales"]
                 )
+            if defaults is not None:
+                known = {f.name for f in fields(cls)}
+                unknown = sorted(set(values) - known)
+                if unknown:
+                    raise TypeError(f"unexpected keyword argument {unknown[0]!r}")
+                return replace(defaults, **values)
             return cls(**values)
         except (KeyError, TypeError, AttributeError) as error:
             raise ValueError(f"not edit settings ({error})") from error
@@ -245,7 +289,7 @@ class EditSpec:
     target: Gender
     instruction: str
     text_guidance_scale: float
-    image_guidance_scale: float
+    image_guidance_scale: float | None
     steps: int
     seed: int
 
@@ -424,28 +468,127 @@ class Editor(Protocol):
         ...
 
 
-class InstructPix2PixEditor:
-    """diffusers ``StableDiffusionInstructPix2PixPipeline`` with batched, seeded edits.
+def instruct_pix2pix_arguments(
+    prompts: list[str],
+    images: list[Image.Image],
+    text_guidance_scale: float,
+    image_guidance_scale: float | None,
+    steps: int,
+    size: int,
+) -> dict[str, Any]:
+    """``StableDiffusionInstructPix2PixPipeline`` keywords of one batch (the output
+    size is the input's)."""
+    return {
+        "prompt": prompts, "image": images, "num_inference_steps": steps,
+        "guidance_scale": text_guidance_scale,
+        "image_guidance_scale": DEFAULT_IMAGE_GUIDANCE_SCALE
+        if image_guidance_scale is None else image_guidance_scale,
+    }  # fmt: skip
+
+
+def sdxl_instruct_pix2pix_arguments(
+    prompts: list[str],
+    images: list[Image.Image],
+    text_guidance_scale: float,
+    image_guidance_scale: float | None,
+    steps: int,
+    size: int,
+) -> dict[str, Any]:
+    """``StableDiffusionXLInstructPix2PixPipeline`` keywords: those of InstructPix2Pix
+    and the output size (SDXL's default is its UNet's sample size, not the input's)."""
+    arguments = instruct_pix2pix_arguments(
+        prompts, images, text_guidance_scale, image_guidance_scale, steps, size
+    )
+    return {**arguments, "height": size, "width": size}
+
+
+def flux_kontext_arguments(
+    prompts: list[str],
+    images: list[Image.Image],
+    text_guidance_scale: float,
+    image_guidance_scale: float | None,
+    steps: int,
+    size: int,
+) -> dict[str, Any]:
+    """``FluxKontextPipeline`` keywords: the guidance is the distilled guidance
+    embedding; the input is used at its own size (a square at the family's resolution;
+    1024 is one of Kontext's preferred resolutions), not resized again."""
+    return {
+        "prompt": prompts, "image": images, "num_inference_steps": steps,
+        "guidance_scale": text_guidance_scale, "height": size, "width": size,
+        "max_area": size * size, "_auto_resize": False,
+    }  # fmt: skip
+
+
+def qwen_image_edit_arguments(
+    prompts: list[str],
+    images: list[Image.Image],
+    text_guidance_scale: float,
+    image_guidance_scale: float | None,
+    steps: int,
+    size: int,
+) -> dict[str, Any]:
+    """``QwenImageEditPipeline`` keywords: true classifier-free guidance against the
+    model card's negative prompt ``" "``."""
+    return {
+        "prompt": prompts, "image": images, "num_inference_steps": steps,
+        "true_cfg_scale": text_guidance_scale, "negative_prompt": [" "] * len(prompts),
+        "height": size, "width": size,
+    }  # fmt: skip
+
+
+def check_instruct_pix2pix(pipeline: Any, name: str) -> None:
+    """An InstructPix2Pix UNet takes 8 input channels (4 noise + 4 image latents)."""
+    in_channels = int(pipeline.unet.config.in_channels)
+    if in_channels != 8:
+        raise ModelNotFoundError(
+            f"{name}: not an InstructPix2Pix pipeline: its UNet takes {in_channels} input "
+            "channels; an InstructPix2Pix UNet takes 8 (4 noise + 4 image latents)"
+        )
+
+
+def _family(prefix: str) -> EditorFamily:
+    found = editor_family(prefix)
+    if found is None:
+        raise ConfigError(f"editor: {prefix!r} is not an editor family")
+    return found
+
+
+class DiffusersEditor:
+    """A diffusers editing pipeline of an editor family, with batched, seeded edits.
 
     Edits that share their text guidance scale, image guidance scale and step count run
     together, ``batch_size`` per forward pass, each with its own ``torch.Generator``
     seeded by :attr:`EditSpec.seed` (on the CPU, so a seed gives the same starting noise
-    on every device).
+    on every device). The family (:mod:`~contrastkit.curation.editor_families`) says how
+    a batch is asked of the pipeline.
     """
 
-    def __init__(self, pipeline: Any, *, name: str, batch_size: int = 8) -> None:
+    def __init__(
+        self,
+        pipeline: Any,
+        *,
+        name: str,
+        batch_size: int = 8,
+        family: EditorFamily | str = DEFAULT_FAMILY,
+        dtype: str | None = None,
+    ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, not {batch_size}")
         self.pipeline = pipeline
         self._name = name
         self.batch_size = batch_size
+        self.family = _family(family) if isinstance(family, str) else family
+        #: The dtype the pipeline runs in (``None``: not known, a test double).
+        self.dtype = dtype
         #: Whether the pipeline's folder carries the random-weights marker of
         #: :mod:`contrastkit.tiny` (a tiny test editor): builds made with it say so.
-        self.random_weights = marked_random(name)
+        self.random_weights = marked_random(parse_editor_spec(name)[1])
+        self._arguments = self.family.arguments_function()
 
     @property
     def name(self) -> str:
-        """The model the pipeline was loaded from."""
+        """The editor spec the pipeline was loaded from."""
         return self._name
 
     def edit(self, images: Sequence[Image.Image], specs: Sequence[EditSpec]) -> list[Image.Image]:
@@ -454,25 +597,30 @@ class InstructPix2PixEditor:
 
         if len(images) != len(specs):
             raise ValueError(f"{len(images)} images for {len(specs)} edit specs")
-        groups: dict[tuple[float, float, int], list[int]] = defaultdict(list)
+        groups: dict[tuple[float, float | None, int], list[int]] = defaultdict(list)
         for i, spec in enumerate(specs):
             groups[(spec.text_guidance_scale, spec.image_guidance_scale, spec.steps)].append(i)
         results: dict[int, Image.Image] = {}
         for (text_scale, image_scale, steps), indices in groups.items():
             for start in range(0, len(indices), self.batch_size):
                 chunk = indices[start : start + self.batch_size]
+                inputs = [images[i].convert("RGB") for i in chunk]
+                arguments = self._arguments(
+                    [specs[i].instruction for i in chunk], inputs, text_scale, image_scale,
+                    steps, inputs[0].width,
+                )  # fmt: skip
                 output = self.pipeline(
-                    prompt=[specs[i].instruction for i in chunk],
-                    image=[images[i].convert("RGB") for i in chunk],
-                    num_inference_steps=steps,
-                    guidance_scale=text_scale,
-                    image_guidance_scale=image_scale,
+                    **arguments,
                     generator=[torch.Generator("cpu").manual_seed(specs[i].seed) for i in chunk],
                     output_type="pil",
                 )
                 for i, edited in zip(chunk, output.images, strict=True):
                     results[i] = edited
         return [results[i] for i in range(len(specs))]
+
+
+#: The editor of builds made before editor families (an InstructPix2Pix pipeline).
+InstructPix2PixEditor = DiffusersEditor
 
 
 #: What a failed ``from_pretrained`` of a pipeline the user pointed at raises: a missing
@@ -515,28 +663,37 @@ def editor_is_cached(model: str) -> bool:
     return isinstance(try_to_load_from_cache(model, "model_index.json"), str)
 
 
-def _how_to_get(model: str) -> str:
+def _how_to_get(model: str, family: EditorFamily) -> str:
+    licence = (
+        f" ({model} is gated: accept its licence on its Hub page and log in with "
+        "`hf auth login` first)"
+        if family.gated and model == family.default_model
+        else ""
+    )
     return (
-        f"editor model {model!r} is not a local folder and is not in the Hugging Face "
-        f"cache. Download it first on a machine with internet access (`hf download {model}`, "
-        "formerly `huggingface-cli download`), or allow downloads (download=True, "
+        f"editor model {model!r} ({family.prefix}: editor family, a {family.pipeline}) is "
+        f"not a local folder and is not in the Hugging Face cache. Download it first on a "
+        f"machine with internet access (`hf download {model}`, formerly "
+        f"`huggingface-cli download`){licence}, or allow downloads (download=True, "
         "--allow-download), or give the folder of a pipeline saved with save_pretrained"
     )
 
 
 def locate_editor(model: str | Path, *, download: bool = False) -> bool:
-    """Check, without loading anything, that the editor ``model`` can be loaded: a local
-    folder, or a Hub id in the local Hugging Face cache (or ``download``). Jobs call it
-    before their slow work, so that a missing editor fails at once.
+    """Check, without loading anything, that the editor spec ``model`` (``PREFIX:TARGET``,
+    or a folder / Hub id of an InstructPix2Pix pipeline) can be loaded: its target is a
+    local folder, or a Hub id in the local Hugging Face cache (or ``download``). Jobs
+    call it before their slow work, so that a missing editor fails at once.
 
     Returns:
-        Whether ``model`` is a local folder.
+        Whether the target is a local folder.
 
     Raises:
+        ConfigError: an unknown editor family prefix.
         ModelNotFoundError: no such folder; a file; a Hub id not in the cache (without
             ``download``; the message says how to get it).
     """
-    name = str(model)
+    family, name = parse_editor_spec(model)
     path = Path(name).expanduser()
     if path.is_dir():
         return True
@@ -552,59 +709,91 @@ def locate_editor(model: str | Path, *, download: bool = False) -> bool:
             else f"editor model {name!r} is a file; give the folder of a saved pipeline"
         )
     if not download and not editor_is_cached(name):
-        raise ModelNotFoundError(_how_to_get(name))
+        raise ModelNotFoundError(_how_to_get(name, family))
     return False
+
+
+def _what(family: EditorFamily) -> str:
+    """How messages name a family's pipeline (``an InstructPix2Pix pipeline``)."""
+    if family.prefix == DEFAULT_FAMILY:
+        return "an InstructPix2Pix pipeline"
+    return f"a {family.pipeline} ({family.prefix}:)"
+
+
+def editor_dtype(family: EditorFamily, config: ModelConfig, device: str) -> str:
+    """The dtype an editor runs in: ``config.dtype`` when given, else the family's on
+    CUDA (float16 for Stable Diffusion, bfloat16 for FLUX and Qwen) and float32 elsewhere.
+
+    Raises:
+        ConfigError: a dtype that is not float32, float16 or bfloat16.
+    """
+    asked = (config.dtype or "auto").lower()
+    if asked == "auto":
+        return family.cuda_dtype if device.startswith("cuda") else "float32"
+    if asked not in _TORCH_DTYPES:
+        raise ConfigError(f"dtype: {config.dtype!r} is not one of float32, float16, bfloat16")
+    return _TORCH_DTYPES[asked]
 
 
 def load_editor(
     model: str | Path = DEFAULT_EDITOR, config: ModelConfig | None = None
-) -> InstructPix2PixEditor:
-    """Load an InstructPix2Pix pipeline from a folder or the Hugging Face cache.
+) -> DiffusersEditor:
+    """Load an editor from a folder or the Hugging Face cache.
 
     Args:
-        model: a folder saved with ``save_pretrained`` or a Hub id
+        model: an editor spec: ``PREFIX:TARGET`` of an editor family
+            (:mod:`~contrastkit.curation.editor_families`: ``ip2p``, ``sdxl-ip2p``,
+            ``flux-kontext``, ``qwen-image-edit``; ``PREFIX:`` alone loads its default
+            model), or a folder / Hub id of an InstructPix2Pix pipeline (``ip2p``). The
+            target is a folder saved with ``save_pretrained`` or a Hub id
             (``timbrooks/instruct-pix2pix``), looked up in the local cache only unless
             ``config.download``.
         config: device, dtype, batch size (edits per forward pass) and download
-            permission; default ``ModelConfig(batch_size=8)``. For the editor a
-            ``dtype`` of ``None`` means float16 on CUDA (InstructPix2Pix's own
-            precision) and float32 elsewhere.
+            permission; default ``ModelConfig(batch_size=8)``. A ``dtype`` of ``None``
+            means the family's on CUDA (:func:`editor_dtype`) and float32 elsewhere.
 
     Raises:
+        ConfigError: an unknown editor family prefix.
         ModelNotFoundError: the folder does not exist; the Hub id is not in the cache
             (the message says how to get it); the folder or cached copy does not load
-            as a pipeline (the loader's error chained); or the pipeline is not an
-            InstructPix2Pix one (its UNet must take 8 input channels). Other errors (a
-            network failure while downloading, a bug) propagate.
+            as the family's pipeline (the loader's error chained); or the pipeline is
+            not the family's (an InstructPix2Pix UNet must take 8 input channels).
+            Other errors (a network failure while downloading, a bug) propagate.
     """
+    import diffusers
     import torch
-    from diffusers import StableDiffusionInstructPix2PixPipeline
 
     config = config or ModelConfig(batch_size=8)
+    family, name = parse_editor_spec(model)
     device = config.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    asked = (config.dtype or "auto").lower()  # auto: float16 on CUDA, float32 on the CPU
-    chosen = _TORCH_DTYPES[asked] if asked != "auto" else (
-        "float16" if device.startswith("cuda") else "float32"
-    )  # fmt: skip
-    name = str(model)
+    chosen = editor_dtype(family, config, device)
     path = Path(name).expanduser()
-    local = locate_editor(name, download=config.download)
+    local = locate_editor(model, download=config.download)
+    pipeline_class = getattr(diffusers, family.pipeline, None)
+    if pipeline_class is None:
+        raise ModelNotFoundError(
+            f"editor family {family.prefix!r} needs diffusers' {family.pipeline}, which "
+            f"diffusers {diffusers.__version__} does not have: upgrade diffusers"
+        )
+    extra: dict[str, Any] = (
+        {"safety_checker": None, "feature_extractor": None, "requires_safety_checker": False}
+        if family.pipeline == "StableDiffusionInstructPix2PixPipeline"
+        else {}
+    )
     try:
-        pipeline = StableDiffusionInstructPix2PixPipeline.from_pretrained(  # type: ignore[no-untyped-call]
+        pipeline = pipeline_class.from_pretrained(
             str(path) if local else name,
             dtype=getattr(torch, chosen),
-            safety_checker=None,
-            feature_extractor=None,
-            requires_safety_checker=False,
             local_files_only=local or not config.download,
+            **extra,
         )
     except _LOAD_ERRORS as error:
         what = f"{type(error).__name__}: {error}"
         if local:
             raise ModelNotFoundError(
-                f"{name}: not an InstructPix2Pix pipeline folder: it does not load ({what}); "
-                "a pipeline folder holds what save_pretrained writes (model_index.json, "
-                "unet/, vae/, text_encoder/, tokenizer/, scheduler/)"
+                f"{name}: not {_what(family)} folder: it does not load ({what}); "
+                "a pipeline folder holds what save_pretrained writes (model_index.json "
+                "and one folder per component)"
             ) from error
         if config.download and _is_missing(error):
             raise ModelNotFoundError(
@@ -618,12 +807,10 @@ def load_editor(
             f"an interrupted download? Delete it with `hf cache delete` and download it "
             f"again (`hf download {name}`)"
         ) from error
-    in_channels = int(pipeline.unet.config.in_channels)
-    if in_channels != 8:
-        raise ModelNotFoundError(
-            f"{name}: not an InstructPix2Pix pipeline: its UNet takes {in_channels} input "
-            "channels; an InstructPix2Pix UNet takes 8 (4 noise + 4 image latents)"
-        )
+    family.check_pipeline(pipeline, name)
     pipeline = pipeline.to(device)
     pipeline.set_progress_bar_config(disable=True)
-    return InstructPix2PixEditor(pipeline, name=name, batch_size=config.batch_size)
+    return DiffusersEditor(
+        pipeline, name=str(model).strip(), batch_size=config.batch_size, family=family,
+        dtype=chosen,
+    )  # fmt: skip

@@ -39,6 +39,12 @@ from contrastkit.curation.editing import (
     paste_back_mask,
     plan_edits,
 )
+from contrastkit.curation.editor_families import (
+    DEFAULT_FAMILY,
+    EditorFamily,
+    editor_family,
+    parse_editor_spec,
+)
 from contrastkit.errors import ConfigError, DataFormatError, StateError
 from contrastkit.io import atomic_write_bytes
 
@@ -190,6 +196,12 @@ class EditStageReport:
     #: The editor's weights are random (a tiny test editor): the build is a pipeline
     #: check, and its dataset card says so.
     editor_random_weights: bool = False
+    #: The editor family (:mod:`~contrastkit.curation.editor_families`; ``ip2p`` for
+    #: builds made before families), the diffusers pipeline it loads and its dtype
+    #: (``None`` where the editor does not say, e.g. a Ray pool's before it ran).
+    editor_family: str = DEFAULT_FAMILY
+    editor_pipeline: str | None = None
+    editor_dtype: str | None = None
 
 
 def _work_folder(arguments: dict[str, Any]) -> Path:
@@ -284,6 +296,12 @@ def run_edit_stage(
         )
     shard = None if shard is None else Shard.parse(shard)
     _check_layout(Path(out), shard)
+    family = _family_of(editor)
+    if settings.resolution % family.multiple:
+        raise ConfigError(
+            f"resolution: the {family.prefix} editor needs a multiple of {family.multiple}, "
+            f"not {settings.resolution}"
+        )
     out = _work_folder({"out": out, "shard": shard})
     coco = read_coco_cached(coco_dir, out, split)  # parsed once, kept in the build folder
     selection = select_sources(coco, min_box_side=min_box_side, limit=limit)
@@ -350,7 +368,9 @@ def run_edit_stage(
                 continue  # finished by an earlier run: kept byte for byte
             relative = f"edits/{source.source_id}/{spec.edit_id}{IMAGE_FORMATS[image_format]}"
             atomic_write_bytes(out / relative, encoded)
-            made.append(_record(source, spec, relative, editor.name, settings.composite))
+            made.append(
+                _record(source, spec, relative, editor.name, family.method, settings.composite)
+            )
         manifest.append(*made)
         finished += len(made)
         if progress:
@@ -368,6 +388,9 @@ def run_edit_stage(
         image_format=image_format,
         image_quality=image_quality,
         editor_random_weights=bool(getattr(editor, "random_weights", False)),
+        editor_family=family.prefix,
+        editor_pipeline=family.pipeline,
+        editor_dtype=getattr(editor, "dtype", None),
     )
     why = f"made before the edit stage added {len(pending)} edits"
     outdated = dict.fromkeys(("filter", "select", "quality", "context"), why) if pending else None
@@ -375,13 +398,27 @@ def run_edit_stage(
     return report
 
 
+def _family_of(editor: Editor | WindowEditor) -> EditorFamily:
+    """The editor family of ``editor``: its ``family`` attribute, else its name's
+    (a test double without one is an InstructPix2Pix editor)."""
+    family = getattr(editor, "family", None)
+    if isinstance(family, EditorFamily):
+        return family
+    try:
+        return parse_editor_spec(str(getattr(editor, "name", "")) or DEFAULT_FAMILY)[0]
+    except ConfigError:
+        found = editor_family(DEFAULT_FAMILY)
+        assert found is not None
+        return found
+
+
 def _record(
-    source: SourceImage, spec: EditSpec, path: str, editor: str, composite: str
+    source: SourceImage, spec: EditSpec, path: str, editor: str, method: str, composite: str
 ) -> EditRecord:
     return EditRecord(
         edit_id=spec.edit_id,
         source_id=source.source_id,
-        method="instruct-pix2pix",
+        method=method,
         target=spec.target.value,
         source_label=source.label.value,
         box=source.box.as_list(),
