@@ -2,6 +2,7 @@
 
     python bench/edit.py            # CUDA: SD1.5 architecture, 256 and 512 px, fp16
     python bench/edit.py --quick    # fewer edits and steps
+    python bench/edit.py --families # each editor family: ratio to the denoiser's ceiling
 
 Both arms run contrastkit's :class:`~contrastkit.curation.editing.InstructPix2PixEditor`
 on the same crops, instructions, seeds and settings:
@@ -16,6 +17,15 @@ of the paper's COCO run: 11,541 sources x 16 edits x 500 steps (GenSynth Tab. 2,
 A.2), from the per-step time of (b). On the CPU it runs a small configuration (the SD1.5
 UNet takes minutes per edit there), so its figures only compare (a) and (b).
 Target (issue 5): (b) >= 2x (a) on a GPU.
+
+``--families`` (issue 35): for each editor family (ip2p, sdxl-ip2p, flux-kontext,
+qwen-image-edit) its tiny pipeline (:mod:`contrastkit.tiny.editor`, random weights) edits
+``--edits`` crops at ``--batch`` per call through :class:`DiffusersEditor`; the
+denoiser's (UNet's / transformer's) calls of one edit batch are recorded and replayed
+bare (same inputs, same batch, no pipeline around them): their rate is the ceiling of
+edit-steps per second, and the script prints the editor's rate as a share of it. With
+tiny models the denoiser is cheap, so the share says how much the pipeline around it
+(text encoders, VAE, scheduler, image processing) costs at that size, not at full size.
 """
 
 from __future__ import annotations
@@ -71,6 +81,61 @@ def _rate(
     return len(specs) / (time.perf_counter() - start)
 
 
+def _families(args: argparse.Namespace) -> None:
+    """Each editor family's tiny pipeline: edit-steps/s against the denoiser's ceiling."""
+    from contrastkit.config import ModelConfig
+    from contrastkit.curation.editing import load_editor
+    from contrastkit.tiny import editor as tiny
+
+    builders = {
+        "ip2p": tiny.tiny_instruct_pix2pix,
+        "sdxl-ip2p": tiny.tiny_sdxl_instruct_pix2pix,
+        "flux-kontext": tiny.tiny_flux_kontext,
+        "qwen-image-edit": tiny.tiny_qwen_image_edit,
+    }
+    batch, steps, resolution = args.batch or 4, args.steps or 4, 32
+    edits = args.edits or 2 * batch
+    print(f"machine: {platform.machine()}, {torch.get_num_threads()} CPU threads, "
+          f"{args.device}; tiny pipelines (random weights), {resolution} px, {steps} steps, "
+          f"{edits} edits at {batch} per call")  # fmt: skip
+    print("| family | edit-steps/s | denoiser ceiling, edit-steps/s | share |")
+    print("|---|---:|---:|---:|")
+    crops = _crops(resolution, edits)
+    with tempfile.TemporaryDirectory() as folder:
+        for prefix, build in builders.items():
+            path = build(Path(folder) / prefix)
+            editor = load_editor(
+                f"{prefix}:{path}", ModelConfig(device=args.device, batch_size=batch)
+            )
+            settings = EditSettings.for_family(prefix, steps=steps, resolution=resolution)
+            specs = [s for i in range(edits) for s in plan_edits(str(i), settings)][:edits]
+            specs = [
+                s if s.text_guidance_scale == specs[0].text_guidance_scale else specs[0]
+                for s in specs
+            ]  # one guidance group: full batches
+            rate = _rate(editor, crops, specs, args.device) * steps
+            denoiser = getattr(editor.pipeline, "unet", None) or editor.pipeline.transformer
+            calls: list[tuple[tuple, dict]] = []
+            forward = denoiser.forward
+
+            def record(*a, _forward=forward, _calls=calls, **k):  # type: ignore[no-untyped-def]
+                _calls.append((a, k))
+                return _forward(*a, **k)
+
+            denoiser.forward = record
+            editor.edit(crops[:batch], specs[:batch])
+            denoiser.forward = forward
+            with torch.no_grad():
+                for a, k in calls:  # warm-up
+                    denoiser(*a, **k)
+                start = time.perf_counter()
+                for a, k in calls:
+                    denoiser(*a, **k)
+                bare = time.perf_counter() - start
+            ceiling = batch * steps / bare  # the recorded calls are one batch of `steps`
+            print(f"| {prefix} | {rate:.2f} | {ceiling:.2f} | {rate / ceiling:.0%} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer edits and steps")
@@ -79,7 +144,11 @@ def main() -> None:
     parser.add_argument("--edits", type=int, default=None, help="edits per arm")
     parser.add_argument("--steps", type=int, default=None, help="denoising steps per edit")
     parser.add_argument("--resolutions", default=None, help="e.g. 256,512")
+    parser.add_argument("--families", action="store_true", help="each editor family, tiny")
     args = parser.parse_args()
+    if args.families:
+        _families(args)
+        return
     cuda = args.device.startswith("cuda")
     arch = "sd15" if cuda else "small"
     batch = args.batch or (16 if cuda else 8)
