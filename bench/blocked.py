@@ -23,7 +23,7 @@ depend on the values):
    captions each, every caption searching the pool (its own image excluded from the
    competitors through ``pool_index``, as ``quality_checks`` does without a separate
    pool). (a) the dense ``captions x pool`` distance matrix, (b)
-   :func:`contrastkit.evaluators.quality.recall_at_k`, blocked over captions and pool.
+   :func:`contrastkit.builders.quality.recall_at_k`, blocked over captions and pool.
 
 For each: wall time, peak resident memory above the process's memory before the run
 (Linux ``VmHWM``, reset through ``/proc/self/clear_refs`` before each run; it counts
@@ -59,9 +59,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 # the dense contrast evaluation (a) is the tests' oracle: tests/dense_contrast.py
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from contrastkit.builders.quality import recall_at_k
 from contrastkit.distances import squared_euclidean
 from contrastkit.evaluators.contrast import evaluate_contrast
-from contrastkit.evaluators.quality import recall_at_k
 from dense_contrast import dense_evaluate_contrast
 
 DIM = 512

@@ -188,7 +188,7 @@ _SELECT_CHILD = """
 import json, sys, time
 import numpy as np
 from contrastkit.builders.gensynth import quality_sets, run_select_stage
-from contrastkit.evaluators.quality import recall_at_k
+from contrastkit.builders.quality import recall_at_k
 def rss_kib():
     with open("/proc/self/status") as status:
         return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))

@@ -35,3 +35,16 @@ def test_the_old_models_package_path_is_the_new_package() -> None:
 def test_the_new_path_does_not_warn() -> None:
     run = _run("import contrastkit.models.registry, contrastkit.models.families")
     assert run.returncode == 0 and "DeprecationWarning" not in run.stderr, run.stderr
+
+
+def test_the_old_apps_and_quality_paths_are_the_moved_modules() -> None:
+    run = _run(
+        "import contrastkit.builders.gensynth.job as job, contrastkit.builders.quality as q\n"
+        "from contrastkit.apps.gensynth import build_gensynth, GenSynthConfig\n"
+        "import contrastkit.apps.gensynth_ray, contrastkit.builders.gensynth.ray as ray\n"
+        "import contrastkit.evaluators.quality as old_q\n"
+        "assert build_gensynth is job.build_gensynth and old_q is q\n"
+        "assert contrastkit.apps.gensynth_ray is ray\n"
+    )
+    assert run.returncode == 0, run.stderr
+    assert "contrastkit.apps.gensynth moved to contrastkit.builders.gensynth.job" in run.stderr

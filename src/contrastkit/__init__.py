@@ -38,10 +38,10 @@ _API: dict[str, str] = {
     # build
     "BuildVisoGenderConfig": "contrastkit.builders.visogender",
     "build_visogender": "contrastkit.builders.visogender",
-    "GenSynthConfig": "contrastkit.apps.gensynth",
-    "build_gensynth": "contrastkit.apps.gensynth",
-    "GenSwapConfig": "contrastkit.apps.genswap",
-    "build_genswap": "contrastkit.apps.genswap",
+    "GenSynthConfig": "contrastkit.builders.gensynth.job",
+    "build_gensynth": "contrastkit.builders.gensynth.job",
+    "GenSwapConfig": "contrastkit.builders.genswap_job",
+    "build_genswap": "contrastkit.builders.genswap_job",
     "EditSettings": "contrastkit.curation.editing",
     "MergeConfig": "contrastkit.builders.gensynth.shards",
     "merge_shards": "contrastkit.builders.gensynth.shards",
@@ -107,18 +107,6 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from contrastkit.apps.genswap import (
-        GenSwapConfig as GenSwapConfig,
-    )
-    from contrastkit.apps.genswap import (
-        build_genswap as build_genswap,
-    )
-    from contrastkit.apps.gensynth import (
-        GenSynthConfig as GenSynthConfig,
-    )
-    from contrastkit.apps.gensynth import (
-        build_gensynth as build_gensynth,
-    )
     from contrastkit.apps.quickstart import (
         QuickstartConfig as QuickstartConfig,
     )
@@ -154,6 +142,18 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from contrastkit.builders.export import (
         export_visogender as export_visogender,
+    )
+    from contrastkit.builders.genswap_job import (
+        GenSwapConfig as GenSwapConfig,
+    )
+    from contrastkit.builders.genswap_job import (
+        build_genswap as build_genswap,
+    )
+    from contrastkit.builders.gensynth.job import (
+        GenSynthConfig as GenSynthConfig,
+    )
+    from contrastkit.builders.gensynth.job import (
+        build_gensynth as build_gensynth,
     )
     from contrastkit.builders.gensynth.shards import (
         MergeConfig as MergeConfig,

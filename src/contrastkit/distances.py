@@ -3,7 +3,7 @@ and ranking in contrastkit uses.
 
 GenSynth ranks by Euclidean distance twice: the KNN filter of Sec. 4.2 (the neighbours of
 an edit among ``R ∪ S``, :mod:`contrastkit.curation.knn_filter`) and the text-to-image
-recall@K of Sec. 4.3 (:mod:`contrastkit.evaluators.quality`). Both take their distance
+recall@K of Sec. 4.3 (:mod:`contrastkit.builders.quality`). Both take their distance
 matrix from :func:`squared_euclidean`.
 """
 

@@ -4,7 +4,7 @@ Ray is an optional dependency (``pip install "contrastkit[ray]"``): nothing here
 it at module import time, so ``import contrastkit`` and every ``--engine local`` run work
 without it. The jobs that use it: ``urls check`` / ``urls maintain``
 (:mod:`contrastkit.curation.urls.distributed`, Ray tasks grouped by host) and
-``build gensynth`` (:mod:`contrastkit.apps.gensynth_ray`, Ray Data actor pools
+``build gensynth`` (:mod:`contrastkit.builders.gensynth.ray`, Ray Data actor pools
 for editing and embedding). In every one the driver (the process that started the job)
 is the only writer of the job's files.
 """

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from contrastkit.apps.genswap import GenSwapConfig, build_genswap
+from contrastkit.builders.genswap_job import GenSwapConfig, build_genswap
 from contrastkit.config import ModelConfig
 from contrastkit.errors import ConfigError
 

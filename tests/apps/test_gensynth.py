@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-from contrastkit.apps.gensynth import GenSynthConfig, Stage, build_gensynth
+from contrastkit.builders.gensynth.job import GenSynthConfig, Stage, build_gensynth
 from contrastkit.cli import app
 from contrastkit.config import ModelConfig
 from contrastkit.curation.editing import EditSettings

@@ -14,7 +14,6 @@ import yaml
 from PIL import Image
 from typer.testing import CliRunner
 
-from contrastkit.apps.quality import run_quality_checks
 from contrastkit.builders.export import (
     ExportContrastConfig,
     ExportVisoGenderConfig,
@@ -25,6 +24,7 @@ from contrastkit.builders.export import (
 )
 from contrastkit.builders.genswap import swap_faces
 from contrastkit.builders.gensynth import run_edit_stage, run_filter_stage, run_select_stage
+from contrastkit.builders.gensynth.quality import run_quality_checks
 from contrastkit.builders.manifest import read_contrast_set
 from contrastkit.builders.publish import TREE_MARKER, PublishConfig, publish
 from contrastkit.cli import app

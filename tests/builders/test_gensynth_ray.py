@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from contrastkit.apps.gensynth import GenSynthConfig, build_gensynth
 from contrastkit.builders.gensynth import read_embeddings, read_summary
+from contrastkit.builders.gensynth.job import GenSynthConfig, build_gensynth
 from contrastkit.builders.manifest import Manifest
 from contrastkit.cli import app
 from contrastkit.config import ModelConfig
@@ -197,9 +197,9 @@ def test_engine_ray_without_ray_says_how_to_install_it(
 
 def test_the_local_engine_never_imports_ray() -> None:
     code = (
-        "import sys, contrastkit, contrastkit.cli, contrastkit.apps.gensynth, "
+        "import sys, contrastkit, contrastkit.cli, contrastkit.builders.gensynth.job, "
         "contrastkit.builders.gensynth, contrastkit.curation.maintenance\n"
-        "from contrastkit.apps.gensynth import GenSynthConfig\n"
+        "from contrastkit.builders.gensynth.job import GenSynthConfig\n"
         "GenSynthConfig(out='o', stage='select', quality=False)\n"
         "assert 'ray' not in sys.modules, 'ray was imported'\n"
     )

@@ -18,7 +18,6 @@ import pytest
 from PIL import Image
 from typer.testing import CliRunner
 
-from contrastkit.apps.gensynth import GenSynthConfig
 from contrastkit.builders.coco import SourceImage, read_coco, select_sources
 from contrastkit.builders.gensynth import (
     MergeConfig,
@@ -29,6 +28,7 @@ from contrastkit.builders.gensynth import (
     run_filter_stage,
     run_select_stage,
 )
+from contrastkit.builders.gensynth.job import GenSynthConfig
 from contrastkit.builders.gensynth.shards import shard_number, write_shard_info
 from contrastkit.builders.manifest import (
     EditRecord,

@@ -193,7 +193,12 @@ def test_build_option_defaults_are_the_library_defaults() -> None:
     """cli/build.py spells its defaults out (so `--help` imports no job module); they must
     be the configs' own. The options a GenSynth build records default to None (the
     build's recorded value, else the library default) and say the default in their help."""
-    from contrastkit.apps.gensynth import DEFAULT_EMBEDDER, DEFAULTS, RECORDED, GenSynthConfig
+    from contrastkit.builders.gensynth.job import (
+        DEFAULT_EMBEDDER,
+        DEFAULTS,
+        RECORDED,
+        GenSynthConfig,
+    )
     from contrastkit.builders.visogender import DEFAULT_PER_CELL
     from contrastkit.curation.editing import DEFAULT_EDITOR, EditSettings
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from contrastkit.apps.gensynth import GenSynthConfig, build_gensynth
+from contrastkit.builders.gensynth.job import GenSynthConfig, build_gensynth
 from contrastkit.builders.manifest import Manifest
 from contrastkit.cli import app
 from contrastkit.config import ModelConfig

@@ -184,7 +184,7 @@ def test_cuda_without_cuda_is_a_config_error() -> None:
 
 @needs_no_cuda
 def test_gensynth_config_refuses_cuda_before_any_work(tmp_path: Path) -> None:
-    from contrastkit.apps.gensynth import GenSynthConfig
+    from contrastkit.builders.gensynth.job import GenSynthConfig
 
     with pytest.raises(ConfigError, match=r"knn_device \(--knn-device\): device 'cuda'"):
         GenSynthConfig(out=tmp_path / "o", stage="filter", knn_device="cuda")  # type: ignore[arg-type]
@@ -199,7 +199,7 @@ def test_gensynth_config_refuses_cuda_before_any_work(tmp_path: Path) -> None:
 def test_knn_device_option_maps_onto_the_config(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from contrastkit.apps import gensynth as job
+    from contrastkit.builders.gensynth import job
     from contrastkit.cli import app
 
     seen: list[Any] = []
@@ -269,7 +269,7 @@ def _build_folder(out: Path, sources_dir: Path) -> None:
 def test_build_summary_says_which_search_ran(
     tiny_clip_spec: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from contrastkit.apps.gensynth import GenSynthConfig, build_gensynth
+    from contrastkit.builders.gensynth.job import GenSynthConfig, build_gensynth
     from contrastkit.config import ModelConfig
 
     out = tmp_path / "build"

@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from contrastkit.errors import ConfigError, DataFormatError
-from contrastkit.evaluators.quality import (
+from contrastkit.builders.quality import (
     list_pool_images,
     quality_checks,
     quality_report,
     recall_at_k,
     zero_shot_accuracy,
 )
+from contrastkit.errors import ConfigError, DataFormatError
 from contrastkit.interfaces import ImageTextScorer
 from contrastkit.schema import Gender
 

@@ -278,8 +278,8 @@ def _build(
     config: QuickstartConfig, coco: Path, editor: _Loaded, scorer: _Loaded, build: Path
 ) -> dict[str, Any]:
     """Edit, filter, select and check; return the select summary."""
-    from contrastkit.apps.quality import run_quality_checks
     from contrastkit.builders.gensynth import run_edit_stage, run_filter_stage, run_select_stage
+    from contrastkit.builders.gensynth.quality import run_quality_checks
     from contrastkit.curation.editing import EditSettings
 
     settings = (

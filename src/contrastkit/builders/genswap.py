@@ -70,7 +70,7 @@ def swap_faces(
     """Build a GenSwap contrast set: swap faces, then write the contrast set.
 
     The job that also runs the Sec. 4.3 quality checks is
-    :func:`contrastkit.apps.genswap.build_genswap`.
+    :func:`contrastkit.builders.genswap_job.build_genswap`.
 
     Args:
         coco_dir, split, limit, min_box_side: the sources (:func:`select_sources`).

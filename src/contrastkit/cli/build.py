@@ -2,8 +2,8 @@
 
 Each command maps its options onto the job's config, runs the job
 (:func:`contrastkit.builders.visogender.build_visogender`,
-:func:`contrastkit.apps.gensynth.build_gensynth`,
-:func:`contrastkit.apps.genswap.build_genswap`) and prints the result.
+:func:`contrastkit.builders.gensynth.job.build_gensynth`,
+:func:`contrastkit.builders.genswap_job.build_genswap`) and prints the result.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import typer
 
-from contrastkit.apps.stages import DEFAULT_EMBEDDER, Stage
+from contrastkit.builders.gensynth.stages import DEFAULT_EMBEDDER, Stage
 from contrastkit.cli.common import (
     ALLOW_DOWNLOAD,
     DOWNLOAD_ALIAS,
@@ -31,7 +31,7 @@ from contrastkit.cli.helptext import App
 from contrastkit.text import count as counted
 
 if TYPE_CHECKING:
-    from contrastkit.apps.gensynth import GenSynthSettings
+    from contrastkit.builders.gensynth.job import GenSynthSettings
     from contrastkit.builders.visogender import BuildResult
 
 app = App(
@@ -300,7 +300,7 @@ def gensynth(
 
         contrastkit build gensynth --coco coco --out build/gensynth --engine ray --ray-address auto
     """
-    from contrastkit.apps.gensynth import GenSynthConfig, build_gensynth
+    from contrastkit.builders.gensynth.job import GenSynthConfig, build_gensynth
     from contrastkit.builders.gensynth.shards import Shard
     from contrastkit.config import ModelConfig
 
@@ -396,7 +396,7 @@ def _stale(entry: dict[str, Any], out: Path, stage: Stage) -> str:
     why = entry.get("stale")
     if not why:
         return ""
-    from contrastkit.apps.gensynth import stage_command
+    from contrastkit.builders.gensynth.job import stage_command
 
     return f" (stale: {why}; run `{stage_command(out, stage)}`)"
 
@@ -422,7 +422,7 @@ def _print_shard(
                 f"{counted(m['edits'], 'edit')} embedded."
             )
         )
-    from contrastkit.apps.gensynth import stage_command
+    from contrastkit.builders.gensynth.job import stage_command
 
     console.print(
         plain(
@@ -474,7 +474,7 @@ def merge(
     if report.unfinished:
         unfinished = ", ".join(f"{k}/{report.shards}" for k in report.unfinished)
         console.print(plain(f"unfinished shards (their finished edits merged): {unfinished}"))
-    from contrastkit.apps.gensynth import stage_command
+    from contrastkit.builders.gensynth.job import stage_command
 
     with user_errors():
         filter_command = stage_command(out, Stage.FILTER)
@@ -542,7 +542,7 @@ def genswap(
 
         contrastkit build genswap --coco coco --faces fairface/train_labels.csv --out build/genswap
     """
-    from contrastkit.apps.genswap import GenSwapConfig, build_genswap
+    from contrastkit.builders.genswap_job import GenSwapConfig, build_genswap
     from contrastkit.config import ModelConfig
 
     with user_errors():

@@ -16,7 +16,7 @@ Three stages, each runnable alone on a build folder (layout:
    accepted edit of each gender, draw one per gender and write the contrast set with
    gender-adjusted captions. :func:`quality_sets` lists the image sets the Sec. 4.3 /
    Tab. 2 quality checks score (the evaluators' ``quality`` module computes them;
-   :func:`contrastkit.apps.gensynth.build_gensynth` runs the whole build with them).
+   :func:`contrastkit.builders.gensynth.job.build_gensynth` runs the whole build with them).
 
 The build summary (``build_summary.json``) is read and written by :mod:`.summary`; its
 ``settings`` entry holds the options of the build's latest run, which a later run on the

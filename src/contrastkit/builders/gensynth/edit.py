@@ -106,7 +106,7 @@ def edit_window(
     whose alpha marks the pixels the edit reached).
 
     Every engine makes its edits with this function (the local loop below and each Ray
-    actor of :mod:`contrastkit.apps.gensynth_ray`), so a window gives the
+    actor of :mod:`contrastkit.builders.gensynth.ray`), so a window gives the
     same images wherever it runs.
 
     Args:
@@ -161,7 +161,7 @@ def edit_windows(
 @runtime_checkable
 class WindowEditor(Protocol):
     """An editor that makes whole windows elsewhere, e.g. on a Ray actor pool
-    (:class:`contrastkit.apps.gensynth_ray.RayWindowEditor`).
+    (:class:`contrastkit.builders.gensynth.ray.RayWindowEditor`).
     :func:`run_edit_stage` hands it every pending window and writes what comes back."""
 
     @property

@@ -75,7 +75,7 @@ class PersonCrop:
 @runtime_checkable
 class CropEmbedder(Protocol):
     """An image encoder that runs elsewhere, e.g. on a Ray actor pool
-    (:class:`contrastkit.apps.gensynth_ray.RayCropEmbedder`): the filter
+    (:class:`contrastkit.builders.gensynth.ray.RayCropEmbedder`): the filter
     stage hands it the crops the cache lacks and checkpoints what comes back."""
 
     @property

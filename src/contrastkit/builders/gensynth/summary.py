@@ -97,7 +97,8 @@ def update_summary(
 
 
 def recorded_settings(folder: str | Path) -> dict[str, Any]:
-    """The options a build folder recorded, by :class:`~contrastkit.apps.gensynth.GenSynthConfig`
+    """The options a build folder recorded, by
+    :class:`~contrastkit.builders.gensynth.job.GenSynthConfig`
     field name (``edit`` as :meth:`EditSettings.to_json` writes it): its :data:`SETTINGS`
     entry, completed from what the stages recorded (for folders built before that entry
     existed): the edit stage's ``settings``, ``editor``, ``image_format`` and
