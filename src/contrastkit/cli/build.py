@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import typer
 
-from contrastkit.builders.gensynth.stages import DEFAULT_EMBEDDER, Stage
+from contrastkit.builders.stages import DEFAULT_EMBEDDER, Stage
 from contrastkit.cli.common import (
     ALLOW_DOWNLOAD,
     DOWNLOAD_ALIAS,

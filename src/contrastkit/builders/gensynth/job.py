@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 
 from contrastkit.builders.gensynth.quality import run_quality_checks
 from contrastkit.builders.gensynth.shards import Shard
-from contrastkit.builders.gensynth.stages import DEFAULT_EMBEDDER, Stage
 from contrastkit.builders.manifest import (
     CONTRAST_SET,
     DEFAULT_IMAGE_FORMAT,
@@ -39,6 +38,7 @@ from contrastkit.builders.manifest import (
     MANIFEST,
     SUMMARY,
 )
+from contrastkit.builders.stages import DEFAULT_EMBEDDER, Stage
 from contrastkit.config import ModelConfig, require
 from contrastkit.curation.editing import DEFAULT_EDITOR, EditSettings
 from contrastkit.curation.editor_families import parse_editor_spec
