@@ -129,7 +129,9 @@ def test_evaluate_json_carries_the_headline_figures(tiny_spec: str, tmp_path: Pa
 # --- one option name ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("command", [["evaluate"], ["build", "gensynth"]])
+@pytest.mark.parametrize(
+    "command", [["evaluate", "visogender"], ["evaluate", "auto"], ["build", "gensynth"]]
+)
 def test_allow_download_is_the_option_and_download_a_hidden_alias(command: list[str]) -> None:
     shown = runner.invoke(app, [*command, "--help"], env={"COLUMNS": "200"})
     assert shown.exit_code == 0
