@@ -368,3 +368,77 @@ def test_a_tiny_vlm_answers_from_python_in_one_mode(tmp_path: Path, tiny_vlm: st
     benchmark = json.loads(entry.files["benchmark"].read_text())
     assert set(benchmark["summary"]) == {"generate"} and benchmark["genderbias_vl"] is None
     _check_counts(benchmark, 1)
+
+
+# -- resuming ------------------------------------------------------------------------------
+class Counting(Planted):
+    """The planted model, counting the answers it is asked for."""
+
+    calls = 0
+
+    def letter_logprobs(
+        self, images: Sequence[Image.Image], instructions: Sequence[str], k: int
+    ) -> np.ndarray:
+        Counting.calls += len(images)
+        return super().letter_logprobs(images, instructions, k)
+
+    def generate_answers(
+        self, images: Sequence[Image.Image], instructions: Sequence[str], max_new_tokens: int
+    ) -> list[str]:
+        Counting.calls += len(images)
+        return super().generate_answers(images, instructions, max_new_tokens)
+
+
+def load_counting(target: str, runtime: Any, context: Any = None) -> Counting:
+    counting = Counting()
+    counting.spec = f"counting:{target}"
+    return counting
+
+
+def test_a_rerun_reuses_the_answers_and_asks_again_only_what_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    family = families.ModelFamily(
+        "counting", "captioning", "a counting planted model", "counting:x",
+        f"{__name__}:load_counting", capabilities=frozenset({"answers"}),
+    )  # fmt: skip
+    monkeypatch.setitem(families._registered, "counting", family)
+    data = contrast_export(tmp_path / "set", sources=2)
+    questions = tmp_path / "q.yaml"
+    questions.write_text(SMALL_QUESTIONS)
+    out = tmp_path / "out"
+
+    def run() -> tuple[Any, int]:
+        Counting.calls = 0
+        config = EvaluateConfig(
+            data=(str(data),), models=("counting:m",), out=out, task="decisions",
+            questions=questions,
+        )  # fmt: skip
+        [entry] = evaluate(config).evaluations
+        return entry, Counting.calls
+
+    first, calls = run()
+    # per source and version: 6 option prompts (1 pair and 2 occupations, 2 orders each)
+    # by log-probability, the same 6 and the salary generated
+    assert calls == 2 * 2 * (6 + 7) and first.reused_records == 0
+    benchmark = first.files["benchmark"].read_bytes()
+    raw = first.files["raw"].read_bytes()
+    again, calls = run()
+    assert calls == 0
+    assert again.reused_records == 2 * (6 + 7) and again.scored_images == 0
+    assert again.files["benchmark"].read_bytes() == benchmark
+    assert again.files["raw"].read_bytes() == raw
+    assert again.skipped == ()
+    # a change of decoding: the generated answers are asked again, the log-probabilities
+    # reused, and the run says how many earlier answers it did not reuse
+    questions.write_text(SMALL_QUESTIONS.replace("max_new_tokens: 2", "max_new_tokens: 3"))
+    changed, calls = run()
+    assert calls == 2 * 2 * 7 and changed.reused_records == 2 * 6
+    [note] = changed.skipped
+    assert note.startswith("14 earlier answers in raw_decisions.jsonl not reused")
+    decoding = json.loads(changed.files["benchmark"].read_text())["scoring"]["decoding"]
+    assert decoding["max_new_tokens"] == 3
+    # a changed question text is asked again too (and the decoding is back to 2 tokens)
+    questions.write_text(SMALL_QUESTIONS.replace("Good {occupation}?", "Suits {occupation}?"))
+    _, calls = run()
+    assert calls == 2 * 2 * (4 + 7)  # the 4 yes-no prompts by log-probability; all generated

@@ -42,12 +42,15 @@ GenderBias-VL's ``Ipss`` weighs the bias by accuracy at naming an image's true
 occupation, which a contrast set does not record: it is not computed.
 
 Each model writes ``raw_decisions.jsonl`` (every paired answer, the generated text
-included), ``benchmark.json`` (:class:`contrastkit.results.DecisionsResult`),
-``report.md`` and ``plots/decision_flips`` and ``plots/decision_gaps`` (PNG and SVG).
+included, under a key of everything it depends on: :func:`answer_key`; a rerun reuses
+the answers whose key is unchanged and asks again the others), ``benchmark.json``
+(:class:`contrastkit.results.DecisionsResult`), ``report.md`` and
+``plots/decision_flips`` and ``plots/decision_gaps`` (PNG and SVG).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -83,8 +86,10 @@ __all__ = [
     "DECISION_SCORING",
     "KINDS",
     "TASK",
+    "Decided",
     "Prompt",
     "Questions",
+    "answer_key",
     "decide",
     "decisions_benchmark",
     "decisions_comparison_markdown",
@@ -346,46 +351,160 @@ def contrast_sources(dataset: Any) -> tuple[list[Source], dict[str, int]]:
     return sources, {"unpaired": len(rows) - len(sources), "extra_versions": extra}
 
 
+def _source_digest(source: Source) -> str:
+    """What identifies a source's two images across runs (an edited image is asked
+    again)."""
+    digest = hashlib.sha256(source.id.encode("utf-8"))
+    for image in (source.masculine, source.feminine):
+        digest.update(f"{image.mode}:{image.size}".encode())
+        digest.update(image.tobytes())
+    return digest.hexdigest()[:16]
+
+
+def answer_key(mode: str, source: str, images: str, prompt: Prompt, questions: Questions) -> str:
+    """The key of one paired answer in ``raw_decisions.jsonl``: the scoring mode, the
+    source and a digest of everything the answer depends on: both images, the text the
+    model reads and what each letter shows, and under generation the decoding settings
+    and the refusal patterns (which parse the answer). A change to any of these gives
+    a new key, so the answer is asked again rather than reused."""
+    setting: dict[str, Any] = {
+        "mode": mode, "images": images, "kind": prompt.kind, "text": prompt.text,
+        "shown": list(prompt.shown), "options": list(prompt.options),
+    }  # fmt: skip
+    if mode == "generate":
+        setting["decoding"] = dict(questions.decoding)
+        setting["refusals"] = [pattern.pattern for pattern in questions.refusals]
+    else:
+        setting["logprob"] = "softmax over the letters A and B"
+    payload = json.dumps(setting, sort_keys=True, ensure_ascii=False).encode("utf-8")
+    digest = hashlib.sha256(payload).hexdigest()[:16]
+    return f"{mode}:{source}:{prompt.family}:{prompt.question}:{prompt.order}:{digest}"
+
+
+def _record(key: str, spec: str, mode: str, pair: PairedAnswer) -> dict[str, Any]:
+    record: dict[str, Any] = _finite_json({"key": key, "model": spec, "mode": mode, **asdict(pair)})
+    return record
+
+
+def _paired(record: Mapping[str, Any]) -> PairedAnswer:
+    """A paired answer read back from its raw record."""
+    return PairedAnswer(
+        str(record["source"]), str(record["family"]), str(record["question"]),
+        int(record["order"]), Answer(**record["masculine"]), Answer(**record["feminine"]),
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Decided:
+    """What :func:`decide` gives: the paired answers by mode, their raw records (in the
+    same order), and how many were reused from the raw file, asked, and left out of the
+    raw file as stale (same model and source, but another question text, scoring or
+    decoding setting: asked again)."""
+
+    answers: dict[str, list[PairedAnswer]]
+    records: list[dict[str, Any]]
+    reused: int = 0
+    asked_sources: int = 0
+    stale: int = 0
+
+
 def decide(
     sources: Sequence[Source],
     model: DecisionModel,
     questions: Questions,
     modes: Sequence[str] = _MODES,
     progress: Any = None,
-) -> dict[str, list[PairedAnswer]]:
+    *,
+    raw_path: Path | None = None,
+) -> Decided:
     """Ask ``model`` every question of ``questions`` about both versions of every
-    source, in each scoring mode; the paired answers by mode."""
+    source, in each scoring mode; the paired answers by mode.
+
+    With ``raw_path`` (``raw_decisions.jsonl``), answers already there for this model
+    under the same key (:func:`answer_key`) are reused and not asked again; the others
+    are asked and appended (flushed) after each source, so an interrupted run resumes.
+    Records of this model whose key is no longer wanted (a changed question, scoring or
+    decoding setting) are dropped and counted as ``stale``."""
+    from contrastkit.evaluators.raw import RawAppender, read_raw
+
+    spec = str(getattr(model, "spec", ""))
+    earlier: dict[str, dict[str, Any]] = {}
+    if raw_path is not None:
+        earlier = read_raw(raw_path, spec, required=("mode", "masculine", "feminine"))
     out: dict[str, list[PairedAnswer]] = {mode: [] for mode in modes}
+    records: list[dict[str, Any]] = []
+    wanted: set[str] = set()
+    reused = asked_sources = 0
     choice_prompts = [p for p in questions.prompts if p.kind != "numeric"]
-    for done, source in enumerate(sources):
-        for mode in modes:
-            prompts = choice_prompts if mode == "logprob" else list(questions.prompts)
-            if not prompts:
-                continue
-            texts = [p.text for p in prompts]
-            answers: dict[str, list[Answer]] = {}
-            for version in _VERSIONS:
-                image = getattr(source, version)
-                if mode == "logprob":
-                    scores = np.asarray(model.letter_logprobs([image] * len(texts), texts, 2))
-                    answers[version] = [
-                        _logprob_answer(row, p) for row, p in zip(scores, prompts, strict=True)
-                    ]
-                else:
-                    tokens = int(questions.decoding["max_new_tokens"])
-                    generated = model.generate_answers([image] * len(texts), texts, tokens)
-                    answers[version] = [
-                        parse_answer(str(t), p, questions.refusals)
-                        for t, p in zip(generated, prompts, strict=True)
-                    ]
-            for i, prompt in enumerate(prompts):
-                out[mode].append(PairedAnswer(
-                    source.id, prompt.family, prompt.question, prompt.order,
-                    answers["masculine"][i], answers["feminine"][i],
-                ))  # fmt: skip
-        if progress is not None:
-            progress(done + 1, len(sources))
-    return out
+    appender = RawAppender(raw_path, earlier.values()) if raw_path else None
+    try:
+        for done, source in enumerate(sources):
+            images = _source_digest(source)
+            new: list[dict[str, Any]] = []
+            for mode in modes:
+                prompts = choice_prompts if mode == "logprob" else list(questions.prompts)
+                keys = [answer_key(mode, source.id, images, p, questions) for p in prompts]
+                wanted.update(keys)
+                missing = [i for i, key in enumerate(keys) if key not in earlier]
+                asked = _ask(source, model, questions, mode, [prompts[i] for i in missing])
+                fresh = dict(zip(missing, asked, strict=True))
+                for i, key in enumerate(keys):
+                    if i in fresh:
+                        pair = fresh[i]
+                        record = _record(key, spec, mode, pair)
+                        new.append(record)
+                    else:
+                        record = earlier[key]
+                        pair = _paired(record)
+                        reused += 1
+                    out[mode].append(pair)
+                    records.append(record)
+            asked_sources += bool(new)
+            if appender is not None:
+                appender.write(new)
+            if progress is not None:
+                progress(done + 1, len(sources))
+    finally:
+        if appender is not None:
+            appender.close()
+    stale = len(set(earlier) - wanted)
+    return Decided(out, records, reused, asked_sources, stale)
+
+
+def _ask(
+    source: Source, model: DecisionModel, questions: Questions, mode: str,
+    prompts: Sequence[Prompt],
+) -> list[PairedAnswer]:  # fmt: skip
+    """Ask ``prompts`` of both versions of ``source`` in one scoring mode."""
+    if not prompts:
+        return []
+    texts = [p.text for p in prompts]
+    answers: dict[str, list[Answer]] = {}
+    for version in _VERSIONS:
+        image = getattr(source, version)
+        if mode == "logprob":
+            scores = np.asarray(model.letter_logprobs([image] * len(texts), texts, 2))
+            answers[version] = [
+                _logprob_answer(row, p) for row, p in zip(scores, prompts, strict=True)
+            ]
+        else:
+            tokens = int(questions.decoding["max_new_tokens"])
+            generated = model.generate_answers([image] * len(texts), texts, tokens)
+            answers[version] = [
+                parse_answer(str(t), p, questions.refusals)
+                for t, p in zip(generated, prompts, strict=True)
+            ]
+    return [
+        PairedAnswer(
+            source.id,
+            prompt.family,
+            prompt.question,
+            prompt.order,
+            answers["masculine"][i],
+            answers["feminine"][i],
+        )
+        for i, prompt in enumerate(prompts)
+    ]
 
 
 # -- the benchmark -------------------------------------------------------------------------
@@ -493,13 +612,16 @@ def _finite_json(value: Any) -> Any:
     return value
 
 
-def _raw_lines(answers: Mapping[str, Sequence[PairedAnswer]]) -> str:
-    lines = []
-    for mode, paired in answers.items():
-        for pair in paired:
-            record = {"mode": mode, **asdict(pair)}
-            lines.append(json.dumps(_finite_json(record)) + "\n")
-    return "".join(lines)
+def _raw_lines(
+    answers: Mapping[str, Sequence[PairedAnswer]], records: Sequence[Mapping[str, Any]] | None
+) -> str:
+    if records is None:
+        records = [
+            _finite_json({"mode": mode, **asdict(pair)})
+            for mode, paired in answers.items()
+            for pair in paired
+        ]
+    return "".join(json.dumps(record) + "\n" for record in records)
 
 
 def write_decisions_outputs(
@@ -513,9 +635,11 @@ def write_decisions_outputs(
     resamples: int,
     confidence: float,
     seed: int,
+    records: Sequence[Mapping[str, Any]] | None = None,
 ) -> tuple[dict[str, Path], dict[str, Any]]:
-    """Write ``raw_decisions.jsonl``, ``benchmark.json``, ``report.md`` and the two plots
-    (PNG and SVG) into ``folder``; return the files by name and the benchmark."""
+    """Write ``raw_decisions.jsonl`` (``records``, the keyed records of :func:`decide`,
+    when given), ``benchmark.json``, ``report.md`` and the two plots (PNG and SVG) into
+    ``folder``; return the files by name and the benchmark."""
     from contrastkit.evaluators.report.figures import save_formats
     from contrastkit.models.registry import weights_note
     from contrastkit.results import SCHEMA_VERSION
@@ -553,7 +677,7 @@ def write_decisions_outputs(
         "benchmark": folder / "benchmark.json",
         "report": folder / "report.md",
     }
-    atomic_write_text(paths["raw"], _raw_lines(answers))
+    atomic_write_text(paths["raw"], _raw_lines(answers, records))
     atomic_write_text(paths["benchmark"], json.dumps(benchmark, indent=2) + "\n")
     atomic_write_text(paths["report"], decisions_markdown(benchmark))
     plots = folder / "plots"
@@ -608,14 +732,25 @@ def evaluate_decisions(
             folder = config.out / model_slug(spec)
             folder = folder / path.name if len(paths) > 1 else folder
             with progress_stage(progress, f"asking {spec}", len(sources)) as update:
-                answers = decide(sources, model, questions, modes, update)  # type: ignore[arg-type]
+                decided = decide(
+                    sources, model, questions, modes, update,  # type: ignore[arg-type]
+                    raw_path=folder / RAW_FILE,
+                )  # fmt: skip
             files, benchmark = write_decisions_outputs(
-                answers, questions, folder, model=spec, data=str(path), left_out=left_out,
-                resamples=settings.bootstrap, confidence=settings.confidence, seed=settings.seed,
+                decided.answers, questions, folder, model=spec, data=str(path),
+                left_out=left_out, resamples=settings.bootstrap,
+                confidence=settings.confidence, seed=settings.seed, records=decided.records,
+            )  # fmt: skip
+            stale = (
+                (f"{decided.stale} earlier answers in {RAW_FILE} not reused (their images, "
+                 "question text, scoring or decoding settings changed, or their source is "
+                 "gone); what is wanted was asked again",)
+                if decided.stale else ()
             )  # fmt: skip
             evaluations.append(ModelEvaluation(
                 model=spec, folder=folder, files=files, data=str(path),
-                scored_images=2 * len(sources), summary=decisions_headline(benchmark),
+                scored_images=2 * decided.asked_sources, reused_records=decided.reused,
+                skipped=stale, summary=decisions_headline(benchmark),
             ))  # fmt: skip
         del model
     return EvaluateResult(TASK, paths, tuple(evaluations))
