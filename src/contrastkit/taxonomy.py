@@ -6,10 +6,15 @@ arXiv:2306.12424, Sec. 3.2, Tab. 1 and Appendix I), shipped as package data in
 ``contrastkit/data/taxonomy.json`` with its source. Users add occupations of their own
 from a CSV, TSV, JSONL or JSON file with the fields ``occupation``, ``sector``,
 ``specialisation``, ``participant`` and ``object``.
+
+:func:`labor_shares` gives the share of men in each occupation in US labour statistics
+(package data with its source), for the evaluators' correlations and the decision
+question templates (:mod:`contrastkit.templates`).
 """
 
 from __future__ import annotations
 
+import csv
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -24,9 +29,11 @@ from contrastkit.schema import Context
 
 __all__ = [
     "BUILTIN_SOURCE",
+    "LaborShare",
     "Occupation",
     "Taxonomy",
     "builtin_source",
+    "labor_shares",
     "load_taxonomy",
     "read_occupations",
 ]
@@ -211,3 +218,29 @@ def load_taxonomy(extra: str | Path | Sequence[str | Path] | None = None) -> Tax
     for path in paths:
         taxonomy = taxonomy.extended(path)
     return taxonomy
+
+
+# -- labour statistics of the occupations ----------------------------------------------
+@dataclass(frozen=True)
+class LaborShare:
+    """The share of men (percent) in an occupation in US labour statistics."""
+
+    occupation: str
+    male_share_percent: float
+    year: int
+    source: str
+
+
+@lru_cache(maxsize=1)
+def labor_shares() -> dict[str, LaborShare]:
+    """The male shares of the VisoGender occupations, from ``data/labour_stats.tsv``:
+    US labour force statistics, 2022 (specialist: 2020), as matched to the occupations by
+    VisoGender Appendix F."""
+    text = resources.files("contrastkit").joinpath("data/labour_stats.tsv").read_text("utf-8")
+    reader = csv.DictReader(text.splitlines(), delimiter="\t")
+    return {
+        row["occupation"]: LaborShare(
+            row["occupation"], float(row["male_share_percent"]), int(row["year"]), row["source"]
+        )
+        for row in reader
+    }

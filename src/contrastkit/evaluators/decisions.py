@@ -56,7 +56,6 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -76,6 +75,8 @@ from contrastkit.evaluators.evaluation import EvaluateConfig, EvaluateResult, Mo
 from contrastkit.evaluators.report.results import model_slug
 from contrastkit.interfaces import ProgressFactory, progress_stage
 from contrastkit.io import atomic_write_text
+from contrastkit.templates import DECISION_KINDS as KINDS
+from contrastkit.templates import Prompt, Questions, load_questions
 from contrastkit.text import format_number, markdown_table
 
 if TYPE_CHECKING:
@@ -109,149 +110,10 @@ TASK = "decisions"
 #: ``EvaluateConfig.decision_scoring``: both modes, or one.
 DECISION_SCORING = ("both", "logprob", "generate")
 
-#: The question families' kinds (module docstring).
-KINDS = ("choice", "yes-no", "numeric")
 
 _MODES = ("logprob", "generate")
 _VERSIONS = ("masculine", "feminine")
 RAW_FILE = "raw_decisions.jsonl"
-
-
-# -- the question templates ----------------------------------------------------------------
-@dataclass(frozen=True)
-class Prompt:
-    """One question as asked: its family, id and kind, the option order, the text the
-    model reads, and which option (0: masculine-stereotyped) each letter shows."""
-
-    family: str
-    kind: str
-    question: str
-    order: int
-    text: str
-    shown: tuple[int, ...]
-    options: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Questions:
-    """The question templates, read and checked (:func:`load_questions`)."""
-
-    source: str
-    prompts: tuple[Prompt, ...]
-    decoding: Mapping[str, Any]
-    refusals: tuple[re.Pattern[str], ...]
-    answer_instruction: str
-    families: Mapping[str, str]
-    pairs: Mapping[str, tuple[str, str]]
-
-
-def _bundled_text() -> str:
-    bundled = resources.files("contrastkit").joinpath("data/decision_questions.yaml")
-    return bundled.read_text("utf-8")
-
-
-def load_questions(path: Path | None = None) -> Questions:
-    """The question templates of ``path`` (YAML, the layout of the bundled
-    ``data/decision_questions.yaml``), or the bundled ones.
-
-    Raises:
-        DataFormatError: naming the file and field: not YAML, an unknown kind, an
-            occupation the labour statistics do not have (or at exactly 50%), a pair not
-            ordered [male-dominated, female-dominated], a bad refusal pattern.
-    """
-    import yaml
-
-    from contrastkit.evaluators.stats import labor_shares
-
-    where = str(path) if path is not None else "contrastkit/data/decision_questions.yaml"
-    try:
-        text = Path(path).read_text(encoding="utf-8") if path is not None else _bundled_text()
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise DataFormatError(where, None, None, f"not YAML: {error}") from error
-
-    def bad(field: str, reason: str) -> DataFormatError:
-        return DataFormatError(where, None, field, reason)
-
-    if not isinstance(data, dict) or not isinstance(data.get("families"), dict):
-        raise bad("families", "a mapping of question families is needed")
-    instruction = str(data.get("answer_instruction") or "")
-    decoding = {"max_new_tokens": 16, "do_sample": False, "num_beams": 1}
-    given = data.get("decoding") or {}
-    if not isinstance(given, dict) or set(given) - set(decoding):
-        raise bad("decoding", f"takes {', '.join(decoding)}")
-    decoding.update(given)
-    tokens = decoding["max_new_tokens"]
-    if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 1:
-        raise bad("decoding.max_new_tokens", "a whole number of at least 1")
-    if decoding["do_sample"] is not False or decoding["num_beams"] != 1:
-        raise bad("decoding", "answers are decoded greedily: do_sample false, num_beams 1")
-    refusals = []
-    for i, pattern in enumerate(data.get("refusals") or []):
-        try:
-            refusals.append(re.compile(str(pattern), re.IGNORECASE))
-        except re.error as error:
-            raise bad(f"refusals[{i}]", f"not a regular expression: {error}") from error
-    shares = labor_shares()
-
-    def share(occupation: Any, field: str) -> float:
-        if occupation not in shares:
-            known = ", ".join(shares)
-            raise bad(field, f"{occupation!r} is not in the labour statistics ({known})")
-        value = shares[occupation].male_share_percent
-        if value == 50:
-            raise bad(field, f"{occupation!r} is at exactly 50% men: no stereotyped direction")
-        return value
-
-    prompts: list[Prompt] = []
-    families: dict[str, str] = {}
-    pairs: dict[str, tuple[str, str]] = {}
-    for name, family in data["families"].items():
-        field = f"families.{name}"
-        if not isinstance(family, dict) or family.get("kind") not in KINDS:
-            raise bad(f"{field}.kind", f"one of {', '.join(KINDS)}")
-        kind = family["kind"]
-        question = family.get("question")
-        if not isinstance(question, str) or not question.strip():
-            raise bad(f"{field}.question", "a question text is needed")
-        families[str(name)] = kind
-        items: list[tuple[str, str, tuple[str, str] | None]] = []
-        if kind == "choice":
-            for i, pair in enumerate(family.get("pairs") or []):
-                at = f"{field}.pairs[{i}]"
-                if not (isinstance(pair, list) and len(pair) == 2):
-                    raise bad(at, "a pair [male-dominated, female-dominated]")
-                if not share(pair[0], at) > 50 > share(pair[1], at):
-                    raise bad(at, f"{pair[0]} must have more than 50% men and {pair[1]} fewer")
-                key = f"{pair[0]}/{pair[1]}"
-                pairs[key] = (pair[0], pair[1])
-                items.append((key, question, (pair[0], pair[1])))
-        elif kind == "yes-no":
-            for i, occupation in enumerate(family.get("occupations") or []):
-                male = share(occupation, f"{field}.occupations[{i}]") > 50
-                options = ("yes", "no") if male else ("no", "yes")
-                items.append((occupation, question.replace("{occupation}", occupation), options))
-        else:
-            items.append((str(name), question, None))
-        if not items:
-            raise bad(field, "no questions (give pairs or occupations)")
-        for key, text, given_options in items:
-            if given_options is None:
-                prompts.append(Prompt(str(name), kind, key, 0, text.strip(), (), ()))
-                continue
-            for order, shown in enumerate(((0, 1), (1, 0))):
-                lines = [text.strip()]
-                options = given_options
-                lines += [f"{letter}. {options[o]}" for letter, o in zip("AB", shown, strict=True)]
-                if instruction:
-                    lines.append(instruction)
-                prompts.append(
-                    Prompt(str(name), kind, key, order, "\n".join(lines), shown, options)
-                )
-    return Questions(
-        "bundled" if path is None else str(path), tuple(prompts), decoding, tuple(refusals),
-        instruction, families, pairs,
-    )  # fmt: skip
 
 
 # -- reading answers -----------------------------------------------------------------------

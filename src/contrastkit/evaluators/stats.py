@@ -17,14 +17,10 @@
 
 from __future__ import annotations
 
-import csv
 import math
 import warnings
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from functools import lru_cache
-from importlib import resources
 from typing import Any
 
 import numpy as np
@@ -32,6 +28,7 @@ import numpy as np
 from contrastkit.evaluators.metrics import retrieval_metrics_batch, summarize
 from contrastkit.evaluators.tasks.resolution import MAIN_TEMPLATES, SPLITS
 from contrastkit.evaluators.tasks.retrieval import CONTEXT_SECTIONS, by_query
+from contrastkit.taxonomy import LaborShare, labor_shares  # moved to the shared layer; kept here
 
 __all__ = [
     "Z_REASONS",
@@ -68,31 +65,6 @@ def baseline_z(real: float, mean: float, sigma: float) -> tuple[float, str | Non
     if sigma <= Z_RELATIVE_TOLERANCE * max(1.0, abs(mean)):
         return math.nan, Z_REASONS["flat"]
     return (real - mean) / sigma, None
-
-
-@dataclass(frozen=True)
-class LaborShare:
-    """The share of men (percent) in an occupation in US labour statistics."""
-
-    occupation: str
-    male_share_percent: float
-    year: int
-    source: str
-
-
-@lru_cache(maxsize=1)
-def labor_shares() -> dict[str, LaborShare]:
-    """The male shares of the VisoGender occupations, from ``data/labour_stats.tsv``:
-    US labour force statistics, 2022 (specialist: 2020), as matched to the occupations by
-    VisoGender Appendix F."""
-    text = resources.files("contrastkit").joinpath("data/labour_stats.tsv").read_text("utf-8")
-    reader = csv.DictReader(text.splitlines(), delimiter="\t")
-    return {
-        row["occupation"]: LaborShare(
-            row["occupation"], float(row["male_share_percent"]), int(row["year"]), row["source"]
-        )
-        for row in reader
-    }
 
 
 #: Fewer occupations than this and a correlation with labour statistics is not read:
