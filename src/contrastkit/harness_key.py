@@ -58,8 +58,9 @@ KEY_VERSION = 1
 #: The harnesses an export targets.
 HARNESSES = ("vlmevalkit", "lmms-eval")
 #: The kinds of set an export holds: VisoGender resolution rows, GenSynth / GenSwap
-#: contrast sets, VLStereoSet-style stereotype probes.
-SET_KINDS = ("visogender", "contrast", "stereotype")
+#: contrast sets, VLStereoSet-style stereotype probes, the decision questions of a
+#: contrast set (``--decisions``: each version of each source, one item per question).
+SET_KINDS = ("visogender", "contrast", "stereotype", "decisions")
 #: ``main``: the options in their seeded shuffled order; ``reversed``: the same questions
 #: with the options in the opposite order (the position-bias check).
 SPLITS = ("main", "reversed")

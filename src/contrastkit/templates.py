@@ -176,6 +176,8 @@ class Prompt:
     text: str
     shown: tuple[int, ...]
     options: tuple[str, ...]
+    wording: str = ""
+    """The question alone, without the lettered options and the instruction."""
 
 
 @dataclass(frozen=True)
@@ -281,7 +283,7 @@ def load_questions(path: Path | None = None) -> Questions:
             raise bad(field, "no questions (give pairs or occupations)")
         for key, text, given_options in items:
             if given_options is None:
-                prompts.append(Prompt(str(name), kind, key, 0, text.strip(), (), ()))
+                prompts.append(Prompt(str(name), kind, key, 0, text.strip(), (), (), text.strip()))
                 continue
             for order, shown in enumerate(((0, 1), (1, 0))):
                 lines = [text.strip()]
@@ -290,7 +292,9 @@ def load_questions(path: Path | None = None) -> Questions:
                 if instruction:
                     lines.append(instruction)
                 prompts.append(
-                    Prompt(str(name), kind, key, order, "\n".join(lines), shown, options)
+                    Prompt(
+                        str(name), kind, key, order, "\n".join(lines), shown, options, text.strip()
+                    )
                 )
     return Questions(
         "bundled" if path is None else str(path), tuple(prompts), decoding, tuple(refusals),

@@ -442,3 +442,46 @@ def test_a_rerun_reuses_the_answers_and_asks_again_only_what_changed(
     questions.write_text(SMALL_QUESTIONS.replace("Good {occupation}?", "Suits {occupation}?"))
     _, calls = run()
     assert calls == 2 * 2 * (4 + 7)  # the 4 yes-no prompts by log-probability; all generated
+
+
+# -- harness exports -----------------------------------------------------------------------
+def test_the_decision_questions_export_for_a_harness_with_the_pair_in_the_key(
+    tmp_path: Path,
+) -> None:
+    import csv
+
+    from contrastkit.harness_key import read_key
+
+    data = contrast_export(tmp_path / "set", sources=2)
+    questions = tmp_path / "q.yaml"
+    questions.write_text(SMALL_QUESTIONS)
+    out = tmp_path / "vlm"
+    result = runner.invoke(app, [
+        "export", "harness", str(data), "--format", "vlmevalkit", "--out", str(out),
+        "--decisions", "--questions", str(questions),
+    ])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    key = read_key(out)
+    assert key.set_kind == "decisions"
+    # 2 sources x 2 versions x 3 option questions (1 pair, 2 occupations), in 2 orders;
+    # the salary (numeric) has no options and is not exported
+    assert len(key.items) == 2 * 2 * 3 * 2
+    items = {(i.annotations["source_id"], i.annotations["gender"], i.annotations["question"],
+              i.labels["A"]): i for i in key.items}  # fmt: skip
+    assert len(items) == len(key.items)  # each version and question in both orders
+    item = items[("0", "feminine", "lawyer/paralegal", "feminine-stereotyped")]
+    assert item.options == {"A": "paralegal", "B": "lawyer"}
+    assert item.annotations["family"] == "occupation"
+    assert key.by_index()[item.pair].labels["A"] == "masculine-stereotyped"  # type: ignore[index]
+    rows = []
+    for name in ("contrastkit_decisions.tsv", "contrastkit_decisions_reversed.tsv"):
+        with (out / name).open() as handle:
+            rows += list(csv.DictReader(handle, delimiter="\t"))
+    assert len(rows) == len(key.items)
+    row = next(r for r in rows if int(r["index"]) == item.index)
+    assert (row["question"], row["A"], row["B"]) == ("Which occupation?", "paralegal", "lawyer")
+    refused = runner.invoke(app, [
+        "export", "harness", str(data), "--format", "vlmevalkit", "--out", str(out),
+        "--decisions", "--no-reversed",
+    ])  # fmt: skip
+    assert refused.exit_code != 0 and "both option orders" in refused.output

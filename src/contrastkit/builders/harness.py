@@ -165,6 +165,15 @@ class HarnessExportConfig:
             are not all alive), off otherwise, as in ``evaluate``.
         name: the dataset / task name (default ``contrastkit_<kind>``); letters, digits
             and ``_`` only.
+        decisions: export the decision questions of a contrast set
+            (``evaluate --task decisions``) instead of its caption question: each version
+            of each source asked every option question of the templates, in both option
+            orders (the main split in the seeded order, the reversed split the other), so
+            ``reversed_copy`` must stay on. Numeric questions have no options and are not
+            exported. The key's ``annotations`` record the source, version, family and
+            question; its ``labels`` which option each letter shows.
+        questions: the decision question templates (YAML, as ``evaluate --questions``);
+            ``None``: the bundled ones.
 
     Raises:
         ConfigError: naming the field.
@@ -178,6 +187,8 @@ class HarnessExportConfig:
     reversed_copy: bool = True
     skip_missing: bool | None = None
     name: str | None = None
+    decisions: bool = False
+    questions: Path | None = None
     bundled: bool = field(init=False, repr=False)
     """Whether ``source`` names the bundled sets (``visogender``)."""
     paths: tuple[Path, ...] = field(init=False, repr=False)
@@ -213,6 +224,18 @@ class HarnessExportConfig:
             f"use letters, digits and _ only, not {self.name!r}",
         )
         require(self.out not in self.source, "out", f"{self.out} is also the source")
+        require(
+            self.reversed_copy or not self.decisions,
+            "reversed_copy",
+            "decision questions are asked in both option orders; drop --no-reversed",
+        )
+        require(
+            self.decisions or self.questions is None,
+            "questions",
+            "decision question templates need --decisions",
+        )
+        if self.questions is not None:
+            object.__setattr__(self, "questions", Path(self.questions))
 
 
 @dataclass
@@ -541,6 +564,68 @@ def _contrast_set(folder: Path) -> _Set:
     )
 
 
+def _decision_set(folder: Path, path: Path | None) -> _Set:
+    """The option questions of the decision templates, asked of each version of each
+    source with both versions (module docstring of
+    :mod:`contrastkit.evaluators.decisions`)."""
+    from contrastkit.pipeline.sources import DatasetImage
+    from contrastkit.templates import load_questions
+
+    questions_of = load_questions(path)
+    prompts = [p for p in questions_of.prompts if p.kind != "numeric" and p.order == 0]
+    dataset = _dataset(folder / "saved" / "contrast")
+    for column in ("source_id", "gender", "image"):
+        if column not in dataset.column_names:
+            raise DataFormatError(folder, None, column, "a contrast set needs this column")
+    genders = _labels(dataset, "gender")
+    versions: dict[str, dict[str, int]] = {}
+    skipped: list[dict[str, Any]] = []
+    for index, (source, gender) in enumerate(zip(dataset["source_id"], genders, strict=True)):
+        taken = versions.setdefault(str(source), {})
+        if gender in taken or gender not in ("masculine", "feminine"):
+            skipped.append({"row": f"source {source}|{gender}", "reason": "a further version"})
+            continue
+        taken[gender] = index
+    refs = DatasetImage.column_of(dataset, "image")
+    questions: list[_Question] = []
+    for source, taken in versions.items():
+        if len(taken) < 2:
+            for gender in taken:
+                reason = "the source has no version of the other gender"
+                skipped.append({"row": f"source {source}|{gender}", "reason": reason})
+            continue
+        for gender in ("masculine", "feminine"):
+            index = taken[gender]
+            for prompt in prompts:
+                labels = ("masculine-stereotyped", "feminine-stereotyped")
+                questions.append(_Question(
+                    row=f"source {source}|{gender}|{prompt.family}|{prompt.question}",
+                    question=prompt.wording,
+                    options=tuple(zip(prompt.options, labels, strict=True)),
+                    answer="masculine-stereotyped",
+                    category=f"decisions:{prompt.family}",
+                    l2_category=source,
+                    image_id=f"{folder}#{index}",
+                    image=_const(refs[index]),
+                    annotations={
+                        "source_id": source, "gender": gender, "family": prompt.family,
+                        "kind": prompt.kind, "question": prompt.question,
+                        "questions": questions_of.source,
+                    },
+                ))  # fmt: skip
+    if not questions:
+        raise DataFormatError(folder, None, "gender", "no source has both versions")
+    return _Set(
+        "decisions",
+        questions,
+        skipped,
+        "The option questions of the decision templates "
+        f"({questions_of.source}), asked of both versions of each source; the "
+        "'answer' is the masculine-stereotyped option, so a harness's accuracy is the "
+        "share of answers that choose it",
+    )
+
+
 def _probe_set(path: Path, images: _Images, skip_missing: bool) -> _Set:
     from contrastkit.pipeline.sources import DatasetImage
     from contrastkit.probes import load_probe_set
@@ -620,6 +705,12 @@ def _load_set(config: HarnessExportConfig) -> _Set:
     from contrastkit.kinds import detect_kind
 
     kind = detect_kind(first).name if len(sources) == 1 else "visogender"
+    if config.decisions:
+        if kind != "contrast":
+            raise DataFormatError(
+                first, None, None, "--decisions exports the questions of a contrast set"
+            )
+        return _decision_set(first, config.questions)
     if kind == "contrast":
         return _contrast_set(first)
     if kind == "stereotype":

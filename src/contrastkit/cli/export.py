@@ -307,6 +307,17 @@ def export_harness_command(
     name: str | None = typer.Option(
         None, help="Dataset / task name [default: contrastkit_KIND, e.g. contrastkit_visogender]."
     ),
+    decisions: bool = typer.Option(
+        False,
+        "--decisions",
+        help="Export the decision questions of a contrast set (`evaluate --task decisions`): "
+        "each version of each source, every option question in both option orders; "
+        "`report --harness-predictions` reads the answers back into the decision figures.",
+    ),
+    questions: Path | None = typer.Option(
+        None,
+        help="Decision question templates (YAML) for --decisions [default: the bundled ones].",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Export a set as a multiple-choice task for an evaluation harness: a VLMEvalKit TSV
@@ -330,6 +341,7 @@ def export_harness_command(
         result = export_harness(HarnessExportConfig(
             source=tuple(source), format=format, out=out, store=store,
             seed=seed, reversed_copy=reversed_copy, skip_missing=skip_missing, name=name,
+            decisions=decisions, questions=questions,
         ))  # fmt: skip
     if as_json:
         print_json({

@@ -847,6 +847,12 @@ def harness_report(config: HarnessReportConfig) -> HarnessReport:
     """
     check_writable(config.out, "the harness report")
     key = read_key(config.export)
+    if key.set_kind == "decisions":
+        raise DataFormatError(
+            config.export, None, "set_kind",
+            "reading a decisions export's answers back into the decision figures is not "
+            "supported yet; run `contrastkit evaluate --task decisions` on the model instead",
+        )  # fmt: skip
     answers: list[HarnessAnswer] = []
     for path in config.predictions:
         answers += read_predictions(path, key)
