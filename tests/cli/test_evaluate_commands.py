@@ -242,3 +242,79 @@ def test_commands_that_share_a_group_show_its_options_alike() -> None:
                 key = (tuple(param.opts), tuple(param.secondary_opts), param.default, param.help)
                 assert seen.setdefault(param.name, key) == key, param.name
     assert {"device", "workers", "decode", "concurrency", "resolve"} <= set(seen)
+
+
+MODEL_GROUP = {"--device", "--dtype", "--batch-size", "--workers", "--decode", "--allow-download"}
+#: Commands that load a model (at least these), with their --batch-size default where it
+#: is not the group's 32 (the editing commands edit 8 sources per pass).
+MODEL_COMMANDS = {
+    ("audit",): 32, ("build", "gensynth"): 8, ("build", "genswap"): 32, ("quickstart",): 8,
+    ("evaluate", "auto"): 32, ("evaluate", "visogender"): 32, ("evaluate", "zero-shot"): 32,
+}  # fmt: skip
+
+
+def _commands(command: Any, path: tuple[str, ...] = ()) -> dict[tuple[str, ...], Any]:
+    found = {path: command}
+    for name, sub in getattr(command, "commands", {}).items():
+        found |= _commands(sub, (*path, name))
+    return found
+
+
+def test_every_command_that_loads_a_model_offers_the_whole_model_group() -> None:
+    """Issue 33: one model group on every model-loading command, the same options with
+    the same help; only a default may differ (--batch-size of the editing commands); a
+    command with any of the group's options has all of them."""
+    commands = _commands(typer.main.get_command(app))
+    reference = {param.name: param for param in commands[("audit",)].params}
+    having = {path for path, command in commands.items() if _shown_options(command) & MODEL_GROUP}
+    assert set(MODEL_COMMANDS) <= having
+    for path in having:
+        command = commands[path]
+        missing = MODEL_GROUP - _shown_options(command)
+        assert not missing, (path, missing)
+        params = {param.name: param for param in command.params}
+        assert params["batch_size"].default == MODEL_COMMANDS.get(path, 32), path
+        for name in ("device", "dtype", "batch_size", "workers", "decode", "download"):
+            mine, shared = params[name], reference[name]
+            assert (mine.opts, mine.help) == (shared.opts, shared.help), (path, name)
+
+
+@pytest.mark.parametrize(
+    ("argv", "target", "field", "batch_size"),
+    [
+        (["build", "gensynth"], "contrastkit.builders.gensynth.job.build_gensynth", "model", 8),
+        (["build", "genswap", "--coco", "c", "--faces", "f"],
+         "contrastkit.builders.genswap_job.build_genswap", "model", 32),
+        (["quickstart"], "contrastkit.apps.quickstart.quickstart", "runtime", 8),
+    ],
+)  # fmt: skip
+def test_the_build_commands_pass_the_model_group_to_their_job(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    argv: list[str],
+    target: str,
+    field: str,
+    batch_size: int,
+) -> None:
+    import contrastkit.cli.quickstart as quickstart_cli
+
+    monkeypatch.setattr(quickstart_cli, "_quiet_libraries", lambda: None)
+    configs: list[Any] = []
+
+    def record(config: Any, **_: Any) -> Any:
+        configs.append(config)
+        raise typer.Exit(0)
+
+    monkeypatch.setattr(target, record)
+    out = ["--out", str(tmp_path / "out")]
+    assert runner.invoke(app, [*argv, *out]).exit_code == 0
+    assert getattr(configs[0], field) == ModelConfig(batch_size=batch_size)
+    result = runner.invoke(app, [
+        *argv, *out, "--device", "cpu", "--dtype", "float32", "--batch-size", "4",
+        "--workers", "0", "--decode", "pil", "--allow-download",
+    ])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    given = ModelConfig(
+        device="cpu", dtype="float32", batch_size=4, download=True, workers=0, decode="pil"
+    )
+    assert getattr(configs[1], field) == given

@@ -16,8 +16,6 @@ import typer
 
 from contrastkit.builders.stages import DEFAULT_EMBEDDER, Stage
 from contrastkit.cli.common import (
-    ALLOW_DOWNLOAD,
-    DOWNLOAD_ALIAS,
     TAXONOMY_OPTION,
     console,
     err_console,
@@ -28,6 +26,7 @@ from contrastkit.cli.common import (
     user_errors,
 )
 from contrastkit.cli.helptext import App
+from contrastkit.cli.options import ModelOptions, with_options
 from contrastkit.text import count as counted
 
 if TYPE_CHECKING:
@@ -58,7 +57,6 @@ _SPLIT = typer.Option(None, "--split", help="COCO split (default: the only one).
 _MIN_BOX = typer.Option(0.0, "--min-box-side", min=0, help="Smallest box side.")
 _POOL = typer.Option(None, "--pool", help="Folder of images to retrieve among (e.g. COCO val2017).")
 _POOL_LIMIT = typer.Option(None, "--pool-limit", min=1, help="Use N pool images.")
-_DEVICE = typer.Option(None, "--device", help="cpu / cuda (default: CUDA if any).")
 _JSON = typer.Option(False, "--json", help="Print the build summary as JSON.")
 _KNN_DEVICE = typer.Option(
     "auto", "--knn-device", help="KNN filter search: cpu, cuda (every GPU); auto: CUDA if any."
@@ -162,6 +160,7 @@ def _scales(text: str) -> tuple[float, ...]:
 
 
 @app.command("gensynth")
+@with_options
 def gensynth(
     out: Path = _OUT,
     coco: Path | None = typer.Option(None, "--coco", help="COCO folder (edit stage)."),
@@ -223,7 +222,6 @@ def gensynth(
         help="With --composite mask: how far the person mask is grown (and the edit faded "
         f"out), a fraction of the box's shorter side {_RECORDED_OR} 0.05].",
     ),
-    batch_size: int = typer.Option(8, "--batch-size", min=1, help="Edits per forward pass."),
     k: int | None = typer.Option(
         None, "--k", min=1, help=f"KNN neighbourhood size K {_RECORDED_OR} 50]."
     ),
@@ -240,9 +238,7 @@ def gensynth(
     quality_sample: int | None = typer.Option(
         None, "--quality-sample", min=1, help="Score at most N images per set in the checks."
     ),
-    device: str | None = _DEVICE,
-    allow_download: bool = ALLOW_DOWNLOAD,
-    download_alias: bool = DOWNLOAD_ALIAS,
+    runtime: ModelOptions = ModelOptions(batch_size=8),
     shard: str | None = typer.Option(
         None, "--shard", help="K/N: edit (and embed) only shard K of N, in OUT/shards/K-of-N."
     ),
@@ -302,7 +298,6 @@ def gensynth(
     """
     from contrastkit.builders.gensynth.job import GenSynthConfig, build_gensynth
     from contrastkit.builders.gensynth.shards import Shard
-    from contrastkit.config import ModelConfig
 
     edit_given: dict[str, Any] = {
         "steps": steps, "image_guidance_scale": image_guidance, "resolution": resolution,
@@ -311,9 +306,7 @@ def gensynth(
     with user_errors():
         if scales is not None:
             edit_given["text_guidance_scales"] = _scales(scales)
-        model = ModelConfig(
-            device=device, batch_size=batch_size, download=allow_download or download_alias
-        )
+        model = runtime.config()
         result = build_gensynth(GenSynthConfig(
             out=out, stage=stage, coco=coco, split=split, limit=limit,
             min_box_side=min_box_side, editor=editor, embedder=embedder,
@@ -514,6 +507,7 @@ def _print_quality(quality: dict[str, Any], stale: str = "") -> None:
 
 
 @app.command("genswap")
+@with_options
 def genswap(
     coco: Path = typer.Option(..., "--coco", help="COCO folder with annotations/ and images."),
     faces: Path = typer.Option(..., "--faces", help="Face bank table: file, gender, age."),
@@ -531,7 +525,7 @@ def genswap(
     ),
     pool: Path | None = _POOL,
     pool_limit: int | None = _POOL_LIMIT,
-    device: str | None = _DEVICE,
+    runtime: ModelOptions = ModelOptions(),
     as_json: bool = _JSON,
 ) -> None:
     """Build the GenSwap baseline: replace the face MTCNN finds in each COCO person with an
@@ -543,13 +537,12 @@ def genswap(
         contrastkit build genswap --coco coco --faces fairface/train_labels.csv --out build/genswap
     """
     from contrastkit.builders.genswap_job import GenSwapConfig, build_genswap
-    from contrastkit.config import ModelConfig
 
     with user_errors():
         result = build_genswap(GenSwapConfig(
             coco=coco, faces=faces, out=out, split=split, limit=limit,
             min_box_side=min_box_side, same_sources=same_sources, min_age=min_age, seed=seed,
-            embedder=embedder, pool=pool, pool_limit=pool_limit, model=ModelConfig(device=device),
+            embedder=embedder, pool=pool, pool_limit=pool_limit, model=runtime.config(),
         ), progress=progress)  # fmt: skip
     if as_json:
         print_json(result.summary)

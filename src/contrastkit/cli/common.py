@@ -54,21 +54,6 @@ err_console = WideWhenPiped(stderr=True)
 #: Exit code for input the command could not use (bad file, bad option).
 EXIT_BAD_INPUT = 2
 
-#: The one spelling, on every command that loads a model, of "model weights missing from
-#: the local cache may be downloaded" (like --allow-private and --allow-network: a
-#: permission, off by default).
-ALLOW_DOWNLOAD = typer.Option(
-    False,
-    "--allow-download",
-    help="Allow downloading model weights missing from the local cache (default: a "
-    "missing model is an error saying how to get it).",
-)
-#: The older spelling of --allow-download (``evaluate --download``), still accepted but
-#: not shown in --help.
-DOWNLOAD_ALIAS = typer.Option(
-    False, "--download", hidden=True, help="Old spelling of --allow-download."
-)
-
 TAXONOMY_OPTION = typer.Option(
     None,
     "--taxonomy",

@@ -7,8 +7,12 @@ group's fields into the command's options (typer sees ``--device``, ``--dtype`` 
 gathers them back into one value when the command runs::
 
     @with_options
-    def audit(data: Path = ..., runtime: ModelOptions = ...) -> None:
+    def audit(data: Path = ..., runtime: ModelOptions = ModelOptions()) -> None:
         config = AuditConfig(..., model=runtime.config())
+
+A command whose defaults differ from the group's says so in the group it gives as the
+parameter's default (``runtime: ModelOptions = ModelOptions(batch_size=8)``): the same
+options, names and help, with those defaults.
 
 :func:`command_function` builds a command from groups alone (the ``contrastkit evaluate
 TASK`` commands, whose groups a task names). The groups here:
@@ -76,14 +80,18 @@ class OptionGroup:
     """Base of the option groups: a frozen dataclass whose fields are options."""
 
     @classmethod
-    def parameters(cls) -> list[inspect.Parameter]:
-        """The group's options as keyword parameters, as typer reads a signature."""
+    def parameters(cls, defaults: OptionGroup | None = None) -> list[inspect.Parameter]:
+        """The group's options as keyword parameters, as typer reads a signature; their
+        defaults are ``defaults``' values where given (a command whose defaults differ
+        from the group's), else the group's."""
         hints = typing.get_type_hints(cls, include_extras=True)
         return [
             inspect.Parameter(
                 item.name,
                 inspect.Parameter.KEYWORD_ONLY,
-                default=inspect.Parameter.empty
+                default=getattr(defaults, item.name)
+                if defaults is not None
+                else inspect.Parameter.empty
                 if item.default is dataclasses.MISSING
                 else item.default,
                 annotation=hints[item.name],
@@ -127,7 +135,8 @@ def with_options(function: F) -> F:
         hint = hints.get(parameter.name, parameter.annotation)
         if isinstance(hint, type) and issubclass(hint, OptionGroup):
             groups[parameter.name] = hint
-            parameters += hint.parameters()
+            given = parameter.default if isinstance(parameter.default, hint) else None
+            parameters += hint.parameters(given)
         else:
             parameters.append(parameter.replace(annotation=hint, kind=parameter.KEYWORD_ONLY))
 
@@ -176,7 +185,8 @@ class ModelOptions(OptionGroup):
         str,
         typer.Option(
             "--dtype",
-            help="auto (float16 on CUDA, else float32), float32, bfloat16 or float16.",
+            help="auto (float16 on CUDA, or an editor family's own; else float32), float32, "
+            "bfloat16 or float16.",
             rich_help_panel=RUNNING,
         ),
     ] = "auto"

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from contrastkit.cli.common import console, err_console, plain, print_json, user_errors
+from contrastkit.cli.options import ModelOptions, with_options
 
 
 def _quiet_libraries() -> None:
@@ -24,6 +25,7 @@ def _quiet_libraries() -> None:
     transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
 
 
+@with_options
 def quickstart(
     out: Path = typer.Option(..., "--out", help="Output folder for everything it makes."),
     editor: str | None = typer.Option(
@@ -36,7 +38,7 @@ def quickstart(
     steps: int = typer.Option(20, min=1, help="Denoising steps of a real editor."),
     tau_real: float | None = typer.Option(None, help="Filter threshold tau_R (Eq. 5)."),
     tau_gender: float | None = typer.Option(None, help="Filter threshold tau_G (Eq. 5)."),
-    device: str | None = typer.Option(None, help="cpu / cuda (default: CUDA if any)."),
+    runtime: ModelOptions = ModelOptions(batch_size=8),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Run the whole workflow on a fresh machine with no internet: a small GenSynth
@@ -53,7 +55,6 @@ def quickstart(
     """
     from contrastkit.apps.quickstart import QuickstartConfig
     from contrastkit.apps.quickstart import quickstart as run
-    from contrastkit.config import ModelConfig
 
     _quiet_libraries()
 
@@ -64,7 +65,7 @@ def quickstart(
     with user_errors():
         result = run(QuickstartConfig(
             out=out, editor=editor, model=model, tiny=tiny, steps=steps, tau_real=tau_real,
-            tau_gender=tau_gender, runtime=ModelConfig(device=device, batch_size=8),
+            tau_gender=tau_gender, runtime=runtime.config(),
         ), log=log)  # fmt: skip
     if as_json:
         print_json(result.to_json())
