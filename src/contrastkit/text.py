@@ -27,6 +27,7 @@ __all__ = [
     "count",
     "escape_cell",
     "format_number",
+    "format_p",
     "markdown_table",
     "table_header",
     "table_row",
@@ -56,21 +57,46 @@ def count(n: int, singular: str, plural: str | None = None) -> str:
 
 
 def format_number(
-    value: Any, digits: int = 2, *, sign: bool = False, missing: str = MISSING
+    value: Any,
+    digits: int = 2,
+    *,
+    sign: bool = False,
+    missing: str = MISSING,
+    significant: bool = False,
 ) -> str:
     """``value`` for a table cell: a float to ``digits`` places (with ``+`` before a
-    positive one when ``sign``), a missing or undefined number (``None``, NaN, inf) as
-    ``missing`` (:data:`MISSING`, ``–``, unless told, e.g. ``n/a``), anything else as
-    ``str(value)`` (an int stays an int).
+    positive one when ``sign``), or, when ``significant``, any number to ``digits``
+    significant digits (values that can be tiny); a missing or undefined number
+    (``None``, NaN, inf) as ``missing`` (:data:`MISSING`, ``–``, unless told, e.g.
+    ``n/a``); anything else as ``str(value)`` (an int stays an int).
 
     >>> format_number(0.8249), format_number(0.1, 3, sign=True), format_number(None)
     ('0.82', '+0.100', '–')
+    >>> format_number(0.000123456, 3, significant=True)
+    '0.000123'
     """
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return missing
+    if significant and isinstance(value, int | float):
+        return f"{value:{'+' if sign else ''}.{digits}g}"
     if isinstance(value, float):
         return f"{value:{'+' if sign else ''}.{digits}f}"
     return str(value)
+
+
+def format_p(value: Any, *, missing: str = MISSING, coarse_from: float | None = None) -> str:
+    """A p-value as it follows "p" in a report: ``< 0.001`` below 0.001, else ``=`` and
+    the value to 3 places, or to 2 from ``coarse_from`` up where given (the plots'
+    panel titles: 0.01); ``missing`` when undefined (``None``, NaN).
+
+    >>> format_p(0.0004), format_p(0.0123), format_p(0.0123, coarse_from=0.01)
+    ('< 0.001', '= 0.012', '= 0.01')
+    """
+    if not isinstance(value, int | float) or not math.isfinite(value):
+        return missing
+    if value < 0.001:
+        return "< 0.001"
+    return f"= {value:.{2 if coarse_from is not None and value >= coarse_from else 3}f}"
 
 
 def escape_cell(value: Any) -> str:
@@ -97,8 +123,13 @@ def table_header(header: Sequence[str], align: str | None = None) -> list[str]:
 
 
 def table_row(cells: Sequence[Any]) -> str:
-    """One row of a markdown table; each cell as given (already formatted)."""
-    return "| " + " | ".join(str(cell) for cell in cells) + " |"
+    """One row of a markdown table; each cell as given (already formatted), an empty
+    one as ``| |``.
+
+    >>> table_row(["images", 3, ""])
+    '| images | 3 | |'
+    """
+    return "|" + "".join(f" {cell} |" if str(cell) else " |" for cell in cells)
 
 
 def markdown_table(

@@ -103,3 +103,56 @@ def test_an_interval_cell_keeps_its_two_places() -> None:
     cell = format_interval({"x": 0.5, "x_ci": {"low": 0.25, "high": 0.75}}, "x")
     assert cell == "0.50 [0.25, 0.75]"
     assert format_interval({}, "x") == "–"
+
+
+@pytest.mark.parametrize(
+    ("value", "options", "shown"),
+    [
+        (0.0004, {}, "< 0.001"),
+        (0.0123, {}, "= 0.012"),
+        (0.0123, {"coarse_from": 0.01}, "= 0.01"),  # a plot panel's title
+        (0.0042, {"coarse_from": 0.01}, "= 0.004"),
+        (None, {}, "–"),
+        (float("nan"), {"missing": "n/a"}, "n/a"),  # never "= nan"
+    ],
+)
+def test_one_p_value_formatter_for_the_reports_and_the_plots(
+    value: float | None, options: dict[str, Any], shown: str
+) -> None:
+    from contrastkit.text import format_p
+
+    assert format_p(value, **options) == shown
+
+
+def test_an_empty_cell_is_one_space_wide() -> None:
+    from contrastkit.text import table_row
+
+    assert table_row(["images of men", "1,024", ""]) == "| images of men | 1,024 | |"
+
+
+SRC = Path(__file__).parent.parent.parent / "src" / "contrastkit"
+#: Where a markdown table's header rule may be spelled: the toolkit that builds them,
+#: and (the one exception left) the dataset cards' jinja2 templates, whose tables are
+#: laid out in the template itself (counts and the names of the card's own data).
+TOOLKIT = {SRC / "text.py"} | {
+    SRC / "data_cards" / "templates" / f"{kind}.md.j2"
+    for kind in ("visogender", "stereotype", "contrast")
+}
+
+
+def test_every_markdown_table_header_comes_from_the_toolkit() -> None:
+    """Issue 33: one table builder. A header rule (``|---``) spelled anywhere else is a
+    hand-built table: build it with contrastkit.text (table_header / markdown_table)."""
+    sources = [
+        *SRC.rglob("*.py"),
+        *SRC.rglob("*.j2"),
+    ]
+    assert len(sources) > 50
+    found = [
+        f"{path.relative_to(SRC)}:{number}"
+        for path in sources
+        if path not in TOOLKIT
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if "|---" in line or "|:--" in line
+    ]
+    assert not found, f"hand-built markdown table headers: {found}"

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from contrastkit.audit.data import LABELS
-from contrastkit.text import escape_cell, format_number, table_header
+from contrastkit.text import escape_cell, format_number, table_header, table_row
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -394,12 +394,12 @@ def _context_lines(context: Mapping[str, Any]) -> list[str]:
         "`--composite box` (the paper's method) they measure the context the editor "
         "repainted (and, outside the box, what lossy storage changed).",
         "",
-        "| measure | value |",
-        "|---|---|",
-        f"| pixels changed outside the person mask | {stat('changed_outside_mask', 100, '%')} |",
-        f"| mean change inside the box, outside the person (0-255) | "
-        f"{stat('box_context_change', 1, '')} |",
-    ]
+        *table_header(["measure", "value"]),
+        table_row(["pixels changed outside the person mask",
+                   stat("changed_outside_mask", 100, "%")]),
+        table_row(["mean change inside the box, outside the person (0-255)",
+                   stat("box_context_change", 1, "")]),
+    ]  # fmt: skip
     if context.get("without_mask"):
         lines += ["", f"{context['without_mask']} images had no person segmentation: not measured."]
     lines += ["", f"Per image: `{escape_cell(context.get('file', ''))}`."]

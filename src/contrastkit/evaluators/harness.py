@@ -89,7 +89,7 @@ from contrastkit.harness_key import (
 from contrastkit.io import atomic_write_text, check_writable
 from contrastkit.records import MAX_LINE_BYTES, json_lines, read_json
 from contrastkit.results import SCHEMA_VERSION
-from contrastkit.text import format_number
+from contrastkit.text import format_number, markdown_table
 
 __all__ = [
     "RESULTS_FILE",
@@ -698,6 +698,14 @@ def _fmt(value: Any) -> str:
     return format_number(value, 3, missing="n/a")
 
 
+def _figures_table(
+    header: Sequence[str], rows: Sequence[Sequence[Any]], align: str = ""
+) -> list[str]:
+    """A table of the harness section: the first column text, the others numbers
+    (right-aligned unless ``align`` says), 3 places, ``n/a`` when undefined."""
+    return markdown_table(header, rows, align=align or "l" + "r" * (len(header) - 1), cell=_fmt)
+
+
 def _harness_markdown(section: Mapping[str, Any]) -> list[str]:
     """The "Harness answers" section of a report, from the results' ``harness`` section."""
     datasets = section["datasets"]
@@ -707,16 +715,13 @@ def _harness_markdown(section: Mapping[str, Any]) -> list[str]:
         f"{section['harness']} predictions of the `{set_kind}` export {datasets['main']} "
         f"(option order seed {section['option_seed']}). Questions: {section['question']}.",
         "",
-        "| split | items | answered | unparseable | missing |",
-        "|---|---:|---:|---:|---:|",
     ]
-    for split, counts in section["counts"].items():
-        lines.append(
-            f"| {split} | {counts['items']} | {counts['answered']} | {counts['unparseable']} "
-            f"| {counts['missing']} |"
-        )
+    lines += _figures_table(
+        ["split", "items", "answered", "unparseable", "missing"],
+        [[split, *(counts[key] for key in ("items", "answered", "unparseable", "missing"))]
+         for split, counts in section["counts"].items()],
+    )  # fmt: skip
     lines += [
-        "",
         "Unparseable answers (naming no option, or several) are left out of every figure, "
         "never guessed.",
         "",
@@ -725,15 +730,15 @@ def _harness_markdown(section: Mapping[str, Any]) -> list[str]:
         skipped = len(section["export_skipped_rows"])
         lines += [f"The export left out {skipped} row(s) whose image was not available "
                   "(listed in its key).", ""]  # fmt: skip
-    lines += ["### Position bias", "", "| split | letter | chosen | chosen share | answer share |",
-              "|---|---|---:|---:|---:|"]  # fmt: skip
-    for split, table in section["position_bias"].items():
-        for letter, values in table["letters"].items():
-            lines.append(
-                f"| {split} | {letter} | {values['chosen']} | {_fmt(values['chosen_share'])} "
-                f"| {_fmt(values['answer_share'])} |"
-            )
-    lines += ["", "A model that answers by content chooses each letter about as often as "
+    lines += ["### Position bias", ""]
+    lines += _figures_table(
+        ["split", "letter", "chosen", "chosen share", "answer share"],
+        [[split, letter, values["chosen"], values["chosen_share"], values["answer_share"]]
+         for split, table in section["position_bias"].items()
+         for letter, values in table["letters"].items()],
+        align="llrrr",
+    )  # fmt: skip
+    lines += ["A model that answers by content chooses each letter about as often as "
               "it is the answer; a letter chosen far more often wins by position.", ""]  # fmt: skip
     reversal = section.get("reversed_options")
     lines += ["### Options reversed", ""]
@@ -750,24 +755,19 @@ def _harness_markdown(section: Mapping[str, Any]) -> list[str]:
         ]
         compared = section.get("resolution_by_split")
         if compared:
-            lines += ["| split | RA_avg (all images) | gender gap | RA_masculine | RA_feminine |",
-                      "|---|---:|---:|---:|---:|"]  # fmt: skip
-            for split, headline in compared.items():
-                values = headline.get("all_images", {})
-                lines.append(
-                    f"| {split} | {_fmt(values.get('RA_avg'))} | {_fmt(values.get('gender_gap'))} "
-                    f"| {_fmt(values.get('RA_masculine'))} | {_fmt(values.get('RA_feminine'))} |"
-                )
-            lines.append("")
+            keys = ("RA_avg", "gender_gap", "RA_masculine", "RA_feminine")
+            lines += _figures_table(
+                ["split", "RA_avg (all images)", "gender gap", "RA_masculine", "RA_feminine"],
+                [[split, *(headline.get("all_images", {}).get(key) for key in keys)]
+                 for split, headline in compared.items()],
+            )  # fmt: skip
         probed = section.get("stereotype_by_split")
         if probed:
-            lines += ["| split | images | vlrs | vlbs | ivlas |", "|---|---:|---:|---:|---:|"]
-            for split, values in probed.items():
-                lines.append(
-                    f"| {split} | {values['n']} | {_fmt(values['vlrs'])} "
-                    f"| {_fmt(values['vlbs'])} | {_fmt(values['ivlas'])} |"
-                )
-            lines.append("")
+            lines += _figures_table(
+                ["split", "images", "vlrs", "vlbs", "ivlas"],
+                [[split, *(values[key] for key in ("n", "vlrs", "vlbs", "ivlas"))]
+                 for split, values in probed.items()],
+            )  # fmt: skip
     figures = section.get("figures")
     if figures and set_kind == "contrast":
         lines += _contrast_markdown(figures)
@@ -777,12 +777,11 @@ def _harness_markdown(section: Mapping[str, Any]) -> list[str]:
 
 
 def _accuracy_table(title: str, table: Mapping[str, Any]) -> list[str]:
-    lines = [f"| {title} | answered | correct | accuracy |", "|---|---:|---:|---:|"]
-    for name, values in table.items():
-        lines.append(
-            f"| {name} | {values['answered']} | {values['correct']} | {_fmt(values['accuracy'])} |"
-        )
-    return [*lines, ""]
+    return _figures_table(
+        [title, "answered", "correct", "accuracy"],
+        [[name, values["answered"], values["correct"], values["accuracy"]]
+         for name, values in table.items()],
+    )  # fmt: skip
 
 
 def _chosen_line(chosen: Mapping[str, Any]) -> str:
@@ -828,12 +827,13 @@ def _stereotype_markdown(figures: Mapping[str, Any]) -> list[str]:
         f"{anti['anti_stereotype_chosen']}, unrelated {anti['unrelated_chosen']}; "
         f"stereotype over anti-stereotype {_fmt(anti['stereotype_over_anti'])} (0: no bias).",
         "",
-        "| category | captions chosen |",
-        "|---|---|",
     ]
-    for category, values in figures["per_category"].items():
-        lines.append(f"| {category} | {_chosen_line(values['caption_chosen'])} |")
-    return [*lines, ""]
+    return lines + _figures_table(
+        ["category", "captions chosen"],
+        [[category, _chosen_line(values["caption_chosen"])]
+         for category, values in figures["per_category"].items()],
+        align="ll",
+    )  # fmt: skip
 
 
 def harness_report(config: HarnessReportConfig) -> HarnessReport:

@@ -42,6 +42,7 @@ import numpy as np
 from contrastkit.errors import ConfigError, DataFormatError
 from contrastkit.io import atomic_write_text
 from contrastkit.results import SCHEMA_VERSION
+from contrastkit.text import format_number, markdown_table
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -249,7 +250,7 @@ def stereotype_benchmark(
 
 # ------------------------------------------------------------------------ markdown
 def _cell(values: Mapping[str, Any] | None, key: str, intervals: bool = True) -> str:
-    from contrastkit.evaluators.report.markdown import format_interval, format_number
+    from contrastkit.evaluators.report.tables import format_interval
 
     if not isinstance(values, Mapping):
         return "–"
@@ -266,22 +267,26 @@ def _categories_of(benchmarks: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def _model_name(benchmark: Mapping[str, Any]) -> str:
-    name = str(benchmark["model"])
-    return f"{name} (random weights)" if benchmark.get("random_weights") else name
+    from contrastkit.evaluators.report.tables import model_cell
+
+    return model_cell(benchmark, benchmark["model"])
 
 
 def _table3(benchmarks: Sequence[Mapping[str, Any]], intervals: bool) -> list[str]:
     """Table 3 layout: one row per model, then the reference models."""
-    lines = ["| model | vlrs | vlbs | ivlas |", "|---|---|---|---|"]
-    for benchmark in benchmarks:
-        overall = benchmark["summary"]["overall"]
-        cells = [_cell(overall, key, intervals) for key in ("vlrs", "vlbs", "ivlas")]
-        lines.append(f"| {_model_name(benchmark)} | " + " | ".join(cells) + " |")
-    for name, values in benchmarks[0]["reference_models"].items():
-        overall = values["overall"]
-        cells = [_cell(overall, key, False) for key in ("vlrs", "vlbs", "ivlas")]
-        lines.append(f"| ***{name}*** | " + " | ".join(cells) + " |")
-    return [*lines, ""]
+    keys = ("vlrs", "vlbs", "ivlas")
+    rows = [
+        [
+            _model_name(benchmark),
+            *(_cell(benchmark["summary"]["overall"], key, intervals) for key in keys),
+        ]
+        for benchmark in benchmarks
+    ]
+    rows += [
+        [f"***{name}***", *(_cell(values["overall"], key, False) for key in keys)]
+        for name, values in benchmarks[0]["reference_models"].items()
+    ]
+    return _table(["model", *keys], rows)
 
 
 def _table4(benchmarks: Sequence[Mapping[str, Any]], intervals: bool) -> list[str]:
@@ -289,30 +294,36 @@ def _table4(benchmarks: Sequence[Mapping[str, Any]], intervals: bool) -> list[st
     reference model."""
     categories = _categories_of(benchmarks)
     header = ["model"] + [f"{m} {c}" for m in ("vlrs", "vlbs", "ivlas") for c in categories]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
 
-    def row(name: str, per: Mapping[str, Any], with_ci: bool) -> str:
+    def row(name: str, per: Mapping[str, Any], with_ci: bool) -> list[str]:
         cells = [
             _cell(per.get(c), m, with_ci) for m in ("vlrs", "vlbs", "ivlas") for c in categories
         ]
-        return f"| {name} | " + " | ".join(cells) + " |"
+        return [name, *cells]
 
-    for benchmark in benchmarks:
-        lines.append(row(_model_name(benchmark), benchmark["summary"]["categories"], intervals))
-    for name, values in benchmarks[0]["reference_models"].items():
-        lines.append(row(f"***{name}***", values["categories"], False))
+    rows = [
+        row(_model_name(benchmark), benchmark["summary"]["categories"], intervals)
+        for benchmark in benchmarks
+    ]
+    rows += [
+        row(f"***{name}***", values["categories"], False)
+        for name, values in benchmarks[0]["reference_models"].items()
+    ]
     counts = ", ".join(
         f"{c}: {benchmarks[0]['summary']['categories'].get(c, {}).get('n', 0)}" for c in categories
     )
-    return [*lines, "", f"Images per category: {counts}.", ""]
+    return [*_table(header, rows), f"Images per category: {counts}.", ""]
 
 
 def _small(value: Any) -> str:
     """An lmss / vlss value: three significant digits (they can be tiny: a dual encoder's
     raw cosines, a random-weight model)."""
-    if not isinstance(value, int | float) or not math.isfinite(value):
-        return "–"
-    return f"{value:.3g}"
+    return format_number(value if isinstance(value, int | float) else None, 3, significant=True)
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    """A table of the report, its cells already formatted (each escaped here)."""
+    return markdown_table(header, rows, cell=str)
 
 
 def _mean_cell(shift: Mapping[str, Any]) -> str:
@@ -323,16 +334,14 @@ def _mean_cell(shift: Mapping[str, Any]) -> str:
     return text
 
 
-def _shift_row(label: str, shift: Mapping[str, Any]) -> str:
-    from contrastkit.evaluators.report.markdown import format_number
-
-    cells = [
+def _shift_row(label: str, shift: Mapping[str, Any]) -> list[str]:
+    return [
+        label,
         str(shift.get("n", 0)),
         _mean_cell(shift),
         _small(shift.get("median")),
         format_number(shift.get("share_positive"), 2),
     ]
-    return f"| {label} | " + " | ".join(cells) + " |"
 
 
 def _shifting_section(benchmark: Mapping[str, Any]) -> list[str]:
@@ -353,16 +362,13 @@ def _shifting_section(benchmark: Mapping[str, Any]) -> list[str]:
         f"stereotypical and anti-stereotypical caption (scale {benchmark['softmax_scale']:g}; "
         "the share above 0 does not depend on the scale).",
         "",
-        "| score | n | mean | median | share > 0 |",
-        "|---|---|---|---|---|",
-        _shift_row("lmss", shifting["lmss"]),
-        _shift_row("vlss", shifting["vlss"]),
     ]
+    rows = [_shift_row("lmss", shifting["lmss"]), _shift_row("vlss", shifting["vlss"])]
     for name, values in shifting["categories"].items():
         if values["lmss"].get("n"):
-            lines.append(_shift_row(f"lmss ({name})", values["lmss"]))
-            lines.append(_shift_row(f"vlss ({name})", values["vlss"]))
-    return [*lines, ""]
+            rows.append(_shift_row(f"lmss ({name})", values["lmss"]))
+            rows.append(_shift_row(f"vlss ({name})", values["vlss"]))
+    return lines + _table(["score", "n", "mean", "median", "share > 0"], rows)
 
 
 def _interval_line(benchmarks: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -417,10 +423,12 @@ def stereotype_markdown(benchmark: Mapping[str, Any]) -> str:
     ]
     skipped = benchmark.get("skipped_rows") or {}
     if skipped.get("count"):
-        lines += ["## Rows left out", "", "| id | category | image | reason |", "|---|---|---|---|"]
-        for row in skipped.get("rows", []):
-            lines.append(f"| {row['idx']} | {row['context']} | {row['url']} | {row['reason']} |")
-        lines.append("")
+        lines += ["## Rows left out", ""]
+        lines += _table(
+            ["id", "category", "image", "reason"],
+            [[row[key] for key in ("idx", "context", "url", "reason")]
+             for row in skipped.get("rows", [])],
+        )  # fmt: skip
     return "\n".join(lines)
 
 
@@ -446,20 +454,18 @@ def stereotype_comparison_markdown(benchmarks: Sequence[Mapping[str, Any]]) -> s
     lines += [
         "## lmss and vlss",
         "",
-        "| model | candidates | lmss mean | lmss > 0 | vlss mean | vlss > 0 |",
-        "|---|---|---|---|---|---|",
     ]
-    from contrastkit.evaluators.report.markdown import format_number
-
+    rows = []
     for benchmark in benchmarks:
         shifting = benchmark["shifting"]
         lm, vl = shifting["lmss"], shifting["vlss"]
-        lines.append(
-            f"| {_model_name(benchmark)} | {shifting['candidates']} | "
-            f"{_small(lm.get('mean'))} | {format_number(lm.get('share_positive'))} | "
-            f"{_small(vl.get('mean'))} | {format_number(vl.get('share_positive'))} |"
-        )
-    return "\n".join(lines) + "\n"
+        rows.append([
+            _model_name(benchmark), str(shifting["candidates"]), _small(lm.get("mean")),
+            format_number(lm.get("share_positive")), _small(vl.get("mean")),
+            format_number(vl.get("share_positive")),
+        ])  # fmt: skip
+    table = _table(["model", "candidates", "lmss mean", "lmss > 0", "vlss mean", "vlss > 0"], rows)
+    return "\n".join([*lines, *table[:-1]]) + "\n"
 
 
 # --------------------------------------------------------------------------- plots

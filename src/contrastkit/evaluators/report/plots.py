@@ -51,7 +51,7 @@ from contrastkit.evaluators.report.figures import (
 )
 from contrastkit.evaluators.report.flipped import flipped_figure
 from contrastkit.evaluators.report.markdown import SPLIT_TITLES, contrast_set_name
-from contrastkit.evaluators.report.tables import format_number
+from contrastkit.evaluators.report.tables import format_number, format_p
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -422,13 +422,6 @@ def _labour_axis_label(name: str) -> str:
     return name.replace("_", " ")
 
 
-def _p_text(value: Any) -> str:
-    p = finite(value)
-    if p is None:
-        return "–"
-    return "< 0.001" if p < 0.001 else f"= {p:.3f}" if p < 0.01 else f"= {p:.2f}"
-
-
 def _labor_plot(
     comparisons: Mapping[str, Any],
     panels: list[str],
@@ -475,8 +468,10 @@ def _labor_plot(
         axis.set_xlabel("share of men in the occupation, US labour statistics (%)", fontsize=FONT)
         axis.set_ylabel(_labour_axis_label(name), fontsize=FONT)
         title = (
-            f"Pearson r = {format_number(c['pearson_r'])} (p {_p_text(c['pearson_p'])}), "
-            f"Kendall τ = {format_number(c['kendall_tau'])} (p {_p_text(c['kendall_p'])})"
+            f"Pearson r = {format_number(c['pearson_r'])} "
+            f"(p {format_p(c['pearson_p'], coarse_from=0.01)}), "
+            f"Kendall τ = {format_number(c['kendall_tau'])} "
+            f"(p {format_p(c['kendall_p'], coarse_from=0.01)})"
             f"\nn = {c.get('n', len(xs))} occupations"
         )
         if "caveat" in c:  # too few occupations: no coefficient to read

@@ -4,6 +4,7 @@ disparity, stereotypes): numbers and intervals as table cells, the note under a 
 with intervals, and the markdown table itself.
 
 The layer-independent pieces (:func:`~contrastkit.text.format_number`,
+:func:`~contrastkit.text.format_p`,
 :func:`~contrastkit.text.escape_cell`, :func:`~contrastkit.text.markdown_table`,
 :func:`~contrastkit.text.table_header`, :func:`~contrastkit.text.table_row`) are
 defined in :mod:`contrastkit.text`, where the dataset builders and curation reports
@@ -20,6 +21,7 @@ from contrastkit.text import (
     MISSING,
     escape_cell,
     format_number,
+    format_p,
     markdown_table,
     table_header,
     table_row,
@@ -31,6 +33,7 @@ __all__ = [
     "escape_cell",
     "format_interval",
     "format_number",
+    "format_p",
     "interval_note",
     "markdown_table",
     "mean_sigma",

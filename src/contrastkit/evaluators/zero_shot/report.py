@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from contrastkit.io import atomic_write_text
-from contrastkit.text import escape_cell, format_number, table_header
+from contrastkit.text import escape_cell, format_number, format_p, table_header, table_row
 
 __all__ = ["COSINE_NOT_PROBABILITIES", "disparity_markdown", "write_outputs"]
 
@@ -51,10 +51,6 @@ def _num(value: float | None, digits: int = 1) -> str:
     """A signed difference, rounded first so that a tiny negative one reads ``+0.0``."""
     rounded = None if value is None else round(float(value), digits) + 0.0
     return format_number(rounded, digits, sign=True, missing="n/a")
-
-
-def _p(value: float | None) -> str:
-    return "n/a" if value is None else ("< 0.001" if value < 0.001 else f"= {value:.3f}")
 
 
 def _plain(value: float | None, digits: int = 1) -> str:
@@ -95,13 +91,17 @@ def _counts_section(results: Mapping[str, Any]) -> list[str]:
         f"{layout} at `{data['path']}`{split}. Images keep one perceived-gender group; "
         f"concepts need at least {counts['min_images']} images in each group{filtered}.",
         "",
-        "| | this run | the paper |",
-        "|---|---:|---:|",
-        f"| images of men | {counts['images']['men']:,} | |",
-        f"| images of women | {counts['images']['women']:,} | |",
-        f"| images kept | {counts['images_kept']:,} | {paper['images']:,} |",
-        f"| concepts kept | {counts['concepts_kept']:,} of {counts['concepts_seen']:,} | "
-        f"{paper['concepts']:,} |",
+        *table_header(["", "this run", "the paper"], "lrr"),
+        table_row(["images of men", f"{counts['images']['men']:,}", ""]),
+        table_row(["images of women", f"{counts['images']['women']:,}", ""]),
+        table_row(["images kept", f"{counts['images_kept']:,}", f"{paper['images']:,}"]),
+        table_row(
+            [
+                "concepts kept",
+                f"{counts['concepts_kept']:,} of {counts['concepts_seen']:,}",
+                f"{paper['concepts']:,}",
+            ]
+        ),
         "",
         f"Of {counts['images_read']:,} images read, {dropped['both_groups']:,} show both "
         f"groups and {dropped['no_group']:,} neither; {_without_concept(counts)}",
@@ -159,16 +159,13 @@ def _ap_section(results: Mapping[str, Any], top: int, plots: Mapping[str, str]) 
     lines += [f"Top {min(top, len(rows))} concepts by |difference|:", ""]
     lines += table_header(header, "l" + "r" * (len(header) - 1))
     for r in rows[:top]:
-        line = (
-            f"| {escape_cell(r['concept'])} | "
-            f"{r['positives']['men']} / {r['positives']['women']} | "
-            f"{_plain(r['ap_men'])} | {_plain(r['ap_women'])} | {_num(r['ap_diff'])}"
-            f"{_ci(r['ap_diff_ci'])} |"
-        )
+        cells = [
+            escape_cell(r["concept"]), f"{r['positives']['men']} / {r['positives']['women']}",
+            _plain(r["ap_men"]), _plain(r["ap_women"]), _num(r["ap_diff"]) + _ci(r["ap_diff_ci"]),
+        ]  # fmt: skip
         if language:
-            bias = language.get(r["concept"])
-            line += f" {_num(bias, 3)} |"
-        lines.append(line)
+            cells.append(_num(language.get(r["concept"]), 3))
+        lines.append(table_row(cells))
     if "map_by_group" in plots:
         lines += ["", f"![mAP per group]({plots['map_by_group']})"]
     return [*lines, ""]
@@ -197,8 +194,14 @@ def _ece_section(results: Mapping[str, Any], top: int, plots: Mapping[str, str])
     lines += [
         *table_header(["concept", "ECE men", "ECE women", "difference"], "lrrr"),
         *(
-            f"| {escape_cell(r['concept'])} | {_plain(r['ece_men'])} | {_plain(r['ece_women'])} | "
-            f"{_num(r['ece_diff'])}{_ci(r['ece_diff_ci'])} |"
+            table_row(
+                [
+                    escape_cell(r["concept"]),
+                    _plain(r["ece_men"]),
+                    _plain(r["ece_women"]),
+                    _num(r["ece_diff"]) + _ci(r["ece_diff_ci"]),
+                ]
+            )
             for r in rows[:top]
         ),
     ]
@@ -242,8 +245,8 @@ def _language_section(results: Mapping[str, Any], top: int) -> list[str]:
             )
             if e.pearson_r is not None and e.spearman_rho is not None:
                 text += (
-                    f"; Pearson r = {e.pearson_r:.3f} (p {_p(e.pearson_p)}), "
-                    f"Spearman ρ = {e.spearman_rho:.3f} (p {_p(e.spearman_p)})"
+                    f"; Pearson r = {e.pearson_r:.3f} (p {format_p(e.pearson_p, missing='n/a')}), "
+                    f"Spearman ρ = {e.spearman_rho:.3f} (p {format_p(e.spearman_p, missing='n/a')})"
                 )
             elif e.reason:
                 text += f" ({e.reason})"
@@ -276,10 +279,9 @@ def _consistency_section(results: Mapping[str, Any], plots: Mapping[str, str]) -
     lines += table_header(["concept", "this dataset", "other", "colour"], "lrrl")
     order = {"green": 0, "red": 1, "yellow": 2}
     for r in sorted(consistency["concepts"], key=lambda r: (order[r["colour"]], r["concept"])):
-        lines.append(
-            f"| {escape_cell(r['concept'])} | {_num(r['ap_diff'])} | {_num(r['other_ap_diff'])} | "
-            f"{r['colour']} |"
-        )
+        lines.append(table_row([
+            escape_cell(r["concept"]), _num(r["ap_diff"]), _num(r["other_ap_diff"]), r["colour"]
+        ]))  # fmt: skip
     return [*lines, ""]
 
 

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 
 from contrastkit.errors import ConfigError, DataFormatError
+from contrastkit.text import format_number, format_p, markdown_table
 
 if TYPE_CHECKING:
     from contrastkit.interfaces import ImageTextScorer
@@ -574,15 +575,7 @@ def sign_agreement(
     )
 
 
-def _p(value: float | None) -> str:
-    if value is None:
-        return "–"
-    return "< 0.001" if value < 0.001 else f"= {value:.3f}"
-
-
 def _cell(value: float | None, digits: int = 3) -> str:
-    from contrastkit.text import format_number
-
     return format_number(value, digits)
 
 
@@ -653,8 +646,8 @@ def language_markdown(
     lines.append("")
     if agreement.pearson_r is not None:
         lines += [
-            f"Pearson r = {_cell(agreement.pearson_r)} (p {_p(agreement.pearson_p)}), "
-            f"Spearman ρ = {_cell(agreement.spearman_rho)} (p {_p(agreement.spearman_p)}), "
+            f"Pearson r = {_cell(agreement.pearson_r)} (p {format_p(agreement.pearson_p)}), "
+            f"Spearman ρ = {_cell(agreement.spearman_rho)} (p {format_p(agreement.spearman_p)}), "
             f"n = {agreement.n} concepts (two-sided p-values, scipy.stats)."
             + (
                 f" With {agreement.n} concepts these p-values are rough (Spearman's comes "
@@ -683,17 +676,16 @@ def language_markdown(
         lines += [
             f"Top {len(ranked)} concepts by absolute language bias:",
             "",
-            "| " + " | ".join(header) + " |",
-            "|" + "|".join("---" for _ in header) + "|",
         ]
         agreeing = set(agreement.agreeing)
         compared = set(agreement.concepts)
+        rows = []
         for b in ranked:
             row = [b.concept, " ".join(b.words), _cell(b.man), _cell(b.woman), _cell(b.bias)]
             if disparity is not None:
                 value = _finite(disparity.get(b.concept))
                 same = "yes" if b.concept in agreeing else "no" if b.concept in compared else "–"
                 row += [_cell(value, 2), same]
-            lines.append("| " + " | ".join(row) + " |")
-        lines.append("")
+            rows.append(row)
+        lines += markdown_table(header, rows)
     return "\n".join(lines)
