@@ -43,7 +43,7 @@ from contrastkit.curation.editing import DEFAULT_EDITOR
 from contrastkit.errors import ConfigError, ModelNotFoundError
 from contrastkit.interfaces import ImageTextScorer
 from contrastkit.io import atomic_write_text, check_writable
-from contrastkit.text import table_header
+from contrastkit.text import format_number, table_header, table_row
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -421,10 +421,10 @@ def _markdown(result: QuickstartResult) -> str:
     ]
     for name in ("bias_gensynth@2", "bias@2", "maxskew@2", "bias_gensynth@4", "bias@4"):
         if name in retrieval:
-            lines.append(f"| {name} | {retrieval[name]['mean']:+.3f} |")
+            lines.append(table_row([name, format_number(retrieval[name]["mean"], 3, sign=True)]))
     pairs = evaluation["pairs"]
     lines += [
-        f"| masculine preferred in pairs | {pairs['masculine_preferred']:.3f} |",
+        table_row(["masculine preferred in pairs", format_number(pairs["masculine_preferred"], 3)]),
         "",
         "## Files",
         "",

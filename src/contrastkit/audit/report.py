@@ -62,11 +62,9 @@ def _composition_lines(section: Mapping[str, Any], label_source: str) -> list[st
     ]
     for label in LABELS:
         share = section["shares"][label]
-        lines.append(
-            f"| {label} | {section['counts'][label]:,} | "
-            f"{'n/a' if share is None else f'{100 * share:.1f}%'} |"
-        )
-    lines.append(f"| all | {section['images']:,} | 100% |")
+        shown = "n/a" if share is None else f"{100 * share:.1f}%"
+        lines.append(table_row([label, f"{section['counts'][label]:,}", shown]))
+    lines.append(table_row(["all", f"{section['images']:,}", "100%"]))
     cells = section.get("cells")
     if cells:
         unbalanced = [c for c in cells if not c["balanced"]]
@@ -81,10 +79,10 @@ def _composition_lines(section: Mapping[str, Any], label_source: str) -> list[st
             ),
         ]
         for cell in unbalanced or cells[:0]:
-            lines.append(
-                f"| {escape_cell(cell['context'])} | {escape_cell(cell['occupation'])} | "
-                f"{escape_cell(cell['other'])} | {cell['masculine']} | {cell['feminine']} |"
-            )
+            lines.append(table_row([
+                *(escape_cell(cell[key]) for key in ("context", "occupation", "other")),
+                cell["masculine"], cell["feminine"],
+            ]))  # fmt: skip
         if not unbalanced:
             lines[-2:] = ["Every cell is balanced."]
         return lines
@@ -136,7 +134,7 @@ def _baseline_lines(section: Mapping[str, Any], notes: Mapping[str, str]) -> lis
                     "n/a" if stats is None
                     else f"{_number(stats['mean'], True)} ± {_number(stats['std'])}"
                 )  # fmt: skip
-        lines.append("| " + " | ".join(cells) + " |")
+        lines.append(table_row(cells))
     if balanced:
         runs = section.get("balanced_sets", [])
         sizes = "; ".join(

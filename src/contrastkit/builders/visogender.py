@@ -49,7 +49,7 @@ from contrastkit.io import atomic_write_text, check_writable
 from contrastkit.records import Record, parse_bool, read_records
 from contrastkit.schema import Context, Gender, VisoGenderRow
 from contrastkit.taxonomy import Taxonomy, load_taxonomy
-from contrastkit.text import table_header
+from contrastkit.text import table_header, table_row
 from contrastkit.tsv import render_visogender_tsv
 
 __all__ = [
@@ -253,8 +253,7 @@ class BuildResult:
                 ),
             ]
             lines += [
-                f"| {s.occupation} | {s.context} | {s.cell} | {s.available} | {s.needed} "
-                f"| {s.short_by} |"
+                table_row([s.occupation, s.context, s.cell, s.available, s.needed, s.short_by])
                 for s in self.shortfalls
             ]
         else:

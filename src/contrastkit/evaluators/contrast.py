@@ -71,7 +71,7 @@ from contrastkit.io import atomic_write_text
 from contrastkit.models.base import batched
 from contrastkit.records import parse_json, read_json, text_lines
 from contrastkit.results import SCHEMA_VERSION
-from contrastkit.text import format_number, table_header
+from contrastkit.text import format_number, table_header, table_row
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -969,7 +969,7 @@ def contrast_markdown(benchmark: dict[str, Any]) -> str:
         )
         if ci and level is None:
             level = (ci.get("level"), ci.get("resamples"))
-        lines.append(f"| {name} | {_fmt(stats['mean'])} | {interval} | {sigma} | {stats['n']} |")
+        lines.append(table_row([name, _fmt(stats["mean"]), interval, sigma, stats["n"]]))
     if level:
         lines += [
             "",

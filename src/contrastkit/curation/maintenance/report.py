@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from contrastkit.curation.maintenance.results import MaintenanceResult
 from contrastkit.curation.urls import Status, redact_url
-from contrastkit.text import escape_cell, table_header
+from contrastkit.text import escape_cell, table_header, table_row
 
 __all__ = ["render_markdown"]
 
@@ -24,7 +24,7 @@ def render_markdown(result: MaintenanceResult) -> str:
         "",
         *table_header(["status", "rows"], "lr"),
     ]
-    lines += [f"| {status} | {n} |" for status, n in sorted(result.status_counts().items())]
+    lines += [table_row([status, n]) for status, n in sorted(result.status_counts().items())]
     if result.local:
         lines += ["", "Rows with a local image file, not URL-checked: " + ", ".join(
             f"`{name}`: {n}" for name, n in sorted(result.local.items())
@@ -58,7 +58,7 @@ def render_markdown(result: MaintenanceResult) -> str:
                   *table_header(["file", "occupation", "context", "cell", "healthy", "needed"],
                                 "llllrr")]  # fmt: skip
         lines += [
-            f"| `{b.file}` | {b.occupation} | {b.context} | {b.cell} | {b.healthy} | {b.needed} |"
+            table_row([f"`{b.file}`", b.occupation, b.context, b.cell, b.healthy, b.needed])
             for b in result.below_balance
         ]
     if result.unwritten:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from contrastkit.evaluators.report.tables import format_number, table_header
+from contrastkit.evaluators.report.tables import format_number, table_header, table_row
 
 __all__ = ["multiple_choice_section", "vlm_lines"]
 
@@ -52,11 +52,10 @@ def multiple_choice_section(results: Mapping[str, Any]) -> list[str]:
         *table_header(["letter", "wins", "share", "wins (reversed)", "share (reversed)"]),
     ]
     for letter in letters:
-        lines.append(
-            f"| {letter} | {bias['wins'][letter]} | {format_number(bias['share'][letter])} | "
-            f"{bias['reversed']['wins'][letter]} | "
-            f"{format_number(bias['reversed']['share'][letter])} |"
-        )
+        lines.append(table_row([
+            letter, bias["wins"][letter], format_number(bias["share"][letter]),
+            bias["reversed"]["wins"][letter], format_number(bias["reversed"]["share"][letter]),
+        ]))  # fmt: skip
     lines += [
         "",
         f"Largest deviation from the uniform share: {format_number(bias['max_deviation'])}"
@@ -75,11 +74,11 @@ def multiple_choice_section(results: Mapping[str, Any]) -> list[str]:
     ]
     for split, figures in swap["shuffled"].items():
         other = swap["reversed"].get(split, {})
-        lines.append(
-            f"| {split.replace('_', ' ')} | {format_number(figures.get('RA_avg'))} | "
-            f"{format_number(other.get('RA_avg'))} | {format_number(figures.get('gender_gap'))} | "
-            f"{format_number(other.get('gender_gap'))} |"
-        )
+        lines.append(table_row([
+            split.replace("_", " "),
+            *(format_number(values.get(key)) for key in ("RA_avg", "gender_gap")
+              for values in (figures, other)),
+        ]))  # fmt: skip
     lines += [
         "",
         "Gap = masculine − feminine accuracy. A model that reads the options' content gives "
