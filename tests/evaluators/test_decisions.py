@@ -485,3 +485,113 @@ def test_the_decision_questions_export_for_a_harness_with_the_pair_in_the_key(
         "--decisions", "--no-reversed",
     ])  # fmt: skip
     assert refused.exit_code != 0 and "both option orders" in refused.output
+
+
+def _harness_answer(item: Any) -> str:
+    """A harness's planted answer: the masculine versions answer "A" whatever it shows;
+    the feminine versions the feminine-stereotyped option, except that source 1's
+    feminine version refuses the teacher question (in both orders) and source 1's
+    masculine version gives no option to it when the feminine-stereotyped one is A."""
+    a = item.annotations
+    feminine_letter = next(k for k, v in item.labels.items() if v == "feminine-stereotyped")
+    if a["source_id"] == "1" and a["question"] == "teacher":
+        if a["gender"] == "feminine":
+            return "I'm sorry, I cannot say whether A or B."
+        if feminine_letter == "A":
+            return "Hard to tell."
+    return "A" if a["gender"] == "masculine" else f"The answer is {feminine_letter}."
+
+
+def _check_harness_benchmark(benchmark: dict[str, Any]) -> None:
+    """The figures of the planted harness answers, counted by hand."""
+    assert benchmark["task"] == "decisions" and benchmark["sources"] == 2
+    assert benchmark["scoring"]["modes"] == ["generate"]
+    assert benchmark["scoring"]["decoding"]["harness"] in ("vlmevalkit", "lmms-eval")
+    occupation = benchmark["summary"]["generate"]["occupation"]
+    # order 0 (masculine-stereotyped option at A): the masculine version takes it, the
+    # feminine version the other: a flip toward the stereotype; order 1: both take the
+    # feminine-stereotyped option (A for one, by content for the other): no flip
+    assert occupation["n_compared"] == 4 and occupation["flip_rate"] == 0.5
+    assert occupation["stereotyped_flip_share"] == 1.0
+    assert occupation["gap"] == 0.5  # 1 - 0 in order 0, 0 - 0 in order 1
+    assert occupation["first_position_rate"] == 0.75  # m: A, A; f: B, A
+    suitability = benchmark["summary"]["generate"]["suitability"]
+    # engineer: 2 sources x 2 orders, 2 flips; teacher: source 0 only, 1 flip of 2
+    assert suitability["n_compared"] == 6 and suitability["flip_rate"] == 0.5
+    assert suitability["stereotyped_flip_share"] == 1.0
+    assert suitability["n_refusals_feminine"] == 2 and suitability["refusal_rate_feminine"] == 0.25
+    assert suitability["n_refusals_masculine"] == 0
+    assert suitability["n_unparseable_masculine"] == 1
+    assert suitability["unparseable_rate_masculine"] == 0.125
+    assert suitability["n_unparseable_feminine"] == 0  # the refusal names A and B: not a choice
+    assert "salary" not in benchmark["summary"]["generate"]  # not exported (no options)
+
+
+def test_a_harness_s_decision_answers_read_back_into_the_decision_figures(
+    tmp_path: Path,
+) -> None:
+    import pandas as pd
+
+    from contrastkit.evaluators.harness import HarnessReportConfig, harness_report
+    from contrastkit.harness_key import read_key
+    from lmms_eval_samples import import_utils, rows, sample_line
+
+    data = contrast_export(tmp_path / "set", sources=2)
+    questions = tmp_path / "q.yaml"
+    questions.write_text(SMALL_QUESTIONS)
+    benchmarks = []
+    # VLMEvalKit: one prediction table per split, read from the command line
+    out = tmp_path / "vlm"
+    exported = runner.invoke(app, [
+        "export", "harness", str(data), "--format", "vlmevalkit", "--out", str(out),
+        "--decisions", "--questions", str(questions),
+    ])  # fmt: skip
+    assert exported.exit_code == 0, exported.output
+    key = read_key(out)
+    predictions = []
+    for split, dataset in key.datasets.items():
+        table = [
+            {"index": i.index, "question": "q", "A": i.options["A"], "B": i.options["B"],
+             "answer": i.answer, "prediction": _harness_answer(i)}
+            for i in key.items if i.split == split
+        ]  # fmt: skip
+        predictions.append(tmp_path / f"llava_v1.5_7b_{dataset}.tsv")
+        pd.DataFrame(table).to_csv(predictions[-1], sep="\t", index=False)
+    report = runner.invoke(app, [
+        "report", "--harness-predictions", str(predictions[0]), "--harness-predictions",
+        str(predictions[1]), "--harness-set", str(out), "--out", str(tmp_path / "r-vlm"),
+    ])  # fmt: skip
+    assert report.exit_code == 0, report.output
+    assert "12 items, 11 answered, 1 refusals, 0 unparseable, 0 missing" in report.output
+    assert "12 items, 10 answered, 1 refusals, 1 unparseable, 0 missing" in report.output
+    result = load_result(tmp_path / "r-vlm")
+    assert isinstance(result, DecisionsResult) and result.model == "harness:llava_v1.5_7b"
+    benchmarks.append(json.loads((tmp_path / "r-vlm" / "benchmark.json").read_text()))
+    # lmms-eval 0.7.3: --log_samples lines of both tasks, read from Python
+    out = tmp_path / "lmms"
+    exported = runner.invoke(app, [
+        "export", "harness", str(data), "--format", "lmms-eval", "--out", str(out),
+        "--decisions", "--questions", str(questions),
+    ])  # fmt: skip
+    assert exported.exit_code == 0, exported.output
+    key = read_key(out)
+    by_index = key.by_index()
+    utils = import_utils(out)
+    samples = []
+    for dataset in key.datasets.values():
+        lines = [
+            sample_line(utils, doc_id, doc, [_harness_answer(by_index[int(doc["index"])])])
+            for doc_id, doc in enumerate(rows(out, dataset))
+        ]
+        samples.append(tmp_path / "llava" / f"20250101_samples_{dataset}.jsonl")
+        samples[-1].parent.mkdir(exist_ok=True)
+        samples[-1].write_text("\n".join(lines) + "\n")
+    found = harness_report(HarnessReportConfig(samples, out, tmp_path / "r-lmms"))
+    assert found.set_kind == "decisions" and found.model == "harness:llava"
+    totals = {name: sum(c[name] for c in found.counts.values()) for name in found.counts["main"]}
+    assert totals == {"items": 24, "answered": 21, "refusals": 2, "unparseable": 1, "missing": 0}
+    benchmarks.append(json.loads(found.results_file.read_text()))
+    for benchmark in benchmarks:
+        _check_harness_benchmark(benchmark)
+    assert benchmarks[0]["summary"] == benchmarks[1]["summary"]
+    assert "decoding" in found.markdown and "lmms-eval" in found.markdown

@@ -704,7 +704,8 @@ def _harness_report(
         for split, counts in found.counts.items():
             console.print(plain(
                 f"{split}: {counted(counts['items'], 'item')}, {counts['answered']} answered, "
-                f"{counts['unparseable']} unparseable, {counts['missing']} missing"
+                + (f"{counts['refusals']} refusals, " if "refusals" in counts else "")
+                + f"{counts['unparseable']} unparseable, {counts['missing']} missing"
             ))  # fmt: skip
         console.print(plain(f"wrote {found.results_file} and {found.out_dir / 'report.md'}"))
     return [found.out_dir]
