@@ -159,33 +159,43 @@ def test_a_whole_build_through_each_family_records_it_and_resumes(
 
 
 @pytest.mark.slow
-def test_a_kontext_build_from_the_command_line_exports_loads_and_evaluates(
-    coco_dir: Path, tiny_clip_spec: str, tmp_path: Path
+@pytest.mark.parametrize("prefix", ["sdxl-ip2p", "flux-kontext", "qwen-image-edit"])
+def test_a_build_from_the_command_line_with_each_family_exports_loads_and_evaluates(
+    prefix: str, coco_dir: Path, tiny_clip_spec: str, tmp_path: Path
 ) -> None:
+    from datasets import DatasetDict, load_from_disk
+
     from contrastkit.builders.export import load_export
 
-    folder = _tiny("flux-kontext", tmp_path)
-    out = tmp_path / "build"
+    family = editor_families()[prefix]
+    folder = _tiny(prefix, tmp_path)
+    out, exported_dir = tmp_path / "build", tmp_path / "x"
     made = runner.invoke(app, [
-        "build", "gensynth", "--out", str(out), "--coco", str(coco_dir), "--limit", "2",
-        "--min-box-side", "64", "--editor", f"flux-kontext:{folder}", "--embedder",
+        "build", "gensynth", "--out", str(out), "--coco", str(coco_dir), "--limit", "1",
+        "--min-box-side", "64", "--editor", f"{prefix}:{folder}", "--embedder",
         tiny_clip_spec, "--steps", "2", "--resolution", "32", "--instructions",
         str(_one_instruction(tmp_path)), "--tau-real", "-1", "--tau-gender", "-1", "--k", "3",
         "--no-quality", "--device", "cpu", "--json",
     ])  # fmt: skip
     assert made.exit_code == 0, made.output
     summary: dict[str, Any] = json.loads((out / "build_summary.json").read_text())
-    assert summary["edit"]["editor_family"] == "flux-kontext"
+    assert summary["edit"]["editor_family"] == prefix
     assert summary["settings"]["edit"]["steps"] == 2
-    exported = runner.invoke(app, ["export", "contrast", str(out), "--out", str(tmp_path / "x")])
+    exported = runner.invoke(app, ["export", "contrast", str(out), "--out", str(exported_dir)])
     assert exported.exit_code == 0, exported.output
-    data = load_export(tmp_path / "x", "contrast", source="parquet")["test"]
-    assert data.num_rows == 4 and set(data["method"]) == {"flux-kontext"}
-    metadata = (tmp_path / "x" / "build_metadata.json").read_text()
-    assert '"editor_family": "flux-kontext"' in metadata
+    # The set loads as a user loads it: datasets' own reader, and from its parquet files.
+    saved = load_from_disk(str(exported_dir / "saved" / "contrast"))
+    assert isinstance(saved, DatasetDict)
+    assert saved["test"].num_rows == 2 and set(saved["test"]["method"]) == {family.method}
+    data = load_export(exported_dir, "contrast", source="parquet")["test"]
+    assert data.num_rows == 2 and set(data["method"]) == {family.method}
+    metadata = json.loads((exported_dir / "build_metadata.json").read_text())
+    recorded = metadata["build_summary"]["edit"]
+    assert (recorded["editor_family"], recorded["editor_pipeline"]) == (prefix, family.pipeline)
+    assert metadata["random_weights"]["editor"] is True
     scored = runner.invoke(app, [
-        "evaluate", "--data", str(tmp_path / "x"), "--model", tiny_clip_spec, "--out",
-        str(tmp_path / "res"), "--k", "1,2",
+        "evaluate", "contrast", "--data", str(exported_dir), "--model", tiny_clip_spec,
+        "--out", str(tmp_path / "res"), "--k", "1,2",
     ])  # fmt: skip
     assert scored.exit_code == 0, scored.output
     [model_dir] = [p for p in (tmp_path / "res").iterdir() if p.is_dir()]
