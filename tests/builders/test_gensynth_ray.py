@@ -1,7 +1,8 @@
 """``build gensynth --engine ray``: a real local Ray instance runs the tiny GenSynth build
 (tiny InstructPix2Pix + tiny OpenCLIP on the shipped photos) and gives the build folder of
 ``--engine local``: the same manifest rows, decisions, contrast set, edit image bytes and
-embedding shards; a run started locally and resumed with Ray ends identical too.
+embedding shards; a run started locally and resumed with Ray ends identical too. A
+non-InstructPix2Pix family (tiny FLUX.1 Kontext) gives the local folder on Ray as well.
 
 Both engines run torch with one CPU thread: Ray gives each 1-CPU actor one thread
 (``OMP_NUM_THREADS=1``), and on the CPU the float rounding of a forward pass depends on
@@ -154,6 +155,62 @@ def test_engine_ray_builds_the_same_folder_as_local_and_resumes_a_local_run(
     for summary in (ray_summary, local_summary):  # each run's own options (and limit)
         del summary["settings"]
     assert ray_summary == local_summary  # counts, rates, model flags
+
+
+@pytest.mark.slow
+def test_engine_ray_builds_a_kontext_folder_as_local_and_records_the_family(
+    ray_local: Any,
+    one_thread: None,
+    coco_dir: Path,
+    tiny_clip_spec: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A non-InstructPix2Pix family on Ray: the actors load the tiny FLUX.1 Kontext
+    pipeline from its spec, run the family's card defaults and give the local folder."""
+    from contrastkit.tiny.editor import tiny_flux_kontext
+
+    kontext = tiny_flux_kontext(tmp_path / "kontext")
+    instructions = tmp_path / "instructions.csv"
+    instructions.write_text(
+        "gender,instruction\nfeminine,Change the person to a woman\n"
+        "masculine,Change the person to a man\n"
+    )
+    editor = f"flux-kontext:{kontext}"
+    local_out, ray_out = tmp_path / "local", tmp_path / "ray"
+    build_gensynth(
+        GenSynthConfig(
+            out=local_out, coco=coco_dir, limit=2, min_box_side=64, editor=editor,
+            embedder=tiny_clip_spec, edit={"steps": 2, "resolution": 32},
+            instructions=instructions, k=3, tau_real=-1, tau_gender=-1, quality=False,
+            model=MODEL,
+        )
+    )  # fmt: skip
+    expected = outcome(local_out, tiny_clip_spec)
+    assert len(expected["rows"]) == 4  # 2 sources x 2 genders x 1 instruction
+    assert len(expected["accepted"]) == 4  # the thresholds accept every edit
+    command = [
+        "build", "gensynth", "--out", str(ray_out), "--coco", str(coco_dir), "--limit", "2",
+        "--editor", editor, "--embedder", tiny_clip_spec, "--steps", "2", "--resolution",
+        "32", "--instructions", str(instructions), "--min-box-side", "64", "--k", "3",
+        "--tau-real", "-1", "--tau-gender", "-1", "--no-quality", "--device", "cpu",
+        "--batch-size", "4", "--engine", "ray", "--json",
+    ]  # fmt: skip
+    with monkeypatch.context() as patch:
+        models_only_on_ray(patch)
+        result = CliRunner().invoke(app, command)
+    assert result.exit_code == 0, result.output
+    assert_same(outcome(ray_out, tiny_clip_spec), expected)
+    assert {row[4] for row in expected["rows"]} == {editor}
+    assert {r.method for r in Manifest(ray_out).read()} == {"flux-kontext"}
+    ray_summary, local_summary = read_summary(ray_out), read_summary(local_out)
+    assert ray_summary["edit"]["editor_family"] == "flux-kontext"
+    assert ray_summary["edit"]["editor_pipeline"] == "FluxKontextPipeline"
+    assert ray_summary["settings"]["edit"] == local_summary["settings"]["edit"]
+    assert ray_summary["settings"]["edit"]["text_guidance_scales"] == [2.5]  # the card's
+    for summary in (ray_summary, local_summary):  # each run's own options
+        del summary["settings"]
+    assert ray_summary == local_summary
 
 
 @pytest.mark.slow
