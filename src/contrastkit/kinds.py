@@ -23,13 +23,13 @@ Example:
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from contrastkit.errors import ConfigError, DataFormatError
+from contrastkit.plugins import is_import_path, plugin_records, resolve
 
 __all__ = [
     "BUILT_IN",
@@ -103,15 +103,18 @@ class DatasetKind:
             raise ConfigError(f"dataset kind name {self.name!r}: a word")
         for field_name in ("detect", "url_table", "export", "features", "card", "builds"):
             path = getattr(self, field_name)
-            if path is not None and not _is_import_path(path):
+            if path is not None and not is_import_path(path):
                 raise ConfigError(
                     f"dataset kind {self.name!r}: {field_name} must be 'module:function', "
                     f"not {path!r}"
                 )
 
+    def _function(self, path: str) -> Callable[..., Any]:
+        return resolve(path, f"dataset kind {self.name!r}")
+
     def matches(self, path: Path) -> bool:
         """Whether ``path`` holds this kind (its :attr:`detect` function)."""
-        return bool(_resolve(self.detect, self.name)(Path(path)))
+        return bool(self._function(self.detect)(Path(path)))
 
     def read_url_table(self, path: Path) -> Any:
         """The rows of ``path`` with their URLs (:attr:`url_table`).
@@ -121,7 +124,7 @@ class DatasetKind:
         """
         if self.url_table is None:
             raise ConfigError(f"{path}: {self.title} holds no image URLs to check")
-        return _resolve(self.url_table, self.name)(Path(path))
+        return self._function(self.url_table)(Path(path))
 
     def run_export(self, config: Any) -> Any:
         """Export with :attr:`export` (an ``ExportConfig`` in, an ``ExportResult`` out).
@@ -131,43 +134,23 @@ class DatasetKind:
         """
         if self.export is None:
             raise ConfigError(f"{self.title} is not exported (no export for this kind)")
-        return _resolve(self.export, self.name)(config)
+        return self._function(self.export)(config)
 
     def export_features(self, config_name: str, *, with_images: bool = True) -> Any:
         """The ``datasets.Features`` of config ``config_name`` of its export."""
         if self.features is None:
             raise ConfigError(f"{self.title} declares no exported features")
-        return _resolve(self.features, self.name)(config_name, with_images=with_images)
+        return self._function(self.features)(config_name, with_images=with_images)
 
     def render_card(self, metadata: dict[str, Any]) -> str:
         """The dataset card of an export of this kind, from its metadata."""
         if self.card is None:
             raise ConfigError(f"{self.title} declares no dataset card")
-        return str(_resolve(self.card, self.name)(metadata))
+        return str(self._function(self.card)(metadata))
 
     def holds_build(self, path: Path) -> bool:
         """Whether ``path`` is a build folder of this kind (:attr:`builds`)."""
-        return self.builds is not None and bool(_resolve(self.builds, self.name)(Path(path)))
-
-
-def _is_import_path(path: str) -> bool:
-    module, sep, name = path.partition(":")
-    return bool(sep and module and all(part.isidentifier() for part in name.split(".")))
-
-
-def _resolve(path: str, kind: str) -> Callable[..., Any]:
-    """``module:name`` or ``module:Class.method``, imported."""
-    module_name, _, name = path.partition(":")
-    try:
-        function: Any = importlib.import_module(module_name)
-        for part in name.split("."):
-            function = getattr(function, part)
-    except (ImportError, AttributeError) as error:
-        raise ConfigError(
-            f"dataset kind {kind!r}: cannot import {path} ({error}); is the package that "
-            "provides it installed?"
-        ) from error
-    return function  # type: ignore[no-any-return]
+        return self.builds is not None and bool(self._function(self.builds)(Path(path)))
 
 
 #: The built-in kinds, in the order they are sniffed (VisoGender last: anything else is
@@ -264,19 +247,8 @@ def _load_plugins() -> None:
     if _plugins_loaded:
         return
     _plugins_loaded = True
-    from contrastkit.plugins import entry_point_objects
-
-    for source, value in entry_point_objects(ENTRY_POINT_GROUP):
-        given = [value] if isinstance(value, DatasetKind) else value
-        if not isinstance(given, Iterable) or isinstance(given, str | bytes):
-            given = [given]
-        for one in given:
-            if not isinstance(one, DatasetKind):
-                raise ConfigError(
-                    f"plugin {source} (entry point group {ENTRY_POINT_GROUP}) gave "
-                    f"{type(one).__name__}, not a DatasetKind"
-                )
-            register_kind(replace(one, source=source))
+    for source, one in plugin_records(ENTRY_POINT_GROUP, DatasetKind):
+        register_kind(replace(one, source=source))
 
 
 def kinds() -> dict[str, DatasetKind]:

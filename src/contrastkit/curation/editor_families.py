@@ -19,14 +19,14 @@ group:
 
 from __future__ import annotations
 
-import importlib
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from contrastkit.errors import ConfigError
+from contrastkit.plugins import is_import_path, plugin_records, resolve
 from contrastkit.schema import Gender
 
 __all__ = [
@@ -145,7 +145,7 @@ class EditorFamily:
             )
         for name in ("arguments", "check"):
             path = getattr(self, name)
-            if path is not None and not _is_import_path(path):
+            if path is not None and not is_import_path(path):
                 raise ConfigError(
                     f"editor family {self.prefix!r}: {name} must be 'module:function', not {path!r}"
                 )
@@ -171,31 +171,12 @@ class EditorFamily:
 
     def arguments_function(self) -> Callable[..., dict[str, Any]]:
         """:attr:`arguments`, imported."""
-        return _resolve(self.arguments, self.prefix)
+        return resolve(self.arguments, f"editor family {self.prefix!r}")
 
     def check_pipeline(self, pipeline: Any, name: str) -> None:
         """Run :attr:`check` on a loaded pipeline (nothing when the family has none)."""
         if self.check is not None:
-            _resolve(self.check, self.prefix)(pipeline, name)
-
-
-def _is_import_path(path: str) -> bool:
-    module, sep, name = path.partition(":")
-    return bool(sep and module and name.isidentifier())
-
-
-def _resolve(path: str, prefix: str) -> Callable[..., Any]:
-    module_name, _, name = path.partition(":")
-    try:
-        function = getattr(importlib.import_module(module_name), name)
-    except (ImportError, AttributeError) as error:
-        raise ConfigError(
-            f"editor family {prefix!r}: cannot import {path} ({error}); is the package "
-            "that provides it installed?"
-        ) from error
-    if not callable(function):
-        raise ConfigError(f"editor family {prefix!r}: {path} is not a function")
-    return function  # type: ignore[no-any-return]
+            resolve(self.check, f"editor family {self.prefix!r}")(pipeline, name)
 
 
 _EDITING = "contrastkit.curation.editing"
@@ -300,26 +281,8 @@ def _load_plugins() -> None:
     if _plugins_loaded:
         return
     _plugins_loaded = True
-    from contrastkit.plugins import entry_point_objects
-
-    for source, value in entry_point_objects(ENTRY_POINT_GROUP):
-        given = [value] if isinstance(value, EditorFamily) else list(_iterable(value, source))
-        for one in given:
-            if not isinstance(one, EditorFamily):
-                raise ConfigError(
-                    f"plugin {source} (entry point group {ENTRY_POINT_GROUP}) gave "
-                    f"{type(one).__name__}, not an EditorFamily"
-                )
-            register_editor(EditorFamily(**{**one.__dict__, "source": source}))
-
-
-def _iterable(value: Any, source: str) -> Iterable[Any]:
-    if isinstance(value, Iterable) and not isinstance(value, str | bytes):
-        return value
-    raise ConfigError(
-        f"plugin {source} (entry point group {ENTRY_POINT_GROUP}) gave "
-        f"{type(value).__name__}, not an EditorFamily"
-    )
+    for source, one in plugin_records(ENTRY_POINT_GROUP, EditorFamily):
+        register_editor(EditorFamily(**{**one.__dict__, "source": source}))
 
 
 def editor_families() -> dict[str, EditorFamily]:

@@ -31,12 +31,12 @@ Capabilities, not prefixes, decide which task takes which model:
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from contrastkit.errors import ConfigError
+from contrastkit.plugins import is_import_path, plugin_records, resolve
 
 if TYPE_CHECKING:
     from contrastkit.models.base import ModelRuntime
@@ -134,46 +134,27 @@ class ModelFamily:
         object.__setattr__(self, "capabilities", capabilities)
         for name in ("loader", "check", "locate"):
             path = getattr(self, name)
-            if path is not None and not _is_import_path(path):
+            if path is not None and not is_import_path(path):
                 raise ConfigError(
                     f"model family {self.prefix!r}: {name} must be 'module:function', not {path!r}"
                 )
 
     def load_function(self) -> Callable[..., Any]:
         """The loader, imported."""
-        return _resolve(self.loader, self.prefix)
+        return resolve(self.loader, f"model family {self.prefix!r}")
 
     def locate_target(self, target: str, download: bool) -> None:
         """Run :attr:`locate` on ``target`` (nothing when the family has none)."""
         if self.locate is not None:
-            _resolve(self.locate, self.prefix)(target, download)
+            resolve(self.locate, f"model family {self.prefix!r}")(target, download)
 
     def check_target(self, target: str) -> str | None:
         """Run :attr:`check` on ``target``; the base model's spec of a wrapper, or
         ``None``."""
         if self.check is None:
             return None
-        result = _resolve(self.check, self.prefix)(self.prefix, target)
+        result = resolve(self.check, f"model family {self.prefix!r}")(self.prefix, target)
         return result if isinstance(result, str) else None
-
-
-def _is_import_path(path: str) -> bool:
-    module, sep, name = path.partition(":")
-    return bool(sep and module and name.isidentifier())
-
-
-def _resolve(path: str, prefix: str) -> Callable[..., Any]:
-    module_name, _, name = path.partition(":")
-    try:
-        function = getattr(importlib.import_module(module_name), name)
-    except (ImportError, AttributeError) as error:
-        raise ConfigError(
-            f"model family {prefix!r}: cannot import {path} ({error}); is the package that "
-            "provides it installed?"
-        ) from error
-    if not callable(function):
-        raise ConfigError(f"model family {prefix!r}: {path} is not a function")
-    return function  # type: ignore[no-any-return]
 
 
 _MODELS = "contrastkit.models"
@@ -286,26 +267,8 @@ def _load_plugins() -> None:
     if _plugins_loaded:
         return
     _plugins_loaded = True
-    from contrastkit.plugins import entry_point_objects
-
-    for source, value in entry_point_objects(ENTRY_POINT_GROUP):
-        given = [value] if isinstance(value, ModelFamily) else list(_iterable(value, source))
-        for one in given:
-            if not isinstance(one, ModelFamily):
-                raise ConfigError(
-                    f"plugin {source} (entry point group {ENTRY_POINT_GROUP}) gave "
-                    f"{type(one).__name__}, not a ModelFamily"
-                )
-            register_model(ModelFamily(**{**one.__dict__, "source": source}))
-
-
-def _iterable(value: Any, source: str) -> Iterable[Any]:
-    if isinstance(value, Iterable) and not isinstance(value, str | bytes):
-        return value
-    raise ConfigError(
-        f"plugin {source} (entry point group {ENTRY_POINT_GROUP}) gave "
-        f"{type(value).__name__}, not a ModelFamily"
-    )
+    for source, one in plugin_records(ENTRY_POINT_GROUP, ModelFamily):
+        register_model(ModelFamily(**{**one.__dict__, "source": source}))
 
 
 def families() -> dict[str, ModelFamily]:

@@ -20,13 +20,13 @@ Other packages add tasks through the ``contrastkit.tasks`` entry point group (a
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from contrastkit.errors import ConfigError
+from contrastkit.plugins import is_import_path, plugin_records, resolve
 
 if TYPE_CHECKING:
     from contrastkit.evaluators.evaluation import EvaluateConfig, EvaluateResult
@@ -118,7 +118,7 @@ class Task:
             )
         for field_name in ("run", "read", "headline", "compare", "compare_plots"):
             path = getattr(self, field_name)
-            if path is not None and not _is_import_path(path):
+            if path is not None and not is_import_path(path):
                 raise ConfigError(
                     f"task {self.name!r}: {field_name} must be 'module:function', not {path!r}"
                 )
@@ -128,25 +128,13 @@ class Task:
         path = getattr(self, field_name)
         if path is None:
             raise ConfigError(f"task {self.name!r} has no {field_name} function")
-        module_name, _, name = path.partition(":")
-        try:
-            return getattr(importlib.import_module(module_name), name)  # type: ignore[no-any-return]
-        except (ImportError, AttributeError) as error:
-            raise ConfigError(
-                f"task {self.name!r}: cannot import {path} ({error}); is the package that "
-                "provides it installed?"
-            ) from error
+        return resolve(path, f"task {self.name!r}")
 
     def evaluate(
         self, config: EvaluateConfig, paths: tuple[Path, ...], progress: ProgressFactory | None
     ) -> EvaluateResult:
         """Run the task on ``paths``."""
         return self.function("run")(config, paths, progress)  # type: ignore[no-any-return]
-
-
-def _is_import_path(path: str) -> bool:
-    module, sep, name = path.partition(":")
-    return bool(sep and module and name.isidentifier())
 
 
 _E = "contrastkit.evaluators"
@@ -218,19 +206,8 @@ def _load_plugins() -> None:
     if _plugins_loaded:
         return
     _plugins_loaded = True
-    from contrastkit.plugins import entry_point_objects
-
-    for source, value in entry_point_objects(ENTRY_POINT_GROUP):
-        given = [value] if isinstance(value, Task) else value
-        if not isinstance(given, Iterable) or isinstance(given, str | bytes):
-            given = [given]
-        for one in given:
-            if not isinstance(one, Task):
-                raise ConfigError(
-                    f"plugin {source} (entry point group {ENTRY_POINT_GROUP}) gave "
-                    f"{type(one).__name__}, not a Task"
-                )
-            register_task(replace(one, source=source))
+    for source, one in plugin_records(ENTRY_POINT_GROUP, Task):
+        register_task(replace(one, source=source))
 
 
 def tasks() -> dict[str, Task]:
