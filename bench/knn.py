@@ -46,7 +46,6 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -70,13 +69,14 @@ def _data(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def _filter(
-    points: np.ndarray,
-    is_real: np.ndarray,
-    genders: np.ndarray,
+    data: tuple[np.ndarray, np.ndarray, np.ndarray],
     queries: np.ndarray,
     backend: str,
     device: str = "cpu",
 ) -> tuple[float, np.ndarray, np.ndarray]:
+    """Time the filter of ``queries`` among ``data`` (points, is_real, genders as
+    :func:`_data` draws them); its neighbours and decisions."""
+    points, is_real, genders = data
     start = time.perf_counter()
     neighbours = knn_excluding_self(points, queries, K, backend=backend, device=device)  # type: ignore[arg-type]
     p_real = is_real[neighbours].mean(axis=1)
@@ -104,11 +104,11 @@ def _run_cpu(sizes: list[int], max_queries: int) -> None:
     )
     previous: tuple[float, float] | None = None
     for n in sizes:
-        points, is_real, genders = _data(n)
-        edits = np.flatnonzero(~is_real)
+        data = _data(n)
+        edits = np.flatnonzero(~data[1])
         timed = edits[:max_queries]
-        t_numpy, nb_numpy, d_numpy = _filter(points, is_real, genders, timed, "numpy")
-        t_faiss, nb_faiss, d_faiss = _filter(points, is_real, genders, timed, "faiss")
+        t_numpy, nb_numpy, d_numpy = _filter(data, timed, "numpy")
+        t_faiss, nb_faiss, d_faiss = _filter(data, timed, "faiss")
         agree = _agreement(nb_numpy, nb_faiss)
         same = float(np.mean(d_numpy == d_faiss))
         scale = len(edits) / len(timed)
@@ -128,11 +128,13 @@ def _run_cpu(sizes: list[int], max_queries: int) -> None:
 
 
 def _gemm_seconds(
-    torch: Any, points: np.ndarray, queries: np.ndarray, rows: int, precision: str, repeats: int
+    points: np.ndarray, queries: np.ndarray, rows: int, precision: str, repeats: int
 ) -> float:
     """Median time of the bare products queries @ points.T in blocks of ``rows`` queries
     (device-resident data, preallocated output), at ``precision`` ("highest": fp32,
     "high": TF32)."""
+    import torch
+
     device = torch.device("cuda")
     x = torch.from_numpy(points).to(device)
     q_all = x[torch.from_numpy(queries).to(device)]
@@ -209,8 +211,8 @@ def _run_cuda(sizes: list[int], max_queries: int | None, repeats: int, check: in
         queries = np.arange(n_real, total)
         padded = -(-total // knn.GROUP) * knn.GROUP
         rows = knn._block_rows(torch.device("cuda"), min(padded, knn._TILE_POINTS))
-        t_fp32 = _gemm_seconds(torch, points[:total], queries, rows, "highest", repeats)
-        t_tf32 = _gemm_seconds(torch, points[:total], queries, rows, "high", repeats)
+        t_fp32 = _gemm_seconds(points[:total], queries, rows, "highest", repeats)
+        t_tf32 = _gemm_seconds(points[:total], queries, rows, "high", repeats)
         tflop = 2 * n_edits * total * DIM / 1e12
         print(
             f"{total:>9,} {n_edits:>8,} {t_filter:>9.3f} {tflop / t_filter:>8.1f} "

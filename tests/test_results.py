@@ -283,6 +283,17 @@ _TYPES = {
 }
 
 
+#: The scalar keywords: keyword -> (value breaks it, what the error says).
+_SCALAR_CHECKS: dict[str, tuple[Any, Any]] = {
+    "type": (lambda s, v: not _TYPES[s](v), lambda s: f"not {s}"),
+    "const": (lambda s, v: v != s, lambda s: f"not {s!r}"),
+    "enum": (lambda s, v: v not in s, lambda s: f"not one of {s}"),
+    "pattern": (lambda s, v: not re.search(s, v), lambda s: f"does not match {s}"),
+    "minimum": (lambda s, v: v < s, lambda s: f"below {s}"),
+    "maximum": (lambda s, v: v > s, lambda s: f"above {s}"),
+}
+
+
 def _errors(schema: dict[str, Any], value: Any, root: dict[str, Any], where: str = "") -> list[str]:
     """Where ``value`` breaks ``schema``: a validator of the draft 2020-12 keywords the
     generated schemas use."""
@@ -296,38 +307,46 @@ def _errors(schema: dict[str, Any], value: Any, root: dict[str, Any], where: str
         if all(failed):  # the errors of the one option of the value's type, if one
             typed = [f for f in failed if not f[0].endswith(("not null", "matches no option"))]
             return typed[0] if len(typed) == 1 else [f"{where}: matches no option"]
-    if "type" in schema and not _TYPES[schema["type"]](value):
-        return [f"{where}: not {schema['type']}"]
-    if "const" in schema and value != schema["const"]:
-        return [f"{where}: not {schema['const']!r}"]
-    if "enum" in schema and value not in schema["enum"]:
-        return [f"{where}: not one of {schema['enum']}"]
-    if "pattern" in schema and not re.search(schema["pattern"], value):
-        return [f"{where}: does not match {schema['pattern']}"]
-    if "minimum" in schema and value < schema["minimum"]:
-        return [f"{where}: below {schema['minimum']}"]
-    if "maximum" in schema and value > schema["maximum"]:
-        return [f"{where}: above {schema['maximum']}"]
-    found: list[str] = []
+    for keyword, (breaks, says) in _SCALAR_CHECKS.items():
+        if keyword in schema and breaks(schema[keyword], value):
+            return [f"{where}: {says(schema[keyword])}"]
     if isinstance(value, dict):
-        if not schema.get("minProperties", 0) <= len(value) <= schema.get("maxProperties", 1e9):
-            found.append(f"{where}: {len(value)} keys")
-        found += [f"{where}.{k}: missing" for k in schema.get("required", []) if k not in value]
-        for k, v in value.items():
-            sub = schema.get("properties", {}).get(k)
-            matched = [s for p, s in schema.get("patternProperties", {}).items() if re.search(p, k)]
-            for s in [sub] * (sub is not None) + matched:
-                found += _errors(s, v, root, f"{where}.{k}")
-            rest = schema.get("additionalProperties", True)
-            if sub is None and not matched:
-                if rest is False:
-                    found.append(f"{where}.{k}: not allowed")
-                elif isinstance(rest, dict):
-                    found += _errors(rest, v, root, f"{where}.{k}")
+        return _object_errors(schema, value, root, where)
     if isinstance(value, list) and "items" in schema:
-        for n, v in enumerate(value):
-            found += _errors(schema["items"], v, root, f"{where}[{n}]")
+        return [
+            e
+            for n, v in enumerate(value)
+            for e in _errors(schema["items"], v, root, f"{where}[{n}]")
+        ]
+    return []
+
+
+def _object_errors(
+    schema: dict[str, Any], value: dict[str, Any], root: dict[str, Any], where: str
+) -> list[str]:
+    """The errors of an object: its size, its required keys and each of its values."""
+    found: list[str] = []
+    if not schema.get("minProperties", 0) <= len(value) <= schema.get("maxProperties", 1e9):
+        found.append(f"{where}: {len(value)} keys")
+    found += [f"{where}.{k}: missing" for k in schema.get("required", []) if k not in value]
+    for k, v in value.items():
+        found += _value_errors(schema, k, v, root, f"{where}.{k}")
     return found
+
+
+def _value_errors(
+    schema: dict[str, Any], key: str, value: Any, root: dict[str, Any], where: str
+) -> list[str]:
+    """The errors of an object's value under the schemas its key matches."""
+    sub = schema.get("properties", {}).get(key)
+    matched = [s for p, s in schema.get("patternProperties", {}).items() if re.search(p, key)]
+    found = [e for s in [sub] * (sub is not None) + matched for e in _errors(s, value, root, where)]
+    rest = schema.get("additionalProperties", True)
+    if sub is not None or matched:
+        return found
+    if rest is False:
+        return [f"{where}: not allowed"]
+    return _errors(rest, value, root, where) if isinstance(rest, dict) else []
 
 
 @pytest.mark.parametrize(("stem", "name", "data"), GOLDEN_RESULTS, ids=IDS)
