@@ -25,6 +25,7 @@ import json
 import math
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -96,11 +97,22 @@ def encode_batches(rows: Iterable[dict[str, Any]], features: Features) -> Iterat
         yield encode()
 
 
+@dataclass(frozen=True)
+class _SavedSplit:
+    """A split written in ``save_to_disk``'s format by :func:`_write_saved_split`: its
+    folder, features, number of rows and Arrow bytes (what its parquet shards are cut by)."""
+
+    folder: Path
+    features: Features
+    rows: int
+    nbytes: int
+
+
 def _write_saved_split(
     batches: Iterator[pa.Table], features: Features, folder: Path
-) -> tuple[int, int]:
+) -> _SavedSplit:
     """Write one split in ``save_to_disk``'s format (``data-XXXXX-of-NNNNN.arrow``
-    files, ``state.json``, ``dataset_info.json``); return its rows and Arrow bytes."""
+    files, ``state.json``, ``dataset_info.json``)."""
     folder.mkdir(parents=True)
     parts: list[Path] = []
     writer: ArrowWriter | None = None
@@ -147,7 +159,7 @@ def _write_saved_split(
     atomic_write_text(
         folder / "dataset_info.json", json.dumps({key: info[key] for key in sorted(info)}, indent=2)
     )
-    return rows, nbytes
+    return _SavedSplit(folder, features, rows, nbytes)
 
 
 def _regroup(batches: Iterator[pa.Table]) -> Iterator[pa.Table]:
@@ -179,14 +191,13 @@ def _read_saved_split(folder: Path) -> Iterator[pa.RecordBatch]:
             yield from pa.ipc.open_stream(handle)
 
 
-def _write_parquet_split(
-    saved: Path, features: Features, rows: int, nbytes: int, folder: Path, split: str
-) -> list[str]:
+def _write_parquet_split(saved: _SavedSplit, folder: Path, split: str) -> list[str]:
     """Write one split's parquet shards from its ``saved/`` files, as
     ``Dataset.shard(contiguous=True).to_parquet`` did (the same shard count, none much
     over :data:`MAX_SHARD_BYTES`, the same rows and writer options), except that row
     groups hold about :data:`MAX_ROW_GROUP_BYTES` (``datasets`` aims at 100 MB): a row
     group is held in memory until it is written. Returns the file names."""
+    features, rows, nbytes = saved.features, saved.rows, saved.nbytes
     folder.mkdir(parents=True, exist_ok=True)
     shards = max(1, math.ceil(nbytes / MAX_SHARD_BYTES))
     group = min(
@@ -195,7 +206,7 @@ def _write_parquet_split(
     )
     schema = features.arrow_schema
     cdc = datasets_config.DEFAULT_CDC_OPTIONS
-    source = _Rows(_read_saved_split(saved))
+    source = _Rows(_read_saved_split(saved.folder))
     names = []
     per_shard, extra = divmod(rows, shards)
     for index in range(shards):
@@ -253,8 +264,8 @@ def write_split(
     """Write one split: the ``save_to_disk`` files under ``saved`` (a new folder), then
     the parquet shards ``<split>-XXXXX-of-NNNNN.parquet`` under ``parquet`` from them.
     Returns the number of rows and the parquet files' names."""
-    rows, nbytes = _write_saved_split(batches, features, saved)
-    return rows, _write_parquet_split(saved, features, rows, nbytes, parquet, split)
+    written = _write_saved_split(batches, features, saved)
+    return written.rows, _write_parquet_split(written, parquet, split)
 
 
 @contextmanager
