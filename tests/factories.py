@@ -8,8 +8,19 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+from PIL import Image
+
 from contrastkit.schema import Context, Gender, VisoGenderRow
 from contrastkit.taxonomy import load_taxonomy
+
+
+def photo(seed: int) -> bytes:
+    """A 72 x 72 JPEG of random pixels, different for each seed."""
+    from loopback import jpeg_bytes
+
+    pixels = np.random.default_rng(seed).integers(0, 256, (72, 72, 3), dtype=np.uint8)
+    return jpeg_bytes(Image.fromarray(pixels))
 
 
 def pexels_url(n: int) -> str:
