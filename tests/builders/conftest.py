@@ -1,4 +1,4 @@
-"""Fixtures shared by the export and publishing tests."""
+"""Fixtures shared by the export, publishing and harness tests."""
 
 from __future__ import annotations
 
@@ -8,12 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from contrastkit.builders.harness import HarnessExportConfig, export_harness
 from contrastkit.curation.integrity import check_tables
 from contrastkit.curation.urls import CheckConfig
 from contrastkit.schema import Context, Gender
 from contrastkit.store import ImageStore
 from contrastkit.tsv import read_visogender_tsv
 from contrastkit.tsv import write_visogender_tsv as write_tsv
+from eval_data import write_small_dataset
 from factories import make_row, photo
 from loopback import LoopbackServer, static
 
@@ -41,3 +43,26 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path
     results = folder / "checks.jsonl"
     results.write_text("".join(json.dumps(row.to_dict()) + "\n" for row in report.rows))
     yield folder / "op.tsv", folder / "oo.tsv", folder / "store", results
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return write_small_dataset(tmp_path_factory.mktemp("visogender"))
+
+
+@pytest.fixture(scope="module")
+def vlmeval(small: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("exports") / "vlmeval"
+    export_harness(
+        HarnessExportConfig(source=(small["OP"], small["OO"]), format="vlmevalkit", out=out, seed=3)
+    )
+    return out
+
+
+@pytest.fixture(scope="module")
+def lmms(small: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("exports") / "lmms"
+    export_harness(
+        HarnessExportConfig(source=(small["OP"], small["OO"]), format="lmms-eval", out=out, seed=3)
+    )
+    return out
