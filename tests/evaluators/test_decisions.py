@@ -223,7 +223,7 @@ def test_the_interval_resamples_sources_with_all_their_answers() -> None:
     num = np.array([1.0, 1.0, 0.0, 0.0, 1.0, 0.0])
     den = np.ones(6)
     value, interval = dm.ratio_with_interval(
-        sources, num, den, resamples=200, level=0.9, rng=np.random.default_rng(7)
+        dm.RatioTerms(sources, num, den), resamples=200, level=0.9, rng=np.random.default_rng(7)
     )
     assert value == pytest.approx(0.5)
     draws = resample_indices(np.random.default_rng(7), 3, 200)

@@ -58,6 +58,7 @@ __all__ = [
     "OUTCOMES",
     "Answer",
     "PairedAnswer",
+    "RatioTerms",
     "family_figures",
     "option_gap",
     "overall_bias",
@@ -172,19 +173,34 @@ def _parts(pairs: Sequence[PairedAnswer]) -> dict[str, tuple[np.ndarray, np.ndar
     }
 
 
+@dataclass(frozen=True)
+class RatioTerms:
+    """The terms of one figure, a ratio of sums over paired answers: per paired answer
+    its source, its numerator and its denominator (three sequences of one length).
+
+    Attributes:
+        sources: the source of each paired answer (what the bootstrap resamples).
+        numerator: each paired answer's numerator.
+        denominator: each paired answer's denominator.
+    """
+
+    sources: Sequence[str]
+    numerator: np.ndarray
+    denominator: np.ndarray
+
+
 def ratio_with_interval(
-    sources: Sequence[str],
-    numerator: np.ndarray,
-    denominator: np.ndarray,
+    terms: RatioTerms,
     *,
     resamples: int,
     level: float,
     rng: np.random.Generator,
 ) -> tuple[float, tuple[float, float] | None]:
-    """``sum(numerator) / sum(denominator)`` (``nan`` when the denominator is 0) and its
-    percentile bootstrap interval from resampling the **sources** with replacement
-    (every paired answer of a drawn source comes with it; ``None`` when
+    """``sum(numerator) / sum(denominator)`` of ``terms`` (``nan`` when the denominator
+    is 0) and its percentile bootstrap interval from resampling the **sources** with
+    replacement (every paired answer of a drawn source comes with it; ``None`` when
     ``resamples`` is 0)."""
+    sources, numerator, denominator = terms.sources, terms.numerator, terms.denominator
     total = float(np.sum(denominator))
     value = float(np.sum(numerator)) / total if total else math.nan
     if not resamples or not len(sources):
@@ -237,7 +253,7 @@ def family_figures(
         )
     for offset, (name, (num, den)) in enumerate(parts.items()):
         value, interval = ratio_with_interval(
-            sources, num, den, resamples=resamples, level=level,
+            RatioTerms(sources, num, den), resamples=resamples, level=level,
             rng=np.random.default_rng([seed, offset]),
         )  # fmt: skip
         out[name] = _clean(value)
