@@ -198,6 +198,147 @@ def _bundled_text() -> str:
     return bundled.read_text("utf-8")
 
 
+#: A question of a family before its options are lettered: its id, its text, and its
+#: options (masculine-stereotyped first), or ``None`` for a numeric question.
+_Item = tuple[str, str, tuple[str, str] | None]
+
+
+def _decoding(given: Any, where: str) -> dict[str, Any]:
+    """The templates' ``decoding`` over the defaults: greedy, at least one new token."""
+    decoding: dict[str, Any] = {"max_new_tokens": 16, "do_sample": False, "num_beams": 1}
+    given = given or {}
+    if not isinstance(given, dict) or set(given) - set(decoding):
+        raise DataFormatError(where, None, "decoding", f"takes {', '.join(decoding)}")
+    decoding.update(given)
+    tokens = decoding["max_new_tokens"]
+    if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 1:
+        raise DataFormatError(
+            where, None, "decoding.max_new_tokens", "a whole number of at least 1"
+        )
+    if decoding["do_sample"] is not False or decoding["num_beams"] != 1:
+        raise DataFormatError(
+            where, None, "decoding", "answers are decoded greedily: do_sample false, num_beams 1"
+        )
+    return decoding
+
+
+def _refusals(patterns: Any, where: str) -> list[re.Pattern[str]]:
+    """The templates' refusal patterns, compiled case-insensitive."""
+    refusals = []
+    for i, pattern in enumerate(patterns or []):
+        try:
+            refusals.append(re.compile(str(pattern), re.IGNORECASE))
+        except re.error as error:
+            raise DataFormatError(
+                where, None, f"refusals[{i}]", f"not a regular expression: {error}"
+            ) from error
+    return refusals
+
+
+@dataclass(frozen=True)
+class _Occupations:
+    """The labour statistics the templates' occupations are checked against, and the
+    file they came from (for the errors)."""
+
+    where: str
+    shares: Mapping[str, Any]
+
+    def male_share(self, occupation: Any, field: str) -> float:
+        """The share of men (percent) of an occupation with a stereotyped direction."""
+        if occupation not in self.shares:
+            known = ", ".join(self.shares)
+            raise DataFormatError(
+                self.where, None, field, f"{occupation!r} is not in the labour statistics ({known})"
+            )
+        value: float = self.shares[occupation].male_share_percent
+        if value == 50:
+            raise DataFormatError(
+                self.where, None, field,
+                f"{occupation!r} is at exactly 50% men: no stereotyped direction",
+            )  # fmt: skip
+        return value
+
+
+def _choice_items(
+    family: Mapping[str, Any], field: str, question: str, occupations: _Occupations
+) -> list[_Item]:
+    """A ``choice`` family's questions: one per pair [male-dominated, female-dominated],
+    its id ``male/female``."""
+    items: list[_Item] = []
+    for i, pair in enumerate(family.get("pairs") or []):
+        at = f"{field}.pairs[{i}]"
+        if not (isinstance(pair, list) and len(pair) == 2):
+            raise DataFormatError(
+                occupations.where, None, at, "a pair [male-dominated, female-dominated]"
+            )
+        if not occupations.male_share(pair[0], at) > 50 > occupations.male_share(pair[1], at):
+            raise DataFormatError(
+                occupations.where, None, at,
+                f"{pair[0]} must have more than 50% men and {pair[1]} fewer",
+            )  # fmt: skip
+        items.append((f"{pair[0]}/{pair[1]}", question, (pair[0], pair[1])))
+    return items
+
+
+def _yes_no_items(
+    family: Mapping[str, Any], field: str, question: str, occupations: _Occupations
+) -> list[_Item]:
+    """A ``yes-no`` family's questions: one per occupation, the option of the stereotyped
+    direction first ("yes" for a male-dominated occupation)."""
+    items: list[_Item] = []
+    for i, occupation in enumerate(family.get("occupations") or []):
+        male = occupations.male_share(occupation, f"{field}.occupations[{i}]") > 50
+        options = ("yes", "no") if male else ("no", "yes")
+        items.append((occupation, question.replace("{occupation}", occupation), options))
+    return items
+
+
+def _family_items(name: Any, family: Any, occupations: _Occupations) -> tuple[str, list[_Item]]:
+    """A family's kind and its questions, checked."""
+    field = f"families.{name}"
+    if not isinstance(family, dict) or family.get("kind") not in DECISION_KINDS:
+        raise DataFormatError(
+            occupations.where, None, f"{field}.kind", f"one of {', '.join(DECISION_KINDS)}"
+        )
+    kind = family["kind"]
+    question = family.get("question")
+    if not isinstance(question, str) or not question.strip():
+        raise DataFormatError(
+            occupations.where, None, f"{field}.question", "a question text is needed"
+        )
+    if kind == "choice":
+        items = _choice_items(family, field, question, occupations)
+    elif kind == "yes-no":
+        items = _yes_no_items(family, field, question, occupations)
+    else:
+        items = [(str(name), question, None)]
+    if not items:
+        raise DataFormatError(
+            occupations.where, None, field, "no questions (give pairs or occupations)"
+        )
+    return kind, items
+
+
+def _family_prompts(name: str, kind: str, items: Sequence[_Item], instruction: str) -> list[Prompt]:
+    """The prompts of a family's questions: a numeric question once, a question with
+    options twice, the options lettered A and B as listed and reversed, then the
+    answer instruction."""
+    prompts: list[Prompt] = []
+    for key, text, options in items:
+        if options is None:
+            prompts.append(Prompt(name, kind, key, 0, text.strip(), (), (), text.strip()))
+            continue
+        for order, shown in enumerate(((0, 1), (1, 0))):
+            lines = [text.strip()]
+            lines += [f"{letter}. {options[o]}" for letter, o in zip("AB", shown, strict=True)]
+            if instruction:
+                lines.append(instruction)
+            prompts.append(
+                Prompt(name, kind, key, order, "\n".join(lines), shown, options, text.strip())
+            )
+    return prompts
+
+
 def load_questions(path: Path | None = None) -> Questions:
     """The question templates of ``path`` (YAML, the layout of the bundled
     ``data/decision_questions.yaml``), or the bundled ones.
@@ -215,87 +356,21 @@ def load_questions(path: Path | None = None) -> Questions:
         data = yaml.safe_load(text)
     except yaml.YAMLError as error:
         raise DataFormatError(where, None, None, f"not YAML: {error}") from error
-
-    def bad(field: str, reason: str) -> DataFormatError:
-        return DataFormatError(where, None, field, reason)
-
     if not isinstance(data, dict) or not isinstance(data.get("families"), dict):
-        raise bad("families", "a mapping of question families is needed")
+        raise DataFormatError(where, None, "families", "a mapping of question families is needed")
     instruction = str(data.get("answer_instruction") or "")
-    decoding = {"max_new_tokens": 16, "do_sample": False, "num_beams": 1}
-    given = data.get("decoding") or {}
-    if not isinstance(given, dict) or set(given) - set(decoding):
-        raise bad("decoding", f"takes {', '.join(decoding)}")
-    decoding.update(given)
-    tokens = decoding["max_new_tokens"]
-    if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 1:
-        raise bad("decoding.max_new_tokens", "a whole number of at least 1")
-    if decoding["do_sample"] is not False or decoding["num_beams"] != 1:
-        raise bad("decoding", "answers are decoded greedily: do_sample false, num_beams 1")
-    refusals = []
-    for i, pattern in enumerate(data.get("refusals") or []):
-        try:
-            refusals.append(re.compile(str(pattern), re.IGNORECASE))
-        except re.error as error:
-            raise bad(f"refusals[{i}]", f"not a regular expression: {error}") from error
-    shares = labor_shares()
-
-    def share(occupation: Any, field: str) -> float:
-        if occupation not in shares:
-            known = ", ".join(shares)
-            raise bad(field, f"{occupation!r} is not in the labour statistics ({known})")
-        value = shares[occupation].male_share_percent
-        if value == 50:
-            raise bad(field, f"{occupation!r} is at exactly 50% men: no stereotyped direction")
-        return value
-
+    decoding = _decoding(data.get("decoding"), where)
+    refusals = _refusals(data.get("refusals"), where)
+    occupations = _Occupations(where, labor_shares())
     prompts: list[Prompt] = []
     families: dict[str, str] = {}
     pairs: dict[str, tuple[str, str]] = {}
     for name, family in data["families"].items():
-        field = f"families.{name}"
-        if not isinstance(family, dict) or family.get("kind") not in DECISION_KINDS:
-            raise bad(f"{field}.kind", f"one of {', '.join(DECISION_KINDS)}")
-        kind = family["kind"]
-        question = family.get("question")
-        if not isinstance(question, str) or not question.strip():
-            raise bad(f"{field}.question", "a question text is needed")
+        kind, items = _family_items(name, family, occupations)
         families[str(name)] = kind
-        items: list[tuple[str, str, tuple[str, str] | None]] = []
         if kind == "choice":
-            for i, pair in enumerate(family.get("pairs") or []):
-                at = f"{field}.pairs[{i}]"
-                if not (isinstance(pair, list) and len(pair) == 2):
-                    raise bad(at, "a pair [male-dominated, female-dominated]")
-                if not share(pair[0], at) > 50 > share(pair[1], at):
-                    raise bad(at, f"{pair[0]} must have more than 50% men and {pair[1]} fewer")
-                key = f"{pair[0]}/{pair[1]}"
-                pairs[key] = (pair[0], pair[1])
-                items.append((key, question, (pair[0], pair[1])))
-        elif kind == "yes-no":
-            for i, occupation in enumerate(family.get("occupations") or []):
-                male = share(occupation, f"{field}.occupations[{i}]") > 50
-                options = ("yes", "no") if male else ("no", "yes")
-                items.append((occupation, question.replace("{occupation}", occupation), options))
-        else:
-            items.append((str(name), question, None))
-        if not items:
-            raise bad(field, "no questions (give pairs or occupations)")
-        for key, text, given_options in items:
-            if given_options is None:
-                prompts.append(Prompt(str(name), kind, key, 0, text.strip(), (), (), text.strip()))
-                continue
-            for order, shown in enumerate(((0, 1), (1, 0))):
-                lines = [text.strip()]
-                options = given_options
-                lines += [f"{letter}. {options[o]}" for letter, o in zip("AB", shown, strict=True)]
-                if instruction:
-                    lines.append(instruction)
-                prompts.append(
-                    Prompt(
-                        str(name), kind, key, order, "\n".join(lines), shown, options, text.strip()
-                    )
-                )
+            pairs.update((key, options) for key, _, options in items if options is not None)
+        prompts += _family_prompts(str(name), kind, items, instruction)
     return Questions(
         "bundled" if path is None else str(path), tuple(prompts), decoding, tuple(refusals),
         instruction, families, pairs,
