@@ -44,26 +44,9 @@ def _number(value: Any) -> float | None:
     return None
 
 
-def _figure(
-    name: str,
-    values: Mapping[str, Any],
-    key: str,
-    *,
-    sigma: bool = False,
-    signed: bool = True,
-    cutoff: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """One figure: ``name``, ``value`` (``None`` when undefined), and where the results
-    have them ``sigma`` and the interval ``low`` / ``high``. With ``cutoff`` (the
-    warning of a K at or above some query's candidates) a ``note`` says so, and when it
-    covers every query's candidates the figure has no value, spread or interval."""
-    if cutoff is not None and covers_every_query(cutoff):
-        return {"name": name, "value": None, "signed": signed, "note": cutoff_marking(cutoff)}
-    figure: dict[str, Any] = {"name": name, "value": _number(values.get(key)), "signed": signed}
-    if cutoff is not None:
-        figure["note"] = cutoff_marking(cutoff)
-    if sigma:
-        figure["sigma"] = _number(values.get("sigma"))
+def _with_interval(figure: dict[str, Any], values: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """``figure`` with the interval ``low`` / ``high`` (and its ``level``) of ``key``
+    where ``values`` have it."""
     interval = values.get(f"{key}_ci")
     if isinstance(interval, Mapping):
         low, high = _number(interval.get("low")), _number(interval.get("high"))
@@ -71,6 +54,32 @@ def _figure(
             figure["low"], figure["high"] = low, high
             figure["level"] = _number(interval.get("level"))
     return figure
+
+
+def _figure(
+    name: str, values: Mapping[str, Any], key: str, *, signed: bool = True
+) -> dict[str, Any]:
+    """One figure: ``name``, ``value`` (``None`` when undefined), and where the results
+    have it the interval ``low`` / ``high``."""
+    figure: dict[str, Any] = {"name": name, "value": _number(values.get(key)), "signed": signed}
+    return _with_interval(figure, values, key)
+
+
+def _mean_figure(
+    name: str, values: Mapping[str, Any], *, signed: bool, cutoff: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """One figure that is a mean across occupations or queries (an @K metric, NDKL):
+    ``name``, ``value``, ``sigma`` and where the results have it the interval ``low`` /
+    ``high``. With ``cutoff`` (the warning of a K at or above some query's candidates) a
+    ``note`` says so, and when it covers every query's candidates the figure has no value,
+    spread or interval."""
+    if cutoff is not None and covers_every_query(cutoff):
+        return {"name": name, "value": None, "signed": signed, "note": cutoff_marking(cutoff)}
+    figure: dict[str, Any] = {"name": name, "value": _number(values.get("mean")), "signed": signed}
+    if cutoff is not None:
+        figure["note"] = cutoff_marking(cutoff)
+    figure["sigma"] = _number(values.get("sigma"))
+    return _with_interval(figure, values, "mean")
 
 
 def _headline_ks(ks: list[int], cutoffs: Mapping[int, Mapping[str, Any]]) -> list[int]:
@@ -87,6 +96,99 @@ def _headline_ks(ks: list[int], cutoffs: Mapping[int, Mapping[str, Any]]) -> lis
 def _k_of(name: str) -> int | None:
     k = name.split("@", 1)[1] if "@" in name else ""
     return int(k) if k.isdigit() else None
+
+
+def _stereotype_figures(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """VLStereoSet Table 3, and the Fig. 4 share above 0."""
+    figures = [_figure(name, summary, name, signed=False) for name in ("vlrs", "vlbs", "ivlas")]
+    for name in ("lmss", "vlss"):
+        shift = summary.get(name) or {}
+        if shift.get("n"):
+            figures.append(_figure(f"{name} > 0 share", shift, "share_positive", signed=False))
+    return figures
+
+
+def _contrast_figures(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """GenSynth Sec. 5: the retrieval bias at the headline K, and the pair preference."""
+    figures: list[dict[str, Any]] = []
+    retrieval = summary.get("retrieval") or {}
+    ks = sorted(int(k) for k in summary.get("ks") or [] if isinstance(k, int | float))
+    cutoffs = cutoffs_by_k(summary.get("warnings") or [], "contrast")
+    for k in _headline_ks(ks, cutoffs):
+        for name in (f"bias_gensynth@{k}", f"bias@{k}", f"maxskew@{k}"):
+            if isinstance(retrieval.get(name), Mapping):
+                figures.append(
+                    _mean_figure(
+                        name, retrieval[name], signed=name.startswith("bias"),
+                        cutoff=cutoffs.get(k),
+                    )
+                )  # fmt: skip
+    pairs = summary.get("pairs") or {}
+    if "masculine_preferred" in pairs and pairs.get("applicable", True):
+        figures.append(
+            _figure("masculine preferred in pairs", pairs, "masculine_preferred", signed=False)
+        )
+    return figures
+
+
+def _task_figures(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Another task's (a plugin's): its summary names its figures."""
+    shown = summary.get("figures") or {}
+    return [
+        _figure(str(name), shown, name, signed=False)
+        for name in (shown if isinstance(shown, Mapping) else ())
+    ]
+
+
+def _visogender_figures(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """VisoGender: resolution accuracy and gap per split (Tab. 2), then the retrieval
+    figures at the headline K and NDKL (Tab. 3) and the same with the participant as the
+    query's subject (Tab. 5)."""
+    figures: list[dict[str, Any]] = []
+    resolution = summary.get("resolution_bias") or {}
+    for split, words in _SPLITS.items():
+        values = resolution.get(split)
+        if isinstance(values, Mapping) and values.get("n", 1):
+            figures.append(_figure(f"RA_avg ({words})", values, "RA_avg", signed=False))
+            figures.append(_figure(f"gap ({words})", values, "gender_gap"))
+    retrieval = summary.get("retrieval_bias") or {}
+    names = [n for n, v in retrieval.items() if isinstance(v, Mapping) and "mean" in v]
+    ks = sorted({int(n.split("@")[1]) for n in names if n.startswith("bias@")})
+    warnings = summary.get("warnings") or []
+    section = _SECTIONS.get(str(summary.get("retrieval_context")))
+    cutoffs = cutoffs_by_k(warnings, section) if section else {}
+    chosen = [f"{metric}@{k}" for metric in ("bias", "maxskew")
+              for k in _headline_ks(ks, cutoffs)] + ["NDKL"]  # fmt: skip
+    context = _CONTEXTS.get(str(summary.get("retrieval_context")), "")
+    for name in chosen:
+        if name in names:
+            label = f"{name} ({context})" if context else name
+            figures.append(
+                _mean_figure(
+                    label, retrieval[name],
+                    signed=name.startswith("bias"),  # MaxSkew and NDKL are never negative
+                    cutoff=cutoffs.get(_k_of(name) or -1),
+                )
+            )  # fmt: skip
+    flipped = summary.get("retrieval_flipped") or {}  # Tab. 5: the participant as subject
+    pools = cutoffs_by_k(warnings, "two_person_images")  # the same pools, flipped
+    for name in chosen:
+        if isinstance(flipped.get(name), Mapping) and "mean" in flipped[name]:
+            figures.append(
+                _mean_figure(
+                    f"{name} (two people, participant as subject)", flipped[name],
+                    signed=name.startswith("bias"), cutoff=pools.get(_k_of(name) or -1),
+                )
+            )  # fmt: skip
+    return figures
+
+
+#: The headline figures of each kind of results; any other kind is a registered task's.
+_FIGURES = {
+    "stereotype": _stereotype_figures,
+    "contrast": _contrast_figures,
+    "visogender": _visogender_figures,
+}
 
 
 def headline_figures(model: str, summary: Mapping[str, Any], kind: str) -> dict[str, Any]:
@@ -107,80 +209,11 @@ def headline_figures(model: str, summary: Mapping[str, Any], kind: str) -> dict[
         ["note"]}]}``.
     """
     note = summary.get("weights_note") or weights_note(model)
-    figures: list[dict[str, Any]] = []
-    protocol = None
-    if kind == "stereotype":  # VLStereoSet Table 3, and the Fig. 4 share above 0
-        for name in ("vlrs", "vlbs", "ivlas"):
-            figures.append(_figure(name, summary, name, signed=False))
-        for name in ("lmss", "vlss"):
-            shift = summary.get(name) or {}
-            if shift.get("n"):
-                figures.append(_figure(f"{name} > 0 share", shift, "share_positive", signed=False))
-    elif kind == "contrast":
-        retrieval = summary.get("retrieval") or {}
-        ks = sorted(int(k) for k in summary.get("ks") or [] if isinstance(k, int | float))
-        cutoffs = cutoffs_by_k(summary.get("warnings") or [], "contrast")
-        for k in _headline_ks(ks, cutoffs):
-            for name in (f"bias_gensynth@{k}", f"bias@{k}", f"maxskew@{k}"):
-                if isinstance(retrieval.get(name), Mapping):
-                    signed = name.startswith("bias")
-                    figures.append(
-                        _figure(
-                            name, retrieval[name], "mean", sigma=True, signed=signed,
-                            cutoff=cutoffs.get(k),
-                        )
-                    )  # fmt: skip
-        pairs = summary.get("pairs") or {}
-        if "masculine_preferred" in pairs and pairs.get("applicable", True):
-            figures.append(
-                _figure("masculine preferred in pairs", pairs, "masculine_preferred", signed=False)
-            )
-    elif kind != "visogender":  # another task (a plugin's): its summary names its figures
-        shown = summary.get("figures") or {}
-        for name in shown if isinstance(shown, Mapping) else ():
-            figures.append(_figure(str(name), shown, name, signed=False))
-    else:
-        protocol = summary.get("protocol")
-        resolution = summary.get("resolution_bias") or {}
-        for split, words in _SPLITS.items():
-            values = resolution.get(split)
-            if isinstance(values, Mapping) and values.get("n", 1):
-                figures.append(_figure(f"RA_avg ({words})", values, "RA_avg", signed=False))
-                figures.append(_figure(f"gap ({words})", values, "gender_gap"))
-        retrieval = summary.get("retrieval_bias") or {}
-        names = [n for n, v in retrieval.items() if isinstance(v, Mapping) and "mean" in v]
-        ks = sorted({int(n.split("@")[1]) for n in names if n.startswith("bias@")})
-        warnings = summary.get("warnings") or []
-        section = _SECTIONS.get(str(summary.get("retrieval_context")))
-        cutoffs = cutoffs_by_k(warnings, section) if section else {}
-        chosen = [f"{metric}@{k}" for metric in ("bias", "maxskew")
-                  for k in _headline_ks(ks, cutoffs)] + ["NDKL"]  # fmt: skip
-        context = _CONTEXTS.get(str(summary.get("retrieval_context")), "")
-        for name in chosen:
-            if name in names:
-                label = f"{name} ({context})" if context else name
-                signed = name.startswith("bias")  # MaxSkew and NDKL are never negative
-                cutoff = cutoffs.get(_k_of(name) or -1)
-                figures.append(
-                    _figure(
-                        label, retrieval[name], "mean", sigma=True, signed=signed, cutoff=cutoff
-                    )
-                )
-        flipped = summary.get("retrieval_flipped") or {}  # Tab. 5: the participant as subject
-        pools = cutoffs_by_k(warnings, "two_person_images")  # the same pools, flipped
-        for name in chosen:
-            if isinstance(flipped.get(name), Mapping) and "mean" in flipped[name]:
-                label = f"{name} (two people, participant as subject)"
-                signed = name.startswith("bias")
-                cutoff = pools.get(_k_of(name) or -1)
-                figures.append(
-                    _figure(label, flipped[name], "mean", sigma=True, signed=signed, cutoff=cutoff)
-                )
     return {
         "random_weights": note is not None,
         "weights_note": note,
-        "protocol": protocol,
-        "figures": figures,
+        "protocol": summary.get("protocol") if kind == "visogender" else None,
+        "figures": _FIGURES.get(kind, _task_figures)(summary),
     }
 
 
