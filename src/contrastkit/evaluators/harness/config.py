@@ -1,0 +1,87 @@
+"""The configuration and the result of :func:`contrastkit.evaluators.harness.harness_report`
+(re-exported there)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from contrastkit.config import require
+from contrastkit.errors import ConfigError
+
+__all__ = ["HarnessReport", "HarnessReportConfig"]
+
+
+@dataclass(frozen=True)
+class HarnessReportConfig:
+    """What :func:`harness_report` reads and writes (strings are taken as paths).
+
+    Attributes:
+        predictions: the harness's prediction files (both splits' may be given).
+        export: the folder ``contrastkit export harness`` wrote (its key is read).
+        out: the output folder (``benchmark.json`` or ``harness_results.json``,
+            ``report.md``, ``raw_harness.jsonl``).
+        model: the model's name in the reports [default: from the prediction file's
+            name: VLMEvalKit's ``<model>_<dataset>``, lmms-eval's log folder].
+        bootstrap: resamples behind the VisoGender figures' intervals (0: none).
+        confidence: the intervals' level.
+        seed: the seed of the random analyses.
+
+    Raises:
+        ConfigError: naming the field.
+    """
+
+    predictions: tuple[Path, ...]
+    export: Path
+    out: Path
+    model: str | None = None
+    bootstrap: int = 1000
+    confidence: float = 0.95
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        predictions: object = self.predictions
+        if isinstance(predictions, str | Path):
+            predictions = (predictions,)
+        if not isinstance(predictions, Iterable):
+            raise ConfigError(f"predictions: expected files, not {predictions!r}")
+        object.__setattr__(self, "predictions", tuple(Path(p) for p in predictions))
+        object.__setattr__(self, "export", Path(self.export))
+        object.__setattr__(self, "out", Path(self.out))
+        require(bool(self.predictions), "predictions", "needs at least one prediction file")
+        require(self.model is None or bool(self.model.strip()), "model", "must not be empty")
+        require(
+            isinstance(self.bootstrap, int) and self.bootstrap >= 0,
+            "bootstrap",
+            f"must be a whole number >= 0, not {self.bootstrap!r}",
+        )
+        require(
+            0.0 < self.confidence < 1.0, "confidence", f"must be in (0, 1), not {self.confidence}"
+        )
+
+
+@dataclass
+class HarnessReport:
+    """What :func:`harness_report` wrote and found.
+
+    Attributes:
+        out_dir: the output folder.
+        model: the model's name (the spec in the results).
+        set_kind: ``visogender``, ``contrast`` or ``stereotype``.
+        results_file: ``benchmark.json`` (VisoGender) or ``harness_results.json``.
+        counts: per split: ``items``, ``answered``, ``unparseable``, ``missing``.
+        harness: the ``harness`` section of the results (position bias, reversed copy,
+            the set's own figures for contrast and stereotype sets).
+        markdown: the report.
+    """
+
+    out_dir: Path
+    model: str
+    set_kind: str
+    results_file: Path
+    counts: dict[str, dict[str, int]]
+    harness: dict[str, Any]
+    markdown: str
+    files: list[Path] = field(default_factory=list)
