@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -61,33 +60,40 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from contrastkit import __version__
 from contrastkit.errors import ConfigError, DataFormatError
-from contrastkit.evaluators.decision_metrics import (
-    Answer,
-    PairedAnswer,
-    family_figures,
-    option_gap,
-    overall_bias,
-    pair_bias,
+from contrastkit.evaluators.decision_metrics import Answer, PairedAnswer
+from contrastkit.evaluators.decision_outputs import (
+    RAW_FILE,
+    DecisionsRun,
+    decisions_benchmark,
+    finite_json,
+    write_decisions_outputs,
+)
+from contrastkit.evaluators.decision_plots import flip_figure, gap_figure
+from contrastkit.evaluators.decision_reports import (
+    TASK,
+    decisions_comparison_markdown,
+    decisions_headline,
+    decisions_markdown,
+    read_decisions_benchmark,
 )
 from contrastkit.evaluators.evaluation import EvaluateConfig, EvaluateResult, ModelEvaluation
 from contrastkit.evaluators.report.results import model_slug
 from contrastkit.interfaces import ProgressFactory, progress_stage
-from contrastkit.io import atomic_write_text
 from contrastkit.templates import DECISION_KINDS as KINDS
 from contrastkit.templates import Prompt, Questions, load_questions
-from contrastkit.text import format_number, markdown_table
 
 if TYPE_CHECKING:
-    from matplotlib.figure import Figure
     from PIL import Image
 
 __all__ = [
     "DECISION_SCORING",
     "KINDS",
+    "RAW_FILE",
     "TASK",
     "Decided",
+    "DecisionsRun",
+    "Probes",
     "Prompt",
     "Questions",
     "answer_key",
@@ -97,6 +103,8 @@ __all__ = [
     "decisions_headline",
     "decisions_markdown",
     "evaluate_decisions",
+    "flip_figure",
+    "gap_figure",
     "load_questions",
     "parse_answer",
     "parse_number",
@@ -104,16 +112,12 @@ __all__ = [
     "write_decisions_outputs",
 ]
 
-#: What results of this task record as their ``task``.
-TASK = "decisions"
-
 #: ``EvaluateConfig.decision_scoring``: both modes, or one.
 DECISION_SCORING = ("both", "logprob", "generate")
 
 
 _MODES = ("logprob", "generate")
 _VERSIONS = ("masculine", "feminine")
-RAW_FILE = "raw_decisions.jsonl"
 
 
 # -- reading answers -----------------------------------------------------------------------
@@ -244,7 +248,7 @@ def answer_key(mode: str, source: str, images: str, prompt: Prompt, questions: Q
 
 
 def _record(key: str, spec: str, mode: str, pair: PairedAnswer) -> dict[str, Any]:
-    record: dict[str, Any] = _finite_json({"key": key, "model": spec, "mode": mode, **asdict(pair)})
+    record: dict[str, Any] = finite_json({"key": key, "model": spec, "mode": mode, **asdict(pair)})
     return record
 
 
@@ -270,17 +274,25 @@ class Decided:
     stale: int = 0
 
 
+@dataclass(frozen=True)
+class Probes:
+    """What :func:`decide` asks of each source: the question templates, and the scoring
+    modes (``logprob``, ``generate``) each question is asked in."""
+
+    questions: Questions
+    modes: tuple[str, ...] = _MODES
+
+
 def decide(
     sources: Sequence[Source],
     model: DecisionModel,
-    questions: Questions,
-    modes: Sequence[str] = _MODES,
+    probes: Probes,
     progress: Any = None,
     *,
     raw_path: Path | None = None,
 ) -> Decided:
-    """Ask ``model`` every question of ``questions`` about both versions of every
-    source, in each scoring mode; the paired answers by mode.
+    """Ask ``model`` every question of ``probes.questions`` about both versions of every
+    source, in each of ``probes.modes``; the paired answers by mode.
 
     With ``raw_path`` (``raw_decisions.jsonl``), answers already there for this model
     under the same key (:func:`answer_key`) are reused and not asked again; the others
@@ -289,6 +301,7 @@ def decide(
     decoding setting) are dropped and counted as ``stale``."""
     from contrastkit.evaluators.raw import RawAppender, read_raw
 
+    questions, modes = probes.questions, probes.modes
     spec = str(getattr(model, "spec", ""))
     earlier: dict[str, dict[str, Any]] = {}
     if raw_path is not None:
@@ -369,189 +382,6 @@ def _ask(
     ]
 
 
-# -- the benchmark -------------------------------------------------------------------------
-def decisions_benchmark(
-    answers: Mapping[str, Sequence[PairedAnswer]],
-    questions: Questions,
-    *,
-    resamples: int = 0,
-    confidence: float = 0.95,
-    seed: int = 0,
-) -> dict[str, Any]:
-    """The figures of ``benchmark.json`` from the paired answers of each mode:
-    ``summary`` (mode -> family -> :func:`~.decision_metrics.family_figures` and
-    ``kind``), ``occupation_pairs`` (mode -> pair -> figures, with ``b_pair`` under
-    log-probability scoring), ``genderbias_vl`` (``b_ovl``; ``ipss`` is ``None`` with
-    its reason), ``occupations`` (mode -> occupation of the yes-no families -> ``yes_gap``,
-    ``flip_rate``, ``n``, ``male_share``) and ``labour`` (mode -> correlation of
-    ``yes_gap`` with the male share)."""
-    from contrastkit.evaluators.stats import labor_comparison, labor_shares
-
-    shares = labor_shares()
-    settings: dict[str, Any] = {"resamples": resamples, "level": confidence, "seed": seed}
-    summary: dict[str, Any] = {}
-    pairs_out: dict[str, Any] = {}
-    occupations: dict[str, Any] = {}
-    labour: dict[str, Any] = {}
-    bias: dict[str, Any] = {}
-    for mode, paired in answers.items():
-        by_family: dict[str, list[PairedAnswer]] = {}
-        for pair in paired:
-            by_family.setdefault(pair.family, []).append(pair)
-        summary[mode] = {
-            family: {"kind": questions.families[family], **family_figures(rows, **settings)}
-            for family, rows in by_family.items()
-        }
-        by_question: dict[tuple[str, str], list[PairedAnswer]] = {}
-        for pair in paired:
-            by_question.setdefault((pair.family, pair.question), []).append(pair)
-        mode_pairs: dict[str, Any] = {}
-        mode_occupations: dict[str, Any] = {}
-        for (family, question), rows in by_question.items():
-            kind = questions.families[family]
-            if kind == "choice":
-                tm, tf = questions.pairs[question]
-                figures = family_figures(rows, **settings)
-                entry = {
-                    "family": family, "masculine_stereotyped": tm, "feminine_stereotyped": tf,
-                    "male_share_masculine_stereotyped": shares[tm].male_share_percent,
-                    "male_share_feminine_stereotyped": shares[tf].male_share_percent,
-                    "n": figures["n"], "flip_rate": figures["flip_rate"], "gap": figures["gap"],
-                }  # fmt: skip
-                if mode == "logprob":
-                    entry["b_pair"] = pair_bias(rows)
-                mode_pairs[question] = entry
-            elif kind == "yes-no":
-                gaps = [g for g in map(option_gap, rows) if g is not None]
-                yes_is_masculine = shares[question].male_share_percent > 50
-                mean = float(np.mean(gaps)) if gaps else None
-                mode_occupations[question] = {
-                    "family": family,
-                    "male_share": shares[question].male_share_percent,
-                    "yes_gap": None if mean is None else (mean if yes_is_masculine else -mean),
-                    "flip_rate": family_figures(rows)["flip_rate"],
-                    "n": len(rows),
-                }
-        if mode_pairs:
-            pairs_out[mode] = mode_pairs
-        if mode_occupations:
-            occupations[mode] = mode_occupations
-            values = {
-                name: entry["yes_gap"]
-                for name, entry in mode_occupations.items()
-                if entry["yes_gap"] is not None
-            }
-            labour[mode] = labor_comparison(values)
-        if mode == "logprob" and mode_pairs:
-            bias = {
-                "b_ovl": overall_bias({k: v["b_pair"] for k, v in mode_pairs.items()}),
-                "ipss": None,
-                "ipss_reason": _IPSS_REASON,
-            }
-    return {
-        "summary": summary,
-        "occupation_pairs": pairs_out,
-        "genderbias_vl": bias or None,
-        "occupations": occupations,
-        "labour": labour,
-    }
-
-
-_IPSS_REASON = (
-    "Ipss weighs B_pair by the accuracy of naming each image's true occupation; a "
-    "contrast set records no occupation, so it is not computed"
-)
-
-
-def _finite_json(value: Any) -> Any:
-    """``value`` with every non-finite float as ``None`` (JSON has no NaN)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, Mapping):
-        return {k: _finite_json(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite_json(v) for v in value]
-    return value
-
-
-def _raw_lines(
-    answers: Mapping[str, Sequence[PairedAnswer]], records: Sequence[Mapping[str, Any]] | None
-) -> str:
-    if records is None:
-        records = [
-            _finite_json({"mode": mode, **asdict(pair)})
-            for mode, paired in answers.items()
-            for pair in paired
-        ]
-    return "".join(json.dumps(record) + "\n" for record in records)
-
-
-def write_decisions_outputs(
-    answers: Mapping[str, Sequence[PairedAnswer]],
-    questions: Questions,
-    folder: Path,
-    *,
-    model: str,
-    data: str,
-    left_out: Mapping[str, int],
-    resamples: int,
-    confidence: float,
-    seed: int,
-    records: Sequence[Mapping[str, Any]] | None = None,
-) -> tuple[dict[str, Path], dict[str, Any]]:
-    """Write ``raw_decisions.jsonl`` (``records``, the keyed records of :func:`decide`,
-    when given), ``benchmark.json``, ``report.md`` and the two plots (PNG and SVG) into
-    ``folder``; return the files by name and the benchmark."""
-    from contrastkit.evaluators.report.figures import save_formats
-    from contrastkit.models.registry import weights_note
-    from contrastkit.results import SCHEMA_VERSION
-
-    folder.mkdir(parents=True, exist_ok=True)
-    note = weights_note(model)
-    figures = decisions_benchmark(
-        answers, questions, resamples=resamples, confidence=confidence, seed=seed
-    )
-    sources = {pair.source for paired in answers.values() for pair in paired}
-    benchmark = _finite_json({
-        "task": TASK,
-        "schema_version": SCHEMA_VERSION,
-        "contrastkit_version": __version__,
-        "model": model,
-        "data": data,
-        "random_weights": note is not None,
-        "weights_note": note,
-        "sources": len(sources),
-        "left_out": dict(left_out),
-        "scoring": {
-            "modes": list(answers),
-            "questions": questions.source,
-            "answer_instruction": questions.answer_instruction,
-            "decoding": dict(questions.decoding),
-            "refusals": [pattern.pattern for pattern in questions.refusals],
-            "logprob": "softmax over the log-probabilities of the option letters A and B "
-            "as the start of the answer",
-        },
-        "metadata": {"bootstrap": resamples, "confidence": confidence, "seed": seed},
-        **figures,
-    })  # fmt: skip
-    paths = {
-        "raw": folder / RAW_FILE,
-        "benchmark": folder / "benchmark.json",
-        "report": folder / "report.md",
-    }
-    atomic_write_text(paths["raw"], _raw_lines(answers, records))
-    atomic_write_text(paths["benchmark"], json.dumps(benchmark, indent=2) + "\n")
-    atomic_write_text(paths["report"], decisions_markdown(benchmark))
-    plots = folder / "plots"
-    for name, figure in (
-        ("decision_flips", flip_figure(benchmark)),
-        ("decision_gaps", gap_figure(benchmark, answers)),
-    ):
-        png, svg = save_formats(figure, plots / name)
-        paths[name], paths[f"{name}_svg"] = png, svg
-    return paths, benchmark
-
-
 def evaluate_decisions(
     config: EvaluateConfig, paths: tuple[Path, ...], progress: ProgressFactory | None
 ) -> EvaluateResult:
@@ -580,6 +410,7 @@ def evaluate_decisions(
         raise ConfigError(f"data: contrast sets need distinct folder names, not {names}")
     questions = load_questions(config.questions)
     modes = _MODES if config.decision_scoring == "both" else (config.decision_scoring,)
+    probes = Probes(questions, modes)
     sets = []
     for path in paths:
         sources, left_out = contrast_sources(load_contrast(path, split=config.split))
@@ -595,14 +426,16 @@ def evaluate_decisions(
             folder = folder / path.name if len(paths) > 1 else folder
             with progress_stage(progress, f"asking {spec}", len(sources)) as update:
                 decided = decide(
-                    sources, model, questions, modes, update,  # type: ignore[arg-type]
+                    sources, model, probes, update,  # type: ignore[arg-type]
                     raw_path=folder / RAW_FILE,
                 )  # fmt: skip
-            files, benchmark = write_decisions_outputs(
-                decided.answers, questions, folder, model=spec, data=str(path),
-                left_out=left_out, resamples=settings.bootstrap,
-                confidence=settings.confidence, seed=settings.seed, records=decided.records,
+            run = DecisionsRun(
+                model=spec, data=str(path), left_out=left_out, resamples=settings.bootstrap,
+                confidence=settings.confidence, seed=settings.seed,
             )  # fmt: skip
+            files, benchmark = write_decisions_outputs(
+                decided.answers, questions, folder, run, records=decided.records
+            )
             stale = (
                 (f"{decided.stale} earlier answers in {RAW_FILE} not reused (their images, "
                  "question text, scoring or decoding settings changed, or their source is "
@@ -616,284 +449,3 @@ def evaluate_decisions(
             ))  # fmt: skip
         del model
     return EvaluateResult(TASK, paths, tuple(evaluations))
-
-
-# -- reports -------------------------------------------------------------------------------
-def read_decisions_benchmark(path: Path) -> dict[str, Any] | None:
-    """A decisions ``benchmark.json`` (or the folder holding one), or ``None`` for
-    another task's."""
-    from contrastkit.records import read_json_object
-
-    file = Path(path) / "benchmark.json" if Path(path).is_dir() else Path(path)
-    if not file.is_file():
-        return None
-    data = read_json_object(file, "a benchmark object")
-    return data if data.get("task") == TASK else None
-
-
-def decisions_headline(benchmark: Mapping[str, Any]) -> dict[str, Any]:
-    """The console headline: the model, data and sources, and as ``figures`` (name ->
-    value, with ``NAME_ci`` intervals beside) the flip rate of each family under each
-    scoring mode and ``B_ovl``."""
-    figures: dict[str, Any] = {}
-    for mode, families in (benchmark.get("summary") or {}).items():
-        for family, values in families.items():
-            name = f"flip rate {family} ({mode})"
-            figures[name] = values.get("flip_rate")
-            if values.get("flip_rate_ci") is not None:
-                figures[f"{name}_ci"] = values["flip_rate_ci"]
-    b_ovl = (benchmark.get("genderbias_vl") or {}).get("b_ovl")
-    if b_ovl is not None:
-        figures["B_ovl"] = b_ovl
-    return {
-        "task": TASK,
-        "model": benchmark.get("model"),
-        "data": benchmark.get("data"),
-        "random_weights": bool(benchmark.get("random_weights")),
-        "weights_note": benchmark.get("weights_note"),
-        "sources": benchmark.get("sources"),
-        "figures": figures,
-    }
-
-
-def _cell(figures: Mapping[str, Any], key: str) -> str:
-    from contrastkit.evaluators.report.tables import format_interval
-
-    return format_interval(figures, key) if figures.get(key) is not None else "–"
-
-
-_SUMMARY_HEADER = [
-    "family", "kind", "sources", "compared", "flip rate", "stereotyped flips", "gap",
-    "abs gap", "first position", "refusals M / F", "unparseable M / F",
-]  # fmt: skip
-
-
-def _summary_rows(families: Mapping[str, Any]) -> list[list[Any]]:
-    rows = []
-    for family, f in families.items():
-        rows.append([
-            family, f.get("kind"), f.get("n_sources"), f.get("n_compared"),
-            _cell(f, "flip_rate"), _cell(f, "stereotyped_flip_share"), _cell(f, "gap"),
-            _cell(f, "abs_gap"), _cell(f, "first_position_rate"),
-            f"{f.get('n_refusals_masculine')} / {f.get('n_refusals_feminine')}",
-            f"{f.get('n_unparseable_masculine')} / {f.get('n_unparseable_feminine')}",
-        ])  # fmt: skip
-    return rows
-
-
-_MODE_TITLES = {
-    "logprob": "Log-probability of each option",
-    "generate": "Generated answers",
-}
-
-
-def decisions_markdown(benchmark: Mapping[str, Any]) -> str:
-    """``report.md`` of one model."""
-    from contrastkit.evaluators.report.tables import interval_note
-
-    scoring = benchmark.get("scoring") or {}
-    lines = [f"# Decision probes: `{benchmark.get('model')}`", ""]
-    if benchmark.get("weights_note"):
-        lines += [f"**{benchmark['weights_note']}**", ""]
-    left = benchmark.get("left_out") or {}
-    lines += [
-        f"- data: `{benchmark.get('data')}`: {benchmark.get('sources')} sources with both "
-        f"versions ({left.get('unpaired', 0)} with one version only and "
-        f"{left.get('extra_versions', 0)} further rows left out)",
-        f"- questions: {scoring.get('questions')}; each asked of both versions with "
-        "identical text, the options in both orders",
-        f"- decoding: {json.dumps(scoring.get('decoding'))}",
-        "",
-        "Flip rate: share of paired answers (both versions chose, or both gave a number) "
-        "where the answers differ. Gap: masculine minus feminine, of the probability of "
-        "the masculine-stereotyped option (log-probability), of choosing it (generated), "
-        "or of the number; positive is toward the stereotype. First position: share of "
-        "choices on the option shown first (0.5: no position bias). Refusals and "
-        "unparseable answers are counted per version (M / F) and enter no other figure.",
-        "",
-    ]
-    for mode, families in (benchmark.get("summary") or {}).items():
-        lines += [f"## {_MODE_TITLES.get(mode, mode)}", ""]
-        lines += markdown_table(_SUMMARY_HEADER, _summary_rows(families))
-        lines += interval_note(list(families.values()), "resampling sources")
-    bias = benchmark.get("genderbias_vl") or {}
-    for mode, pairs in (benchmark.get("occupation_pairs") or {}).items():
-        lines += [f"## Occupation pairs ({_MODE_TITLES.get(mode, mode).lower()})", ""]
-        header = ["pair (masculine / feminine stereotyped)", "men %", "n", "flip rate", "gap"]
-        if mode == "logprob":
-            header.append("B_pair")
-        rows = []
-        for name, p in pairs.items():
-            row = [
-                name,
-                f"{p['male_share_masculine_stereotyped']:g} / "
-                f"{p['male_share_feminine_stereotyped']:g}",
-                p["n"], format_number(p.get("flip_rate")), format_number(p.get("gap")),
-            ]  # fmt: skip
-            if mode == "logprob":
-                row.append(format_number(p.get("b_pair")))
-            rows.append(row)
-        lines += markdown_table(header, rows)
-        if mode == "logprob" and bias:
-            lines += [
-                f"B_ovl (GenderBias-VL, mean |B_pair|): {format_number(bias.get('b_ovl'))}. "
-                f"Ipss: not computed ({bias.get('ipss_reason')}).",
-                "",
-            ]
-    labour = benchmark.get("labour") or {}
-    for mode, occupations in (benchmark.get("occupations") or {}).items():
-        lines += [f"## Per occupation ({_MODE_TITLES.get(mode, mode).lower()})", ""]
-        rows = [
-            [name, f"{o['male_share']:g}", o["n"], format_number(o.get("yes_gap")),
-             format_number(o.get("flip_rate"))]
-            for name, o in sorted(occupations.items(), key=lambda kv: -kv[1]["male_share"])
-        ]  # fmt: skip
-        lines += markdown_table(["occupation", "men %", "n", "yes gap (M - F)", "flip rate"], rows)
-        corr = labour.get(mode) or {}
-        text = (
-            f"Correlation of the yes gap with the share of men (US labour statistics), "
-            f"n = {corr.get('n')}: Pearson r = {format_number(corr.get('pearson_r'))}, "
-            f"Kendall tau = {format_number(corr.get('kendall_tau'))}"
-        )
-        if corr.get("caveat"):
-            text += f" — {corr['caveat']}."
-        else:
-            text += (
-                f" (p = {format_number(corr.get('pearson_p'), 3)}, "
-                f"{format_number(corr.get('kendall_p'), 3)})."
-            )
-        lines += [text, ""]
-    lines += ["Plots: `plots/decision_flips.png`, `plots/decision_gaps.png`.", ""]
-    return "\n".join(lines)
-
-
-def flip_figure(benchmark: Mapping[str, Any]) -> Figure:
-    """Flip rate per question family and scoring mode, with the bootstrap intervals
-    (resampling sources)."""
-    from contrastkit.evaluators.report.figures import (
-        FONT,
-        PALETTE,
-        add_legend,
-        draw_bars,
-        figure_title,
-        interval_error,
-        interval_handle,
-        interval_level,
-        label_bars,
-        new_figure,
-        style_axis,
-        suptitle,
-    )
-
-    summary = benchmark.get("summary") or {}
-    families = list(dict.fromkeys(f for mode in summary.values() for f in mode))
-    figure, (axis,) = new_figure(max(4.5, 1.3 * len(families) + 2), 3.6)
-    colours = {"logprob": PALETTE["masculine"], "generate": PALETTE["feminine"]}
-    width = 0.8 / max(1, len(summary))
-    handles: list[Any] = []
-    for m, (mode, figures) in enumerate(summary.items()):
-        positions = [i + (m - (len(summary) - 1) / 2) * width for i in range(len(families))]
-        errors = [interval_error(figures.get(f), "flip_rate") for f in families]
-        defined = [
-            i for i, f in enumerate(families) if (figures.get(f) or {}).get("flip_rate") is not None
-        ]
-        bars = draw_bars(
-            axis, [positions[i] for i in defined], [errors[i] for i in defined], width=width,
-            color=colours.get(mode, "grey"),
-        )  # fmt: skip
-        label_bars(axis, bars, [errors[i] for i in defined])
-        for i in set(range(len(families))) - set(defined):  # nothing compared: no bar
-            axis.annotate("n/a", (positions[i], 0), xytext=(0, 2), textcoords="offset points",
-                          ha="center", va="bottom", fontsize=FONT - 2)  # fmt: skip
-        from matplotlib.patches import Patch
-
-        handles.append(Patch(color=colours.get(mode, "grey"), label=_MODE_TITLES.get(mode, mode)))
-    axis.set_xticks(range(len(families)), families)
-    axis.set_xlim(-0.6, len(families) - 0.4)
-    axis.set_ylabel("flip rate (answers differ between versions)", fontsize=FONT)
-    axis.set_ylim(0, 1.1)
-    style_axis(axis)
-    level = interval_level(f for mode in summary.values() for f in mode.values())
-    handles.append(interval_handle(level, "resampling sources"))
-    add_legend(figure, handles, ncols=3)
-    title = figure_title(
-        benchmark,
-        str(benchmark.get("model")),
-        "Flip rate per question family",
-        f"{benchmark.get('sources')} sources",
-    )
-    suptitle(figure, title, benchmark)
-    return figure
-
-
-def gap_figure(
-    benchmark: Mapping[str, Any], answers: Mapping[str, Sequence[PairedAnswer]]
-) -> Figure:
-    """The distribution of the paired differences (masculine minus feminine) behind the
-    gap of the option questions, one panel per scoring mode."""
-    from contrastkit.evaluators.report.figures import (
-        FONT,
-        PALETTE,
-        figure_title,
-        new_figure,
-        style_axis,
-        suptitle,
-    )
-
-    kinds = {
-        family: f.get("kind")
-        for mode in (benchmark.get("summary") or {}).values()
-        for family, f in mode.items()
-    }
-    modes = [mode for mode in answers if answers[mode]] or ["logprob"]
-    figure, axes = new_figure(4.2 * len(modes), 3.4, len(modes))
-    for axis, mode in zip(axes, modes, strict=True):
-        gaps = [
-            g
-            for pair in answers.get(mode, ())
-            if kinds.get(pair.family) != "numeric" and (g := option_gap(pair)) is not None
-        ]
-        if gaps:
-            axis.hist(gaps, bins=np.linspace(-1.05, 1.05, 22), color=PALETTE["neutral"])
-        else:
-            axis.text(0.5, 0.5, "no paired answers", ha="center", transform=axis.transAxes)
-        axis.axvline(0, color=PALETTE["reference"], linewidth=0.8)
-        axis.set_title(f"{_MODE_TITLES.get(mode, mode)} (n = {len(gaps)})", fontsize=8)
-        axis.set_xlabel("masculine − feminine\n(> 0: toward the stereotype)", fontsize=FONT)
-        axis.set_ylabel("paired answers", fontsize=FONT)
-        style_axis(axis)
-    title = figure_title(
-        benchmark,
-        str(benchmark.get("model")),
-        "Paired differences of the option questions",
-        f"{benchmark.get('sources')} sources",
-    )
-    suptitle(figure, title, benchmark)
-    return figure
-
-
-def decisions_comparison_markdown(results: Sequence[Mapping[str, Any]]) -> str:
-    """The models side by side (``contrastkit report``): per scoring mode and family
-    the flip rate, gap and refusal rates, and ``B_ovl``."""
-    from contrastkit.evaluators.report.tables import RANDOM_WEIGHTS_CELL
-
-    lines = ["## Decision probes", ""]
-    header = ["model", "data", "mode", "family", "flip rate", "gap", "stereotyped flips",
-              "refusals M", "refusals F", "B_ovl"]  # fmt: skip
-    rows = []
-    for result in results:
-        name = f"`{result.get('model')}`" + (
-            RANDOM_WEIGHTS_CELL if result.get("random_weights") else ""
-        )
-        b_ovl = (result.get("genderbias_vl") or {}).get("b_ovl")
-        for mode, families in (result.get("summary") or {}).items():
-            for family, f in families.items():
-                rows.append([
-                    name, result.get("data"), mode, family, _cell(f, "flip_rate"),
-                    _cell(f, "gap"), _cell(f, "stereotyped_flip_share"),
-                    format_number(f.get("refusal_rate_masculine")),
-                    format_number(f.get("refusal_rate_feminine")),
-                    format_number(b_ovl) if mode == "logprob" else "–",
-                ])  # fmt: skip
-    lines += markdown_table(header, rows)
-    return "\n".join(lines)

@@ -75,7 +75,7 @@ def decisions_report(
     import dataclasses
 
     from contrastkit.evaluators.decision_metrics import PairedAnswer
-    from contrastkit.evaluators.decisions import write_decisions_outputs
+    from contrastkit.evaluators.decision_outputs import DecisionsRun, write_decisions_outputs
 
     questions = _decision_templates(key, config.export)
     counts = {
@@ -127,8 +127,7 @@ def decisions_report(
         "harness": key.harness,
         "settings": "the harness's own (not recorded by contrastkit)",
     }
-    paths, _ = write_decisions_outputs(
-        {"generate": pairs}, dataclasses.replace(questions, decoding=decoding), config.out,
+    run = DecisionsRun(
         model=model, data=str(config.export),
         left_out={"export_skipped": len(key.skipped),
                   "missing_answers": sum(c["missing"] for c in counts.values()),
@@ -136,6 +135,9 @@ def decisions_report(
                                           if len(v) == 1)},
         resamples=config.bootstrap, confidence=config.confidence, seed=config.seed,
     )  # fmt: skip
+    paths, _ = write_decisions_outputs(
+        {"generate": pairs}, dataclasses.replace(questions, decoding=decoding), config.out, run
+    )
     markdown = paths["report"].read_text(encoding="utf-8")
     return HarnessReport(
         out_dir=config.out,

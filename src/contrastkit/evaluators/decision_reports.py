@@ -1,0 +1,199 @@
+"""The reports of decision probes (``evaluate --task decisions``): reading a
+``benchmark.json`` back, the console headline, ``report.md`` and the comparison of
+several models (re-exported by :mod:`contrastkit.evaluators.decisions`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from contrastkit.text import format_number, markdown_table
+
+__all__ = [
+    "MODE_TITLES",
+    "TASK",
+    "decisions_comparison_markdown",
+    "decisions_headline",
+    "decisions_markdown",
+    "read_decisions_benchmark",
+]
+
+#: What results of this task record as their ``task``.
+TASK = "decisions"
+
+#: The title of each scoring mode in reports and plots.
+MODE_TITLES = {
+    "logprob": "Log-probability of each option",
+    "generate": "Generated answers",
+}
+
+
+def read_decisions_benchmark(path: Path) -> dict[str, Any] | None:
+    """A decisions ``benchmark.json`` (or the folder holding one), or ``None`` for
+    another task's."""
+    from contrastkit.records import read_json_object
+
+    file = Path(path) / "benchmark.json" if Path(path).is_dir() else Path(path)
+    if not file.is_file():
+        return None
+    data = read_json_object(file, "a benchmark object")
+    return data if data.get("task") == TASK else None
+
+
+def decisions_headline(benchmark: Mapping[str, Any]) -> dict[str, Any]:
+    """The console headline: the model, data and sources, and as ``figures`` (name ->
+    value, with ``NAME_ci`` intervals beside) the flip rate of each family under each
+    scoring mode and ``B_ovl``."""
+    figures: dict[str, Any] = {}
+    for mode, families in (benchmark.get("summary") or {}).items():
+        for family, values in families.items():
+            name = f"flip rate {family} ({mode})"
+            figures[name] = values.get("flip_rate")
+            if values.get("flip_rate_ci") is not None:
+                figures[f"{name}_ci"] = values["flip_rate_ci"]
+    b_ovl = (benchmark.get("genderbias_vl") or {}).get("b_ovl")
+    if b_ovl is not None:
+        figures["B_ovl"] = b_ovl
+    return {
+        "task": TASK,
+        "model": benchmark.get("model"),
+        "data": benchmark.get("data"),
+        "random_weights": bool(benchmark.get("random_weights")),
+        "weights_note": benchmark.get("weights_note"),
+        "sources": benchmark.get("sources"),
+        "figures": figures,
+    }
+
+
+def _cell(figures: Mapping[str, Any], key: str) -> str:
+    from contrastkit.evaluators.report.tables import format_interval
+
+    return format_interval(figures, key) if figures.get(key) is not None else "–"
+
+
+_SUMMARY_HEADER = [
+    "family", "kind", "sources", "compared", "flip rate", "stereotyped flips", "gap",
+    "abs gap", "first position", "refusals M / F", "unparseable M / F",
+]  # fmt: skip
+
+
+def _summary_rows(families: Mapping[str, Any]) -> list[list[Any]]:
+    rows = []
+    for family, f in families.items():
+        rows.append([
+            family, f.get("kind"), f.get("n_sources"), f.get("n_compared"),
+            _cell(f, "flip_rate"), _cell(f, "stereotyped_flip_share"), _cell(f, "gap"),
+            _cell(f, "abs_gap"), _cell(f, "first_position_rate"),
+            f"{f.get('n_refusals_masculine')} / {f.get('n_refusals_feminine')}",
+            f"{f.get('n_unparseable_masculine')} / {f.get('n_unparseable_feminine')}",
+        ])  # fmt: skip
+    return rows
+
+
+def decisions_markdown(benchmark: Mapping[str, Any]) -> str:
+    """``report.md`` of one model."""
+    from contrastkit.evaluators.report.tables import interval_note
+
+    scoring = benchmark.get("scoring") or {}
+    lines = [f"# Decision probes: `{benchmark.get('model')}`", ""]
+    if benchmark.get("weights_note"):
+        lines += [f"**{benchmark['weights_note']}**", ""]
+    left = benchmark.get("left_out") or {}
+    lines += [
+        f"- data: `{benchmark.get('data')}`: {benchmark.get('sources')} sources with both "
+        f"versions ({left.get('unpaired', 0)} with one version only and "
+        f"{left.get('extra_versions', 0)} further rows left out)",
+        f"- questions: {scoring.get('questions')}; each asked of both versions with "
+        "identical text, the options in both orders",
+        f"- decoding: {json.dumps(scoring.get('decoding'))}",
+        "",
+        "Flip rate: share of paired answers (both versions chose, or both gave a number) "
+        "where the answers differ. Gap: masculine minus feminine, of the probability of "
+        "the masculine-stereotyped option (log-probability), of choosing it (generated), "
+        "or of the number; positive is toward the stereotype. First position: share of "
+        "choices on the option shown first (0.5: no position bias). Refusals and "
+        "unparseable answers are counted per version (M / F) and enter no other figure.",
+        "",
+    ]
+    for mode, families in (benchmark.get("summary") or {}).items():
+        lines += [f"## {MODE_TITLES.get(mode, mode)}", ""]
+        lines += markdown_table(_SUMMARY_HEADER, _summary_rows(families))
+        lines += interval_note(list(families.values()), "resampling sources")
+    bias = benchmark.get("genderbias_vl") or {}
+    for mode, pairs in (benchmark.get("occupation_pairs") or {}).items():
+        lines += [f"## Occupation pairs ({MODE_TITLES.get(mode, mode).lower()})", ""]
+        header = ["pair (masculine / feminine stereotyped)", "men %", "n", "flip rate", "gap"]
+        if mode == "logprob":
+            header.append("B_pair")
+        rows = []
+        for name, p in pairs.items():
+            row = [
+                name,
+                f"{p['male_share_masculine_stereotyped']:g} / "
+                f"{p['male_share_feminine_stereotyped']:g}",
+                p["n"], format_number(p.get("flip_rate")), format_number(p.get("gap")),
+            ]  # fmt: skip
+            if mode == "logprob":
+                row.append(format_number(p.get("b_pair")))
+            rows.append(row)
+        lines += markdown_table(header, rows)
+        if mode == "logprob" and bias:
+            lines += [
+                f"B_ovl (GenderBias-VL, mean |B_pair|): {format_number(bias.get('b_ovl'))}. "
+                f"Ipss: not computed ({bias.get('ipss_reason')}).",
+                "",
+            ]
+    labour = benchmark.get("labour") or {}
+    for mode, occupations in (benchmark.get("occupations") or {}).items():
+        lines += [f"## Per occupation ({MODE_TITLES.get(mode, mode).lower()})", ""]
+        rows = [
+            [name, f"{o['male_share']:g}", o["n"], format_number(o.get("yes_gap")),
+             format_number(o.get("flip_rate"))]
+            for name, o in sorted(occupations.items(), key=lambda kv: -kv[1]["male_share"])
+        ]  # fmt: skip
+        lines += markdown_table(["occupation", "men %", "n", "yes gap (M - F)", "flip rate"], rows)
+        corr = labour.get(mode) or {}
+        text = (
+            f"Correlation of the yes gap with the share of men (US labour statistics), "
+            f"n = {corr.get('n')}: Pearson r = {format_number(corr.get('pearson_r'))}, "
+            f"Kendall tau = {format_number(corr.get('kendall_tau'))}"
+        )
+        if corr.get("caveat"):
+            text += f" — {corr['caveat']}."
+        else:
+            text += (
+                f" (p = {format_number(corr.get('pearson_p'), 3)}, "
+                f"{format_number(corr.get('kendall_p'), 3)})."
+            )
+        lines += [text, ""]
+    lines += ["Plots: `plots/decision_flips.png`, `plots/decision_gaps.png`.", ""]
+    return "\n".join(lines)
+
+
+def decisions_comparison_markdown(results: Sequence[Mapping[str, Any]]) -> str:
+    """The models side by side (``contrastkit report``): per scoring mode and family
+    the flip rate, gap and refusal rates, and ``B_ovl``."""
+    from contrastkit.evaluators.report.tables import RANDOM_WEIGHTS_CELL
+
+    lines = ["## Decision probes", ""]
+    header = ["model", "data", "mode", "family", "flip rate", "gap", "stereotyped flips",
+              "refusals M", "refusals F", "B_ovl"]  # fmt: skip
+    rows = []
+    for result in results:
+        name = f"`{result.get('model')}`" + (
+            RANDOM_WEIGHTS_CELL if result.get("random_weights") else ""
+        )
+        b_ovl = (result.get("genderbias_vl") or {}).get("b_ovl")
+        for mode, families in (result.get("summary") or {}).items():
+            for family, f in families.items():
+                rows.append([
+                    name, result.get("data"), mode, family, _cell(f, "flip_rate"),
+                    _cell(f, "gap"), _cell(f, "stereotyped_flip_share"),
+                    format_number(f.get("refusal_rate_masculine")),
+                    format_number(f.get("refusal_rate_feminine")),
+                    format_number(b_ovl) if mode == "logprob" else "–",
+                ])  # fmt: skip
+    lines += markdown_table(header, rows)
+    return "\n".join(lines)
