@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from contrastkit.harness_key import KeyItem
 from contrastkit.schema import Context, Gender, VisoGenderRow
 from contrastkit.taxonomy import load_taxonomy
 
@@ -89,3 +90,8 @@ def hold_build_lock(folder: Path, release: Path) -> subprocess.Popen[str]:
     )  # fmt: skip
     assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
     return holder
+
+
+def letter_of(item: KeyItem, label: str) -> str:
+    """The option letter a harness export gave ``label`` in ``item``."""
+    return next(letter for letter, value in item.labels.items() if value == label)
