@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-import contrastkit.evaluators.metrics as metrics_module
+import contrastkit.evaluators.tie_orders as tie_orders_module
 from contrastkit.evaluators.metrics import retrieval_metrics, retrieval_metrics_batch
 
 M, F = "masculine", "feminine"
@@ -189,7 +189,7 @@ def test_large_tie_blocks_are_evaluated_in_chunks_with_the_same_result(
     labels = rng.permutation(np.array([M] * 150 + [F] * 130 + [""] * 20, dtype=object))
     scores = np.repeat([3.0, 2.0, 1.0], 100)
     whole = retrieval_metrics_batch(scores, labels, (50, 120))
-    monkeypatch.setattr(metrics_module, "_GRID_CELLS", 97)  # many small chunks
+    monkeypatch.setattr(tie_orders_module, "_GRID_CELLS", 97)  # many small chunks
     chunked = retrieval_metrics_batch(scores, labels, (50, 120))
     for metric, value in whole.items():
         np.testing.assert_allclose(chunked[metric], value, rtol=1e-12, err_msg=metric)
