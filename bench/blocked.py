@@ -61,7 +61,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from contrastkit.builders.quality import recall_at_k
 from contrastkit.distances import squared_euclidean
-from contrastkit.evaluators.contrast import evaluate_contrast
+from contrastkit.evaluators.contrast import ContrastSettings, evaluate_contrast
 from dense_contrast import dense_evaluate_contrast
 
 DIM = 512
@@ -298,14 +298,17 @@ def bench_contrast(images: int, queries: int, block: int | None, device: str) ->
     small, small_scorer = contrast_data(200, 50, seed=9)  # first use of the code, untimed
     dense_evaluate_contrast(small, small_scorer, KS)
     with given_image_embeddings(small_scorer.images):
-        evaluate_contrast(small, small_scorer, ks=KS, block=block, device=device)
+        evaluate_contrast(small, small_scorer, ContrastSettings(ks=KS, block=block, device=device))
     dataset, scorer = contrast_data(images, queries)
     n = len(dataset)
     print(f"\n1. contrast-set evaluation: {n:,} images, {queries:,} queries, K={KS}")
     dense, t_dense, m_dense, _ = measure(lambda: dense_evaluate_contrast(dataset, scorer, KS))
     with given_image_embeddings(scorer.images):
         blocked, t_block, m_block, gpu = measure(
-            lambda: evaluate_contrast(dataset, scorer, ks=KS, block=block, device=device), device
+            lambda: evaluate_contrast(
+                dataset, scorer, ContrastSettings(ks=KS, block=block, device=device)
+            ),
+            device,
         )
     rows = block or max(1, min(256, 2**17 // n))
     matrix = queries * n * 4 / 2**20

@@ -8,7 +8,12 @@ from typing import Any
 
 import numpy as np
 
-from contrastkit.evaluators.contrast import contrast_queries, contrast_summary
+from contrastkit.evaluators.contrast import (
+    ContrastCounts,
+    QueryOutcomes,
+    contrast_queries,
+    contrast_summary,
+)
 from contrastkit.evaluators.metrics import retrieval_metrics_batch
 from contrastkit.interfaces import ImageTextScorer
 
@@ -73,5 +78,6 @@ def dense_evaluate_contrast(
         order = np.argsort(-similarity[row], kind="stable")[: max(ks, default=0)]
         record["top"] = [f"{sources[i]}:{genders[i]}" for i in order]
         records.append(record)
-    summary = contrast_summary(n, len(own), len(queries), ks, per_query, gaps, preferred)
+    counts = ContrastCounts(n, len(own), len(queries))
+    summary = contrast_summary(counts, ks, QueryOutcomes(per_query, gaps, preferred))
     return {"summary": summary, "queries": records}

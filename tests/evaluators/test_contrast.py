@@ -21,7 +21,7 @@ from contrastkit.builders.export import (
 )
 from contrastkit.cli import app
 from contrastkit.errors import DataFormatError
-from contrastkit.evaluators.contrast import evaluate_contrast, load_contrast
+from contrastkit.evaluators.contrast import ContrastSettings, evaluate_contrast, load_contrast
 from contrastkit.evaluators.hub import hub_name
 from dense_contrast import dense_evaluate_contrast
 
@@ -48,7 +48,9 @@ class RedMeansMasculine:
 
 def test_known_similarities_give_known_metrics(tmp_path: Path) -> None:
     dataset = load_contrast(contrast_export(tmp_path / "set"))
-    result = evaluate_contrast(dataset, RedMeansMasculine(), ks=(2, 4), batch_size=4)
+    result = evaluate_contrast(
+        dataset, RedMeansMasculine(), ContrastSettings(ks=(2, 4), batch_size=4)
+    )
     summary = result["summary"]
     assert (summary["images"], summary["sources"], summary["queries"]) == (6, 3, 3)
     retrieval = summary["retrieval"]
@@ -327,7 +329,9 @@ def test_blocked_scoring_equals_the_dense_evaluation_with_ties(
     assert expected["summary"]["pairs"]["queries_with_pair"] > 0
     assert 0.0 in [r.get("score_masculine", 1) - r.get("score_feminine", 0) for r in
                    expected["queries"]]  # fmt: skip
-    result = evaluate_contrast(dataset, scorer, ks=ks, batch_size=8, block=block, device=device)
+    result = evaluate_contrast(
+        dataset, scorer, ContrastSettings(ks=ks, batch_size=8, block=block, device=device)
+    )
     assert_same_evaluation(result, expected)
     if block == 1:
         assert json.dumps(result) == json.dumps(expected)
@@ -349,7 +353,7 @@ def test_metrics_are_computed_once_per_block_of_queries(
 
     monkeypatch.setattr(contrast, "retrieval_metrics_batch", spy)
     dataset, scorer = tie_set
-    result = evaluate_contrast(dataset, scorer, ks=(2,), block=5)
+    result = evaluate_contrast(dataset, scorer, ContrastSettings(ks=(2,), block=5))
     assert result["summary"]["queries"] == 27
     assert shapes == [(5, len(dataset))] * 5 + [(2, len(dataset))]
 
@@ -377,7 +381,9 @@ def test_scores_do_not_depend_on_block_device_or_tf32(device: str) -> None:
     torch.set_float32_matmul_precision("medium")
     try:
         runs = [
-            evaluate_contrast(dataset, scorer, ks=(1, 5), block=block, device=device)
+            evaluate_contrast(
+                dataset, scorer, ContrastSettings(ks=(1, 5), block=block, device=device)
+            )
             for block in (1, 3, 64, None)
         ]
     finally:
@@ -398,7 +404,7 @@ def test_blocked_scoring_matches_the_dense_evaluation_on_real_valued_embeddings(
     the rankings, top-K ids and pair decisions exactly."""
     dataset, scorer = random_set()
     expected = dense_evaluate_contrast(dataset, scorer, (1, 5))
-    result = evaluate_contrast(dataset, scorer, ks=(1, 5), block=3)
+    result = evaluate_contrast(dataset, scorer, ContrastSettings(ks=(1, 5), block=3))
     assert len(result["queries"]) == len(expected["queries"])
     for got, want in zip(result["queries"], expected["queries"], strict=True):
         assert got["top"] == want["top"] and list(got) == list(want)
@@ -418,9 +424,9 @@ def test_bad_block_or_device_is_a_config_error(
 
     dataset, scorer = tie_set
     with pytest.raises(ConfigError, match="block must be a positive number"):
-        evaluate_contrast(dataset, scorer, block=0)
+        evaluate_contrast(dataset, scorer, ContrastSettings(block=0))
     with pytest.raises(ConfigError, match="not a torch device"):
-        evaluate_contrast(dataset, scorer, device="gpu please")
+        evaluate_contrast(dataset, scorer, ContrastSettings(device="gpu please"))
     if not torch.cuda.is_available():
         with pytest.raises(ConfigError, match="no CUDA device"):
-            evaluate_contrast(dataset, scorer, device="cuda")
+            evaluate_contrast(dataset, scorer, ContrastSettings(device="cuda"))

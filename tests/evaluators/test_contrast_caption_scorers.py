@@ -21,6 +21,9 @@ from contrastkit.errors import ConfigError
 from contrastkit.evaluators.contrast import (
     RAW_SCORES_FILE,
     RETRIEVAL_NOT_COMPUTED,
+    CaptionRun,
+    ContrastLabels,
+    ContrastSettings,
     caption_score_matrix,
     evaluate_contrast,
     load_contrast,
@@ -128,7 +131,9 @@ def test_planted_scores_give_hand_computed_metrics(tmp_path: Path) -> None:
     dataset = load_contrast(contrast_export(tmp_path / "set"))
     model = PlantedScores()
     assert isinstance(model, CaptionScorer)
-    result = evaluate_contrast(dataset, model, ks=(1, 5), batch_size=4, metrics="all")
+    result = evaluate_contrast(
+        dataset, model, ContrastSettings(ks=(1, 5), batch_size=4, metrics="all")
+    )
     summary = result["summary"]
     assert (summary["images"], summary["sources"], summary["queries"]) == (6, 3, 3)
     # Every query ranks by red: m0 200, f1 130, m2 = f2 120, f0 100, m1 50.
@@ -155,10 +160,10 @@ def test_planted_scores_give_hand_computed_metrics(tmp_path: Path) -> None:
 
 def test_pair_preference_alone_scores_only_each_querys_own_two_versions(tmp_path: Path) -> None:
     dataset = load_contrast(contrast_export(tmp_path / "set"))
-    full = evaluate_contrast(dataset, PlantedScores(), ks=(1, 5), metrics="all")
+    full = evaluate_contrast(dataset, PlantedScores(), ContrastSettings(ks=(1, 5), metrics="all"))
     model = PlantedScores()
     assert resolve_contrast_metrics(model) == "pairs"  # the default for caption scorers
-    result = evaluate_contrast(dataset, model, ks=(1, 5), bootstrap=20)
+    result = evaluate_contrast(dataset, model, ContrastSettings(ks=(1, 5), bootstrap=20))
     summary = result["summary"]
     assert sorted(model.cells) == sorted(
         (red, f"A person{' at work' * int(s)} in scene {s}.")
@@ -173,7 +178,7 @@ def test_pair_preference_alone_scores_only_each_querys_own_two_versions(tmp_path
     assert summary["scoring"]["metrics"] == "pairs" and summary["scoring"]["model_passes"] == 6
     for mine, theirs in zip(result["queries"], full["queries"], strict=True):
         assert mine == {k: theirs[k] for k in mine} and "top" not in mine
-    files = write_contrast_outputs(result, tmp_path / "out", model=model.spec, data="set")
+    files = write_contrast_outputs(result, tmp_path / "out", ContrastLabels(model.spec, "set"))
     report = files["report"].read_text()
     assert "Retrieval bias is not computed: pair preference only" in report
     assert "its own photo's two versions, 6 image-caption model passes" in report
@@ -188,12 +193,12 @@ def test_scores_are_reused_on_rerun_and_after_an_interruption(tmp_path: Path) ->
     interrupted = PlantedScores(fail_after=1)
     with pytest.raises(RuntimeError, match="interrupted"):
         caption_score_matrix(
-            dataset, interrupted, ["q one", "q two"], batch_size=4, raw_scores=raw
+            dataset, interrupted, ["q one", "q two"], run=CaptionRun(batch_size=4, raw_scores=raw)
         )  # one call of two images x two queries, then the failure
     assert len(interrupted.cells) == 4
     resumed = PlantedScores()
     matrix = caption_score_matrix(
-        dataset, resumed, ["q one", "q two"], batch_size=4, raw_scores=raw
+        dataset, resumed, ["q one", "q two"], run=CaptionRun(batch_size=4, raw_scores=raw)
     )
     assert (matrix.computed, matrix.reused, len(resumed.cells)) == (8, 4, 8)
     reds = [red for pair in REDS.values() for red in pair]
@@ -201,10 +206,14 @@ def test_scores_are_reused_on_rerun_and_after_an_interruption(tmp_path: Path) ->
     np.testing.assert_array_equal(matrix.scores, want)
     # pairs first, then every metric: the pair cells are read back, the rest scored
     first = PlantedScores()
-    evaluate_contrast(dataset, first, ks=(1,), raw_scores=tmp_path / "b" / RAW_SCORES_FILE)
+    evaluate_contrast(
+        dataset, first, ContrastSettings(ks=(1,), raw_scores=tmp_path / "b" / RAW_SCORES_FILE)
+    )
     second = PlantedScores()
     again = evaluate_contrast(
-        dataset, second, ks=(1,), metrics="all", raw_scores=tmp_path / "b" / RAW_SCORES_FILE
+        dataset,
+        second,
+        ContrastSettings(ks=(1,), metrics="all", raw_scores=tmp_path / "b" / RAW_SCORES_FILE),
     )
     assert (len(first.cells), len(second.cells)) == (6, 12)
     assert (again["summary"]["scoring"]["reused"], again["summary"]["scoring"]["computed"]) == (
@@ -212,13 +221,17 @@ def test_scores_are_reused_on_rerun_and_after_an_interruption(tmp_path: Path) ->
     )  # fmt: skip
     third = PlantedScores()
     evaluate_contrast(
-        dataset, third, ks=(1,), metrics="all", raw_scores=tmp_path / "b" / RAW_SCORES_FILE
+        dataset,
+        third,
+        ContrastSettings(ks=(1,), metrics="all", raw_scores=tmp_path / "b" / RAW_SCORES_FILE),
     )
     assert third.calls == 0
     # another model's scores (same file) are not reused
     other = PlantedScores()
     other.spec = "planted:other"
-    evaluate_contrast(dataset, other, ks=(1,), raw_scores=tmp_path / "b" / RAW_SCORES_FILE)
+    evaluate_contrast(
+        dataset, other, ContrastSettings(ks=(1,), raw_scores=tmp_path / "b" / RAW_SCORES_FILE)
+    )
     assert len(other.cells) == 6
 
 
@@ -238,12 +251,12 @@ def test_captioning_models_are_refused(tmp_path: Path) -> None:
 def test_a_dual_encoder_defaults_to_every_metric_and_can_score_pairs_only(tmp_path: Path) -> None:
     dataset = load_contrast(contrast_export(tmp_path / "set"))
     assert resolve_contrast_metrics(RedDual()) == "all"
-    full = evaluate_contrast(dataset, RedDual(), ks=(1, 5))
+    full = evaluate_contrast(dataset, RedDual(), ContrastSettings(ks=(1, 5)))
     assert "scoring" not in full["summary"] and full["summary"]["retrieval"]
-    pairs = evaluate_contrast(dataset, RedDual(), ks=(1, 5), metrics="pairs")
+    pairs = evaluate_contrast(dataset, RedDual(), ContrastSettings(ks=(1, 5), metrics="pairs"))
     assert pairs["summary"]["pairs"] == full["summary"]["pairs"]
     assert pairs["summary"]["retrieval"] == {}
-    files = write_contrast_outputs(full, tmp_path / "out", model="dual:red", data="set")
+    files = write_contrast_outputs(full, tmp_path / "out", ContrastLabels("dual:red", "set"))
     benchmark = json.loads(files["benchmark"].read_text())
     assert benchmark["score_kind"].startswith("cosine similarity")
     assert benchmark["scoring"]["unit"] == "embedding"

@@ -20,7 +20,7 @@ from matplotlib.text import Text
 from typer.testing import CliRunner
 
 from contrastkit.cli import app
-from contrastkit.evaluators.contrast import contrast_summary
+from contrastkit.evaluators.contrast import ContrastCounts, QueryOutcomes, contrast_summary
 from contrastkit.evaluators.report import load_benchmark, markdown_report
 from contrastkit.evaluators.report.plots import (
     NO_INTERVALS,
@@ -182,7 +182,9 @@ def test_a_k_at_or_above_a_query_pool_is_warned_about() -> None:
     assert "1 of 2 queries (8 candidates each)" in warnings[0]["message"]
     assert "every query (10 candidates each)" in warnings[1]["message"]
     assert retrieval_warnings(records, (5,)) == []
-    summary = contrast_summary(12, 6, 6, [2, 12], {"bias@2": [0.5] * 6}, [0.1], [1.0])
+    summary = contrast_summary(
+        ContrastCounts(12, 6, 6), [2, 12], QueryOutcomes({"bias@2": [0.5] * 6}, [0.1], [1.0])
+    )
     assert [w["k"] for w in summary["warnings"]] == [12]
     assert summary["warnings"][0]["n_queries"] == 6
 
@@ -227,7 +229,9 @@ def _contrast_summary(ks: list[int], *, images: int = 16, ci: bool = True) -> di
             retrieval[name] = {"mean": mean, "sigma": 0.6, "n": 8}
             if ci:
                 retrieval[name]["mean_ci"] = {"low": mean - 0.1, "high": mean + 0.2, **level}
-    summary = contrast_summary(images, 8, 8, ks, {}, [0.1] * 8, [1, 1, 1, 1, 1, 0, 0, 0.5])
+    summary = contrast_summary(
+        ContrastCounts(images, 8, 8), ks, QueryOutcomes({}, [0.1] * 8, [1, 1, 1, 1, 1, 0, 0, 0.5])
+    )
     summary["retrieval"] = retrieval
     if ci:
         summary["pairs"]["masculine_preferred_ci"] = {"low": 0.3, "high": 0.9, **level}

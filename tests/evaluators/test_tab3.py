@@ -270,14 +270,16 @@ class MeanColour:
 
 
 def test_contrast_evaluation_intervals_follow_the_settings(build: Path, tmp_path: Path) -> None:
-    from contrastkit.evaluators.contrast import evaluate_contrast, load_contrast
+    from contrastkit.evaluators.contrast import ContrastSettings, evaluate_contrast, load_contrast
 
     export_contrast_set(ExportContrastConfig(build, tmp_path / "orig", originals=True))
     dataset = load_contrast(tmp_path / "orig")
-    plain = evaluate_contrast(dataset, MeanColour(), ks=(2, 4))["summary"]
+    plain = evaluate_contrast(dataset, MeanColour(), ContrastSettings(ks=(2, 4)))["summary"]
     assert "bootstrap" not in plain and "mean_ci" not in plain["retrieval"]["maxskew@2"]
     assert plain["pairs"]["applicable"] is False and "not applicable" in plain["pairs"]["note"]
-    result = evaluate_contrast(dataset, MeanColour(), ks=(2, 4), bootstrap=300, seed=4)
+    result = evaluate_contrast(
+        dataset, MeanColour(), ContrastSettings(ks=(2, 4), bootstrap=300, seed=4)
+    )
     summary = result["summary"]
     per_query = {"maxskew@2": [q["maxskew@2"] for q in result["queries"]]}
     assert len(set(per_query["maxskew@2"])) > 1  # the queries differ: a real interval
@@ -286,9 +288,11 @@ def test_contrast_evaluation_intervals_follow_the_settings(build: Path, tmp_path
     assert ci["low"] < summary["retrieval"]["maxskew@2"]["mean"] < ci["high"]
     assert ci == expected["maxskew@2"]
     with pytest.raises(ConfigError, match="bootstrap"):
-        evaluate_contrast(dataset, MeanColour(), ks=(2,), bootstrap=-1)
+        evaluate_contrast(dataset, MeanColour(), ContrastSettings(ks=(2,), bootstrap=-1))
     with pytest.raises(ConfigError, match="confidence"):
-        evaluate_contrast(dataset, MeanColour(), ks=(2,), bootstrap=10, confidence=1.5)
+        evaluate_contrast(
+            dataset, MeanColour(), ContrastSettings(ks=(2,), bootstrap=10, confidence=1.5)
+        )
 
 
 def test_pair_preference_gets_a_bootstrap_interval_over_its_queries(
@@ -297,13 +301,13 @@ def test_pair_preference_gets_a_bootstrap_interval_over_its_queries(
     """The share of queries preferring the masculine version gets the percentile
     bootstrap interval of the other contrast figures, over the queries with a pair, also
     when only pair preference is computed (issue 31)."""
-    from contrastkit.evaluators.contrast import evaluate_contrast, load_contrast
+    from contrastkit.evaluators.contrast import ContrastSettings, evaluate_contrast, load_contrast
 
     export_contrast_set(ExportContrastConfig(build, tmp_path / "set"))
     dataset = load_contrast(tmp_path / "set")
     for metrics in ("all", "pairs"):
         result = evaluate_contrast(
-            dataset, MeanColour(), ks=(2,), bootstrap=300, seed=4, metrics=metrics
+            dataset, MeanColour(), ContrastSettings(ks=(2,), bootstrap=300, seed=4, metrics=metrics)
         )
         pairs = result["summary"]["pairs"]
         preferred = [
@@ -318,5 +322,5 @@ def test_pair_preference_gets_a_bootstrap_interval_over_its_queries(
         ci = pairs["masculine_preferred_ci"]
         assert ci == expected and ci["low"] < pairs["masculine_preferred"] < ci["high"]
         assert result["summary"]["bootstrap"]["resamples"] == 300
-    plain = evaluate_contrast(dataset, MeanColour(), ks=(2,))["summary"]
+    plain = evaluate_contrast(dataset, MeanColour(), ContrastSettings(ks=(2,)))["summary"]
     assert "masculine_preferred_ci" not in plain["pairs"] and "bootstrap" not in plain

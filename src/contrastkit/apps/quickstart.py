@@ -306,15 +306,17 @@ def _evaluate(
 ) -> tuple[dict[str, Any], dict[str, Path]]:
     """GenSynth Sec. 5 on the exported set: retrieval bias and pair preference."""
     from contrastkit.evaluators.contrast import (
+        ContrastLabels,
+        ContrastSettings,
         evaluate_contrast,
         load_contrast,
         write_contrast_outputs,
     )
     from contrastkit.evaluators.report import model_slug
 
-    evaluation = evaluate_contrast(load_contrast(export_dir), scorer, ks=(2, 4))
+    evaluation = evaluate_contrast(load_contrast(export_dir), scorer, ContrastSettings(ks=(2, 4)))
     files = write_contrast_outputs(
-        evaluation, folder / model_slug(name), model=name, data=str(export_dir), note=note
+        evaluation, folder / model_slug(name), ContrastLabels(name, str(export_dir), note=note)
     )
     return evaluation, files
 

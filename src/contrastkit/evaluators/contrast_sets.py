@@ -24,6 +24,8 @@ def evaluate_contrast_sets(
     pronoun continuations are refused before anything loads."""
     from contrastkit.evaluators.contrast import (
         RAW_SCORES_FILE,
+        ContrastLabels,
+        ContrastSettings,
         describe_export,
         evaluate_contrast,
         load_contrast,
@@ -49,17 +51,16 @@ def evaluate_contrast_sets(
             raw_scores = folder / RAW_SCORES_FILE if pairs else None
             label = f"scoring {spec}" + (" (image-caption pairs)" if pairs else "")
             with progress_stage(progress, label, len(dataset)) as update:
-                result = evaluate_contrast(
-                    dataset, scorer, ks=config.settings.ks,
-                    batch_size=config.model.batch_size, progress=update,
+                settings = ContrastSettings(
+                    ks=config.settings.ks, batch_size=config.model.batch_size,
                     device="cpu" if pairs else str(getattr(scorer, "device", "cpu")),
                     bootstrap=config.settings.bootstrap,
                     confidence=config.settings.confidence, seed=config.settings.seed,
                     metrics=config.contrast_metrics, raw_scores=raw_scores,
                 )  # fmt: skip
-            files = write_contrast_outputs(
-                result, folder, model=spec, data=str(path), dataset=describe_export(path)
-            )
+                result = evaluate_contrast(dataset, scorer, settings, progress=update)
+            labels = ContrastLabels(model=spec, data=str(path), dataset=describe_export(path))
+            files = write_contrast_outputs(result, folder, labels)
             if raw_scores is not None:
                 files = {**files, "raw_scores": raw_scores}
             scoring = result["summary"].get("scoring") or {}
