@@ -40,7 +40,7 @@ import torch
 
 from contrastkit.config import ModelConfig
 from contrastkit.evaluators.data import ImageLoader, load_items, visogender_files
-from contrastkit.evaluators.runner import EvalConfig, score_dataset
+from contrastkit.evaluators.runner import EvalConfig, ImageBatches, score_dataset
 from contrastkit.models import load_scorer
 from contrastkit.models.openclip import OpenCLIPScorer
 from contrastkit.pipeline import DECODE_MODES
@@ -147,19 +147,15 @@ def main() -> None:
             print(f"(a) official-style, one image at a time: {rate_a:.1f} images/s")
         warm = items[: 2 * batch_size]  # warm-up on another scorer: its captions stay cold
         warm_scorer = load_scorer(SPEC, config)
-        score_dataset(
-            warm, warm_scorer, folder / "warm", loader, EvalConfig(), batch_size=batch_size
-        )
+        batches = ImageBatches(loader, batch_size)
+        score_dataset(warm, warm_scorer, folder / "warm", EvalConfig(), batches)
         start = time.perf_counter()
-        score_dataset(
-            items, scorer, folder / "out_b", loader, EvalConfig(tasks=("resolution",)),
-            batch_size=batch_size,
-        )  # fmt: skip
+        score_dataset(items, scorer, folder / "out_b", EvalConfig(tasks=("resolution",)), batches)
         rate_b = len(items) / (time.perf_counter() - start)
         texts = list(scorer._text_cache)  # every distinct caption (b) encoded
         print(f"(b) contrastkit evaluate (resolution): {rate_b:.1f} images/s")
         start = time.perf_counter()
-        score_dataset(items, scorer, folder / "out_c", loader, EvalConfig(), batch_size=batch_size)
+        score_dataset(items, scorer, folder / "out_c", EvalConfig(), batches)
         rate_c = len(items) / (time.perf_counter() - start)
         print(f"(b') resolution + retrieval in one pass: {rate_c:.1f} images/s")
         sources = [loader.source(item) for item in items]
@@ -168,10 +164,7 @@ def main() -> None:
         text_time = text_seconds(scorer, texts, batch_size)
         rate_e = end_to_end_rate(scorer, sources, batch_size)
         start = time.perf_counter()  # (b) again, every caption cached: images only
-        score_dataset(
-            items, scorer, folder / "out_b2", loader, EvalConfig(tasks=("resolution",)),
-            batch_size=batch_size,
-        )  # fmt: skip
+        score_dataset(items, scorer, folder / "out_b2", EvalConfig(tasks=("resolution",)), batches)
         rate_b_cached = len(items) / (time.perf_counter() - start)
         forward = len(items) / (len(items) / image_rate + text_time)
     target = 0.8 if device.type == "cuda" else 0.9

@@ -22,7 +22,7 @@ import torch
 
 from contrastkit.config import ModelConfig
 from contrastkit.evaluators.data import ImageLoader, load_items, visogender_files
-from contrastkit.evaluators.runner import EvalConfig, score_dataset
+from contrastkit.evaluators.runner import EvalConfig, ImageBatches, score_dataset
 from contrastkit.models import load_scorer
 from contrastkit.samples import write_visogender_workload
 from embed import SPEC, device_name
@@ -48,7 +48,9 @@ def main() -> None:
             scorer.model.load_state_dict(state)  # type: ignore[attr-defined]
             config = EvalConfig(tasks=("resolution",))
             start = time.perf_counter()
-            run = score_dataset(items, scorer, folder / name, ImageLoader(), config, batch_size=64)
+            run = score_dataset(
+                items, scorer, folder / name, config, ImageBatches(ImageLoader(), 64)
+            )
             runs[name] = (run.resolution, len(items) / (time.perf_counter() - start))
     full = runs["float32"][0]
     for name, (records, rate) in runs.items():

@@ -23,7 +23,7 @@ from contrastkit.evaluators.report import (
     markdown_report,
     write_outputs,
 )
-from contrastkit.evaluators.runner import EvalConfig, read_raw, score_dataset
+from contrastkit.evaluators.runner import EvalConfig, ImageBatches, read_raw, score_dataset
 from contrastkit.evaluators.stats import labor_comparison, labor_shares
 from contrastkit.models import ImageTextScorer
 from contrastkit.store import ImageStore
@@ -82,7 +82,7 @@ def test_a_scorer_with_known_similarities_gives_known_metrics(
     scorer = KnownScorer(widths)
     assert isinstance(scorer, ImageTextScorer)
     config = EvalConfig(neutral=True, subsample_runs=30, baseline_runs=200)
-    run = score_dataset(items, scorer, tmp_path / "out", loader, config, batch_size=5)
+    run = score_dataset(items, scorer, tmp_path / "out", config, ImageBatches(loader, 5))
     results = next(iter(benchmark(run, config, [dataset]).values()))
 
     assert results["metadata"]["protocol"] == "visogender-official"  # the default
@@ -166,7 +166,7 @@ def test_the_official_protocol_scores_their_and_two_way_does_not(
             subsample_runs=5,
         )  # fmt: skip
         out = tmp_path / f"{protocol}-{neutral}"
-        run = score_dataset(items, scorer, out, loader, config)
+        run = score_dataset(items, scorer, out, config, ImageBatches(loader))
         assert all(set(record["scores"]) == scored for record in run.resolution)
         assert any(" their " in f" {text} " for text in scorer.text_calls) == ("neutral" in scored)
         results = next(iter(benchmark(run, config, [dataset]).values()))
@@ -186,9 +186,9 @@ def test_resuming_reuses_raw_scores_and_recomputes_only_what_is_missing(
     loader = ImageLoader()
     config = EvalConfig(subsample_runs=5, baseline_runs=5)
     out = tmp_path / "out"
-    first = score_dataset(items, KnownScorer(set()), out, loader, config)
+    first = score_dataset(items, KnownScorer(set()), out, config, ImageBatches(loader))
     assert first.scored_images == 24 and first.reused == 0
-    again = score_dataset(items, KnownScorer(set()), out, loader, config)
+    again = score_dataset(items, KnownScorer(set()), out, config, ImageBatches(loader))
     # resolution, retrieval and the participant-subject (Tab. 5) queries of the 16 OP images
     assert again.scored_images == 0 and again.reused == 40 + 24 + 16
     assert again.resolution == first.resolution
@@ -196,14 +196,14 @@ def test_resuming_reuses_raw_scores_and_recomputes_only_what_is_missing(
     raw = out / "raw_resolution.jsonl"
     lines = raw.read_text().splitlines()
     raw.write_text("\n".join(lines[:-3]) + "\n" + lines[-3][:20])
-    resumed = score_dataset(items, KnownScorer(set()), out, loader, config)
+    resumed = score_dataset(items, KnownScorer(set()), out, config, ImageBatches(loader))
     assert resumed.scored_images == 2  # the images those records belonged to
     assert resumed.resolution == first.resolution
     assert len(read_raw(raw)) == 40
     # another model's records are not reused
     other = KnownScorer(set())
     other.spec = "known:other"
-    assert score_dataset(items, other, out, loader, config).scored_images == 24
+    assert score_dataset(items, other, out, config, ImageBatches(loader)).scored_images == 24
 
 
 def _url(n: int, path: Path) -> str:
@@ -456,7 +456,7 @@ def test_cli_bad_input_exits_2_with_a_clear_message(
 def test_write_outputs_replaces_files_atomically(dataset: Path, tmp_path: Path) -> None:
     items = load_items([dataset])
     config = EvalConfig(tasks=("resolution",), subsample_runs=5, baseline_runs=5)
-    run = score_dataset(items, KnownScorer(set()), tmp_path, ImageLoader(), config)
+    run = score_dataset(items, KnownScorer(set()), tmp_path, config, ImageBatches(ImageLoader()))
     files = write_outputs(benchmark(run, config, [dataset]), tmp_path / "model")
     plots = ("resolution_accuracy", "accuracy_by_gender_pair", "gap_per_occupation",
              "labour_statistics")  # fmt: skip
@@ -680,7 +680,7 @@ def test_plots_leave_the_matplotlib_backend_alone(
     monkeypatch.setitem(matplotlib.rcParams, "backend", "svg")  # a notebook's own choice
     items = load_items([dataset])
     config = EvalConfig(subsample_runs=5, baseline_runs=5)
-    run = score_dataset(items, KnownScorer(set()), tmp_path, ImageLoader(), config)
+    run = score_dataset(items, KnownScorer(set()), tmp_path, config, ImageBatches(ImageLoader()))
     files = write_outputs(benchmark(run, config, [dataset]), tmp_path / "model")
     assert matplotlib.rcParams["backend"] == "svg"
     for name in ("accuracy_by_gender_pair", "bias_at_k_per_occupation", "labour_statistics"):

@@ -24,7 +24,13 @@ from contrastkit.evaluators.report import benchmark, markdown_report, write_outp
 from contrastkit.evaluators.report.headlines import headline_figures, headline_lines
 from contrastkit.evaluators.report.plots import figures
 from contrastkit.evaluators.report.results import headline
-from contrastkit.evaluators.runner import EvalConfig, ScoredRun, read_raw, score_dataset
+from contrastkit.evaluators.runner import (
+    EvalConfig,
+    ImageBatches,
+    ScoredRun,
+    read_raw,
+    score_dataset,
+)
 from contrastkit.models import ImageTextScorer
 from contrastkit.tsv import read_visogender_tsv, write_visogender_tsv
 from eval_data import write_small_dataset
@@ -122,7 +128,7 @@ def _evaluate(
     scorer = _scorer(items)
     assert isinstance(scorer, ImageTextScorer)
     config = EvalConfig(tasks=("retrieval",), **{**FAST, **settings})
-    run = score_dataset(items, scorer, out, ImageLoader(), config, batch_size=5)
+    run = score_dataset(items, scorer, out, config, ImageBatches(ImageLoader(), 5))
     results = next(iter(benchmark(run, config, [dataset]).values()))
     return run, results, scorer
 

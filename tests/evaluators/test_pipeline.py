@@ -298,12 +298,12 @@ def official_workload(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 
 def _scored(tsvs: list[Path], scorer: object, out: Path) -> list[dict[str, object]]:
     from contrastkit.evaluators.data import ImageLoader, load_items
-    from contrastkit.evaluators.runner import EvalConfig, score_dataset
+    from contrastkit.evaluators.runner import EvalConfig, ImageBatches, score_dataset
 
     items = load_items(tsvs)
     assert len(items) == 690
     run = score_dataset(
-        items, scorer, out, ImageLoader(), EvalConfig(tasks=("resolution",)), batch_size=64
+        items, scorer, out, EvalConfig(tasks=("resolution",)), ImageBatches(ImageLoader(), 64)
     )
     assert len(run.resolution) == 1150
     return run.resolution

@@ -13,7 +13,7 @@ import pytest
 from PIL import Image
 
 from contrastkit.evaluators.data import EvalItem, ImageLoader, load_items
-from contrastkit.evaluators.runner import RAW_FILES, EvalConfig, score_dataset
+from contrastkit.evaluators.runner import RAW_FILES, EvalConfig, ImageBatches, score_dataset
 from contrastkit.evaluators.tasks.flipped import flipped_retrieval_queries
 from contrastkit.evaluators.tasks.resolution import resolution_cases
 from contrastkit.evaluators.tasks.retrieval import retrieval_queries
@@ -109,7 +109,7 @@ def test_batched_records_are_the_planted_ones_at_every_batch_size(
     files = {}
     for batch_size in (1, 7):
         out = tmp_path / f"batch{batch_size}"
-        run = score_dataset(items, scorer, out, loader, config, batch_size=batch_size)
+        run = score_dataset(items, scorer, out, config, ImageBatches(loader, batch_size))
         assert len(run.resolution) == 8 + 16 * 2 and len(run.retrieval) == 24
         assert len(run.retrieval_flipped) == 16
         for record in run.resolution:

@@ -203,15 +203,27 @@ class ScoredRun:
     skipped: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class ImageBatches:
+    """How :func:`score_dataset` reads the images.
+
+    Attributes:
+        loader: Opens the images.
+        size: Images decoded and scored together.
+        progress: Called with (images done, images to do) after each batch.
+    """
+
+    loader: ImageLoader
+    size: int = 32
+    progress: Callable[[int, int], None] | None = None
+
+
 def score_dataset(
     items: Sequence[EvalItem],
     model: ImageTextScorer | PronounScorer,
     out_dir: Path,
-    loader: ImageLoader,
     config: EvalConfig,
-    *,
-    batch_size: int = 32,
-    progress: Callable[[int, int], None] | None = None,
+    batches: ImageBatches,
 ) -> ScoredRun:
     """Score ``items`` with ``model``, reusing the raw records already in ``out_dir``.
 
@@ -219,10 +231,9 @@ def score_dataset(
         items: the dataset.
         model: a dual encoder or a captioning model (see :mod:`.models`).
         out_dir: the model's output folder (raw JSONL files live here).
-        loader: opens the images.
         config: tasks and options.
-        batch_size: images decoded and scored together.
-        progress: called with (images done, images to do) after each batch.
+        batches: the image loader, the images per batch and the progress callback
+            (:class:`ImageBatches`).
 
     Returns:
         The records of this dataset, in dataset order.
@@ -231,16 +242,87 @@ def score_dataset(
         DataFormatError: an image is missing or cannot be decoded (checked up front).
         ConfigError: only ``retrieval`` asked of a captioning model.
     """
-    import torch  # not on import: the CLI starts without it
+    run = ScoredRun(
+        model=model.spec, kind="dual" if isinstance(model, ImageTextScorer) else "captioning"
+    )
+    plan = _plan(items, _runnable_tasks(model, config, run), config)
+    paths = {task: out_dir / RAW_FILES[task] for task in RAW_FILES}
+    done = {task: read_raw(paths[task], model.spec) for task in plan.tasks}
+    missing_cases: dict[str, list[ResolutionCase]] = {}
+    for case in plan.cases:
+        if case.key not in done["resolution"]:
+            missing_cases.setdefault(case.item.key, []).append(case)
+    todo = [item for item in items if plan.needs(item, done, missing_cases)]
+    run.reused = sum(len(records) for records in done.values())
+    batches.loader.check(todo)
+    writers = {task: RawAppender(paths[task], done[task].values()) for task in plan.tasks}
+    scorer = _BatchScorer(model, plan, done, missing_cases, writers, config.seed)
+    try:
+        if batches.progress is not None:
+            batches.progress(0, len(todo))
+        for batch, images in _decoded(todo, batches.loader, model, batches.size):
+            scorer.score(batch, images)
+            run.scored_images += len(batch)
+            if batches.progress is not None:
+                batches.progress(run.scored_images, len(todo))
+    finally:
+        for writer in writers.values():
+            writer.close()
+    _collect(run, plan, done, paths)
+    return run
 
-    dual = isinstance(model, ImageTextScorer)
-    run = ScoredRun(model=model.spec, kind="dual" if dual else "captioning")
+
+def _runnable_tasks(
+    model: ImageTextScorer | PronounScorer, config: EvalConfig, run: ScoredRun
+) -> list[str]:
+    """The tasks of ``config`` that ``model`` can run: a captioning model cannot retrieve
+    (its skipped task noted in ``run``).
+
+    Raises:
+        ConfigError: only ``retrieval`` asked of a captioning model.
+    """
     tasks = list(config.tasks)
-    if "retrieval" in tasks and not dual:
+    if "retrieval" in tasks and not isinstance(model, ImageTextScorer):
         if tasks == ["retrieval"]:
             raise ConfigError(retrieval_needs_dual(model.spec))
         tasks.remove("retrieval")
         run.skipped.append("retrieval (captioning models cannot retrieve)")
+    return tasks
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What a run scores: its ``tasks`` (the flipped queries' task included when there are
+    any), the resolution ``cases``, the retrieval and flipped queries, and, by item key,
+    each item's query (``query_of``, ``flipped_of``) and the key of its record in the raw
+    retrieval and flipped files (``retrieval_keys``, ``flipped_keys``)."""
+
+    tasks: list[str]
+    cases: list[ResolutionCase]
+    queries: list[RetrievalQuery]
+    flipped: list[RetrievalQuery]
+    query_of: dict[str, RetrievalQuery]
+    flipped_of: dict[str, RetrievalQuery]
+    retrieval_keys: dict[str, str]
+    flipped_keys: dict[str, str]
+
+    def needs(
+        self,
+        item: EvalItem,
+        done: Mapping[str, Mapping[str, Any]],
+        missing_cases: Mapping[str, list[ResolutionCase]],
+    ) -> bool:
+        """Whether ``item`` has a case, a retrieval or a flipped record still to score."""
+        key = item.key
+        return (
+            key in missing_cases
+            or (key in self.retrieval_keys and self.retrieval_keys[key] not in done["retrieval"])
+            or (key in self.flipped_keys and self.flipped_keys[key] not in done[FLIPPED_TASK])
+        )
+
+
+def _plan(items: Sequence[EvalItem], tasks: list[str], config: EvalConfig) -> _Plan:
+    """The :class:`_Plan` of ``tasks`` on ``items``."""
     neutral = config.neutral or protocol_scores_neutral(config.protocol)
     cases = resolution_cases(items, neutral=neutral) if "resolution" in tasks else []
     queries = retrieval_queries(items) if "retrieval" in tasks else []
@@ -251,88 +333,90 @@ def score_dataset(
         else []
     )
     flipped_of = {item.key: query for query in flipped for item in query.items}
-    flipped_keys = {key: f"{key}|{query.text}" for key, query in flipped_of.items()}
-    if flipped:
-        tasks.append(FLIPPED_TASK)
-    paths = {task: out_dir / RAW_FILES[task] for task in RAW_FILES}
-    done = {task: read_raw(paths[task], model.spec) for task in tasks}
-    retrieval_keys = {
-        item.key: f"{item.key}|{query_of[item.key].text}" for item in query_of_items(queries)
-    }
+    return _Plan(
+        tasks=[*tasks, FLIPPED_TASK] if flipped else list(tasks),
+        cases=cases,
+        queries=queries,
+        flipped=flipped,
+        query_of=query_of,
+        flipped_of=flipped_of,
+        retrieval_keys={
+            item.key: f"{item.key}|{query_of[item.key].text}" for item in query_of_items(queries)
+        },
+        flipped_keys={key: f"{key}|{query.text}" for key, query in flipped_of.items()},
+    )
 
-    missing_cases: dict[str, list[ResolutionCase]] = {}
-    for case in cases:
-        if case.key not in done["resolution"]:
-            missing_cases.setdefault(case.item.key, []).append(case)
-    todo = [
-        item
-        for item in items
-        if item.key in missing_cases
-        or (item.key in retrieval_keys and retrieval_keys[item.key] not in done["retrieval"])
-        or (item.key in flipped_keys and flipped_keys[item.key] not in done[FLIPPED_TASK])
-    ]
-    run.reused = sum(len(records) for records in done.values())
-    loader.check(todo)
-    writers = {task: RawAppender(paths[task], done[task].values()) for task in tasks}
-    try:
-        finished = 0
-        if progress is not None:
-            progress(0, len(todo))
-        for batch, images in _decoded(todo, loader, model, batch_size):
-            new_resolution: list[dict[str, Any]] = []
-            new_retrieval: list[dict[str, Any]] = []
-            new_flipped: list[dict[str, Any]] = []
-            if dual:
-                assert isinstance(model, ImageTextScorer)
-                embeddings = (
-                    model.encode_pixels(images)  # type: ignore[attr-defined]
-                    if isinstance(images, torch.Tensor)
-                    else model.encode_images(images)
-                )
-                new_resolution, new_retrieval, new_flipped = _score_dual(
-                    model,
-                    batch,
-                    embeddings,
-                    missing_cases,
-                    _unscored(batch, retrieval_keys, query_of, done.get("retrieval", {})),
-                    _unscored(batch, flipped_keys, flipped_of, done.get(FLIPPED_TASK, {})),
-                )
-            else:
-                assert isinstance(model, PronounScorer)
-                new_resolution = _score_captioning(model, batch, images, missing_cases, config.seed)
-            if "resolution" in writers:
-                writers["resolution"].write(new_resolution)
-            if "retrieval" in writers:
-                writers["retrieval"].write(new_retrieval)
-            if FLIPPED_TASK in writers:
-                writers[FLIPPED_TASK].write(new_flipped)
-            for record in new_resolution:
-                done["resolution"][record["key"]] = record
-            for record in new_retrieval:
-                done["retrieval"][record["key"]] = record
-            for record in new_flipped:
-                done[FLIPPED_TASK][record["key"]] = record
-            finished += len(batch)
-            run.scored_images = finished
-            if progress is not None:
-                progress(finished, len(todo))
-    finally:
-        for writer in writers.values():
-            writer.close()
-    if "resolution" in tasks:
-        run.resolution = [done["resolution"][case.key] for case in cases]
+
+@dataclass(frozen=True)
+class _BatchScorer:
+    """Scores one batch of images after another for a run (:func:`score_dataset`): the
+    records of each batch are appended to the raw files (``writers``) and added to
+    ``done``; ``missing`` holds the unscored resolution cases by item key, ``seed`` the
+    option order of multiple-choice questions."""
+
+    model: ImageTextScorer | PronounScorer
+    plan: _Plan
+    done: dict[str, dict[str, Any]]
+    missing: Mapping[str, list[ResolutionCase]]
+    writers: Mapping[str, RawAppender]
+    seed: int
+
+    def score(self, batch: Sequence[EvalItem], images: Any) -> None:
+        """Score ``batch`` (its decoded ``images``, or pixels), then write and keep its
+        records."""
+        if isinstance(self.model, ImageTextScorer):
+            new = self._dual(batch, images)
+        else:
+            new = (_score_captioning(self.model, batch, images, self.missing, self.seed), [], [])
+        tasks = ("resolution", "retrieval", FLIPPED_TASK)
+        for task, records in zip(tasks, new, strict=True):
+            if task in self.writers:
+                self.writers[task].write(records)
+        for task, records in zip(tasks, new, strict=True):
+            for record in records:
+                self.done[task][record["key"]] = record
+
+    def _dual(self, batch: Sequence[EvalItem], images: Any) -> tuple[list[dict[str, Any]], ...]:
+        import torch  # not on import: the CLI starts without it
+
+        model = self.model
+        assert isinstance(model, ImageTextScorer)
+        embeddings = (
+            model.encode_pixels(images)  # type: ignore[attr-defined]
+            if isinstance(images, torch.Tensor)
+            else model.encode_images(images)
+        )
+        plan, done = self.plan, self.done
+        work = _BatchWork(
+            self.missing,
+            _unscored(batch, plan.retrieval_keys, plan.query_of, done.get("retrieval", {})),
+            _unscored(batch, plan.flipped_keys, plan.flipped_of, done.get(FLIPPED_TASK, {})),
+        )
+        return _score_dual(model, batch, embeddings, work)
+
+
+def _collect(
+    run: ScoredRun,
+    plan: _Plan,
+    done: Mapping[str, Mapping[str, dict[str, Any]]],
+    paths: Mapping[str, Path],
+) -> None:
+    """Put each task's records of the dataset into ``run``, in dataset order, and rewrite
+    its raw file with exactly those (:func:`_finish`)."""
+    if "resolution" in plan.tasks:
+        run.resolution = [done["resolution"][case.key] for case in plan.cases]
         _finish(paths["resolution"], run.resolution, done["resolution"])
-    if "retrieval" in tasks:
+    if "retrieval" in plan.tasks:
         run.retrieval = [
-            done["retrieval"][retrieval_keys[item.key]] for item in query_of_items(queries)
+            done["retrieval"][plan.retrieval_keys[item.key]]
+            for item in query_of_items(plan.queries)
         ]
         _finish(paths["retrieval"], run.retrieval, done["retrieval"])
-    if FLIPPED_TASK in tasks:
+    if FLIPPED_TASK in plan.tasks:
         run.retrieval_flipped = [
-            done[FLIPPED_TASK][flipped_keys[item.key]] for item in query_of_items(flipped)
+            done[FLIPPED_TASK][plan.flipped_keys[item.key]] for item in query_of_items(plan.flipped)
         ]
         _finish(paths[FLIPPED_TASK], run.retrieval_flipped, done[FLIPPED_TASK])
-    return run
 
 
 def _finish(path: Path, records: Sequence[Mapping[str, Any]], written: Mapping[str, Any]) -> None:
@@ -385,16 +469,22 @@ def _unscored(
     }
 
 
+@dataclass(frozen=True)
+class _BatchWork:
+    """What one batch still needs scored, by item key: its resolution cases
+    (``missing``), its retrieval query and its flipped query."""
+
+    missing: Mapping[str, list[ResolutionCase]]
+    retrieval: Mapping[str, RetrievalQuery]
+    flipped: Mapping[str, RetrievalQuery]
+
+
 def _score_dual(
-    model: ImageTextScorer,
-    batch: Sequence[EvalItem],
-    embeddings: Any,
-    missing: Mapping[str, list[ResolutionCase]],
-    retrieval: Mapping[str, RetrievalQuery],
-    flipped: Mapping[str, RetrievalQuery],
+    model: ImageTextScorer, batch: Sequence[EvalItem], embeddings: Any, work: _BatchWork
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """The resolution, retrieval and flipped-retrieval records of one batch of a dual
-    encoder, from the batch's image ``embeddings`` (one row per item, unit norm).
+    encoder, from the batch's image ``embeddings`` (one row per item, unit norm), for the
+    cases and queries of ``work``.
 
     The batch's distinct texts (its cases' candidate captions, its retrieval and flipped
     queries) are embedded in one ``encode_texts`` call (which fills a caching adapter's
@@ -411,12 +501,12 @@ def _score_dual(
     plan: list[tuple[int, list[tuple[ResolutionCase, tuple[Gender, ...], int]]]] = []
     for position, item in enumerate(batch):
         cases = []
-        for case in missing.get(item.key, ()):
+        for case in work.missing.get(item.key, ()):
             texts = case.captions
             cases.append((case, tuple(texts), len(candidate_rows)))
             candidate_rows.extend(column.setdefault(text, len(column)) for text in texts.values())
         plan.append((position, cases))
-    for queries in (retrieval, flipped):
+    for queries in (work.retrieval, work.flipped):
         for text in (query.text for query in queries.values()):
             column.setdefault(text, len(column))
     matrix = model.encode_texts(list(column))
@@ -434,11 +524,11 @@ def _score_dual(
             scores = dict(zip(genders, sims.tolist(), strict=True))
             resolution.append(case_record(case, scores, spec))
         item = batch[position]
-        query = retrieval.get(item.key)
+        query = work.retrieval.get(item.key)
         if query is not None:
             score = float(matrix[column[query.text]] @ embedding)
             retrieval_records.append(query_record(query, item, score, spec))
-        query = flipped.get(item.key)
+        query = work.flipped.get(item.key)
         if query is not None:
             score = float(matrix[column[query.text]] @ embedding)
             flipped_records.append(flipped_record(query, item, score, spec))

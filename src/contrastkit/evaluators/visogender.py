@@ -34,7 +34,7 @@ def evaluate_visogender(
     from contrastkit.evaluators.data import load_items
     from contrastkit.evaluators.report import benchmark, comparison_markdown, write_outputs
     from contrastkit.evaluators.report.plots import write_comparison_plots
-    from contrastkit.evaluators.runner import score_dataset
+    from contrastkit.evaluators.runner import ImageBatches, score_dataset
     from contrastkit.models import load_model
 
     settings = config.settings
@@ -61,10 +61,8 @@ def evaluate_visogender(
             raise ConfigError(f"models: {spec} scores neither image-text similarity nor pronouns")
         folder = config.out / model_slug(spec)
         with progress_stage(progress, f"scoring {spec}") as update:
-            run = score_dataset(
-                items, adapter, folder, loader, settings,
-                batch_size=config.model.batch_size, progress=update,
-            )  # fmt: skip
+            batches = ImageBatches(loader, config.model.batch_size, update)
+            run = score_dataset(items, adapter, folder, settings, batches)
         del adapter  # free the model before the next one loads
         results_json = benchmark(run, settings, labels)
         results = next(iter(results_json.values()))
