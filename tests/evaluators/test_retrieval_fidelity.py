@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from contrastkit.evaluators.bootstrap import resample_indices
+from contrastkit.evaluators.bootstrap import BootstrapSettings, resample_indices
 from contrastkit.evaluators.metrics import retrieval_metrics, retrieval_metrics_batch
 from contrastkit.evaluators.stats import retrieval_random_baseline
 from contrastkit.evaluators.tasks.retrieval import mean_interval, summarize_retrieval
@@ -264,7 +264,7 @@ def test_table_9_means_are_the_exact_expectations_of_random_rankings() -> None:
 def test_intervals_of_every_retrieval_mean_are_seeded_and_contain_it() -> None:
     rng = np.random.default_rng(3)
     records = _records(OFFICIAL_OP, rng.random(460)) + _records(OFFICIAL_OO, rng.random(230))
-    summary = summarize_retrieval(records, KS, bootstrap=400, confidence=0.9, seed=11)
+    summary = summarize_retrieval(records, KS, bootstrap=BootstrapSettings(400, 0.9, 11))
     assert summary["bootstrap"] == {"resamples": 400, "level": 0.9, "seed": 11}
     for section in ("two_person_images", "single_person_images"):
         for metric in ("bias@5", "bias@10", "maxskew@5", "maxskew@10", "NDKL"):
@@ -277,9 +277,9 @@ def test_intervals_of_every_retrieval_mean_are_seeded_and_contain_it() -> None:
             if np.ptp([v[metric] for v in values]) > 0:  # OO Bias@10: all 10 retrieved, 0
                 assert interval["low"] < interval["high"], (section, metric)
     assert summary["NDKL"] == summary["two_person_images"]["NDKL"]  # headline: OP
-    again = summarize_retrieval(records, KS, bootstrap=400, confidence=0.9, seed=11)
+    again = summarize_retrieval(records, KS, bootstrap=BootstrapSettings(400, 0.9, 11))
     assert again["bias@5"]["mean_ci"] == summary["bias@5"]["mean_ci"]
-    other = summarize_retrieval(records, KS, bootstrap=400, confidence=0.9, seed=12)
+    other = summarize_retrieval(records, KS, bootstrap=BootstrapSettings(400, 0.9, 12))
     assert other["bias@5"]["mean_ci"] != summary["bias@5"]["mean_ci"]
     plain = summarize_retrieval(records, KS)
     assert "mean_ci" not in plain["bias@5"] and "bootstrap" not in plain
@@ -295,9 +295,11 @@ def test_intervals_shrink_as_occupations_are_added() -> None:
         records = _records(OFFICIAL_OP, rng.random(460))
         names = list(dict.fromkeys(r["occupation"] for r in records))
         few = summarize_retrieval(
-            [r for r in records if r["occupation"] in names[:6]], KS, bootstrap=500
+            [r for r in records if r["occupation"] in names[:6]],
+            KS,
+            bootstrap=BootstrapSettings(500),
         )
-        every = summarize_retrieval(records, KS, bootstrap=500)
+        every = summarize_retrieval(records, KS, bootstrap=BootstrapSettings(500))
         for metric in ("bias@5", "bias@10", "maxskew@5", "maxskew@10", "NDKL"):
             widths[metric].append(
                 (
@@ -312,7 +314,7 @@ def test_intervals_shrink_as_occupations_are_added() -> None:
 
 def test_one_occupation_has_no_interval() -> None:
     records = [r for r in _records(OFFICIAL_OP, np.arange(460.0)) if r["occupation"] == "doctor"]
-    summary = summarize_retrieval(records, KS, bootstrap=50)
+    summary = summarize_retrieval(records, KS, bootstrap=BootstrapSettings(50))
     assert math.isnan(summary["bias@5"]["mean_ci"]["low"])
     assert math.isnan(summary["bias@5"]["mean_ci"]["high"])
 

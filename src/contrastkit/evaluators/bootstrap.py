@@ -9,11 +9,33 @@ the ``B`` values. No Python loop over resamples.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from contrastkit.errors import ConfigError
 
-__all__ = ["percentile_interval", "resample_indices"]
+__all__ = ["NO_BOOTSTRAP", "BootstrapSettings", "percentile_interval", "resample_indices"]
+
+
+@dataclass(frozen=True)
+class BootstrapSettings:
+    """The percentile bootstrap behind a report's intervals.
+
+    Attributes:
+        resamples: Resamples drawn (0: no intervals).
+        confidence: The intervals' level.
+        seed: Seeds the resampling.
+    """
+
+    resamples: int = 0
+    confidence: float = 0.95
+    seed: int = 0
+
+
+NO_BOOTSTRAP = BootstrapSettings()
+"""No resamples: figures without intervals (the default of the summaries that take
+:class:`BootstrapSettings`)."""
 
 
 def resample_indices(rng: np.random.Generator, n: int, resamples: int) -> np.ndarray:

@@ -33,6 +33,7 @@ from typing import Any
 
 from contrastkit import __version__
 from contrastkit.errors import DataFormatError
+from contrastkit.evaluators.bootstrap import BootstrapSettings
 from contrastkit.evaluators.runner import EvalConfig, ScoredRun
 from contrastkit.evaluators.stats import (
     labor_comparison,
@@ -244,9 +245,7 @@ def benchmark(run: ScoredRun, config: EvalConfig, data: Sequence[str | Path]) ->
             run.retrieval,
             config.ks,
             ndkl_k=config.ndkl_k,
-            bootstrap=config.bootstrap,
-            confidence=config.confidence,
-            seed=config.seed,
+            bootstrap=BootstrapSettings(config.bootstrap, config.confidence, config.seed),
         )
         if run.retrieval
         else {}
@@ -260,9 +259,7 @@ def benchmark(run: ScoredRun, config: EvalConfig, data: Sequence[str | Path]) ->
             run.retrieval_flipped,
             config.ks,
             ndkl_k=config.ndkl_k,
-            bootstrap=config.bootstrap,
-            confidence=config.confidence,
-            seed=config.seed,
+            bootstrap=BootstrapSettings(config.bootstrap, config.confidence, config.seed),
             single_person_images=sum(1 for r in run.retrieval if r.get("context") == "OO"),
         )
     vlm = vlm_metadata(run.model)  # a generative VLM: its protocol and prompts

@@ -30,8 +30,10 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
+from contrastkit.evaluators.bootstrap import NO_BOOTSTRAP, BootstrapSettings
 from contrastkit.evaluators.data import EvalItem
 from contrastkit.evaluators.tasks.retrieval import DEFAULT_KS, RetrievalQuery, summarize_retrieval
 from contrastkit.schema import Context, Gender
@@ -116,9 +118,7 @@ def summarize_flipped(
     ks: Sequence[int] = DEFAULT_KS,
     *,
     ndkl_k: int | None = None,
-    bootstrap: int = 0,
-    confidence: float = 0.95,
-    seed: int = 0,
+    bootstrap: BootstrapSettings = NO_BOOTSTRAP,
     single_person_images: int = 0,
 ) -> dict[str, Any]:
     """The ``retrieval_flipped`` section of the benchmark JSON (VisoGender Tab. 5).
@@ -140,10 +140,10 @@ def summarize_flipped(
       figures (no intervals).
     """
     pairs = [record for record in records if record.get("context") == Context.OP.value]
-    settings: dict[str, Any] = {"ndkl_k": ndkl_k, "confidence": confidence, "seed": seed}
-    result = summarize_retrieval(pairs, ks, bootstrap=bootstrap, **settings)
+    result = summarize_retrieval(pairs, ks, ndkl_k=ndkl_k, bootstrap=bootstrap)
     relabelled = [{**record, "label": record["occupation_label"]} for record in pairs]
-    official = summarize_retrieval(relabelled, ks, bootstrap=0, **settings) if pairs else {}
+    plain = replace(bootstrap, resamples=0)
+    official = summarize_retrieval(relabelled, ks, ndkl_k=ndkl_k, bootstrap=plain) if pairs else {}
     result.update(
         {
             "subject": "participant",

@@ -23,7 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from contrastkit.evaluators.bootstrap import percentile_interval, resample_indices
+from contrastkit.evaluators.bootstrap import (
+    NO_BOOTSTRAP,
+    BootstrapSettings,
+    percentile_interval,
+    resample_indices,
+)
 from contrastkit.evaluators.data import EvalItem
 from contrastkit.evaluators.metrics import retrieval_metrics, summarize
 from contrastkit.schema import Context
@@ -126,8 +131,7 @@ def _section(
     ks: Sequence[int],
     ndkl_k: int | None,
     *,
-    bootstrap: int,
-    confidence: float,
+    bootstrap: BootstrapSettings,
     rng: np.random.Generator,
 ) -> dict[str, Any]:
     per_occupation = {
@@ -139,14 +143,17 @@ def _section(
         )
         for occupation, group in groups.items()
     }
-    resamples = resample_indices(rng, len(per_occupation), bootstrap) if bootstrap else None
+    count = bootstrap.resamples
+    resamples = resample_indices(rng, len(per_occupation), count) if count else None
     names = next(iter(per_occupation.values())).keys() if per_occupation else []
     section: dict[str, Any] = {}
     for name in names:
         values = {occupation: metrics[name] for occupation, metrics in per_occupation.items()}
         summary = summarize(values)
         if resamples is not None:
-            summary["mean_ci"] = mean_interval(list(values.values()), resamples, confidence)
+            summary["mean_ci"] = mean_interval(
+                list(values.values()), resamples, bootstrap.confidence
+            )
         section[name] = summary
     section["n_queries"] = len(per_occupation)
     section["per_occupation"] = per_occupation
@@ -158,9 +165,7 @@ def summarize_retrieval(
     ks: Sequence[int] = DEFAULT_KS,
     *,
     ndkl_k: int | None = None,
-    bootstrap: int = 0,
-    confidence: float = 0.95,
-    seed: int = 0,
+    bootstrap: BootstrapSettings = NO_BOOTSTRAP,
 ) -> dict[str, Any]:
     """The ``retrieval_bias`` section of the benchmark JSON.
 
@@ -173,8 +178,9 @@ def summarize_retrieval(
     ones when there are none) are repeated at the top level, as in Appendix J, with
     ``context`` saying which.
 
-    With ``bootstrap`` resamples, every summary also has ``mean_ci``, the percentile
-    interval (``confidence`` level) of its mean: ``{"low", "high", "level",
+    With ``bootstrap`` resamples (:class:`~contrastkit.evaluators.bootstrap.BootstrapSettings`),
+    every summary also has ``mean_ci``, the percentile interval (``confidence`` level) of
+    its mean: ``{"low", "high", "level",
     "resamples"}``. The bootstrap resamples images in whole occupations: each occupation's
     images make one ranking, the unit every retrieval metric is defined on, and different
     occupations share no image, so a resample draws the occupations (each with all its
@@ -196,10 +202,8 @@ def summarize_retrieval(
             if ctx == context.value
         }
         if groups:
-            rng = np.random.default_rng([seed, number])
-            sections[name] = _section(
-                groups, ks, ndkl_k, bootstrap=bootstrap, confidence=confidence, rng=rng
-            )
+            rng = np.random.default_rng([bootstrap.seed, number])
+            sections[name] = _section(groups, ks, ndkl_k, bootstrap=bootstrap, rng=rng)
     result: dict[str, Any] = {}
     for context, name in CONTEXT_SECTIONS.items():
         if name in sections:
@@ -210,7 +214,11 @@ def summarize_retrieval(
             result["context"] = context.value
             break
     result["ks"] = list(ks)
-    if bootstrap:
-        result["bootstrap"] = {"resamples": bootstrap, "level": confidence, "seed": seed}
+    if bootstrap.resamples:
+        result["bootstrap"] = {
+            "resamples": bootstrap.resamples,
+            "level": bootstrap.confidence,
+            "seed": bootstrap.seed,
+        }
     result.update(sections)
     return result
