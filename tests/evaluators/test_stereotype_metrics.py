@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from contrastkit.evaluators.bootstrap import NO_BOOTSTRAP, BootstrapSettings
 from contrastkit.evaluators.stereotype import stereotype_benchmark
 from contrastkit.evaluators.stereotype_metrics import (
     choice_shares,
@@ -25,7 +26,7 @@ from contrastkit.evaluators.stereotype_metrics import (
     vlrs,
     vlss,
 )
-from contrastkit.evaluators.tasks.stereotype import caption_scores, score_rows
+from contrastkit.evaluators.tasks.stereotype import RowBatches, caption_scores, score_rows
 from contrastkit.interfaces import CaptionScorer
 from contrastkit.probes import ProbeRow
 
@@ -151,7 +152,7 @@ def _records(tmp_path: Path) -> list[dict[str, Any]]:
     assert isinstance(scorer, CaptionScorer)
     noise = Image.new("RGB", (5, 5), (10, 200, 30))
     records, reused = score_rows(
-        _probe_rows(), lambda row: noise, scorer, tmp_path / "raw.jsonl", batch_size=4
+        _probe_rows(), lambda row: noise, scorer, tmp_path / "raw.jsonl", RowBatches(4)
     )
     assert reused == 0
     assert scorer.blank_sizes == {(8, 6)}  # the blank is white, at the model's input size
@@ -164,7 +165,7 @@ def test_planted_scores_give_hand_computed_metrics(tmp_path: Path) -> None:
     np.testing.assert_allclose(records[0]["probabilities"], e / e.sum())
     assert records[4]["neutral_scores"] is None and records[4]["blank_scores"] is None
     benchmark = stereotype_benchmark(
-        records, model="planted:test", data=["constructed"], bootstrap=0
+        records, model="planted:test", data=["constructed"], bootstrap=NO_BOOTSTRAP
     )
     gender = benchmark["summary"]["categories"]["gender"]
     race = benchmark["summary"]["categories"]["race"]
@@ -244,9 +245,9 @@ def test_bootstrap_intervals_cover_the_figures_and_follow_the_seed() -> None:
     scores = rng.normal(size=(60, 3))
     labels = [S, A] * 30
     categories = ["gender"] * 30 + ["race"] * 30
-    first = stereotype_summary(scores, labels, categories, bootstrap=300, seed=3)
-    again = stereotype_summary(scores, labels, categories, bootstrap=300, seed=3)
-    other = stereotype_summary(scores, labels, categories, bootstrap=300, seed=4)
+    first = stereotype_summary(scores, labels, categories, bootstrap=BootstrapSettings(300, seed=3))
+    again = stereotype_summary(scores, labels, categories, bootstrap=BootstrapSettings(300, seed=3))
+    other = stereotype_summary(scores, labels, categories, bootstrap=BootstrapSettings(300, seed=4))
     assert first == again and first != other
     for group in (first["overall"], *first["categories"].values()):
         for key in ("vlrs", "vlbs", "ivlas"):

@@ -54,7 +54,12 @@ from typing import Any
 
 import numpy as np
 
-from contrastkit.evaluators.bootstrap import percentile_interval, resample_indices
+from contrastkit.evaluators.bootstrap import (
+    NO_BOOTSTRAP,
+    BootstrapSettings,
+    percentile_interval,
+    resample_indices,
+)
 
 __all__ = [
     "ANTI",
@@ -356,21 +361,18 @@ def stereotype_summary(
     labels: Any,
     categories: Any,
     *,
-    bootstrap: int = 0,
-    confidence: float = 0.95,
-    seed: int = 0,
+    bootstrap: BootstrapSettings = NO_BOOTSTRAP,
     order: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """vlrs, vlbs and ivlas overall and per category (Tables 3 and 4), each with
-    bootstrap intervals when ``bootstrap > 0`` (:func:`group_metrics`).
+    bootstrap intervals when ``bootstrap`` draws resamples (:func:`group_metrics`).
 
     Args:
         scores: ``(n, 3)``, columns ``S_s, S_a, S_i``.
         labels: ``n`` labels.
         categories: ``n`` category names (``gender``, ``profession`` ...).
-        bootstrap: resamples per group (0: no intervals).
-        confidence: level of the intervals.
-        seed: seeds the resampling (one generator, groups in order).
+        bootstrap: resamples per group (0: no intervals), the intervals' level and the
+            seed of the resampling (one generator, groups in order).
         order: the categories in the order to report them (others follow, sorted).
 
     Returns:
@@ -380,11 +382,15 @@ def stereotype_summary(
     labels_array = np.asarray(labels, dtype=object).reshape(-1)
     _anti(labels_array, len(array))
     names = _categories(categories, len(array))
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(bootstrap.seed)
     present = {str(name) for name in names}
     ordered = [name for name in (order or ()) if name in present]
     ordered += sorted(present - set(ordered))
-    options: dict[str, Any] = {"bootstrap": bootstrap, "confidence": confidence, "rng": rng}
+    options: dict[str, Any] = {
+        "bootstrap": bootstrap.resamples,
+        "confidence": bootstrap.confidence,
+        "rng": rng,
+    }
     per_category = {}
     for name in ordered:
         mask = names == name

@@ -222,6 +222,7 @@ def stereotype_outputs(
     """The standard stereotype ``benchmark.json`` and ``report.md`` of the main split's
     answers (:func:`contrastkit.evaluators.stereotype.stereotype_benchmark`), lmss / vlss
     marked not available, the ``harness`` section added."""
+    from contrastkit.evaluators.bootstrap import BootstrapSettings
     from contrastkit.evaluators.report.results import jsonable
     from contrastkit.evaluators.stereotype import stereotype_benchmark, stereotype_markdown
     from contrastkit.evaluators.tasks.stereotype import RAW_FILE
@@ -229,10 +230,10 @@ def stereotype_outputs(
     by_split = _records_by_split(
         key, config, lambda items: _stereotype_records(items, chosen, config.export)
     )
+    intervals = BootstrapSettings(config.bootstrap, config.confidence, config.seed)
     benchmark = stereotype_benchmark(
-        by_split["main"], model=model, data=[str(config.export)], bootstrap=config.bootstrap,
-        confidence=config.confidence, seed=config.seed,
-    )  # fmt: skip
+        by_split["main"], model=model, data=[str(config.export)], bootstrap=intervals
+    )
     benchmark["blank_image"] = None
     benchmark["metadata"]["experiment_desc"] = "HARNESS-MCQ"
     benchmark["metadata"]["n_unparseable"] = section["counts"]["main"]["unparseable"]

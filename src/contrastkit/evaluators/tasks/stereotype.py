@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ __all__ = [
     "BLANK_COLOUR",
     "DEFAULT_BLANK_SIZE",
     "RAW_FILE",
+    "RowBatches",
     "blank_image",
     "caption_scores",
     "model_input_size",
@@ -166,14 +168,25 @@ def _softmax(scores: np.ndarray) -> np.ndarray:
     return result
 
 
+@dataclass(frozen=True)
+class RowBatches:
+    """How :func:`score_rows` calls the model.
+
+    Attributes:
+        size: Rows per model call.
+        progress: Called with ``(done, total)`` after each batch.
+    """
+
+    size: int = 32
+    progress: Callable[[int, int], None] | None = None
+
+
 def score_rows(
     rows: Sequence[Any],
     open_image: Callable[[Any], Image.Image],
     model: CaptionScorer | ImageTextScorer,
     raw_path: Path,
-    *,
-    batch_size: int = 32,
-    progress: Callable[[int, int], None] | None = None,
+    batches: RowBatches = RowBatches(),
 ) -> tuple[list[dict[str, Any]], int]:
     """Score every probe row (see the module docstring) and keep the records in
     ``raw_path``: records already there for this model and an unchanged row are reused,
@@ -184,8 +197,7 @@ def score_rows(
         open_image: decodes a row's image.
         model: the model (:func:`caption_scores`).
         raw_path: the raw file.
-        batch_size: rows per model call.
-        progress: called with ``(done, total)`` after each batch.
+        batches: rows per model call and the progress callback (:class:`RowBatches`).
 
     Returns:
         The records in row order, and how many were reused.
@@ -202,6 +214,7 @@ def score_rows(
     size = list(blank.size)
     total = len(rows)
     finished = reused
+    batch_size, progress = batches.size, batches.progress
     if progress is not None:
         progress(finished, total)
     with RawAppender(raw_path, kept) as appender:  # drops stale records, any partial line
