@@ -30,8 +30,9 @@ class _Reader:
     """A sliding window over a text file: ``buf[pos:]`` is what is not consumed yet;
     ``line`` is the line number of ``buf[0]``."""
 
-    def __init__(self, handle: Any, chunk: int) -> None:
-        self.handle, self.chunk = handle, chunk
+    def __init__(self, path: Path, handle: Any, chunk: int) -> None:
+        self.path, self.handle, self.chunk = path, handle, chunk
+        self.decoder = json.JSONDecoder()
         self.buf, self.pos, self.line, self.eof = "", 0, 1, False
 
     def fill(self) -> bool:
@@ -58,6 +59,69 @@ class _Reader:
     def line_at(self, pos: int) -> int:
         return self.line + self.buf.count("\n", 0, pos)
 
+    def invalid(self, reason: str, pos: int | None = None) -> DataFormatError:
+        """The error for invalid JSON, located at the line of ``pos`` (default: here)."""
+        where = self.line_at(self.pos if pos is None else pos)
+        return DataFormatError(self.path, where, None, f"not valid JSON ({reason})")
+
+    def skip_space_inside(self) -> None:
+        """Move past white space that must be followed by more of the list."""
+        if not self.skip_space():
+            raise self.invalid("the file ends inside the list")
+
+    def elements(self, what: str) -> Iterator[Any]:
+        """The elements of the list that the file holds, then a check that nothing
+        follows it."""
+        if not self.skip_space() or self.buf[self.pos] != "[":
+            raise DataFormatError(self.path, None, None, f"expected a list of {what}")
+        self.pos += 1
+        self.skip_space_inside()
+        if self.buf[self.pos] == "]":
+            self.pos += 1
+        else:
+            yield from self._items()
+        if self.skip_space():
+            raise self.invalid("extra data after the list")
+
+    def _items(self) -> Iterator[Any]:
+        """The elements of a non-empty list, up to and including its closing ``]``."""
+        while True:
+            yield self._decode()
+            self.skip_space_inside()
+            separator = self.buf[self.pos]
+            self.pos += 1
+            if separator == "]":
+                return
+            if separator != ",":
+                raise self.invalid("expected ',' or ']' after an element", self.pos - 1)
+            self.skip_space_inside()
+
+    def _decode(self) -> Any:
+        """The element that starts here, reading more chunks until it is whole."""
+        while True:
+            try:
+                value, end = self.decoder.raw_decode(self.buf, self.pos)
+            except json.JSONDecodeError as error:
+                if self.eof:
+                    raise self.invalid(error.msg, error.pos) from error
+                if len(self.buf) - self.pos > MAX_LINE_BYTES:
+                    raise self.invalid(
+                        f"an element longer than {MAX_LINE_BYTES} characters"
+                    ) from error
+                self.fill()  # then decode again (fill moves the window)
+                continue
+            except RecursionError as error:
+                raise self.invalid("nested too deeply") from error
+            except ValueError as error:  # an integer of too many digits
+                raise self.invalid(str(error)) from error
+            if len(self.buf) - end <= 2 and not self.eof:
+                self.fill()
+                # a number cut by the chunk decodes as a shorter one: "1" of "12", "0" of
+                # "0.5" (tail "."), "1" of "1e+5" (tail "e+")
+                continue
+            self.pos = end
+            return value
+
 
 def iter_json_array(
     path: Path, what: str = "entries", *, chunk: int = CHUNK_CHARS
@@ -77,59 +141,8 @@ def iter_json_array(
     path = Path(path)
     if not path.is_file():
         raise DataFormatError(path, None, None, "file not found")
-    decoder = json.JSONDecoder()
     try:
         with path.open("r", encoding="utf-8-sig", newline="") as handle:
-            reader = _Reader(handle, chunk)
-
-            def invalid(reason: str, pos: int | None = None) -> DataFormatError:
-                where = reader.line_at(reader.pos if pos is None else pos)
-                return DataFormatError(path, where, None, f"not valid JSON ({reason})")
-
-            if not reader.skip_space() or reader.buf[reader.pos] != "[":
-                raise DataFormatError(path, None, None, f"expected a list of {what}")
-            reader.pos += 1
-            if not reader.skip_space():
-                raise invalid("the file ends inside the list")
-            if reader.buf[reader.pos] == "]":
-                reader.pos += 1
-            else:
-                while True:
-                    while True:
-                        try:
-                            value, end = decoder.raw_decode(reader.buf, reader.pos)
-                        except json.JSONDecodeError as error:
-                            if reader.eof:
-                                raise invalid(error.msg, error.pos) from error
-                            if len(reader.buf) - reader.pos > MAX_LINE_BYTES:
-                                raise invalid(
-                                    f"an element longer than {MAX_LINE_BYTES} characters"
-                                ) from error
-                            reader.fill()  # then decode again (fill moves the window)
-                            continue
-                        except RecursionError as error:
-                            raise invalid("nested too deeply") from error
-                        except ValueError as error:  # an integer of too many digits
-                            raise invalid(str(error)) from error
-                        if len(reader.buf) - end <= 2 and not reader.eof:
-                            reader.fill()
-                            # a number cut by the chunk decodes as a shorter one: "1" of
-                            # "12", "0" of "0.5" (tail "."), "1" of "1e+5" (tail "e+")
-                            continue
-                        break
-                    reader.pos = end
-                    yield value
-                    if not reader.skip_space():
-                        raise invalid("the file ends inside the list")
-                    separator = reader.buf[reader.pos]
-                    reader.pos += 1
-                    if separator == "]":
-                        break
-                    if separator != ",":
-                        raise invalid("expected ',' or ']' after an element", reader.pos - 1)
-                    if not reader.skip_space():
-                        raise invalid("the file ends inside the list")
-            if reader.skip_space():
-                raise invalid("extra data after the list")
+            yield from _Reader(path, handle, chunk).elements(what)
     except UnicodeDecodeError as error:
         raise DataFormatError(path, None, None, f"not valid UTF-8 ({error})") from error
