@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -114,6 +114,128 @@ def _number(path: Path, line: int | None, field: str, value: Any) -> float:
     return number
 
 
+def _numbered_rows(path: Path) -> tuple[Iterator[tuple[int, Any]], bool]:
+    """The file's rows, numbered, and whether the numbers are lines (JSON Lines) rather
+    than Parquet rows."""
+    suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".ndjson"):
+        return json_lines(path), True
+    if suffix in (".parquet", ".pq"):
+        return _parquet_rows(path), False
+    raise DataFormatError(
+        path, None, None, "expected a .jsonl (JSON Lines) or .parquet predictions file"
+    )
+
+
+class _Grid:
+    """The rows read so far, laid out over the analysis' ``(images, concepts)`` grid;
+    each row is checked as it is added (``line`` and ``where`` locate its errors)."""
+
+    def __init__(self, path: Path, image_ids: Sequence[str], concepts: Sequence[str]) -> None:
+        self.path = path
+        self.image_index = {str(image_id): i for i, image_id in enumerate(image_ids)}
+        self.concept_index = {concept: j for j, concept in enumerate(concepts)}
+        shape = (len(self.image_index), len(self.concept_index))
+        self.scores = np.zeros(shape)
+        self.confidence = np.zeros(shape)
+        self.seen = np.zeros(shape, dtype=bool)
+        self.has_confidence = True
+        self.kind: str | None = None
+        self.count = self.used = 0
+        self.lowest, self.highest = math.inf, -math.inf
+        self.unknown_images: set[str] = set()
+        self.unknown_concepts: dict[str, None] = {}
+
+    def add(self, row: Any, line: int | None, where: str) -> None:
+        """Check one row and merge it into its cell (the highest score or confidence, a
+        hit if any row hits); a row outside the grid is only counted."""
+        self.count += 1
+        value, conf = self._checked(row, line, where)
+        image = str(row["image_id"]).strip()
+        concept = str(row["concept"]).strip()
+        i, j = self.image_index.get(image), self.concept_index.get(concept)
+        if i is None:
+            self.unknown_images.add(image)
+        if j is None:
+            self.unknown_concepts.setdefault(concept)
+        if i is None or j is None:
+            return
+        self.used += 1
+        self.lowest, self.highest = min(self.lowest, value), max(self.highest, value)
+        self.scores[i, j] = max(self.scores[i, j], value) if self.seen[i, j] else value
+        self.seen[i, j] = True
+        if conf is not None:
+            self.confidence[i, j] = max(self.confidence[i, j], conf)
+
+    def _checked(self, row: Any, line: int | None, where: str) -> tuple[float, float | None]:
+        """The row's value (its score or hit) and its confidence, or a located error."""
+        path = self.path
+        if not isinstance(row, dict):
+            raise DataFormatError(path, line, None, f"{where}expected a JSON object")
+        for key in ("image_id", "concept"):
+            value = row.get(key)
+            if value is None or (isinstance(value, str) and not value.strip()):
+                raise DataFormatError(path, line, key, f"{where}missing")
+            if isinstance(value, bool) or not isinstance(value, str | int):
+                raise DataFormatError(path, line, key, f"{where}must be a string, not {value!r}")
+        kind = self._row_kind(row, line, where)
+        number = _number(path, line, kind, row[kind])
+        if kind == "hit" and number not in (0.0, 1.0):
+            raise DataFormatError(path, line, "hit", f"{where}must be 0 or 1, not {row['hit']!r}")
+        conf: float | None = None
+        if row.get("confidence") is not None:
+            conf = _number(path, line, "confidence", row["confidence"])
+            if not 0.0 <= conf <= 1.0:
+                raise DataFormatError(
+                    path, line, "confidence", f"{where}must be in [0, 1], not {conf!r}"
+                )
+        elif kind == "hit":
+            self.has_confidence = False
+        return number, conf
+
+    def _row_kind(self, row: Mapping[str, Any], line: int | None, where: str) -> str:
+        """``score`` or ``hit``: the row's kind, which must be the file's."""
+        row_kind = [k for k in ("score", "hit") if row.get(k) is not None]
+        if len(row_kind) != 1:
+            raise DataFormatError(
+                self.path, line, None, f"{where}give exactly one of 'score' and 'hit'"
+            )
+        if self.kind is None:
+            self.kind = row_kind[0]
+        elif row_kind[0] != self.kind:
+            raise DataFormatError(
+                self.path, line, row_kind[0],
+                f"{where}the file mixes '{self.kind}' and '{row_kind[0]}' rows; use one kind",
+            )  # fmt: skip
+        return self.kind
+
+    def predictions(self) -> Predictions:
+        """The grid as :class:`Predictions`, with the probabilities it carries (the hit
+        rows' confidence, or scores all in [0, 1]) or why it carries none."""
+        kind = self.kind
+        if kind is None:
+            raise DataFormatError(self.path, None, None, "the predictions file has no rows")
+        probabilities: np.ndarray | None = None
+        why: str | None = None
+        described = None
+        if kind == "hit":
+            if self.has_confidence:
+                probabilities = self.confidence
+                described = "the hit rows' confidence"
+            else:
+                why = "hit rows without 'confidence' carry no probabilities"
+        elif self.used and self.lowest >= 0.0 and self.highest <= 1.0:
+            probabilities = self.scores
+            described = "the scores, all in [0, 1], read as probabilities"
+        else:
+            why = "the scores are not all in [0, 1], so they are not probabilities"
+        return Predictions(
+            self.path, kind, self.scores, probabilities, self.count, self.used,
+            len(self.unknown_images), len(self.unknown_concepts),
+            tuple(list(self.unknown_concepts)[:5]), why, described,
+        )  # fmt: skip
+
+
 def load_predictions(path: Path, image_ids: Sequence[str], concepts: Sequence[str]) -> Predictions:
     """Read a predictions file (see the module docstring) onto the ``(images, concepts)``
     grid of the analysis.
@@ -133,95 +255,8 @@ def load_predictions(path: Path, image_ids: Sequence[str], concepts: Sequence[st
     path = Path(path)
     if not path.is_file():
         raise DataFormatError(path, None, None, "predictions file not found")
-    suffix = path.suffix.lower()
-    if suffix in (".jsonl", ".ndjson"):
-        rows: Iterator[tuple[int, Any]] = json_lines(path)
-        line_of = True
-    elif suffix in (".parquet", ".pq"):
-        rows = _parquet_rows(path)
-        line_of = False
-    else:
-        raise DataFormatError(
-            path, None, None, "expected a .jsonl (JSON Lines) or .parquet predictions file"
-        )
-    image_index = {str(image_id): i for i, image_id in enumerate(image_ids)}
-    concept_index = {concept: j for j, concept in enumerate(concepts)}
-    shape = (len(image_index), len(concept_index))
-    scores = np.zeros(shape)
-    confidence = np.zeros(shape)
-    seen = np.zeros(shape, dtype=bool)
-    has_confidence = True
-    kind: str | None = None
-    count = used = 0
-    lowest, highest = math.inf, -math.inf
-    unknown_images: set[str] = set()
-    unknown_concepts: dict[str, None] = {}
+    rows, line_of = _numbered_rows(path)
+    grid = _Grid(path, image_ids, concepts)
     for number, row in rows:
-        line = number if line_of else None
-        where = "" if line_of else f"row {number}: "
-        count += 1
-        if not isinstance(row, dict):
-            raise DataFormatError(path, line, None, f"{where}expected a JSON object")
-        for key in ("image_id", "concept"):
-            value = row.get(key)
-            if value is None or (isinstance(value, str) and not value.strip()):
-                raise DataFormatError(path, line, key, f"{where}missing")
-            if isinstance(value, bool) or not isinstance(value, str | int):
-                raise DataFormatError(path, line, key, f"{where}must be a string, not {value!r}")
-        row_kind = [k for k in ("score", "hit") if row.get(k) is not None]
-        if len(row_kind) != 1:
-            raise DataFormatError(path, line, None, f"{where}give exactly one of 'score' and 'hit'")
-        if kind is None:
-            kind = row_kind[0]
-        elif row_kind[0] != kind:
-            raise DataFormatError(
-                path, line, row_kind[0],
-                f"{where}the file mixes '{kind}' and '{row_kind[0]}' rows; use one kind",
-            )  # fmt: skip
-        value = _number(path, line, kind, row[kind])
-        if kind == "hit" and value not in (0.0, 1.0):
-            raise DataFormatError(path, line, "hit", f"{where}must be 0 or 1, not {row['hit']!r}")
-        conf: float | None = None
-        if row.get("confidence") is not None:
-            conf = _number(path, line, "confidence", row["confidence"])
-            if not 0.0 <= conf <= 1.0:
-                raise DataFormatError(
-                    path, line, "confidence", f"{where}must be in [0, 1], not {conf!r}"
-                )
-        elif kind == "hit":
-            has_confidence = False
-        image = str(row["image_id"]).strip()
-        concept = str(row["concept"]).strip()
-        i, j = image_index.get(image), concept_index.get(concept)
-        if i is None:
-            unknown_images.add(image)
-        if j is None:
-            unknown_concepts.setdefault(concept)
-        if i is None or j is None:
-            continue
-        used += 1
-        lowest, highest = min(lowest, value), max(highest, value)
-        scores[i, j] = max(scores[i, j], value) if seen[i, j] else value
-        seen[i, j] = True
-        if conf is not None:
-            confidence[i, j] = max(confidence[i, j], conf)
-    if kind is None:
-        raise DataFormatError(path, None, None, "the predictions file has no rows")
-    probabilities: np.ndarray | None = None
-    why: str | None = None
-    described = None
-    if kind == "hit":
-        if has_confidence:
-            probabilities = confidence
-            described = "the hit rows' confidence"
-        else:
-            why = "hit rows without 'confidence' carry no probabilities"
-    elif used and lowest >= 0.0 and highest <= 1.0:
-        probabilities = scores
-        described = "the scores, all in [0, 1], read as probabilities"
-    else:
-        why = "the scores are not all in [0, 1], so they are not probabilities"
-    return Predictions(
-        path, kind, scores, probabilities, count, used, len(unknown_images),
-        len(unknown_concepts), tuple(list(unknown_concepts)[:5]), why, described,
-    )  # fmt: skip
+        grid.add(row, number if line_of else None, "" if line_of else f"row {number}: ")
+    return grid.predictions()
