@@ -23,6 +23,7 @@ from contrastkit.evaluators.zero_shot.groups import (
 )
 from contrastkit.evaluators.zero_shot.job import ZeroShotDisparityConfig, zero_shot_disparity
 from contrastkit.evaluators.zero_shot.metrics import (
+    MetricSettings,
     average_precision,
     expected_calibration_error,
     group_metrics,
@@ -343,7 +344,7 @@ def test_group_metrics_give_signed_differences_and_intervals_around_them() -> No
     truth = rng.integers(0, 2, (n, 2))
     scores = rng.uniform(size=(n, 2))
     scores[men, 0] = truth[men, 0] + 0.1 * rng.uniform(size=men.sum())  # perfect for men
-    metrics = group_metrics(truth, scores, men, bootstrap=200, seed=0)
+    metrics = group_metrics(truth, scores, men, settings=MetricSettings(bootstrap=200, seed=0))
     assert metrics.ap_men[0] == pytest.approx(100.0)
     assert metrics.ap_diff[0] == pytest.approx(100.0 - metrics.ap_women[0])
     assert metrics.ap_diff[0] > 30
@@ -352,7 +353,7 @@ def test_group_metrics_give_signed_differences_and_intervals_around_them() -> No
     assert 0 < low <= metrics.ap_diff[0] <= high
     assert metrics.map_men == pytest.approx(np.mean(metrics.ap_men))
     # resampling is seeded
-    again = group_metrics(truth, scores, men, bootstrap=200, seed=0)
+    again = group_metrics(truth, scores, men, settings=MetricSettings(bootstrap=200, seed=0))
     assert np.array_equal(again.ap_diff_ci, metrics.ap_diff_ci)
 
 

@@ -54,7 +54,12 @@ from contrastkit.evaluators.zero_shot.groups import (
     load_grouped,
     read_concept_map,
 )
-from contrastkit.evaluators.zero_shot.metrics import DEFAULT_BINS, GroupMetrics, group_metrics
+from contrastkit.evaluators.zero_shot.metrics import (
+    DEFAULT_BINS,
+    GroupMetrics,
+    MetricSettings,
+    group_metrics,
+)
 from contrastkit.interfaces import ImageTextScorer, ProgressFactory, progress_stage
 from contrastkit.io import check_writable
 from contrastkit.records import read_json
@@ -562,10 +567,10 @@ def _analyse(
         described = predictions.probability_source
         extra["predictions_file"] = predictions.summary()
     with progress_stage(progress, "AP and ECE per concept and group"):
+        settings = MetricSettings(config.bins, config.bootstrap, config.confidence, config.seed)
         metrics = group_metrics(
             truth, scores, grouped.group_mask("men"), probabilities=probabilities,
-            bins=config.bins, bootstrap=config.bootstrap, confidence=config.confidence,
-            seed=config.seed,
+            settings=settings,
         )  # fmt: skip
     results = _results(
         config, grouped, metrics, truth, _calibration(config, probabilities, why, described), extra

@@ -43,6 +43,7 @@ from contrastkit.evaluators.bootstrap import percentile_interval, resample_indic
 __all__ = [
     "DEFAULT_BINS",
     "GroupMetrics",
+    "MetricSettings",
     "average_precision",
     "bootstrap_counts",
     "expected_calibration_error",
@@ -216,16 +217,30 @@ class GroupMetrics:
     ece_diff_ci: np.ndarray | None = None
 
 
+@dataclass(frozen=True)
+class MetricSettings:
+    """How :func:`group_metrics` computes: the ECE bins and the bootstrap of the intervals.
+
+    Attributes:
+        bins: ECE bins (equal width).
+        bootstrap: resamples (0: no intervals).
+        confidence: the intervals' level.
+        seed: the resamples' seed.
+    """
+
+    bins: int = DEFAULT_BINS
+    bootstrap: int = 0
+    confidence: float = 0.95
+    seed: int = 0
+
+
 def group_metrics(
     truth: np.ndarray,
     scores: np.ndarray,
     men: np.ndarray,
     *,
     probabilities: np.ndarray | None = None,
-    bins: int = DEFAULT_BINS,
-    bootstrap: int = 0,
-    confidence: float = 0.95,
-    seed: int = 0,
+    settings: MetricSettings = MetricSettings(),
 ) -> GroupMetrics:
     """AP per concept per group (scikit-learn), ``AP_men - AP_women``, the mAP per group,
     and with ``probabilities`` the ECE per concept per group and ``ECE_women - ECE_men``;
@@ -237,15 +252,14 @@ def group_metrics(
         scores: ``(images, concepts)`` scores (higher: more likely present).
         men: boolean mask of the images of men; the others are the images of women.
         probabilities: ``(images, concepts)`` probabilities that each concept is present.
-        bins: ECE bins.
-        bootstrap: resamples (0: no intervals).
-        confidence: the intervals' level.
-        seed: the resamples' seed.
+        settings: the ECE bins and the bootstrap (default: 15 bins, no intervals).
 
     Raises:
         ConfigError: mismatched shapes, a group without images, ``bootstrap`` below 0,
             ``confidence`` outside (0, 1), bad ``bins`` or probabilities.
     """
+    bins, bootstrap = settings.bins, settings.bootstrap
+    confidence, seed = settings.confidence, settings.seed
     truth = np.asarray(truth)
     scores = np.asarray(scores, dtype=np.float64)
     men = np.asarray(men, dtype=bool)
