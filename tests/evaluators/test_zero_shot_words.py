@@ -20,6 +20,9 @@ from contrastkit.evaluators.zero_shot.consistency import (
     consistency_counts,
 )
 from contrastkit.evaluators.zero_shot.plots import (
+    ComparedDifferences,
+    ConceptDifferences,
+    FigureText,
     plot_consistency,
     plot_group_map,
     plot_top_differences,
@@ -376,7 +379,10 @@ def test_top_differences_plot_shows_the_top_concepts_and_alignment(tmp_path: Pat
     stem = tmp_path / "plots" / "top_differences"
     svg = _check_written(
         plot_top_differences(
-            stem, diffs, intervals, language, top=5, title="tiny model on VG", note="NOTE LINE"
+            stem,
+            ConceptDifferences(diffs, intervals, language),
+            FigureText("tiny model on VG", "NOTE LINE"),
+            top=5,
         ),
         stem,
     )
@@ -389,7 +395,7 @@ def test_top_differences_plot_shows_the_top_concepts_and_alignment(tmp_path: Pat
     assert "no word vector" in svg and "error bars: bootstrap interval" in svg
 
     plain = _check_written(
-        plot_top_differences(tmp_path / "plain", diffs, None, None, title="t"),
+        plot_top_differences(tmp_path / "plain", ConceptDifferences(diffs), FigureText("t")),
         tmp_path / "plain",
     )
     assert "favours images of men" in plain and "language bias" not in plain
@@ -401,9 +407,8 @@ def test_group_map_and_consistency_plots(tmp_path: Path) -> None:
         plot_group_map(
             tmp_path / "map",
             {"men": 0.412, "women": 0.405},
-            title="mAP per group",
+            FigureText("mAP per group", note="random weights"),
             counts={"men": 120, "women": 80},
-            note="random weights",
         ),
         tmp_path / "map",
     )
@@ -413,7 +418,9 @@ def test_group_map_and_consistency_plots(tmp_path: Path) -> None:
     vg = {"necktie": 12.0, "dress": -9.0, "hair": 7.0, "cup": 1.0, "only_vg": 4.0}
     coco = {"necktie": 8.0, "dress": -11.0, "hair": -6.0, "cup": 9.0}
     svg = _check_written(
-        plot_consistency(tmp_path / "consistency", vg, coco, ("Visual Genome", "COCO")),
+        plot_consistency(
+            tmp_path / "consistency", ComparedDifferences(vg, coco, ("Visual Genome", "COCO"))
+        ),
         tmp_path / "consistency",
     )
     assert "4 concepts in both Visual Genome and COCO" in svg

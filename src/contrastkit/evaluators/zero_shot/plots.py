@@ -7,9 +7,10 @@ cross-dataset consistency scatter (Fig. 3-4: green, red, yellow).
 Drawn with the conventions of :mod:`contrastkit.evaluators.report.figures` and its helpers
 (matplotlib's object API on the Agg canvas, :data:`~contrastkit.evaluators.report.figures.PALETTE`,
 non-overlapping point labels, PNG at 150 dpi and SVG with text kept as text). Each
-function returns the paths it wrote, PNG before SVG. ``note`` is a line printed under
-the title in dark red (the random-weights note of :func:`contrastkit.models.
-registry.weights_note`, for instance).
+function returns the paths it wrote, PNG before SVG, and takes the words around its
+figure as a :class:`FigureText`: the title, the value axis' label and a ``note``, a line
+printed under the title in dark red (the random-weights note of
+:func:`contrastkit.models.registry.weights_note`, for instance).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import math
 import textwrap
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +45,9 @@ if TYPE_CHECKING:
 __all__ = [
     "ALIGNMENT_COLOURS",
     "CONSISTENCY_STYLE",
+    "ComparedDifferences",
+    "ConceptDifferences",
+    "FigureText",
     "plot_consistency",
     "plot_group_map",
     "plot_top_differences",
@@ -65,6 +70,64 @@ CONSISTENCY_STYLE = {
 }
 
 _NOTE_COLOUR = "#A00000"
+
+
+@dataclass(frozen=True)
+class FigureText:
+    """The words around one figure.
+
+    Attributes:
+        title: the figure's first title line (the model, the dataset); ``None``: the
+            plot's own, where it has one.
+        note: a line under the title in dark red (a random-weights note); ``None``: none.
+        value_label: what the plotted values are, for their axis; ``None``: the plot's
+            default.
+    """
+
+    title: str | None = None
+    note: str | None = None
+    value_label: str | None = None
+
+    def values(self, default: str) -> str:
+        """The value axis' label: ``value_label``, else ``default``."""
+        return default if self.value_label is None else self.value_label
+
+
+@dataclass(frozen=True)
+class ConceptDifferences:
+    """Per-concept differences between two groups, for :func:`plot_top_differences`.
+
+    Attributes:
+        values: concept -> difference, oriented so that > 0 favours ``groups[0]`` (a
+            higher AP, a lower ECE: pass ECE_women − ECE_men); ``None`` / NaN left out.
+        intervals: concept -> ``(low, high)`` drawn as error bars; ``None``: no bars.
+        language: concept -> language bias (:func:`~.words.language_bias`). When given,
+            a bar is yellow when the language bias has the same sign as its difference
+            (the paper's yellow bars), grey when opposite, white when the concept has no
+            word vector; otherwise bars are coloured by the group they favour.
+        groups: the names of the two groups, positive side first.
+        interval_label: what the error bars are.
+    """
+
+    values: Mapping[str, float | None]
+    intervals: Mapping[str, tuple[float, float]] | None = None
+    language: Mapping[str, float | None] | None = None
+    groups: tuple[str, str] = ("men", "women")
+    interval_label: str = "bootstrap interval"
+
+
+@dataclass(frozen=True)
+class ComparedDifferences:
+    """Per-concept differences on two datasets, for :func:`plot_consistency`.
+
+    Attributes:
+        a / b: concept -> difference on dataset A / B.
+        labels: the names of datasets A and B.
+    """
+
+    a: Mapping[str, float | None]
+    b: Mapping[str, float | None]
+    labels: tuple[str, str]
 
 
 def _finite(value: Any) -> float | None:
@@ -105,44 +168,28 @@ def _group_colour(name: str) -> str:
 
 
 def plot_top_differences(
-    out_stem: Path,
-    diffs: Mapping[str, float | None],
-    intervals: Mapping[str, tuple[float, float]] | None,
-    language: Mapping[str, float | None] | None,
-    *,
-    top: int = 20,
-    title: str,
-    note: str | None = None,
-    value_label: str = "AP difference: AP_men − AP_women (AP points)",
-    groups: tuple[str, str] = ("men", "women"),
-    interval_label: str = "bootstrap interval",
+    out_stem: Path, differences: ConceptDifferences, text: FigureText, *, top: int = 20
 ) -> list[Path]:
     """Fig. 1 of the paper: the ``top`` concepts by absolute difference as diverging
     horizontal bars, largest positive at the top, written as ``OUT_STEM.png`` and ``.svg``.
 
     Args:
         out_stem: the path without suffix (its folder is created).
-        diffs: concept -> difference, oriented so that > 0 favours ``groups[0]`` (a
-            higher AP, a lower ECE: pass ECE_women − ECE_men); ``None`` / NaN left out.
-        intervals: concept -> ``(low, high)`` drawn as error bars; ``None``: no bars.
-        language: concept -> language bias (:func:`~.words.language_bias`). When given,
-            a bar is yellow when the language bias has the same sign as its difference
-            (the paper's yellow bars), grey when opposite, white when the concept has no
-            word vector; otherwise bars are coloured by the group they favour.
+        differences: the differences, their intervals and language biases.
+        text: the title (the model, the dataset), the note, and what the difference is
+            for the x axis (default ``AP difference: AP_men − AP_women (AP points)``; say
+            so for ECE: ``"ECE difference: ECE_women − ECE_men (points)"``).
         top: how many concepts.
-        title: the figure's first title line (the model, the dataset).
-        note: a line under the title in dark red (a random-weights note).
-        value_label: what the difference is, for the x axis (say so for ECE:
-            ``"ECE difference: ECE_women − ECE_men (points)"``).
-        groups: the names of the two groups, positive side first.
-        interval_label: what the error bars are.
 
     Returns:
         The PNG and SVG paths.
     """
     from matplotlib.patches import Patch
 
-    values = {c: v for c, raw in diffs.items() if (v := _finite(raw)) is not None}
+    intervals, language = differences.intervals, differences.language
+    groups = differences.groups
+    value_label = text.values("AP difference: AP_men − AP_women (AP points)")
+    values = {c: v for c, raw in differences.values.items() if (v := _finite(raw)) is not None}
     chosen = sorted(values, key=lambda c: (-abs(values[c]), c))[: max(top, 0)]
     chosen.sort(key=lambda c: (-values[c], c))
     errors = []
@@ -221,7 +268,7 @@ def plot_top_differences(
     has_bars = any(not math.isnan(below) for _, below, _ in errors)
     axis.set_xlabel(
         f"{value_label}\n< 0: favours images of {groups[1]}; > 0: favours images of "
-        f"{groups[0]}" + (f"\nerror bars: {interval_label}" if has_bars else ""),
+        f"{groups[0]}" + (f"\nerror bars: {differences.interval_label}" if has_bars else ""),
         fontsize=FONT,
     )
     axis.set_ylabel("concept", fontsize=FONT)
@@ -231,7 +278,7 @@ def plot_top_differences(
             handles=handles, fontsize=FONT - 1, loc="outside lower center", ncols=1, frameon=False
         )
     shown = f"top {len(chosen)} of {len(values)} concepts by |difference|"
-    _title(figure, [title, shown], note)
+    _title(figure, [text.title or "", shown], text.note)
     return _save(figure, out_stem)
 
 
@@ -241,12 +288,10 @@ def plot_top_differences(
 def plot_group_map(
     out_stem: Path,
     map_by_group: Mapping[str, float | None],
+    text: FigureText,
     *,
-    title: str,
-    note: str | None = None,
     intervals: Mapping[str, tuple[float, float]] | None = None,
     counts: Mapping[str, int] | None = None,
-    value_label: str = "mAP (mean AP over the concepts)",
 ) -> list[Path]:
     """Fig. 2 of the paper: the mAP of each group as bars (coloured by the group's
     perceived gender when its name says it, grey otherwise), each with its value written
@@ -255,11 +300,10 @@ def plot_group_map(
     Args:
         out_stem: the path without suffix.
         map_by_group: group -> mAP (fractions of 1 or AP points; the axis follows).
-        title: the first title line.
-        note: a line under the title in dark red.
+        text: the first title line, the note, and the y axis label (default ``mAP (mean
+            AP over the concepts)``).
         intervals: group -> ``(low, high)`` error bars.
         counts: group -> number of images, under the group's name.
-        value_label: the y axis label.
 
     Returns:
         The PNG and SVG paths.
@@ -286,9 +330,9 @@ def plot_group_map(
     points = bool(finite) and max(finite) > 1.0
     top = 100.0 if points else 1.0
     for i, value in enumerate(values):
-        text = "–" if value is None else f"{value:.1f}" if points else f"{value:.3f}"
+        written = "–" if value is None else f"{value:.1f}" if points else f"{value:.3f}"
         axis.annotate(
-            text,
+            written,
             (i, value or 0.0),
             xytext=(0, 3),
             textcoords="offset points",
@@ -301,7 +345,7 @@ def plot_group_map(
         [f"{n}\nn = {counts[n]} images" if counts and n in counts else n for n in names],
     )
     axis.set_ylim(0, top * 1.08)
-    axis.set_ylabel(value_label, fontsize=FONT)
+    axis.set_ylabel(text.values("mAP (mean AP over the concepts)"), fontsize=FONT)
     spread = (
         f"largest difference between groups: {max(finite) - min(finite):.3g}\n"
         if len(finite) >= 2
@@ -314,7 +358,7 @@ def plot_group_map(
         fontsize=FONT,
     )
     style_axis(axis)
-    _title(figure, [title], note)
+    _title(figure, [text.title or ""], text.note)
     return _save(figure, out_stem)
 
 
@@ -323,14 +367,10 @@ def plot_group_map(
 
 def plot_consistency(
     out_stem: Path,
-    diff_a: Mapping[str, float | None],
-    diff_b: Mapping[str, float | None],
-    labels: tuple[str, str],
+    compared: ComparedDifferences,
+    text: FigureText = FigureText(),
     *,
     threshold: float = DEFAULT_THRESHOLD,
-    note: str | None = None,
-    title: str | None = None,
-    value_label: str = "AP_men − AP_women (AP points)",
     max_labels: int = 30,
 ) -> list[Path]:
     """Fig. 3-4 of the paper: each concept in both datasets as a point (difference on
@@ -342,12 +382,10 @@ def plot_consistency(
 
     Args:
         out_stem: the path without suffix.
-        diff_a / diff_b: concept -> difference on dataset A / B.
-        labels: the names of datasets A and B.
+        compared: the differences on datasets A and B, and their names.
+        text: the first title line (default names the figure), the note, and what the
+            differences are (default ``AP_men − AP_women (AP points)``).
         threshold: the magnitude of practical significance, in the units of the diffs.
-        note: a line under the title in dark red.
-        title: the first title line (default names the figure).
-        value_label: what the differences are.
         max_labels: how many points to name at most.
 
     Returns:
@@ -355,6 +393,8 @@ def plot_consistency(
     """
     from matplotlib.lines import Line2D
 
+    diff_a, diff_b, labels = compared.a, compared.b, compared.labels
+    value_label = text.values("AP_men − AP_women (AP points)")
     colours = consistency_colours(diff_a, diff_b, threshold)
     counts = consistency_counts(colours)
     points = {c: (float(diff_a[c] or 0.0), float(diff_b[c] or 0.0)) for c in colours}
@@ -408,9 +448,9 @@ def plot_consistency(
     figure.legend(
         handles=handles, fontsize=FONT - 1, loc="outside lower center", ncols=1, frameon=False
     )
-    heading = title or "Cross-dataset consistency of per-concept differences (Fig. 3-4)"
+    heading = text.title or "Cross-dataset consistency of per-concept differences (Fig. 3-4)"
     summary = f"{len(points)} concepts in both {labels[0]} and {labels[1]}"
-    _title(figure, [heading, summary], note)
+    _title(figure, [heading, summary], text.note)
     named = sorted(  # green and red first (the disparities to read), then the farthest
         points,
         key=lambda c: (colours[c] == "yellow", -(points[c][0] ** 2 + points[c][1] ** 2), c),
@@ -425,8 +465,8 @@ def plot_consistency(
                 "named: green and red first, then the farthest from 0)",
                 fontsize=FONT - 1,
             )
-            for text in axis.texts[:]:
-                text.remove()
+            for label in axis.texts[:]:
+                label.remove()
             figure.set_layout_engine("constrained")
             label_panels(figure, [axis], [chosen])
     return _save(figure, out_stem)

@@ -328,14 +328,15 @@ def _plots(results: dict[str, Any], folder: Path, top: int) -> dict[str, list[Pa
         if r["ap_diff_ci"] and None not in r["ap_diff_ci"]
     }
     made["ap_differences"] = plots.plot_top_differences(
-        folder / "plots" / "ap_differences", diffs, intervals or None, language or None,
-        top=top, title=f"AP_men - AP_women (points): {label}", note=note,
+        folder / "plots" / "ap_differences",
+        plots.ConceptDifferences(diffs, intervals or None, language or None),
+        plots.FigureText(f"AP_men - AP_women (points): {label}", note), top=top,
     )  # fmt: skip
     mapped = results["map"]
     if mapped["men"] is not None and mapped["women"] is not None:
         made["map_by_group"] = plots.plot_group_map(
             folder / "plots" / "map_by_group", {"men": mapped["men"], "women": mapped["women"]},
-            title=f"mAP per group over {len(rows)} concepts: {label}", note=note,
+            plots.FigureText(f"mAP per group over {len(rows)} concepts: {label}", note),
         )  # fmt: skip
     if results["calibration"]["computed"]:
         ece = {r["concept"]: r["ece_diff"] for r in rows if r.get("ece_diff") is not None}
@@ -345,9 +346,13 @@ def _plots(results: dict[str, Any], folder: Path, top: int) -> dict[str, list[Pa
             if r.get("ece_diff_ci") and None not in r["ece_diff_ci"]
         }
         made["ece_differences"] = plots.plot_top_differences(
-            folder / "plots" / "ece_differences", ece, ece_ci or None, language or None,
-            top=top, title=f"ECE_women - ECE_men (points): {label}", note=note,
-            value_label="ECE difference: ECE_women − ECE_men (points)",
+            folder / "plots" / "ece_differences",
+            plots.ConceptDifferences(ece, ece_ci or None, language or None),
+            plots.FigureText(
+                f"ECE_women - ECE_men (points): {label}", note,
+                value_label="ECE difference: ECE_women − ECE_men (points)",
+            ),
+            top=top,
         )  # fmt: skip
     consistency = results.get("consistency")
     if consistency and consistency["concepts"]:
@@ -355,9 +360,11 @@ def _plots(results: dict[str, Any], folder: Path, top: int) -> dict[str, list[Pa
         b = {r["concept"]: r["other_ap_diff"] for r in consistency["concepts"]}
         other = consistency.get("other_data") or consistency["other"]
         made["consistency"] = plots.plot_consistency(
-            folder / "plots" / "consistency", a, b,
-            (Path(results["data"]["path"]).name, Path(str(other)).name),
-            threshold=consistency["threshold"], note=note,
+            folder / "plots" / "consistency",
+            plots.ComparedDifferences(
+                a, b, (Path(results["data"]["path"]).name, Path(str(other)).name)
+            ),
+            plots.FigureText(note=note), threshold=consistency["threshold"],
         )  # fmt: skip
     return made
 
