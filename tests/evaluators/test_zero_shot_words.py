@@ -31,7 +31,9 @@ from contrastkit.evaluators.zero_shot.words import (
     MAN_TERMS,
     MODIFIERS,
     WOMAN_TERMS,
+    BiasMethod,
     KeyedWordVectors,
+    LanguageSection,
     WordVectors,
     concept_words,
     language_bias,
@@ -106,7 +108,9 @@ def test_language_bias_equals_hand_computed_cosines(
     assert str(vector_files[kind]) in vectors.source
 
     biases = language_bias(
-        ["necktie.n.01", "tennis_racket.n.01", "knob.n.02", "knob.n.01"], vectors, MAN, WOMAN
+        ["necktie.n.01", "tennis_racket.n.01", "knob.n.02", "knob.n.01"],
+        vectors,
+        BiasMethod(MAN, WOMAN),
     )
 
     assert list(biases) == ["necktie.n.01", "tennis_racket.n.01", "knob.n.02", "knob.n.01"]
@@ -140,15 +144,17 @@ def test_concept_words_lemmas_phrases_and_modifiers() -> None:
 
 def test_user_modifiers_change_the_words_looked_up(vector_files: dict[str, Path]) -> None:
     vectors = load_word_vectors(vector_files["word2vec-text"])
-    biases = language_bias(["knob.n.02"], vectors, MAN, WOMAN, modifiers={})
+    biases = language_bias(["knob.n.02"], vectors, BiasMethod(MAN, WOMAN, modifiers={}))
     assert biases["knob.n.02"].bias == pytest.approx(KNOB[0] - KNOB[1])
-    biases = language_bias(["handle"], vectors, MAN, WOMAN, modifiers={"handle": "tennis racket"})
+    biases = language_bias(
+        ["handle"], vectors, BiasMethod(MAN, WOMAN, modifiers={"handle": "tennis racket"})
+    )
     assert biases["handle"].bias == pytest.approx(TENNIS_RACKET[0] - TENNIS_RACKET[1])
 
 
 def test_missing_words_are_reported_never_zero(vector_files: dict[str, Path]) -> None:
     vectors = load_word_vectors(vector_files["glove-text"])
-    biases = language_bias(["hot_dog.n.01", "sofa", "necktie"], vectors, MAN, WOMAN)
+    biases = language_bias(["hot_dog.n.01", "sofa", "necktie"], vectors, BiasMethod(MAN, WOMAN))
 
     hot_dog = biases["hot_dog.n.01"]
     assert hot_dog.bias is None and hot_dog.man is None and hot_dog.woman is None
@@ -164,9 +170,9 @@ def test_a_gender_term_without_a_vector_is_a_config_error(
 ) -> None:
     vectors = load_word_vectors(vector_files["word2vec-text"])
     with pytest.raises(ConfigError, match=r"man_terms.*'boy'"):
-        language_bias(["necktie"], vectors, ("man", "boy"), WOMAN)
+        language_bias(["necktie"], vectors, BiasMethod(("man", "boy"), WOMAN))
     with pytest.raises(ConfigError, match="woman_terms"):
-        language_bias(["necktie"], vectors, MAN, ())
+        language_bias(["necktie"], vectors, BiasMethod(MAN, ()))
     with pytest.raises(ConfigError, match="male"):  # the default sets are not in the file
         language_bias(["necktie"], vectors)
 
@@ -184,9 +190,11 @@ def test_words_are_looked_up_lower_case_and_as_phrase_tokens(tmp_path: Path) -> 
     assert isinstance(vectors, KeyedWordVectors)
     np.testing.assert_array_equal(vectors.vector("Man"), [1.0, 0.0])
     assert vectors.vector("racket") is None
-    by_word = language_bias(["tennis_racket"], vectors, ("man",), ("woman",))
+    by_word = language_bias(["tennis_racket"], vectors, BiasMethod(("man",), ("woman",)))
     assert by_word["tennis_racket"].missing == ("tennis", "racket")
-    whole = language_bias(["tennis_racket"], vectors, ("man",), ("woman",), whole_phrases=True)
+    whole = language_bias(
+        ["tennis_racket"], vectors, BiasMethod(("man",), ("woman",), whole_phrases=True)
+    )
     assert whole["tennis_racket"].words == ("tennis racket",)
     assert whole["tennis_racket"].bias == pytest.approx(0.0)
 
@@ -235,7 +243,7 @@ def test_model_word_vectors_are_the_scorers_own_text_embeddings(tiny_clip_spec: 
     assert tiny_clip_spec in vectors.source
 
     np.testing.assert_allclose(vectors.vector("necktie"), scorer.encode_texts(["necktie"])[0])
-    biases = language_bias(["necktie.n.01", "tennis_racket.n.01"], vectors, MAN, WOMAN)
+    biases = language_bias(["necktie.n.01", "tennis_racket.n.01"], vectors, BiasMethod(MAN, WOMAN))
     man, woman = scorer.encode_texts(list(MAN)), scorer.encode_texts(list(WOMAN))
     necktie = scorer.encode_texts(["necktie"])[0].astype(np.float64)
     expected = np.mean(man @ necktie) - np.mean(woman @ necktie)
@@ -245,7 +253,9 @@ def test_model_word_vectors_are_the_scorers_own_text_embeddings(tiny_clip_spec: 
     expected = np.mean(man @ pair) - np.mean(woman @ pair)
     assert biases["tennis_racket.n.01"].bias == pytest.approx(expected, abs=1e-5)
 
-    whole = language_bias(["tennis_racket.n.01"], vectors, MAN, WOMAN, whole_phrases=True)
+    whole = language_bias(
+        ["tennis_racket.n.01"], vectors, BiasMethod(MAN, WOMAN, whole_phrases=True)
+    )
     phrase = scorer.encode_texts(["tennis racket"])[0]
     expected = np.mean(man @ phrase) - np.mean(woman @ phrase)
     assert whole["tennis_racket.n.01"].bias == pytest.approx(expected, abs=1e-5)
@@ -300,8 +310,7 @@ def test_language_markdown_reports_agreement_missing_and_top_concepts(
     biases = language_bias(
         ["necktie.n.01", "tennis_racket.n.01", "knob.n.02", "knob.n.01", "hot_dog"],
         vectors,
-        MAN,
-        WOMAN,
+        BiasMethod(MAN, WOMAN),
     )
     ap = {"necktie.n.01": -4.0, "tennis_racket.n.01": 6.0, "knob.n.02": -1.0, "knob.n.01": -2.0}
     agreement = sign_agreement({c: b.bias for c, b in biases.items()}, ap)
@@ -309,10 +318,7 @@ def test_language_markdown_reports_agreement_missing_and_top_concepts(
     text = language_markdown(
         biases,
         agreement,
-        disparity=ap,
-        vectors_name=vectors.source,
-        man_terms=MAN,
-        woman_terms=WOMAN,
+        LanguageSection(disparity=ap, vectors_name=vectors.source, method=BiasMethod(MAN, WOMAN)),
     )
 
     assert text.startswith("## Experiment 3")

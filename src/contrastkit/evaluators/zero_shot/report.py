@@ -211,7 +211,12 @@ def _ece_section(results: Mapping[str, Any], top: int, plots: Mapping[str, str])
 def _language_section(results: Mapping[str, Any], top: int) -> list[str]:
     """Experiment 3 per word source (:func:`.words.language_markdown`), with the sign
     agreement with the ECE difference when there is one."""
-    from contrastkit.evaluators.zero_shot.words import Agreement, LanguageBias, language_markdown
+    from contrastkit.evaluators.zero_shot.words import (
+        Agreement,
+        LanguageBias,
+        LanguageSection,
+        language_markdown,
+    )
 
     language = results.get("language")
     if not language:
@@ -232,10 +237,12 @@ def _language_section(results: Mapping[str, Any], top: int) -> list[str]:
         vectors = entry["vectors"]
         lines.append(
             language_markdown(
-                biases, agreements["ap"], disparity=ap,
-                disparity_name="AP difference (men − women)",
-                vectors_name=f"{names.get(source, source)} ({vectors['source']})", top=top,
-                heading=f"## Experiment 3: language bias ({names.get(source, source)})",
+                biases, agreements["ap"],
+                LanguageSection(
+                    disparity=ap, disparity_name="AP difference (men − women)",
+                    vectors_name=f"{names.get(source, source)} ({vectors['source']})", top=top,
+                    heading=f"## Experiment 3: language bias ({names.get(source, source)})",
+                ),
             ).rstrip()
         )  # fmt: skip
         if "ece" in agreements:

@@ -16,10 +16,11 @@ The recipe of Appendix A.3, step by step:
    terms: positive when the concept sits closer to "man" than to "woman".
 
 The paper's word vectors were word2vec trained on Google News; any word2vec (text or
-binary) or GloVe file is read here through gensim's ``KeyedVectors``
+binary) or GloVe file is read through gensim's ``KeyedVectors``
 (:func:`load_word_vectors`; ``pip install "contrastkit[words]"``). What the paper did not
 do: :func:`model_word_vectors` uses the text encoder of the very model under test, so its
-own language bias can be set beside its own AP gaps.
+own language bias can be set beside its own AP gaps. Both live in :mod:`.word_vectors`
+and are importable from here.
 
 :func:`sign_agreement` is the paper's yellow bars in numbers: over the concepts with both
 values, how often the language bias and the AP (or ECE) difference have the same sign,
@@ -29,22 +30,26 @@ and Pearson's r and Spearman's rho between them with their p-values (``scipy.sta
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
 
-from contrastkit.errors import ConfigError, DataFormatError
+from contrastkit.errors import ConfigError
+from contrastkit.evaluators.zero_shot.word_vectors import (
+    WORDS_INSTALL_HINT,
+    KeyedWordVectors,
+    ModelWordVectors,
+    WordVectors,
+    load_word_vectors,
+    model_word_vectors,
+    require_gensim,
+)
 from contrastkit.text import format_number, format_p, markdown_table
-
-if TYPE_CHECKING:
-    from contrastkit.interfaces import ImageTextScorer
 
 __all__ = [
     "MAN_TERMS",
@@ -52,8 +57,10 @@ __all__ = [
     "WOMAN_TERMS",
     "WORDS_INSTALL_HINT",
     "Agreement",
+    "BiasMethod",
     "KeyedWordVectors",
     "LanguageBias",
+    "LanguageSection",
     "ModelWordVectors",
     "WordVectors",
     "concept_words",
@@ -85,7 +92,7 @@ WOMAN_TERMS: tuple[str, ...] = (
 #: Ambiguous synsets and the phrase that stands for them, a modifier chosen from the
 #: synset's WordNet definition (Appendix A.3). These two are the paper's own examples; the
 #: paper does not publish its full table. Extend it for your concepts:
-#: ``language_bias(..., modifiers={**MODIFIERS, "glass.n.02": "drinking glass"})``.
+#: ``language_bias(..., BiasMethod(modifiers={**MODIFIERS, "glass.n.02": "drinking glass"}))``.
 MODIFIERS: Mapping[str, str] = MappingProxyType(
     {
         "knob.n.02": "knob handle",  # "a round handle"
@@ -93,235 +100,7 @@ MODIFIERS: Mapping[str, str] = MappingProxyType(
     }
 )
 
-#: How to install the optional dependency that reads word vector files.
-WORDS_INSTALL_HINT = 'pip install "contrastkit[words]"'
-
 _SYNSET = re.compile(r"^(?P<lemma>.+)\.(?P<pos>[nvasr])\.(?P<sense>\d+)$")
-
-
-@runtime_checkable
-class WordVectors(Protocol):
-    """Where word vectors come from: a file (:class:`KeyedWordVectors`), a model's text
-    encoder (:class:`ModelWordVectors`), or anything with these members.
-
-    ``vector(word)`` is the word's vector, or ``None`` when there is none (never a zero
-    vector in its place); ``name`` is a short name for reports; ``source`` says where the
-    vectors come from (a file path, a model spec).
-    """
-
-    @property
-    def name(self) -> str:
-        """A short name for reports."""
-        ...
-
-    @property
-    def source(self) -> str:
-        """Where the vectors come from."""
-        ...
-
-    def vector(self, word: str) -> np.ndarray | None:
-        """The vector of ``word`` (1-d), or ``None`` when it has none."""
-        ...
-
-
-def require_gensim(field: str = "word_vectors") -> None:
-    """Raise :class:`ConfigError` naming ``field`` unless gensim can be imported (checked
-    without importing it): for a job's config validation, before long work starts."""
-    try:
-        found = importlib.util.find_spec("gensim") is not None
-    except (ImportError, ValueError):
-        found = False
-    if not found:
-        raise ConfigError(
-            f"{field}: reading word2vec / GloVe files needs gensim: {WORDS_INSTALL_HINT}"
-        )
-
-
-@dataclass(frozen=True)
-class KeyedWordVectors:
-    """Vectors read from a word2vec or GloVe file (gensim ``KeyedVectors``).
-
-    A word is looked up as given, then with spaces as underscores (word2vec's phrase
-    tokens: ``New_York``), then lower-cased (GloVe files are lower case).
-    """
-
-    keyed: Any  # gensim.models.KeyedVectors
-    path: Path
-    format: str  # "word2vec-binary", "word2vec-text" or "glove-text"
-
-    @property
-    def name(self) -> str:
-        """The file's name."""
-        return self.path.name
-
-    @property
-    def source(self) -> str:
-        """The file and its format."""
-        return f"{self.format} file {self.path}"
-
-    def __len__(self) -> int:
-        return len(self.keyed)
-
-    def vector(self, word: str) -> np.ndarray | None:
-        """The word's vector (float64 copy), or ``None`` when the file has none."""
-        for key in dict.fromkeys((word, word.replace(" ", "_"), word.lower())):
-            if key in self.keyed:
-                return np.array(self.keyed[key], dtype=np.float64)
-        return None
-
-
-class ModelWordVectors:
-    """A dual encoder's own text embeddings as word vectors: the text of a word is
-    ``template.format(word)``, encoded by ``scorer.encode_texts`` (unit norm), and cached
-    per word. Every word has a vector."""
-
-    def __init__(self, scorer: ImageTextScorer, template: str = "{}") -> None:
-        if "{}" not in template:
-            raise ConfigError(f"template: must contain {{}} for the word, not {template!r}")
-        self.scorer = scorer
-        self.template = template
-        self._cache: dict[str, np.ndarray] = {}
-
-    @property
-    def name(self) -> str:
-        """``text encoder of SPEC``."""
-        return f"text encoder of {self.scorer.spec}"
-
-    @property
-    def source(self) -> str:
-        """The model spec (and the template when it is not the bare word)."""
-        spec = self.scorer.spec
-        return spec if self.template == "{}" else f"{spec}, text {self.template!r}"
-
-    def prefetch(self, words: Iterable[str]) -> None:
-        """Encode the words not cached yet in one batched call."""
-        missing = [w for w in dict.fromkeys(words) if w not in self._cache]
-        if not missing:
-            return
-        rows = self.scorer.encode_texts([self.template.format(w) for w in missing])
-        for word, row in zip(missing, rows, strict=True):
-            self._cache[word] = np.asarray(row, dtype=np.float64)
-
-    def vector(self, word: str) -> np.ndarray:
-        """The encoder's unit-norm embedding of the word's text (float64)."""
-        if word not in self._cache:
-            self.prefetch([word])
-        return self._cache[word].copy()
-
-    def __repr__(self) -> str:
-        return f"ModelWordVectors({self.scorer.spec!r}, template={self.template!r})"
-
-
-def model_word_vectors(scorer: ImageTextScorer, *, template: str = "{}") -> ModelWordVectors:
-    """Word vectors from the text encoder of the model under test (what the paper did not
-    do: it used word2vec): each word or phrase is encoded as ``template.format(word)``
-    (default the bare word) and cached, so the language bias of the same model whose AP
-    gaps are measured can be compared with them."""
-    return ModelWordVectors(scorer, template)
-
-
-def _sniff(path: Path, binary: bool | None) -> tuple[bool, bool]:
-    """``(binary, has_header)`` of a vector file from its first two lines."""
-    from gensim import utils
-
-    with utils.open(str(path), "rb") as handle:
-        first = handle.readline(1 << 20)
-        second = handle.readline(1 << 20)
-    if not first.strip():
-        raise DataFormatError(path, 1, None, "empty: not a word2vec or GloVe vector file")
-    try:
-        tokens = first.decode("utf-8").split()
-    except UnicodeDecodeError as exc:
-        raise DataFormatError(
-            path, 1, None, "not a word2vec or GloVe file: the first line is not UTF-8 text"
-        ) from exc
-    header = len(tokens) == 2 and all(t.isdigit() for t in tokens)
-    if not header:
-        if binary:
-            raise ConfigError(
-                f"binary: {path} has no word2vec header line 'COUNT DIMENSION', so it cannot "
-                "be a binary word2vec file (a GloVe file is text: leave binary unset)"
-            )
-        if len(tokens) < 2 or not all(_is_float(t) for t in tokens[1:]):
-            raise DataFormatError(
-                path,
-                1,
-                None,
-                "neither a word2vec header 'COUNT DIMENSION' nor a GloVe row 'WORD V1 V2 ...'",
-            )
-        return False, False
-    if binary is not None:
-        return binary, True
-    dimension = int(tokens[1])
-    try:
-        row = second.decode("utf-8").split()
-    except UnicodeDecodeError:
-        return True, True
-    text = len(row) == dimension + 1 and all(_is_float(t) for t in row[1:])
-    return not text, True
-
-
-def _is_float(token: str) -> bool:
-    try:
-        float(token)
-    except ValueError:
-        return False
-    return True
-
-
-def load_word_vectors(
-    path: Path, *, binary: bool | None = None, limit: int | None = None
-) -> KeyedWordVectors:
-    """Read a word vector file through gensim ``KeyedVectors.load_word2vec_format``.
-
-    Formats: word2vec binary (``GoogleNews-vectors-negative300.bin``, the paper's), word2vec
-    text (a ``COUNT DIMENSION`` header, then ``WORD V1 ... VD`` rows) and GloVe text (the
-    rows without a header, read with ``no_header=True``); gzip / bz2 compressed files by
-    their suffix. The format is recognised from the content: a first line of two integers
-    is a word2vec header, and the second line tells text rows from binary ones.
-
-    Args:
-        path: the vector file.
-        binary: force binary (``True``) or text (``False``) word2vec; ``None`` sniffs it.
-        limit: read only the first ``limit`` vectors (the most frequent words in the
-            Google News file), to save memory; ``None`` reads all.
-
-    Raises:
-        ConfigError: the file does not exist or is a folder; gensim is not installed (the
-            message says ``pip install "contrastkit[words]"``); ``binary=True`` for a file
-            without a word2vec header; ``limit`` below 1.
-        DataFormatError: the file is not a readable word2vec / GloVe file (gensim's error
-            chained).
-    """
-    path = Path(path)
-    require_gensim("word_vectors")
-    if limit is not None and limit < 1:
-        raise ConfigError(f"limit: must be at least 1 (or None for all vectors), not {limit}")
-    if not path.exists():
-        raise ConfigError(
-            f"word_vectors: {path} does not exist; pass a word2vec (.bin or .txt) or GloVe "
-            "(.txt) vector file, such as GoogleNews-vectors-negative300.bin"
-        )
-    if path.is_dir():
-        raise ConfigError(f"word_vectors: {path} is a folder, not a word vector file")
-    from gensim.models import KeyedVectors
-
-    try:
-        is_binary, header = _sniff(path, binary)
-    except OSError as exc:
-        raise DataFormatError(path, None, None, f"cannot be read: {exc}") from exc
-    kind = "word2vec-binary" if is_binary else "word2vec-text" if header else "glove-text"
-    try:
-        keyed = KeyedVectors.load_word2vec_format(
-            str(path), binary=is_binary, no_header=not header, limit=limit
-        )
-    except (ValueError, UnicodeDecodeError, EOFError, OSError, AssertionError) as exc:
-        raise DataFormatError(
-            path, None, None, f"cannot be read as a {kind} vector file: {exc}"
-        ) from exc
-    if len(keyed) == 0:
-        raise DataFormatError(path, None, None, f"holds no vectors ({kind})")
-    return KeyedWordVectors(keyed, path, kind)
 
 
 def concept_words(concept: str, modifiers: Mapping[str, str] = MODIFIERS) -> tuple[str, ...]:
@@ -400,14 +179,24 @@ def _term_matrix(vectors: WordVectors, terms: Sequence[str], field: str) -> np.n
     return np.stack(rows)
 
 
+@dataclass(frozen=True)
+class BiasMethod:
+    """How :func:`language_bias` measures a concept (Appendix A.3).
+
+    Attributes:
+        man_terms / woman_terms: the gendered term sets (default Caliskan et al. 2017).
+        modifiers: phrases for ambiguous synsets (default :data:`MODIFIERS`).
+        whole_phrases: look multi-word concepts up as one phrase.
+    """
+
+    man_terms: Sequence[str] = MAN_TERMS
+    woman_terms: Sequence[str] = WOMAN_TERMS
+    modifiers: Mapping[str, str] = field(default_factory=lambda: MODIFIERS)
+    whole_phrases: bool = False
+
+
 def language_bias(
-    concepts: Iterable[str],
-    vectors: WordVectors,
-    man_terms: Sequence[str] = MAN_TERMS,
-    woman_terms: Sequence[str] = WOMAN_TERMS,
-    modifiers: Mapping[str, str] = MODIFIERS,
-    *,
-    whole_phrases: bool = False,
+    concepts: Iterable[str], vectors: WordVectors, method: BiasMethod = BiasMethod()
 ) -> dict[str, LanguageBias]:
     """The language bias of each concept (Appendix A.3): the mean cosine similarity of
     the concept's vector to the man terms minus the mean to the woman terms.
@@ -415,7 +204,7 @@ def language_bias(
     A concept's vector is the average of its words' vectors (:func:`concept_words`: the
     synset's lemma split at underscores, or its modifier phrase), averaged as they are
     (not normalised first), as "we average the embeddings between the two words" reads.
-    With ``whole_phrases=True`` the words are looked up as one phrase instead (a model's
+    With ``method.whole_phrases`` the words are looked up as one phrase instead (a model's
     text encoder encodes "tennis racket" whole; a word2vec file is asked for its phrase
     token ``tennis_racket``).
 
@@ -425,9 +214,8 @@ def language_bias(
     Args:
         concepts: concept names (synsets such as ``"necktie.n.01"``, COCO classes).
         vectors: :func:`load_word_vectors` or :func:`model_word_vectors`.
-        man_terms / woman_terms: the gendered term sets (default Caliskan et al. 2017).
-        modifiers: phrases for ambiguous synsets (default :data:`MODIFIERS`).
-        whole_phrases: look multi-word concepts up as one phrase.
+        method: the term sets, the modifier phrases and whether multi-word concepts are
+            looked up whole (default: the paper's).
 
     Returns:
         ``{concept: LanguageBias}`` in the order of ``concepts``.
@@ -436,6 +224,8 @@ def language_bias(
         ConfigError: an empty term set, or a term without a vector (naming it and the
             vectors' source).
     """
+    man_terms, woman_terms = method.man_terms, method.woman_terms
+    modifiers, whole_phrases = method.modifiers, method.whole_phrases
     names = list(dict.fromkeys(concepts))
     plan = {}
     for concept in names:
@@ -579,35 +369,48 @@ def _cell(value: float | None, digits: int = 3) -> str:
     return format_number(value, digits)
 
 
-def language_markdown(
-    biases: Mapping[str, LanguageBias],
-    agreement: Agreement,
-    *,
-    disparity: Mapping[str, float | None] | None = None,
-    disparity_name: str = "AP difference (men − women)",
-    vectors_name: str | None = None,
-    top: int = 15,
-    heading: str = "## Experiment 3: language bias of the concepts",
-    man_terms: Sequence[str] = MAN_TERMS,
-    woman_terms: Sequence[str] = WOMAN_TERMS,
-    whole_phrases: bool = False,
-) -> str:
-    """The report section of Experiment 3: how the language bias was measured, the sign
-    agreement with the disparity and its correlations, the concepts without a vector, and
-    a table of the ``top`` concepts by absolute language bias (with their disparity and
-    whether the signs agree when ``disparity`` is given).
+@dataclass(frozen=True)
+class LanguageSection:
+    """What the Experiment 3 report section (:func:`language_markdown`) says besides the
+    biases and their agreement.
 
-    Args:
-        biases: :func:`language_bias`'s result.
-        agreement: :func:`sign_agreement` of the biases and the disparity.
+    Attributes:
         disparity: concept -> the disparity compared (for the table).
         disparity_name: what the disparity is, with its orientation.
         vectors_name: where the vectors came from (``vectors.source``).
         top: rows of the table.
         heading: the section's heading line.
-        man_terms / woman_terms / whole_phrases: as given to :func:`language_bias`, for
-            the description of the method.
+        method: as given to :func:`language_bias`, for the description of the method.
     """
+
+    disparity: Mapping[str, float | None] | None = None
+    disparity_name: str = "AP difference (men − women)"
+    vectors_name: str | None = None
+    top: int = 15
+    heading: str = "## Experiment 3: language bias of the concepts"
+    method: BiasMethod = BiasMethod()
+
+
+def language_markdown(
+    biases: Mapping[str, LanguageBias],
+    agreement: Agreement,
+    section: LanguageSection = LanguageSection(),
+) -> str:
+    """The report section of Experiment 3: how the language bias was measured, the sign
+    agreement with the disparity and its correlations, the concepts without a vector, and
+    a table of the ``top`` concepts by absolute language bias (with their disparity and
+    whether the signs agree when ``section.disparity`` is given).
+
+    Args:
+        biases: :func:`language_bias`'s result.
+        agreement: :func:`sign_agreement` of the biases and the disparity.
+        section: the disparity and its name, the vectors' name, the table's length, the
+            heading and the method measured with.
+    """
+    disparity, disparity_name = section.disparity, section.disparity_name
+    vectors_name, top, heading = section.vectors_name, section.top, section.heading
+    man_terms, woman_terms = section.method.man_terms, section.method.woman_terms
+    whole_phrases = section.method.whole_phrases
     measured = [b for b in biases.values() if b.bias is not None]
     missing = [b for b in biases.values() if b.bias is None]
     source = f" from {vectors_name}" if vectors_name else ""
