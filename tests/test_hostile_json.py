@@ -179,7 +179,7 @@ def test_a_coco_file_name_outside_the_images_folder_is_refused(
 
     from contrastkit.audit.data import read_coco_captions
     from contrastkit.builders.coco import read_coco
-    from contrastkit.evaluators.zero_shot.groups import load_grouped
+    from contrastkit.evaluators.zero_shot.groups import GroupingOptions, load_grouped
     from contrastkit.samples import write_coco
 
     root = write_coco(tmp_path / "coco")
@@ -192,7 +192,10 @@ def test_a_coco_file_name_outside_the_images_folder_is_refused(
     readers = {
         "build": (lambda: read_coco(root), "captions"),
         "audit": (lambda: read_coco_captions(root), "captions"),
-        "zero-shot": (lambda: load_grouped(root, layout="coco", min_images=1), "instances"),
+        "zero-shot": (
+            lambda: load_grouped(root, GroupingOptions(layout="coco", min_images=1)),
+            "instances",
+        ),
     }
     call, kind = readers[reader]
     with pytest.raises(DataFormatError, match="names a file outside") as caught:
@@ -217,7 +220,7 @@ def test_a_coco_id_of_the_wrong_type_is_a_located_error(
     nothing or the wrong image: now it is an error naming the file and the field."""
     import json
 
-    from contrastkit.evaluators.zero_shot.groups import load_grouped
+    from contrastkit.evaluators.zero_shot.groups import GroupingOptions, load_grouped
     from contrastkit.samples import write_coco
 
     root = write_coco(tmp_path / "coco")
@@ -227,6 +230,6 @@ def test_a_coco_id_of_the_wrong_type_is_a_located_error(
     data[key][index][name] = value
     path.write_text(json.dumps(data))
     with pytest.raises(DataFormatError, match="expected an integer id") as caught:
-        load_grouped(root, layout="coco", min_images=1)
+        load_grouped(root, GroupingOptions(layout="coco", min_images=1))
     assert caught.value.path == str(path)
     assert caught.value.field == f"{key}[{index}].{name}"

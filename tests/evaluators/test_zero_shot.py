@@ -16,6 +16,7 @@ from sklearn.metrics import average_precision_score
 
 from contrastkit.errors import ConfigError, DataFormatError
 from contrastkit.evaluators.zero_shot.groups import (
+    GroupingOptions,
     caption_group,
     concept_words,
     load_grouped,
@@ -63,7 +64,7 @@ def coco(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_visual_genome_groups_and_concept_filter_keep_exactly_what_passes(
     vg: Path, without: str
 ) -> None:
-    grouped = load_grouped(vg, min_images=5, images_without_concepts=without)
+    grouped = load_grouped(vg, GroupingOptions(min_images=5, images_without_concepts=without))
     assert grouped.layout == "vg"
     assert grouped.concepts == VG_KEPT  # chair has exactly 5 images per group: kept
     assert not set(VG_DROPPED) & set(grouped.concepts)
@@ -86,7 +87,7 @@ def test_visual_genome_groups_and_concept_filter_keep_exactly_what_passes(
     # the group-defining synsets are never concepts
     assert not any(c.startswith(("man.", "woman.", "groom.")) for c in grouped.concept_images)
     # one more image per group needed: chair (5/5) and dress (5 men) drop out
-    assert load_grouped(vg, min_images=6).concepts == ("hair.n.01", "necktie.n.01")
+    assert load_grouped(vg, GroupingOptions(min_images=6)).concepts == ("hair.n.01", "necktie.n.01")
     # the paper's default threshold (50) leaves nothing in this small set
     assert load_grouped(vg).concepts == ()
 
@@ -95,17 +96,17 @@ def test_visual_genome_images_may_live_in_images_and_a_missing_one_is_located(
     tmp_path: Path,
 ) -> None:
     root = write_vg(tmp_path / "vg", folder="images")
-    assert load_grouped(root, min_images=5).images[0].path.parent.name == "images"
-    kept = load_grouped(root, min_images=5).images[3]
+    assert load_grouped(root, GroupingOptions(min_images=5)).images[0].path.parent.name == "images"
+    kept = load_grouped(root, GroupingOptions(min_images=5)).images[3]
     kept.path.unlink()
     with pytest.raises(DataFormatError, match=f"{kept.image_id}.jpg: image file not found"):
-        load_grouped(root, min_images=5)
+        load_grouped(root, GroupingOptions(min_images=5))
 
 
 def test_coco_groups_come_from_caption_terms_and_objects_map_to_synsets(
     coco: Path, tmp_path: Path
 ) -> None:
-    grouped = load_grouped(coco, min_images=4)
+    grouped = load_grouped(coco, GroupingOptions(min_images=4))
     assert grouped.layout == "coco" and grouped.split == "val2017"
     assert grouped.counts["images"] == {"men": 12, "women": 10}
     assert grouped.counts["dropped"]["both_groups"] == 2
@@ -115,7 +116,7 @@ def test_coco_groups_come_from_caption_terms_and_objects_map_to_synsets(
     table = tmp_path / "map.tsv"
     table.write_text("category\tsynset\n# ours\ncup\tmug.n.04\n", encoding="utf-8")
     assert read_concept_map(table) == {"cup": "mug.n.04"}
-    mapped = load_grouped(coco, min_images=4, concept_map=read_concept_map(table))
+    mapped = load_grouped(coco, GroupingOptions(min_images=4, concept_map=read_concept_map(table)))
     assert "mug.n.04" in mapped.concepts and "cup.n.01" not in mapped.concepts
     bad = tmp_path / "bad.tsv"
     bad.write_text("cup\tmug.n.04\ttoo many\n", encoding="utf-8")
@@ -140,14 +141,16 @@ def test_coco_concept_filter_can_count_another_split(tmp_path: Path) -> None:
     data["annotations"] = [a for a in data["annotations"] if a["category_id"] != 3]
     train.write_text(json.dumps(data), encoding="utf-8")
     write_coco(root, split="val2017")
-    assert load_grouped(root, min_images=4).split == "val2017"  # val preferred
-    assert "bag.n.04" in load_grouped(root, min_images=4).concepts
-    grouped = load_grouped(root, min_images=4, split="val2017", filter_split="train2017")
+    assert load_grouped(root, GroupingOptions(min_images=4)).split == "val2017"  # val preferred
+    assert "bag.n.04" in load_grouped(root, GroupingOptions(min_images=4)).concepts
+    grouped = load_grouped(
+        root, GroupingOptions(min_images=4, split="val2017", filter_split="train2017")
+    )
     assert "bag.n.04" not in grouped.concepts  # no handbag in train
     assert grouped.counts["filter_split"] == "train2017"
     assert len(grouped.images) == 22  # still the val images
     with pytest.raises(ConfigError, match=r"has no instances_test2017\.json"):
-        load_grouped(root, split="test2017")
+        load_grouped(root, GroupingOptions(split="test2017"))
 
 
 _JSON = st.recursive(
@@ -175,7 +178,7 @@ def test_any_visual_genome_json_loads_or_is_a_located_error(
         if image_data is not None:
             (root / "image_data.json").write_text(json.dumps(image_data), encoding="utf-8")
         try:
-            grouped = load_grouped(root, min_images=1)
+            grouped = load_grouped(root, GroupingOptions(min_images=1))
         except DataFormatError as error:
             assert Path(error.path).is_relative_to(root)
         else:
@@ -198,7 +201,7 @@ def test_an_image_listed_twice_in_visual_genome_is_a_located_error(tmp_path: Pat
     objects.append(objects[1])
     (root / "objects.json").write_text(json.dumps(objects), encoding="utf-8")
     with pytest.raises(DataFormatError, match=r"is listed twice \(first as entry 1\)") as caught:
-        load_grouped(root, min_images=1)
+        load_grouped(root, GroupingOptions(min_images=1))
     assert caught.value.path == str(root / "objects.json")
     assert caught.value.field == "image_id"
 
@@ -486,7 +489,7 @@ def test_planted_disparities_come_out_on_top_with_their_sign(vg: Path, tmp_path:
     low, high = top["necktie.n.01"]["ap_diff_ci"]
     assert low <= top["necktie.n.01"]["ap_diff"] <= high
     # every AP is scikit-learn's on the group's images
-    grouped = load_grouped(vg, min_images=5)
+    grouped = load_grouped(vg, GroupingOptions(min_images=5))
     scores = load_predictions(path, [r.image_id for r in grouped.images], grouped.concepts).scores
     truth, men = grouped.labels(), grouped.group_mask("men")
     j = grouped.concepts.index("necktie.n.01")
@@ -550,7 +553,7 @@ def test_coco_and_visual_genome_consistency_colours(vg: Path, coco: Path, tmp_pa
             "necktie.n.01": "men", "dress.n.01": "women"})),
         out=tmp_path / "vg-out", min_images=5, bootstrap=0, plots=False,
     ))  # fmt: skip
-    grouped = load_grouped(coco, min_images=4)
+    grouped = load_grouped(coco, GroupingOptions(min_images=4))
     images = [(r.image_id, r.group, r.concepts) for r in grouped.images]
     truth, groups = truth_of(images, grouped.concepts)
     rows = planted_rows(truth, groups, favoured={"necktie.n.01": "men"}, seed=1)

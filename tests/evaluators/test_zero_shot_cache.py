@@ -18,7 +18,7 @@ from contrastkit.cli import app
 from contrastkit.config import ModelConfig
 from contrastkit.errors import StateError
 from contrastkit.evaluators.zero_shot.cache import EmbeddingCache
-from contrastkit.evaluators.zero_shot.groups import load_grouped
+from contrastkit.evaluators.zero_shot.groups import GroupingOptions, load_grouped
 from contrastkit.evaluators.zero_shot.job import ZeroShotDisparityConfig, zero_shot_disparity
 from contrastkit.io import exclusive_lock
 from zero_shot_data import write_vg
@@ -104,7 +104,7 @@ def _aps(results: dict[str, Any]) -> dict[str, tuple[float, float]]:
 def test_a_rerun_embeds_nothing_and_gives_the_same_results(
     spec: str, vg: Path, tmp_path: Path, use: Any
 ) -> None:
-    n_images = len(load_grouped(vg, min_images=5).images)
+    n_images = len(load_grouped(vg, GroupingOptions(min_images=5)).images)
     first = use()
     result = zero_shot_disparity(_config(spec, vg, tmp_path))
     assert first.images == n_images and len(first.texts) == 4
@@ -135,7 +135,7 @@ def test_a_rerun_embeds_nothing_and_gives_the_same_results(
 def test_an_interrupted_run_resumes_and_embeds_only_the_rest(
     spec: str, vg: Path, tmp_path: Path, use: Any
 ) -> None:
-    n_images = len(load_grouped(vg, min_images=5).images)
+    n_images = len(load_grouped(vg, GroupingOptions(min_images=5)).images)
     use(stop_after=3)  # three batches of 8 images are embedded, then the run stops
     with pytest.raises(InterruptedRunError):
         zero_shot_disparity(_config(spec, vg, tmp_path / "resumed"))

@@ -14,7 +14,7 @@ from sklearn.metrics import average_precision_score
 from typer.testing import CliRunner
 
 from contrastkit.cli import app
-from contrastkit.evaluators.zero_shot.groups import concept_words, load_grouped
+from contrastkit.evaluators.zero_shot.groups import GroupingOptions, concept_words, load_grouped
 from contrastkit.models import load_scorer
 from zero_shot_data import (
     VG_KEPT,
@@ -61,7 +61,7 @@ def test_a_tiny_open_clip_runs_experiment_one_from_the_cli(
     assert results["prompt"] == "a photo of a {}."
     # the APs are scikit-learn's on the model's own cosine similarities
     scorer = load_scorer(spec)
-    grouped = load_grouped(vg, min_images=5)
+    grouped = load_grouped(vg, GroupingOptions(min_images=5))
     images = [Image.open(record.path).convert("RGB") for record in grouped.images]
     prompts = [f"a photo of a {concept_words(c)}." for c in grouped.concepts]
     cosine = scorer.score(images, prompts)

@@ -50,6 +50,7 @@ from contrastkit.evaluators.zero_shot.groups import (
     IMAGES_WITHOUT_CONCEPTS,
     LAYOUTS,
     GroupedData,
+    GroupingOptions,
     concept_words,
     load_grouped,
     read_concept_map,
@@ -537,9 +538,12 @@ def _analyse(
 
     concept_map = read_concept_map(config.concept_map) if config.concept_map else None
     grouped = load_grouped(
-        config.data, layout=config.layout, min_images=config.min_images, split=config.split,
-        filter_split=config.filter_split, concept_map=concept_map,
-        images_without_concepts=config.images_without_concepts,
+        config.data,
+        GroupingOptions(
+            layout=config.layout, min_images=config.min_images, split=config.split,
+            filter_split=config.filter_split, concept_map=concept_map,
+            images_without_concepts=config.images_without_concepts,
+        ),
     )  # fmt: skip
     if not grouped.concepts:
         most = max((min(per.values()) for per in grouped.concept_images.values()), default=0)
