@@ -52,6 +52,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from contrastkit.curation import knn_filter as knn
+from contrastkit.curation import knn_search
 from contrastkit.curation.knn_filter import accept, knn_excluding_self, resolve_backend
 from contrastkit.errors import ConfigError
 
@@ -163,7 +164,8 @@ def _timed_filter(
 ) -> tuple[float, knn.KnnFilterResult]:
     """The GenSynth filter as the build runs it, from host arrays to host arrays."""
     start = time.perf_counter()
-    result = knn.knn_filter(real, real_g, synthetic, synthetic_g, k=K, device="cuda")
+    settings = knn.KnnFilterSettings(k=K, device="cuda")
+    result = knn.knn_filter(real, real_g, synthetic, synthetic_g, settings)
     return time.perf_counter() - start, result
 
 
@@ -209,8 +211,8 @@ def _run_cuda(sizes: list[int], max_queries: int | None, repeats: int, check: in
         agree = _agreement(by_numpy, result.neighbours[: len(sample)])
         same = float(np.mean(accept(p_real, p_gender) == result.accepted[: len(sample)]))
         queries = np.arange(n_real, total)
-        padded = -(-total // knn.GROUP) * knn.GROUP
-        rows = knn._block_rows(torch.device("cuda"), min(padded, knn._TILE_POINTS))
+        padded = -(-total // knn_search.GROUP) * knn_search.GROUP
+        rows = knn_search.block_rows(torch.device("cuda"), min(padded, knn_search.TILE_POINTS))
         t_fp32 = _gemm_seconds(points[:total], queries, rows, "highest", repeats)
         t_tf32 = _gemm_seconds(points[:total], queries, rows, "high", repeats)
         tflop = 2 * n_edits * total * DIM / 1e12

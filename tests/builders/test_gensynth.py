@@ -30,7 +30,7 @@ from contrastkit.builders.manifest import Manifest, read_contrast_set
 from contrastkit.cli import app
 from contrastkit.config import ModelConfig
 from contrastkit.curation.editing import EditSettings, load_editor
-from contrastkit.curation.knn_filter import knn_filter
+from contrastkit.curation.knn_filter import KnnFilterSettings, knn_filter
 from contrastkit.errors import DataFormatError, StateError
 from contrastkit.models import load_scorer
 from contrastkit.schema import Gender
@@ -89,7 +89,7 @@ def test_pipeline_stages_on_real_photos(
         ["masculine", "feminine", "feminine"],
         np.stack([vectors[f"edit:{r.edit_id}"] for r in scored]),
         [r.target for r in scored],
-        k=10,
+        KnnFilterSettings(k=10),
     )
     assert [r.p_real for r in scored] == pytest.approx(result.p_real.tolist())
     assert [r.p_gender for r in scored] == pytest.approx(result.p_gender.tolist())

@@ -14,7 +14,9 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from contrastkit.curation import knn_filter as knn
+from contrastkit.curation import knn_search
 from contrastkit.curation.knn_filter import (
+    KnnFilterSettings,
     KnnSearch,
     knn_excluding_self,
     knn_filter,
@@ -82,8 +84,12 @@ def test_torch_search_blocks_and_tiles_give_the_same_neighbours(
     queries = rng.choice(601, size=200, replace=False)
     expected = _tie_free(points, queries, 40)
     parts = [points[:250], points[250:251], points[251:]]  # uploaded part by part
-    found = knn._torch_search(
-        parts, queries, 41, "cpu", block_bytes=block_bytes, tile_points=tile_points
+    found = knn_search.torch_search(
+        parts,
+        queries,
+        41,
+        KnnSearch("torch", "cpu"),
+        knn_search.TorchTiling(block_bytes, tile_points),
     )
     assert not (found == queries[:, None]).any()  # the query itself is masked
     np.testing.assert_array_equal(found[:, :40], expected)
@@ -96,8 +102,10 @@ def test_torch_filter_equals_numpy_filter() -> None:
     real_g = rng.choice(["masculine", "feminine"], size=40).tolist()
     synthetic_g = rng.choice(["masculine", "feminine"], size=400).tolist()
     expected = _tie_free(points, np.arange(40, 440), 20)
-    a = knn_filter(real, real_g, synthetic, synthetic_g, k=20, backend="numpy")
-    b = knn_filter(real, real_g, synthetic, synthetic_g, k=20, backend="torch", device="cpu")
+    a = knn_filter(real, real_g, synthetic, synthetic_g, KnnFilterSettings(k=20, backend="numpy"))
+    b = knn_filter(
+        real, real_g, synthetic, synthetic_g, KnnFilterSettings(k=20, backend="torch", device="cpu")
+    )
     np.testing.assert_array_equal(a.neighbours, expected)
     np.testing.assert_array_equal(b.neighbours, expected)
     np.testing.assert_allclose(b.p_real, a.p_real, atol=1e-6, rtol=0)
@@ -114,7 +122,7 @@ def test_torch_search_refuses_non_finite_embeddings() -> None:
         knn_excluding_self(points, np.arange(3), 2, backend="torch", device="cpu")
     with pytest.raises(ValueError, match="NaN or infinite"):
         knn_filter(points[:2], ["masculine"] * 2, points[2:] * np.nan, ["feminine"] * 4,
-                   k=2, backend="torch", device="cpu")  # fmt: skip
+                   KnnFilterSettings(k=2, backend="torch", device="cpu"))  # fmt: skip
 
 
 def test_torch_search_leaves_the_fp32_precision_setting_alone() -> None:
@@ -177,7 +185,13 @@ def test_cuda_without_cuda_is_a_config_error() -> None:
     rng = np.random.default_rng(0)
     real, synthetic = rng.normal(size=(5, 4)), rng.normal(size=(20, 4))
     with pytest.raises(ConfigError, match="device 'cuda': no CUDA GPU is visible"):
-        knn_filter(real, ["masculine"] * 5, synthetic, ["feminine"] * 20, k=3, device="cuda")
+        knn_filter(
+            real,
+            ["masculine"] * 5,
+            synthetic,
+            ["feminine"] * 20,
+            KnnFilterSettings(k=3, device="cuda"),
+        )
     with pytest.raises(ConfigError, match="device 'cuda': no CUDA GPU is visible"):
         knn_excluding_self(synthetic, np.arange(3), 3, backend="torch", device="cuda")
 

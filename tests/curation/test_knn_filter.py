@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from contrastkit.curation.knn_filter import (
+    KnnFilterSettings,
     accept,
     knn_excluding_self,
     knn_filter,
@@ -29,7 +30,9 @@ SYN, SYN_G = _line(0.4, 2.6, 100, 100, 2.4), [M, F, M, F, M]
 
 @pytest.mark.parametrize("backend", ["faiss", "numpy", "torch"])
 def test_p_r_p_g_and_decisions_match_hand_computation(backend: str) -> None:
-    result = knn_filter(REAL, REAL_G, SYN, SYN_G, k=4, backend=backend, device="cpu")  # type: ignore[arg-type]
+    result = knn_filter(
+        REAL, REAL_G, SYN, SYN_G, KnnFilterSettings(k=4, backend=backend, device="cpu")
+    )  # type: ignore[arg-type]
     assert (result.search.backend, result.search.device) == (backend, "cpu")
     # Neighbours by hand (self excluded; the two points at 100 see each other):
     assert result.neighbours.tolist() == [
@@ -79,15 +82,15 @@ def test_faiss_torch_and_numpy_agree_on_random_embeddings() -> None:
 
 def test_bad_inputs_are_refused() -> None:
     with pytest.raises(ValueError, match="at least 10 embeddings"):
-        knn_filter(REAL, REAL_G, SYN, SYN_G, k=9)
+        knn_filter(REAL, REAL_G, SYN, SYN_G, KnnFilterSettings(k=9))
     with pytest.raises(ValueError, match="3 labels for 4"):
-        knn_filter(REAL, REAL_G[:3], SYN, SYN_G, k=2)
+        knn_filter(REAL, REAL_G[:3], SYN, SYN_G, KnnFilterSettings(k=2))
     with pytest.raises(ValueError, match="differ in width"):
-        knn_filter(REAL, REAL_G, SYN[:, :2], SYN_G, k=2)
+        knn_filter(REAL, REAL_G, SYN[:, :2], SYN_G, KnnFilterSettings(k=2))
     with pytest.raises(ValueError, match="NaN"):
-        knn_filter(REAL * np.nan, REAL_G, SYN, SYN_G, k=2)
+        knn_filter(REAL * np.nan, REAL_G, SYN, SYN_G, KnnFilterSettings(k=2))
     with pytest.raises(ValueError, match="NaN or infinite"):
-        knn_filter(REAL, REAL_G, np.where(SYN == 100, np.inf, SYN), SYN_G, k=2)
+        knn_filter(REAL, REAL_G, np.where(SYN == 100, np.inf, SYN), SYN_G, KnnFilterSettings(k=2))
     # Large finite values whose float32 sum overflows are still accepted.
     from contrastkit.curation.knn_filter import _as_matrix
 

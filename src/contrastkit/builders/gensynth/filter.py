@@ -36,6 +36,7 @@ from contrastkit.curation.knn_filter import (
     DEFAULT_TAU_REAL,
     Backend,
     Device,
+    KnnFilterSettings,
     knn_filter,
 )
 from contrastkit.errors import DataFormatError, StateError
@@ -291,11 +292,9 @@ def run_filter_stage(
         [sources[s].label for s in used],
         synthetic,
         [r.target for r in records],
-        k=k_effective,
-        tau_real=tau_real,
-        tau_gender=tau_gender,
-        backend=backend,
-        device=device,
+        KnnFilterSettings(
+            k=k_effective, tau_real=tau_real, tau_gender=tau_gender, backend=backend, device=device
+        ),
     )
     scored = [
         with_scores(r, float(pr), float(pg), bool(ok))
