@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from contrastkit.builders.harness import HarnessExportConfig, export_harness
-from contrastkit.curation.integrity import check_tables
+from contrastkit.curation.integrity import TableCheckSettings, check_tables
 from contrastkit.curation.urls import CheckConfig
 from contrastkit.schema import Context, Gender
 from contrastkit.store import ImageStore
@@ -39,7 +39,9 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path
         write_tsv(folder / "oo.tsv", oo, Context.OO)
         store = ImageStore(folder / "store")
         tables = [read_visogender_tsv(folder / "op.tsv"), read_visogender_tsv(folder / "oo.tsv")]
-        report = check_tables(tables, CheckConfig(allow_private=True), store=store)
+        report = check_tables(
+            tables, TableCheckSettings(CheckConfig(allow_private=True)), store=store
+        )
     results = folder / "checks.jsonl"
     results.write_text("".join(json.dumps(row.to_dict()) + "\n" for row in report.rows))
     yield folder / "op.tsv", folder / "oo.tsv", folder / "store", results

@@ -44,6 +44,7 @@ __all__ = [
     "IntegrityReport",
     "ProbeTable",
     "Table",
+    "TableCheckSettings",
     "TableRow",
     "URLCheckJobConfig",
     "check_dataset_urls",
@@ -261,28 +262,42 @@ def duplicate_groups(
     return groups
 
 
+@dataclass(frozen=True)
+class TableCheckSettings:
+    """How :func:`check_tables` checks: the settings a URL check job passes along.
+
+    Attributes:
+        network: Checker settings (:class:`~contrastkit.curation.urls.CheckConfig`).
+        near_distance: Near-duplicate pHash threshold (bits of 64; -1: no near-duplicate
+            search).
+        engine: ``"local"`` or ``"ray"`` (see :class:`URLCheckJobConfig`).
+        ray_address: The Ray cluster of engine ``"ray"``; None starts a local one.
+    """
+
+    network: CheckConfig = field(default_factory=CheckConfig)
+    near_distance: int = NEAR_DUPLICATE_MAX_DISTANCE
+    engine: Engine = "local"
+    ray_address: str | None = None
+
+
 def check_tables(
     tables: Sequence[Table],
-    config: CheckConfig | None = None,
+    settings: TableCheckSettings | None = None,
     *,
     store: ImageStore | None = None,
     on_result: Callable[[URLCheck], Any] | None = None,
-    max_distance: int = NEAR_DUPLICATE_MAX_DISTANCE,
-    engine: Engine = "local",
-    ray_address: str | None = None,
 ) -> IntegrityReport:
     """Check the URL of every row of ``tables`` and group duplicates.
 
     Args:
         tables: Parsed official-format TSVs (:func:`contrastkit.tsv.read_visogender_tsv`)
             or probe sets (:class:`ProbeTable`).
-        config: Checker settings (:class:`~contrastkit.curation.urls.CheckConfig`).
+        settings: The checker settings, near-duplicate threshold and engine (default:
+            :class:`TableCheckSettings`).
         store: Keep every ``ok`` image in this content-addressed store.
         on_result: Called once per distinct URL as its check finishes.
-        max_distance: Near-duplicate pHash threshold.
-        engine: ``"local"`` or ``"ray"`` (see :class:`URLCheckJobConfig`).
-        ray_address: The Ray cluster of engine ``"ray"``; None starts a local one.
     """
+    settings = settings or TableCheckSettings()
     started = _now()
     refs = [
         (RowRef(str(table.path), row.line, row.idx), row.url)
@@ -290,19 +305,19 @@ def check_tables(
         for row in table.rows
     ]
     urls = (url for _, url in refs)
-    if engine == "ray":
+    if settings.engine == "ray":
         from contrastkit.curation.urls.distributed import check_urls_ray
 
-        checked = check_urls_ray(urls, config, store=store, on_result=on_result,
-                                 address=ray_address)  # fmt: skip
+        checked = check_urls_ray(urls, settings.network, store=store, on_result=on_result,
+                                 address=settings.ray_address)  # fmt: skip
     else:
-        checked = check_urls(urls, config, store=store, on_result=on_result)
+        checked = check_urls(urls, settings.network, store=store, on_result=on_result)
     results = {r.url: r for r in checked}
     rows = [CheckedRow(ref, results[url]) for ref, url in refs]
     return IntegrityReport(
         files=[str(table.path) for table in tables],
         rows=rows,
-        duplicates=duplicate_groups(rows, max_distance=max_distance),
+        duplicates=duplicate_groups(rows, max_distance=settings.near_distance),
         started_at=started,
         finished_at=_now(),
         local={
@@ -381,9 +396,9 @@ def check_dataset_urls(
     if on_start is not None:
         on_start(distinct_urls(tables))
     store = ImageStore(config.store) if config.store is not None else None
-    report = check_tables(tables, config.network, store=store, on_result=on_result,
-                          max_distance=config.near_distance, engine=config.engine,
-                          ray_address=config.ray_address)  # fmt: skip
+    how = TableCheckSettings(config.network, config.near_distance, config.engine,
+                             config.ray_address)  # fmt: skip
+    report = check_tables(tables, how, store=store, on_result=on_result)
     if config.results is not None:
         lines = "".join(json.dumps(row.to_dict()) + "\n" for row in report.rows)
         try:

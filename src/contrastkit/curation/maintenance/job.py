@@ -8,7 +8,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from contrastkit.curation.integrity import Table, check_tables, distinct_urls
+from contrastkit.curation.integrity import (
+    Table,
+    TableCheckSettings,
+    check_tables,
+    distinct_urls,
+)
 from contrastkit.curation.maintenance.config import MaintainConfig
 from contrastkit.curation.maintenance.report import render_markdown
 from contrastkit.curation.maintenance.results import (
@@ -93,9 +98,9 @@ def maintain(
 
         if on_start is not None:
             on_start(distinct_urls(tables))
-        checked = check_tables(tables, config.network, store=store, on_result=record,
-                               max_distance=config.near_distance, engine=config.engine,
-                               ray_address=config.ray_address)  # fmt: skip
+        how = TableCheckSettings(config.network, config.near_distance, config.engine,
+                                 config.ray_address)  # fmt: skip
+        checked = check_tables(tables, how, store=store, on_result=record)
         health = _health(db.row_states(), before, where)
         result = MaintenanceResult(
             run_id=run_id,
