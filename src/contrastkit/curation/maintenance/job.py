@@ -91,8 +91,7 @@ def maintain(
 
         def record(result: URLCheck) -> None:
             stamp = _stamp(now) if now is not None else result.checked_at
-            db.record(run_id, rows_of_url[result.url], result, stamp, config.policy,
-                      config.near_distance, config.accept_changes)  # fmt: skip
+            db.record(run_id, rows_of_url[result.url], result, stamp, config)
             if on_result is not None:
                 on_result(result)
 

@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from contrastkit.curation.images import phash_distance
-from contrastkit.curation.maintenance.config import RetirementPolicy
+from contrastkit.curation.maintenance.config import MaintainConfig
 from contrastkit.curation.urls import Status, URLCheck
 from contrastkit.errors import StateError
 from contrastkit.io import exclusive_lock
@@ -142,17 +142,17 @@ class StateDatabase:
         row_ids: Sequence[str],
         result: URLCheck,
         checked_at: str,
-        policy: RetirementPolicy,
-        max_distance: int,
-        accept_changes: bool,
+        config: MaintainConfig,
     ) -> None:
         """Insert one URL's check for each of its rows and update their states, atomically.
 
         An ``ok`` check ends a failing streak and un-retires; the first good image becomes
-        the row's reference, and a later one further than ``max_distance`` pHash bits from
-        it flags ``content_changed`` (``accept_changes`` takes it as the new reference). A
-        failed check extends the streak and retires the row once ``policy`` is met.
+        the row's reference, and a later one further than ``config.near_distance`` pHash
+        bits from it flags ``content_changed`` (``config.accept_changes`` takes it as the
+        new reference). A failed check extends the streak and retires the row once
+        ``config.policy`` is met.
         """
+        policy, max_distance = config.policy, config.near_distance
         ok = result.status is Status.OK
         with self.transaction():
             for row_id in row_ids:
@@ -173,7 +173,7 @@ class StateDatabase:
                 if ok:
                     assert result.sha256 is not None and result.phash is not None
                     failures, failing_since, retired_at = 0, None, None
-                    if ref_sha is None or accept_changes:
+                    if ref_sha is None or config.accept_changes:
                         ref_sha, ref_phash, changed_at = result.sha256, result.phash, None
                     elif result.sha256 == ref_sha or (
                         phash_distance(result.phash, ref_phash) <= max_distance
