@@ -306,10 +306,11 @@ def check_tables(
     ]
     urls = (url for _, url in refs)
     if settings.engine == "ray":
-        from contrastkit.curation.urls.distributed import check_urls_ray
+        from contrastkit.curation.urls.distributed import RayTasks, check_urls_ray
 
+        spread = RayTasks(address=settings.ray_address)
         checked = check_urls_ray(urls, settings.network, store=store, on_result=on_result,
-                                 address=settings.ray_address)  # fmt: skip
+                                 spread=spread)  # fmt: skip
     else:
         checked = check_urls(urls, settings.network, store=store, on_result=on_result)
     results = {r.url: r for r in checked}

@@ -13,7 +13,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Protocol
 
 import aiohttp
 import certifi
@@ -37,22 +37,45 @@ from contrastkit.curation.urls.responses import (
     validate_url,
 )
 from contrastkit.curation.urls.status import Status, URLCheck, redact_url
-from contrastkit.store import ImageStore
+from contrastkit.store import ImageInfo, ImageStore
 
-__all__ = ["check_urls", "iter_checks"]
+__all__ = ["ImageSink", "check_urls", "iter_checks"]
 
 log = logging.getLogger("contrastkit.urls")
+
+
+class ImageSink(Protocol):
+    """Where the checker keeps each ``ok`` image when not in an :class:`ImageStore`
+    (a Ray task holds them for its driver: :mod:`~contrastkit.curation.urls.distributed`)."""
+
+    def keep(self, data: bytes, info: ImageInfo, url: str) -> None:
+        """Keep the bytes ``data`` of the image at ``url``, fingerprinted as ``info``."""
+
+
+class _StoreSink:
+    """An :class:`ImageStore` as an :class:`ImageSink`."""
+
+    def __init__(self, store: ImageStore) -> None:
+        self.store = store
+
+    def keep(self, data: bytes, info: ImageInfo, url: str) -> None:
+        self.store.put(data, format=info.format, width=info.width, height=info.height,
+                       phash=info.phash, url=url)  # fmt: skip
+
+
+def _as_sink(store: ImageStore | ImageSink | None) -> ImageSink | None:
+    return _StoreSink(store) if isinstance(store, ImageStore) else store
 
 
 class _Checker:
     """One aiohttp session and the per-host limits; :meth:`check` checks one URL."""
 
     def __init__(
-        self, config: CheckConfig, decoder: ThreadPoolExecutor, store: ImageStore | None
+        self, config: CheckConfig, decoder: ThreadPoolExecutor, sink: ImageSink | None
     ) -> None:
         self.config = config
         self.decoder = decoder
-        self.store = store
+        self.sink = sink
         self.policy = AddressPolicy(config)
         self.hosts: dict[str, asyncio.Semaphore] = {}
         connector = aiohttp.TCPConnector(
@@ -145,13 +168,8 @@ class _Checker:
         result.sha256, result.format = info.sha256, info.format
         result.width, result.height = info.width, info.height
         result.phash, result.size = info.phash, info.size
-        if self.store is not None:
-            store = self.store
-            await loop.run_in_executor(
-                self.decoder,
-                lambda: store.put(body, format=info.format, width=info.width,
-                                  height=info.height, phash=info.phash, url=url),
-            )  # fmt: skip
+        if self.sink is not None:
+            await loop.run_in_executor(self.decoder, self.sink.keep, body, info, url)
 
     async def _fetch(self, url: str, clock: _Deadline) -> tuple[bytes, str, int]:
         """Follow redirects by hand; return the final body, URL and status.
@@ -197,54 +215,39 @@ class _Checker:
 
     async def _request(self, target: URL) -> str | tuple[bytes, int]:
         """One request: the next URL for a redirect, or (body, status)."""
-        config = self.config
         try:
             async with self.session.get(target, allow_redirects=False) as response:
-                status = response.status
-                if status in (301, 302, 303, 307, 308) and "Location" in response.headers:
-                    try:
-                        return str(target.join(URL(response.headers["Location"])))
-                    except Exception as exc:  # any failure of the URL parser on hostile text
-                        raise FinalStatus(
-                            Status.INVALID_URL, f"redirect to an unusable location: {exc}", status
-                        ) from None
-                if config.honour_opt_out and (opted := opted_out(response.headers)):
-                    raise FinalStatus(Status.OPTED_OUT, opted, status)
-                if status >= 400:
-                    final = FinalStatus(Status.HTTP_ERROR, f"HTTP {status}", status)
-                    if status not in TRANSIENT_HTTP:
-                        raise final
-                    wait = retry_after(response.headers)
-                    if wait is not None and wait > config.max_retry_after:
-                        final.detail += (f"; Retry-After {wait:.0f}s exceeds the limit of "
-                                         f"{config.max_retry_after:g}s")  # fmt: skip
-                        raise final
-                    raise RetryableError(final, wait)
-                return await self._read_body(response), status
-        except aiohttp.ConnectionTimeoutError:
-            detail = f"connect timeout after {config.connect_timeout:g}s"
-            raise RetryableError(FinalStatus(Status.TIMEOUT, detail)) from None
-        except (aiohttp.SocketTimeoutError, asyncio.TimeoutError):
-            detail = f"read timeout: no data for {config.read_timeout:g}s"
-            raise RetryableError(FinalStatus(Status.TIMEOUT, detail)) from None
-        except DNSLookupError as exc:
-            raise FinalStatus(Status.DNS_ERROR, str(exc)) from None
-        except BlockedAddressError as exc:
-            raise FinalStatus(Status.BLOCKED_ADDRESS, str(exc)) from None
-        except aiohttp.InvalidURL as exc:
-            raise FinalStatus(Status.INVALID_URL, f"unusable URL: {exc}") from None
-        except UnicodeEncodeError as exc:  # a part of the request the URL gives is not text
-            raise FinalStatus(Status.INVALID_URL, f"cannot be sent: {exc}") from None
-        except aiohttp.ClientConnectorDNSError as exc:
-            raise FinalStatus(Status.DNS_ERROR, str(exc)) from None
-        except aiohttp.ClientConnectorError as exc:
-            raise FinalStatus(Status.CONNECTION_ERROR, f"cannot connect: {exc}") from None
-        except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError,
-                aiohttp.ClientPayloadError) as exc:  # fmt: skip
-            detail = f"{type(exc).__name__}: {exc}"
-            raise RetryableError(FinalStatus(Status.CONNECTION_ERROR, detail)) from None
-        except aiohttp.ClientError as exc:
-            raise FinalStatus(Status.CONNECTION_ERROR, f"{type(exc).__name__}: {exc}") from None
+                return await self._outcome(target, response)
+        except _REQUEST_ERRORS as exc:
+            raise _request_failure(exc, self.config) from None
+
+    async def _outcome(
+        self, target: URL, response: aiohttp.ClientResponse
+    ) -> str | tuple[bytes, int]:
+        """What a response says: the next URL of a redirect, or (body, status); an opt-out
+        or an HTTP error raises its final (or retryable) status."""
+        config = self.config
+        status = response.status
+        if status in (301, 302, 303, 307, 308) and "Location" in response.headers:
+            try:
+                return str(target.join(URL(response.headers["Location"])))
+            except Exception as exc:  # any failure of the URL parser on hostile text
+                raise FinalStatus(
+                    Status.INVALID_URL, f"redirect to an unusable location: {exc}", status
+                ) from None
+        if config.honour_opt_out and (opted := opted_out(response.headers)):
+            raise FinalStatus(Status.OPTED_OUT, opted, status)
+        if status >= 400:
+            final = FinalStatus(Status.HTTP_ERROR, f"HTTP {status}", status)
+            if status not in TRANSIENT_HTTP:
+                raise final
+            wait = retry_after(response.headers)
+            if wait is not None and wait > config.max_retry_after:
+                final.detail += (f"; Retry-After {wait:.0f}s exceeds the limit of "
+                                 f"{config.max_retry_after:g}s")  # fmt: skip
+                raise final
+            raise RetryableError(final, wait)
+        return await self._read_body(response), status
 
     async def _read_body(self, response: aiohttp.ClientResponse) -> bytes:
         cap = self.config.limits.max_bytes
@@ -267,6 +270,44 @@ class _Checker:
                 )
             chunks.append(chunk)
         return b"".join(chunks)
+
+
+#: What a request can raise that ends (or retries) its check: :func:`_request_failure`.
+_REQUEST_ERRORS = (
+    aiohttp.ClientError,
+    asyncio.TimeoutError,
+    DNSLookupError,
+    BlockedAddressError,
+    UnicodeEncodeError,
+)
+
+
+def _request_failure(exc: Exception, config: CheckConfig) -> FinalStatus | RetryableError:
+    """The status a request that raised ``exc`` ends with (timeouts and dropped
+    connections are retried); the first matching kind, most specific first."""
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+        detail = f"connect timeout after {config.connect_timeout:g}s"
+        return RetryableError(FinalStatus(Status.TIMEOUT, detail))
+    if isinstance(exc, (aiohttp.SocketTimeoutError, asyncio.TimeoutError)):
+        detail = f"read timeout: no data for {config.read_timeout:g}s"
+        return RetryableError(FinalStatus(Status.TIMEOUT, detail))
+    if isinstance(exc, DNSLookupError):
+        return FinalStatus(Status.DNS_ERROR, str(exc))
+    if isinstance(exc, BlockedAddressError):
+        return FinalStatus(Status.BLOCKED_ADDRESS, str(exc))
+    if isinstance(exc, aiohttp.InvalidURL):
+        return FinalStatus(Status.INVALID_URL, f"unusable URL: {exc}")
+    if isinstance(exc, UnicodeEncodeError):  # a part of the request the URL gives is not text
+        return FinalStatus(Status.INVALID_URL, f"cannot be sent: {exc}")
+    if isinstance(exc, aiohttp.ClientConnectorDNSError):
+        return FinalStatus(Status.DNS_ERROR, str(exc))
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return FinalStatus(Status.CONNECTION_ERROR, f"cannot connect: {exc}")
+    if isinstance(exc, (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError,
+                        aiohttp.ClientPayloadError)):  # fmt: skip
+        detail = f"{type(exc).__name__}: {exc}"
+        return RetryableError(FinalStatus(Status.CONNECTION_ERROR, detail))
+    return FinalStatus(Status.CONNECTION_ERROR, f"{type(exc).__name__}: {exc}")
 
 
 class _DeadlineReached(Exception):  # noqa: N818 - control flow, not an error
@@ -310,7 +351,7 @@ async def iter_checks(
     urls: Iterable[str],
     config: CheckConfig | None = None,
     *,
-    store: ImageStore | None = None,
+    store: ImageStore | ImageSink | None = None,
 ) -> AsyncIterator[URLCheck]:
     """Check ``urls`` concurrently, yielding each :class:`URLCheck` as it finishes.
 
@@ -321,7 +362,8 @@ async def iter_checks(
     Args:
         urls: URLs to check.
         config: Limits, timeouts and safety settings; :class:`CheckConfig` defaults.
-        store: If given, every ``ok`` image's bytes are added to it.
+        store: If given, every ``ok`` image's bytes are added to it (or, for an
+            :class:`ImageSink`, given to it).
 
     Raises:
         ResourceError: the store cannot be written (raised as soon as it happens; the
@@ -332,7 +374,7 @@ async def iter_checks(
     results: asyncio.Queue[URLCheck | None] = asyncio.Queue(maxsize=config.concurrency * 2)
     failures: list[BaseException] = []
     with ThreadPoolExecutor(max_workers=4, thread_name_prefix="contrastkit-decode") as decoder:
-        checker = _Checker(config, decoder, store)
+        checker = _Checker(config, decoder, _as_sink(store))
 
         async def worker() -> None:
             try:
@@ -365,7 +407,7 @@ def check_urls(
     urls: Iterable[str],
     config: CheckConfig | None = None,
     *,
-    store: ImageStore | None = None,
+    store: ImageStore | ImageSink | None = None,
     on_result: Callable[[URLCheck], Any] | None = None,
 ) -> list[URLCheck]:
     """Check ``urls`` (synchronous wrapper of :func:`iter_checks`).
@@ -373,7 +415,8 @@ def check_urls(
     Args:
         urls: URLs to check; duplicates are checked once and reported once each.
         config: Limits, timeouts and safety settings.
-        store: Content-addressed store that keeps every ``ok`` image.
+        store: Content-addressed store that keeps every ``ok`` image (or an
+            :class:`ImageSink` given each).
         on_result: Called with each result as it finishes (progress bars, streaming).
 
     Returns:

@@ -24,7 +24,7 @@ import hashlib
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from contrastkit.curation.urls.config import CheckConfig
@@ -38,12 +38,13 @@ from contrastkit.distributed import (
 from contrastkit.errors import ConfigError
 
 if TYPE_CHECKING:
-    from contrastkit.store import ImageStore
+    from contrastkit.store import ImageInfo, ImageStore
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
     "LOCAL_NUM_CPUS",
     "RAY_INSTALL_HINT",
+    "RayTasks",
     "check_urls_ray",
     "group_by_host",
     "host_of",
@@ -94,17 +95,15 @@ def _stable_hash(text: str) -> str:
 
 @dataclass
 class _Kept:
-    """What the checker would have written to the store, held for the driver."""
+    """What the checker would have written to the store, held for the driver (an
+    :class:`~contrastkit.curation.urls.checker.ImageSink`)."""
 
     images: dict[str, tuple[bytes, dict[str, Any]]] = field(default_factory=dict)
 
-    def put(
-        self, data: bytes, *, format: str, width: int, height: int, phash: str,
-        url: str | None = None,
-    ) -> str:  # fmt: skip
-        meta = {"format": format, "width": width, "height": height, "phash": phash, "url": url}
-        self.images[url or ""] = (data, meta)
-        return hashlib.sha256(data).hexdigest()
+    def keep(self, data: bytes, info: ImageInfo, url: str) -> None:
+        meta = {"format": info.format, "width": info.width, "height": info.height,
+                "phash": info.phash, "url": url}  # fmt: skip
+        self.images[url] = (data, meta)
 
 
 Checked = list[tuple[URLCheck, bytes | None, dict[str, Any] | None]]
@@ -115,12 +114,27 @@ def _check_chunk(urls: list[str], config: CheckConfig, keep_images: bool) -> Che
     from contrastkit.curation.urls.checker import check_urls
 
     kept = _Kept() if keep_images else None
-    results = check_urls(urls, config, store=cast("ImageStore | None", kept))
+    results = check_urls(urls, config, store=kept)
     out: Checked = []
     for result in results:
         image = kept.images.get(result.url) if kept is not None else None
         out.append((result, *image) if image is not None else (result, None, None))
     return out
+
+
+@dataclass(frozen=True)
+class RayTasks:
+    """How :func:`check_urls_ray` spreads the checks over Ray.
+
+    Attributes:
+        address: Ray cluster to use; None starts (and afterwards stops) a local instance.
+        tasks: Host groups run in parallel; default twice the cluster's CPUs.
+        chunk_size: URLs per task (a group's chunks run one after another).
+    """
+
+    address: str | None = None
+    tasks: int | None = None
+    chunk_size: int = DEFAULT_CHUNK_SIZE
 
 
 def check_urls_ray(
@@ -129,9 +143,7 @@ def check_urls_ray(
     *,
     store: ImageStore | None = None,
     on_result: Callable[[URLCheck], Any] | None = None,
-    address: str | None = None,
-    tasks: int | None = None,
-    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    spread: RayTasks | None = None,
 ) -> list[URLCheck]:
     """:func:`~contrastkit.curation.urls.check_urls` on Ray: same arguments, same results.
 
@@ -140,9 +152,8 @@ def check_urls_ray(
         config: Checker settings, shipped to every task.
         store: Keep every ``ok`` image here; written by this (the driver) process only.
         on_result: Called in this process with each result as its chunk comes back.
-        address: Ray cluster to use; None starts (and afterwards stops) a local instance.
-        tasks: Host groups run in parallel; default twice the cluster's CPUs.
-        chunk_size: URLs per task (a group's chunks run one after another).
+        spread: The Ray cluster, the host groups run in parallel and the URLs per task
+            (default: :class:`RayTasks`).
 
     Returns:
         One :class:`URLCheck` per distinct URL, in input order.
@@ -152,6 +163,8 @@ def check_urls_ray(
         ResourceError, StateError: the store cannot be written.
     """
     config = config or CheckConfig()
+    spread = spread or RayTasks()
+    tasks, chunk_size = spread.tasks, spread.chunk_size
     if chunk_size < 1:
         raise ConfigError(f"chunk_size: must be at least 1, not {chunk_size}")
     if tasks is not None and tasks < 1:
@@ -161,7 +174,7 @@ def check_urls_ray(
     collected: list[URLCheck] = []
     if not unique:
         return collected
-    with ray_session(address) as ray:
+    with ray_session(spread.address) as ray:
         if tasks is None:
             tasks = max(1, 2 * int(ray.cluster_resources().get("CPU", 1)))
         remote = ray.remote(num_cpus=1, max_retries=0)(_check_chunk)
