@@ -372,45 +372,70 @@ def validate_files(
     report = ValidationReport(max_findings=max_findings)
     all_rows: list[tuple[str, VisoGenderRow]] = []
     for raw_path in resolve_data(paths):
-        path = str(raw_path)
-        try:
-            stream = parse_visogender_tsv(raw_path)
-            rows: list[VisoGenderRow] = []
-            for item in stream.rows:
-                if isinstance(item, DataFormatError):
-                    report.add(Finding("error", "schema", item.reason, path, item.line, item.field))
-                else:
-                    rows.append(item)
-        except DataFormatError as error:
-            unusable = is_unusable(error)
-            report.files.append(FileSummary(path, None, 0, 0, unusable=unusable))
-            check = "unusable" if unusable else "schema"
-            report.add(Finding("error", check, error.reason, path, error.line, error.field))
-            continue
-        except OSError as error:  # unreadable: a permission, a device error
-            report.files.append(FileSummary(path, None, 0, 0, unusable=True))
-            report.add(Finding("error", "unusable", error.strerror or str(error), path))
-            continue
-        context = stream.context
-        report.files.append(
-            FileSummary(path, context.value, len(rows), len({r.occupation for r in rows}))
-        )
-        all_rows.extend((path, row) for row in rows)
-        report.extend(_balance_findings(path, context, rows, per_cell))
+        read = _read_file(raw_path, report)
+        if read is not None:
+            path, (context, rows) = str(raw_path), read
+            all_rows.extend((path, row) for row in rows)
+            report.extend(_balance_findings(path, context, rows, per_cell))
+    report.extend(_id_findings(all_rows))
+    report.extend(_url_duplicate_findings(all_rows))
+    report.extend(_noun_findings(all_rows))
+    report.extend(_row_warnings(all_rows))
+    if taxonomy is not None:
+        report.extend(_taxonomy_findings(all_rows, taxonomy))
+    return report
 
-    def ref(path: str, row: VisoGenderRow) -> RowRef:
-        return RowRef(path, row.line, row.idx)
 
+def _read_file(
+    raw_path: Path, report: ValidationReport
+) -> tuple[Context, list[VisoGenderRow]] | None:
+    """Parse one TSV, adding its summary and its schema findings to ``report``; its context
+    and well-formed rows, or None when the file could not be used."""
+    path = str(raw_path)
+    try:
+        stream = parse_visogender_tsv(raw_path)
+        rows: list[VisoGenderRow] = []
+        for item in stream.rows:
+            if isinstance(item, DataFormatError):
+                report.add(Finding("error", "schema", item.reason, path, item.line, item.field))
+            else:
+                rows.append(item)
+    except DataFormatError as error:
+        unusable = is_unusable(error)
+        report.files.append(FileSummary(path, None, 0, 0, unusable=unusable))
+        check = "unusable" if unusable else "schema"
+        report.add(Finding("error", check, error.reason, path, error.line, error.field))
+        return None
+    except OSError as error:  # unreadable: a permission, a device error
+        report.files.append(FileSummary(path, None, 0, 0, unusable=True))
+        report.add(Finding("error", "unusable", error.strerror or str(error), path))
+        return None
+    context = stream.context
+    report.files.append(
+        FileSummary(path, context.value, len(rows), len({r.occupation for r in rows}))
+    )
+    return context, rows
+
+
+def _ref(path: str, row: VisoGenderRow) -> RowRef:
+    return RowRef(path, row.line, row.idx)
+
+
+def _id_findings(all_rows: Sequence[tuple[str, VisoGenderRow]]) -> Iterable[Finding]:
+    """An IDX used on more than one row, across all files."""
     ids: dict[str, list[RowRef]] = defaultdict(list)
     for path, row in all_rows:
-        ids[row.idx].append(ref(path, row))
+        ids[row.idx].append(_ref(path, row))
     for idx, refs in ids.items():
         if len(refs) > 1:
-            report.add(
-                Finding("error", "ids", f"IDX {idx!r} is used {len(refs)} times", rows=tuple(refs))
+            yield Finding(
+                "error", "ids", f"IDX {idx!r} is used {len(refs)} times", rows=tuple(refs)
             )
 
-    for group in find_duplicates((ref(path, row), row.url) for path, row in all_rows):
+
+def _url_duplicate_findings(all_rows: Sequence[tuple[str, VisoGenderRow]]) -> Iterable[Finding]:
+    """Rows that share a URL, or reach one image through different URLs."""
+    for group in find_duplicates((_ref(path, row), row.url) for path, row in all_rows):
         if group.kind == "exact":
             message = f"the same URL is on {len(group.items)} rows: {group.key}"
             check = "duplicate_url"
@@ -420,55 +445,51 @@ def validate_files(
                 f"(canonical {group.key})"
             )
             check = "canonical_duplicate"
-        report.add(Finding("error", check, message, rows=group.items))
+        yield Finding("error", check, message, rows=group.items)
 
+
+def _noun_findings(all_rows: Sequence[tuple[str, VisoGenderRow]]) -> Iterable[Finding]:
+    """Occupations and nouns spelled several ways, and occupations with several nouns."""
     occupation_spellings: dict[str, list[RowRef]] = defaultdict(list)
     nouns: dict[tuple[str, str], dict[str, list[RowRef]]] = defaultdict(lambda: defaultdict(list))
     for path, row in all_rows:
-        occupation_spellings[row.occupation].append(ref(path, row))
-        nouns[(row.occupation, row.context.noun_kind)][row.noun].append(ref(path, row))
-    report.extend(_spelling_findings("occupation", "", occupation_spellings))
+        occupation_spellings[row.occupation].append(_ref(path, row))
+        nouns[(row.occupation, row.context.noun_kind)][row.noun].append(_ref(path, row))
+    yield from _spelling_findings("occupation", "", occupation_spellings)
     for (occupation, kind), spellings in nouns.items():
         scoped = list(_spelling_findings(kind, f" for occupation {occupation!r}", spellings))
-        report.extend(scoped)
+        yield from scoped
         if not scoped and len(spellings) > 1:
             described = ", ".join(f"{n!r} ({len(r)} rows)" for n, r in spellings.items())
-            report.add(
-                Finding(
-                    "warning",
-                    "nouns",
-                    f"occupation {occupation!r} uses {len(spellings)} {kind} nouns: {described}",
-                )
+            yield Finding(
+                "warning",
+                "nouns",
+                f"occupation {occupation!r} uses {len(spellings)} {kind} nouns: {described}",
             )
 
+
+def _row_warnings(all_rows: Sequence[tuple[str, VisoGenderRow]]) -> Iterable[Finding]:
+    """Rows whose licence is not confirmed, or that carry error codes."""
     for path, row in all_rows:
         licence_field = "Licence" if row.context is Context.OP else "LICENSE OK?"
         if row.licence.strip().lower() not in AFFIRMATIVE_LICENCE:
-            report.add(
-                Finding(
-                    "warning",
-                    "licence",
-                    f"row {row.idx!r}: licence not confirmed ({row.licence!r})",
-                    path,
-                    row.line,
-                    licence_field,
-                )
+            yield Finding(
+                "warning",
+                "licence",
+                f"row {row.idx!r}: licence not confirmed ({row.licence!r})",
+                path,
+                row.line,
+                licence_field,
             )
         if row.error_codes.strip():
-            report.add(
-                Finding(
-                    "warning",
-                    "error_codes",
-                    f"row {row.idx!r} carries error codes {row.error_codes.strip()!r}",
-                    path,
-                    row.line,
-                    "Error codes",
-                )
+            yield Finding(
+                "warning",
+                "error_codes",
+                f"row {row.idx!r} carries error codes {row.error_codes.strip()!r}",
+                path,
+                row.line,
+                "Error codes",
             )
-
-    if taxonomy is not None:
-        report.extend(_taxonomy_findings(all_rows, taxonomy))
-    return report
 
 
 def _taxonomy_findings(
