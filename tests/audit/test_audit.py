@@ -621,12 +621,12 @@ def test_context_clusters_of_a_small_set_with_shared_captions_have_no_empty_clus
     sharing their neutral captions. K-means asked for 20 clusters made empty ones and the
     salient-word step divided by zero (issue 31); now there are at most as many clusters
     as distinct images, none empty."""
-    from contrastkit.audit.clusters import context_clusters
+    from contrastkit.audit.clusters import ClusterSettings, context_clusters
 
     photos = [["a person at a desk"], ["a person with a camera"], ["a person on a boat"]]
     captions = [texts for texts in photos for _ in range(2)]
     labels = ["masculine", "feminine"] * 3
-    found = context_clusters(captions, labels, clusters=20, seed=0)
+    found = context_clusters(captions, labels, ClusterSettings(clusters=20, seed=0))
     assert found["M"] == 3 and found["images"] == 6
     sizes = [row["size"] for row in found["clusters"]]
     assert sorted(sizes) == [2, 2, 2] and all(row["masculine_share"] == 0.5 for row in

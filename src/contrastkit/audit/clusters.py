@@ -28,6 +28,7 @@ stand-in the report names as such.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,7 @@ from contrastkit.errors import ConfigError, ModelNotFoundError
 
 __all__ = [
     "LSA_DIMENSIONS",
+    "ClusterSettings",
     "context_clusters",
     "encode_captions",
     "image_features",
@@ -180,25 +182,37 @@ def pca_2d(points: np.ndarray) -> np.ndarray:
     return result
 
 
+@dataclass(frozen=True)
+class ClusterSettings:
+    """How :func:`context_clusters` clusters.
+
+    Attributes:
+        clusters: ``M``; fewer when there are fewer labelled images.
+        text_encoder: a local ``transformers`` model folder; ``None``: LSA.
+        seed: seeds K-means (and the LSA's SVD).
+        top_words: salient words per cluster.
+        device: where the text encoder runs.
+    """
+
+    clusters: int = 20
+    text_encoder: Path | None = None
+    seed: int = 0
+    top_words: int = 10
+    device: str = "cpu"
+
+
 def context_clusters(
     captions: Sequence[Sequence[str]],
     labels: Sequence[str],
-    *,
-    clusters: int = 20,
-    text_encoder: Path | None = None,
-    seed: int = 0,
-    top_words: int = 10,
-    device: str = "cpu",
+    settings: ClusterSettings | None = None,
 ) -> dict[str, Any]:
     """Cluster the labelled images by their neutral captions (module docstring).
 
     Args:
         captions: each image's gender-neutral captions.
         labels: each image's label; only ``masculine`` / ``feminine`` images are used.
-        clusters: ``M``; fewer when there are fewer labelled images.
-        text_encoder: a local ``transformers`` model folder; ``None``: LSA.
-        seed: seeds K-means (and the LSA's SVD).
-        top_words: salient words per cluster.
+        settings: ``M``, the text encoder, the seed and the salient words per cluster
+            (default: :class:`ClusterSettings`).
 
     Returns:
         ``embedding`` (``lsa`` or ``transformers:FOLDER``), ``M``, ``images``,
@@ -207,17 +221,21 @@ def context_clusters(
         ``factor_pp``, ``words``), and the per-image ``points`` (``x``, ``y``,
         ``cluster``, ``label``) for the map; or ``{"skipped": reason}``.
     """
+    settings = settings or ClusterSettings()
+    seed = settings.seed
     names = np.asarray(labels, dtype=object)
     keep = np.flatnonzero((names == "masculine") | (names == "feminine"))
     if keep.size < 2:
         return {"skipped": f"needs at least 2 labelled images, found {keep.size}"}
     kept = [list(captions[int(i)]) for i in keep]
     kept_labels = names[keep]
-    features, embedding = image_features(kept, text_encoder=text_encoder, seed=seed, device=device)
+    features, embedding = image_features(
+        kept, text_encoder=settings.text_encoder, seed=seed, device=settings.device
+    )
     # No more clusters than distinct points (a small set, or images that share their
     # captions, as a contrast set's two versions of one photo do), and none left empty.
     distinct = len(np.unique(np.round(features, 9), axis=0))
-    assignment, _ = kmeans(features, min(clusters, keep.size, distinct), seed=seed)
+    assignment, _ = kmeans(features, min(settings.clusters, keep.size, distinct), seed=seed)
     used = np.unique(assignment)
     assignment = np.searchsorted(used, assignment)
     m = int(used.size)
@@ -244,7 +262,7 @@ def context_clusters(
                 "feminine": int((members & ~masculine).sum()),
                 "masculine_share": share,
                 "factor_pp": 100.0 * (share - overall),
-                "words": [terms[i] for i in order[:top_words] if mean_weight[i] > 0],
+                "words": [terms[i] for i in order[: settings.top_words] if mean_weight[i] > 0],
             }
         )
     xy = pca_2d(features)

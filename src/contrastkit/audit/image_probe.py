@@ -16,6 +16,7 @@ unmasked ones: the scene alone predicts gender well above chance (0.5).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 
     from contrastkit.audit.data import AuditImage
 
-__all__ = ["MaskedImage", "image_probe"]
+__all__ = ["MaskedImage", "ProbeSettings", "image_probe"]
 
 
 class MaskedImage:
@@ -58,31 +59,42 @@ class MaskedImage:
         return image
 
 
+@dataclass(frozen=True)
+class ProbeSettings:
+    """The split and the interval of :func:`image_probe`, as
+    :func:`~contrastkit.audit.classifier.caption_classifier` takes them.
+
+    Attributes:
+        test_fraction: the held-out share of each label's groups.
+        seed: seeds the split (``default_rng(seed)``) and the bootstrap (``seed + 1``).
+        resamples, level: the bootstrap interval.
+    """
+
+    test_fraction: float = 0.3
+    seed: int = 0
+    resamples: int = 1000
+    level: float = 0.95
+
+
 def _probe(
     features: np.ndarray,
     target: np.ndarray,
     train: np.ndarray,
     test: np.ndarray,
-    *,
-    seed: int,
-    resamples: int,
-    level: float,
+    settings: ProbeSettings,
 ) -> dict[str, Any]:
     weights, intercept = fit_logistic(features[train], target[train])
     scores = features[test] @ weights + intercept
     positive = target[test] > 0.5
-    low, high = auc_bootstrap(scores, positive, resamples=resamples, level=level, seed=seed)
+    low, high = auc_bootstrap(scores, positive, resamples=settings.resamples,
+                              level=settings.level, seed=settings.seed + 1)  # fmt: skip
     return {"auc": auc(scores, positive), "interval": [low, high]}
 
 
 def image_probe(
     images: Sequence[AuditImage],
     scorer: Any,
-    *,
-    test_fraction: float = 0.3,
-    seed: int = 0,
-    resamples: int = 1000,
-    level: float = 0.95,
+    settings: ProbeSettings | None = None,
 ) -> dict[str, Any]:
     """Linear probes on person-masked and on unmasked image embeddings (module
     docstring).
@@ -91,7 +103,7 @@ def image_probe(
         images: the data's images; those labelled masculine or feminine with an image
             file and at least one person box are used.
         scorer: a loaded dual encoder (:func:`contrastkit.models.load_scorer`).
-        test_fraction, seed, resamples, level: as :func:`caption_classifier`.
+        settings: the split and the bootstrap interval (default: :class:`ProbeSettings`).
 
     Returns:
         ``model``, ``images`` (per gender), ``train`` / ``test`` counts, ``masked`` and
@@ -101,6 +113,7 @@ def image_probe(
     """
     from contrastkit.pipeline import embed_images
 
+    settings = settings or ProbeSettings()
     usable = [
         image
         for image in images
@@ -118,7 +131,10 @@ def image_probe(
     labels = [image.label for image in usable]
     target = np.array([label == "masculine" for label in labels], dtype=np.float64)
     train, test = stratified_split(
-        labels, test_fraction, np.random.default_rng(seed), [image.group_key for image in usable]
+        labels,
+        settings.test_fraction,
+        np.random.default_rng(settings.seed),
+        [image.group_key for image in usable],
     )
     names = np.asarray(labels, dtype=object)
     result: dict[str, Any] = {
@@ -128,8 +144,8 @@ def image_probe(
         "test": {g: int((names[test] == g).sum()) for g in ("masculine", "feminine")},
         "masked": None,
         "unmasked": None,
-        "level": level,
-        "resamples": resamples,
+        "level": settings.level,
+        "resamples": settings.resamples,
         "min_test_per_label": MIN_TEST_PER_LABEL,
     }
     unreadable = too_small(result["test"])
@@ -141,7 +157,6 @@ def image_probe(
         scorer,
         [MaskedImage(image.path, image.person_boxes) for image in usable if image.path],
     )
-    options: dict[str, Any] = {"seed": seed + 1, "resamples": resamples, "level": level}
-    result["masked"] = _probe(np.asarray(masked, np.float64), target, train, test, **options)
-    result["unmasked"] = _probe(np.asarray(plain, np.float64), target, train, test, **options)
+    result["masked"] = _probe(np.asarray(masked, np.float64), target, train, test, settings)
+    result["unmasked"] = _probe(np.asarray(plain, np.float64), target, train, test, settings)
     return result

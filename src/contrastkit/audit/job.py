@@ -40,7 +40,7 @@ from contrastkit.audit.baselines import (
     tfidf_scores,
 )
 from contrastkit.audit.classifier import caption_classifier
-from contrastkit.audit.clusters import context_clusters
+from contrastkit.audit.clusters import ClusterSettings, context_clusters
 from contrastkit.audit.composition import PAPER_COUNTS, cell_composition, composition
 from contrastkit.audit.data import AuditData, load_audit_data
 from contrastkit.config import ModelConfig
@@ -377,7 +377,7 @@ def _baselines(data: AuditData, config: AuditConfig, say: Callable[[str], None])
 
 
 def _image_probe(data: AuditData, config: AuditConfig) -> dict[str, Any]:
-    from contrastkit.audit.image_probe import image_probe
+    from contrastkit.audit.image_probe import ProbeSettings, image_probe
     from contrastkit.models.registry import load_scorer
 
     assert config.image_probe is not None
@@ -389,10 +389,7 @@ def _image_probe(data: AuditData, config: AuditConfig) -> dict[str, Any]:
     found = image_probe(
         data.images,
         scorer,
-        test_fraction=config.test_fraction,
-        seed=config.seed,
-        resamples=config.resamples,
-        level=config.level,
+        ProbeSettings(config.test_fraction, config.seed, config.resamples, config.level),
     )
     found["weights_note"] = weights_note(config.image_probe)
     return found
@@ -486,10 +483,12 @@ def audit(config: AuditConfig, say: Callable[[str], None] | None = None) -> Audi
         found = context_clusters(
             [image.neutral_captions for image in data.images],
             labels,
-            clusters=config.clusters,
-            text_encoder=config.text_encoder,
-            seed=config.seed,
-            device=config.model.device or "cpu",
+            ClusterSettings(
+                clusters=config.clusters,
+                text_encoder=config.text_encoder,
+                seed=config.seed,
+                device=config.model.device or "cpu",
+            ),
         )
         points = found.pop("points", {})
         report["clusters"] = found
