@@ -196,31 +196,36 @@ def _first_sentence(error: Exception) -> str:
     return text.split(". ", 1)[0].rstrip(".")
 
 
-def _load_or_tiny(
-    asked: str | None,
-    default: str,
-    what: str,
-    load: Callable[[str], Any],
-    build_tiny: Callable[[], tuple[Any, str]],
-    tiny: bool,
-    say: Callable[[str], None],
-) -> _Loaded:
+@dataclass(frozen=True)
+class _ModelChoice:
+    """A model of the quickstart: the one ``asked`` for (or None), the ``default``, what it
+    is called in messages, how to load a spec and how to build a tiny one."""
+
+    asked: str | None
+    default: str
+    what: str
+    load: Callable[[str], Any]
+    build_tiny: Callable[[], tuple[Any, str]]
+
+
+def _load_or_tiny(choice: _ModelChoice, tiny: bool, say: Callable[[str], None]) -> _Loaded:
     """The model asked for; else the default; else, only if the default is not on this
-    machine (or ``tiny``), a tiny one built by ``build_tiny``. A model asked for by name
-    that does not load is an error, never silently replaced."""
+    machine (or ``tiny``), a tiny one built by ``choice.build_tiny``. A model asked for by
+    name that does not load is an error, never silently replaced."""
     fallback = None
     if not tiny:
-        spec = asked or default
+        spec = choice.asked or choice.default
         try:
-            return _Loaded(load(spec), spec, False)
+            return _Loaded(choice.load(spec), spec, False)
         except ModelNotFoundError as error:
-            if asked is not None:
+            if choice.asked is not None:
                 raise
             fallback = (
-                f"the default {what} is not available ({_first_sentence(error)}); using a tiny one"
+                f"the default {choice.what} is not available ({_first_sentence(error)}); "
+                "using a tiny one"
             )
             say(f"  {fallback}")
-    model, name = build_tiny()
+    model, name = choice.build_tiny()
     return _Loaded(model, name, True, fallback)
 
 
@@ -234,9 +239,11 @@ def _load_editor(config: QuickstartConfig, folder: Path, say: Callable[[str], No
         path = tiny_instruct_pix2pix(folder / "tiny-instruct-pix2pix")
         return load_editor(path, replace(config.runtime, batch_size=16, dtype=None)), str(path)
 
-    return _load_or_tiny(config.editor, DEFAULT_EDITOR, "editor",
-                         lambda spec: load_editor(spec, config.runtime), build_tiny,
-                         config.tiny, say)  # fmt: skip
+    def load(spec: str) -> Any:
+        return load_editor(spec, config.runtime)
+
+    choice = _ModelChoice(config.editor, DEFAULT_EDITOR, "editor", load, build_tiny)
+    return _load_or_tiny(choice, config.tiny, say)
 
 
 def _load_model(config: QuickstartConfig, folder: Path, say: Callable[[str], None]) -> _Loaded:
@@ -249,9 +256,11 @@ def _load_model(config: QuickstartConfig, folder: Path, say: Callable[[str], Non
         spec = tiny_open_clip(folder)
         return load_scorer(spec, replace(config.runtime, dtype=None)), spec
 
-    return _load_or_tiny(config.model, DEFAULT_MODEL, "CLIP-like model",
-                         lambda spec: load_scorer(spec, config.runtime), build_tiny,
-                         config.tiny, say)  # fmt: skip
+    def load(spec: str) -> Any:
+        return load_scorer(spec, config.runtime)
+
+    choice = _ModelChoice(config.model, DEFAULT_MODEL, "CLIP-like model", load, build_tiny)
+    return _load_or_tiny(choice, config.tiny, say)
 
 
 def _thresholds(config: QuickstartConfig, any_tiny: bool) -> tuple[float, float]:
