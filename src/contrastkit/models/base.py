@@ -32,6 +32,7 @@ __all__ = [
     "LOAD_ERRORS",
     "DualEncoder",
     "ImageTextScorer",
+    "LoadedParts",
     "ModelNotFoundError",
     "ModelRuntime",
     "PronounScorer",
@@ -153,6 +154,24 @@ class ModelRuntime:
         )
 
 
+@dataclass(frozen=True)
+class LoadedParts:
+    """A transformers model and the processors its adapter feeds it through, as a loader
+    read them from the model's files.
+
+    Attributes:
+        model: the model, on the runtime's device and in its dtype.
+        tokenizer: its text tokenizer.
+        image_processor: its image processor.
+        qformer_tokenizer: InstructBLIP's Q-Former tokenizer (``None`` for other models).
+    """
+
+    model: Any
+    tokenizer: Any
+    image_processor: Any
+    qformer_tokenizer: Any = None
+
+
 def batched(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
     """Consecutive slices of ``items`` of at most ``size`` elements.
 
@@ -190,22 +209,22 @@ class DualEncoder(ABC):
     def __init__(
         self,
         spec: str,
-        device: torch.device,
-        dtype: torch.dtype,
-        batch_size: int,
+        runtime: ModelRuntime,
         *,
         image_preprocess: Preprocess,
-        pipeline: PipelineConfig | None = None,
         autocast: bool = False,
     ):
+        batch_size = runtime.batch_size
         require(batch_size >= 1, "batch_size", f"must be at least 1, not {batch_size}")
         self.spec = spec
-        self.device = device
-        self.dtype = dtype
+        #: the device, dtype, batch size and image pipeline the adapter was loaded with
+        self.runtime = runtime
+        self.device = runtime.device
+        self.dtype = runtime.dtype
         self.batch_size = batch_size
         self.image_preprocess = image_preprocess
-        self.pipeline = pipeline or PipelineConfig()
-        self.autocast = autocast and dtype != torch.float32
+        self.pipeline = runtime.pipeline
+        self.autocast = autocast and runtime.dtype != torch.float32
         self._text_cache: dict[str, np.ndarray] = {}
         #: Whether the weights are random (``ARCH/random``, a marked tiny-model folder):
         #: every report of this model then says its figures are a pipeline check. (A

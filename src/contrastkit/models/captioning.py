@@ -65,10 +65,11 @@ from PIL import Image
 
 from contrastkit.config import require
 from contrastkit.errors import ConfigError
-from contrastkit.models.base import ModelRuntime, batched, to_rgb
+from contrastkit.models.base import LoadedParts, ModelRuntime, batched, to_rgb
 from contrastkit.models.caption_options import (
     DEFAULT_INSTRUCTION,
     PREFIX_PLACEMENTS,
+    CaptionOptions,
     split_caption_options,
 )
 from contrastkit.models.families import LoadContext
@@ -79,7 +80,7 @@ from contrastkit.models.hf import (
     hf_text_and_image_processors,
 )
 from contrastkit.models.registry import FAMILIES, random_weights
-from contrastkit.pipeline import HFPreprocess, PipelineConfig
+from contrastkit.pipeline import HFPreprocess
 
 __all__ = ["FAMILIES", "CaptioningScorer", "load_captioning"]
 
@@ -103,31 +104,28 @@ class CaptioningScorer:
         self,
         spec: str,
         family: str,
-        model: Any,
-        tokenizer: Any,
-        image_processor: Any,
-        *,
-        device: torch.device,
-        dtype: torch.dtype,
-        batch_size: int,
-        pipeline: PipelineConfig | None = None,
-        prefix_placement: str | None = None,
-        instruction: str | None = None,
-        qformer_tokenizer: Any = None,
+        parts: LoadedParts,
+        runtime: ModelRuntime,
+        options: CaptionOptions | None = None,
     ):
         if family not in FAMILIES:
             raise ConfigError(f"unknown captioning family {family!r}; use one of {list(FAMILIES)}")
+        batch_size = runtime.batch_size
         require(batch_size >= 1, "batch_size", f"must be at least 1, not {batch_size}")
+        options = options or CaptionOptions()
+        prefix_placement, instruction = options.prefix, options.instruction
+        qformer_tokenizer = parts.qformer_tokenizer
+        model = parts.model
         self.spec = spec
         self.family = family
         self.model = model
-        self.tokenizer = tokenizer
-        self.image_processor = image_processor
+        self.tokenizer = parts.tokenizer
+        self.image_processor = parts.image_processor
         #: the processor as the image pipeline runs it (:mod:`contrastkit.pipeline`)
-        self.image_preprocess = HFPreprocess(image_processor)
-        self.pipeline = pipeline or PipelineConfig()
-        self.device = device
-        self.dtype = dtype
+        self.image_preprocess = HFPreprocess(parts.image_processor)
+        self.pipeline = runtime.pipeline
+        self.device = runtime.device
+        self.dtype = runtime.dtype
         self.batch_size = batch_size
         self.encoder_decoder = family in QFORMER_FAMILIES and not bool(
             model.config.use_decoder_only_language_model
@@ -493,17 +491,5 @@ def load_captioning(target: str, runtime: ModelRuntime, context: LoadContext) ->
             AutoTokenizer.from_pretrained, target, "Q-Former tokenizer (qformer_tokenizer/)",
             download=download, subfolder="qformer_tokenizer",
         )  # fmt: skip
-    return CaptioningScorer(
-        spec,
-        family,
-        model,
-        tokenizer,
-        processor,
-        device=runtime.device,
-        dtype=runtime.dtype,
-        batch_size=runtime.batch_size,
-        pipeline=runtime.pipeline,
-        prefix_placement=options.prefix,
-        instruction=options.instruction,
-        qformer_tokenizer=qformer_tokenizer,
-    )
+    parts = LoadedParts(model, tokenizer, processor, qformer_tokenizer)
+    return CaptioningScorer(spec, family, parts, runtime, options)

@@ -230,10 +230,7 @@ def _scorer_class() -> Callable[[str, OpenCLIPScorer, torch.Tensor, bool], OpenC
         (module docstring); images as by the base model."""
 
         def __init__(self, spec: str, base: OpenCLIPScorer, prompts: torch.Tensor, marked: bool):
-            super().__init__(
-                spec, base.model, base.preprocess, base.tokenizer, device=base.device,
-                dtype=base.dtype, batch_size=base.batch_size, pipeline=base.pipeline,
-            )  # fmt: skip
+            super().__init__(spec, base.model, base.preprocess, base.tokenizer, base.runtime)
             #: random when the base model is, or the prompt file carries the marker
             self.random_weights = base.random_weights or marked
             #: The prompt array, ``(n, width)``, float32 on the model's device.

@@ -14,14 +14,14 @@ from typing import Any
 import torch
 
 from contrastkit.errors import ConfigError
-from contrastkit.models.base import DualEncoder, ModelRuntime
+from contrastkit.models.base import DualEncoder, LoadedParts, ModelRuntime
 from contrastkit.models.families import LoadContext
 from contrastkit.models.hf import (
     hf_load_model,
     hf_model_type,
     hf_text_and_image_processors,
 )
-from contrastkit.pipeline import HFPreprocess, PipelineConfig
+from contrastkit.pipeline import HFPreprocess
 
 __all__ = ["HFClipScorer", "load_hf_clip"]
 
@@ -42,25 +42,12 @@ class HFClipScorer(DualEncoder):
     """An :class:`~contrastkit.models.ImageTextScorer` over a transformers
     dual encoder (CLIP, SigLIP). Scores are cosine similarities."""
 
-    def __init__(
-        self,
-        spec: str,
-        model: Any,
-        tokenizer: Any,
-        image_processor: Any,
-        *,
-        device: torch.device,
-        dtype: torch.dtype,
-        batch_size: int,
-        pipeline: PipelineConfig | None = None,
-    ):
-        super().__init__(
-            spec, device, dtype, batch_size, image_preprocess=HFPreprocess(image_processor),
-            pipeline=pipeline,
-        )  # fmt: skip
+    def __init__(self, spec: str, parts: LoadedParts, runtime: ModelRuntime):
+        super().__init__(spec, runtime, image_preprocess=HFPreprocess(parts.image_processor))
+        model = parts.model
         self.model = model
-        self.tokenizer = tokenizer
-        self.image_processor = image_processor
+        self.tokenizer = parts.tokenizer
+        self.image_processor = parts.image_processor
         text_config = getattr(model.config, "text_config", model.config)
         self.max_length = int(getattr(text_config, "max_position_embeddings", 77))
         self.model_type = str(model.config.model_type)
@@ -122,13 +109,4 @@ def load_hf_clip(
             "get_image_features/get_text_features"
         )
     tokenizer, processor = hf_text_and_image_processors(target, download=download)
-    return HFClipScorer(
-        f"hf-clip:{target}",
-        model,
-        tokenizer,
-        processor,
-        device=runtime.device,
-        dtype=runtime.dtype,
-        batch_size=runtime.batch_size,
-        pipeline=runtime.pipeline,
-    )
+    return HFClipScorer(f"hf-clip:{target}", LoadedParts(model, tokenizer, processor), runtime)

@@ -30,7 +30,6 @@ scored with a randomly initialised head.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import torch
@@ -39,7 +38,7 @@ from PIL import Image
 from contrastkit.config import require
 from contrastkit.errors import ConfigError
 from contrastkit.interfaces import caption_width
-from contrastkit.models.base import ModelRuntime, batched, to_rgb
+from contrastkit.models.base import LoadedParts, ModelRuntime, batched, to_rgb
 from contrastkit.models.families import BUILT_IN, LoadContext
 from contrastkit.models.hf import (
     hf_expect_model_type,
@@ -80,33 +79,24 @@ class MatchingScorer:
         random_weights: whether the weights are random (a marked tiny-model folder).
     """
 
-    def __init__(
-        self,
-        spec: str,
-        family: str,
-        model: Any,
-        tokenizer: Any,
-        image_processor: Any,
-        *,
-        device: torch.device,
-        dtype: torch.dtype,
-        batch_size: int,
-    ):
+    def __init__(self, spec: str, family: str, parts: LoadedParts, runtime: ModelRuntime):
         if family not in MATCHING_FAMILIES:
             raise ConfigError(
                 f"unknown matching family {family!r}; use one of {list(MATCHING_FAMILIES)}"
             )
+        batch_size = runtime.batch_size
         require(batch_size >= 1, "batch_size", f"must be at least 1, not {batch_size}")
         self.spec = spec
         self.family = family
-        self.model = model
-        self.tokenizer = tokenizer
+        self.model = parts.model
+        self.tokenizer = parts.tokenizer
+        image_processor = parts.image_processor
         self.image_processor = image_processor
-        self.device = device
-        self.dtype = dtype
+        self.device = runtime.device
+        self.dtype = runtime.dtype
         self.batch_size = batch_size
         self.score_kind = SCORE_KINDS[family]
-        config = model.config
+        config = self.model.config
         text_config = getattr(config, "text_config", config)
         self.max_length = int(getattr(text_config, "max_position_embeddings", 40))
         self.input_size = processor_input_size(image_processor)
@@ -221,13 +211,4 @@ def load_matching(target: str, runtime: ModelRuntime, context: LoadContext) -> M
                else "dandelin/vilt-b32-finetuned-coco")
         )  # fmt: skip
     tokenizer, processor = hf_text_and_image_processors(target, download=runtime.download)
-    return MatchingScorer(
-        spec,
-        family,
-        model,
-        tokenizer,
-        processor,
-        device=runtime.device,
-        dtype=runtime.dtype,
-        batch_size=runtime.batch_size,
-    )
+    return MatchingScorer(spec, family, LoadedParts(model, tokenizer, processor), runtime)

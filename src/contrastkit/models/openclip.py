@@ -26,7 +26,7 @@ from PIL import Image
 from contrastkit.errors import ConfigError, ModelNotFoundError
 from contrastkit.models.base import LOAD_ERRORS, DualEncoder, ModelRuntime
 from contrastkit.models.families import LoadContext
-from contrastkit.pipeline import PipelineConfig, TorchvisionPreprocess
+from contrastkit.pipeline import TorchvisionPreprocess
 
 __all__ = ["OpenCLIPScorer", "load_open_clip", "locate_open_clip"]
 
@@ -51,16 +51,11 @@ class OpenCLIPScorer(DualEncoder):
         model: Any,
         preprocess: Callable[[Image.Image], torch.Tensor],
         tokenizer: Callable[[list[str]], torch.Tensor],
-        *,
-        device: torch.device,
-        dtype: torch.dtype,
-        batch_size: int,
-        pipeline: PipelineConfig | None = None,
+        runtime: ModelRuntime,
     ):
         super().__init__(
-            spec, device, dtype, batch_size, image_preprocess=TorchvisionPreprocess(preprocess),
-            pipeline=pipeline, autocast=True,
-        )  # fmt: skip
+            spec, runtime, image_preprocess=TorchvisionPreprocess(preprocess), autocast=True
+        )
         self.model = model
         self.preprocess = preprocess
         self.tokenizer = tokenizer
@@ -306,13 +301,4 @@ def load_open_clip(
             raise
         raise reported from error
     model.eval()
-    return OpenCLIPScorer(
-        spec,
-        model,
-        preprocess,
-        tokenizer,
-        device=runtime.device,
-        dtype=runtime.dtype,
-        batch_size=runtime.batch_size,
-        pipeline=runtime.pipeline,
-    )
+    return OpenCLIPScorer(spec, model, preprocess, tokenizer, runtime)

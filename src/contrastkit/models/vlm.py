@@ -96,6 +96,7 @@ from contrastkit.models.base import ModelRuntime, batched, to_rgb
 from contrastkit.models.families import LoadContext
 from contrastkit.models.hf import hf_from_pretrained, hf_load_model, hf_model_type
 from contrastkit.models.registry import random_weights
+from contrastkit.models.vlm_batch import collate_rows
 from contrastkit.models.vlm_spec import (
     CAPTION_INSTRUCTION,
     CONTINUATION_INSTRUCTION,
@@ -105,7 +106,6 @@ from contrastkit.models.vlm_spec import (
     option_order,
     parse_vlm_target,
 )
-from contrastkit.pipeline import PipelineConfig
 
 __all__ = ["LETTERS", "VLMScorer", "load_vlm", "multiple_choice_question", "option_order"]
 
@@ -139,13 +139,10 @@ class VLMScorer:
         spec: str,
         model: Any,
         processor: Any,
-        *,
+        runtime: ModelRuntime,
         options: VLMOptions | None = None,
-        device: torch.device,
-        dtype: torch.dtype,
-        batch_size: int,
-        pipeline: PipelineConfig | None = None,
     ):
+        batch_size = runtime.batch_size
         require(batch_size >= 1, "batch_size", f"must be at least 1, not {batch_size}")
         options = options or VLMOptions()
         self.spec = spec
@@ -164,10 +161,10 @@ class VLMScorer:
         self._own_positions = hasattr(getattr(model, "model", model), "get_rope_index")
         side = options.padding or getattr(self.tokenizer, "padding_side", None) or "right"
         self.padding_side = side if self._takes_positions else "right"
-        self.device = device
-        self.dtype = dtype
+        self.device = runtime.device
+        self.dtype = runtime.dtype
         self.batch_size = batch_size
-        self.pipeline = pipeline or PipelineConfig()
+        self.pipeline = runtime.pipeline
         self.random_weights = random_weights(spec)
         self._tail_cache: dict[tuple[str, int], tuple[str, tuple[int, ...], tuple[int, ...]]] = {}
 
@@ -290,48 +287,12 @@ class VLMScorer:
         return 1 if key == "token_type_ids" and self.model_type == "paligemma" else 0
 
     def _collate(self, rows: Sequence[dict[str, torch.Tensor]]) -> tuple[dict[str, Any], list[int]]:
-        """Pad and stack rows; also each row's offset (padding before it)."""
-        width = max(row["input_ids"].shape[1] for row in rows)
+        """Pad and stack rows (:func:`.vlm_batch.collate_rows`), with position ids
+        counted over the real tokens where the model takes them; also each row's offset
+        (padding before it)."""
         pad = self.tokenizer.pad_token_id
         pad = 0 if pad is None else int(pad)
-        left = self.padding_side == "left"
-        batch: dict[str, Any] = {}
-        offsets = []
-        for row in rows:
-            length = row["input_ids"].shape[1]
-            offsets.append(width - length if left else 0)
-        per_token = [
-            key
-            for key, value in rows[0].items()
-            if value.dim() == 2
-            and value.shape[1] == rows[0]["input_ids"].shape[1]
-            and not key.startswith("qformer_")
-        ]
-        for key in per_token:
-            fill = pad if key == "input_ids" else 0
-            out = torch.full((len(rows), width), fill, dtype=rows[0][key].dtype)
-            for r, row in enumerate(rows):
-                length = row[key].shape[1]
-                out[r, offsets[r] : offsets[r] + length] = row[key][0]
-            batch[key] = out
-        for key in rows[0]:
-            if key in per_token:
-                continue
-            values = [row[key] for row in rows]
-            if key.startswith("qformer_"):  # the Q-Former's own text, right-padded
-                q_width = max(value.shape[1] for value in values)
-                q_pad = pad if key.endswith("input_ids") else 0
-                out = torch.full((len(rows), q_width), q_pad, dtype=values[0].dtype)
-                for r, value in enumerate(values):
-                    out[r, : value.shape[1]] = value[0]
-                batch[key] = out
-                continue
-            batch[key] = _concat(values)
-        if "attention_mask" not in batch:
-            mask = torch.zeros((len(rows), width), dtype=torch.long)
-            for r, row in enumerate(rows):
-                mask[r, offsets[r] : offsets[r] + row["input_ids"].shape[1]] = 1
-            batch["attention_mask"] = mask
+        batch, offsets = collate_rows(rows, pad, left=self.padding_side == "left")
         if self._takes_positions and not self._own_positions:
             mask = batch["attention_mask"]
             positions = mask.long().cumsum(-1) - 1
@@ -557,20 +518,6 @@ class VLMScorer:
         )
 
 
-def _concat(values: Sequence[torch.Tensor]) -> torch.Tensor:
-    """Stack per-row image tensors along their first dimension, zero-padding the others
-    where rows differ (LLaVA-NeXT's varying number of image crops)."""
-    if all(value.shape[1:] == values[0].shape[1:] for value in values):
-        return torch.cat(list(values), dim=0)
-    shape = [max(value.shape[d] for value in values) for d in range(1, values[0].dim())]
-    padded = []
-    for value in values:
-        out = torch.zeros((value.shape[0], *shape), dtype=value.dtype)
-        out[tuple(slice(0, s) for s in value.shape)] = value
-        padded.append(out)
-    return torch.cat(padded, dim=0)
-
-
 def load_vlm(target: str, runtime: ModelRuntime, context: LoadContext | None = None) -> VLMScorer:
     """Load a ``vlm:`` model (a Hub id in the local cache, or a folder) with its
     processor.
@@ -604,13 +551,4 @@ def load_vlm(target: str, runtime: ModelRuntime, context: LoadContext | None = N
     )
     if getattr(processor, "tokenizer", None) is None:
         raise ConfigError(f"{spec}: its processor has no tokenizer")
-    return VLMScorer(
-        spec,
-        model,
-        processor,
-        options=options,
-        device=runtime.device,
-        dtype=runtime.dtype,
-        batch_size=runtime.batch_size,
-        pipeline=runtime.pipeline,
-    )
+    return VLMScorer(spec, model, processor, runtime, options)
