@@ -8,9 +8,8 @@ configs and print the results.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.text import Text
@@ -25,9 +24,22 @@ from contrastkit.cli.common import (
     shown,
     user_errors,
 )
+from contrastkit.cli.evaluate_options import (
+    AUTO_GROUPS,
+    AnalysesOptions,
+    AutoData,
+    ContrastOptions,
+    DataOptions,
+    DecisionOptions,
+    ImageOptions,
+    RetrievalOptions,
+    TaskChoice,
+    VisoGenderOptions,
+    ZeroShotData,
+    task_groups,
+)
 from contrastkit.cli.helptext import App, HelpGroup
 from contrastkit.cli.options import (
-    STATISTICS,
     BootstrapOptions,
     ModelOptions,
     NetworkOptions,
@@ -41,214 +53,9 @@ if TYPE_CHECKING:
     from contrastkit.evaluators.job import EvaluateConfig, EvaluateResult
     from contrastkit.evaluators.tasks.registry import Task
 
-# Each option's details are in docs/reference/commands/evaluate.md and docs/zero_shot.md;
-# its help here is one line.
-_IMAGES = "Images"
-_VISOGENDER = "Resolution and retrieval"
-
 #: The name of the command that picks the task from the data (``contrastkit evaluate
 #: --data ...`` runs it).
 AUTO = "auto"
-
-
-@dataclass(frozen=True, kw_only=True)
-class DataOptions(OptionGroup):
-    """What every ``evaluate`` command reads and scores."""
-
-    data: Annotated[
-        list[str],
-        typer.Option(
-            "--data",
-            metavar="PATH",
-            help="The data (above): a file or folder, or a Hub dataset (hf:USER/NAME). Repeatable.",
-        ),
-    ]
-    model: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--model",
-            metavar="SPEC",
-            help="Model spec, e.g. open_clip:ViT-B-32/openai (all families: `contrastkit "
-            "models list`). Repeatable.",
-        ),
-    ] = None
-    split: Annotated[str | None, typer.Option("--split", help="Split of a saved dataset dict.")] = (
-        None
-    )
-
-
-@dataclass(frozen=True, kw_only=True)
-class ImageOptions(OptionGroup):
-    """Where image URLs are read from, and whether the missing ones are fetched."""
-
-    store: Annotated[
-        Path | None,
-        typer.Option("--store", help="Image store the URLs are read from [default for --data "
-                     "visogender or with --fetch: ~/.cache/contrastkit/images].",
-                     rich_help_panel=_IMAGES),
-    ] = None  # fmt: skip
-    fetch: Annotated[
-        bool | None,
-        typer.Option("--fetch/--no-fetch", help="First fetch the URLs the store lacks (Network "
-                     "options) [default: on for --data visogender].", show_default=False,
-                     rich_help_panel=_IMAGES),
-    ] = None  # fmt: skip
-    skip_missing: Annotated[
-        bool | None,
-        typer.Option("--skip-missing/--no-skip-missing", help="Leave out (and list) rows "
-                     "without an image instead of stopping [default: on for --data "
-                     "visogender].", show_default=False, rich_help_panel=_IMAGES),
-    ] = None  # fmt: skip
-
-
-@dataclass(frozen=True, kw_only=True)
-class AnalysesOptions(OptionGroup):
-    """Which of VisoGender's analyses run."""
-
-    only: Annotated[
-        str,
-        typer.Option("--only", help="resolution, retrieval or both, comma-separated.",
-                     rich_help_panel=_VISOGENDER),
-    ] = "resolution,retrieval"  # fmt: skip
-
-
-@dataclass(frozen=True, kw_only=True)
-class VisoGenderOptions(OptionGroup):
-    """The settings of VisoGender's resolution and retrieval analyses."""
-
-    neutral: Annotated[
-        bool,
-        typer.Option("--neutral", help="Add 'their' to the candidates (neutral rate, "
-                     "VisoGender Appendix D).", rich_help_panel=_VISOGENDER),
-    ] = False  # fmt: skip
-    ndkl_k: Annotated[
-        int | None,
-        typer.Option("--ndkl-k", min=1, help="NDKL depth [default: every image of the "
-                     "occupation].", rich_help_panel=_VISOGENDER),
-    ] = None  # fmt: skip
-    flipped_retrieval: Annotated[
-        bool,
-        typer.Option("--flipped-retrieval/--no-flipped-retrieval", help="Also retrieve with "
-                     "the participant as subject ('The patient and their doctor', VisoGender "
-                     "Tab. 5).", rich_help_panel=_VISOGENDER),
-    ] = True  # fmt: skip
-    protocol: Annotated[
-        str,
-        typer.Option("--protocol", help="visogender-official (argmax over his/her/their, as "
-                     "the published tables) or two-way (his/her).",
-                     rich_help_panel=_VISOGENDER),
-    ] = "visogender-official"  # fmt: skip
-    subsample_k: Annotated[
-        str,
-        typer.Option("--subsample-k", help="Images kept per group in the random subsamples "
-                     "(VisoGender Appendix G.1).", rich_help_panel=STATISTICS),
-    ] = "1"  # fmt: skip
-    subsample_runs: Annotated[
-        int,
-        typer.Option("--subsample-runs", min=1, help="Repetitions of the random subsamples "
-                     "(Appendix G.1).", rich_help_panel=STATISTICS),
-    ] = 500  # fmt: skip
-    baseline_runs: Annotated[
-        int,
-        typer.Option("--baseline-runs", min=2, help="Repetitions of the random baseline "
-                     "(Appendix G.2).", rich_help_panel=STATISTICS),
-    ] = 3000  # fmt: skip
-
-
-@dataclass(frozen=True, kw_only=True)
-class RetrievalOptions(OptionGroup):
-    """The retrieval cut-offs."""
-
-    ks: Annotated[
-        str,
-        typer.Option("--k", help="Retrieval cut-offs K, comma-separated.",
-                     rich_help_panel=_VISOGENDER),
-    ] = "5,10"  # fmt: skip
-
-
-@dataclass(frozen=True, kw_only=True)
-class ContrastOptions(OptionGroup):
-    """What a contrast set gets."""
-
-    contrast_metrics: Annotated[
-        str,
-        typer.Option("--contrast-metrics", help="all, pairs (pair preference only) or auto "
-                     "(all for dual encoders)."),
-    ] = "auto"  # fmt: skip
-
-
-@dataclass(frozen=True, kw_only=True)
-class DecisionOptions(OptionGroup):
-    """How counterfactual decision probes are asked and scored."""
-
-    decision_scoring: Annotated[
-        str,
-        typer.Option("--decision-scoring", help="Score each option letter's log-probability "
-                     "(logprob), parse generated answers (generate), or both."),
-    ] = "both"  # fmt: skip
-    questions: Annotated[
-        Path | None,
-        typer.Option("--questions", help="Question templates (YAML) [default: the bundled "
-                     "ones, docs/decisions.md]."),
-    ] = None  # fmt: skip
-
-
-@dataclass(frozen=True, kw_only=True)
-class TaskChoice(OptionGroup):
-    """``contrastkit evaluate --task``: the analyses of the command that picks the task
-    from the data, and the older way to name a task (a deprecated alias)."""
-
-    task: Annotated[
-        str,
-        typer.Option("--task", help="resolution,retrieval (VisoGender); stereotype and "
-                     "zero-shot-disparity: deprecated, use `contrastkit evaluate stereotype` "
-                     "and `contrastkit evaluate zero-shot`."),
-    ] = "resolution,retrieval"  # fmt: skip
-
-
-#: The option groups a task names (:data:`~contrastkit.evaluators.tasks.registry.
-#: OPTION_GROUPS`), as the CLI's groups.
-TASK_GROUPS: dict[str, tuple[type[OptionGroup], ...]] = {
-    "images": (ImageOptions,),
-    "network": (NetworkOptions,),
-    "retrieval": (RetrievalOptions,),
-    "visogender": (AnalysesOptions, VisoGenderOptions),
-    "bootstrap": (BootstrapOptions,),
-    "contrast": (ContrastOptions,),
-    "decisions": (DecisionOptions,),
-}
-
-#: The groups every task command has.
-COMMON_GROUPS: tuple[type[OptionGroup], ...] = (DataOptions, OutputOptions, ModelOptions)
-
-
-@dataclass(frozen=True, kw_only=True)
-class AutoData(DataOptions):
-    """``--data`` of ``evaluate auto``: any task's data."""
-
-    data: Annotated[
-        list[str],
-        typer.Option(
-            "--data",
-            metavar="PATH",
-            help="Official-format TSV(s) or a folder of them, an export, a probe set, a saved "
-            "or Hub dataset (hf:USER/NAME), or `visogender` (the bundled official sets). "
-            "Repeatable.",
-        ),
-    ]
-
-
-#: ``evaluate auto`` (``evaluate --data ...``): every task's options.
-AUTO_GROUPS: tuple[type[OptionGroup], ...] = (
-    AutoData, OutputOptions, TaskChoice, ImageOptions, VisoGenderOptions, RetrievalOptions,
-    ContrastOptions, ModelOptions, BootstrapOptions, NetworkOptions, zs.ZeroShotOptions,
-)  # fmt: skip
-
-
-def task_groups(task: Task) -> tuple[type[OptionGroup], ...]:
-    """The option groups of ``contrastkit evaluate TASK``: the common ones and the ones
-    the task names."""
-    return COMMON_GROUPS + tuple(group for name in task.options for group in TASK_GROUPS[name])
 
 
 def _evaluate_config(groups: Iterable[OptionGroup], task: str | None) -> EvaluateConfig:
@@ -359,26 +166,6 @@ def _zero_shot(values: Mapping[type[OptionGroup], OptionGroup]) -> None:
             as_json=output.as_json, model_config=runtime.config(), bootstrap=bootstrap,
             options=options,
         )  # fmt: skip
-
-
-@dataclass(frozen=True, kw_only=True)
-class ZeroShotData(DataOptions):
-    """``--data`` of the zero-shot analysis: one Visual Genome or COCO folder."""
-
-    data: Annotated[
-        list[str],
-        typer.Option(
-            "--data",
-            metavar="PATH",
-            help="A Visual Genome or COCO folder (layout: docs/zero_shot.md).",
-        ),
-    ]
-    model: Annotated[
-        list[str] | None,
-        typer.Option("--model", metavar="SPEC", help="Model spec, e.g. open_clip:ViT-B-32/openai. "
-                     "Repeatable; required unless --predictions."),
-    ] = None  # fmt: skip
-    split: Annotated[str | None, typer.Option("--split", help="COCO split, e.g. val2017.")] = None
 
 
 #: What each built-in task's command says it does (a plugin's says which data it reads).
