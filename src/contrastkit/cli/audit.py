@@ -42,6 +42,7 @@ def _auc_text(entry: dict[str, Any] | None, low_high: bool = True) -> str:
 
 
 def _print_summary(report: dict[str, Any]) -> None:
+    """The audit's findings, one section after another (each only when it ran)."""
     notes = report.get("weights_notes") or {}
     for note in notes.values():
         console.print(plain(f"random weights: {note}", style="yellow"), highlight=False)
@@ -54,58 +55,12 @@ def _print_summary(report: dict[str, Any]) -> None:
                 f"{counts['feminine']} feminine, {counts['undefined']} undefined"
             )
         )
-    baselines = report.get("baselines")
-    if baselines and "skipped" in baselines:
-        console.print(plain(f"baselines: not run ({baselines['skipped']})"))
-    elif baselines:
-        names = [f"bias@{k}" for k in baselines["ks_bias"]]
-        names += [f"maxskew@{k}" for k in baselines["ks_skew"]]
-        table = Table(title="Retrieval bias of gender-agnostic baselines (GenSynth Tab. 1)")
-        table.add_column("model")
-        table.add_column("set")
-        for name in names:
-            table.add_column(name.replace("bias", "Bias").replace("maxskew", "MaxSkew"))
-        for model, entry in baselines["models"].items():
-            name = f"{model} (random weights)" if model in notes else model
-            table.add_row(
-                plain(name), "as is", *[_number(entry["original"][n]["mean"]) for n in names]
-            )
-            if "balanced" in entry:
-                table.add_row(
-                    "",
-                    "balanced",
-                    *[
-                        f"{_number(entry['balanced'][n]['mean'])} ± "
-                        f"{_number(entry['balanced'][n]['std'], False)}"
-                        for n in names
-                    ],
-                )
-        console.print(table)
-    classifier = report.get("caption_classifier")
-    if classifier:
-        if "skipped" in classifier:
-            console.print(plain(f"caption classifier: not run ({classifier['skipped']})"))
-        else:
-            split = " (split by source photo)" if classifier.get("split", {}).get("grouped") else ""
-            found = (
-                f"not reported{split}: {classifier['too_small']}"
-                if classifier.get("too_small")
-                else f"{_auc_text(classifier)} (0.5 is chance){split}"
-            )
-            console.print(plain(f"caption classifier on neutral captions: held-out AUC {found}"))
-    probe = report.get("image_probe")
-    if probe:
-        if "skipped" in probe:
-            console.print(plain(f"image probe: not run ({probe['skipped']})"))
-        elif probe.get("too_small"):
-            console.print(plain(f"image probe: held-out AUC not reported: {probe['too_small']}"))
-        else:
-            console.print(
-                plain(
-                    f"image probe: held-out AUC {_auc_text(probe['masked'], False)} "
-                    f"person-masked, {_auc_text(probe['unmasked'], False)} unmasked"
-                )
-            )
+    if report.get("baselines"):
+        _print_baselines(report["baselines"], notes)
+    if report.get("caption_classifier"):
+        _print_classifier(report["caption_classifier"])
+    if report.get("image_probe"):
+        _print_probe(report["image_probe"])
     context = report.get("context")
     if context:
         changed, in_box = context.get("changed_outside_mask"), context.get("box_context_change")
@@ -117,21 +72,79 @@ def _print_summary(report: dict[str, Any]) -> None:
                 f"(0-255), over {context['images']} images"
             )
         )
-    clusters = report.get("clusters")
-    if clusters and "skipped" in clusters:
-        console.print(plain(f"context clusters: not run ({clusters['skipped']})"))
-    elif clusters:
-        rows = sorted(clusters["clusters"], key=lambda r: -r["factor_pp"])
-        embedding = "LSA, no text encoder" if clusters["embedding"] == "lsa" else "text encoder"
-        extremes = [rows[0], rows[-1]] if len(rows) > 1 else rows
-        described = "; ".join(
-            f"{', '.join(r['words'][:3])} {r['factor_pp']:+.1f} pp" for r in extremes
-        )
+    if report.get("clusters"):
+        _print_clusters(report["clusters"])
+
+
+def _print_baselines(baselines: dict[str, Any], notes: dict[str, Any]) -> None:
+    """The retrieval bias of the gender-agnostic baselines, as a table."""
+    if "skipped" in baselines:
+        console.print(plain(f"baselines: not run ({baselines['skipped']})"))
+        return
+    names = [f"bias@{k}" for k in baselines["ks_bias"]]
+    names += [f"maxskew@{k}" for k in baselines["ks_skew"]]
+    table = Table(title="Retrieval bias of gender-agnostic baselines (GenSynth Tab. 1)")
+    table.add_column("model")
+    table.add_column("set")
+    for name in names:
+        table.add_column(name.replace("bias", "Bias").replace("maxskew", "MaxSkew"))
+    for model, entry in baselines["models"].items():
+        name = f"{model} (random weights)" if model in notes else model
+        table.add_row(plain(name), "as is", *[_number(entry["original"][n]["mean"]) for n in names])
+        if "balanced" in entry:
+            table.add_row(
+                "",
+                "balanced",
+                *[
+                    f"{_number(entry['balanced'][n]['mean'])} ± "
+                    f"{_number(entry['balanced'][n]['std'], False)}"
+                    for n in names
+                ],
+            )
+    console.print(table)
+
+
+def _print_classifier(classifier: dict[str, Any]) -> None:
+    """The caption classifier's held-out AUC in one line."""
+    if "skipped" in classifier:
+        console.print(plain(f"caption classifier: not run ({classifier['skipped']})"))
+        return
+    split = " (split by source photo)" if classifier.get("split", {}).get("grouped") else ""
+    found = (
+        f"not reported{split}: {classifier['too_small']}"
+        if classifier.get("too_small")
+        else f"{_auc_text(classifier)} (0.5 is chance){split}"
+    )
+    console.print(plain(f"caption classifier on neutral captions: held-out AUC {found}"))
+
+
+def _print_probe(probe: dict[str, Any]) -> None:
+    """The image probe's held-out AUCs (person-masked and unmasked) in one line."""
+    if "skipped" in probe:
+        console.print(plain(f"image probe: not run ({probe['skipped']})"))
+    elif probe.get("too_small"):
+        console.print(plain(f"image probe: held-out AUC not reported: {probe['too_small']}"))
+    else:
         console.print(
             plain(
-                f"{clusters['M']} context clusters ({embedding}); most and least male: {described}"
+                f"image probe: held-out AUC {_auc_text(probe['masked'], False)} "
+                f"person-masked, {_auc_text(probe['unmasked'], False)} unmasked"
             )
         )
+
+
+def _print_clusters(clusters: dict[str, Any]) -> None:
+    """The context clusters: how many, and the most and least male."""
+    if "skipped" in clusters:
+        console.print(plain(f"context clusters: not run ({clusters['skipped']})"))
+        return
+    rows = sorted(clusters["clusters"], key=lambda r: -r["factor_pp"])
+    embedding = "LSA, no text encoder" if clusters["embedding"] == "lsa" else "text encoder"
+    extremes = [rows[0], rows[-1]] if len(rows) > 1 else rows
+    described = "; ".join(f"{', '.join(r['words'][:3])} {r['factor_pp']:+.1f} pp" for r in extremes)
+    console.print(
+        plain(f"{clusters['M']} context clusters ({embedding}); most and least male: {described}")
+    )
 
 
 @with_options
