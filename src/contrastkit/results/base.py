@@ -146,19 +146,31 @@ class Node:
                 continue
             values[spec.name] = _parse_value(hint, data[spec.key], path, _join(where, spec.key))
         extra = {k: v for k, v in data.items() if k not in used}
-        return cls._build(values, extra, frozenset(absent), tuple(data), path, where)
+        read = _ReadObject(values, extra, frozenset(absent), tuple(data))
+        return cls._build(read, path, where)
 
     @classmethod
-    def _build(
-        cls: type[_N],
-        values: dict[str, Any],
-        extra: dict[str, Any],
-        absent: frozenset[str],
-        order: tuple[str, ...],
-        path: str,
-        where: str,
-    ) -> _N:
-        return cls(**values, extra=extra, absent=absent, key_order=order)
+    def _build(cls: type[_N], read: _ReadObject, path: str, where: str) -> _N:
+        """The node of an object read at ``where`` in ``path`` (a subclass checks the
+        values first)."""
+        return cls(**read.values, extra=read.extra, absent=read.absent, key_order=read.order)
+
+
+@dataclass(frozen=True)
+class _ReadObject:
+    """One JSON object as :meth:`Node._parse` read it, before the node is made.
+
+    Attributes:
+        values: each field's parsed value, by field name.
+        extra: the keys no field names, as read.
+        absent: the fields with a default that the object did not have.
+        order: the object's keys in the order read.
+    """
+
+    values: dict[str, Any]
+    extra: dict[str, Any]
+    absent: frozenset[str]
+    order: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -341,15 +353,8 @@ class Result(Node):
         return task == cls.TASK
 
     @classmethod
-    def _build(
-        cls: type[_R],
-        values: dict[str, Any],
-        extra: dict[str, Any],
-        absent: frozenset[str],
-        order: tuple[str, ...],
-        path: str,
-        where: str,
-    ) -> _R:
+    def _build(cls: type[_R], read: _ReadObject, path: str, where: str) -> _R:
+        values = read.values
         task = values.get("task")
         if task is None and not cls.LEGACY:
             raise DataFormatError(path, None, _join(where, "task"), "missing")
@@ -364,7 +369,7 @@ class Result(Node):
                 f"version {version}: this contrastkit reads versions 1 to {SCHEMA_VERSION}"
                 + (" (the file is from a newer contrastkit)" if version > SCHEMA_VERSION else ""),
             )  # fmt: skip
-        return super()._build(values, extra, absent, order, path, where)
+        return super()._build(read, path, where)
 
 
 _REGISTRY: dict[str, type[Result]] = {}
