@@ -7,13 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from contrastkit.store import ImageInfo, ImageStore
+from contrastkit.store import ImageInfo, ImageMeta, ImageStore
 
 
 def test_put_names_the_object_by_its_sha256_and_indexes_the_url(tmp_path: Path) -> None:
     store = ImageStore(tmp_path / "store")
     data = b"\x89PNG not really but bytes are bytes"
-    sha = store.put(data, format="PNG", width=3, height=2, phash="0" * 16, url="http://a/x.png")
+    sha = store.put(
+        data, ImageMeta(format="PNG", width=3, height=2, phash="0" * 16), url="http://a/x.png"
+    )
 
     assert sha == hashlib.sha256(data).hexdigest()
     assert store.path(sha) == tmp_path / "store" / "objects" / sha[:2] / sha
@@ -25,8 +27,12 @@ def test_put_names_the_object_by_its_sha256_and_indexes_the_url(tmp_path: Path) 
 
 def test_same_bytes_under_two_urls_are_stored_once(tmp_path: Path) -> None:
     store = ImageStore(tmp_path)
-    first = store.put(b"abc", format="JPEG", width=1, height=1, phash="f" * 16, url="http://a/1")
-    second = store.put(b"abc", format="JPEG", width=1, height=1, phash="f" * 16, url="http://b/2")
+    first = store.put(
+        b"abc", ImageMeta(format="JPEG", width=1, height=1, phash="f" * 16), url="http://a/1"
+    )
+    second = store.put(
+        b"abc", ImageMeta(format="JPEG", width=1, height=1, phash="f" * 16), url="http://b/2"
+    )
     assert first == second
     assert [p.name for p in (tmp_path / "objects").rglob("*") if p.is_file()] == [first]
     assert store.sha_for_url("http://b/2") == first
@@ -34,8 +40,10 @@ def test_same_bytes_under_two_urls_are_stored_once(tmp_path: Path) -> None:
 
 def test_a_url_points_at_its_latest_image(tmp_path: Path) -> None:
     store = ImageStore(tmp_path)
-    store.put(b"old", format="PNG", width=1, height=1, phash="0" * 16, url="http://a/x")
-    new = store.put(b"new", format="PNG", width=1, height=1, phash="1" * 16, url="http://a/x")
+    store.put(b"old", ImageMeta(format="PNG", width=1, height=1, phash="0" * 16), url="http://a/x")
+    new = store.put(
+        b"new", ImageMeta(format="PNG", width=1, height=1, phash="1" * 16), url="http://a/x"
+    )
     assert store.sha_for_url("http://a/x") == new
 
 
@@ -64,7 +72,7 @@ def test_concurrent_first_writes_to_a_new_store(tmp_path: Path) -> None:
         def put(n: int, store: ImageStore = store, start: threading.Barrier = start) -> str:
             start.wait()
             data = f"image {n}".encode()
-            return store.put(data, format="PNG", width=1, height=1, phash="0" * 16,
+            return store.put(data, ImageMeta(format="PNG", width=1, height=1, phash="0" * 16),
                              url=f"http://a/{n}")  # fmt: skip
 
         with ThreadPoolExecutor(max_workers=8) as pool:
@@ -79,7 +87,7 @@ def test_a_store_folder_that_cannot_be_written_is_a_resource_error(tmp_path: Pat
     (tmp_path / "store").write_text("a file where the store's folder should be")
     store = ImageStore(tmp_path / "store")
     with pytest.raises(ResourceError, match="cannot write an image of the store") as caught:
-        store.put(b"abc", format="PNG", width=1, height=1, phash="0" * 16)
+        store.put(b"abc", ImageMeta(format="PNG", width=1, height=1, phash="0" * 16))
     assert isinstance(caught.value.__cause__, OSError)
 
 
@@ -88,7 +96,7 @@ def test_an_index_that_is_not_a_database_is_a_state_error(tmp_path: Path) -> Non
 
     (tmp_path / "index.sqlite").write_bytes(b"not a database " * 100)
     with pytest.raises(StateError, match="not a usable image store index") as caught:
-        ImageStore(tmp_path).put(b"abc", format="PNG", width=1, height=1, phash="0" * 16)
+        ImageStore(tmp_path).put(b"abc", ImageMeta(format="PNG", width=1, height=1, phash="0" * 16))
     assert caught.value.__cause__ is not None
 
 
@@ -128,7 +136,7 @@ def test_stale_temp_files_of_killed_runs_are_removed_on_the_first_put(tmp_path: 
     from contrastkit.store import STALE_TEMP_SECONDS
 
     store = ImageStore(tmp_path)
-    kept = store.put(b"kept", format="PNG", width=1, height=1, phash="0" * 16)
+    kept = store.put(b"kept", ImageMeta(format="PNG", width=1, height=1, phash="0" * 16))
     shard = store.path(kept).parent
     stale = [shard / f".{kept}.k3x_9q2a.tmp", shard / ".tmp-abc123_x"]  # now and before
     fresh = shard / f".{'e' * 64}.a1b2c3d4.tmp"  # a writer of another process, right now
@@ -140,7 +148,7 @@ def test_stale_temp_files_of_killed_runs_are_removed_on_the_first_put(tmp_path: 
     _age(fresh, STALE_TEMP_SECONDS - 60)
 
     reopened = ImageStore(tmp_path)
-    reopened.put(b"new", format="PNG", width=1, height=1, phash="1" * 16)
+    reopened.put(b"new", ImageMeta(format="PNG", width=1, height=1, phash="1" * 16))
     assert [p.exists() for p in stale] == [False, False]
     assert fresh.exists() and all(p.exists() for p in others)
     assert reopened.read(kept) == b"kept"
@@ -148,7 +156,7 @@ def test_stale_temp_files_of_killed_runs_are_removed_on_the_first_put(tmp_path: 
     again = shard / ".tmp-later"
     again.write_bytes(b"partial")
     _age(again, STALE_TEMP_SECONDS + 60)
-    reopened.put(b"newer", format="PNG", width=1, height=1, phash="2" * 16)
+    reopened.put(b"newer", ImageMeta(format="PNG", width=1, height=1, phash="2" * 16))
     assert again.exists()  # one sweep per store instance, not one per put
     assert reopened.remove_stale_temp_files() == 1 and not again.exists()
     assert reopened.remove_stale_temp_files(older_than=0) == 1 and not fresh.exists()
@@ -173,13 +181,13 @@ def test_the_temp_file_of_a_writer_killed_mid_put_is_swept(tmp_path: Path) -> No
 
     script = f"""
 import os, time
-from contrastkit.store import ImageStore
+from contrastkit.store import ImageMeta, ImageStore
 def hang(fd):  # the bytes are written; the kill comes before fsync and rename
     print("writing", flush=True)
     time.sleep(60)
 os.fsync = hang
-ImageStore({str(tmp_path)!r}).put(b"x" * 100_000, format="PNG", width=1, height=1,
-                                  phash="0" * 16)
+ImageStore({str(tmp_path)!r}).put(b"x" * 100_000, ImageMeta(format="PNG", width=1, height=1,
+                                  phash="0" * 16))
 """
     child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     try:
@@ -192,9 +200,9 @@ ImageStore({str(tmp_path)!r}).put(b"x" * 100_000, format="PNG", width=1, height=
     assert left.name.startswith(f".{sha}.") and left.name.endswith(".tmp")
     store = ImageStore(tmp_path)
     assert not store.has(sha)
-    store.put(b"y", format="PNG", width=1, height=1, phash="0" * 16)
+    store.put(b"y", ImageMeta(format="PNG", width=1, height=1, phash="0" * 16))
     assert left.exists()  # not an hour old: it could still be a running writer's
     then = time.time() - STALE_TEMP_SECONDS - 1
     os.utime(left, (then, then))
-    ImageStore(tmp_path).put(b"z", format="PNG", width=1, height=1, phash="0" * 16)
+    ImageStore(tmp_path).put(b"z", ImageMeta(format="PNG", width=1, height=1, phash="0" * 16))
     assert not left.exists()

@@ -48,6 +48,7 @@ from contrastkit.io import atomic_write_bytes, resource_error
 __all__ = [
     "STALE_TEMP_SECONDS",
     "ImageInfo",
+    "ImageMeta",
     "ImageStore",
     "default_image_store",
     "image_store_for",
@@ -138,6 +139,24 @@ def sha256_hex(data: bytes) -> str:
 
 
 @dataclass(frozen=True)
+class ImageMeta:
+    """What the store records of an image besides its bytes (their digest and size it
+    works out itself).
+
+    Attributes:
+        format: Pillow's format name (``JPEG``, ``PNG``, ``WEBP`` ...).
+        width: Width in pixels.
+        height: Height in pixels.
+        phash: Perceptual hash (``imagehash.phash``) as 16 hex digits.
+    """
+
+    format: str
+    width: int
+    height: int
+    phash: str
+
+
+@dataclass(frozen=True)
 class ImageInfo:
     """Fingerprint of an image that decoded fully, as the checker and the store record it.
 
@@ -156,6 +175,11 @@ class ImageInfo:
     height: int
     phash: str
     size: int
+
+    @property
+    def meta(self) -> ImageMeta:
+        """What :meth:`ImageStore.put` records of the image besides its bytes."""
+        return ImageMeta(self.format, self.width, self.height, self.phash)
 
 
 class ImageStore:
@@ -199,17 +223,9 @@ class ImageStore:
         except FileNotFoundError:
             raise KeyError(f"{self.root}: no image with sha256 {sha256}") from None
 
-    def put(
-        self,
-        data: bytes,
-        *,
-        format: str,
-        width: int,
-        height: int,
-        phash: str,
-        url: str | None = None,
-    ) -> str:
-        """Add an image (and optionally the URL it came from); return its sha256.
+    def put(self, data: bytes, meta: ImageMeta, *, url: str | None = None) -> str:
+        """Add an image with what was measured of it (and optionally the URL it came
+        from); return its sha256.
 
         Adding bytes that are already stored only updates the URL index.
 
@@ -232,7 +248,7 @@ class ImageStore:
         with self._connect() as conn:
             conn.execute(
                 "INSERT OR IGNORE INTO objects VALUES (?, ?, ?, ?, ?, ?)",
-                (digest, format, width, height, phash, len(data)),
+                (digest, meta.format, meta.width, meta.height, meta.phash, len(data)),
             )
             if url is not None:
                 conn.execute(

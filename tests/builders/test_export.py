@@ -33,7 +33,7 @@ from contrastkit.curation.faces import FaceDetector
 from contrastkit.errors import ConfigError, DataFormatError, StateError
 from contrastkit.models import load_scorer
 from contrastkit.schema import URL_COLUMN, Context, Gender
-from contrastkit.store import ImageStore
+from contrastkit.store import ImageMeta, ImageStore
 from contrastkit.tsv import read_visogender_tsv
 from contrastkit.tsv import write_visogender_tsv as write_tsv
 from factories import hold_build_lock, make_row, photo
@@ -202,7 +202,7 @@ def test_local_images_beside_urls_need_the_store_of_the_urls(tmp_path: Path) -> 
 
     store = ImageStore(tmp_path / "store")
     data = photo(101)
-    store.put(data, format="JPEG", width=72, height=72, phash="0" * 16, url=url)
+    store.put(data, ImageMeta(format="JPEG", width=72, height=72, phash="0" * 16), url=url)
     mixed = export_visogender(ExportVisoGenderConfig((tsv,), tmp_path / "out", store=store.root))
     loaded = mixed.configs["OO"]["test"].cast_column("image", datasets.Image(decode=False))
     assert loaded["url"] == ["img/0000.jpg", url, "img/0002.jpg"]

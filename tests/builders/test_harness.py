@@ -158,7 +158,7 @@ def test_a_missing_image_is_an_error_or_listed_with_skip_missing(
 
 
 def test_urls_are_read_from_the_image_store(tmp_path: Path, small: dict[str, Path]) -> None:
-    from contrastkit.store import ImageStore
+    from contrastkit.store import ImageMeta, ImageStore
 
     store = ImageStore(tmp_path / "store")
     table = read_visogender_tsv(small["OO"])
@@ -172,7 +172,7 @@ def test_urls_are_read_from_the_image_store(tmp_path: Path, small: dict[str, Pat
     data = (small["OO"].parent / table.rows[0].url).read_bytes()
     with Image.open(io.BytesIO(data)) as opened:
         width, height = opened.size
-    store.put(data, format="PNG", width=width, height=height, phash="0" * 16, url=url)
+    store.put(data, ImageMeta(format="PNG", width=width, height=height, phash="0" * 16), url=url)
     export_harness(
         HarnessExportConfig(
             source=tsv, format="vlmevalkit", out=tmp_path / "a", store=tmp_path / "store"
@@ -337,7 +337,7 @@ def test_a_visogender_export_folder_with_embedded_images(
     small: dict[str, Path], tmp_path: Path
 ) -> None:
     from contrastkit.builders.export import ExportVisoGenderConfig, export_visogender
-    from contrastkit.store import ImageStore
+    from contrastkit.store import ImageMeta, ImageStore
 
     store = ImageStore(tmp_path / "store")
     tsvs = []
@@ -348,7 +348,9 @@ def test_a_visogender_export_folder_with_embedded_images(
             data = (small[context].parent / row.url).read_bytes()
             with Image.open(io.BytesIO(data)) as opened:
                 width, height = opened.size
-            store.put(data, format="PNG", width=width, height=height, phash="0" * 16, url=url)
+            store.put(
+                data, ImageMeta(format="PNG", width=width, height=height, phash="0" * 16), url=url
+            )
             lines[n] = lines[n].replace(row.url, url)
         tsvs.append(tmp_path / f"urls_{context}.tsv")
         tsvs[-1].write_text("\n".join(lines) + "\n")
@@ -379,7 +381,7 @@ def test_the_bundled_sets_read_the_default_store(
     small: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from contrastkit.evaluators.data import visogender_files
-    from contrastkit.store import ImageStore
+    from contrastkit.store import ImageMeta, ImageStore
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     store = ImageStore(tmp_path / "cache" / "contrastkit" / "images")
@@ -387,7 +389,7 @@ def test_the_bundled_sets_read_the_default_store(
     data = (small["OO"].parent / "img_000.png").read_bytes()
     with Image.open(io.BytesIO(data)) as opened:
         width, height = opened.size
-    store.put(data, format="PNG", width=width, height=height, phash="0" * 16, url=oo.url)
+    store.put(data, ImageMeta(format="PNG", width=width, height=height, phash="0" * 16), url=oo.url)
     result = export_harness(
         HarnessExportConfig(
             source="visogender", format="vlmevalkit", out=tmp_path / "out", skip_missing=True

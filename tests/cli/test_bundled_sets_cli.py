@@ -17,7 +17,7 @@ from contrastkit.cli import app
 from contrastkit.evaluators.data import visogender_files
 from contrastkit.evaluators.job import EvaluateConfig, default_image_store
 from contrastkit.harness_key import read_key
-from contrastkit.store import ImageStore
+from contrastkit.store import ImageMeta, ImageStore
 from contrastkit.tsv import read_visogender_tsv
 from eval_data import write_small_dataset
 
@@ -59,7 +59,7 @@ def test_export_harness_reads_visogender_from_the_default_store(cache: Path) -> 
     data = Path("visogender/img_000.png").read_bytes()
     with Image.open(io.BytesIO(data)) as opened:
         width, height = opened.size
-    store.put(data, format="PNG", width=width, height=height, phash="0" * 16, url=oo.url)
+    store.put(data, ImageMeta(format="PNG", width=width, height=height, phash="0" * 16), url=oo.url)
     result = runner.invoke(
         app, ["export", "harness", "visogender", "--format", "vlmevalkit", "--out", "vlm"]
     )

@@ -26,7 +26,7 @@ from contrastkit.evaluators.report import (
 from contrastkit.evaluators.runner import EvalConfig, ImageBatches, read_raw, score_dataset
 from contrastkit.evaluators.stats import labor_comparison, labor_shares
 from contrastkit.models import ImageTextScorer
-from contrastkit.store import ImageStore
+from contrastkit.store import ImageMeta, ImageStore
 from eval_data import write_small_dataset
 
 runner = CliRunner()
@@ -214,7 +214,9 @@ def _store(store: ImageStore, path: Path, url: str) -> None:
     with Image.open(path) as image:
         size = image.size
     store.put(
-        path.read_bytes(), format="PNG", width=size[0], height=size[1], phash="0" * 16, url=url
+        path.read_bytes(),
+        ImageMeta(format="PNG", width=size[0], height=size[1], phash="0" * 16),
+        url=url,
     )
 
 

@@ -34,7 +34,7 @@ from contrastkit.evaluators.job import EvaluateConfig, default_image_store, eval
 from contrastkit.evaluators.report.results import model_slug
 from contrastkit.evaluators.runner import EvalConfig
 from contrastkit.schema import Context
-from contrastkit.store import ImageStore
+from contrastkit.store import ImageMeta, ImageStore
 from contrastkit.tiny.clip import tiny_open_clip
 from contrastkit.tsv import read_visogender_tsv, write_visogender_tsv
 from eval_data import grace_hopper, write_small_dataset
@@ -130,8 +130,8 @@ def mirror(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mirror]:
         row = official[urlparse(check.url).path]
         if check.ok:
             assert check.sha256 and check.format and check.width and check.height and check.phash
-            store.put(store.read(check.sha256), format=check.format, width=check.width,
-                      height=check.height, phash=check.phash, url=row.url)  # fmt: skip
+            meta = ImageMeta(check.format, check.width, check.height, check.phash)
+            store.put(store.read(check.sha256), meta, url=row.url)
             stored.add(row.idx)
         else:
             assert check.http_status == 404

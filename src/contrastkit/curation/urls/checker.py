@@ -59,8 +59,7 @@ class _StoreSink:
         self.store = store
 
     def keep(self, data: bytes, info: ImageInfo, url: str) -> None:
-        self.store.put(data, format=info.format, width=info.width, height=info.height,
-                       phash=info.phash, url=url)  # fmt: skip
+        self.store.put(data, info.meta, url=url)
 
 
 def _as_sink(store: ImageStore | ImageSink | None) -> ImageSink | None:

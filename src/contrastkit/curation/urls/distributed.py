@@ -101,9 +101,7 @@ class _Kept:
     images: dict[str, tuple[bytes, dict[str, Any]]] = field(default_factory=dict)
 
     def keep(self, data: bytes, info: ImageInfo, url: str) -> None:
-        meta = {"format": info.format, "width": info.width, "height": info.height,
-                "phash": info.phash, "url": url}  # fmt: skip
-        self.images[url] = (data, meta)
+        self.images[url] = (data, {"meta": info.meta, "url": url})
 
 
 Checked = list[tuple[URLCheck, bytes | None, dict[str, Any] | None]]
@@ -199,7 +197,7 @@ def check_urls_ray(
                     submit(chunks)  # the group's next chunk, before this one is stored
                     for result, data, meta in checked:
                         if store is not None and data is not None and meta is not None:
-                            store.put(data, **meta)
+                            store.put(data, meta["meta"], url=meta["url"])
                         collected.append(result)
                         if on_result is not None:
                             on_result(result)
