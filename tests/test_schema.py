@@ -13,6 +13,7 @@ from contrastkit.io import atomic_write_text
 from contrastkit.schema import OO_COLUMNS, OP_COLUMNS, Context, Gender, VisoGenderRow
 from contrastkit.tsv import (
     FileFingerprint,
+    TSVStyle,
     parse_visogender_tsv,
     read_tsv_document,
     read_visogender_tsv,
@@ -46,8 +47,7 @@ def test_official_file_round_trips_byte_for_byte(
         tmp_path / "copy.tsv",
         table.rows,
         table.context,
-        newline=table.newline,
-        final_newline=table.final_newline,
+        style=TSVStyle(table.newline, table.final_newline),
     )
     assert out.read_bytes() == source.read_bytes()
     again = read_visogender_tsv(out)
@@ -242,9 +242,8 @@ def test_render_and_write_keep_a_bom_when_asked(official_oo: Path, tmp_path: Pat
     stream = parse_visogender_tsv(source)
     assert stream.bom and stream.newline == "\r\n"
     table = read_visogender_tsv(source)
-    out = write_visogender_tsv(tmp_path / "copy.tsv", table.rows, table.context,
-                               newline=table.newline, final_newline=table.final_newline,
-                               bom=stream.bom)  # fmt: skip
+    style = TSVStyle(table.newline, table.final_newline, stream.bom)
+    out = write_visogender_tsv(tmp_path / "copy.tsv", table.rows, table.context, style=style)
     assert out.read_bytes() == source.read_bytes()
     assert render_visogender_tsv([], Context.OO, bom=True).startswith("\ufeffIDX\t")
 

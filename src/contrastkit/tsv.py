@@ -45,6 +45,7 @@ __all__ = [
     "FileFingerprint",
     "TSVDocument",
     "TSVStream",
+    "TSVStyle",
     "is_bundled",
     "is_unusable",
     "parse_visogender_tsv",
@@ -532,27 +533,44 @@ def render_visogender_tsv(
     return ("\ufeff" if bom else "") + newline.join(lines) + (newline if final_newline else "")
 
 
+@dataclass(frozen=True)
+class TSVStyle:
+    """How a TSV's text is laid out around its rows (:func:`render_visogender_tsv`).
+
+    Attributes:
+        newline: ``"\n"`` or ``"\r\n"``, ending each line.
+        final_newline: whether the last line is terminated (``False``: as in the
+            official files).
+        bom: whether the text opens with a byte-order mark (U+FEFF), as some
+            spreadsheet programs write it.
+    """
+
+    newline: str = "\n"
+    final_newline: bool = True
+    bom: bool = False
+
+
 def write_visogender_tsv(
     path: str | Path,
     rows: Iterable[VisoGenderRow],
     context: Context,
     *,
-    newline: str = "\n",
-    final_newline: bool = True,
-    bom: bool = False,
+    style: TSVStyle | None = None,
 ) -> Path:
     """Write rows as an official-format ``context`` TSV, atomically.
 
     Everything is rendered and checked before the file is touched: on error the previous
-    file stays as it was. Pass a table's ``newline`` and ``final_newline`` (and a
-    :class:`TSVStream`'s or :class:`TSVDocument`'s ``bom``) to keep the style of the file
-    it was read from.
+    file stays as it was. Pass the ``style`` of the file the rows were read from (a
+    table's ``newline`` and ``final_newline``, a :class:`TSVStream`'s or
+    :class:`TSVDocument`'s ``bom``) to keep it; default: ``"\n"`` line ends, a final
+    newline, no byte-order mark.
 
     Returns:
         The path written.
     """
+    style = style or TSVStyle()
     text = render_visogender_tsv(
-        rows, context, newline=newline, final_newline=final_newline, bom=bom
+        rows, context, newline=style.newline, final_newline=style.final_newline, bom=style.bom
     )
     atomic_write_text(path, text)
     return Path(path)

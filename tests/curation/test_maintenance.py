@@ -29,7 +29,7 @@ from contrastkit.curation.maintenance import (
 from contrastkit.curation.urls import CheckConfig
 from contrastkit.errors import StateError
 from contrastkit.schema import Context, Gender
-from contrastkit.tsv import read_visogender_tsv, write_visogender_tsv
+from contrastkit.tsv import TSVStyle, read_visogender_tsv, write_visogender_tsv
 from factories import make_row
 from loopback import LoopbackServer, Switchable, jpeg_bytes, noise_jpeg, redirect, static
 
@@ -58,7 +58,7 @@ def oo_table(server: LoopbackServer, path: Path, codes: dict[int, str] | None = 
                  error_codes=(codes or {}).get(n, ""))
         for n, gender in ((1, M), (2, M), (3, F), (4, F))
     ]  # fmt: skip
-    write_visogender_tsv(path, rows, Context.OO, newline="\r\n", final_newline=False)
+    write_visogender_tsv(path, rows, Context.OO, style=TSVStyle("\r\n", final_newline=False))
     return path
 
 
