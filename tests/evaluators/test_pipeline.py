@@ -124,10 +124,9 @@ def test_a_broken_or_missing_file_is_a_located_error(
 ) -> None:
     """On every path the batches before the bad image arrive, then its error names it
     (raised in the caller, also when a background thread prepares the batches)."""
-    preprocess = None
+    model = None
     if mode != "pil":
-        scorer = load_scorer(tiny_specs["open_clip"], ModelConfig(device="cpu"))
-        preprocess = scorer.image_preprocess  # type: ignore[attr-defined]
+        model = load_scorer(tiny_specs["open_clip"], ModelConfig(device="cpu"))
     good = tmp_path / "good.jpg"
     Image.new("RGB", (10, 10)).save(good)
     broken = tmp_path / "broken.jpg"
@@ -135,9 +134,7 @@ def test_a_broken_or_missing_file_is_a_located_error(
     missing = tmp_path / "missing.jpg"
     config = PipelineConfig(decode=mode, workers=1)  # type: ignore[arg-type]
     for bad, words in ((broken, "cannot be decoded"), (missing, "not found")):
-        batches = image_batches(
-            [good, good, bad], batch_size=2, preprocess=preprocess, config=config
-        )
+        batches = image_batches([good, good, bad], model, batch_size=2, config=config)
         first = next(batches)
         assert list(first.indices) == [0, 1]  # the batches before the bad one arrive
         with pytest.raises(DataFormatError, match=words) as caught:
@@ -158,10 +155,7 @@ def test_worker_decoding_packs_mixed_sizes_into_the_reference_pixels(
     expected = torch.stack([preprocess(decode(path)) for path in sources])
     batches = list(
         image_batches(
-            sources,
-            batch_size=5,
-            preprocess=preprocess,
-            config=PipelineConfig(decode="worker", workers=workers),
+            sources, scorer, batch_size=5, config=PipelineConfig(decode="worker", workers=workers)
         )
     )
     assert [len(b.indices) for b in batches] == [5, 5, 4]
@@ -179,10 +173,7 @@ def test_stopping_early_ends_the_background_thread_and_the_workers(
 
     scorer = load_scorer(tiny_specs["open_clip"], ModelConfig(device="cpu"))
     batches = image_batches(
-        odd_files * 4,
-        batch_size=2,
-        preprocess=scorer.image_preprocess,  # type: ignore[attr-defined]
-        config=PipelineConfig(decode="worker", workers=1),
+        odd_files * 4, scorer, batch_size=2, config=PipelineConfig(decode="worker", workers=1)
     )
     first = next(batches)
     assert first.pixels is not None and first.pixels.shape[0] == 2
@@ -276,9 +267,8 @@ def test_gpu_decoding_matches_the_reference_on_cuda(
         preprocess = fast.image_preprocess  # type: ignore[attr-defined]
         expected = torch.stack([preprocess(decode(path)) for path in odd_files])
         (batch,) = image_batches(
-            odd_files, batch_size=len(odd_files), preprocess=preprocess, device="cuda",
-            config=PipelineConfig(decode="worker"),
-        )  # fmt: skip
+            odd_files, fast, batch_size=len(odd_files), config=PipelineConfig(decode="worker")
+        )
         assert batch.pixels is not None and batch.pixels.is_cuda
         assert torch.equal(batch.pixels.cpu(), expected)
 
@@ -346,8 +336,7 @@ def test_vit_b_32_embeds_the_official_workload_alike_on_both_paths(
     pixels, vectors = {}, {}
     for mode in ("pil", "tensor", "worker"):  # one model: weights differ from load to load
         config = PipelineConfig(decode=mode)
-        batches = image_batches(sources, batch_size=128, preprocess=scorer.image_preprocess,
-                                config=config)  # fmt: skip
+        batches = image_batches(sources, scorer, batch_size=128, config=config)
         pixels[mode] = torch.cat([batch.pixels for batch in batches])
         scorer.pipeline = config  # type: ignore[attr-defined]
         vectors[mode] = scorer.encode_images(sources[:16])

@@ -442,14 +442,8 @@ def _decoded(
     def located(failure: DecodeFailure) -> Exception:
         return todo[failure.index].error(f"image cannot be decoded: {failure.message}")
 
-    for batch in image_batches(
-        [loader.source(item) for item in todo],
-        batch_size=batch_size,
-        preprocess=getattr(model, "image_preprocess", None),
-        device=getattr(model, "device", "cpu"),
-        config=getattr(model, "pipeline", None),
-        on_error=located,
-    ):
+    sources = [loader.source(item) for item in todo]
+    for batch in image_batches(sources, model, batch_size=batch_size, on_error=located):
         images = batch.pixels if batch.pixels is not None else batch.images
         yield todo[batch.indices.start : batch.indices.stop], images
 

@@ -375,6 +375,49 @@ _END = object()  # the background thread is done
 _RAISED = object()  # the background thread raised: the exception follows
 
 
+def _produce(
+    raw: Iterator[Any],
+    prepare: Callable[[Any], ImageBatch],
+    stream: Any,
+    offer: Callable[[tuple[Any, Any]], bool],
+) -> None:
+    """The background thread of :func:`_in_background`: ``prepare`` each of ``raw`` (on
+    ``stream`` when there is one, recording an event when its work is queued) and
+    ``offer`` it; an exception is offered in its place. ``raw`` is closed at the end,
+    which shuts its worker processes down."""
+    context = torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext()
+    try:
+        with context:
+            for item in raw:
+                batch = prepare(item)
+                event = None
+                if stream is not None:
+                    event = torch.cuda.Event()  # type: ignore[no-untyped-call]
+                    event.record(stream)
+                if not offer((batch, event)):
+                    return
+    except BaseException as error:  # raised again in the caller
+        offer((_RAISED, error))
+        return
+    finally:
+        close = getattr(raw, "close", None)
+        if close is not None:
+            close()  # shuts the worker processes down
+    offer((_END, None))
+
+
+def _received(batch: ImageBatch, event: Any, device: torch.device) -> ImageBatch:
+    """``batch`` made usable on the caller's stream: it waits for the batch's work (the
+    ``event`` recorded on the background stream; ``None``: nothing to wait for), and the
+    allocator is told that stream uses its pixels."""
+    if event is not None:
+        current = torch.cuda.current_stream(device)
+        current.wait_event(event)
+        if batch.pixels is not None:
+            batch.pixels.record_stream(current)
+    return batch
+
+
 def _in_background(
     raw: Iterator[Any],
     prepare: Callable[[Any], ImageBatch],
@@ -404,28 +447,10 @@ def _in_background(
                 continue
         return False
 
-    def work() -> None:
-        context = torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext()
-        try:
-            with context:
-                for item in raw:
-                    batch = prepare(item)
-                    event = None
-                    if stream is not None:
-                        event = torch.cuda.Event()  # type: ignore[no-untyped-call]
-                        event.record(stream)
-                    if not offer((batch, event)):
-                        return
-        except BaseException as error:  # raised again in the caller
-            offer((_RAISED, error))
-            return
-        finally:
-            close = getattr(raw, "close", None)
-            if close is not None:
-                close()  # shuts the worker processes down
-        offer((_END, None))
-
-    thread = threading.Thread(target=work, name="contrastkit-pipeline", daemon=True)
+    thread = threading.Thread(
+        target=_produce, args=(raw, prepare, stream, offer), name="contrastkit-pipeline",
+        daemon=True,
+    )  # fmt: skip
     thread.start()
     try:
         while True:
@@ -439,12 +464,7 @@ def _in_background(
                 return
             if batch is _RAISED:
                 raise event
-            if event is not None:
-                current = torch.cuda.current_stream(device)
-                current.wait_event(event)
-                if batch.pixels is not None:
-                    batch.pixels.record_stream(current)
-            yield batch
+            yield _received(batch, event, device)
     finally:
         stop.set()
         thread.join()
@@ -452,22 +472,26 @@ def _in_background(
 
 def image_batches(
     sources: Sequence[Any],
+    model: Any = None,
     *,
     batch_size: int,
-    preprocess: Preprocess | None = None,
-    device: torch.device | str = "cpu",
     config: PipelineConfig | None = None,
     on_error: Callable[[DecodeFailure], Exception] | None = None,
 ) -> Iterator[ImageBatch]:
-    """Batches of ``sources`` decoded and, with ``preprocess``, preprocessed, ready for a
-    model on ``device``; the next batches are prepared while the caller works.
+    """Batches of ``sources`` decoded and, for a ``model`` with a preprocessing,
+    preprocessed, ready for it on its device; the next batches are prepared while the
+    caller works.
 
     Args:
         sources: image sources (:mod:`contrastkit.pipeline.sources`).
+        model: what the batches are for: its ``image_preprocess`` (a
+            :class:`~contrastkit.pipeline.preprocess.Preprocess`) is applied and the
+            pixels are delivered on its ``device`` (a
+            :class:`~contrastkit.models.base.DualEncoder`, a captioning model ...).
+            ``None``, or a model without ``image_preprocess``: decoded PIL images.
         batch_size: images per batch.
-        preprocess: the model's preprocessing; ``None`` yields decoded PIL images.
-        device: where the model runs (pixels are delivered there).
-        config: workers and decoding path (default :class:`PipelineConfig`).
+        config: workers and decoding path (default: the model's ``pipeline``, else
+            :class:`PipelineConfig`).
         on_error: turns a source that cannot be decoded into the exception to raise
             (default: a :class:`~contrastkit.errors.DataFormatError` naming its path or
             position).
@@ -477,8 +501,9 @@ def image_batches(
             reached.
     """
     require(batch_size >= 1, "batch_size", f"must be at least 1, not {batch_size}")
-    config = config or PipelineConfig()
-    device = torch.device(device)
+    preprocess: Preprocess | None = getattr(model, "image_preprocess", None)
+    device = torch.device(getattr(model, "device", "cpu"))
+    config = config or getattr(model, "pipeline", None) or PipelineConfig()
     mode = _resolve_mode(config, preprocess, device)
     workers = auto_workers(device) if config.workers is None else config.workers
     dataset = _Item(sources, preprocess, mode)

@@ -42,12 +42,9 @@ def iter_embeddings(
     config = config or getattr(scorer, "pipeline", None)
     preprocess = getattr(scorer, "image_preprocess", None)
     encode_pixels = getattr(scorer, "encode_pixels", None)
-    device = getattr(scorer, "device", "cpu")
     if preprocess is not None and encode_pixels is not None:
-        for batch in image_batches(
-            sources, batch_size=size, preprocess=preprocess, device=device, config=config,
-            on_error=on_error,
-        ):  # fmt: skip
+        pixels = image_batches(sources, scorer, batch_size=size, config=config, on_error=on_error)
+        for batch in pixels:
             yield batch.indices, np.asarray(encode_pixels(batch.pixels), dtype=np.float32)
         return
     for batch in image_batches(sources, batch_size=size, config=config, on_error=on_error):
@@ -60,15 +57,15 @@ def embed_images(
     sources: Sequence[Any],
     *,
     batch_size: int | None = None,
-    config: PipelineConfig | None = None,
     on_error: Callable[[DecodeFailure], Exception] | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> np.ndarray:
     """Unit-norm float32 embeddings of ``sources``, shape ``(len(sources), d)``, in
-    input order (:func:`iter_embeddings`); ``progress`` is called with (done, total)."""
+    input order (:func:`iter_embeddings`, with the scorer's ``pipeline`` settings);
+    ``progress`` is called with (done, total)."""
     parts = []
     for indices, vectors in iter_embeddings(
-        scorer, sources, batch_size=batch_size, config=config, on_error=on_error
+        scorer, sources, batch_size=batch_size, on_error=on_error
     ):
         if vectors.shape[0] != len(indices):
             raise ValueError(f"the encoder returned {vectors.shape[0]} rows for {len(indices)}")
