@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 
 import tiny_models
-from eval_data import grace_hopper
+from eval_data import grace_hopper, write_small_dataset
 
 
 @pytest.fixture(scope="session")
@@ -47,3 +47,11 @@ def photos() -> list[Image.Image]:
 def noise_image() -> Image.Image:
     rng = np.random.default_rng(0)
     return Image.fromarray(rng.integers(0, 255, (40, 60, 3), dtype=np.uint8))
+
+
+@pytest.fixture
+def dataset(tmp_path: Path) -> Path:
+    """The small VisoGender set of ``eval_data`` (OP and OO TSVs, local images)."""
+    folder = tmp_path / "data"
+    write_small_dataset(folder)
+    return folder
