@@ -22,31 +22,29 @@ Example::
 
 from __future__ import annotations
 
-import shlex
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from contrastkit.builders.gensynth.notes import filter_notes, start_notes
 from contrastkit.builders.gensynth.quality import run_quality_checks
-from contrastkit.builders.gensynth.shards import Shard
-from contrastkit.builders.manifest import (
-    CONTRAST_SET,
-    DEFAULT_IMAGE_FORMAT,
-    DEFAULT_IMAGE_QUALITY,
-    IMAGE_FORMATS,
-    MANIFEST,
-    SUMMARY,
+from contrastkit.builders.gensynth.settings import (
+    DEFAULTS,
+    RECORDED,
+    GenSynthSettings,
+    command_for,
+    resolve_settings,
 )
+from contrastkit.builders.gensynth.shards import Shard
+from contrastkit.builders.manifest import CONTRAST_SET, IMAGE_FORMATS, MANIFEST, SUMMARY
 from contrastkit.builders.stages import DEFAULT_EMBEDDER, Stage
 from contrastkit.config import ModelConfig, require
-from contrastkit.curation.editing import DEFAULT_EDITOR, EditSettings
+from contrastkit.curation.editing import EditSettings
 from contrastkit.curation.editor_families import parse_editor_spec
 from contrastkit.curation.knn_filter import (
     BACKENDS,
     DEFAULT_K,
-    DEFAULT_TAU_GENDER,
-    DEFAULT_TAU_REAL,
     DEVICES,
     Backend,
     Device,
@@ -56,7 +54,6 @@ from contrastkit.distributed import Engine, check_engine
 from contrastkit.errors import ConfigError
 from contrastkit.interfaces import ImageTextScorer, ProgressFactory, progress_stage
 from contrastkit.io import check_writable
-from contrastkit.schema import Gender
 
 if TYPE_CHECKING:
     from contrastkit.builders.gensynth.ray import RayCropEmbedder, RayWindowEditor
@@ -76,58 +73,6 @@ __all__ = [
 
 def _path(value: Any) -> Path | None:
     return None if value is None else Path(value)
-
-
-#: The options a build records (``settings`` in its summary) and a later run on the same
-#: folder reuses unless it is given them: config field -> command-line flag. The edit
-#: settings (:class:`EditSettings`) are recorded as a whole and reused field by field.
-#: ``limit`` is not: it says how much of the build to do now (a trial on a few sources,
-#: then the rest), like ``stage``; nor are the device, batch size and engine.
-RECORDED: dict[str, str] = {
-    "coco": "--coco",
-    "split": "--split",
-    "min_box_side": "--min-box-side",
-    "editor": "--editor",
-    "embedder": "--embedder",
-    "k": "--k",
-    "tau_real": "--tau-real",
-    "tau_gender": "--tau-gender",
-    "image_format": "--image-format",
-    "image_quality": "--image-quality",
-    "pool": "--pool",
-    "pool_limit": "--pool-limit",
-    "quality_sample": "--quality-sample",
-}
-
-#: The command-line flag of each :class:`EditSettings` field (``feather`` has none).
-EDIT_FLAGS: dict[str, str] = {
-    "instructions": "--instructions",
-    "text_guidance_scales": "--scales",
-    "image_guidance_scale": "--image-guidance",
-    "steps": "--steps",
-    "resolution": "--resolution",
-    "margin": "--margin",
-    "seed": "--seed",
-    "composite": "--composite",
-    "mask_dilation": "--mask-dilation",
-}
-
-#: What a recorded option is when neither given nor recorded (the paper's settings).
-DEFAULTS: dict[str, Any] = {
-    "coco": None,
-    "split": None,
-    "min_box_side": 0.0,
-    "editor": DEFAULT_EDITOR,
-    "embedder": DEFAULT_EMBEDDER,
-    "k": DEFAULT_K,
-    "tau_real": DEFAULT_TAU_REAL,
-    "tau_gender": DEFAULT_TAU_GENDER,
-    "image_format": DEFAULT_IMAGE_FORMAT,
-    "image_quality": DEFAULT_IMAGE_QUALITY,
-    "pool": None,
-    "pool_limit": None,
-    "quality_sample": None,
-}
 
 
 @dataclass(frozen=True)
@@ -318,229 +263,15 @@ class GenSynthConfig:
     def settings(self) -> GenSynthSettings:
         """The settings this run uses: each option as set here, else as the build folder
         recorded (:func:`~contrastkit.builders.gensynth.recorded_settings`), else the
-        default. Reads the build summary and the instructions table; loads nothing.
+        default. Reads the build summary and the instructions table; loads nothing
+        (:func:`~contrastkit.builders.gensynth.settings.resolve_settings`).
 
         Raises:
             ConfigError: the edit stage without a COCO folder (neither ``coco`` nor a
                 recorded one); a recorded option that is not valid.
             DataFormatError: a malformed build summary or instructions table.
         """
-        from contrastkit.builders.gensynth import recorded_settings
-        from contrastkit.curation.editing import read_instructions
-
-        recorded = recorded_settings(self.work_folder)
-        if self.shard is not None and not recorded:
-            recorded = recorded_settings(self.out)
-        values: dict[str, Any] = {"limit": self.limit}
-        from_build: list[str] = []
-        for name in RECORDED:
-            given = getattr(self, name)
-            if given is not None:
-                values[name] = given
-            elif recorded.get(name) is not None:
-                values[name] = recorded[name]
-                from_build.append(name)
-            else:
-                values[name] = DEFAULTS[name]
-        for name in ("coco", "pool"):
-            values[name] = _path(values[name])
-        family = parse_editor_spec(values["editor"])[0]
-        edit = _recorded_edit(recorded.get("edit"), self.work_folder)
-        if (
-            recorded.get("editor") is not None
-            and _family_prefix(recorded["editor"]) != family.prefix
-        ):
-            edit = {}  # another editor family's settings: this one starts from its own
-        defaults = EditSettings.for_family(family)
-        if isinstance(self.edit, EditSettings):
-            settings = self.edit
-        else:
-            given_edit = dict(self.edit or {})
-            if "instructions" in given_edit and isinstance(given_edit["instructions"], Mapping):
-                given_edit["instructions"] = {
-                    Gender(g).value: list(v) for g, v in given_edit["instructions"].items()
-                }
-            if "text_guidance_scales" in given_edit:
-                given_edit["text_guidance_scales"] = list(given_edit["text_guidance_scales"])
-            from_build += [f"edit.{name}" for name in edit if name not in given_edit]
-            try:
-                settings = _edit_settings({**edit, **given_edit}, self.work_folder, defaults)
-            except ConfigError as error:  # the same error, its option named as on the CLI
-                raise _named_with_flag(error) from error.__cause__
-        if self.instructions is not None:
-            settings = replace(settings, instructions=read_instructions(self.instructions))
-            from_build = [name for name in from_build if name != "edit.instructions"]
-        require(
-            settings.resolution % family.multiple == 0,
-            "resolution (--resolution)",
-            f"the {family.prefix} editor needs a multiple of {family.multiple}, not "
-            f"{settings.resolution}",
-        )
-        if self.stage.runs(Stage.EDIT):
-            require(
-                values["coco"] is not None,
-                "coco",
-                "the edit stage needs --coco DIR, a COCO folder with annotations/ and "
-                "images (none given, and the build folder recorded none)",
-            )
-        try:
-            resolved = GenSynthSettings(edit=settings, **values)
-        except ConfigError as error:
-            named = _named_with_flag(error)
-            if not from_build:
-                raise named from error.__cause__
-            raise ConfigError(
-                f"{named} (options from {self.work_folder / SUMMARY}: {', '.join(from_build)})"
-            ) from error
-        if self.needs_embedder and self.embedder is None:
-            from contrastkit.models import check_dual
-
-            check_dual(resolved.embedder)
-        return replace(resolved, from_build=tuple(from_build), chosen=self.chosen())
-
-
-def _named_with_flag(error: ConfigError) -> ConfigError:
-    """``error`` (``field: reason``) with the field's command-line flag beside its name:
-    ``text_guidance_scales (--scales): ...``."""
-    name, sep, reason = str(error).partition(": ")
-    flag = RECORDED.get(name) or EDIT_FLAGS.get(name)
-    if not sep or flag is None or flag.lstrip("-").replace("-", "_") == name:
-        return error if not sep or flag is None else ConfigError(f"{flag}: {reason}")
-    return ConfigError(f"{name} ({flag}): {reason}")
-
-
-def _recorded_edit(data: Any, folder: Path) -> dict[str, Any]:
-    """The recorded edit settings (JSON), checked; ``{}`` when none were recorded.
-
-    Raises:
-        DataFormatError: naming the build summary, for a record that is not valid edit
-            settings.
-    """
-    from contrastkit.errors import DataFormatError
-
-    if data is None:
-        return {}
-    try:
-        _edit_settings(data, folder)
-    except ConfigError as error:
-        raise DataFormatError(folder / SUMMARY, None, "settings.edit", str(error)) from error
-    return dict(data)
-
-
-def _family_prefix(spec: Any) -> str | None:
-    """The editor family of a recorded editor spec (``None`` for one that does not parse)."""
-    try:
-        return parse_editor_spec(str(spec))[0].prefix
-    except ConfigError:
-        return None
-
-
-def _edit_settings(data: Any, folder: Path, defaults: EditSettings | None = None) -> EditSettings:
-    from contrastkit.errors import DataFormatError
-
-    try:
-        if not isinstance(data, Mapping):
-            raise ValueError("not a JSON object")
-        return EditSettings.from_json(data, defaults)
-    except ConfigError:
-        raise
-    except ValueError as error:
-        raise DataFormatError(folder / SUMMARY, None, "settings.edit", str(error)) from error
-
-
-@dataclass(frozen=True)
-class GenSynthSettings:
-    """The settings a GenSynth run uses (:meth:`GenSynthConfig.settings`): every
-    recorded option resolved, as stored under ``settings`` in ``build_summary.json``.
-
-    Attributes:
-        coco, split, limit, min_box_side, editor, embedder, k, tau_real, tau_gender,
-            image_format, image_quality, pool, pool_limit, quality_sample: as in
-            :class:`GenSynthConfig`.
-        edit: The edit settings (instructions included).
-        from_build: The options taken from the build folder's record (field names;
-            ``edit.<field>`` for edit settings), not given to this run.
-        chosen: The options given to this run.
-    """
-
-    coco: Path | None
-    split: str | None
-    limit: int | None
-    min_box_side: float
-    editor: str
-    embedder: str
-    edit: EditSettings
-    k: int
-    tau_real: float
-    tau_gender: float
-    image_format: str
-    image_quality: int
-    pool: Path | None
-    pool_limit: int | None
-    quality_sample: int | None
-    from_build: tuple[str, ...] = ()
-    chosen: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        checks = (
-            ("limit", self.limit is None or (isinstance(self.limit, int) and self.limit >= 1)),
-            ("min_box_side", isinstance(self.min_box_side, int | float) and self.min_box_side >= 0),
-            ("editor", isinstance(self.editor, str) and bool(self.editor.strip())),
-            ("embedder", isinstance(self.embedder, str) and bool(self.embedder.strip())),
-            ("k", isinstance(self.k, int) and self.k >= 1),
-            ("tau_real", isinstance(self.tau_real, int | float)),
-            ("tau_gender", isinstance(self.tau_gender, int | float)),
-            ("image_format", self.image_format in IMAGE_FORMATS),
-            ("image_quality", isinstance(self.image_quality, int)
-             and 0 <= self.image_quality <= 100),
-            ("pool_limit", self.pool_limit is None or (isinstance(self.pool_limit, int)
-                                                        and self.pool_limit >= 1)),
-            ("quality_sample", self.quality_sample is None
-             or (isinstance(self.quality_sample, int) and self.quality_sample >= 1)),
-        )  # fmt: skip
-        for name, ok in checks:
-            require(ok, name, f"{getattr(self, name)!r} is not a valid value")
-        require(
-            not (self.edit.composite == "mask" and self.image_format == "jpeg"),
-            "image_format",
-            "jpeg has no alpha channel, which --composite mask stores the person's pixels "
-            "in: use webp or png",
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        """JSON-ready (the ``settings`` entry of the build summary)."""
-        data: dict[str, Any] = {name: getattr(self, name) for name in RECORDED}
-        data["limit"] = self.limit  # what this run did (not reused: see RECORDED)
-        for name in ("coco", "pool"):
-            value = data[name]
-            data[name] = None if value is None else str(Path(value).absolute())
-        data["edit"] = self.edit.to_json()
-        data["chosen"] = list(self.chosen)
-        return data
-
-    def flags(self, names: Sequence[str]) -> list[str]:
-        """The command-line options that give ``names`` (fields, ``edit.<field>``) their
-        values here, e.g. ``["--embedder", "open_clip:...", "--k", "10"]``."""
-        args: list[str] = []
-        for name in names:
-            if name.startswith("edit."):
-                key = name.removeprefix("edit.")
-                flag = EDIT_FLAGS.get(key)
-                value: Any = getattr(self.edit, key)
-                if flag is None or key == "instructions":
-                    continue  # a table, not a value (and feather has no flag)
-                if key == "text_guidance_scales":
-                    value = ",".join(f"{v:g}" for v in value)
-            else:
-                flag, value = RECORDED.get(name, f"--{name.replace('_', '-')}"), getattr(self, name)
-            if value is None:
-                continue
-            args += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
-        return args
-
-    def differing(self, names: Sequence[str]) -> list[str]:
-        """Those of ``names`` (fields) whose value is not the default."""
-        return [name for name in names if getattr(self, name) != DEFAULTS[name]]
+        return resolve_settings(self)
 
 
 def stage_command(out: Path, stage: Stage | str, settings: GenSynthSettings | None = None) -> str:
@@ -550,17 +281,7 @@ def stage_command(out: Path, stage: Stage | str, settings: GenSynthSettings | No
     stage = Stage(stage)
     if settings is None:
         settings = GenSynthConfig(out=out, stage=Stage.SELECT, quality=False).settings()
-    names = ["embedder"]
-    if stage is Stage.FILTER:
-        names += ["k", "tau_real", "tau_gender"]
-    elif stage is Stage.SELECT:
-        names += ["pool", "pool_limit", "quality_sample"]
-    flags = settings.flags(settings.differing(names))
-    return " ".join(
-        shlex.quote(part)
-        for part in ["contrastkit", "build", "gensynth", "--out", str(out), "--stage", stage.value,
-                     *flags]
-    )  # fmt: skip
+    return command_for(out, stage, settings)
 
 
 @dataclass(frozen=True)
@@ -595,10 +316,6 @@ class GenSynthResult:
     shard: str | None = None
     settings: GenSynthSettings | None = None
     notes: tuple[str, ...] = ()
-
-
-#: Below this share of accepted edits the run says how to lower the thresholds.
-FEW_ACCEPTED = 0.05
 
 
 def build_gensynth(
@@ -640,86 +357,6 @@ def build_gensynth(
     return _build(config, progress, notify)
 
 
-def _random_weights(spec: str) -> bool:
-    from contrastkit.tiny.marker import spec_has_random_weights
-
-    return spec_has_random_weights(spec)
-
-
-def _start_notes(config: GenSynthConfig, run: GenSynthSettings) -> list[str]:
-    """What to say before any work: the recorded options in use, random weights."""
-    notes: list[str] = []
-    used: set[str] = set()  # the options the stages of this run use
-    if config.stage.runs(Stage.EDIT):
-        used |= {"coco", "split", "limit", "min_box_side", "editor", "image_format",
-                 "image_quality", *(f"edit.{f.name}" for f in fields(EditSettings))}  # fmt: skip
-    if config.needs_embedder:
-        used.add("embedder")
-    if config.stage.runs(Stage.FILTER) and config.shard is None:
-        used |= {"k", "tau_real", "tau_gender"}
-    if config.runs_select:
-        used |= {"edit.seed"} | (
-            {"pool", "pool_limit", "quality_sample"} if config.quality else set()
-        )
-    taken = [n for n in run.from_build if n in used]
-    defaults = EditSettings.for_family(parse_editor_spec(run.editor)[0])
-    differing = run.differing([n for n in taken if not n.startswith("edit.")]) + [
-        n for n in taken
-        if n.startswith("edit.") and getattr(run.edit, n[5:]) != getattr(defaults, n[5:])
-    ]  # fmt: skip
-    if differing:
-        shown = " ".join(run.flags(differing)) or ", ".join(differing)
-        notes.append(
-            f"settings recorded by the build in {config.work_folder} (give an option to "
-            f"change it): {shown}"
-        )
-    thresholds = f"--tau-real {run.tau_real:g} --tau-gender {run.tau_gender:g}"
-    if config.stage.runs(Stage.EDIT) and _random_weights(run.editor):
-        notes.append(
-            f"warning: the editor {run.editor} has random weights (a tiny test model): its "
-            f"edits are noise, and the filter will accept few or none of them at "
-            f"{thresholds}; for a pipeline check give --tau-real -1 --tau-gender -1 "
-            f"(accept every edit) and few --steps at a small --resolution (this run: "
-            f"{run.edit.steps} steps at {run.edit.resolution} px per edit)"
-        )
-    if config.stage.runs(Stage.FILTER) and _random_weights(run.embedder):
-        advice = (
-            "they accept every edit here (a pipeline check)"
-            if run.tau_real < 0 and run.tau_gender < 0
-            else "give --tau-real -1 --tau-gender -1 to accept every edit in a pipeline check"
-        )
-        notes.append(
-            f"warning: the embedder {run.embedder} has random weights: its embeddings mean "
-            f"nothing, so the filter's thresholds ({thresholds}) are meaningless; {advice}"
-        )
-    return notes
-
-
-def _filter_notes(out: Path, run: GenSynthSettings, summary: Mapping[str, Any]) -> list[str]:
-    """After the filter: how to accept more edits when (almost) none were accepted."""
-    edits, accepted = int(summary["edits"]), int(summary["accepted"])
-    if not edits or accepted >= FEW_ACCEPTED * edits:
-        return []
-    lower = stage_command(out, Stage.FILTER, replace(run, tau_real=-1.0, tau_gender=-1.0))
-    note = (
-        f"only {accepted} of {edits} edits accepted (P_R > --tau-real {run.tau_real:g} and "
-        f"P_G > --tau-gender {run.tau_gender:g}); lower --tau-real / --tau-gender and "
-        f"rerun the filter alone (no edit is made again), e.g. `{lower}`"
-    )
-    randoms = [
-        f"the {what} {spec}" for what, spec in (("editor", summary.get("editor_spec")),
-                                                ("embedder", run.embedder))
-        if spec and _random_weights(str(spec))
-    ]  # fmt: skip
-    if randoms or summary.get("encoder_random_weights"):
-        who = " and ".join(randoms) or f"the embedder {run.embedder}"
-        note += (
-            f"; {who} {'have' if len(randoms) > 1 else 'has'} random weights, so the "
-            "thresholds are meaningless: -1 accepts every edit"
-        )
-    return [note]
-
-
 def _build(
     config: GenSynthConfig,
     progress: ProgressFactory | None,
@@ -747,7 +384,7 @@ def _build(
         locate_editor(run.editor, download=config.model.download)
     if config.needs_embedder:
         locate_model(run.embedder, config.model)
-    for text in _start_notes(config, run):
+    for text in start_notes(config, run):
         note(text)
     checks = config.quality and config.runs_select
     pool = list_pool_images(run.pool, run.pool_limit) if checks and run.pool else None
@@ -796,7 +433,7 @@ def _build(
             )  # fmt: skip
         stages.append("filter")
         editor_spec = (builder.read_summary(out).get("edit") or {}).get("editor", run.editor)
-        for text in _filter_notes(out, run, {**filtered, "editor_spec": editor_spec}):
+        for text in filter_notes(out, run, {**filtered, "editor_spec": editor_spec}):
             note(text)
     quality: dict[str, Any] | None = None
     sources_kept: int | None = None
