@@ -22,7 +22,13 @@ from contrastkit.builders.export import (
     read_metadata,
 )
 from contrastkit.builders.genswap import swap_faces
-from contrastkit.builders.gensynth import run_edit_stage, run_filter_stage, run_select_stage
+from contrastkit.builders.gensynth import (
+    EditStageConfig,
+    FilterSettings,
+    run_edit_stage,
+    run_filter_stage,
+    run_select_stage,
+)
 from contrastkit.builders.gensynth.quality import run_quality_checks
 from contrastkit.builders.manifest import read_contrast_set
 from contrastkit.builders.publish import PublishConfig, publish
@@ -250,9 +256,12 @@ def gensynth_build(
     random weights make the paper's thresholds meaningless)."""
     out = tmp_path_factory.mktemp("gensynth") / "build"
     editor = load_editor(tiny_editor_dir, ModelConfig(batch_size=8))
-    run_edit_stage(coco_dir, out, editor, EditSettings(steps=2, resolution=32), min_box_side=64)
+    run_edit_stage(
+        EditStageConfig(coco_dir, out, EditSettings(steps=2, resolution=32), min_box_side=64),
+        editor,
+    )
     scorer = load_scorer(tiny_clip_spec)
-    run_filter_stage(out, scorer, k=10, tau_real=-1, tau_gender=-1)
+    run_filter_stage(out, scorer, FilterSettings(k=10, tau_real=-1, tau_gender=-1))
     run_select_stage(out, seed=0)
     run_quality_checks(out, scorer, None)
     return out

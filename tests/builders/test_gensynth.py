@@ -18,6 +18,8 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from contrastkit.builders.gensynth import (
+    EditStageConfig,
+    FilterSettings,
     quality_sets,
     read_embeddings,
     read_summary,
@@ -53,7 +55,9 @@ def test_pipeline_stages_on_real_photos(
     editor = load_editor(tiny_editor_dir, ModelConfig(batch_size=4))
     # PNG (lossless): the background check below is pixel for pixel (WebP, the default,
     # is lossy; tests/builders/test_gensynth_shards.py covers it).
-    report = run_edit_stage(coco_dir, out, editor, SETTINGS, min_box_side=64, image_format="png")
+    report = run_edit_stage(
+        EditStageConfig(coco_dir, out, SETTINGS, min_box_side=64, image_format="png"), editor
+    )
     assert (report.sources, report.planned, report.edited) == (3, 48, 48)
     records = Manifest(out).read()
     assert len(records) == 48 and len({r.edit_id for r in records}) == 48
@@ -74,11 +78,11 @@ def test_pipeline_stages_on_real_photos(
         assert np.array_equal(edited[outside], original[outside])
         assert not np.array_equal(edited[~outside], original[~outside])
     # A rerun finds everything finished.
-    again = run_edit_stage(coco_dir, out, editor, SETTINGS, min_box_side=64)
+    again = run_edit_stage(EditStageConfig(coco_dir, out, SETTINGS, min_box_side=64), editor)
     assert (again.skipped_finished, again.edited) == (48, 0)
 
     scorer = load_scorer(tiny_clip_spec)
-    summary = run_filter_stage(out, scorer, k=10, tau_real=0.08, tau_gender=0.5)
+    summary = run_filter_stage(out, scorer, FilterSettings(k=10, tau_real=0.08, tau_gender=0.5))
     assert summary["k_effective"] == 10 and summary["edits"] == 48
     # The manifest's scores are Eq. 4-5 on the cached embeddings.
     scored = Manifest(out).read()
@@ -99,7 +103,7 @@ def test_pipeline_stages_on_real_photos(
     _crash_mid_embedding_loses_at_most_one_shard(out, scorer, vectors, monkeypatch)
 
     # Accept everything (thresholds below 0) to exercise selection.
-    run_filter_stage(out, scorer, k=10, tau_real=-1, tau_gender=-1)
+    run_filter_stage(out, scorer, FilterSettings(k=10, tau_real=-1, tau_gender=-1))
     select = run_select_stage(out, seed=0)
     assert select["sources_kept"] == 3 and select["images"] == 6
     items = read_contrast_set(out)
@@ -167,10 +171,10 @@ def _crash_mid_embedding_loses_at_most_one_shard(
     monkeypatch.setattr(filter_stage, "SHARD_ROWS", 8)
     crashing = _Counting(scorer, fail_at=5)
     with pytest.raises(RuntimeError, match="went away"):
-        run_filter_stage(out, crashing, k=10, batch_size=4)  # type: ignore[arg-type]
+        run_filter_stage(out, crashing, FilterSettings(k=10), batch_size=4)  # type: ignore[arg-type]
     assert len(read_embeddings(out, scorer.spec)) == 16  # type: ignore[attr-defined]
     counting = _Counting(scorer)
-    run_filter_stage(out, counting, k=10, batch_size=4)  # type: ignore[arg-type]
+    run_filter_stage(out, counting, FilterSettings(k=10), batch_size=4)  # type: ignore[arg-type]
     assert counting.rows == 51 - 16
     again = read_embeddings(out, scorer.spec)  # type: ignore[attr-defined]
     assert again.keys() == vectors.keys()
@@ -326,7 +330,7 @@ def test_a_second_run_on_a_build_folder_is_refused_and_touches_nothing(
     try:
         editor = object()  # never reached: the lock is checked first
         with pytest.raises(StateError, match=rf"pid {holder.pid}@"):
-            run_edit_stage(coco_dir, out, editor, SETTINGS)  # type: ignore[arg-type]
+            run_edit_stage(EditStageConfig(coco_dir, out, SETTINGS), editor)  # type: ignore[arg-type]
         with pytest.raises(StateError, match="another `contrastkit build gensynth` run"):
             run_select_stage(out)
         assert in_flight.read_bytes() == b"half an image"

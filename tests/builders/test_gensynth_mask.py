@@ -18,7 +18,13 @@ from typer.testing import CliRunner
 
 from contrastkit.builders.coco import read_coco, read_coco_cached, select_sources
 from contrastkit.builders.export import ExportContrastConfig, export_contrast_set, load_export
-from contrastkit.builders.gensynth import run_edit_stage, run_filter_stage, run_select_stage
+from contrastkit.builders.gensynth import (
+    EditStageConfig,
+    FilterSettings,
+    run_edit_stage,
+    run_filter_stage,
+    run_select_stage,
+)
 from contrastkit.builders.gensynth.context import measure_context
 from contrastkit.builders.manifest import Manifest, read_sources
 from contrastkit.cli import app
@@ -39,9 +45,9 @@ def _build(
     """Edit the first two sample sources, keep every edit (the filter's thresholds are
     off: here only the pixels matter), select."""
     editor = load_editor(editor_dir, ModelConfig(device="cpu", batch_size=4))
-    run_edit_stage(coco_dir, out, editor, settings, min_box_side=64, limit=2)
+    run_edit_stage(EditStageConfig(coco_dir, out, settings, min_box_side=64, limit=2), editor)
     scorer = load_scorer(clip_spec, ModelConfig(device="cpu"))
-    run_filter_stage(out, scorer, k=3, tau_real=-1, tau_gender=-1)
+    run_filter_stage(out, scorer, FilterSettings(k=3, tau_real=-1, tau_gender=-1))
     run_select_stage(out, seed=0)
 
 
@@ -157,7 +163,10 @@ def test_rle_and_polygon_segmentations_decode_to_the_same_mask() -> None:
 
 def test_mask_needs_a_segmentation_and_an_alpha_channel(coco_dir: Path, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="jpeg"):
-        run_edit_stage(coco_dir, tmp_path / "a", object(), MASK, image_format="jpeg")  # type: ignore[arg-type]
+        run_edit_stage(
+            EditStageConfig(coco_dir, tmp_path / "a", MASK, image_format="jpeg"),
+            object(),  # type: ignore[arg-type]
+        )
 
     def strip(data: dict[str, Any]) -> None:
         for item in data["annotations"]:
@@ -165,7 +174,7 @@ def test_mask_needs_a_segmentation_and_an_alpha_channel(coco_dir: Path, tmp_path
 
     no_masks = _copy_coco(coco_dir, tmp_path / "coco", strip)
     with pytest.raises(DataFormatError, match="--composite box"):
-        run_edit_stage(no_masks, tmp_path / "b", object(), MASK, limit=1)  # type: ignore[arg-type]
+        run_edit_stage(EditStageConfig(no_masks, tmp_path / "b", MASK, limit=1), object())  # type: ignore[arg-type]
 
 
 def test_stored_mask_edits_cost_fewer_bytes_than_whole_images(tmp_path: Path) -> None:

@@ -20,6 +20,8 @@ from typer.testing import CliRunner
 
 from contrastkit.builders.coco import SourceImage, read_coco, select_sources
 from contrastkit.builders.gensynth import (
+    EditStageConfig,
+    FilterSettings,
     MergeConfig,
     Shard,
     merge_shards,
@@ -29,7 +31,7 @@ from contrastkit.builders.gensynth import (
     run_select_stage,
 )
 from contrastkit.builders.gensynth.job import GenSynthConfig
-from contrastkit.builders.gensynth.shards import shard_number, write_shard_info
+from contrastkit.builders.gensynth.shards import ShardInfo, shard_number, write_shard_info
 from contrastkit.builders.manifest import (
     EditRecord,
     Manifest,
@@ -217,12 +219,12 @@ def _fake_shard(
     folder = shard.folder(out)
     folder.mkdir(parents=True, exist_ok=True)
     mine = only if only is not None else [s for s in sources if shard.owns(s.source_id)]
-    write_shard_info(
-        folder, shard, settings=settings, editor=editor,
+    write_shard_info(folder, ShardInfo(
+        shard, settings=settings, editor=editor,
         selection={"split": "train2017", "limit": None, "min_box_side": 64},
         positions={s.source_id: sources.index(s) for s in mine},
         storage={"image_format": "webp", "image_quality": 90},
-    )  # fmt: skip
+    ))  # fmt: skip
     write_sources(folder, mine)
     manifest = Manifest(folder)
     planned = [(s, spec) for s in mine for spec in plan_edits(s.source_id, settings)]
@@ -343,9 +345,9 @@ def test_merge_refuses_inconsistent_shards(coco_dir: Path, tmp_path: Path) -> No
         merge_shards(MergeConfig(out))
     # ... and a shard worker will not start on it, nor an unsharded run on a sharded build.
     with pytest.raises(StateError, match="edits of an unsharded run"):
-        run_edit_stage(coco_dir, out, object(), SETTINGS, shard=Shard(1, 2))  # type: ignore[arg-type]
+        run_edit_stage(EditStageConfig(coco_dir, out, SETTINGS, shard=Shard(1, 2)), object())  # type: ignore[arg-type]
     with pytest.raises(StateError, match="this build is sharded"):
-        run_edit_stage(coco_dir, out, object(), SETTINGS)  # type: ignore[arg-type]
+        run_edit_stage(EditStageConfig(coco_dir, out, SETTINGS), object())  # type: ignore[arg-type]
 
 
 def test_shard_and_storage_options_are_checked(tmp_path: Path) -> None:
@@ -384,7 +386,8 @@ def test_edits_are_webp_smaller_than_png_and_still_export(
     for image_format in ("webp", "png", "jpeg"):
         out = tmp_path / image_format
         options = {} if image_format == "webp" else {"image_format": image_format}
-        run_edit_stage(coco_dir, out, editor, SETTINGS, min_box_side=64, limit=1, **options)  # type: ignore[arg-type]
+        config = EditStageConfig(coco_dir, out, SETTINGS, min_box_side=64, limit=1, **options)  # type: ignore[arg-type]
+        run_edit_stage(config, editor)
         records = Manifest(out).read()
         assert len(records) == 8
         suffix = {"webp": ".webp", "png": ".png", "jpeg": ".jpg"}[image_format]
@@ -394,13 +397,17 @@ def test_edits_are_webp_smaller_than_png_and_still_export(
             assert image.format == image_format.upper() and image.size[0] > 300
     assert all(sizes["webp"][e] < sizes["png"][e] / 2 for e in sizes["png"])
     # A build started as PNG keeps its PNG edits when resumed with the new default.
-    again = run_edit_stage(coco_dir, tmp_path / "png", editor, SETTINGS, min_box_side=64, limit=1)
+    again = run_edit_stage(
+        EditStageConfig(coco_dir, tmp_path / "png", SETTINGS, min_box_side=64, limit=1), editor
+    )
     assert again.edited == 0 and all(
         r.path.endswith(".png") for r in Manifest(tmp_path / "png").read()
     )
 
     out = tmp_path / "webp"
-    run_filter_stage(out, load_scorer(tiny_clip_spec), k=5, tau_real=-1, tau_gender=-1)
+    run_filter_stage(
+        out, load_scorer(tiny_clip_spec), FilterSettings(k=5, tau_real=-1, tau_gender=-1)
+    )
     assert run_select_stage(out)["images"] == 2
     export_contrast_set(ExportContrastConfig(out, tmp_path / "export"))
     data = load_export(tmp_path / "export", "contrast", source="parquet")["test"]

@@ -287,16 +287,23 @@ def _build(
     config: QuickstartConfig, coco: Path, editor: _Loaded, scorer: _Loaded, build: Path
 ) -> dict[str, Any]:
     """Edit, filter, select and check; return the select summary."""
-    from contrastkit.builders.gensynth import run_edit_stage, run_filter_stage, run_select_stage
+    from contrastkit.builders.gensynth import (
+        EditStageConfig,
+        FilterSettings,
+        run_edit_stage,
+        run_filter_stage,
+        run_select_stage,
+    )
     from contrastkit.builders.gensynth.quality import run_quality_checks
     from contrastkit.curation.editing import EditSettings
 
     settings = (
         EditSettings(steps=2, resolution=32) if editor.tiny else EditSettings(steps=config.steps)
     )
-    edited = run_edit_stage(coco, build, editor.model, settings, min_box_side=64)
+    edited = run_edit_stage(EditStageConfig(coco, build, settings, min_box_side=64), editor.model)
     tau_real, tau_gender = _thresholds(config, editor.tiny or scorer.tiny)
-    filtered = run_filter_stage(build, scorer.model, k=50, tau_real=tau_real, tau_gender=tau_gender)
+    thresholds = FilterSettings(k=50, tau_real=tau_real, tau_gender=tau_gender)
+    filtered = run_filter_stage(build, scorer.model, thresholds)
     select = dict(run_select_stage(build, seed=0))
     select["edits_made"] = edited.edited + edited.skipped_finished
     select["edits_accepted"] = _accepted(filtered)

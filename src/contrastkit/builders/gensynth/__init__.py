@@ -24,13 +24,18 @@ folder reuses for every option it is not given (:func:`recorded_settings`), and 
 made before a later stage changed its inputs (the selection, after a re-filter) is marked
 ``stale``.
 
-Sharded builds (:mod:`.shards`): ``run_edit_stage(..., shard=Shard(K, N))`` edits one
+Sharded builds (:mod:`.shards`): ``EditStageConfig(..., shard=Shard(K, N))`` edits one
 shard's sources in ``out/shards/K-of-N`` and :func:`embed_build` embeds them there;
 :func:`merge_shards` combines the shards into ``out`` for the filter and select stages.
 """
 
-from contrastkit.builders.gensynth.edit import EditStageReport, run_edit_stage
-from contrastkit.builders.gensynth.filter import embed_build, read_embeddings, run_filter_stage
+from contrastkit.builders.gensynth.edit import EditStageConfig, EditStageReport, run_edit_stage
+from contrastkit.builders.gensynth.filter import (
+    FilterSettings,
+    embed_build,
+    read_embeddings,
+    run_filter_stage,
+)
 from contrastkit.builders.gensynth.select import LabeledImages, quality_sets, run_select_stage
 from contrastkit.builders.gensynth.shards import MergeConfig, MergeReport, Shard, merge_shards
 from contrastkit.builders.gensynth.summary import (
@@ -48,7 +53,9 @@ from contrastkit.builders.gensynth.summary import (
 __all__ = [
     "SETTINGS",
     "STALE",
+    "EditStageConfig",
     "EditStageReport",
+    "FilterSettings",
     "LabeledImages",
     "MergeConfig",
     "MergeReport",

@@ -11,7 +11,7 @@ import numpy as np
 from PIL import Image
 
 from contrastkit.builders.coco import SourceImage, read_coco_cached, select_sources
-from contrastkit.builders.gensynth.shards import SHARDS, Shard, write_shard_info
+from contrastkit.builders.gensynth.shards import SHARDS, Shard, ShardInfo, write_shard_info
 from contrastkit.builders.gensynth.summary import (
     SETTINGS,
     Progress,
@@ -49,6 +49,7 @@ from contrastkit.errors import ConfigError, DataFormatError, StateError
 from contrastkit.io import atomic_write_bytes
 
 __all__ = [
+    "EditStageConfig",
     "EditStageReport",
     "Window",
     "WindowEditor",
@@ -204,11 +205,83 @@ class EditStageReport:
     editor_dtype: str | None = None
 
 
+@dataclass(frozen=True)
+class EditStageConfig:
+    """What :func:`run_edit_stage` edits, and how it stores the edits (strings are taken
+    as paths).
+
+    Attributes:
+        coco, split, limit, min_box_side: the sources (:func:`select_sources`): the COCO
+            folder, its split (default: the only one), the first ``limit`` selected
+            sources only, the smallest person box side in pixels.
+        out: the build folder.
+        settings: instructions, scales, steps, resolution, seed ...
+        edits_per_call: how many planned edits go to the editor at once (the editor
+            batches those that share guidance settings).
+        shard: edit only this shard's sources (:class:`~.shards.Shard`, or ``"K/N"``),
+            in the shard's own build folder ``out/shards/K-of-N`` (which it locks,
+            instead of ``out``; its COCO table cache is kept there too), recording
+            ``shard.json`` for :func:`~.shards.merge_shards`.
+        image_format, image_quality: how edits are stored (``webp``, ``png`` or
+            ``jpeg``; quality 0-100 for the lossy ones), encoded by
+            :func:`~contrastkit.builders.manifest.encode_image` where the edit is made (a
+            Ray actor encodes its own, so this process only writes bytes). Finished edits
+            keep their format: a build's records may mix them.
+        record: the run's options, stored as the ``settings`` entry of the build summary
+            before the first edit (:func:`~.summary.recorded_settings`), so that a rerun
+            of a killed build, or of one stage, reuses them.
+    """
+
+    coco: Path
+    out: Path
+    settings: EditSettings
+    split: str | None = None
+    limit: int | None = None
+    min_box_side: float = 0.0
+    edits_per_call: int = 16
+    shard: Shard | None = None
+    image_format: str = DEFAULT_IMAGE_FORMAT
+    image_quality: int = DEFAULT_IMAGE_QUALITY
+    record: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "coco", Path(self.coco))
+        object.__setattr__(self, "out", Path(self.out))
+        if self.shard is not None:
+            object.__setattr__(self, "shard", Shard.parse(self.shard))
+
+    @property
+    def work_folder(self) -> Path:
+        """The folder the run works in (and locks): ``out``, or its shard's folder."""
+        return self.out if self.shard is None else self.shard.folder(self.out)
+
+    @property
+    def storage(self) -> Storage:
+        """How the edits are stored: ``(image_format, image_quality)``."""
+        return (self.image_format, self.image_quality)
+
+
 def _work_folder(arguments: dict[str, Any]) -> Path:
-    """The folder an edit run works in (and locks): ``out``, or its shard's folder."""
-    shard = arguments.get("shard")
-    out = Path(arguments["out"])
-    return out if shard is None else Shard.parse(shard).folder(out)
+    """The folder an edit run locks, from its arguments."""
+    config: EditStageConfig = arguments["config"]
+    return config.work_folder
+
+
+def _check_options(config: EditStageConfig) -> None:
+    """Refuse batching and storage options that are not valid, or that the compositing
+    cannot use."""
+    if config.edits_per_call < 1:
+        raise ConfigError(f"edits_per_call must be >= 1, not {config.edits_per_call}")
+    if config.image_format not in IMAGE_FORMATS:
+        choices = ", ".join(IMAGE_FORMATS)
+        raise ConfigError(f"image_format: {config.image_format!r} is not one of {choices}")
+    if not 0 <= config.image_quality <= 100:
+        raise ConfigError(f"image_quality: must be in 0-100, not {config.image_quality}")
+    if config.settings.composite == "mask" and config.image_format == "jpeg":
+        raise ConfigError(
+            "image_format: jpeg has no alpha channel, which --composite mask stores the "
+            "person's pixels in: use webp or png"
+        )
 
 
 def _check_layout(out: Path, shard: Shard | None) -> None:
@@ -227,29 +300,84 @@ def _check_layout(out: Path, shard: Shard | None) -> None:
             )
 
 
+def _check_segmentations(root: Path, sources: Sequence[SourceImage]) -> None:
+    """With ``composite="mask"``: every selected source needs a person segmentation."""
+    unmasked = [s.source_id for s in sources if s.segmentation is None]
+    if unmasked:
+        raise DataFormatError(
+            root, None, "segmentation",
+            f"{len(unmasked)} selected sources (e.g. {unmasked[0]}) have no person "
+            "segmentation in the COCO annotations: --composite mask needs one for "
+            "each; use --composite box (the paper's method)",
+        )  # fmt: skip
+
+
+def _shard_sources(
+    config: EditStageConfig, sources: list[SourceImage], editor: str, split: str
+) -> list[SourceImage]:
+    """The sources of ``config.shard`` (all of them without a shard); a shard records
+    them, with what decides its edits, in its ``shard.json``."""
+    if config.shard is None:
+        return sources
+    position = {s.source_id: n for n, s in enumerate(sources)}
+    mine = [s for s in sources if config.shard.owns(s.source_id)]
+    write_shard_info(
+        config.work_folder,
+        ShardInfo(
+            config.shard, settings=config.settings, editor=editor,
+            selection={"split": split, "limit": config.limit,
+                       "min_box_side": config.min_box_side},
+            positions={s.source_id: position[s.source_id] for s in mine},
+            storage={"image_format": config.image_format,
+                     "image_quality": config.image_quality},
+        ),
+    )  # fmt: skip
+    return mine
+
+
+def _windows(planned: Window, done: set[str], size: int) -> list[Window]:
+    """The windows of ``size`` consecutive planned edits that hold an edit not ``done``.
+
+    Windows are cut from the plan, not from what is pending, so that a resumed run gives
+    every edit the batch it had in an uninterrupted run with the same settings: on the
+    CPU a batched forward pass is not bit-identical across batch compositions
+    (docs/pipeline.md, "What is bit-identical"). A window is appended to the manifest in
+    one write, so a kill leaves whole windows; one found cut in half all the same is
+    made again whole, and only its missing edits are written.
+    """
+    return [
+        window
+        for window in (planned[i : i + size] for i in range(0, len(planned), size))
+        if any(spec.edit_id not in done for _, spec in window)
+    ]
+
+
+def _encoded_windows(
+    editor: Editor | WindowEditor, windows: Sequence[Window], config: EditStageConfig
+) -> Iterator[list[bytes]]:
+    """The edits of each window, encoded for storage: made here, or by a
+    :class:`WindowEditor` elsewhere (e.g. a Ray actor pool)."""
+    if isinstance(editor, WindowEditor):
+        return editor.edit_windows(windows, config.settings, config.storage)
+    return (
+        [encode_image(image, config.image_format, quality=config.image_quality) for image in images]
+        for images in edit_windows(editor, windows, config.settings)
+    )
+
+
 @holds_build_lock("contrastkit build gensynth", create=True, folder=_work_folder)
 def run_edit_stage(
-    coco_dir: str | Path,
-    out: str | Path,
+    config: EditStageConfig,
     editor: Editor | WindowEditor,
-    settings: EditSettings,
     *,
-    split: str | None = None,
-    limit: int | None = None,
-    min_box_side: float = 0.0,
-    edits_per_call: int = 16,
     progress: Progress | None = None,
-    shard: Shard | None = None,
-    image_format: str = DEFAULT_IMAGE_FORMAT,
-    image_quality: int = DEFAULT_IMAGE_QUALITY,
-    record: Mapping[str, Any] | None = None,
 ) -> EditStageReport:
     """Edit the person of every selected COCO source (GenSynth Sec. 4.1, App. A.2).
 
-    Edits go to the editor in windows of ``edits_per_call`` consecutive planned edits.
-    Each finished edit is written (``edits/<source>/<edit>.webp`` by default, temporary
-    file and rename; with ``settings.composite == "mask"`` only the pixels the edit
-    reached, marked by the alpha channel, which reading puts back onto the decoded
+    Edits go to the editor in windows of ``config.edits_per_call`` consecutive planned
+    edits. Each finished edit is written (``edits/<source>/<edit>.webp`` by default,
+    temporary file and rename; with ``settings.composite == "mask"`` only the pixels the
+    edit reached, marked by the alpha channel, which reading puts back onto the decoded
     source: :func:`~contrastkit.builders.manifest.edit_image`), and then the window's
     edits are appended to the manifest in one write with an fsync; edits already in the
     manifest with their image on disk are skipped, so a killed run resumes where it
@@ -259,74 +387,32 @@ def run_edit_stage(
     and gets the same pixels (docs/pipeline.md, "What is bit-identical").
 
     Args:
-        coco_dir, split, limit, min_box_side: the sources (:func:`select_sources`).
-        out: the build folder.
+        config: the sources, the build folder, the edit settings and the storage
+            (:class:`EditStageConfig`).
         editor: an :class:`~contrastkit.curation.editing.Editor` (InstructPix2Pix), run
             here; or a :class:`WindowEditor` (a Ray actor pool) that edits the pending
             windows elsewhere. Either way this process writes every image and manifest
             line, so the build folder is the same and either can resume the other's run.
-        settings: instructions, scales, steps, resolution, seed ...
-        edits_per_call: how many planned edits go to the editor at once (the editor
-            batches those that share guidance settings).
         progress: called with (finished, total) after each window is written.
-        shard: edit only this shard's sources (:class:`~.shards.Shard`), in the shard's
-            own build folder ``out/shards/K-of-N`` (which it locks, instead of ``out``;
-            its COCO table cache is kept there too), recording ``shard.json`` for
-            :func:`~.shards.merge_shards`.
-        image_format, image_quality: how edits are stored (``webp``, ``png`` or
-            ``jpeg``; quality 0-100 for the lossy ones), encoded by
-            :func:`~contrastkit.builders.manifest.encode_image` where the edit is made (a
-            Ray actor encodes its own, so this process only writes bytes). Finished edits
-            keep their format: a build's records may mix them.
-        record: the run's options, stored as the ``settings`` entry of the build summary
-            before the first edit (:func:`~.summary.recorded_settings`), so that a rerun
-            of a killed build, or of one stage, reuses them.
     """
-    if edits_per_call < 1:
-        raise ConfigError(f"edits_per_call must be >= 1, not {edits_per_call}")
-    if image_format not in IMAGE_FORMATS:
-        choices = ", ".join(IMAGE_FORMATS)
-        raise ConfigError(f"image_format: {image_format!r} is not one of {choices}")
-    if not 0 <= image_quality <= 100:
-        raise ConfigError(f"image_quality: must be in 0-100, not {image_quality}")
-    if settings.composite == "mask" and image_format == "jpeg":
-        raise ConfigError(
-            "image_format: jpeg has no alpha channel, which --composite mask stores the "
-            "person's pixels in: use webp or png"
-        )
-    shard = None if shard is None else Shard.parse(shard)
-    _check_layout(Path(out), shard)
+    settings = config.settings
+    _check_options(config)
+    _check_layout(config.out, config.shard)
     family = _family_of(editor)
     if settings.resolution % family.multiple:
         raise ConfigError(
             f"resolution: the {family.prefix} editor needs a multiple of {family.multiple}, "
             f"not {settings.resolution}"
         )
-    out = _work_folder({"out": out, "shard": shard})
-    coco = read_coco_cached(coco_dir, out, split)  # parsed once, kept in the build folder
-    selection = select_sources(coco, min_box_side=min_box_side, limit=limit)
-    sources = selection.sources
+    out = config.work_folder
+    coco = read_coco_cached(config.coco, out, config.split)  # parsed once, kept in the build
+    selection = select_sources(coco, min_box_side=config.min_box_side, limit=config.limit)
     if settings.composite == "mask":
-        unmasked = [s.source_id for s in sources if s.segmentation is None]
-        if unmasked:
-            raise DataFormatError(
-                coco.root, None, "segmentation",
-                f"{len(unmasked)} selected sources (e.g. {unmasked[0]}) have no person "
-                "segmentation in the COCO annotations: --composite mask needs one for "
-                "each; use --composite box (the paper's method)",
-            )  # fmt: skip
+        _check_segmentations(coco.root, selection.sources)
     out.mkdir(parents=True, exist_ok=True)
-    if shard is not None:
-        position = {s.source_id: n for n, s in enumerate(sources)}
-        sources = [s for s in sources if shard.owns(s.source_id)]
-        write_shard_info(
-            out, shard, settings=settings, editor=editor.name,
-            selection={"split": coco.split, "limit": limit, "min_box_side": min_box_side},
-            positions={s.source_id: position[s.source_id] for s in sources},
-            storage={"image_format": image_format, "image_quality": image_quality},
-        )  # fmt: skip
-    if record is not None:
-        update_summary(out, SETTINGS, dict(record))
+    sources = _shard_sources(config, selection.sources, editor.name, coco.split)
+    if config.record is not None:
+        update_summary(out, SETTINGS, dict(config.record))
     removed = remove_stale_temp_files(out)
     write_sources(out, sources)
     manifest = Manifest(out)
@@ -340,37 +426,17 @@ def run_edit_stage(
     total, finished = len(planned), len(planned) - len(pending)
     if progress:
         progress(finished, total)
-    # Windows are cut from the plan, not from what is pending, so that a resumed run gives
-    # every edit the batch it had in an uninterrupted run with the same settings: on the
-    # CPU a batched forward pass is not bit-identical across batch compositions
-    # (docs/pipeline.md, "What is bit-identical"). A window is appended to the manifest in
-    # one write, so a kill leaves whole windows; one found cut in half all the same is
-    # made again whole, and only its missing edits are written.
-    windows = [
-        window
-        for window in (
-            planned[i : i + edits_per_call] for i in range(0, len(planned), edits_per_call)
-        )
-        if any(spec.edit_id not in done for _, spec in window)
-    ]
-    storage = (image_format, image_quality)
-    if isinstance(editor, WindowEditor):  # e.g. a Ray actor pool (apps.gensynth_ray)
-        results = editor.edit_windows(windows, settings, storage)
-    else:
-        results = (
-            [encode_image(image, image_format, quality=image_quality) for image in images]
-            for images in edit_windows(editor, windows, settings)
-        )
-    for window, edited in zip(windows, results, strict=True):  # written here only
-        made = []
+    windows = _windows(planned, done, config.edits_per_call)
+    origin = _EditOrigin(editor.name, family.method, settings.composite)
+    suffix = IMAGE_FORMATS[config.image_format]
+    for window, edited in zip(windows, _encoded_windows(editor, windows, config), strict=True):
+        made = []  # written here only
         for (source, spec), encoded in zip(window, edited, strict=True):
             if spec.edit_id in done:
                 continue  # finished by an earlier run: kept byte for byte
-            relative = f"edits/{source.source_id}/{spec.edit_id}{IMAGE_FORMATS[image_format]}"
+            relative = f"edits/{source.source_id}/{spec.edit_id}{suffix}"
             atomic_write_bytes(out / relative, encoded)
-            made.append(
-                _record(source, spec, relative, editor.name, family.method, settings.composite)
-            )
+            made.append(origin.record(source, spec, relative))
         manifest.append(*made)
         finished += len(made)
         if progress:
@@ -384,9 +450,9 @@ def run_edit_stage(
         selection=selection.counts,
         settings=settings.to_json(),
         editor=editor.name,
-        shard=None if shard is None else str(shard),
-        image_format=image_format,
-        image_quality=image_quality,
+        shard=None if config.shard is None else str(config.shard),
+        image_format=config.image_format,
+        image_quality=config.image_quality,
         editor_random_weights=bool(getattr(editor, "random_weights", False)),
         editor_family=family.prefix,
         editor_pipeline=family.pipeline,
@@ -412,22 +478,30 @@ def _family_of(editor: Editor | WindowEditor) -> EditorFamily:
         return found
 
 
-def _record(
-    source: SourceImage, spec: EditSpec, path: str, editor: str, method: str, composite: str
-) -> EditRecord:
-    return EditRecord(
-        edit_id=spec.edit_id,
-        source_id=source.source_id,
-        method=method,
-        target=spec.target.value,
-        source_label=source.label.value,
-        box=source.box.as_list(),
-        seed=spec.seed,
-        path=path,
-        editor=editor,
-        instruction=spec.instruction,
-        text_guidance_scale=spec.text_guidance_scale,
-        image_guidance_scale=spec.image_guidance_scale,
-        steps=spec.steps,
-        composite="mask" if composite == "mask" else None,
-    )
+@dataclass(frozen=True)
+class _EditOrigin:
+    """What every edit of one run records about how it was made: the editor's name, its
+    family's method and the compositing."""
+
+    editor: str
+    method: str
+    composite: str
+
+    def record(self, source: SourceImage, spec: EditSpec, path: str) -> EditRecord:
+        """The manifest line of the edit ``spec`` of ``source``, stored at ``path``."""
+        return EditRecord(
+            edit_id=spec.edit_id,
+            source_id=source.source_id,
+            method=self.method,
+            target=spec.target.value,
+            source_label=source.label.value,
+            box=source.box.as_list(),
+            seed=spec.seed,
+            path=path,
+            editor=self.editor,
+            instruction=spec.instruction,
+            text_guidance_scale=spec.text_guidance_scale,
+            image_guidance_scale=spec.image_guidance_scale,
+            steps=spec.steps,
+            composite="mask" if self.composite == "mask" else None,
+        )

@@ -6,7 +6,7 @@ import hashlib
 import io
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -31,11 +31,6 @@ from contrastkit.builders.manifest import (
     with_scores,
 )
 from contrastkit.curation.knn_filter import (
-    DEFAULT_K,
-    DEFAULT_TAU_GENDER,
-    DEFAULT_TAU_REAL,
-    Backend,
-    Device,
     KnnFilterSettings,
     knn_filter,
 )
@@ -48,6 +43,7 @@ from contrastkit.pipeline.sources import DecodeFailure
 __all__ = [
     "SHARD_ROWS",
     "CropEmbedder",
+    "FilterSettings",
     "PersonCrop",
     "embed_build",
     "read_embeddings",
@@ -145,14 +141,15 @@ def _write_shard(out: Path, name: str, keys: list[str], vectors: list[np.ndarray
 def _embed_cached(
     out: Path,
     encoder: ImageTextScorer | CropEmbedder,
-    keys: list[str],
     loaders: dict[str, PersonCrop],
     batch_size: int,
     progress: Progress | None,
 ) -> np.ndarray:
-    """Embeddings for ``keys``, reusing those the folder holds for the same encoder
-    (:func:`read_embeddings`). New ones are checkpointed every :data:`SHARD_ROWS` rows, so
-    a crash loses at most one shard's work."""
+    """Embeddings of the crops ``loaders`` cut, in its key order, reusing those the
+    folder holds for the same encoder (:func:`read_embeddings`). New ones are
+    checkpointed every :data:`SHARD_ROWS` rows, so a crash loses at most one shard's
+    work."""
+    keys = list(loaders)
     name = _encoder_name(encoder)
     cached = read_embeddings(out, name)
     missing = [key for key in keys if key not in cached]
@@ -221,8 +218,7 @@ def _embed_records(
             if isinstance(image, Path)
             else PersonCrop(image.path, sources[r.source_id], onto=image.source)
         )
-    keys = list(loaders)
-    return used, sources, _embed_cached(out, encoder, keys, loaders, batch_size, progress)
+    return used, sources, _embed_cached(out, encoder, loaders, batch_size, progress)
 
 
 @holds_build_lock("contrastkit build gensynth")
@@ -253,16 +249,17 @@ def embed_build(
     return summary
 
 
+#: The KNN filter's settings (GenSynth Sec. 4.2, Eq. 4-5; the paper's by default): the
+#: filter stage takes the curation filter's own settings.
+FilterSettings = KnnFilterSettings
+
+
 @holds_build_lock("contrastkit build gensynth")
 def run_filter_stage(
     out: str | Path,
     encoder: ImageTextScorer | CropEmbedder,
+    settings: FilterSettings | None = None,
     *,
-    k: int = DEFAULT_K,
-    tau_real: float = DEFAULT_TAU_REAL,
-    tau_gender: float = DEFAULT_TAU_GENDER,
-    backend: Backend = "auto",
-    device: Device = "auto",
     batch_size: int = 32,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
@@ -276,9 +273,18 @@ def run_filter_stage(
     :data:`SHARD_ROWS` rows each), so a rerun only embeds new edits and a crash loses at
     most one shard.
 
+    Args:
+        out: the build folder.
+        encoder: the image encoder of the crops (here, or a :class:`CropEmbedder`).
+        settings: ``K``, the thresholds and the search (default: the paper's).
+        batch_size: crops per forward pass.
+        progress: called with (embedded, total) as the crops are embedded.
+
     Returns:
         The filter summary (also stored under ``filter`` in ``build_summary.json``).
     """
+    settings = FilterSettings() if settings is None else settings
+    k = settings.k
     out = Path(out)
     manifest = Manifest(out)
     records = manifest.read()
@@ -292,9 +298,7 @@ def run_filter_stage(
         [sources[s].label for s in used],
         synthetic,
         [r.target for r in records],
-        KnnFilterSettings(
-            k=k_effective, tau_real=tau_real, tau_gender=tau_gender, backend=backend, device=device
-        ),
+        replace(settings, k=k_effective),
     )
     scored = [
         with_scores(r, float(pr), float(pg), bool(ok))
@@ -310,8 +314,8 @@ def run_filter_stage(
         "edits": len(scored),
         "k": k,
         "k_effective": k_effective,
-        "tau_real": tau_real,
-        "tau_gender": tau_gender,
+        "tau_real": settings.tau_real,
+        "tau_gender": settings.tau_gender,
         **result.search.summary(),  # backend, device, gpus: the search that ran
         "accepted": int(result.accepted.sum()),
         "acceptance_rate": float(result.accepted.mean()),

@@ -403,11 +403,14 @@ def _build(
         )  # fmt: skip
         with progress_stage(progress, "editing") as update:
             builder.run_edit_stage(
-                run.coco, out, editor, run.edit, split=run.split, limit=run.limit,
-                min_box_side=run.min_box_side, progress=update,
-                edits_per_call=config.model.batch_size * len(run.edit.text_guidance_scales),
-                shard=config.shard, image_format=run.image_format,
-                image_quality=run.image_quality, record=record,
+                builder.EditStageConfig(
+                    run.coco, out, run.edit, split=run.split, limit=run.limit,
+                    min_box_side=run.min_box_side,
+                    edits_per_call=config.model.batch_size * len(run.edit.text_guidance_scales),
+                    shard=config.shard, image_format=run.image_format,
+                    image_quality=run.image_quality, record=record,
+                ),
+                editor, progress=update,
             )  # fmt: skip
         del editor  # free its memory before the embedder loads
         stages.append("edit")
@@ -427,9 +430,11 @@ def _build(
         assert encoder is not None
         with progress_stage(progress, "embedding") as update:
             filtered = builder.run_filter_stage(
-                out, encoder, k=run.k, tau_real=run.tau_real,
-                tau_gender=run.tau_gender, backend=config.backend,
-                device=config.knn_device, progress=update,
+                out, encoder, builder.FilterSettings(
+                    k=run.k, tau_real=run.tau_real, tau_gender=run.tau_gender,
+                    backend=config.backend, device=config.knn_device,
+                ),
+                progress=update,
             )  # fmt: skip
         stages.append("filter")
         editor_spec = (builder.read_summary(out).get("edit") or {}).get("editor", run.editor)

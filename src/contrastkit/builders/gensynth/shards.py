@@ -58,6 +58,7 @@ __all__ = [
     "MergeConfig",
     "MergeReport",
     "Shard",
+    "ShardInfo",
     "merge_shards",
     "read_shard_info",
     "write_shard_info",
@@ -136,41 +137,51 @@ def fingerprint(info: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def write_shard_info(
-    folder: Path,
-    shard: Shard,
-    *,
-    settings: EditSettings,
-    editor: str,
-    selection: Mapping[str, Any],
-    positions: Mapping[str, int],
-    storage: Mapping[str, Any],
-) -> dict[str, Any]:
-    """Write (or check) ``shard.json`` of a shard folder before it edits anything.
+@dataclass(frozen=True)
+class ShardInfo:
+    """What a shard worker records in its ``shard.json`` before it edits anything
+    (:func:`write_shard_info`).
 
-    Args:
-        folder: the shard folder.
+    Attributes:
         shard: which shard it is.
         settings, editor: what decides its edits.
         selection: how the sources were selected (COCO split, limit, min box side): the
             positions are only comparable between shards that agree on it.
         positions: source id -> position in the full selection, for this shard's sources.
         storage: image format and quality of the edits (recorded, not compared).
+    """
+
+    shard: Shard
+    settings: EditSettings
+    editor: str
+    selection: Mapping[str, Any]
+    positions: Mapping[str, int]
+    storage: Mapping[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        """The content of ``shard.json``, with the :func:`fingerprint` of the settings."""
+        info: dict[str, Any] = {
+            "shard": self.shard.index,
+            "shards": self.shard.count,
+            "edit": self.settings.to_json(),
+            "editor": self.editor,
+            "selection": dict(self.selection),
+            "storage": dict(self.storage),
+        }
+        info["fingerprint"] = fingerprint(info)
+        info["positions"] = dict(self.positions)
+        return info
+
+
+def write_shard_info(folder: Path, shard_info: ShardInfo) -> dict[str, Any]:
+    """Write (or check) ``shard.json`` of the shard folder ``folder`` before it edits
+    anything; return what it holds.
 
     Raises:
         StateError: the folder already holds a shard made with other settings (naming
             the setting), or another shard.
     """
-    info: dict[str, Any] = {
-        "shard": shard.index,
-        "shards": shard.count,
-        "edit": settings.to_json(),
-        "editor": editor,
-        "selection": dict(selection),
-        "storage": dict(storage),
-    }
-    info["fingerprint"] = fingerprint(info)
-    info["positions"] = dict(positions)
+    info = shard_info.to_json()
     path = folder / SHARD_INFO
     if path.exists():
         old = read_shard_info(folder)
@@ -369,19 +380,7 @@ def _merge(out: Path, count: int, folders: Mapping[int, Path], missing: tuple[in
     infos = {k: read_shard_info(folder) for k, folder in folders.items()}
     first_k = min(infos)
     reference = infos[first_k]
-    for k, info in infos.items():
-        folder = folders[k]
-        if (info["shard"], info["shards"]) != (k, count):
-            raise DataFormatError(
-                folder / SHARD_INFO, None, "shard",
-                f"records shard {info['shard']}/{info['shards']}, not {k}/{count}",
-            )  # fmt: skip
-        what = _difference({**reference, "shard": k}, info)
-        if what:
-            raise StateError(
-                f"{folder}: made with other settings than {folders[first_k]} ({what}); "
-                f"every shard of a build must use the same edit settings, editor and selection"
-            )
+    _check_agreement(infos, folders, count)
     settings = _settings(reference, folders[first_k] / SHARD_INFO)
     positions: dict[str, int] = {}
     sources: dict[str, SourceImage] = {}
@@ -469,6 +468,28 @@ def _merge(out: Path, count: int, folders: Mapping[int, Path], missing: tuple[in
     if SETTINGS not in read_summary(out):  # the filter and select stages on OUT reuse them
         update_summary(out, SETTINGS, _shard_settings(reference, folders[first_k]))
     return report
+
+
+def _check_agreement(
+    infos: Mapping[int, Mapping[str, Any]], folders: Mapping[int, Path], count: int
+) -> None:
+    """Check that each shard's ``shard.json`` records its own number (``K`` of ``count``)
+    and the same edit settings, editor and selection as the first shard's."""
+    first_k = min(infos)
+    reference = infos[first_k]
+    for k, info in infos.items():
+        folder = folders[k]
+        if (info["shard"], info["shards"]) != (k, count):
+            raise DataFormatError(
+                folder / SHARD_INFO, None, "shard",
+                f"records shard {info['shard']}/{info['shards']}, not {k}/{count}",
+            )  # fmt: skip
+        what = _difference({**reference, "shard": k}, info)
+        if what:
+            raise StateError(
+                f"{folder}: made with other settings than {folders[first_k]} ({what}); "
+                f"every shard of a build must use the same edit settings, editor and selection"
+            )
 
 
 def _shard_settings(info: Mapping[str, Any], folder: Path) -> dict[str, Any]:
