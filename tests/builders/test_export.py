@@ -22,6 +22,7 @@ from contrastkit.builders.export import (
     read_metadata,
 )
 from contrastkit.builders.genswap import swap_faces
+from contrastkit.builders.genswap_job import GenSwapConfig
 from contrastkit.builders.gensynth import (
     EditStageConfig,
     FilterSettings,
@@ -300,7 +301,8 @@ def test_contrast_set_round_trip_and_card(gensynth_build: Path, tmp_path: Path) 
 def test_genswap_sets_export_too(
     coco_dir: Path, face_bank: Path, face_detector: FaceDetector, tmp_path: Path
 ) -> None:
-    swap_faces(coco_dir, face_bank, tmp_path / "swap", min_box_side=64, detector=face_detector)
+    swap = GenSwapConfig(coco_dir, face_bank, tmp_path / "swap", min_box_side=64)
+    swap_faces(swap, detector=face_detector)
     result = export_contrast_set(ExportContrastConfig(tmp_path / "swap", tmp_path / "out"))
     data = result.configs["contrast"]["test"]
     assert data.num_rows == 6 and all(d is not None for d in data["donor"])

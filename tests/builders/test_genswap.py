@@ -10,6 +10,7 @@ import pytest
 from PIL import Image
 
 from contrastkit.builders.genswap import swap_faces
+from contrastkit.builders.genswap_job import GenSwapConfig
 from contrastkit.builders.manifest import Manifest, read_contrast_set
 from contrastkit.curation.faces import FaceDetector
 
@@ -19,7 +20,9 @@ def test_genswap_replaces_the_astronauts_face_and_resumes(
     coco_dir: Path, face_bank: Path, face_detector: FaceDetector, tmp_path: Path
 ) -> None:
     out = tmp_path / "swap"
-    summary = swap_faces(coco_dir, face_bank, out, min_box_side=64, detector=face_detector)
+    summary = swap_faces(
+        GenSwapConfig(coco_dir, face_bank, out, min_box_side=64), detector=face_detector
+    )
     assert summary["sources"] == 3 and summary["no_face"] == 0
     assert summary["swapped"] == 6 and summary["sources_kept"] == 3
     records = {r.edit_id: r for r in Manifest(out).read()}
@@ -40,7 +43,9 @@ def test_genswap_replaces_the_astronauts_face_and_resumes(
     assert [(i.source_id, i.gender) for i in items][:2] == [("1", "masculine"), ("1", "feminine")]
     assert items[1].captions[0] == "A woman takes a picture with a camera on a tripod."
     # A rerun does nothing again; the summary says so.
-    again = swap_faces(coco_dir, face_bank, out, min_box_side=64, detector=face_detector)
+    again = swap_faces(
+        GenSwapConfig(coco_dir, face_bank, out, min_box_side=64), detector=face_detector
+    )
     assert again["swapped"] == 0 and again["skipped_finished"] == 6
     assert json.loads((out / "build_summary.json").read_text())["genswap"]["images"] == 6
 

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PIL import Image
 
@@ -33,15 +34,17 @@ from contrastkit.builders.manifest import (
     write_sources,
 )
 from contrastkit.curation.faces import (
-    DEFAULT_MIN_AGE,
-    BankFace,
     Face,
+    FaceBank,
     FaceDetector,
     face_in_box,
     read_face_bank,
     swap_face,
 )
 from contrastkit.schema import Gender
+
+if TYPE_CHECKING:
+    from contrastkit.builders.genswap_job import GenSwapConfig
 
 __all__ = ["swap_faces", "swap_id"]
 
@@ -51,19 +54,16 @@ def swap_id(source_id: str, gender: Gender) -> str:
     return f"{source_id}-{gender.short}swap"
 
 
-@holds_build_lock("contrastkit build genswap", create=True)
+def _build_folder(arguments: dict[str, Any]) -> Path:
+    """The folder a swap run locks, from its arguments: the config's ``out``."""
+    config: GenSwapConfig = arguments["config"]
+    return config.out
+
+
+@holds_build_lock("contrastkit build genswap", create=True, folder=_build_folder)
 def swap_faces(
-    coco_dir: str | Path,
-    faces: str | Path,
-    out: str | Path,
+    config: GenSwapConfig,
     *,
-    split: str | None = None,
-    limit: int | None = None,
-    min_box_side: float = 0.0,
-    seed: int = 0,
-    same_sources: str | Path | None = None,
-    min_age: int = DEFAULT_MIN_AGE,
-    feather: float = 0.3,
     detector: FaceDetector | None = None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
@@ -73,14 +73,12 @@ def swap_faces(
     :func:`contrastkit.builders.genswap_job.build_genswap`.
 
     Args:
-        coco_dir, split, limit, min_box_side: the sources (:func:`select_sources`).
-        faces: the face bank table (``file``, ``gender``, ``age``).
-        out: the build folder.
-        seed: seeds the donor draw, per source and gender.
-        same_sources: a GenSynth build folder (or its ``contrast_set.jsonl``): use only
-            its source ids (the paper's GenSwap uses the GenSynth sources).
-        min_age: youngest age a bank face may have (the paper: older than 19).
-        feather: blend ramp of the ellipse, as a fraction of its radius.
+        config: the sources (``coco``, ``split``, ``limit``, ``min_box_side``:
+            :func:`select_sources`; ``same_sources``: only the source ids of a GenSynth
+            build, as the paper's GenSwap), the face bank (``faces``, ``min_age``), the
+            build folder ``out``, the donor draw's ``seed`` and the blend ``feather``
+            (:class:`~contrastkit.builders.genswap_job.GenSwapConfig`; its embedder,
+            pool and model are not used here).
         detector: an MTCNN :class:`FaceDetector` (made on first use otherwise).
         progress: called with (finished sources, total).
 
@@ -88,17 +86,17 @@ def swap_faces(
         The summary, also stored under ``genswap`` in ``build_summary.json`` (the quality
         checks of an earlier run, ``quality``, are dropped: they described another set).
     """
-    out = Path(out)
+    out = config.out
     ids = None
-    if same_sources is not None:
-        ids = sorted({int(item.source_id) for item in read_contrast_set(same_sources)})
+    if config.same_sources is not None:
+        ids = sorted({int(item.source_id) for item in read_contrast_set(config.same_sources)})
     selection = select_sources(
-        read_coco_cached(coco_dir, out, split),  # parsed once, kept in the build folder
-        min_box_side=min_box_side,
-        limit=limit,
+        read_coco_cached(config.coco, out, config.split),  # parsed once, kept in the build
+        min_box_side=config.min_box_side,
+        limit=config.limit,
         image_ids=ids,
     )
-    bank = read_face_bank(faces, min_age=min_age)
+    bank = read_face_bank(config.faces, min_age=config.min_age)
     out.mkdir(parents=True, exist_ok=True)
     remove_stale_temp_files(out)
     write_sources(out, selection.sources)
@@ -108,16 +106,12 @@ def swap_faces(
         manifest.rewrite(records.values())
     skipped = sum(swap_id(s.source_id, g) in records for s in selection.sources
                   for g in Gender.binary())  # fmt: skip
-    donors: dict[Path, Image.Image] = {}
+    swapper = _FaceSwapper(config, bank, manifest, records, detector)
     no_face: list[str] = []
     for number, source in enumerate(selection.sources, start=1):
         todo = [g for g in Gender.binary() if swap_id(source.source_id, g) not in records]
-        if todo:
-            detector = detector or FaceDetector()
-            face = _swap_source(out, source, todo, bank.faces, detector, donors, seed, feather,
-                                manifest, records, bank.path)  # fmt: skip
-            if face is None:
-                no_face.append(source.source_id)
+        if todo and swapper.swap(source, todo) is None:
+            no_face.append(source.source_id)
         if progress:
             progress(number, len(selection.sources))
     chosen = {
@@ -137,58 +131,72 @@ def swap_faces(
         "images": len(items),
         "face_bank": str(bank.path),
         "face_bank_counts": bank.counts(),
-        "min_age": min_age,
-        "seed": seed,
+        "min_age": config.min_age,
+        "seed": config.seed,
     }
     update_summary(out, "genswap", summary, stale=("quality", "context"))
     return summary
 
 
-def _donor_face(path: Path, detector: FaceDetector, donors: dict[Path, Image.Image]) -> Image.Image:
-    """The bank image cut to its most probable face (the whole image if none is found)."""
-    if path not in donors:
-        image = load_image(path)
-        faces = detector.detect(image)
-        donors[path] = image.crop(faces[0].int_box(image.width, image.height)) if faces else image
-    return donors[path]
+@dataclass
+class _FaceSwapper:
+    """The swaps of one run: the config's seed and feather, the face bank, the manifest
+    and its finished records (both added to as swaps are made), the face detector (made
+    on first use) and the donor faces cut so far."""
 
+    config: GenSwapConfig
+    bank: FaceBank
+    manifest: Manifest
+    records: dict[str, EditRecord]
+    detector: FaceDetector | None = None
+    donors: dict[Path, Image.Image] = field(default_factory=dict)
 
-def _swap_source(
-    out: Path,
-    source: SourceImage,
-    todo: Sequence[Gender],
-    bank: dict[Gender, list[BankFace]],
-    detector: FaceDetector,
-    donors: dict[Path, Image.Image],
-    seed: int,
-    feather: float,
-    manifest: Manifest,
-    records: dict[str, EditRecord],
-    bank_path: Path,
-) -> Face | None:
-    image = load_image(source.path)
-    face = face_in_box(detector.detect(image), source.box.xyxy(image.width, image.height))
-    if face is None:
-        return None
-    box = face.int_box(image.width, image.height)
-    for gender in todo:
-        donor = random.Random(f"{seed}:{source.source_id}:{gender.value}").choice(bank[gender])
-        swapped = swap_face(image, box, _donor_face(donor.path, detector, donors), feather=feather)
-        relative = f"edits/{source.source_id}/{swap_id(source.source_id, gender)}.png"
-        write_image(out / relative, swapped)
-        record = EditRecord(
-            edit_id=swap_id(source.source_id, gender),
-            source_id=source.source_id,
-            method="genswap",
-            target=gender.value,
-            source_label=source.label.value,
-            box=source.box.as_list(),
-            seed=seed,
-            path=relative,
-            editor=f"facenet-pytorch MTCNN + face bank {bank_path}",
-            donor=str(donor.path),
-            accepted=True,
-        )
-        manifest.append(record)
-        records[record.edit_id] = record
-    return face
+    def _detect(self, image: Image.Image) -> list[Face]:
+        if self.detector is None:
+            self.detector = FaceDetector()
+        return self.detector.detect(image)
+
+    def _donor_face(self, path: Path) -> Image.Image:
+        """The bank image cut to its most probable face (the whole image if none is found)."""
+        if path not in self.donors:
+            image = load_image(path)
+            faces = self._detect(image)
+            self.donors[path] = (
+                image.crop(faces[0].int_box(image.width, image.height)) if faces else image
+            )
+        return self.donors[path]
+
+    def swap(self, source: SourceImage, todo: Sequence[Gender]) -> Face | None:
+        """Swap the face in ``source``'s person box for a donor of each gender of
+        ``todo``, writing each swap and its manifest line; the face swapped, or ``None``
+        when the box holds none."""
+        seed, out = self.config.seed, self.config.out
+        image = load_image(source.path)
+        face = face_in_box(self._detect(image), source.box.xyxy(image.width, image.height))
+        if face is None:
+            return None
+        box = face.int_box(image.width, image.height)
+        for gender in todo:
+            faces = self.bank.faces[gender]
+            donor = random.Random(f"{seed}:{source.source_id}:{gender.value}").choice(faces)
+            swapped = swap_face(
+                image, box, self._donor_face(donor.path), feather=self.config.feather
+            )
+            relative = f"edits/{source.source_id}/{swap_id(source.source_id, gender)}.png"
+            write_image(out / relative, swapped)
+            record = EditRecord(
+                edit_id=swap_id(source.source_id, gender),
+                source_id=source.source_id,
+                method="genswap",
+                target=gender.value,
+                source_label=source.label.value,
+                box=source.box.as_list(),
+                seed=seed,
+                path=relative,
+                editor=f"facenet-pytorch MTCNN + face bank {self.bank.path}",
+                donor=str(donor.path),
+                accepted=True,
+            )
+            self.manifest.append(record)
+            self.records[record.edit_id] = record
+        return face

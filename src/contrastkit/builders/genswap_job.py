@@ -149,12 +149,7 @@ def build_genswap(
         else None
     )
     with progress_stage(progress, "swapping faces") as update:
-        swap = swap_faces(
-            config.coco, config.faces, out, split=config.split, limit=config.limit,
-            min_box_side=config.min_box_side, seed=config.seed,
-            same_sources=config.same_sources, min_age=config.min_age, feather=config.feather,
-            detector=FaceDetector(config.model.device), progress=update,
-        )  # fmt: skip
+        swap = swap_faces(config, detector=FaceDetector(config.model.device), progress=update)
     quality = None
     if config.embedder:
         from contrastkit.models import load_scorer
