@@ -59,7 +59,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 # the dense contrast evaluation (a) is the tests' oracle: tests/dense_contrast.py
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from contrastkit.builders.quality import recall_at_k
+from contrastkit.builders.quality import CaptionQueries, recall_at_k
 from contrastkit.distances import squared_euclidean
 from contrastkit.evaluators.contrast import ContrastSettings, evaluate_contrast
 from dense_contrast import dense_evaluate_contrast
@@ -338,7 +338,7 @@ def bench_recall(pool_size: int, captions_per_image: int) -> None:
     )
     dense, t_dense, m_dense, _ = measure(lambda: dense_recall_at_k(texts, owners, pool, ks, index))
     blocked, t_block, m_block, _ = measure(
-        lambda: recall_at_k(texts, owners, pool, pool, ks, pool_index=index)
+        lambda: recall_at_k(CaptionQueries(texts, owners, pool, index), pool, ks)
     )
     matrix = len(owners) * pool_size * 4 / 2**20
     print(f"   {'run':<44} {'seconds':>8} {'peak MB':>8}")

@@ -188,7 +188,7 @@ _SELECT_CHILD = """
 import json, sys, time
 import numpy as np
 from contrastkit.builders.gensynth import quality_sets, run_select_stage
-from contrastkit.builders.quality import recall_at_k
+from contrastkit.builders.quality import CaptionQueries, recall_at_k
 def rss_kib():
     with open("/proc/self/status") as status:
         return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
@@ -202,7 +202,7 @@ for labeled in sets.values():  # what the checks embed and retrieve, with random
     owners = [i for i, caps in enumerate(labeled.captions) for _ in caps]
     images = rng.standard_normal((len(labeled.images), 64)).astype(np.float32)
     texts = rng.standard_normal((len(owners), 64)).astype(np.float32)
-    recall_at_k(texts, owners, images, images, pool_index=range(len(images)))
+    recall_at_k(CaptionQueries(texts, owners, images, range(len(images))), images)
 print(json.dumps({
     "seconds": time.perf_counter() - start, "select_seconds": selected,
     "rows": summary["images"], "before_mib": before / 1024,

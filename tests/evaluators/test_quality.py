@@ -13,6 +13,8 @@ import pytest
 from PIL import Image
 
 from contrastkit.builders.quality import (
+    CaptionQueries,
+    ImageSet,
     list_pool_images,
     quality_checks,
     quality_report,
@@ -37,14 +39,14 @@ def test_zero_shot_accuracy_and_recall_by_hand() -> None:
     # caption 0 -> image 0 at d=0.08; pool [0.9,0.1] is closer (0.02): rank 2.
     # caption 1 -> image 0 at d=1.28; all three pool images closer: rank 4.
     # caption 2 -> image 1 at d=0: rank 1.
-    recall = recall_at_k(texts, [0, 0, 1], queries, pool, (1, 2, 4))
+    recall = recall_at_k(CaptionQueries(texts, [0, 0, 1], queries), pool, (1, 2, 4))
     assert recall == {1: pytest.approx(1 / 3), 2: pytest.approx(2 / 3), 4: 1.0}
     # Pool = the query images themselves: own row excluded.
-    assert recall_at_k(texts, [0, 0, 1], queries, queries, (1,), pool_index=[0, 1]) == {
+    assert recall_at_k(CaptionQueries(texts, [0, 0, 1], queries, [0, 1]), queries, (1,)) == {
         1: pytest.approx(2 / 3)
     }
     with pytest.raises(ValueError, match="no captions"):
-        recall_at_k(texts[:0], [], queries, pool)
+        recall_at_k(CaptionQueries(texts[:0], [], queries), pool)
 
 
 class ColorScorer:
@@ -88,9 +90,7 @@ def test_quality_checks_with_known_embeddings(tmp_path: Path) -> None:
     # Image 0 is labelled masculine and is red ("man"); image 1 feminine but red too.
     checks = quality_checks(
         scorer,
-        [tmp_path / "red.png", red],
-        [M, F],
-        [["a red thing", "a blue thing"], ["red"]],
+        ImageSet([tmp_path / "red.png", red], [M, F], [["a red thing", "a blue thing"], ["red"]]),
         pool=[green, _solid((5, 5, 250))],
         ks=(1, 2),
     )
@@ -103,7 +103,7 @@ def test_quality_checks_with_known_embeddings(tmp_path: Path) -> None:
     assert (checks["recall@1"], checks["recall@2"]) == (pytest.approx(2 / 3), 1.0)
     assert checks["retrieval_pool_size"] == 3
     with pytest.raises(DataFormatError, match="image file not found"):
-        quality_checks(scorer, [tmp_path / "nowhere.png"], [M], [["red"]])
+        quality_checks(scorer, ImageSet([tmp_path / "nowhere.png"], [M], [["red"]]))
 
 
 @dataclass(frozen=True)
@@ -198,7 +198,7 @@ def test_blocked_recall_equals_the_dense_matrix_with_ties(
     for index in (None, pool_index):
         expected = dense_recall(texts, owners, query_images, pool, ks, index)
         assert 0.0 < expected[1] < expected[5] < 1.0
-        got = recall_at_k(texts, owners, query_images, pool, ks, pool_index=index,
+        got = recall_at_k(CaptionQueries(texts, owners, query_images, index), pool, ks,
                           caption_block=caption_block, pool_block=pool_block)  # fmt: skip
         assert got == expected
 
@@ -216,7 +216,7 @@ def test_blocked_recall_equals_the_dense_matrix_on_real_valued_embeddings() -> N
     expected = dense_recall(texts, owners, pool, pool, ks, range(300))
     assert 0.0 < expected[1] < expected[10] < 1.0
     for caption_block, pool_block in ((64, 100), (7, 299), (1024, 8192)):
-        got = recall_at_k(texts, owners, pool, pool, ks, pool_index=range(300),
+        got = recall_at_k(CaptionQueries(texts, owners, pool, range(300)), pool, ks,
                           caption_block=caption_block, pool_block=pool_block)  # fmt: skip
         assert got == expected
 
@@ -224,8 +224,8 @@ def test_blocked_recall_equals_the_dense_matrix_on_real_valued_embeddings() -> N
 def test_recall_refuses_bad_blocks_and_pool_rows() -> None:
     texts, owners, query_images, pool, _ = _integer_recall_case()
     with pytest.raises(ValueError, match="caption_block must be a positive"):
-        recall_at_k(texts, owners, query_images, pool, caption_block=0)
+        recall_at_k(CaptionQueries(texts, owners, query_images), pool, caption_block=0)
     with pytest.raises(ValueError, match="pool_block must be a positive"):
-        recall_at_k(texts, owners, query_images, pool, pool_block=-3)
+        recall_at_k(CaptionQueries(texts, owners, query_images), pool, pool_block=-3)
     with pytest.raises(ValueError, match="past the end of a pool of 23"):
-        recall_at_k(texts, owners, query_images, pool, pool_index=[23] * 10)
+        recall_at_k(CaptionQueries(texts, owners, query_images, [23] * 10), pool)

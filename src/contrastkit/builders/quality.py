@@ -19,6 +19,7 @@ folder: the sets come in as image files or images, labels and captions.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_ZERO_SHOT_PROMPTS",
     "IMAGE_SUFFIXES",
+    "CaptionQueries",
+    "ImageSet",
     "LabeledImageSet",
     "list_pool_images",
     "quality_checks",
@@ -71,14 +74,29 @@ def zero_shot_accuracy(
     return float(np.mean(predicted == np.asarray(labels)))
 
 
+@dataclass(frozen=True)
+class CaptionQueries:
+    """The captions that retrieve in :func:`recall_at_k`, and the images they describe.
+
+    Attributes:
+        text_embeddings: (T, d) caption embeddings.
+        owners: for each caption, the row of its image in ``query_images``.
+        query_images: (N, d) embeddings of the images the captions describe.
+        pool_index: for each query image, its row in the pool it is searched in (``-1``:
+            not in it); ``None`` when the pool holds none of them.
+    """
+
+    text_embeddings: np.ndarray
+    owners: Sequence[int]
+    query_images: np.ndarray
+    pool_index: Sequence[int] | None = None
+
+
 def recall_at_k(
-    text_embeddings: np.ndarray,
-    owners: Sequence[int],
-    query_images: np.ndarray,
+    queries: CaptionQueries,
     pool: np.ndarray,
     ks: Sequence[int] = (1, 5, 10),
     *,
-    pool_index: Sequence[int] | None = None,
     caption_block: int = 1024,
     pool_block: int = 8192,
 ) -> dict[int, float]:
@@ -88,8 +106,8 @@ def recall_at_k(
     Caption ``j`` of image ``i`` (``owners[j] = i``) searches ``pool ∪ {I_i}`` by
     Euclidean distance; it is a hit when fewer than ``K`` pool images are strictly
     closer than ``I_i`` (ties go to the query image). When the pool already holds the
-    query images, ``pool_index[i]`` gives the pool row of ``I_i`` so it is not counted
-    as its own competitor.
+    query images, ``queries.pool_index[i]`` gives the pool row of ``I_i`` so it is not
+    counted as its own competitor.
 
     Only the rank of ``I_i`` matters, so no caption x pool matrix is kept: the distances
     are computed ``caption_block x pool_block`` at a time
@@ -104,12 +122,10 @@ def recall_at_k(
     matters for a pool image within float rounding of the caption's own distance.
 
     Args:
-        text_embeddings: (T, d) caption embeddings.
-        owners: for each caption, the row of its image in ``query_images``.
-        query_images: (N, d) embeddings of the images the captions describe.
+        queries: the caption embeddings, the image each describes and those images'
+            embeddings (and rows in ``pool``): :class:`CaptionQueries`.
         pool: (P, d) embeddings of the other images.
         ks: the cut-offs.
-        pool_index: for each query image, its row in ``pool`` (``-1``: not in it).
         caption_block: captions whose distances are computed together.
         pool_block: pool images whose distances are computed together.
 
@@ -120,7 +136,9 @@ def recall_at_k(
         ValueError: owners and captions of different lengths, no captions, a block size
             below 1, or a ``pool_index`` row past the end of the pool.
     """
-    owners_array = np.asarray(owners, dtype=np.int64)
+    text_embeddings, query_images = queries.text_embeddings, queries.query_images
+    pool_index = queries.pool_index
+    owners_array = np.asarray(queries.owners, dtype=np.int64)
     if len(owners_array) != len(text_embeddings):
         raise ValueError(f"{len(owners_array)} owners for {len(text_embeddings)} captions")
     if len(owners_array) == 0:
@@ -192,9 +210,7 @@ def _embed_images(model: ImageTextScorer, images: Sequence[ImageSource]) -> np.n
 
 def quality_checks(
     model: ImageTextScorer,
-    images: Sequence[ImageSource],
-    genders: Sequence[Gender],
-    captions: Sequence[Sequence[str]],
+    labeled: LabeledImageSet,
     pool: Sequence[ImageSource] | None = None,
     *,
     prompts: Mapping[Gender, str] | None = None,
@@ -209,9 +225,8 @@ def quality_checks(
 
     Args:
         model: the CLIP-like model.
-        images: the images (or their files).
-        genders: the label of each image.
-        captions: the captions of each image.
+        labeled: the images (or their files), the label and the captions of each
+            (a :class:`LabeledImageSet`, e.g. an :class:`ImageSet`).
         pool: images (or files) to retrieve among (the paper: COCO val 5k).
         prompts: the zero-shot prompt of each gender.
         ks: the recall cut-offs.
@@ -220,6 +235,8 @@ def quality_checks(
         ``images``, ``captions`` (counts), ``zero_shot_gender_accuracy``,
         ``zero_shot_prompts``, ``retrieval_pool_size`` and ``recall@K`` for each ``K``.
     """
+    images, genders = list(labeled.images), list(labeled.genders)
+    captions = list(labeled.captions)
     if not len(images) == len(genders) == len(captions):
         raise ValueError(
             f"{len(images)} images, {len(genders)} labels and {len(captions)} caption lists"
@@ -233,11 +250,12 @@ def quality_checks(
     owners = [i for i, group in enumerate(captions) for _ in group]
     text_emb = _normalized(np.asarray(model.encode_texts(texts), np.float32))
     if pool is None:
-        recall = recall_at_k(text_emb, owners, image_emb, image_emb, ks,
-                             pool_index=range(len(images)))  # fmt: skip
+        queries = CaptionQueries(text_emb, owners, image_emb, pool_index=range(len(images)))
+        recall = recall_at_k(queries, image_emb, ks)
         pool_size = len(images)
     else:
-        recall = recall_at_k(text_emb, owners, image_emb, _embed_images(model, pool), ks)
+        queries = CaptionQueries(text_emb, owners, image_emb)
+        recall = recall_at_k(queries, _embed_images(model, pool), ks)
         pool_size = len(pool) + 1
     return {
         "images": len(images),
@@ -270,6 +288,16 @@ class LabeledImageSet(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class ImageSet:
+    """A :class:`LabeledImageSet` given as is: images (or files), the label of each and
+    the captions of each."""
+
+    images: Sequence[ImageSource]
+    genders: Sequence[Gender]
+    captions: Sequence[Sequence[str]]
+
+
 def quality_report(
     sets: Mapping[str, LabeledImageSet],
     model: ImageTextScorer,
@@ -292,9 +320,7 @@ def quality_report(
         name -> the checks of that set.
     """
     return {
-        name: quality_checks(
-            model, list(s.images), list(s.genders), list(s.captions), pool, prompts=prompts, ks=ks
-        )
+        name: quality_checks(model, s, pool, prompts=prompts, ks=ks)
         for name, s in sets.items()
         if len(s.images)
     }
