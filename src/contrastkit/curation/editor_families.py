@@ -97,8 +97,9 @@ class EditorFamily:
         default_model: the Hub id ``PREFIX:`` alone loads.
         card: where the defaults come from (the model card).
         method: what the manifest records as each edit's ``method``.
-        arguments: ``"module:function"`` called as ``function(prompts, images,
-            text_guidance_scale, image_guidance_scale, steps, size)``; it returns the
+        arguments: ``"module:function"`` called as ``function(batch)`` with an
+            :class:`~contrastkit.curation.editors.EditBatch` (prompts, images, text
+            guidance scale, image guidance scale, steps, size); it returns the
             pipeline's keyword arguments for one batch (seeds and output type are added
             by the editor).
         instructions: per target gender, the default instruction templates.
