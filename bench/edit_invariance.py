@@ -39,7 +39,7 @@ from PIL import Image
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src")]
 
-from contrastkit.builders.gensynth import run_edit_stage  # noqa: E402
+from contrastkit.builders.gensynth import EditStageConfig, run_edit_stage  # noqa: E402
 from contrastkit.builders.manifest import Manifest  # noqa: E402
 from contrastkit.config import ModelConfig  # noqa: E402
 from contrastkit.curation.editing import EditSettings, load_editor  # noqa: E402
@@ -48,21 +48,18 @@ from contrastkit.tiny.editor import tiny_instruct_pix2pix  # noqa: E402
 
 
 def _build(
-    work: Path,
-    editor_dir: Path,
-    batch: int,
-    threads: int,
-    args: argparse.Namespace,
-    image_format: str = "png",
+    work: Path, batch: int, threads: int, args: argparse.Namespace, image_format: str = "png"
 ) -> dict[str, np.ndarray]:
-    """The edits of one build, by edit id, as arrays."""
+    """The edits of one build (the editor saved in ``work / "editor"``), by edit id, as
+    arrays."""
     torch.set_num_threads(threads)
     settings = EditSettings(text_guidance_scales=(9.5,), steps=args.steps,
                             resolution=args.resolution)  # fmt: skip
     out = Path(tempfile.mkdtemp(dir=work))
-    editor = load_editor(editor_dir, ModelConfig(device="cpu", batch_size=batch))
-    run_edit_stage(work / "coco", out, editor, settings, limit=2, min_box_side=64,
-                   edits_per_call=batch, image_format=image_format)  # fmt: skip
+    editor = load_editor(work / "editor", ModelConfig(device="cpu", batch_size=batch))
+    stage = EditStageConfig(work / "coco", out, settings, limit=2, min_box_side=64,
+                            edits_per_call=batch, image_format=image_format)  # fmt: skip
+    run_edit_stage(stage, editor)
     return {
         r.edit_id: np.asarray(Image.open(out / r.path), dtype=np.int16)
         for r in Manifest(out).read()
@@ -90,16 +87,16 @@ def main() -> None:
 
     if args.child:
         work = Path(args.child)
-        print(_digest(_build(work, work / "editor", 8, 2, args)))
+        print(_digest(_build(work, 8, 2, args)))
         return
 
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         write_coco(work / "coco")
-        editor_dir = tiny_instruct_pix2pix(work / "editor")  # the suite's tiny editor
-        builds = {(b, t): _build(work, editor_dir, b, t, args) for b in (1, 2, 8) for t in (1, 2)}
-        again = {(b, t): _build(work, editor_dir, b, t, args) for b in (1, 8) for t in (1, 2)}
-        webp = {b: _build(work, editor_dir, b, 2, args, "webp") for b in (1, 8)}
+        tiny_instruct_pix2pix(work / "editor")  # the suite's tiny editor, read by _build
+        builds = {(b, t): _build(work, b, t, args) for b in (1, 2, 8) for t in (1, 2)}
+        again = {(b, t): _build(work, b, t, args) for b in (1, 8) for t in (1, 2)}
+        webp = {b: _build(work, b, 2, args, "webp") for b in (1, 8)}
         child = subprocess.run(
             [sys.executable, __file__, "--child", tmp, "--steps", str(args.steps),
              "--resolution", str(args.resolution)],
@@ -109,10 +106,10 @@ def main() -> None:
         torch.set_num_threads(2)
         timings = {}
         for batch in (1, 8):
-            _build(work, editor_dir, batch, 2, args)  # warm-up
+            _build(work, batch, 2, args)  # warm-up
             start = time.perf_counter()
             for _ in range(3):
-                _build(work, editor_dir, batch, 2, args)
+                _build(work, batch, 2, args)
             timings[batch] = (time.perf_counter() - start) / 3
 
     edits = len(builds[(1, 1)])

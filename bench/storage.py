@@ -46,7 +46,7 @@ def _pixels(path: Path) -> np.ndarray:
 
 def tiny_build(work: Path) -> dict[str, Any]:
     """Bytes per edit of the tiny build in each storage format."""
-    from contrastkit.builders.gensynth import run_edit_stage
+    from contrastkit.builders.gensynth import EditStageConfig, run_edit_stage
     from contrastkit.builders.manifest import Manifest
     from contrastkit.config import ModelConfig
     from contrastkit.curation.editing import EditSettings, load_editor
@@ -59,7 +59,8 @@ def tiny_build(work: Path) -> dict[str, Any]:
     paths: dict[str, dict[str, Path]] = {}
     for image_format in ("png", "webp", "jpeg"):
         out = work / image_format
-        run_edit_stage(coco, out, editor, settings, min_box_side=64, image_format=image_format)
+        stage = EditStageConfig(coco, out, settings, min_box_side=64, image_format=image_format)
+        run_edit_stage(stage, editor)
         paths[image_format] = {r.edit_id: out / r.path for r in Manifest(out).read()}
     rows: dict[str, Any] = {}
     for image_format, files in paths.items():
