@@ -13,6 +13,8 @@ from typer.testing import CliRunner
 
 from contrastkit.audit import AuditConfig, audit
 from contrastkit.audit.baselines import (
+    Cutoffs,
+    QueryOwners,
     balanced_subsample,
     random_scores,
     retrieval_bias,
@@ -267,8 +269,8 @@ def test_tfidf_baseline_matches_hand_computed_metrics() -> None:
 
     def metrics(query: int) -> dict[str, float]:
         found = retrieval_bias(
-            _one_query(block, query), labels, [owners[query]], ks_bias=(1, 2), ks_skew=(1,),
-            exclude_own=True,
+            _one_query(block, query), labels, QueryOwners([owners[query]], exclude_own=True),
+            Cutoffs(bias=(1, 2), skew=(1,)),
         )  # fmt: skip
         return {name: stats["mean"] for name, stats in found.items()}
 
@@ -279,7 +281,9 @@ def test_tfidf_baseline_matches_hand_computed_metrics() -> None:
     )
     # query 2: image 3 shares "kitchen"; every candidate is masculine (p_d = 1).
     assert metrics(2) == pytest.approx({"bias@1": 1.0, "bias@2": 1.0, "maxskew@1": 0.0})
-    everything = retrieval_bias(block, labels, owners, ks_bias=(1,), ks_skew=(1,), exclude_own=True)
+    everything = retrieval_bias(
+        block, labels, QueryOwners(owners, exclude_own=True), Cutoffs(bias=(1,), skew=(1,))
+    )
     # query 1 -> image 0 (m); query 3 -> image 2 (f): Bias@1 = (1 + 1 - 1 + 1) / 4
     assert everything["bias@1"]["mean"] == pytest.approx(0.5)
     assert everything["bias@1"]["n"] == 4
@@ -289,8 +293,8 @@ def test_random_baseline_matches_hand_computed_metrics() -> None:
     labels = ["masculine", "masculine", "feminine", "undefined", "feminine"]
     owners = [0, 1, 2, 3, 4]
     found = retrieval_bias(
-        random_scores(np.random.default_rng(3), 5), labels, owners, ks_bias=(2,), ks_skew=(2,),
-        block=2,
+        random_scores(np.random.default_rng(3), 5), labels, QueryOwners(owners),
+        Cutoffs(bias=(2,), skew=(2,)), block=2,
     )  # fmt: skip
     scores = np.random.default_rng(3).random((5, 5))
     bias, skew = [], []

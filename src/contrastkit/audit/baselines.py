@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -56,6 +57,8 @@ from contrastkit.errors import ConfigError
 from contrastkit.evaluators.metrics import retrieval_metrics_batch, summarize
 
 __all__ = [
+    "Cutoffs",
+    "QueryOwners",
     "balanced_subsample",
     "bias_and_maxskew",
     "metric_names",
@@ -74,15 +77,41 @@ def metric_names(ks_bias: Sequence[int], ks_skew: Sequence[int]) -> list[str]:
     return [f"bias@{k}" for k in ks_bias] + [f"maxskew@{k}" for k in ks_skew]
 
 
+@dataclass(frozen=True)
+class Cutoffs:
+    """The cut-offs K of the two metrics.
+
+    Attributes:
+        bias: the cut-offs of Bias@K (Tab. 1: 5, 10).
+        skew: the cut-offs of MaxSkew@K (Tab. 1: 25, 100).
+    """
+
+    bias: Sequence[int] = (5, 10)
+    skew: Sequence[int] = (25, 100)
+
+
+@dataclass(frozen=True)
+class QueryOwners:
+    """Which images each query caption belongs to, and whether they are candidates.
+
+    Attributes:
+        query_groups: the group each query caption belongs to: with ``image_groups``
+            ``None``, the index of its image.
+        image_groups: each image's group (integers); default ``0 .. images - 1``.
+        exclude_own: leave the images of each query's own group out of its candidates
+            (they take the last ranks, unlabelled).
+    """
+
+    query_groups: ArrayLike
+    image_groups: ArrayLike | None = None
+    exclude_own: bool = False
+
+
 def retrieval_bias(
     scores: ScoreBlock,
     labels: Sequence[str],
-    query_images: ArrayLike,
-    *,
-    image_groups: ArrayLike | None = None,
-    ks_bias: Sequence[int] = (5, 10),
-    ks_skew: Sequence[int] = (25, 100),
-    exclude_own: bool = False,
+    owners: QueryOwners,
+    cutoffs: Cutoffs | None = None,
     block: int | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Bias@K and MaxSkew@K of one model on one set, per query and summarised.
@@ -90,39 +119,37 @@ def retrieval_bias(
     Args:
         scores: the scores of a block of queries against every image.
         labels: each image's label (``masculine``, ``feminine``, anything else undefined).
-        query_images: the group each query caption belongs to: with ``image_groups``
-            ``None``, the index of its image.
-        image_groups: each image's group (integers); default ``0 .. images - 1``.
-        ks_bias, ks_skew: the cut-offs of Bias@K and of MaxSkew@K.
-        exclude_own: leave the images of each query's own group out of its candidates
-            (they take the last ranks, unlabelled).
+        owners: each query's own images and whether they are left out of its candidates.
+        cutoffs: the cut-offs of Bias@K and of MaxSkew@K (default: :class:`Cutoffs`).
         block: queries per call of ``scores`` (default: about 524,288 scores a block).
 
     Returns:
         ``{metric: summarize(per-query values)}`` for :func:`metric_names`: ``mean``,
         ``sigma`` over queries, ``n`` and what was left out.
     """
+    cutoffs = cutoffs or Cutoffs()
     names = np.asarray(labels, dtype=object)
-    owners = np.asarray(query_images, dtype=np.int64)
+    queries = np.asarray(owners.query_groups, dtype=np.int64)
     n = names.size
-    groups = np.arange(n) if image_groups is None else np.asarray(image_groups, dtype=np.int64)
-    if n == 0 or owners.size == 0:
+    image_groups = np.arange(n) if owners.image_groups is None else owners.image_groups
+    groups = np.asarray(image_groups, dtype=np.int64)
+    if n == 0 or queries.size == 0:
         raise ConfigError("retrieval needs at least one image and one query")
     block = block or max(1, min(1024, 2**19 // n))
     is_m = names == "masculine"
     is_f = names == "feminine"
-    values: dict[str, list[float]] = {name: [] for name in metric_names(ks_bias, ks_skew)}
-    for start in range(0, owners.size, block):
-        stop = min(owners.size, start + block)
+    values: dict[str, list[float]] = {name: [] for name in metric_names(cutoffs.bias, cutoffs.skew)}
+    for start in range(0, queries.size, block):
+        stop = min(queries.size, start + block)
         matrix = np.array(scores(start, stop), dtype=np.float64)
         masculine = np.broadcast_to(is_m, matrix.shape)
         feminine = np.broadcast_to(is_f, matrix.shape)
-        if exclude_own:
-            own = groups[None, :] == owners[start:stop, None]
+        if owners.exclude_own:
+            own = groups[None, :] == queries[start:stop, None]
             masculine = masculine & ~own
             feminine = feminine & ~own
             matrix[own] = -np.inf
-        metrics = _bias_and_maxskew(matrix, masculine, feminine, ks_bias, ks_skew)
+        metrics = _bias_and_maxskew(matrix, masculine, feminine, cutoffs)
         for name, per_query in metrics.items():
             values[name].extend(per_query.tolist())
     return {name: summarize(per_query) for name, per_query in values.items()}
@@ -155,7 +182,7 @@ def bias_and_maxskew(
     """
     names = np.asarray(labels, dtype=object)
     return _bias_and_maxskew(
-        matrix, names == "masculine", names == "feminine", ks_bias, ks_skew, names
+        matrix, names == "masculine", names == "feminine", Cutoffs(ks_bias, ks_skew), names
     )
 
 
@@ -163,12 +190,12 @@ def _bias_and_maxskew(
     matrix: np.ndarray,
     masculine: np.ndarray,
     feminine: np.ndarray,
-    ks_bias: Sequence[int],
-    ks_skew: Sequence[int],
+    cutoffs: Cutoffs,
     labels: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """:func:`bias_and_maxskew` from boolean ``(rows, n)`` gender masks (``labels``, if
     given, only serve the tied rows)."""
+    ks_bias, ks_skew = cutoffs.bias, cutoffs.skew
     rows, n = matrix.shape
     labelled = masculine | feminine
     n_labelled = labelled.sum(axis=1)

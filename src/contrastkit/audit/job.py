@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,8 @@ import numpy as np
 
 from contrastkit import __version__
 from contrastkit.audit.baselines import (
+    Cutoffs,
+    QueryOwners,
     balanced_subsample,
     random_scores,
     retrieval_bias,
@@ -287,24 +289,20 @@ def _score_set(
 ) -> dict[str, dict[str, dict[str, Any]]]:
     """Every model's metrics on the images ``indices``."""
     subset = _RetrievalSet.of(data, indices)
-    common: dict[str, Any] = {
-        "image_groups": subset.image_groups,
-        "ks_bias": config.ks_bias,
-        "ks_skew": config.ks_skew,
-    }
-    labels, groups = subset.labels, subset.query_groups
+    labels = subset.labels
+    owners = QueryOwners(subset.query_groups, subset.image_groups)
+    cutoffs = Cutoffs(config.ks_bias, config.ks_skew)
     result = {
-        "random": retrieval_bias(random_scores(rng, len(indices)), labels, groups, **common),
+        "random": retrieval_bias(random_scores(rng, len(indices)), labels, owners, cutoffs),
         "tfidf": retrieval_bias(
             tfidf_scores(subset.captions, subset.caption_images, subset.queries),
             labels,
-            groups,
-            exclude_own=True,
-            **common,
+            replace(owners, exclude_own=True),
+            cutoffs,
         ),
     }
     for model in embedded:
-        result[model.spec] = retrieval_bias(_model_scores(model, subset), labels, groups, **common)
+        result[model.spec] = retrieval_bias(_model_scores(model, subset), labels, owners, cutoffs)
     return result
 
 
