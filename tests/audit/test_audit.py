@@ -591,7 +591,11 @@ def test_a_fine_tuned_transformer_caption_classifier_finds_planted_context(
     """The paper's kind of classifier (a fine-tuned encoder; here a tiny random BERT with
     a new two-way head): planted context words are learnt (AUC near 1), shuffled context
     is not (AUC near 0.5); the result says which classifier ran and how."""
-    from contrastkit.audit.classifier import caption_classifier
+    from contrastkit.audit.classifier import (
+        FineTunedClassifier,
+        ProbeSettings,
+        caption_classifier,
+    )
     from contrastkit.errors import ModelNotFoundError
     from contrastkit.gender_words import neutralize
 
@@ -608,8 +612,9 @@ def test_a_fine_tuned_transformer_caption_classifier_finds_planted_context(
     aucs = {}
     for shuffled, images in sets.items():
         result = caption_classifier(
-            documents[shuffled], [label for label, _, _ in images], model=folder, epochs=8,
-            learning_rate=1e-3, resamples=200,
+            documents[shuffled], [label for label, _, _ in images],
+            settings=ProbeSettings(resamples=200),
+            classifier=FineTunedClassifier(folder, epochs=8, learning_rate=1e-3),
         )  # fmt: skip
         assert result["classifier"] == "fine-tuned transformers:tiny-bert"
         assert result["fine_tuning"]["epochs"] == 8 and result["words"]["masculine"] == []
@@ -617,7 +622,7 @@ def test_a_fine_tuned_transformer_caption_classifier_finds_planted_context(
     assert aucs[False] > 0.9 and 0.3 < aucs[True] < 0.7, aucs
     with pytest.raises(ModelNotFoundError, match="no such folder"):
         caption_classifier(documents[True], [label for label, _, _ in sets[True]],
-                           model=tmp_path / "x")  # fmt: skip
+                           classifier=FineTunedClassifier(tmp_path / "x"))  # fmt: skip
 
 
 def test_context_clusters_of_a_small_set_with_shared_captions_have_no_empty_cluster() -> None:

@@ -25,8 +25,9 @@ the Mann-Whitney AUC under chance), already near the paper's 0.78; with fewer th
 figure cannot tell chance from that leak, and a test set of 1 or 2 images per label gives
 0, 0.5 or 1 whatever the data.
 
-The linear model is the fast default. The paper's classifier, a fine-tuned transformer
-(BERT-base), is the option ``model=DIR`` (``--caption-model DIR``): a local
+The linear model (:class:`LinearClassifier`) is the fast default. The paper's classifier,
+a fine-tuned transformer (BERT-base), is the option
+``classifier=FineTunedClassifier(DIR)`` (``--caption-model DIR``): a local
 ``transformers`` folder loaded with ``AutoModelForSequenceClassification`` (a new
 two-way head on the encoder; nothing is downloaded) and fine-tuned on the training
 documents with AdamW (learning rate 2e-5, weight decay 0.01, batch 16, ``epochs`` 3,
@@ -40,6 +41,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +54,9 @@ from contrastkit.evaluators.bootstrap import percentile_interval, resample_indic
 __all__ = [
     "FINE_TUNING",
     "MIN_TEST_PER_LABEL",
+    "FineTunedClassifier",
+    "LinearClassifier",
+    "ProbeSettings",
     "auc",
     "auc_bootstrap",
     "caption_classifier",
@@ -198,20 +203,59 @@ def too_small(test_counts: Mapping[str, int]) -> str | None:
     )
 
 
+@dataclass(frozen=True)
+class ProbeSettings:
+    """The held-out split and the bootstrap interval of the spurious-correlation probes,
+    :func:`caption_classifier` and :func:`contrastkit.audit.image_probe.image_probe`.
+
+    Attributes:
+        test_fraction: the held-out share of each label's groups.
+        seed: seeds the split (``default_rng(seed)``) and the bootstrap (``seed + 1``).
+        resamples, level: the bootstrap interval.
+    """
+
+    test_fraction: float = 0.3
+    seed: int = 0
+    resamples: int = 1000
+    level: float = 0.95
+
+
+@dataclass(frozen=True)
+class LinearClassifier:
+    """The default caption classifier: logistic regression on TF-IDF (module docstring).
+
+    Attributes:
+        top_words: how many of the heaviest words per gender to report.
+    """
+
+    top_words: int = 10
+
+
+@dataclass(frozen=True)
+class FineTunedClassifier:
+    """The paper's kind of caption classifier: a local ``transformers`` model fine-tuned
+    on the training documents (:func:`fine_tuned_scores`, module docstring).
+
+    Attributes:
+        folder: the local model folder (nothing is downloaded).
+        epochs: passes over the training documents.
+        device: where to fine-tune (``cpu``, ``cuda``, ...).
+        learning_rate: of AdamW; ``None``: the rate of :data:`FINE_TUNING`.
+    """
+
+    folder: Path
+    epochs: int = 3
+    device: str = "cpu"
+    learning_rate: float | None = None
+
+
 def caption_classifier(
     documents: Sequence[str],
     labels: Sequence[str],
     *,
     groups: Sequence[Hashable] | None = None,
-    test_fraction: float = 0.3,
-    seed: int = 0,
-    resamples: int = 1000,
-    level: float = 0.95,
-    top_words: int = 10,
-    model: Path | None = None,
-    epochs: int = 3,
-    device: str = "cpu",
-    learning_rate: float | None = None,
+    settings: ProbeSettings | None = None,
+    classifier: LinearClassifier | FineTunedClassifier | None = None,
 ) -> dict[str, Any]:
     """Predict the gender label from neutral captions (module docstring).
 
@@ -220,15 +264,9 @@ def caption_classifier(
         labels: each image's label; only ``masculine`` and ``feminine`` images are used.
         groups: each image's group (a contrast-set source photo), kept whole on one side
             of the split (:func:`stratified_split`); ``None``: every image its own.
-        test_fraction: the held-out share of each label's groups.
-        seed: seeds the split (``default_rng(seed)``) and the bootstrap
-            (``default_rng(seed + 1)``).
-        resamples, level: the bootstrap interval.
-        top_words: how many of the heaviest words per gender to report.
-        model: a local ``transformers`` folder to fine-tune instead of the linear model
-            (:func:`fine_tuned_scores`); ``None``: the linear model.
-        epochs, device, learning_rate: of the fine-tuning (``None``: the rate of
-            :data:`FINE_TUNING`).
+        settings: the split and the bootstrap interval (default: :class:`ProbeSettings`).
+        classifier: the linear model (default: :class:`LinearClassifier`) or a
+            transformer to fine-tune instead (:class:`FineTunedClassifier`).
 
     Returns:
         ``auc``, ``interval`` ``[low, high]``, ``level``, ``resamples``, ``train`` and
@@ -240,6 +278,9 @@ def caption_classifier(
         are ``None`` and ``too_small`` says why (a fine-tuned model is then not trained).
         ``{"skipped": reason}`` when a gender has fewer than two images.
     """
+    settings = settings or ProbeSettings()
+    classifier = classifier or LinearClassifier()
+    test_fraction, seed = settings.test_fraction, settings.seed
     names = np.asarray(labels, dtype=object)
     keep = np.flatnonzero((names == "masculine") | (names == "feminine"))
     counts = {g: int((names[keep] == g).sum()) for g in ("masculine", "feminine")}
@@ -258,8 +299,8 @@ def caption_classifier(
     result: dict[str, Any] = {
         "auc": None,
         "interval": None,
-        "level": level,
-        "resamples": resamples,
+        "level": settings.level,
+        "resamples": settings.resamples,
         "test_fraction": test_fraction,
         "min_test_per_label": MIN_TEST_PER_LABEL,
         "train": {g: int((kept_labels[train] == g).sum()) for g in ("masculine", "feminine")},
@@ -274,13 +315,14 @@ def caption_classifier(
     if unreadable is not None:
         result["too_small"] = unreadable
     test_scores = None
-    if model is None:
+    if isinstance(classifier, LinearClassifier):
         vectorizer = Tfidf.fit(kept_docs[i] for i in train)
         features = vectorizer.transform(kept_docs)
         weights, intercept = fit_logistic(features[train], target[train])
         test_scores = np.asarray(features[test] @ weights).ravel() + intercept
         terms = vectorizer.terms
         order = np.argsort(weights, kind="stable")
+        top_words = classifier.top_words
         result["words"] = {
             "masculine": [terms[i] for i in order[::-1][:top_words] if weights[i] > 0],
             "feminine": [terms[i] for i in order[:top_words] if weights[i] < 0],
@@ -290,41 +332,43 @@ def caption_classifier(
         if unreadable is None:  # nothing to report from a fine-tuning otherwise
             test_scores = fine_tuned_scores(
                 [kept_docs[i] for i in train], target[train] > 0.5,
-                [kept_docs[i] for i in test], Path(model), epochs=epochs, seed=seed,
-                device=device, learning_rate=learning_rate,
+                [kept_docs[i] for i in test], classifier, seed=seed,
             )  # fmt: skip
-        result["classifier"] = f"fine-tuned transformers:{Path(model).name}"
-        rate = FINE_TUNING["learning_rate"] if learning_rate is None else learning_rate
-        result["fine_tuning"] = {**FINE_TUNING, "learning_rate": rate, "epochs": epochs,
-                                 "seed": seed}  # fmt: skip
+        result["classifier"] = f"fine-tuned transformers:{Path(classifier.folder).name}"
+        rate = _learning_rate(classifier)
+        result["fine_tuning"] = {**FINE_TUNING, "learning_rate": rate,
+                                 "epochs": classifier.epochs, "seed": seed}  # fmt: skip
     if unreadable is None and test_scores is not None:
         positive = target[test] > 0.5
-        low, high = auc_bootstrap(
-            test_scores, positive, resamples=resamples, level=level, seed=seed + 1
-        )
+        low, high = auc_bootstrap(test_scores, positive, resamples=settings.resamples,
+                                  level=settings.level, seed=seed + 1)  # fmt: skip
         result["auc"] = auc(test_scores, positive)
         result["interval"] = [low, high]
     return result
+
+
+def _learning_rate(classifier: FineTunedClassifier) -> float:
+    """The fine-tuning's learning rate: the classifier's, else :data:`FINE_TUNING`'s."""
+    rate = classifier.learning_rate
+    return FINE_TUNING["learning_rate"] if rate is None else rate
 
 
 def fine_tuned_scores(
     train_texts: Sequence[str],
     train_masculine: ArrayLike,
     test_texts: Sequence[str],
-    folder: Path,
-    *,
-    epochs: int = 3,
+    classifier: FineTunedClassifier,
     seed: int = 0,
-    device: str = "cpu",
-    learning_rate: float | None = None,
 ) -> np.ndarray:
-    """Fine-tune the local ``transformers`` model in ``folder`` as a two-way sequence
-    classifier on ``train_texts`` (:data:`FINE_TUNING`, shuffled each epoch with
-    ``seed``) and return the probability of ``masculine`` for each of ``test_texts``.
+    """Fine-tune the local ``transformers`` model in ``classifier.folder`` as a two-way
+    sequence classifier on ``train_texts`` (:data:`FINE_TUNING`, ``classifier.epochs``
+    on ``classifier.device``, shuffled each epoch with ``seed``) and return the
+    probability of ``masculine`` for each of ``test_texts``.
 
     Raises:
-        ModelNotFoundError: ``folder`` is not a model folder with a tokenizer that
-            ``AutoModelForSequenceClassification`` loads locally (nothing is downloaded).
+        ModelNotFoundError: ``classifier.folder`` is not a model folder with a tokenizer
+            that ``AutoModelForSequenceClassification`` loads locally (nothing is
+            downloaded).
     """
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
@@ -332,6 +376,7 @@ def fine_tuned_scores(
 
     from contrastkit.errors import ModelNotFoundError
 
+    folder, device = Path(classifier.folder), classifier.device
     if not folder.is_dir():
         raise ModelNotFoundError(f"caption model {folder}: no such folder (a local model folder)")
     verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
@@ -354,7 +399,7 @@ def fine_tuned_scores(
     model.to(device).train()
     optimizer = torch.optim.AdamW(
         model.parameters(),
-        lr=FINE_TUNING["learning_rate"] if learning_rate is None else learning_rate,
+        lr=_learning_rate(classifier),
         weight_decay=FINE_TUNING["weight_decay"],
     )  # fmt: skip
     labels = torch.as_tensor(np.asarray(train_masculine, dtype=np.int64))
@@ -365,7 +410,7 @@ def fine_tuned_scores(
                          max_length=int(FINE_TUNING["max_length"]),
                          return_tensors="pt").to(device)  # fmt: skip
 
-    for _ in range(epochs):
+    for _ in range(classifier.epochs):
         order = rng.permutation(len(train_texts))
         for start in range(0, order.size, size):
             chosen = order[start : start + size]

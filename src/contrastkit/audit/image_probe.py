@@ -16,7 +16,6 @@ unmasked ones: the scene alone predicts gender well above chance (0.5).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +23,7 @@ import numpy as np
 
 from contrastkit.audit.classifier import (
     MIN_TEST_PER_LABEL,
+    ProbeSettings,
     auc,
     auc_bootstrap,
     fit_logistic,
@@ -57,23 +57,6 @@ class MaskedImage:
         for x, y, w, h in self.boxes:
             draw.rectangle([x, y, x + w, y + h], fill=(0, 0, 0))
         return image
-
-
-@dataclass(frozen=True)
-class ProbeSettings:
-    """The split and the interval of :func:`image_probe`, as
-    :func:`~contrastkit.audit.classifier.caption_classifier` takes them.
-
-    Attributes:
-        test_fraction: the held-out share of each label's groups.
-        seed: seeds the split (``default_rng(seed)``) and the bootstrap (``seed + 1``).
-        resamples, level: the bootstrap interval.
-    """
-
-    test_fraction: float = 0.3
-    seed: int = 0
-    resamples: int = 1000
-    level: float = 0.95
 
 
 def _probe(

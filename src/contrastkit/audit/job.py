@@ -41,7 +41,12 @@ from contrastkit.audit.baselines import (
     run_statistics,
     tfidf_scores,
 )
-from contrastkit.audit.classifier import caption_classifier
+from contrastkit.audit.classifier import (
+    FineTunedClassifier,
+    LinearClassifier,
+    ProbeSettings,
+    caption_classifier,
+)
 from contrastkit.audit.clusters import ClusterSettings, context_clusters
 from contrastkit.audit.composition import PAPER_COUNTS, cell_composition, composition
 from contrastkit.audit.data import AuditData, load_audit_data
@@ -374,8 +379,22 @@ def _baselines(data: AuditData, config: AuditConfig, say: Callable[[str], None])
     return result
 
 
+def _probe_settings(config: AuditConfig) -> ProbeSettings:
+    """The split and the bootstrap interval of the caption classifier and image probe."""
+    return ProbeSettings(config.test_fraction, config.seed, config.resamples, config.level)
+
+
+def _caption_classifier_kind(config: AuditConfig) -> LinearClassifier | FineTunedClassifier:
+    """The linear caption classifier, or the transformer of ``--caption-model``."""
+    if config.caption_model is None:
+        return LinearClassifier()
+    return FineTunedClassifier(
+        config.caption_model, epochs=config.epochs, device=config.model.device or "cpu"
+    )
+
+
 def _image_probe(data: AuditData, config: AuditConfig) -> dict[str, Any]:
-    from contrastkit.audit.image_probe import ProbeSettings, image_probe
+    from contrastkit.audit.image_probe import image_probe
     from contrastkit.models.registry import load_scorer
 
     assert config.image_probe is not None
@@ -387,7 +406,7 @@ def _image_probe(data: AuditData, config: AuditConfig) -> dict[str, Any]:
     found = image_probe(
         data.images,
         scorer,
-        ProbeSettings(config.test_fraction, config.seed, config.resamples, config.level),
+        _probe_settings(config),
     )
     found["weights_note"] = weights_note(config.image_probe)
     return found
@@ -465,13 +484,8 @@ def audit(config: AuditConfig, say: Callable[[str], None] | None = None) -> Audi
             [" ".join(image.neutral_captions) for image in data.images],
             labels,
             groups=[image.group_key for image in data.images],
-            test_fraction=config.test_fraction,
-            seed=config.seed,
-            resamples=config.resamples,
-            level=config.level,
-            model=config.caption_model,
-            epochs=config.epochs,
-            device=config.model.device or "cpu",
+            settings=_probe_settings(config),
+            classifier=_caption_classifier_kind(config),
         )
     if "image_probe" in config.analyses and config.image_probe is not None:
         say(f"probing person-masked images with {config.image_probe}")
