@@ -171,3 +171,38 @@ def test_every_template_is_package_data() -> None:
     assert any(name.startswith("builders/harness_templates/") for name in templates)
     missing = [t for t in templates if not any(fnmatch.fnmatch(t, p) for p in patterns)]
     assert missing == []
+
+
+# -- size limits -----------------------------------------------------------------------
+
+#: The most lines a Python file of the project may have (issue 33; functions are held to
+#: ruff's C901 <= 15 and PLR0913 <= 5 by pyproject's lint settings).
+MAX_LINES = 600
+
+#: The folders of the project's own Python files, beside src/contrastkit.
+_PROJECT_FOLDERS = ("src", "tests", "bench", "examples", "docs")
+
+
+def _long_files(root: Path, limit: int = MAX_LINES) -> dict[str, int]:
+    """``path: lines`` of every ``*.py`` file under ``root``'s project folders over
+    ``limit`` lines."""
+    found = {}
+    for folder in _PROJECT_FOLDERS:
+        for path in sorted((root / folder).rglob("*.py")):
+            lines = len(path.read_text(encoding="utf-8").splitlines())
+            if lines > limit:
+                found[path.relative_to(root).as_posix()] = lines
+    return found
+
+
+def test_no_python_file_is_over_600_lines() -> None:
+    """A file past 600 lines holds more than one subject: split it along a seam (a
+    package with submodules, its public names re-exported from where they were)."""
+    assert _long_files(PYPROJECT.parent) == {}, "split the file"
+
+
+def test_the_line_counter_finds_a_long_file(tmp_path: Path) -> None:
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "long.py").write_text("x = 1\n" * 601, encoding="utf-8")
+    (tmp_path / "tests" / "short.py").write_text("x = 1\n" * 600, encoding="utf-8")
+    assert _long_files(tmp_path) == {"tests/long.py": 601}
