@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -203,19 +204,24 @@ def _sources(coco_dir: Path) -> list[SourceImage]:
     return select_sources(read_coco(coco_dir), min_box_side=64).sources
 
 
+@dataclass(frozen=True)
+class _Worker:
+    """How the worker of a fake shard ran: its edit settings and editor, the sources it
+    kept (``only``; default: those it owns) and how many planned edits it finished
+    (``edits``; default: all)."""
+
+    settings: EditSettings = SETTINGS
+    editor: str = "tiny"
+    only: list[SourceImage] | None = None
+    edits: int | None = None
+
+
 def _fake_shard(
-    out: Path,
-    shard: Shard,
-    sources: list[SourceImage],
-    *,
-    settings: EditSettings = SETTINGS,
-    editor: str = "tiny",
-    only: list[SourceImage] | None = None,
-    edits: int | None = None,
+    out: Path, shard: Shard, sources: list[SourceImage], worker: _Worker = _Worker()
 ) -> Path:
-    """A shard folder as a worker leaves it, without running a model: its sources
-    (``only``, default: those it owns), ``shard.json``, and ``edits`` of the planned edits
-    (default: all) with small WebP images."""
+    """A shard folder as a worker leaves it, without running a model: its sources,
+    ``shard.json`` and its finished edits, with small WebP images."""
+    settings, editor, only, edits = worker.settings, worker.editor, worker.only, worker.edits
     folder = shard.folder(out)
     folder.mkdir(parents=True, exist_ok=True)
     mine = only if only is not None else [s for s in sources if shard.owns(s.source_id)]
@@ -297,21 +303,21 @@ def test_merge_refuses_inconsistent_shards(coco_dir: Path, tmp_path: Path) -> No
     # Different edit settings, or another editor.
     out = build("settings")
     _fake_shard(out, Shard(1, 2), sources)
-    _fake_shard(out, Shard(2, 2), sources, settings=EditSettings(
-        text_guidance_scales=(9.5,), steps=4, resolution=32))  # fmt: skip
+    steps_4 = EditSettings(text_guidance_scales=(9.5,), steps=4, resolution=32)
+    _fake_shard(out, Shard(2, 2), sources, _Worker(settings=steps_4))
     with pytest.raises(StateError, match=r"2-of-2: made with other settings .*edit steps: 2 vs 4"):
         merge_shards(MergeConfig(out))
     out = build("editor")
     _fake_shard(out, Shard(1, 2), sources)
-    _fake_shard(out, Shard(2, 2), sources, editor="other")
+    _fake_shard(out, Shard(2, 2), sources, _Worker(editor="other"))
     with pytest.raises(StateError, match=r"2-of-2: .*editor: 'tiny' vs 'other'"):
         merge_shards(MergeConfig(out))
 
     # A source in the wrong shard; an edit in two shards.
     stray = next(s for s in sources if owner[s.source_id] == 1)
     out = build("wrong")
-    _fake_shard(out, Shard(1, 2), sources, only=[])
-    _fake_shard(out, Shard(2, 2), sources, only=[stray])
+    _fake_shard(out, Shard(1, 2), sources, _Worker(only=[]))
+    _fake_shard(out, Shard(2, 2), sources, _Worker(only=[stray]))
     with pytest.raises(
         DataFormatError, match=rf"source '{stray.source_id}' belongs to shard 1-of-2"
     ):
@@ -330,7 +336,7 @@ def test_merge_refuses_inconsistent_shards(coco_dir: Path, tmp_path: Path) -> No
     # An unfinished shard (killed mid-run), unless --partial.
     out = build("unfinished")
     _fake_shard(out, Shard(1, 2), sources)
-    _fake_shard(out, Shard(2, 2), sources, edits=3)
+    _fake_shard(out, Shard(2, 2), sources, _Worker(edits=3))
     with pytest.raises(StateError, match=r"2-of-2: unfinished \(3 of \d+ edits"):
         merge_shards(MergeConfig(out))
     assert merge_shards(MergeConfig(out, partial=True)).unfinished == (2,)

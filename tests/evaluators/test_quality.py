@@ -144,22 +144,16 @@ def test_pool_folder_is_listed_sorted_and_limited(tmp_path: Path) -> None:
 # --- Blocked recall@K (issue 15, item 3) ------------------------------------------------
 
 
-def dense_recall(
-    texts: np.ndarray,
-    owners: Sequence[int],
-    query_images: np.ndarray,
-    pool: np.ndarray,
-    ks: Sequence[int],
-    pool_index: Sequence[int] | None = None,
-) -> dict[int, float]:
+def dense_recall(queries: CaptionQueries, pool: np.ndarray, ks: Sequence[int]) -> dict[int, float]:
     """recall_at_k as it was before blocking: one captions x pool distance matrix."""
     from contrastkit.distances import squared_euclidean
 
-    owners_array = np.asarray(owners, dtype=np.int64)
-    own = np.sum((texts - query_images[owners_array]) ** 2, axis=1)
+    texts = queries.text_embeddings
+    owners_array = np.asarray(queries.owners, dtype=np.int64)
+    own = np.sum((texts - queries.query_images[owners_array]) ** 2, axis=1)
     others = squared_euclidean(texts, pool)
-    if pool_index is not None:
-        rows = np.asarray(pool_index, dtype=np.int64)[owners_array]
+    if queries.pool_index is not None:
+        rows = np.asarray(queries.pool_index, dtype=np.int64)[owners_array]
         valid = rows >= 0
         others[np.arange(len(rows))[valid], rows[valid]] = np.inf
     closer = np.sum(others < own[:, None] - 1e-9, axis=1)
@@ -196,10 +190,10 @@ def test_blocked_recall_equals_the_dense_matrix_with_ties(
     own = np.sum((texts - query_images[owners]) ** 2, axis=1)
     assert np.any(squared_euclidean(texts, pool) == own[:, None])  # ties are exercised
     for index in (None, pool_index):
-        expected = dense_recall(texts, owners, query_images, pool, ks, index)
+        queries = CaptionQueries(texts, owners, query_images, index)
+        expected = dense_recall(queries, pool, ks)
         assert 0.0 < expected[1] < expected[5] < 1.0
-        got = recall_at_k(CaptionQueries(texts, owners, query_images, index), pool, ks,
-                          caption_block=caption_block, pool_block=pool_block)  # fmt: skip
+        got = recall_at_k(queries, pool, ks, caption_block=caption_block, pool_block=pool_block)
         assert got == expected
 
 
@@ -213,7 +207,7 @@ def test_blocked_recall_equals_the_dense_matrix_on_real_valued_embeddings() -> N
     texts /= np.linalg.norm(texts, axis=1, keepdims=True)
     owners = rng.integers(0, 300, 500)
     ks = (1, 5, 10)
-    expected = dense_recall(texts, owners, pool, pool, ks, range(300))
+    expected = dense_recall(CaptionQueries(texts, owners, pool, range(300)), pool, ks)
     assert 0.0 < expected[1] < expected[10] < 1.0
     for caption_block, pool_block in ((64, 100), (7, 299), (1024, 8192)):
         got = recall_at_k(CaptionQueries(texts, owners, pool, range(300)), pool, ks,
