@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MISSING",
+    "UNDEFINED",
     "count",
     "escape_cell",
     "format_number",
@@ -34,8 +35,15 @@ __all__ = [
     "template_environment",
 ]
 
-#: How a table cell shows a number that is missing or undefined (``None``, NaN, inf).
+#: How a table cell shows a figure that was not computed or does not apply (no interval
+#: without resampling, a metric a model's task has no value for): the default of
+#: :func:`format_number` for ``None``, NaN and inf.
 MISSING = "–"
+
+#: How a report shows a figure that was computed but is undefined (a mean over no queries,
+#: a correlation of too few occupations, an AUC that is not reported): where a report
+#: tells the two apart it passes ``missing=UNDEFINED``.
+UNDEFINED = "n/a"
 
 #: Plurals that are not the singular plus "s".
 _IRREGULAR = {"query": "queries", "child": "children", "person": "people"}

@@ -543,6 +543,8 @@ def test_a_labour_correlation_from_too_few_occupations_is_not_read() -> None:
     assert few["n"] == 3 and "too few to read a correlation" in few["caveat"]
     section = "\n".join(_labor_section({"resolution_gap": few}))
     assert "| n/a |" in section and "too few to read a correlation" in section
+    # r and τ are as undefined as their p-values: one mark for all four
+    assert "| resolution_gap | n/a | n/a | n/a | n/a | 3 |" in section
     names = sorted(labor_shares())[:MIN_LABOUR_OCCUPATIONS]
     enough = labor_comparison({name: float(n) for n, name in enumerate(names)})
     assert enough["n"] == MIN_LABOUR_OCCUPATIONS and "caveat" not in enough

@@ -12,7 +12,7 @@ from typing import Any
 
 from contrastkit.audit.data import LABELS
 from contrastkit.audit.plots import metric_title, write_plots
-from contrastkit.text import escape_cell, format_number, table_header, table_row
+from contrastkit.text import UNDEFINED, escape_cell, format_number, table_header, table_row
 
 __all__ = ["audit_markdown", "write_plots"]
 
@@ -20,7 +20,7 @@ __all__ = ["audit_markdown", "write_plots"]
 def _number(value: Any, sign: bool = False) -> str:
     """A figure of the audit: 3 places (an integer too), ``n/a`` when undefined."""
     number = None if value is None else float(value)
-    return format_number(number, 3, sign=sign, missing="n/a")
+    return format_number(number, 3, sign=sign, missing=UNDEFINED)
 
 
 def _composition_lines(section: Mapping[str, Any], label_source: str) -> list[str]:
@@ -48,7 +48,7 @@ def _composition_lines(section: Mapping[str, Any], label_source: str) -> list[st
     ]
     for label in LABELS:
         share = section["shares"][label]
-        shown = "n/a" if share is None else f"{100 * share:.1f}%"
+        shown = UNDEFINED if share is None else f"{100 * share:.1f}%"
         lines.append(table_row([label, f"{section['counts'][label]:,}", shown]))
     lines.append(table_row(["all", f"{section['images']:,}", "100%"]))
     cells = section.get("cells")
@@ -117,7 +117,7 @@ def _baseline_lines(section: Mapping[str, Any], notes: Mapping[str, str]) -> lis
             for n in names:
                 stats = entry.get("balanced", {}).get(n)
                 cells.append(
-                    "n/a" if stats is None
+                    UNDEFINED if stats is None
                     else f"{_number(stats['mean'], True)} ± {_number(stats['std'])}"
                 )  # fmt: skip
         lines.append(table_row(cells))
@@ -364,7 +364,7 @@ def _context_lines(context: Mapping[str, Any]) -> list[str]:
     def stat(name: str, scale: float, unit: str) -> str:
         value = context.get(name)
         if not value:
-            return "n/a"
+            return UNDEFINED
         return (f"{format_number(scale * value['mean'], 2)}{unit} mean, "
                 f"{format_number(scale * value['max'], 2)}{unit} max")  # fmt: skip
 

@@ -22,13 +22,13 @@ from contrastkit.cli.common import (
     user_errors,
 )
 from contrastkit.cli.options import ModelOptions, with_options
-from contrastkit.text import format_number
+from contrastkit.text import UNDEFINED, format_number
 
 
 def _number(value: Any, sign: bool = True) -> str:
     """A figure of the audit summary: 3 places, ``n/a`` when undefined."""
     number = None if value is None else float(value)
-    return format_number(number, 3, sign=sign, missing="n/a")
+    return format_number(number, 3, sign=sign, missing=UNDEFINED)
 
 
 def _auc_text(entry: dict[str, Any] | None, low_high: bool = True) -> str:

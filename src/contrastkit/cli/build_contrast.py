@@ -27,6 +27,7 @@ from contrastkit.cli.common import (
     user_errors,
 )
 from contrastkit.cli.options import ModelOptions, with_options
+from contrastkit.text import UNDEFINED
 from contrastkit.text import count as counted
 
 if TYPE_CHECKING:
@@ -289,8 +290,8 @@ def _print_context(context: dict[str, Any], stale: str = "") -> None:
     """The context measure of the quality checks, in one line."""
     changed, in_box = context.get("changed_outside_mask"), context.get("box_context_change")
     composites = ", ".join(f"{n} {name}" for name, n in context.get("composite", {}).items())
-    outside = "n/a" if not changed else f"{100 * changed['mean']:.2f}%"
-    box = "n/a" if not in_box else f"{in_box['mean']:.2f}"
+    outside = UNDEFINED if not changed else f"{100 * changed['mean']:.2f}%"
+    box = UNDEFINED if not in_box else f"{in_box['mean']:.2f}"
     console.print(
         plain(
             f"context{stale}: {outside} of the pixels outside the person mask changed "

@@ -25,7 +25,7 @@ from contrastkit.evaluators.contrast_data import (
 )
 from contrastkit.io import atomic_write_text
 from contrastkit.results import SCHEMA_VERSION
-from contrastkit.text import format_number, table_header, table_row
+from contrastkit.text import UNDEFINED, format_number, table_header, table_row
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -138,7 +138,7 @@ def contrast_scoring(summary: Mapping[str, Any]) -> dict[str, Any]:
 def _fmt(value: Any, *, signed: bool = True) -> str:
     """A number for the report: signed (a bias, a gap) or not (a spread, sigma), 3 places,
     ``n/a`` when undefined."""
-    return format_number(value, 3, sign=signed, missing="n/a")
+    return format_number(value, 3, sign=signed, missing=UNDEFINED)
 
 
 def _scoring_lines(summary: Mapping[str, Any]) -> list[str]:

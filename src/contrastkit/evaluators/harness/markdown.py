@@ -7,13 +7,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from contrastkit.text import format_number, markdown_table
+from contrastkit.text import UNDEFINED, format_number, markdown_table
 
 __all__ = ["harness_markdown"]
 
 
 def _fmt(value: Any) -> str:
-    return format_number(value, 3, missing="n/a")
+    return format_number(value, 3, missing=UNDEFINED)
 
 
 def _figures_table(

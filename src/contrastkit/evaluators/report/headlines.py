@@ -24,6 +24,7 @@ from typing import Any
 
 from contrastkit.evaluators.metrics import covers_every_query, cutoff_marking, cutoffs_by_k
 from contrastkit.models.registry import weights_note
+from contrastkit.text import UNDEFINED
 
 __all__ = ["headline_figures", "headline_lines"]
 
@@ -219,7 +220,7 @@ def headline_figures(model: str, summary: Mapping[str, Any], kind: str) -> dict[
 
 def _text(value: float | None, signed: bool) -> str:
     if value is None:
-        return "n/a"
+        return UNDEFINED
     return f"{value:+.2f}" if signed else f"{value:.2f}"
 
 

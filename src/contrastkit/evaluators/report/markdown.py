@@ -25,6 +25,7 @@ from contrastkit.evaluators.report.tables import (
     table,
 )
 from contrastkit.evaluators.tasks.resolution import SPLITS
+from contrastkit.text import UNDEFINED
 
 __all__ = [
     "CONTRAST_READING",
@@ -284,6 +285,15 @@ def _occupation_section(
     ]
 
 
+def _correlation_cells(comparison: Mapping[str, Any]) -> list[Any]:
+    """Pearson r, its p, Kendall τ, its p; all undefined (:data:`UNDEFINED`) when the
+    comparison has too few occupations to be read (its ``caveat``)."""
+    keys = ("pearson_r", "pearson_p", "kendall_tau", "kendall_p")
+    if "caveat" in comparison:
+        return [UNDEFINED] * len(keys)
+    return [comparison[key] for key in keys]
+
+
 def _labor_section(comparisons: Mapping[str, Any]) -> list[str]:
     """VisoGender Appendix F: correlation of per-occupation values with the share of men."""
     if not comparisons:
@@ -294,17 +304,7 @@ def _labor_section(comparisons: Mapping[str, Any]) -> list[str]:
         "",
         *table(
             ["per-occupation value", "Pearson r", "p", "Kendall τ", "p", "n"],
-            [
-                [
-                    name,
-                    c["pearson_r"],
-                    "n/a" if "caveat" in c else c["pearson_p"],
-                    c["kendall_tau"],
-                    "n/a" if "caveat" in c else c["kendall_p"],
-                    c["n"],
-                ]
-                for name, c in comparisons.items()
-            ],
+            [[name, *_correlation_cells(c), c["n"]] for name, c in comparisons.items()],
         ),
         *(["", *caveats] if caveats else []),
     ]

@@ -26,7 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from contrastkit.io import atomic_write_text
-from contrastkit.text import escape_cell, format_number, format_p, table_header, table_row
+from contrastkit.text import (
+    UNDEFINED,
+    escape_cell,
+    format_number,
+    format_p,
+    table_header,
+    table_row,
+)
 
 __all__ = ["COSINE_NOT_PROBABILITIES", "disparity_markdown", "write_outputs"]
 
@@ -50,11 +57,11 @@ _LIMITATION = (
 def _num(value: float | None, digits: int = 1) -> str:
     """A signed difference, rounded first so that a tiny negative one reads ``+0.0``."""
     rounded = None if value is None else round(float(value), digits) + 0.0
-    return format_number(rounded, digits, sign=True, missing="n/a")
+    return format_number(rounded, digits, sign=True, missing=UNDEFINED)
 
 
 def _plain(value: float | None, digits: int = 1) -> str:
-    return format_number(None if value is None else float(value), digits, missing="n/a")
+    return format_number(None if value is None else float(value), digits, missing=UNDEFINED)
 
 
 def _ci(ci: Sequence[float | None] | None, digits: int = 1, *, signed: bool = True) -> str:
