@@ -156,3 +156,30 @@ def test_every_markdown_table_header_comes_from_the_toolkit() -> None:
         if "|---" in line or "|:--" in line
     ]
     assert not found, f"hand-built markdown table headers: {found}"
+
+
+def _f_string_rows(source: str) -> list[int]:
+    """The lines of the f-strings in ``source`` that begin a markdown table row (``| ``)."""
+    import ast
+
+    return [
+        node.lineno
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.JoinedStr)
+        and node.values
+        and isinstance(node.values[0], ast.Constant)
+        and str(node.values[0].value).startswith("| ")
+    ]
+
+
+def test_every_markdown_table_row_comes_from_the_toolkit() -> None:
+    """Issue 33: a row spelled as an f-string writes an empty cell its own way; rows are
+    built by contrastkit.text (table_row / markdown_table)."""
+    found = [
+        f"{path.relative_to(SRC)}:{line}"
+        for path in sorted(SRC.rglob("*.py"))
+        if path not in TOOLKIT
+        for line in _f_string_rows(path.read_text(encoding="utf-8"))
+    ]
+    assert not found, f"hand-built markdown table rows: {found}"
+    assert _f_string_rows('x = f"| {a} | {b} |"\ny = f"a | {b}"\n') == [1]

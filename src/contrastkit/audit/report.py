@@ -311,10 +311,9 @@ def _cluster_lines(section: Mapping[str, Any]) -> list[str]:
         ),
     ]
     for row in sorted(section["clusters"], key=lambda r: -r["factor_pp"]):
-        lines.append(
-            f"| {row['cluster']} | {row['size']} | {row['masculine']} | {row['feminine']} | "
-            f"{row['factor_pp']:+.1f} | {escape_cell(', '.join(row['words']))} |"
-        )
+        words = escape_cell(", ".join(row["words"]))
+        cells = [row["cluster"], row["size"], row["masculine"], row["feminine"]]
+        lines.append(table_row([*cells, f"{row['factor_pp']:+.1f}", words]))
     return lines
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from contrastkit.text import escape_cell, table_header
+from contrastkit.text import escape_cell, table_header, table_row
 
 __all__ = ["PAPERS", "VISOGENDER_MODELS", "PaperModel", "markdown_table", "paper_models"]
 
@@ -215,8 +215,6 @@ def markdown_table(models: tuple[PaperModel, ...]) -> str:
         also = ", ".join(f"`{alt}`" for alt in model.alternatives)
         accuracy = "" if model.imagenet_zero_shot is None else f"{model.imagenet_zero_shot:.1f}"
         tables = ", ".join(model.tables) or "code only"
-        lines.append(
-            f"| {model.name} | {tables} | {model.kind} | {spec} | {also} | {accuracy} "
-            f"| {escape_cell(model.note)} |"
-        )
+        cells = [model.name, tables, model.kind, spec, also, accuracy, escape_cell(model.note)]
+        lines.append(table_row(cells))
     return "\n".join(lines) + "\n"

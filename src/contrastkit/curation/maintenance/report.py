@@ -35,10 +35,10 @@ def render_markdown(result: MaintenanceResult) -> str:
                   *table_header(["row", "status", "detail", "failed checks in a row",
                                  "failing since", "url"], "lllrll")]  # fmt: skip
         lines += [
-            f"| {r.ref.idx} | {r.status} | {escape_cell(r.detail)} | {r.consecutive_failures} | "
-            f"{r.failing_since or ''} | {escape_cell(redact_url(r.url))} |"
+            table_row([r.ref.idx, r.status, escape_cell(r.detail), r.consecutive_failures,
+                       r.failing_since or "", escape_cell(redact_url(r.url))])
             for r in failing
-        ]
+        ]  # fmt: skip
     for title, rows in (
         ("Content changed (the link serves another picture)",
          [r for r in result.rows if r.content_changed]),
