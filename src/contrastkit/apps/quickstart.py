@@ -43,7 +43,7 @@ from contrastkit.curation.editing import DEFAULT_EDITOR
 from contrastkit.errors import ConfigError, ModelNotFoundError
 from contrastkit.interfaces import ImageTextScorer
 from contrastkit.io import atomic_write_text, check_writable
-from contrastkit.text import format_number, table_header, table_row
+from contrastkit.text import UNDEFINED, format_number, table_header, table_row
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -429,7 +429,7 @@ def _markdown(result: QuickstartResult) -> str:
         + (" (tiny, random weights)" if result.tiny_model else ""),
         f"- Contrast set: {s['images']} images from {s['sources_kept']} source photos "
         f"(of {s['sources_edited']} edited; {s['edits']} edits made, "
-        f"{s['edits_accepted'] if s['edits_accepted'] is not None else 'n/a'} accepted by "
+        f"{s['edits_accepted'] if s['edits_accepted'] is not None else UNDEFINED} accepted by "
         "the filter)",
         f"- Hub tree check: `datasets.load_dataset` loads {s['hub_tree_loads']}",
         "",

@@ -64,11 +64,13 @@ def _print_summary(report: dict[str, Any]) -> None:
     context = report.get("context")
     if context:
         changed, in_box = context.get("changed_outside_mask"), context.get("box_context_change")
+        outside = _number(100 * changed["mean"], False) if changed else UNDEFINED
+        around = _number(in_box["mean"], False) if in_box else UNDEFINED
         console.print(
             plain(
-                f"context: {_number(100 * changed['mean'], False) if changed else 'n/a'}% of the "
+                f"context: {outside}% of the "
                 "pixels outside the person mask changed (mean), mean change inside the box "
-                f"but outside the person {_number(in_box['mean'], False) if in_box else 'n/a'} "
+                f"but outside the person {around} "
                 f"(0-255), over {context['images']} images"
             )
         )

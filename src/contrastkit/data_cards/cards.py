@@ -7,7 +7,7 @@ from typing import Any
 import jinja2
 import yaml
 
-from contrastkit.text import template_environment
+from contrastkit.text import UNDEFINED, template_environment
 
 __all__ = ["TASK_CATEGORIES", "card_yaml", "render_card", "size_category"]
 
@@ -69,7 +69,7 @@ def _environment() -> jinja2.Environment:
     # StrictUndefined: a number missing from the metadata is an error
     env = template_environment("contrastkit.data_cards")
     env.filters["thousands"] = lambda n: f"{n:,}"
-    env.filters["percent"] = lambda x: "n/a" if x is None else f"{100 * x:.1f}%"
+    env.filters["percent"] = lambda x: UNDEFINED if x is None else f"{100 * x:.1f}%"
     return env
 
 

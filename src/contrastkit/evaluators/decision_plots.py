@@ -10,6 +10,7 @@ import numpy as np
 
 from contrastkit.evaluators.decision_metrics import PairedAnswer, option_gap
 from contrastkit.evaluators.decision_reports import MODE_TITLES
+from contrastkit.text import UNDEFINED
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -53,7 +54,7 @@ def flip_figure(benchmark: Mapping[str, Any]) -> Figure:
         )  # fmt: skip
         label_bars(axis, bars, [errors[i] for i in defined])
         for i in set(range(len(families))) - set(defined):  # nothing compared: no bar
-            axis.annotate("n/a", (positions[i], 0), xytext=(0, 2), textcoords="offset points",
+            axis.annotate(UNDEFINED, (positions[i], 0), xytext=(0, 2), textcoords="offset points",
                           ha="center", va="bottom", fontsize=FONT - 2)  # fmt: skip
         from matplotlib.patches import Patch
 

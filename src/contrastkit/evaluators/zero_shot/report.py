@@ -258,9 +258,11 @@ def _language_section(results: Mapping[str, Any], top: int) -> list[str]:
                 f"Sign agreement with the ECE difference (women − men): {e.agree} of {e.n} concepts"
             )
             if e.pearson_r is not None and e.spearman_rho is not None:
+                p_pearson = format_p(e.pearson_p, missing=UNDEFINED)
+                p_spearman = format_p(e.spearman_p, missing=UNDEFINED)
                 text += (
-                    f"; Pearson r = {e.pearson_r:.3f} (p {format_p(e.pearson_p, missing='n/a')}), "
-                    f"Spearman ρ = {e.spearman_rho:.3f} (p {format_p(e.spearman_p, missing='n/a')})"
+                    f"; Pearson r = {e.pearson_r:.3f} (p {p_pearson}), "
+                    f"Spearman ρ = {e.spearman_rho:.3f} (p {p_spearman})"
                 )
             elif e.reason:
                 text += f" ({e.reason})"
