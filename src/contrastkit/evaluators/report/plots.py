@@ -103,10 +103,6 @@ PLOTS = {
     "occupations of the two-person images.",
 }
 
-#: The names two of the plots had here before they moved (kept importable).
-_gender_pair_plot = gender_pair_plot
-_bias_at_k_plot = bias_at_k_plot
-
 
 def figures(results: Mapping[str, Any]) -> dict[str, Figure]:
     """The figures of one model's results (the :data:`PLOTS` whose data exist), by stem."""
