@@ -261,3 +261,45 @@ def test_the_plots_draw_intervals_as_error_bars(
                      "bias_at_k_per_occupation")
         for fmt in ("png", "svg")
     }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("bootstrap", "confidence", "words"),
+    [
+        (True, 0.95, "bootstrap: must be a whole number >= 0, not True"),
+        (-1, 0.95, "bootstrap: must be a whole number >= 0, not -1"),
+        (2.5, 0.95, "bootstrap: must be a whole number >= 0, not 2.5"),
+        (10, 1.0, "confidence: must be in (0, 1), not 1.0"),
+    ],
+)
+def test_every_job_config_checks_its_bootstrap_alike(
+    tmp_path: Path, bootstrap: Any, confidence: float, words: str
+) -> None:
+    """The evaluate, harness-report and zero-shot configs refuse the same resamples and
+    levels with the same words (a bool is no number of resamples)."""
+    from contrastkit.errors import ConfigError
+    from contrastkit.evaluators.harness import HarnessReportConfig
+    from contrastkit.evaluators.runner import EvalConfig
+    from contrastkit.evaluators.zero_shot.job import ZeroShotDisparityConfig
+
+    makers = [
+        lambda: EvalConfig(bootstrap=bootstrap, confidence=confidence),
+        lambda: HarnessReportConfig(
+            predictions=(tmp_path / "p.tsv",),
+            export=tmp_path,
+            out=tmp_path / "o",
+            bootstrap=bootstrap,
+            confidence=confidence,
+        ),
+        lambda: ZeroShotDisparityConfig(
+            data=tmp_path,
+            model="open_clip:ViT-B-32/openai",
+            out=tmp_path / "o",
+            bootstrap=bootstrap,
+            confidence=confidence,
+        ),
+    ]
+    for make in makers:
+        with pytest.raises(ConfigError, match=words.replace("(", r"\(").replace(")", r"\)")):
+            make()
+    assert EvalConfig(bootstrap=0, confidence=0.9).bootstrap == 0

@@ -13,9 +13,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from contrastkit.config import require
 from contrastkit.errors import ConfigError
 
-__all__ = ["NO_BOOTSTRAP", "BootstrapSettings", "percentile_interval", "resample_indices"]
+__all__ = [
+    "NO_BOOTSTRAP",
+    "BootstrapSettings",
+    "percentile_interval",
+    "require_bootstrap",
+    "resample_indices",
+]
 
 
 @dataclass(frozen=True)
@@ -36,6 +43,18 @@ class BootstrapSettings:
 NO_BOOTSTRAP = BootstrapSettings()
 """No resamples: figures without intervals (the default of the summaries that take
 :class:`BootstrapSettings`)."""
+
+
+def require_bootstrap(bootstrap: object, confidence: float) -> None:
+    """Check a job config's ``bootstrap`` (resamples: a whole number >= 0, not a bool)
+    and ``confidence`` (the intervals' level, in (0, 1)).
+
+    Raises:
+        ConfigError: naming the field that is wrong.
+    """
+    whole = isinstance(bootstrap, int) and not isinstance(bootstrap, bool) and bootstrap >= 0
+    require(whole, "bootstrap", f"must be a whole number >= 0, not {bootstrap!r}")
+    require(0.0 < confidence < 1.0, "confidence", f"must be in (0, 1), not {confidence}")
 
 
 def resample_indices(rng: np.random.Generator, n: int, resamples: int) -> np.ndarray:

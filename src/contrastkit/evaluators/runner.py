@@ -31,6 +31,7 @@ import numpy as np
 
 from contrastkit.config import require
 from contrastkit.errors import ConfigError
+from contrastkit.evaluators.bootstrap import require_bootstrap
 from contrastkit.evaluators.data import EvalItem, ImageLoader
 from contrastkit.evaluators.raw import RawAppender, dumps_jsonl, read_raw
 from contrastkit.evaluators.tasks.flipped import (
@@ -137,14 +138,7 @@ class EvalConfig:
             "protocol",
             f"unknown protocol {self.protocol!r}; choose from {', '.join(PROTOCOLS)}",
         )
-        require(
-            isinstance(self.bootstrap, int) and self.bootstrap >= 0,
-            "bootstrap",
-            f"must be a whole number >= 0, not {self.bootstrap!r}",
-        )
-        require(
-            0.0 < self.confidence < 1.0, "confidence", f"must be in (0, 1), not {self.confidence}"
-        )
+        require_bootstrap(self.bootstrap, self.confidence)
         unknown = [task for task in self.tasks if task not in TASKS]
         require(
             not unknown and bool(self.tasks),

@@ -10,6 +10,7 @@ from typing import Any
 
 from contrastkit.config import require
 from contrastkit.errors import ConfigError
+from contrastkit.evaluators.bootstrap import require_bootstrap
 
 __all__ = ["HarnessReport", "HarnessReportConfig"]
 
@@ -52,14 +53,7 @@ class HarnessReportConfig:
         object.__setattr__(self, "out", Path(self.out))
         require(bool(self.predictions), "predictions", "needs at least one prediction file")
         require(self.model is None or bool(self.model.strip()), "model", "must not be empty")
-        require(
-            isinstance(self.bootstrap, int) and self.bootstrap >= 0,
-            "bootstrap",
-            f"must be a whole number >= 0, not {self.bootstrap!r}",
-        )
-        require(
-            0.0 < self.confidence < 1.0, "confidence", f"must be in (0, 1), not {self.confidence}"
-        )
+        require_bootstrap(self.bootstrap, self.confidence)
 
 
 @dataclass

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from contrastkit.config import ModelConfig, require
+from contrastkit.evaluators.bootstrap import require_bootstrap
 from contrastkit.evaluators.zero_shot.groups import IMAGES_WITHOUT_CONCEPTS, LAYOUTS
 from contrastkit.evaluators.zero_shot.metrics import DEFAULT_BINS
 
@@ -173,14 +174,7 @@ class ZeroShotDisparityConfig:
             "bins",
             f"must be a whole number >= 1, not {self.bins!r}",
         )
-        require(
-            not isinstance(self.bootstrap, bool)
-            and isinstance(self.bootstrap, int)
-            and self.bootstrap >= 0,
-            "bootstrap",
-            f"must be a whole number >= 0, not {self.bootstrap!r}",
-        )
-        require(0.0 < self.confidence < 1.0, "confidence", "must be in (0, 1)")
+        require_bootstrap(self.bootstrap, self.confidence)
         require(self.temperature > 0, "temperature", "must be positive")
         require(self.threshold >= 0, "threshold", "must be >= 0 (AP points)")
         require(self.top >= 1, "top", "must be at least 1")
