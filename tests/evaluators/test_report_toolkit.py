@@ -183,3 +183,28 @@ def test_every_markdown_table_row_comes_from_the_toolkit() -> None:
     ]
     assert not found, f"hand-built markdown table rows: {found}"
     assert _f_string_rows('x = f"| {a} | {b} |"\ny = f"a | {b}"\n') == [1]
+
+
+def test_each_task_reads_its_own_benchmark_files_and_no_other(tmp_path: Path) -> None:
+    """The contrast, stereotype and decisions readers share one way to find a
+    ``benchmark.json`` (a file or an output folder): each reads its own task's file, gives
+    ``None`` for another task's, and a missing file is an error naming it."""
+    from contrastkit.errors import DataFormatError
+    from contrastkit.evaluators.contrast import read_contrast_benchmark
+    from contrastkit.evaluators.decisions import read_decisions_benchmark
+    from contrastkit.evaluators.stereotype import read_stereotype_benchmark
+
+    contrast = _golden("evaluate_contrast.json", "/benchmark.json")
+    stereotype = _golden("evaluate_stereotype.json", "tiny-vilt-<hash>/benchmark.json")
+    for name, data in (("contrast", contrast), ("stereotype", stereotype)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "benchmark.json").write_text(json.dumps(data), encoding="utf-8")
+    assert read_contrast_benchmark(tmp_path / "contrast") == contrast  # the folder
+    assert read_contrast_benchmark(tmp_path / "stereotype" / "benchmark.json") is None
+    assert read_stereotype_benchmark(tmp_path / "stereotype") == stereotype
+    assert read_stereotype_benchmark(tmp_path / "contrast") is None
+    assert read_decisions_benchmark(tmp_path / "contrast") is None
+    for reader in (read_contrast_benchmark, read_stereotype_benchmark, read_decisions_benchmark):
+        with pytest.raises(DataFormatError, match="no such benchmark file") as caught:
+            reader(tmp_path / "nowhere")
+        assert caught.value.path == str(tmp_path / "nowhere")

@@ -66,16 +66,12 @@ def read_contrast_benchmark(path: Path) -> dict[str, Any] | None:
     Raises:
         DataFormatError: no such file, or not a JSON object.
     """
-    from contrastkit.records import read_json_object
+    from contrastkit.evaluators.report.results import read_task_benchmark
 
-    path = Path(path)
-    if path.is_dir():
-        path = path / "benchmark.json"
-    if not path.is_file():
-        raise DataFormatError(path, None, None, "no such benchmark file")
-    data = read_json_object(path, "a benchmark object")
-    if data.get("task") != "contrast":
+    found = read_task_benchmark(path, "contrast")
+    if found is None:
         return None
+    path, data = found
     summary = data.get("summary")
     if not isinstance(summary, dict) or not isinstance(summary.get("retrieval"), dict):
         raise DataFormatError(path, None, "summary", "a contrast benchmark without its summary")

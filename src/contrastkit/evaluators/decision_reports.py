@@ -32,14 +32,15 @@ MODE_TITLES = {
 
 def read_decisions_benchmark(path: Path) -> dict[str, Any] | None:
     """A decisions ``benchmark.json`` (or the folder holding one), or ``None`` for
-    another task's."""
-    from contrastkit.records import read_json_object
+    another task's.
 
-    file = Path(path) / "benchmark.json" if Path(path).is_dir() else Path(path)
-    if not file.is_file():
-        return None
-    data = read_json_object(file, "a benchmark object")
-    return data if data.get("task") == TASK else None
+    Raises:
+        DataFormatError: no such file, or not a JSON object.
+    """
+    from contrastkit.evaluators.report.results import read_task_benchmark
+
+    found = read_task_benchmark(path, TASK)
+    return None if found is None else found[1]
 
 
 def decisions_headline(benchmark: Mapping[str, Any]) -> dict[str, Any]:

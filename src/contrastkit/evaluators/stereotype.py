@@ -290,16 +290,12 @@ def read_stereotype_benchmark(path: Path) -> dict[str, Any] | None:
         DataFormatError: no such file, not a JSON object, or a stereotype benchmark
             without its summary.
     """
-    from contrastkit.records import read_json_object
+    from contrastkit.evaluators.report.results import read_task_benchmark
 
-    path = Path(path)
-    if path.is_dir():
-        path = path / "benchmark.json"
-    if not path.is_file():
-        raise DataFormatError(path, None, None, "no such benchmark file")
-    data = read_json_object(path, "a benchmark object")
-    if data.get("task") != TASK:
+    found = read_task_benchmark(path, TASK)
+    if found is None:
         return None
+    path, data = found
     for key in ("summary", "reference_models", "shifting"):
         if not isinstance(data.get(key), dict):
             raise DataFormatError(path, None, key, f"a stereotype benchmark without its {key}")

@@ -321,6 +321,36 @@ def _a(task: str) -> str:
     return f"{'an' if task[:1] in 'aeiou' else 'a'} {task}"
 
 
+def benchmark_file(path: str | Path) -> Path:
+    """The ``benchmark.json`` that ``path`` names: the file itself, or the one in the
+    output folder ``path``.
+
+    Raises:
+        DataFormatError: there is no such file.
+    """
+    path = Path(path)
+    if path.is_dir():
+        path = path / "benchmark.json"
+    if not path.is_file():
+        raise DataFormatError(path, None, None, "no such benchmark file")
+    return path
+
+
+def read_task_benchmark(path: str | Path, task: str) -> tuple[Path, dict[str, Any]] | None:
+    """The benchmark file of :func:`benchmark_file` and its JSON object when it records
+    ``task``; ``None`` when it is another task's (how each task's reader tells its own
+    files apart).
+
+    Raises:
+        DataFormatError: no such file, or not a JSON object.
+    """
+    from contrastkit.records import read_json_object
+
+    file = benchmark_file(path)
+    data = read_json_object(file, "a benchmark object")
+    return (file, data) if data.get("task") == task else None
+
+
 def load_benchmark(path: str | Path) -> tuple[str, dict[str, Any]]:
     """Read a VisoGender benchmark JSON (or the ``benchmark.json`` of an output folder),
     through :class:`contrastkit.results.VisoGenderResult` (a file of an older
@@ -333,11 +363,7 @@ def load_benchmark(path: str | Path) -> tuple[str, dict[str, Any]]:
         DataFormatError: missing file, invalid JSON, a value of the wrong type (located
             by its dotted path), or not a VisoGender benchmark.
     """
-    path = Path(path)
-    if path.is_dir():
-        path = path / "benchmark.json"
-    if not path.is_file():
-        raise DataFormatError(path, None, None, "no such benchmark file")
+    path = benchmark_file(path)
     result = load_result(path)
     if not isinstance(result, VisoGenderResult):
         raise DataFormatError(
