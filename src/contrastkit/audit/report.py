@@ -14,11 +14,12 @@ from contrastkit.audit.data import LABELS
 from contrastkit.audit.plots import metric_title, write_plots
 from contrastkit.text import UNDEFINED, escape_cell, format_number, table_header, table_row
 
-__all__ = ["audit_markdown", "write_plots"]
+__all__ = ["audit_markdown", "audit_number", "write_plots"]
 
 
-def _number(value: Any, sign: bool = False) -> str:
-    """A figure of the audit: 3 places (an integer too), ``n/a`` when undefined."""
+def audit_number(value: Any, sign: bool = False) -> str:
+    """A figure of the audit (report and console): 3 places (an integer too), with ``+``
+    before a positive one when ``sign``, ``n/a`` when undefined."""
     number = None if value is None else float(value)
     return format_number(number, 3, sign=sign, missing=UNDEFINED)
 
@@ -72,9 +73,10 @@ def _composition_lines(section: Mapping[str, Any], label_source: str) -> list[st
         if not unbalanced:
             lines[-2:] = ["Every cell is balanced."]
         return lines
+    share = audit_number(section["masculine_share_of_labelled"])
+    ratio = audit_number(section["masculine_to_feminine"])
     lines += ["", f"Captions: {section['captions']:,}. Masculine share of the labelled images: "
-              f"{_number(section['masculine_share_of_labelled'])}; masculine per feminine image: "
-              f"{_number(section['masculine_to_feminine'])}."]  # fmt: skip
+              f"{share}; masculine per feminine image: {ratio}."]  # fmt: skip
     paper = section.get("paper_counts")
     if paper:
         lines += [
@@ -112,13 +114,15 @@ def _baseline_lines(section: Mapping[str, Any], notes: Mapping[str, str]) -> lis
         header += [f"{metric_title(n)} (balanced)" for n in names]
     lines += table_header(header, "l" + "r" * (len(header) - 1))
     for model, entry in section["models"].items():
-        cells = [escape_cell(model)] + [_number(entry["original"][n]["mean"], True) for n in names]
+        cells = [escape_cell(model)] + [
+            audit_number(entry["original"][n]["mean"], True) for n in names
+        ]
         if balanced:
             for n in names:
                 stats = entry.get("balanced", {}).get(n)
                 cells.append(
                     UNDEFINED if stats is None
-                    else f"{_number(stats['mean'], True)} ± {_number(stats['std'])}"
+                    else f"{audit_number(stats['mean'], True)} ± {audit_number(stats['std'])}"
                 )  # fmt: skip
         lines.append(table_row(cells))
     if balanced:
@@ -171,8 +175,8 @@ def _auc_line(section: Mapping[str, Any]) -> str:
     low, high = section["interval"]
     level = round(100 * section["level"])
     return (
-        f"**{_number(section['auc'])}** ({level}% bootstrap interval "
-        f"{_number(low)} to {_number(high)}, {section['resamples']} resamples)"
+        f"**{audit_number(section['auc'])}** ({level}% bootstrap interval "
+        f"{audit_number(low)} to {audit_number(high)}, {section['resamples']} resamples)"
     )
 
 
@@ -264,7 +268,8 @@ def _probe_lines(section: Mapping[str, Any]) -> list[str]:
         if entry is None:
             return "**not reported** (too few held-out images; see below)"
         low, high = entry["interval"]
-        return f"**{_number(entry['auc'])}** ({level}% interval {_number(low)} to {_number(high)})"
+        low_text, high_text = audit_number(low), audit_number(high)
+        return f"**{audit_number(entry['auc'])}** ({level}% interval {low_text} to {high_text})"
 
     return [
         *lines,

@@ -12,6 +12,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
+from contrastkit.audit.report import audit_number
 from contrastkit.cli.common import (
     console,
     err_console,
@@ -22,13 +23,7 @@ from contrastkit.cli.common import (
     user_errors,
 )
 from contrastkit.cli.options import ModelOptions, with_options
-from contrastkit.text import UNDEFINED, format_number
-
-
-def _number(value: Any, sign: bool = True) -> str:
-    """A figure of the audit summary: 3 places, ``n/a`` when undefined."""
-    number = None if value is None else float(value)
-    return format_number(number, 3, sign=sign, missing=UNDEFINED)
+from contrastkit.text import UNDEFINED
 
 
 def _auc_text(entry: dict[str, Any] | None, low_high: bool = True) -> str:
@@ -36,9 +31,9 @@ def _auc_text(entry: dict[str, Any] | None, low_high: bool = True) -> str:
     if entry is None or entry.get("auc") is None:
         return "not reported"
     if not low_high:
-        return _number(entry["auc"], False)
+        return audit_number(entry["auc"])
     low, high = entry["interval"]
-    return f"{_number(entry['auc'], False)} [{_number(low, False)}, {_number(high, False)}]"
+    return f"{audit_number(entry['auc'])} [{audit_number(low)}, {audit_number(high)}]"
 
 
 def _print_summary(report: dict[str, Any]) -> None:
@@ -64,8 +59,8 @@ def _print_summary(report: dict[str, Any]) -> None:
     context = report.get("context")
     if context:
         changed, in_box = context.get("changed_outside_mask"), context.get("box_context_change")
-        outside = _number(100 * changed["mean"], False) if changed else UNDEFINED
-        around = _number(in_box["mean"], False) if in_box else UNDEFINED
+        outside = audit_number(100 * changed["mean"]) if changed else UNDEFINED
+        around = audit_number(in_box["mean"]) if in_box else UNDEFINED
         console.print(
             plain(
                 f"context: {outside}% of the "
@@ -92,14 +87,18 @@ def _print_baselines(baselines: dict[str, Any], notes: dict[str, Any]) -> None:
         table.add_column(name.replace("bias", "Bias").replace("maxskew", "MaxSkew"))
     for model, entry in baselines["models"].items():
         name = f"{model} (random weights)" if model in notes else model
-        table.add_row(plain(name), "as is", *[_number(entry["original"][n]["mean"]) for n in names])
+        table.add_row(
+            plain(name),
+            "as is",
+            *[audit_number(entry["original"][n]["mean"], sign=True) for n in names],
+        )
         if "balanced" in entry:
             table.add_row(
                 "",
                 "balanced",
                 *[
-                    f"{_number(entry['balanced'][n]['mean'])} ± "
-                    f"{_number(entry['balanced'][n]['std'], False)}"
+                    f"{audit_number(entry['balanced'][n]['mean'], sign=True)} ± "
+                    f"{audit_number(entry['balanced'][n]['std'])}"
                     for n in names
                 ],
             )
