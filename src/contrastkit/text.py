@@ -155,14 +155,17 @@ def markdown_table(
     return [*lines, ""]
 
 
-def template_environment(package: str, folder: str = "templates") -> jinja2.Environment:
+def template_environment(
+    package: str, folder: str = "templates", *, html: bool = False
+) -> jinja2.Environment:
     """The jinja2 environment of the ``*.j2`` templates in ``folder`` of ``package``
     (package data: pyproject's ``package-data`` must list them), by file name.
 
     One set of rules for every template: a value the template names and the caller did
-    not give is an error (``StrictUndefined``), nothing is HTML-escaped, a ``{% ... %}``
-    tag alone on its line leaves no line behind (``trim_blocks``, ``lstrip_blocks``) and
-    the template's last line break is kept."""
+    not give is an error (``StrictUndefined``), nothing is HTML-escaped (with ``html``:
+    every value is, unless marked safe), a ``{% ... %}`` tag alone on its line leaves no
+    line behind (``trim_blocks``, ``lstrip_blocks``) and the template's last line break
+    is kept."""
     import jinja2
 
     templates = resources.files(package) / folder
@@ -173,7 +176,7 @@ def template_environment(package: str, folder: str = "templates") -> jinja2.Envi
     return jinja2.Environment(
         loader=loader,
         undefined=jinja2.StrictUndefined,
-        autoescape=False,
+        autoescape=html,
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,

@@ -1,0 +1,330 @@
+"""The HTML report job: read the results (the readers ``contrastkit report`` uses), write
+the comparison, render the pages from the templates shipped as package data, copy the
+stylesheet and script beside them."""
+
+from __future__ import annotations
+
+import html
+import re
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from contrastkit.config import require
+from contrastkit.errors import DataFormatError
+from contrastkit.evaluators.evaluation import as_strings
+from contrastkit.evaluators.html.cards import Entry
+from contrastkit.evaluators.html.galleries import Drawing, galleries, short_model
+from contrastkit.evaluators.html.markdown import markdown_html
+from contrastkit.evaluators.html.thumbs import Thumbnailer
+from contrastkit.io import atomic_write_text, check_writable
+from contrastkit.text import UNDEFINED, format_number
+
+__all__ = ["MIN_ITEMS", "HtmlReport", "HtmlReportConfig", "write_html_report"]
+
+MIN_ITEMS = 30
+"""A result over fewer items than this (queries, sources, images, resolution cases) is
+flagged "few items": its intervals are wide and its figures move with a handful of
+items."""
+
+ASSETS = ("report.css", "report.js")
+"""The stylesheet and script every page loads from ``assets/``."""
+
+
+@dataclass(frozen=True)
+class HtmlReportConfig:
+    """What :func:`write_html_report` does, as one value (strings are taken as paths).
+
+    Attributes:
+        results: ``benchmark.json`` files, or the model folders ``evaluate`` wrote.
+        out: the report's folder (created; pages in it are replaced).
+        per_page: cards shown at a time in a gallery (the pager shows the rest).
+        max_cards: the most cards a gallery keeps (its default order's first ones).
+        thumb_size: the longest side of a thumbnail, in pixels.
+        store: the image store VisoGender URLs are read from, if any.
+
+    Raises:
+        ConfigError: no results, or a size that is not positive.
+    """
+
+    results: tuple[Path, ...]
+    out: Path
+    per_page: int = 48
+    max_cards: int = 480
+    thumb_size: int = 160
+    store: Path | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "results", tuple(map(Path, as_strings(self.results, "results"))))
+        object.__setattr__(self, "out", Path(self.out))
+        if self.store is not None:
+            object.__setattr__(self, "store", Path(self.store))
+        require(bool(self.results), "results", "give at least one benchmark.json or folder")
+        for name in ("per_page", "max_cards", "thumb_size"):
+            value = getattr(self, name)
+            require(
+                isinstance(value, int) and not isinstance(value, bool) and value > 0,
+                name,
+                f"a positive whole number, not {value!r}",
+            )
+
+
+@dataclass(frozen=True)
+class HtmlReport:
+    """What :func:`write_html_report` wrote.
+
+    Attributes:
+        out: the report's folder.
+        index: its ``index.html``.
+        pages: every page, the index first.
+        cards: the cards of each gallery, by gallery page name.
+        thumbnails: thumbnails written (images already there are not counted).
+    """
+
+    out: Path
+    index: Path
+    pages: tuple[Path, ...]
+    cards: Mapping[str, int]
+    thumbnails: int
+
+
+def _entries(paths: Sequence[Path]) -> list[Entry]:
+    from contrastkit.evaluators.report.results import benchmark_file
+    from contrastkit.evaluators.tasks.registry import read_result
+
+    entries = []
+    taken: set[str] = set()
+    for path in paths:
+        task, results = read_result(path)
+        try:
+            folder = benchmark_file(path).parent
+        except DataFormatError:  # a harness_results.json (or its folder)
+            folder = path.parent if path.is_file() else path
+        headline = task.function("headline")(results)
+        model = str(headline.get("model") or results.get("model") or folder.name)
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{task.name}-{folder.name}").strip("-")
+        while slug in taken:
+            slug += "-2"
+        taken.add(slug)
+        entries.append(Entry(task.name, model, folder, results, headline, slug))
+    return entries
+
+
+def item_count(entry: Entry) -> int | None:
+    """How many items the result is over: queries, sources, images or resolution cases
+    (``None`` when the result does not say)."""
+    for name in ("queries", "sources", "images"):
+        value = entry.headline.get(name)
+        if isinstance(value, int):
+            return value
+    metadata = entry.results.get("metadata") or {}
+    for name in ("n_resolution_cases", "rows"):
+        value = metadata.get(name)
+        if isinstance(value, int):
+            return value
+    return None
+
+
+def flags(entry: Entry) -> list[dict[str, str]]:
+    """The warnings a page shows about a result: random weights, too few items."""
+    found = []
+    if entry.random_weights:
+        note = entry.results.get("weights_note") or entry.headline.get("weights_note")
+        found.append(
+            {
+                "kind": "random",
+                "label": "random weights",
+                "text": str(
+                    note
+                    or f"{entry.model} has random weights: these figures "
+                    "are a pipeline check, not a measurement."
+                ),
+            }
+        )
+    n = item_count(entry)
+    if n is not None and n < MIN_ITEMS:
+        found.append(
+            {
+                "kind": "few",
+                "label": f"few items (n = {n})",
+                "text": f"{entry.model}: {n} items, fewer than {MIN_ITEMS}: the "
+                "figures move with a handful of items and the intervals are wide.",
+            }
+        )
+    return found
+
+
+def headline_figures(headline: Mapping[str, Any], limit: int = 12) -> list[dict[str, str]]:
+    """The headline's figures that have an interval: ``name``, ``value``, ``interval``
+    (a figure ``x`` with its sibling ``x_ci``, or a ``mean`` with its ``mean_ci``)."""
+    rows: list[dict[str, str]] = []
+
+    def walk(node: Mapping[str, Any], prefix: str) -> None:
+        for key, value in node.items():
+            if len(rows) >= limit:
+                return
+            ci = node.get(f"{key}_ci")
+            if isinstance(value, int | float | type(None)) and isinstance(ci, Mapping):
+                rows.append(
+                    {
+                        "name": f"{prefix}{key}",
+                        "value": _fmt(value),
+                        "interval": f"[{_fmt(ci.get('low'))}, {_fmt(ci.get('high'))}]",
+                    }
+                )
+            elif isinstance(value, Mapping) and isinstance(value.get("mean_ci"), Mapping):
+                ci = value["mean_ci"]
+                rows.append(
+                    {
+                        "name": f"{prefix}{key} (mean)",
+                        "value": _fmt(value.get("mean")),
+                        "interval": f"[{_fmt(ci.get('low'))}, {_fmt(ci.get('high'))}]",
+                    }
+                )
+            elif isinstance(value, Mapping):
+                walk(value, f"{prefix}{key} · ")
+
+    walk(headline, "")
+    return rows
+
+
+def _fmt(value: Any) -> str:
+    return format_number(value, 3, missing=UNDEFINED)
+
+
+def inline_svg(folder: Path, title: str, target: str) -> str:
+    """The SVG version of the plot ``target`` (a PNG beside a markdown report) as inline
+    markup, or a line saying it was not found."""
+    path = (folder / target).with_suffix(".svg")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return f'<p class="missing">Plot {html.escape(target)} not found.</p>'
+    start = text.find("<svg")
+    if start < 0:
+        return f'<p class="missing">Plot {html.escape(target)} is not an SVG.</p>'
+    label = html.escape(title or path.stem, quote=True)
+    svg = text[start:].replace("<svg", f'<svg role="img" aria-label="{label}"', 1)
+    return f'<figure class="plot">{svg}<figcaption>{html.escape(title)}</figcaption></figure>'
+
+
+def write_html_report(config: HtmlReportConfig) -> HtmlReport:
+    """Write the HTML report of the results ``config`` names into ``config.out``.
+
+    Raises:
+        ResourceError: ``out`` cannot be written (checked before anything is read).
+        DataFormatError: a missing or malformed results file.
+    """
+    from contrastkit.evaluators.job import ReportConfig, compare_results
+    from contrastkit.text import template_environment
+
+    out = config.out
+    check_writable(out, "the HTML report")
+    entries = _entries(config.results)
+    out.mkdir(parents=True, exist_ok=True)
+    comparison = compare_results(ReportConfig(results=config.results, out=out / "comparison.md"))
+    thumbs = Thumbnailer(out, config.thumb_size)
+    found = galleries(entries, Drawing(thumbs, config.max_cards, config.store))
+    environment = template_environment(__package__ or "", "templates", html=True)
+    nav = [{"href": "index.html", "label": "Overview"}]
+    nav += [{"href": f"{g.slug}.html", "label": g.title.split(":")[0]} for g in found]
+    nav += [
+        {"href": f"result-{e.slug}.html", "label": f"{e.task}: {short_model(e.model)}"}
+        for e in entries
+    ]
+    common = {"nav": nav}
+    pages: list[Path] = []
+
+    def render(name: str, template: str, **values: Any) -> None:
+        page = environment.get_template(template).render(**common, here=name, **values)
+        atomic_write_text(out / name, page)
+        pages.append(out / name)
+
+    render(
+        "index.html",
+        "index.html.j2",
+        title="contrastkit report",
+        comparison=markdown_html(comparison.markdown, image=partial(inline_svg, out)),
+        entries=[_entry_view(e) for e in entries],
+        flags=_grouped_flags(entries),
+        galleries=[
+            {"href": f"{g.slug}.html", "title": g.title, "cards": len(g.cards), "total": g.total}
+            for g in found
+        ],
+    )
+    for entry in entries:
+        report = entry.folder / "report.md"
+        text = report.read_text(encoding="utf-8") if report.is_file() else ""
+        says_random = "random weights" in text.lower()  # the report's own note shows it
+        render(
+            f"result-{entry.slug}.html",
+            "result.html.j2",
+            title=f"{entry.task}: {entry.model}",
+            entry=_entry_view(entry),
+            flags=[f for f in flags(entry) if f["kind"] != "random" or not says_random],
+            body=markdown_html(_drop_title(text), image=partial(inline_svg, entry.folder)),
+        )
+    for gallery in found:
+        render(
+            f"{gallery.slug}.html",
+            "gallery.html.j2",
+            title=gallery.title,
+            gallery=gallery,
+            per_page=config.per_page,
+            flags=_grouped_flags(gallery.entries),
+        )
+    assets = out / "assets"
+    assets.mkdir(exist_ok=True)
+    for name in ASSETS:
+        source = resources.files(__package__ or "") / "templates" / name
+        with resources.as_file(source) as file:
+            shutil.copyfile(file, assets / name)
+    return HtmlReport(
+        out, out / "index.html", tuple(pages), {g.slug: len(g.cards) for g in found}, thumbs.written
+    )
+
+
+def _grouped_flags(entries: Sequence[Entry]) -> list[dict[str, str]]:
+    """One warning per kind for the index, naming every result it concerns."""
+    kinds: dict[str, list[str]] = {}
+    for entry in entries:
+        for flag in flags(entry):
+            kinds.setdefault(flag["kind"], []).append(f"{entry.task}: {short_model(entry.model)}")
+    text = {
+        "random": (
+            "random weights",
+            "their figures are a pipeline check, not a measurement of any real model",
+        ),
+        "few": (
+            "few items",
+            f"fewer than {MIN_ITEMS} items: their figures move with a handful "
+            "of items and their intervals are wide",
+        ),
+    }
+    return [
+        {"kind": kind, "label": text[kind][0], "text": f"{'; '.join(names)}: {text[kind][1]}."}
+        for kind, names in kinds.items()
+    ]
+
+
+def _drop_title(markdown: str) -> str:
+    """The markdown without its first ``# `` title (the page has its own)."""
+    lines = markdown.splitlines()
+    if lines and lines[0].startswith("# "):
+        return "\n".join(lines[1:])
+    return markdown
+
+
+def _entry_view(entry: Entry) -> dict[str, Any]:
+    return {
+        "task": entry.task,
+        "model": entry.model,
+        "href": f"result-{entry.slug}.html",
+        "flags": flags(entry),
+        "figures": headline_figures(entry.headline),
+        "n": item_count(entry),
+    }
