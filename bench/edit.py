@@ -3,6 +3,7 @@
     python bench/edit.py            # CUDA: SD1.5 architecture, 256 and 512 px, fp16
     python bench/edit.py --quick    # fewer edits and steps
     python bench/edit.py --families # each editor family: ratio to the denoiser's ceiling
+    python bench/edit.py --families --device cuda --resolutions 256,512
 
 Both arms run contrastkit's :class:`~contrastkit.curation.editing.InstructPix2PixEditor`
 on the same crops, instructions, seeds and settings:
@@ -23,7 +24,8 @@ qwen-image-edit) its tiny pipeline (:mod:`contrastkit.tiny.editor`, random weigh
 ``--edits`` crops at ``--batch`` per call through :class:`DiffusersEditor`; the
 denoiser's (UNet's / transformer's) calls of one edit batch are recorded and replayed
 bare (same inputs, same batch, no pipeline around them): their rate is the ceiling of
-edit-steps per second, and the script prints the editor's rate as a share of it. With
+edit-steps per second, and the script prints the editor's rate as a share of it, at each
+of ``--resolutions`` (default 32 px; the GPU run of bench/gpu/run.sh: 256 and 512). With
 tiny models the denoiser is cheap, so the share says how much the pipeline around it
 (text encoders, VAE, scheduler, image processing) costs at that size, not at full size.
 """
@@ -36,6 +38,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
 from PIL import Image
@@ -81,8 +84,40 @@ def _rate(
     return len(specs) / (time.perf_counter() - start)
 
 
+def _denoiser_seconds(
+    editor: Any, crops: list[Image.Image], specs: list[EditSpec], device: str
+) -> float:
+    """Seconds of the denoiser's calls of one edit batch, recorded and replayed bare."""
+    denoiser = getattr(editor.pipeline, "unet", None) or editor.pipeline.transformer
+    calls: list[tuple[tuple, dict]] = []
+    forward = denoiser.forward
+
+    def record(*a, _forward=forward, _calls=calls, **k):  # type: ignore[no-untyped-def]
+        _calls.append((a, k))
+        return _forward(*a, **k)
+
+    denoiser.forward = record
+    editor.edit(crops[: editor.batch_size], specs[: editor.batch_size])
+    denoiser.forward = forward
+    with torch.no_grad():
+        for a, k in calls:  # warm-up
+            denoiser(*a, **k)
+        _sync(device)
+        start = time.perf_counter()
+        for a, k in calls:
+            denoiser(*a, **k)
+        _sync(device)
+    return time.perf_counter() - start
+
+
+def _sync(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
 def _families(args: argparse.Namespace) -> None:
-    """Each editor family's tiny pipeline: edit-steps/s against the denoiser's ceiling."""
+    """Each editor family's tiny pipeline: edit-steps/s against the denoiser's ceiling, at
+    each of ``--resolutions`` (default 32 px)."""
     from contrastkit.config import ModelConfig
     from contrastkit.curation.editing import load_editor
     from contrastkit.tiny import editor as tiny
@@ -93,47 +128,34 @@ def _families(args: argparse.Namespace) -> None:
         "flux-kontext": tiny.tiny_flux_kontext,
         "qwen-image-edit": tiny.tiny_qwen_image_edit,
     }
-    batch, steps, resolution = args.batch or 4, args.steps or 4, 32
+    batch, steps = args.batch or 4, args.steps or 4
+    resolutions = [int(r) for r in (args.resolutions or "32").split(",")]
     edits = args.edits or 2 * batch
+    gpu = torch.cuda.get_device_name() if args.device.startswith("cuda") else "none"
     print(f"machine: {platform.machine()}, {torch.get_num_threads()} CPU threads, "
-          f"{args.device}; tiny pipelines (random weights), {resolution} px, {steps} steps, "
+          f"{args.device} (GPU: {gpu}); tiny pipelines (random weights), {steps} steps, "
           f"{edits} edits at {batch} per call")  # fmt: skip
-    print("| family | edit-steps/s | denoiser ceiling, edit-steps/s | share |")
-    print("|---|---:|---:|---:|")
-    crops = _crops(resolution, edits)
+    print("| family | px | edit-steps/s | denoiser ceiling, edit-steps/s | share |")
+    print("|---|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory() as folder:
         for prefix, build in builders.items():
             path = build(Path(folder) / prefix)
             editor = load_editor(
                 f"{prefix}:{path}", ModelConfig(device=args.device, batch_size=batch)
             )
-            settings = EditSettings.for_family(prefix, steps=steps, resolution=resolution)
-            specs = [s for i in range(edits) for s in plan_edits(str(i), settings)][:edits]
-            specs = [
-                s if s.text_guidance_scale == specs[0].text_guidance_scale else specs[0]
-                for s in specs
-            ]  # one guidance group: full batches
-            rate = _rate(editor, crops, specs, args.device) * steps
-            denoiser = getattr(editor.pipeline, "unet", None) or editor.pipeline.transformer
-            calls: list[tuple[tuple, dict]] = []
-            forward = denoiser.forward
-
-            def record(*a, _forward=forward, _calls=calls, **k):  # type: ignore[no-untyped-def]
-                _calls.append((a, k))
-                return _forward(*a, **k)
-
-            denoiser.forward = record
-            editor.edit(crops[:batch], specs[:batch])
-            denoiser.forward = forward
-            with torch.no_grad():
-                for a, k in calls:  # warm-up
-                    denoiser(*a, **k)
-                start = time.perf_counter()
-                for a, k in calls:
-                    denoiser(*a, **k)
-                bare = time.perf_counter() - start
-            ceiling = batch * steps / bare  # the recorded calls are one batch of `steps`
-            print(f"| {prefix} | {rate:.2f} | {ceiling:.2f} | {rate / ceiling:.0%} |")
+            for resolution in resolutions:
+                crops = _crops(resolution, edits)
+                settings = EditSettings.for_family(prefix, steps=steps, resolution=resolution)
+                specs = [s for i in range(edits) for s in plan_edits(str(i), settings)][:edits]
+                specs = [
+                    s if s.text_guidance_scale == specs[0].text_guidance_scale else specs[0]
+                    for s in specs
+                ]  # one guidance group: full batches
+                rate = _rate(editor, crops, specs, args.device) * steps
+                # the recorded calls are one batch of `steps`
+                ceiling = batch * steps / _denoiser_seconds(editor, crops, specs, args.device)
+                print(f"| {prefix} | {resolution} | {rate:.2f} | {ceiling:.2f} | "
+                      f"{rate / ceiling:.0%} |")  # fmt: skip
 
 
 def main() -> None:
@@ -143,7 +165,11 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=None, help="edits per call in (b)")
     parser.add_argument("--edits", type=int, default=None, help="edits per arm")
     parser.add_argument("--steps", type=int, default=None, help="denoising steps per edit")
-    parser.add_argument("--resolutions", default=None, help="e.g. 256,512")
+    parser.add_argument(
+        "--resolutions",
+        default=None,
+        help="e.g. 256,512 (default 256,512 on CUDA, 64,128 on a CPU; --families: 32)",
+    )
     parser.add_argument("--families", action="store_true", help="each editor family, tiny")
     args = parser.parse_args()
     if args.families:
