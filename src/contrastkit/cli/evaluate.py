@@ -31,6 +31,7 @@ from contrastkit.cli.evaluate_options import (
     ContrastOptions,
     DataOptions,
     DecisionOptions,
+    HtmlOptions,
     ImageOptions,
     RetrievalOptions,
     TaskChoice,
@@ -113,10 +114,23 @@ def _run(task: str | None, groups: Iterable[OptionGroup]) -> None:
     from contrastkit.evaluators.job import evaluate as run_evaluation
 
     groups = list(groups)
+    html = next((g.html for g in groups if isinstance(g, HtmlOptions)), None)
     with user_errors():
         result = run_evaluation(_evaluate_config(groups, task), progress=progress)
     [output] = [group for group in groups if isinstance(group, OutputOptions)]
     _print_evaluation(result, output.as_json)
+    if html is not None:
+        with user_errors():
+            _html_report([entry.folder for entry in result.evaluations], html, output.as_json)
+
+
+def _html_report(results: list[Path], out: Path, as_json: bool) -> None:
+    """``--html``: write the HTML report of ``results`` into ``out``, say where."""
+    from contrastkit.evaluators.html import HtmlReportConfig, write_html_report
+
+    report = write_html_report(HtmlReportConfig(results=tuple(results), out=out))
+    if not as_json:
+        console.print(plain(f"HTML report: {report.index}"), highlight=False)
 
 
 def _deprecated(old: str, new: str) -> None:
@@ -137,6 +151,9 @@ def _auto(values: Mapping[type[OptionGroup], OptionGroup]) -> None:
         if zs.TASK in tasks:  # per-concept zero-shot disparities
             if len(tasks) > 1:
                 raise ConfigError(f"--task: {zs.TASK} runs alone")
+            html = values.get(HtmlOptions)
+            if isinstance(html, HtmlOptions) and html.html is not None:
+                raise ConfigError("--html: the zero-shot analysis has no HTML report")
             _deprecated(f"--task {zs.TASK}", "`contrastkit evaluate zero-shot`")
             _zero_shot(values)
             return
@@ -423,6 +440,13 @@ def report(
     model: str | None = typer.Option(
         None, "--model", help="With --harness-predictions: the model's name in the reports."
     ),
+    html: Path | None = typer.Option(
+        None,
+        "--html",
+        metavar="DIR",
+        help="Also write the offline HTML report into DIR: the models side by side, a page "
+        "per result, galleries of the images behind the figures; opens from file://.",
+    ),
 ) -> None:
     """Put several models' results side by side (resolution: Tab. 2; retrieval: Tab. 3;
     retrieval with the occupation and the participant as the query's subject: Tab. 5).
@@ -436,6 +460,10 @@ def report(
     benchmark.json, report.md) and compares them with any RESULTS given:
 
         contrastkit report --harness-predictions llava_x.tsv --harness-set vlm --out res/llava
+
+    With --html DIR, also writes the offline HTML report (docs/how-to/html-report.md):
+
+        contrastkit report results/* --html report-site
     """
     from contrastkit.errors import ConfigError
     from contrastkit.evaluators.job import ReportConfig, compare_results
@@ -460,6 +488,9 @@ def report(
         print_json(list(comparison.headlines))
     else:
         typer.echo(shown(comparison.markdown, multiline=True), nl=False)
+    if html is not None:
+        with user_errors():
+            _html_report(list(results), html, as_json)
 
 
 def _harness_report(

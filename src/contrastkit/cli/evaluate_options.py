@@ -190,6 +190,18 @@ class DecisionOptions(OptionGroup):
 
 
 @dataclass(frozen=True, kw_only=True)
+class HtmlOptions(OptionGroup):
+    """``--html``: the offline HTML report of what was evaluated."""
+
+    html: Annotated[
+        Path | None,
+        typer.Option("--html", metavar="DIR", help="Also write the offline HTML report of the "
+                     "results into DIR: the models side by side, a page per model, galleries "
+                     "of the images behind the figures; opens from file://."),
+    ] = None  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
 class TaskChoice(OptionGroup):
     """``contrastkit evaluate --task``: the analyses of the command that picks the task
     from the data, and the older way to name a task (a deprecated alias)."""
@@ -215,7 +227,9 @@ TASK_GROUPS: dict[str, tuple[type[OptionGroup], ...]] = {
 }
 
 #: The groups every task command has.
-COMMON_GROUPS: tuple[type[OptionGroup], ...] = (DataOptions, OutputOptions, ModelOptions)
+COMMON_GROUPS: tuple[type[OptionGroup], ...] = (
+    DataOptions, OutputOptions, HtmlOptions, ModelOptions,
+)  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -236,8 +250,9 @@ class AutoData(DataOptions):
 
 #: ``evaluate auto`` (``evaluate --data ...``): every task's options.
 AUTO_GROUPS: tuple[type[OptionGroup], ...] = (
-    AutoData, OutputOptions, TaskChoice, ImageOptions, VisoGenderOptions, RetrievalOptions,
-    ContrastOptions, ModelOptions, BootstrapOptions, NetworkOptions, zs.ZeroShotOptions,
+    AutoData, OutputOptions, HtmlOptions, TaskChoice, ImageOptions, VisoGenderOptions,
+    RetrievalOptions, ContrastOptions, ModelOptions, BootstrapOptions, NetworkOptions,
+    zs.ZeroShotOptions,
 )  # fmt: skip
 
 

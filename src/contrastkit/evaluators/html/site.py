@@ -266,7 +266,7 @@ def write_html_report(config: HtmlReportConfig) -> HtmlReport:
             title=f"{entry.task}: {entry.model}",
             entry=_entry_view(entry),
             flags=[f for f in flags(entry) if f["kind"] != "random" or not says_random],
-            body=markdown_html(_drop_title(text), image=partial(inline_svg, entry.folder)),
+            body=_result_body(entry.folder, text),
         )
     for gallery in found:
         render(
@@ -286,6 +286,24 @@ def write_html_report(config: HtmlReportConfig) -> HtmlReport:
     return HtmlReport(
         out, out / "index.html", tuple(pages), {g.slug: len(g.cards) for g in found}, thumbs.written
     )
+
+
+def _result_body(folder: Path, markdown: str) -> str:
+    """A result's ``report.md`` as HTML, its plots inline as SVG, and after it every
+    other plot of its ``plots/`` folder the markdown names only in words."""
+    inlined: set[str] = set()
+
+    def image(title: str, target: str) -> str:
+        inlined.add(Path(target).stem)
+        return inline_svg(folder, title, target)
+
+    body = markdown_html(_drop_title(markdown), image=image)
+    rest = sorted(p for p in (folder / "plots").glob("*.svg") if p.stem not in inlined)
+    if rest:
+        body += "\n<h2>Figures</h2>\n" + "\n".join(
+            inline_svg(folder, p.stem.replace("_", " "), f"plots/{p.name}") for p in rest
+        )
+    return body
 
 
 def _grouped_flags(entries: Sequence[Entry]) -> list[dict[str, str]]:

@@ -1,0 +1,283 @@
+"""The offline HTML report (``contrastkit report RESULTS --html OUT``): pages written from
+the fixtures' results, every image a local WebP thumbnail with alt text or a placeholder
+saying why it is missing, nothing fetched from outside the folder, galleries capped; and
+in a real browser (the system's Chromium driven by Playwright; skipped with the reason
+where either is absent): no console error, no request leaving the folder, every image
+decodes, sorting and filtering reorder the cards, the index is not blank."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PIL import Image
+
+from contrastkit.errors import ConfigError
+from contrastkit.evaluators.html import HtmlReportConfig, write_html_report
+from html_report_data import evaluated, invoke
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
+DOCS_SCREENSHOT = Path(__file__).parents[2] / "docs" / "assets" / "html-report.png"
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Path]]:
+    return evaluated(tmp_path_factory.mktemp("html-results"))
+
+
+@pytest.fixture(scope="module")
+def site(results: dict[str, list[Path]], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("html") / "report"
+    folders = [p for found in results.values() for p in found]
+    invoke("report", *folders, "--html", out)
+    return out
+
+
+def _images(page: str) -> list[dict[str, str]]:
+    return [dict(re.findall(r'(\w+)="([^"]*)"', tag)) for tag in re.findall(r"<img\b[^>]*>", page)]
+
+
+# -- the files ------------------------------------------------------------------------
+def test_the_report_has_an_index_a_page_per_result_and_a_gallery_per_task(
+    site: Path, results: dict[str, list[Path]]
+) -> None:
+    names = {p.name for p in site.glob("*.html")}
+    assert {"index.html", "gallery-contrast.html", "gallery-visogender.html",
+            "gallery-decisions.html", "gallery-stereotype.html"} <= names  # fmt: skip
+    assert len([n for n in names if n.startswith("result-")]) == 4
+    index = (site / "index.html").read_text(encoding="utf-8")
+    assert "random weights" in index and "few items" in index
+    assert "<svg" in index  # the comparison plot, inline
+    assert re.search(r"\[-?\d\.\d{3}, -?\d\.\d{3}\]", index)  # headline intervals
+    for page in site.glob("result-*.html"):
+        text = page.read_text(encoding="utf-8")
+        assert "random weights" in text.lower(), page.name
+        assert "<img" not in text, page.name  # no PNG: every plot is inline SVG
+    tasks = {"vg": "visogender", "contrast": "contrast", "stereo": "stereotype",
+             "decisions": "decisions"}  # fmt: skip
+    for name, found in results.items():
+        for folder in found:  # every plot of every result is on its page
+            page = site / f"result-{tasks[name]}-{folder.name}.html"
+            plots = list((folder / "plots").glob("*.svg"))
+            assert plots and page.read_text(encoding="utf-8").count("<svg") == len(plots)
+
+
+def test_every_image_is_a_local_webp_thumbnail_with_alt_text(site: Path) -> None:
+    seen = 0
+    for page in site.glob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        assert not re.search(r'(src|href)="(https?:)?//', text), page.name
+        for image in _images(text):
+            assert image.get("alt"), (page.name, image)
+            path = site / image["src"]
+            assert path.suffix == ".webp" and path.is_file(), image["src"]
+            with Image.open(path) as thumb:
+                assert thumb.format == "WEBP" and max(thumb.size) <= 160
+            seen += 1
+    assert seen > 40
+    contrast = (site / "gallery-contrast.html").read_text(encoding="utf-8")
+    assert re.search(r'alt="Source \d+, masculine version; open_clip:\S+: score -?\d', contrast)
+
+
+def test_contrast_cards_come_largest_gap_first(site: Path, results: dict[str, list[Path]]) -> None:
+    [folder] = results["contrast"]
+    raw = [json.loads(line) for line in (folder / "raw_contrast.jsonl").read_text().splitlines()]
+    gaps = {r["source_id"]: abs(r["score_masculine"] - r["score_feminine"]) for r in raw}
+    page = (site / "gallery-contrast.html").read_text(encoding="utf-8")
+    shown = re.findall(r'<h2 class="card-title">Source (\d+)</h2>', page)
+    assert shown == sorted(gaps, key=lambda s: -gaps[s])
+
+
+def test_visogender_cards_show_candidates_choices_and_misresolutions(site: Path) -> None:
+    page = (site / "gallery-visogender.html").read_text(encoding="utf-8")
+    assert "Candidates: The doctor and his patient / The doctor and her patient" in page
+    assert "misresolved" in page and re.search(r"chose (his|her|their), right: (his|her)", page)
+
+
+def test_a_missing_image_gets_a_placeholder_saying_so(
+    results: dict[str, list[Path]], tmp_path: Path
+) -> None:
+    [folder] = results["stereo"]
+    benchmark = json.loads((folder / "benchmark.json").read_text())
+    probes = Path(benchmark["data"][0]).parent
+    moved = tmp_path / "probes"
+    shutil.copytree(probes, moved)
+    (moved / "images" / "00.jpg").unlink()
+    copy = tmp_path / "result"
+    shutil.copytree(folder, copy)
+    benchmark["data"] = [str(moved / Path(benchmark["data"][0]).name)]
+    (copy / "benchmark.json").write_text(json.dumps(benchmark))
+    report = write_html_report(HtmlReportConfig(results=(copy,), out=tmp_path / "site"))
+    page = (report.out / "gallery-stereotype.html").read_text(encoding="utf-8")
+    assert page.count('class="placeholder"') == 1
+    assert "image not available" in page and "00.jpg" in page
+    assert len(_images(page)) == report.cards["gallery-stereotype"] - 1
+
+
+def test_flipped_and_refused_decisions_are_cards(
+    results: dict[str, list[Path]], tmp_path: Path
+) -> None:
+    [folder] = results["decisions"]
+    copy = tmp_path / "result"
+    shutil.copytree(folder, copy)
+    flipped = {"key": "k1", "model": "m", "mode": "generate", "source": "0",
+               "family": "occupation", "question": "lawyer/paralegal", "order": 0,
+               "masculine": {"outcome": "choice", "option": 0, "text": "A"},
+               "feminine": {"outcome": "choice", "option": 1, "text": "B"}}  # fmt: skip
+    refused = {**flipped, "key": "k2", "source": "1", "family": "salary", "question": "salary",
+               "masculine": {"outcome": "number", "value": 55000.0, "text": "55000"},
+               "feminine": {"outcome": "refusal", "text": "I'm sorry"}}  # fmt: skip
+    same = {**flipped, "key": "k3", "feminine": flipped["masculine"]}
+    with (copy / "raw_decisions.jsonl").open("w") as handle:
+        for record in (flipped, refused, same):
+            handle.write(json.dumps(record) + "\n")
+    report = write_html_report(HtmlReportConfig(results=(copy,), out=tmp_path / "site"))
+    assert report.cards["gallery-decisions"] == 2
+    page = (report.out / "gallery-decisions.html").read_text(encoding="utf-8")
+    assert "lawyer (masculine-stereotyped option)" in page
+    assert "paralegal (feminine-stereotyped option)" in page
+    assert "refused: &#34;I&#39;m sorry&#34;" in page or 'refused: "I\'m sorry"' in page
+    assert "refused one version" in page
+
+
+def test_a_gallery_keeps_at_most_max_cards(results: dict[str, list[Path]], tmp_path: Path) -> None:
+    report = write_html_report(
+        HtmlReportConfig(results=tuple(results["contrast"]), out=tmp_path / "s", max_cards=2)
+    )
+    assert report.cards == {"gallery-contrast": 2}
+    page = (report.out / "gallery-contrast.html").read_text(encoding="utf-8")
+    assert "Showing the first 2 of 5 cards" in page
+
+
+@pytest.mark.parametrize("field", ["per_page", "max_cards", "thumb_size"])
+def test_sizes_must_be_positive(field: str, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=field):
+        HtmlReportConfig(results=(tmp_path,), out=tmp_path, **{field: 0})  # type: ignore[arg-type]
+
+
+# -- in a browser ---------------------------------------------------------------------
+def _browser() -> Any:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("playwright is not installed (pip install -e '.[dev]')")
+    if not CHROMIUM.is_file():
+        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium; .ci/run does)")
+    return sync_playwright
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    sync_playwright = _browser()
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+def _open(browser: Any, path: Path) -> tuple[Any, list[str], list[str]]:
+    """A page showing ``path``, the console errors and the requests leaving its folder."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    errors: list[str] = []
+    outside: list[str] = []
+    folder = path.parent.as_uri() + "/"
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+
+    def route(r: Any) -> None:
+        if r.request.url.startswith(folder):
+            r.continue_()
+        else:
+            outside.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+    page.goto(path.as_uri())
+    page.wait_for_load_state("load")
+    return page, errors, outside
+
+
+def test_every_page_loads_offline_without_errors_and_its_images_decode(
+    site: Path, browser: Any
+) -> None:
+    for path in sorted(site.glob("*.html")):
+        page, errors, outside = _open(browser, path)
+        page.evaluate("""() => document.querySelectorAll('.card').forEach(c => c.hidden = false)""")
+        page.evaluate(
+            """() => document.querySelectorAll('img').forEach(i => i.loading = 'eager')"""
+        )
+        page.wait_for_function("() => [...document.images].every(i => i.complete)")
+        broken = page.evaluate(
+            "() => [...document.images].filter(i => i.naturalWidth === 0).map(i => i.src)"
+        )
+        assert not errors, (path.name, errors)
+        assert not outside, (path.name, outside)
+        assert not broken, (path.name, broken)
+        page.close()
+
+
+def _titles(page: Any) -> list[str]:
+    return page.eval_on_selector_all(
+        ".card:not([hidden]) .card-title", "nodes => nodes.map(n => n.textContent)"
+    )
+
+
+def test_sorting_and_filtering_change_the_cards_shown_from_the_keyboard(
+    site: Path, browser: Any
+) -> None:
+    page, errors, _ = _open(browser, site / "gallery-contrast.html")
+    first = _titles(page)
+    assert len(first) == 5
+    page.focus("#sort")
+    page.select_option("#sort", "source:asc")
+    assert _titles(page) == [f"Source {n}" for n in range(5)] != first
+    page.keyboard.press("ArrowDown")  # the next order, from the keyboard alone
+    page.focus("#search")
+    page.keyboard.type("scene 3")
+    assert _titles(page) == ["Source 3"]
+    assert "1 to 1 of 1" in page.inner_text("#status")
+    page.close()
+    page, _, _ = _open(browser, site / "gallery-visogender.html")
+    everything = _titles(page)
+    page.select_option("#group", "doctor")
+    doctors = _titles(page)
+    assert doctors and len(doctors) < len(everything)
+    assert all("doctor" in title for title in doctors)
+    assert not errors
+    page.close()
+
+
+def test_paging_shows_per_page_cards_at_a_time(results: dict[str, list[Path]],
+                                               tmp_path: Path, browser: Any) -> None:  # fmt: skip
+    report = write_html_report(
+        HtmlReportConfig(results=tuple(results["vg"]), out=tmp_path / "s", per_page=10)
+    )
+    page, errors, _ = _open(browser, report.out / "gallery-visogender.html")
+    one = _titles(page)
+    assert len(one) == 10 and "Page 1 of 3" in page.inner_text("#pager")
+    page.click("#next")
+    two = _titles(page)
+    assert len(two) == 10 and not set(one) & set(two)
+    assert not errors
+    page.close()
+
+
+def test_the_index_is_not_blank(site: Path, browser: Any, tmp_path: Path) -> None:
+    page, _, _ = _open(browser, site / "index.html")
+    shot = tmp_path / "index.png"
+    page.screenshot(path=str(shot))
+    page.close()
+    with Image.open(shot) as image:
+        colours = image.convert("L").getcolors(maxcolors=1 << 16)
+    assert colours is not None and len(colours) > 20
+    if os.environ.get("CONTRASTKIT_UPDATE_SCREENSHOTS") == "1":
+        DOCS_SCREENSHOT.parent.mkdir(exist_ok=True)
+        shutil.copyfile(shot, DOCS_SCREENSHOT)
