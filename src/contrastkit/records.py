@@ -12,6 +12,7 @@ import csv
 import json
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
@@ -21,10 +22,15 @@ from contrastkit.errors import DataFormatError
 
 __all__ = [
     "FALSE_WORDS",
+    "FOLLOW_LINKS_HINT",
     "MAX_LINE_BYTES",
     "TRUE_WORDS",
     "Record",
+    "data_file",
+    "follow_links",
+    "following_links",
     "json_lines",
+    "links_followed",
     "local_file_name",
     "parse_bool",
     "parse_json",
@@ -176,12 +182,15 @@ def relative_file_name(path: Path, line: int | None, field: str | None, value: s
     return value
 
 
-def local_file_name(path: Path, line: int | None, field: str | None, value: str) -> str:
-    """The name, relative to the folder of the data file ``path``, of the local file
-    ``value`` names: a relative name (checked by :func:`relative_file_name`), or an
-    absolute path, a ``~/`` path or a ``file://`` URL of a file inside that folder (the
-    form tools that write a table often use). The containment rule of
-    :func:`relative_file_name`, for data that may give its files either way.
+def local_file_name(
+    path: Path, line: int | None, field: str | None, value: str, *, folder: Path | None = None
+) -> str:
+    """The name, relative to the folder of the data file ``path`` (or to ``folder``), of
+    the local file ``value`` names: a relative name (checked by
+    :func:`relative_file_name`), or an absolute path, a ``~/`` path or a ``file://`` URL
+    of a file inside that folder (the form tools that write a table often use). The
+    containment rule of :func:`relative_file_name`, for data that may give its files
+    either way. A lexical check: :func:`data_file` adds the check of the resolved path.
 
     Raises:
         DataFormatError: naming ``path``, ``line`` and ``field``: ``value`` names a file
@@ -192,7 +201,7 @@ def local_file_name(path: Path, line: int | None, field: str | None, value: str)
     given = Path(text).expanduser() if text.startswith("~/") else Path(text)
     if "\0" in text or not given.is_absolute():
         return relative_file_name(path, line, field, text)
-    folder = Path(path).parent
+    folder = Path(path).parent if folder is None else Path(folder)
     for base, target in (
         (Path(os.path.normpath(folder.absolute())), Path(os.path.normpath(given))),
         (folder.resolve(), given.resolve()),  # the folder given through a link
@@ -204,6 +213,79 @@ def local_file_name(path: Path, line: int | None, field: str | None, value: str)
         f"{value!r} names a file outside the data's folder ({folder.absolute()}); keep the "
         "images in that folder (or below it) and name them relative to it",
     )  # fmt: skip
+
+
+#: Whether :func:`data_file` lets a link inside a data folder lead out of it (the
+#: ``--follow-symlinks`` option; :func:`following_links`).
+_LINKS = {"follow": False}
+
+FOLLOW_LINKS_HINT = (
+    "links inside a data folder that lead out of it are followed only with "
+    "`contrastkit --follow-symlinks COMMAND ...` (records.following_links() in Python)"
+)
+"""How to allow what :func:`data_file` refuses, in words for an error message."""
+
+
+def follow_links(enabled: bool) -> None:
+    """Set whether :func:`data_file` follows links out of a data folder, from now on
+    (what ``contrastkit --follow-symlinks`` does for one command)."""
+    _LINKS["follow"] = enabled
+
+
+@contextmanager
+def following_links(enabled: bool = True) -> Iterator[None]:
+    """Within this block, :func:`data_file` follows links inside a data folder to files
+    outside it (``contrastkit --follow-symlinks``): for a folder of links to a dataset on
+    other storage. Every reader and exporter then reads, and an export embeds, whatever
+    the links point to, so use it only for data you trust."""
+    before = _LINKS["follow"]
+    _LINKS["follow"] = enabled
+    try:
+        yield
+    finally:
+        _LINKS["follow"] = before
+
+
+def links_followed() -> bool:
+    """Whether links out of a data folder are followed now (:func:`following_links`)."""
+    return _LINKS["follow"]
+
+
+def data_file(
+    path: Path, line: int | None, field: str | None, value: str, *, folder: Path | None = None
+) -> Path:
+    """The local file ``value`` names in the data file ``path``, checked to lie inside
+    the data's folder (the folder of ``path``, or ``folder``): the one path rule of every
+    reader and exporter (SECURITY.md, "Files a dataset names").
+
+    ``value`` must pass :func:`local_file_name` (a relative name without ``..``, or an
+    absolute, ``~/`` or ``file://`` name of a file inside the folder), and the file it
+    names, every link resolved, must lie inside the folder, itself resolved: the folder
+    may be a link or sit under one, but a link inside it that leads out of it is refused,
+    unless :func:`following_links` is on.
+
+    Returns:
+        The file, as the folder joined with the relative name (not resolved).
+
+    Raises:
+        DataFormatError: naming ``path``, ``line`` and ``field``.
+    """
+    base = Path(path).parent if folder is None else Path(folder)
+    name = local_file_name(path, line, field, value, folder=base)
+    file = base / name
+    if _LINKS["follow"]:
+        return file
+    try:
+        root, target = base.resolve(), file.resolve()
+    except (OSError, RuntimeError) as exc:  # a link loop
+        raise DataFormatError(path, line, field, f"{value!r} cannot be resolved: {exc}") from exc
+    if target == root or not target.is_relative_to(root):
+        raise DataFormatError(
+            path, line, field,
+            f"{value!r} leads through a link to {target}, outside the data's folder "
+            f"({root}); {FOLLOW_LINKS_HINT}",
+        )  # fmt: skip
+    return file
 
 
 def read_json(path: str | Path) -> Any:

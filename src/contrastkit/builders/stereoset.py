@@ -31,8 +31,9 @@ the captions ``S_s``, ``S_a``, ``S_i``.
 ================= =============================================================
 ``statement_id``  the StereoSet intrasentence item's ``id`` (or the ``id`` of one
                   of its sentences)
-``image``         an http(s) URL, a ``file://`` URL or a local path (relative to
-                  the table's folder; rebased onto the output folder)
+``image``         an http(s) URL, or a local file inside the table's folder (a
+                  path relative to it, or an absolute path or ``file://`` URL of
+                  a file in it); copied into the output folder
 ``label``         ``stereotype`` or ``anti-stereotype``: the statement the image
                   was verified to show
 ``annotator``     who verified it (optional column)
@@ -41,14 +42,17 @@ the captions ``S_s``, ``S_a``, ``S_i``.
 
 Errors name the file, line and field: a missing column, a wrong number of fields, an
 empty value, a label outside the two, a statement ID the JSON does not hold, a bad URL,
-a local image that does not exist, the same image listed twice for one statement.
+a local image that does not exist or lies outside the table's folder (SECURITY.md), the
+same image listed twice for one statement.
 
 **Output.** ``OUT/probes.tsv`` (the probe-set format of :mod:`contrastkit.probes`; row
 IDs ``<item id>-<n>``, ``n`` counting that item's images in table order, so an image
 keeps its ID whatever the balancing drops) and ``OUT/build.json`` (parameters, counts
 per category and label before and after balancing beside the paper's Table 1, rows
-without a neutral form). Both are rendered before anything is written and written
-atomically: a failed build leaves the folder as it was.
+without a neutral form), and a copy of each local image under the name the table gives
+it, relative to its folder (``OUT/images/00.jpg`` for ``images/00.jpg``), so that the
+build folder holds every file its probe set names. Both files are rendered before
+anything is written and written atomically: a failed build leaves them as they were.
 
 **Balancing.** Per category, the larger of the two label groups is down-sampled to the
 size of the smaller with a generator seeded by ``(seed, category)``; kept rows stay in
@@ -65,20 +69,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
 import re
+import shutil
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
-from urllib.parse import unquote, urlparse
 
 from contrastkit.builders.stereoset_json import Statement, attribute_term, read_stereoset
 from contrastkit.config import require
 from contrastkit.errors import ConfigError, DataFormatError
-from contrastkit.io import atomic_write_text, check_writable
+from contrastkit.io import atomic_path, atomic_write_text, check_writable
 from contrastkit.probes import (
     CATEGORIES,
     LABELS,
@@ -89,6 +92,7 @@ from contrastkit.probes import (
     read_neutral_terms,
     text_lines,
 )
+from contrastkit.records import data_file
 
 __all__ = [
     "BUILD_REPORT",
@@ -130,26 +134,34 @@ class _Image:
     licence: str
 
 
-def _rebase(image: str, table: Path, out: Path) -> tuple[str, Path | None]:
+def _rebase(image: str, table: Path, line: int) -> tuple[str, Path | None]:
     """The image reference as the output holds it, and its local file (``None`` for a
-    URL): a relative path is rebased from the table's folder onto the output folder."""
+    URL): a local file must lie in the table's folder (:func:`data_file`); the output
+    names it by its path relative to that folder, and the build copies it there
+    (:func:`_copy_images`)."""
     scheme = _SCHEME.match(image)
-    if scheme is not None:
-        if scheme.group(1).lower() == "file":
-            return image, Path(unquote(urlparse(image).path))
+    if scheme is not None and scheme.group(1).lower() != "file":
         return image, None
-    path = Path(image).expanduser()
-    if path.is_absolute():
-        return image, path
-    local = (table.parent / path).resolve()
-    try:
-        return os.path.relpath(local, out.resolve()), local
-    except ValueError:  # another drive
-        return str(local), local
+    local = data_file(table, line, "image", image)
+    return local.relative_to(table.parent).as_posix(), local
+
+
+def _copy_images(images: Mapping[str, Path], out: Path) -> None:
+    """Copy each local image (its name in the output -> its file) into ``out``, so the
+    build folder holds every file its probe set names (SECURITY.md: a probe set names
+    files inside its own folder only)."""
+    for name, source in images.items():
+        target = out / name
+        if name in (PROBE_FILE, BUILD_REPORT):
+            raise DataFormatError(source, None, "image", f"an image may not be named {name}")
+        if target.exists() and target.samefile(source):
+            continue  # the build folder is the table's folder
+        with atomic_path(target) as tmp:
+            shutil.copyfile(source, tmp)
 
 
 def _read_images(
-    path: Path, statements: Mapping[str, Statement], out: Path
+    path: Path, statements: Mapping[str, Statement]
 ) -> list[tuple[_Image, str, Path | None]]:
     header: list[str] | None = None
     images: list[tuple[_Image, str, Path | None]] = []
@@ -211,7 +223,7 @@ def _read_images(
             annotator=record.get("annotator", ""),
             licence=record.get("licence", ""),
         )
-        reference, local = _rebase(record["image"], path, out)
+        reference, local = _rebase(record["image"], path, number)
         if local is not None and not local.is_file():
             raise DataFormatError(path, number, "image", f"image file not found: {local}")
         images.append((image, reference, local))
@@ -383,12 +395,13 @@ def build_stereoset(config: StereoSetConfig) -> StereoSetResult:
         for sentence_id in statement.sentence_ids:
             by_id.setdefault(sentence_id, statement)
     mapping = read_neutral_terms(config.neutral_terms) if config.neutral_terms else None
-    images = _read_images(config.images, by_id, config.out)
+    images = _read_images(config.images, by_id)
 
     rows: list[ProbeRow] = []
     counters: Counter[str] = Counter()
     skipped = 0
-    for image, reference, _local in images:
+    files: dict[str, Path] = {}
+    for image, reference, local in images:
         statement = image.statement
         counters[statement.id] += 1
         if statement.category not in config.categories:
@@ -428,6 +441,8 @@ def build_stereoset(config: StereoSetConfig) -> StereoSetResult:
         )
         check_probe_row(row)  # a term or caption that breaks the format, located
         rows.append(row)
+        if local is not None:
+            files[reference] = local
 
     before = _count(rows, config.categories)
     kept = _balance(rows, config.seed) if config.balance else rows
@@ -463,6 +478,7 @@ def build_stereoset(config: StereoSetConfig) -> StereoSetResult:
     check_writable(config.out, "the build folder")
     result.written = [config.out / PROBE_FILE, config.out / BUILD_REPORT]
     report = json.dumps(result.report(), indent=2, ensure_ascii=False) + "\n"
+    _copy_images({row.image: files[row.image] for row in kept if row.image in files}, config.out)
     write_probes(kept, config.out / PROBE_FILE)
     atomic_write_text(config.out / BUILD_REPORT, report)
     return result

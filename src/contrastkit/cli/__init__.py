@@ -16,6 +16,7 @@ from contrastkit.cli import audit, build, evaluate, export, quickstart, taxonomy
 from contrastkit.cli import models as models_cli
 from contrastkit.cli.common import DEBUG, EXIT_BUG, err_console, shown
 from contrastkit.cli.helptext import App
+from contrastkit.records import follow_links
 
 app = App(
     name="contrastkit",
@@ -56,9 +57,19 @@ def _root(
     debug: bool = typer.Option(
         False, "--debug", help="Print tracebacks (with their causes) of reported errors too."
     ),
+    follow_symlinks: bool = typer.Option(
+        False,
+        "--follow-symlinks",
+        help=(
+            "Let links inside a data folder lead out of it: read, evaluate and export the "
+            "files they point to (a folder of links to a dataset on other storage). "
+            "Without it such a link is refused (SECURITY.md). Only for data you trust."
+        ),
+    ),
 ) -> None:
     """contrastkit: datasets for measuring gender bias in vision-language models."""
     DEBUG["enabled"] = debug
+    follow_links(follow_symlinks)
 
 
 def main() -> None:

@@ -80,9 +80,7 @@ class ProbeTable:
         from contrastkit.probes import read_probes
 
         probes = read_probes(path)
-        rows = tuple(
-            TableRow(row.id, row.line, row.image) for row in probes if row.local_image() is None
-        )
+        rows = tuple(TableRow(row.id, row.line, row.image) for row in probes if row.has_url)
         return cls(Path(path), rows, len(probes) - len(rows))
 
 

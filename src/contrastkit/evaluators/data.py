@@ -37,12 +37,13 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
+from urllib.parse import urlparse
 
 from PIL import Image
 
 from contrastkit.errors import DataFormatError
 from contrastkit.pipeline.sources import DECODE_ERRORS, DatasetImage, decode
+from contrastkit.records import data_file
 from contrastkit.saved_datasets import load_saved_split
 from contrastkit.schema import URL_COLUMN, Context, Gender, VisoGenderRow
 from contrastkit.store import ImageStore
@@ -334,12 +335,11 @@ class ImageLoader:
         parsed = urlparse(ref)
         if parsed.scheme in ("http", "https"):
             return None
-        if parsed.scheme == "file":
-            return Path(unquote(parsed.path))
-        path = Path(ref).expanduser()
-        if not path.is_absolute():
-            path = item.source.parent / path if item.source.is_file() else item.source / path
-        return path
+        folder = item.source if item.source.is_dir() else item.source.parent
+        try:  # the one path rule: inside the data's folder, links resolved
+            return data_file(item.source, None, None, ref, folder=folder)
+        except DataFormatError as exc:
+            raise item.error(exc.reason) from None
 
     def _store_sha(self, item: EvalItem) -> str:
         reason = self.missing(item)

@@ -8,9 +8,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Final
-from urllib.parse import unquote, urlparse
+from urllib.parse import urlparse
 
 from contrastkit.errors import DataFormatError
+from contrastkit.records import data_file
 
 __all__ = [
     "BLANK",
@@ -134,20 +135,26 @@ class ProbeRow:
             return f"dataset:{self.source}#{self.dataset_split or ''}/{self.dataset_index}"
         return self.image
 
+    @property
+    def has_url(self) -> bool:
+        """Whether the image is an http(s) URL (not a local file)."""
+        return urlparse(self.image).scheme in ("http", "https")
+
     def local_image(self) -> Path | None:
         """The image's local file (``file://`` URLs and paths; a relative path is taken
         from the folder of the file the row was read from), or ``None`` for an http(s)
-        URL."""
-        parsed = urlparse(self.image)
-        if parsed.scheme in ("http", "https"):
+        URL.
+
+        Raises:
+            DataFormatError: at the row's ``image``: the file is outside that folder
+                (:func:`contrastkit.records.data_file`: ``..``, an absolute path or
+                ``file://`` URL elsewhere, a link leading out of the folder).
+        """
+        if self.has_url:
             return None
-        if parsed.scheme == "file":
-            return Path(unquote(parsed.path))
-        path = Path(self.image).expanduser()
-        if not path.is_absolute() and self.source is not None:
-            base = Path(self.source)
-            path = (base if base.is_dir() else base.parent) / path
-        return path
+        source = Path(self.source) if self.source is not None else Path.cwd() / "<probes>"
+        folder = source if source.is_dir() else source.parent
+        return data_file(source, self.line, "image", self.image, folder=folder)
 
     def to_record(self) -> dict[str, str]:
         """The row as a column -> value dict in :data:`COLUMNS` order."""
