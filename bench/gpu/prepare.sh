@@ -32,6 +32,9 @@ if [[ $download == 1 ]]; then
     "$python" -m pip download -q $("$python" "$here/wheels.py" pip-args) -d "$wheels" -r "$pins"
     # drop wheels of versions no longer pinned (a second version stops the install)
     "$python" "$here/wheels.py" prune "$wheels"
+    # record what was downloaded (file, sha256, size, requirements): tests/test_gpu_run.py
+    # checks the pins offline against it; commit it with wheels.txt
+    "$python" "$here/wheels.py" lock "$wheels"
 fi
 
 echo "== wheels"

@@ -5,6 +5,8 @@
     python bench/gpu/wheels.py carry [DIR]       # the device tool's carry list (JSON)
     python bench/gpu/wheels.py rehearsal         # requirements of the rehearsal's base env
     python bench/gpu/wheels.py pip-args          # pip download's target options
+    python bench/gpu/wheels.py lock [DIR]        # record DIR's wheels in wheels.lock.json
+    python bench/gpu/wheels.py verify [DIR]      # on the machine: requirements vs installed
 
 ``bench/gpu/wheels.txt`` names each wheel (``name==version``); ``bench/gpu/device-packages.txt``
 what the GPU machine already has. ``check`` fails (exit 1) unless DIR holds exactly one
@@ -18,10 +20,11 @@ the working tree. Needs only the standard library and ``packaging`` (both on the
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 import zipfile
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from email.parser import HeaderParser
 from pathlib import Path
 
@@ -35,6 +38,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 WHEEL_LIST = HERE / "wheels.txt"
 DEVICE_LIST = HERE / "device-packages.txt"
+LOCK = HERE / "wheels.lock.json"  # what prepare.sh downloaded: file, sha256, size, requires
 WHEEL_DIR = ROOT / ".gpu-wheels"
 CARRY_LIMIT = 64 * 2**20  # what one device call carries: working tree + carried paths
 TREE_ALLOWANCE = 16 * 2**20  # kept free for the working tree itself (about 5 MiB today)
@@ -111,6 +115,16 @@ def supported(tag: Tag) -> bool:
     return linux and (pure or cpython)
 
 
+@dataclass(frozen=True)
+class Wheel:
+    """One downloaded wheel as bench/gpu/wheels.lock.json records it."""
+
+    file: str
+    sha256: str
+    size: int
+    requires: tuple[str, ...]  # Requires-Dist that apply on the machine (no extra)
+
+
 def requirements(wheel: Path) -> list[Requirement]:
     """The wheel's ``Requires-Dist`` that apply on the machine (no extra)."""
     with zipfile.ZipFile(wheel) as archive:
@@ -124,29 +138,54 @@ def requirements(wheel: Path) -> list[Requirement]:
     return wanted
 
 
-def check(
-    folder: Path, wheel_list: Path = WHEEL_LIST, device_list: Path = DEVICE_LIST
-) -> list[str]:
+def describe(folder: Path) -> list[Wheel]:
+    """The wheels of ``folder``: name, hash, size and requirements."""
+    return [
+        Wheel(
+            path.name,
+            hashlib.sha256(path.read_bytes()).hexdigest(),
+            path.stat().st_size,
+            tuple(str(r) for r in requirements(path)),
+        )
+        for path in sorted(folder.glob("*.whl"))
+    ]
+
+
+def write_lock(folder: Path, lock: Path = LOCK) -> None:
+    """Record the wheels of ``folder`` in ``lock`` (the offline test reads it)."""
+    entries = [asdict(wheel) for wheel in describe(folder)]
+    lock.write_text(json.dumps(entries, indent=1) + "\n", encoding="utf-8")
+
+
+def read_lock(lock: Path = LOCK) -> list[Wheel]:
+    """The wheels recorded by the last ``prepare.sh``."""
+    entries = json.loads(lock.read_text(encoding="utf-8"))
+    return [Wheel(e["file"], e["sha256"], e["size"], tuple(e["requires"])) for e in entries]
+
+
+def check(folder: Path) -> list[str]:
     """Every problem with the wheels in ``folder`` (empty: they are ready to travel)."""
-    pins, device = read_list(wheel_list), read_list(device_list)
+    return check_wheels(describe(folder), read_list(WHEEL_LIST), read_list(DEVICE_LIST))
+
+
+def check_wheels(wheels: list[Wheel], pins: dict[str, Pin], device: dict[str, Pin]) -> list[str]:
+    """Every problem with ``wheels`` against the pins and the machine's packages."""
     problems = [f"{n} is on the GPU machine already: carrying it too stops the install"
                 for n in pins if n in device]  # fmt: skip
     found: dict[str, Version] = {}
-    for wheel in sorted(folder.glob("*.whl")):
-        name, version, _, tags = parse_wheel_filename(wheel.name)
+    for wheel in wheels:
+        name, version, _, tags = parse_wheel_filename(wheel.file)
         if name in found:
-            problems.append(f"{wheel.name}: a second version of {name}")
+            problems.append(f"{wheel.file}: a second version of {name}")
         found[name] = version
         pin = pins.get(name)
         if pin is None or pin.version != version:
-            problems.append(f"{wheel.name}: not pinned in {wheel_list.name}")
+            problems.append(f"{wheel.file}: not pinned in {WHEEL_LIST.name}")
         if not any(supported(tag) for tag in tags):
-            problems.append(f"{wheel.name}: no tag for CPython 3.12 on manylinux x86-64")
+            problems.append(f"{wheel.file}: no tag for CPython 3.12 on manylinux x86-64")
         problems += unmet(wheel, pins, device)
-    problems += [
-        f"{n}=={p.version}: no wheel in {folder}" for n, p in pins.items() if n not in found
-    ]
-    total = sum(w.stat().st_size for w in folder.glob("*.whl"))
+    problems += [f"{n}=={p.version}: no wheel" for n, p in pins.items() if n not in found]
+    total = sum(wheel.size for wheel in wheels)
     if total > CARRY_LIMIT - TREE_ALLOWANCE:
         problems.append(
             f"the wheels take {total / 2**20:.1f} MiB: over the {CARRY_LIMIT / 2**20:.0f} MiB a "
@@ -155,19 +194,19 @@ def check(
     return problems
 
 
-def unmet(wheel: Path, pins: dict[str, Pin], device: dict[str, Pin]) -> list[str]:
+def unmet(wheel: Wheel, pins: dict[str, Pin], device: dict[str, Pin]) -> list[str]:
     """The requirements of ``wheel`` met neither by a carried wheel nor by the machine."""
     problems = []
-    for requirement in requirements(wheel):
+    for requirement in map(Requirement, wheel.requires):
         name = canonicalize_name(requirement.name)
         have = pins.get(name) or device.get(name)
         if have is None:
-            problems.append(f"{wheel.name} needs {requirement}: neither carried nor on the machine")
+            problems.append(f"{wheel.file} needs {requirement}: neither carried nor on the machine")
         elif have.version is not None and not requirement.specifier.contains(
             have.version, prereleases=True
         ):
             where = "carried" if name in pins else "on the machine"
-            problems.append(f"{wheel.name} needs {requirement}: {have.version} is {where}")
+            problems.append(f"{wheel.file} needs {requirement}: {have.version} is {where}")
     return problems
 
 
@@ -223,7 +262,8 @@ def pip_download_args() -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "command", choices=("check", "carry", "rehearsal", "pip-args", "pins", "prune", "verify")
+        "command",
+        choices=("check", "carry", "rehearsal", "pip-args", "pins", "prune", "verify", "lock"),
     )
     parser.add_argument("folder", nargs="?", type=Path, default=WHEEL_DIR)
     args = parser.parse_args()
@@ -240,6 +280,9 @@ def main() -> None:
         print(json.dumps([str(args.folder.resolve().relative_to(ROOT))]))
     elif args.command == "rehearsal":
         print("\n".join(rehearsal_requirements()))
+    elif args.command == "lock":
+        write_lock(args.folder)
+        print(f"wrote {LOCK.relative_to(ROOT)}")
     elif args.command == "prune":
         for wheel in prune(args.folder):
             print(f"removed {wheel.name}: not pinned in {WHEEL_LIST.name}")

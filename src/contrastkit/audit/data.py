@@ -152,7 +152,7 @@ def read_coco_captions(root: str | Path, split: str | None = None) -> AuditData:
         DataFormatError: no captions file, several splits and no ``split``, or a malformed
             entry (the file and the field, e.g. ``annotations[3].caption``).
     """
-    from contrastkit.builders.coco import find_split, read_coco
+    from contrastkit.builders.coco import coco_file, find_split, read_coco
 
     root = Path(root)
     split, ann = find_split(root, split, kinds=("captions",))  # instances are optional
@@ -198,7 +198,11 @@ def read_coco_captions(root: str | Path, split: str | None = None) -> AuditData:
             _field(path, item, f"annotations[{i}]", "caption", str)
         )
     images = tuple(
-        AuditImage.from_captions(str(image_id), captions[image_id], image_dir / files[image_id])
+        AuditImage.from_captions(
+            str(image_id),
+            captions[image_id],
+            coco_file(image_dir.parent, f"{image_dir.name}/{files[image_id]}"),
+        )
         for image_id in sorted(captions)
     )
     return AuditData(root, "coco", split, images)

@@ -29,7 +29,7 @@ from typing import Any
 
 from contrastkit.errors import ConfigError, DataFormatError
 from contrastkit.gender_words import image_label
-from contrastkit.records import read_json_object, relative_file_name
+from contrastkit.records import data_file, read_json_object, relative_file_name
 from contrastkit.schema import Gender
 
 __all__ = [
@@ -99,8 +99,13 @@ class CocoDataset:
     images: dict[int, CocoImage]
 
     def image_path(self, image: CocoImage) -> Path:
-        """The file of ``image``."""
-        return self.image_dir / image.file_name
+        """The file of ``image``, checked to lie inside the COCO folder (the folder of
+        the image folder), links resolved (:func:`contrastkit.records.data_file`).
+
+        Raises:
+            DataFormatError: the file leads out of the COCO folder.
+        """
+        return coco_file(self.image_dir.parent, f"{self.image_dir.name}/{image.file_name}")
 
 
 @dataclass(frozen=True)
@@ -189,7 +194,20 @@ def find_split(
     for kind in kinds:
         if not (ann / f"{kind}_{split}.json").is_file():
             raise DataFormatError(ann / f"{kind}_{split}.json", None, None, "no such file")
+        here = ann.absolute()  # a name even for "."
+        coco_file(here.parent, f"{here.name}/{kind}_{split}.json")
     return split, ann
+
+
+def coco_file(folder: Path, name: str) -> Path:
+    """``folder / name``, a file of the COCO folder ``folder`` (an annotations file, an
+    image), checked to lie inside it with every link resolved: the path rule of every
+    reader (:func:`contrastkit.records.data_file`; SECURITY.md).
+
+    Raises:
+        DataFormatError: naming the file: it leads out of ``folder``.
+    """
+    return data_file(Path(folder) / name, None, None, name, folder=Path(folder))
 
 
 def _items(path: Path, data: dict[str, Any], key: str) -> list[dict[str, Any]]:

@@ -38,7 +38,7 @@ from contrastkit.builders.manifest import (
 from contrastkit.errors import DataFormatError
 from contrastkit.gender_words import neutralize
 from contrastkit.kinds import kinds
-from contrastkit.records import json_lines, relative_file_name
+from contrastkit.records import data_file, json_lines
 
 __all__ = ["export_edits"]
 
@@ -146,7 +146,7 @@ def _edit_of(
 ) -> EditRecord:
     """The manifest record of a contrast-set item whose image is an image file inside the
     build folder, or a clear error (checked for every item before anything is written)."""
-    relative_file_name(path, line, "image", item.image)
+    data_file(path, line, "image", item.image, folder=build_dir)  # SECURITY.md: in the folder
     record = index.get(item.edit_id)
     if record is None or not (build_dir / item.image).is_file():
         raise DataFormatError(
