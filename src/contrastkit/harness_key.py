@@ -131,6 +131,11 @@ class HarnessKey:
         skipped: rows left out (an image that is not available), one object each with
             ``row`` and ``reason``.
         meta: anything else worth recording (contrastkit version, creation time ...).
+        random_weight_models: which models of the exported set's build had random
+            weights (``editor``, ``encoder``; from its ``build_metadata.json``), written
+            with ``random_weights`` (whether any had).
+        weights_note: what the set's card says about them (``None``: trained models);
+            every report of answers to this export carries it.
     """
 
     harness: str
@@ -142,6 +147,8 @@ class HarnessKey:
     items: tuple[KeyItem, ...]
     skipped: tuple[dict[str, Any], ...] = ()
     meta: dict[str, Any] = field(default_factory=dict)
+    random_weight_models: tuple[str, ...] = ()
+    weights_note: str | None = None
 
     def by_index(self) -> dict[int, KeyItem]:
         """The items by their ``index``."""
@@ -164,6 +171,9 @@ class HarnessKey:
             "seed": self.seed,
             "question": self.question,
             "meta": dict(self.meta),
+            "random_weights": bool(self.random_weight_models or self.weights_note),
+            "random_weight_models": list(self.random_weight_models),
+            "weights_note": self.weights_note,
             "skipped": [dict(entry) for entry in self.skipped],
             "items": [item.to_dict() for item in self.items],
         }
@@ -247,6 +257,7 @@ def read_key(folder: str | Path) -> HarnessKey:
         if item.index in seen:
             raise DataFormatError(path, None, "items", f"index {item.index} used twice")
         seen.add(item.index)
+    models, note = _weights(path, data)
     return HarnessKey(
         harness=harness,
         set_kind=set_kind,
@@ -257,7 +268,26 @@ def read_key(folder: str | Path) -> HarnessKey:
         items=items,
         skipped=tuple(dict(entry) for entry in data.get("skipped") or []),
         meta=dict(data.get("meta") or {}),
+        random_weight_models=models,
+        weights_note=note,
     )
+
+
+def _weights(path: Path, data: Mapping[str, Any]) -> tuple[tuple[str, ...], str | None]:
+    """The key's random-weights fields (absent from keys written before they existed:
+    trained). A key that says ``random_weights`` without a note still gets one."""
+    models = data.get("random_weight_models") or []
+    note = data.get("weights_note")
+    flag = data.get("random_weights", False)
+    if not isinstance(models, list) or not all(isinstance(m, str) for m in models):
+        raise DataFormatError(path, None, "random_weight_models", "not a list of model names")
+    if note is not None and not isinstance(note, str):
+        raise DataFormatError(path, None, "weights_note", "not a string")
+    if not isinstance(flag, bool):
+        raise DataFormatError(path, None, "random_weights", "not true or false")
+    if (flag or models) and not note:
+        note = "The exported set was built with models that have random weights."
+    return tuple(models), note
 
 
 # -- the answer-letter rule ------------------------------------------------------------------

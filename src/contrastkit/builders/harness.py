@@ -229,6 +229,8 @@ class HarnessExportResult:
         items: items per split (``main``, ``reversed``).
         skipped: rows left out, ``{"row", "reason"}`` each.
         datasets: split -> dataset / task name.
+        weights_note: the note of a set built with random-weight models (its card's;
+            the README and the key carry it), or ``None``.
     """
 
     out_dir: Path
@@ -238,6 +240,7 @@ class HarnessExportResult:
     items: dict[str, int]
     skipped: list[dict[str, Any]] = field(default_factory=list)
     datasets: dict[str, str] = field(default_factory=dict)
+    weights_note: str | None = None
 
 
 # -- the questions (builders/harness_questions.py) and the files written --------------------
@@ -316,8 +319,9 @@ def _group_yaml(group: str, tasks: Sequence[str]) -> str:
 
 
 def _readme(config: HarnessExportConfig, found: QuestionSet, datasets: dict[str, str],
-            counts: dict[str, int]) -> str:  # fmt: skip
-    """The export's README (``harness_templates/README.md.j2``)."""
+            counts: dict[str, int], weights_note: str | None) -> str:  # fmt: skip
+    """The export's README (``harness_templates/README.md.j2``); ``weights_note``: that of
+    a set built with random-weight models (:func:`set_weights`)."""
     return _render(
         "README.md.j2",
         name=datasets["main"],
@@ -335,7 +339,29 @@ def _readme(config: HarnessExportConfig, found: QuestionSet, datasets: dict[str,
         skipped=found.skipped,
         key_file=KEY_FILE,
         out=config.out,
+        weights_note=weights_note,
     )
+
+
+def set_weights(paths: Sequence[Path]) -> tuple[tuple[str, ...], str | None]:
+    """Which models the exported set's build had with random weights, and the note its
+    card carries (:func:`contrastkit.builders.export.build_weights`), from the
+    ``build_metadata.json`` of the first source folder that has one (an ``export
+    contrast`` folder); ``((), None)`` for a set without one (VisoGender TSVs) or built
+    with trained models."""
+    from contrastkit.builders.export import METADATA_FILE, build_weights, read_metadata
+    from contrastkit.builders.publish import random_weight_models
+
+    for path in paths:
+        folder = path if path.is_dir() else path.parent
+        if (folder / METADATA_FILE).is_file():
+            metadata = read_metadata(folder)
+            models = tuple(random_weight_models(metadata))
+            note = metadata.get("weights_note")
+            if models and not isinstance(note, str):
+                note = build_weights(metadata.get("build_summary") or {})["weights_note"]
+            return models, (str(note) if models and note else None)
+    return (), None
 
 
 def _check_out(out: Path) -> None:
@@ -405,7 +431,9 @@ def export_harness(config: HarnessExportConfig) -> HarnessExportResult:
             atomic_write_text(staging / "utils.py", _utils_source())
             files.append("utils.py")
         counts = {split: len(rows) for split, rows in by_split.items()}
-        atomic_write_text(staging / "README.md", _readme(config, found, datasets, counts))
+        models, note = set_weights(config.paths)
+        readme = _readme(config, found, datasets, counts, note)
+        atomic_write_text(staging / "README.md", readme)
         key = HarnessKey(
             harness=config.format,
             set_kind=found.kind,
@@ -419,6 +447,8 @@ def export_harness(config: HarnessExportConfig) -> HarnessExportResult:
                 "contrastkit_version": __version__,
                 "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             },
+            random_weight_models=models,
+            weights_note=note,
         )
         key.write(staging)
         files += ["README.md", KEY_FILE]
@@ -440,4 +470,5 @@ def export_harness(config: HarnessExportConfig) -> HarnessExportResult:
         items=counts,
         skipped=found.skipped,
         datasets=datasets,
+        weights_note=note,
     )

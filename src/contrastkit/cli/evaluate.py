@@ -388,7 +388,7 @@ def _print_evaluation(result: EvaluateResult, as_json: bool) -> None:
             ))  # fmt: skip
         console.print(line, highlight=False)
         for text in headline_lines(figures):
-            style = "yellow" if text.startswith("random weights:") else ""
+            style = "yellow" if text.startswith(("random weights:", "warning:")) else ""
             console.print(plain(f"  {text}", style=style), highlight=False)
         for note in entry.skipped:
             console.print(plain(f"  skipped: {note}"), highlight=False)
@@ -517,6 +517,8 @@ def _harness_report(
     if as_json:
         print_json({"model": found.model, "set_kind": found.set_kind,
                     "results": str(found.results_file), "counts": found.counts,
+                    "random_weights": found.weights_note is not None,
+                    "weights_note": found.weights_note, "warnings": found.warnings,
                     "harness": found.harness})  # fmt: skip
     else:
         for split, counts in found.counts.items():
@@ -525,6 +527,10 @@ def _harness_report(
                 + (f"{counts['refusals']} refusals, " if "refusals" in counts else "")
                 + f"{counts['unparseable']} unparseable, {counts['missing']} missing"
             ))  # fmt: skip
+        if found.weights_note:
+            console.print(plain(f"random weights: {found.weights_note}", style="yellow"))
+        for text in found.warnings:
+            console.print(plain(f"warning: {text}", style="yellow"))
         console.print(plain(f"wrote {found.results_file} and {found.out_dir / 'report.md'}"))
     return [found.out_dir]
 

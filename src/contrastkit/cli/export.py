@@ -347,9 +347,12 @@ def export_harness_command(
         print_json({
             "out": str(result.out_dir), "format": result.format, "set_kind": result.set_kind,
             "datasets": result.datasets, "items": result.items, "files": result.files,
-            "skipped": result.skipped,
+            "skipped": result.skipped, "random_weights": result.weights_note is not None,
+            "weights_note": result.weights_note,
         })  # fmt: skip
         return
+    if result.weights_note:
+        console.print(plain(f"random weights: {result.weights_note}", style="yellow"))
     for split, dataset in result.datasets.items():
         console.print(plain(f"{dataset} ({split}): {counted(result.items[split], 'item')}"))
     if result.skipped:

@@ -17,19 +17,21 @@ import numpy as np
 from contrastkit import __version__
 from contrastkit.evaluators.decision_metrics import (
     PairedAnswer,
+    constant_answers,
     family_figures,
     option_gap,
     overall_bias,
     pair_bias,
 )
 from contrastkit.evaluators.decision_plots import flip_figure, gap_figure
-from contrastkit.evaluators.decision_reports import TASK, decisions_markdown
+from contrastkit.evaluators.decision_reports import MODE_TITLES, TASK, decisions_markdown
 from contrastkit.io import atomic_write_text
 from contrastkit.templates import Questions
 
 __all__ = [
     "RAW_FILE",
     "DecisionsRun",
+    "answer_warnings",
     "decisions_benchmark",
     "finite_json",
     "write_decisions_outputs",
@@ -45,10 +47,14 @@ class DecisionsRun:
     Attributes:
         model: the model's spec (or its name, for a harness's answers).
         data: the contrast set (or the harness export) asked.
-        left_out: how many rows or answers were left out, by reason.
+        left_out: how many rows or answers were left out, by reason (``unpaired``,
+            ``extra_versions`` of a contrast set; ``export_skipped``,
+            ``missing_answers``, ``unpaired_answers`` of a harness's answers).
         resamples: bootstrap resamples behind the intervals (0: none).
         confidence: the intervals' level.
         seed: the bootstrap's seed.
+        data_weights_note: the note of a set built with random-weight models (a harness
+            export's key carries it), added to the model's own.
     """
 
     model: str
@@ -57,6 +63,7 @@ class DecisionsRun:
     resamples: int
     confidence: float
     seed: int
+    data_weights_note: str | None = None
 
 
 def decisions_benchmark(
@@ -72,8 +79,10 @@ def decisions_benchmark(
     ``kind``), ``occupation_pairs`` (mode -> pair -> figures, with ``b_pair`` under
     log-probability scoring), ``genderbias_vl`` (``b_ovl``; ``ipss`` is ``None`` with
     its reason), ``occupations`` (mode -> occupation of the yes-no families -> ``yes_gap``,
-    ``flip_rate``, ``n``, ``male_share``) and ``labour`` (mode -> correlation of
-    ``yes_gap`` with the male share)."""
+    ``flip_rate``, ``n``, ``male_share``), ``labour`` (mode -> correlation of
+    ``yes_gap`` with the male share), ``paired_answers`` (mode -> how many paired answers
+    the figures come from, in each option order) and ``warnings``
+    (:func:`answer_warnings`)."""
     from contrastkit.evaluators.stats import labor_comparison, labor_shares
 
     shares = labor_shares()
@@ -139,11 +148,50 @@ def decisions_benchmark(
             }
     return {
         "summary": summary,
+        "paired_answers": {mode: _order_counts(paired) for mode, paired in answers.items()},
         "occupation_pairs": pairs_out,
         "genderbias_vl": bias or None,
         "occupations": occupations,
         "labour": labour,
+        "warnings": answer_warnings(answers),
     }
+
+
+def _order_counts(paired: Sequence[PairedAnswer]) -> dict[str, int]:
+    """How many paired answers (both versions answered) there are, in each option order."""
+    return {
+        "total": len(paired),
+        "options_as_listed": sum(pair.order == 0 for pair in paired),
+        "options_reversed": sum(pair.order == 1 for pair in paired),
+    }
+
+
+def answer_warnings(answers: Mapping[str, Sequence[PairedAnswer]]) -> list[str]:
+    """What a reader must know before trusting the figures, per scoring mode and family:
+    answers that never change (:func:`~.decision_metrics.constant_answers`) and answers
+    with non-finite letter log-probabilities (no choice, left out of every figure)."""
+    warnings = []
+    for mode, paired in answers.items():
+        by_family: dict[str, list[PairedAnswer]] = {}
+        for pair in paired:
+            by_family.setdefault(pair.family, []).append(pair)
+        for family, rows in by_family.items():
+            where = f"{family} ({MODE_TITLES.get(mode, mode).lower()})"
+            undefined = [
+                sum(getattr(pair, version).outcome == "undefined" for pair in rows)
+                for version in ("masculine", "feminine")
+            ]
+            if sum(undefined):
+                warnings.append(
+                    f"{where}: {sum(undefined)} answers (masculine {undefined[0]}, feminine "
+                    f"{undefined[1]}) had letter log-probabilities that are not finite numbers "
+                    "(NaN, or -inf for both letters): no probability and no choice, so they "
+                    "enter no figure"
+                )
+            constant = constant_answers(rows)
+            if constant is not None:
+                warnings.append(f"{where}: {constant}")
+    return warnings
 
 
 _IPSS_REASON = (
@@ -192,7 +240,8 @@ def write_decisions_outputs(
     from contrastkit.results import SCHEMA_VERSION
 
     folder.mkdir(parents=True, exist_ok=True)
-    note = weights_note(run.model)
+    notes = [n for n in (weights_note(run.model), run.data_weights_note) if n]
+    note = " ".join(notes) if notes else None
     figures = decisions_benchmark(
         answers, questions, resamples=run.resamples, confidence=run.confidence, seed=run.seed
     )

@@ -12,11 +12,14 @@ from typing import Any
 from contrastkit.text import format_number, markdown_table
 
 __all__ = [
+    "LEFT_OUT",
     "MODE_TITLES",
     "TASK",
+    "UNITS_NOTE",
     "decisions_comparison_markdown",
     "decisions_headline",
     "decisions_markdown",
+    "left_out_text",
     "read_decisions_benchmark",
 ]
 
@@ -44,9 +47,10 @@ def read_decisions_benchmark(path: Path) -> dict[str, Any] | None:
 
 
 def decisions_headline(benchmark: Mapping[str, Any]) -> dict[str, Any]:
-    """The console headline: the model, data and sources, and as ``figures`` (name ->
+    """The console headline: the model, data and sources, as ``figures`` (name ->
     value, with ``NAME_ci`` intervals beside) the flip rate of each family under each
-    scoring mode and ``B_ovl``."""
+    scoring mode and ``B_ovl``, and the benchmark's ``warnings`` (answers that never
+    change, answers with no probability)."""
     figures: dict[str, Any] = {}
     for mode, families in (benchmark.get("summary") or {}).items():
         for family, values in families.items():
@@ -65,6 +69,7 @@ def decisions_headline(benchmark: Mapping[str, Any]) -> dict[str, Any]:
         "weights_note": benchmark.get("weights_note"),
         "sources": benchmark.get("sources"),
         "figures": figures,
+        "warnings": list(benchmark.get("warnings") or []),
     }
 
 
@@ -93,6 +98,60 @@ def _summary_rows(families: Mapping[str, Any]) -> list[list[Any]]:
     return rows
 
 
+#: What each ``left_out`` count of a decisions ``benchmark.json`` counts: a contrast
+#: set's rows (``evaluate --task decisions``) or a harness's answers (``report
+#: --harness-predictions``).
+LEFT_OUT = {
+    "unpaired": "sources with one version only",
+    "extra_versions": "further rows of a version already taken",
+    "export_skipped": "rows the harness export left out",
+    "missing_answers": "items with no answer in the prediction files",
+    "unpaired_answers": "answers whose other version has no answer",
+}
+
+
+def left_out_text(left_out: Mapping[str, Any]) -> str:
+    """What ``left_out`` counts, in words (every count, the zero ones too, so a reader
+    sees what was checked): ``0 sources with one version only, 2 further rows ...``."""
+    if not left_out:
+        return "nothing"
+    return ", ".join(f"{n} {LEFT_OUT.get(reason, reason)}" for reason, n in left_out.items())
+
+
+def _paired_lines(benchmark: Mapping[str, Any]) -> list[str]:
+    """How many paired answers each scoring mode's figures come from, in each option
+    order, and a caveat when the orders are not equally represented."""
+    lines = []
+    for mode, counts in (benchmark.get("paired_answers") or {}).items():
+        listed, reversed_ = counts.get("options_as_listed", 0), counts.get("options_reversed", 0)
+        text = (
+            f"- {MODE_TITLES.get(mode, mode).lower()}: the figures come from "
+            f"{counts.get('total')} paired answers (both versions answered): {listed} with the "
+            f"options as listed, {reversed_} reversed"
+        )
+        if listed != reversed_:
+            text += (
+                "; the two orders are not equally represented, so position bias does not "
+                "cancel out of the figures"
+            )
+        lines.append(text)
+    return lines
+
+
+def _warning_lines(benchmark: Mapping[str, Any]) -> list[str]:
+    warnings = benchmark.get("warnings") or []
+    return [*(f"> **Warning.** {text}." for text in warnings), *([""] if warnings else [])]
+
+
+#: How B_pair and B_ovl read beside GenderBias-VL's published numbers.
+UNITS_NOTE = (
+    "B_pair and B_ovl are fractions (differences of probabilities, from -1 to 1), "
+    "computed without rounding; GenderBias-VL's released code reports them in percent "
+    "rounded to 2 decimals at every stage, so 0.40 here reads as 40.00 there, up to that "
+    "rounding"
+)
+
+
 def decisions_markdown(benchmark: Mapping[str, Any]) -> str:
     """``report.md`` of one model."""
     from contrastkit.evaluators.report.tables import interval_note
@@ -101,13 +160,13 @@ def decisions_markdown(benchmark: Mapping[str, Any]) -> str:
     lines = [f"# Decision probes: `{benchmark.get('model')}`", ""]
     if benchmark.get("weights_note"):
         lines += [f"**{benchmark['weights_note']}**", ""]
-    left = benchmark.get("left_out") or {}
+    lines += _warning_lines(benchmark)
     lines += [
         f"- data: `{benchmark.get('data')}`: {benchmark.get('sources')} sources with both "
-        f"versions ({left.get('unpaired', 0)} with one version only and "
-        f"{left.get('extra_versions', 0)} further rows left out)",
-        f"- questions: {scoring.get('questions')}; each asked of both versions with "
-        "identical text, the options in both orders",
+        f"versions; left out: {left_out_text(benchmark.get('left_out') or {})}",
+        f"- questions: {scoring.get('questions')}; each put to both versions with "
+        "identical text, the options in both orders (the answers paired: below)",
+        *_paired_lines(benchmark),
         f"- decoding: {json.dumps(scoring.get('decoding'))}",
         "",
         "Flip rate: share of paired answers (both versions chose, or both gave a number) "
@@ -144,6 +203,8 @@ def decisions_markdown(benchmark: Mapping[str, Any]) -> str:
             lines += [
                 f"B_ovl (GenderBias-VL, mean |B_pair|): {format_number(bias.get('b_ovl'))}. "
                 f"Ipss: not computed ({bias.get('ipss_reason')}).",
+                "",
+                f"Units: {UNITS_NOTE}.",
                 "",
             ]
     labour = benchmark.get("labour") or {}
@@ -197,4 +258,6 @@ def decisions_comparison_markdown(results: Sequence[Mapping[str, Any]]) -> str:
                     format_number(b_ovl) if mode == "logprob" else "–",
                 ])  # fmt: skip
     lines += markdown_table(header, rows)
+    if any(row[-1] != "–" for row in rows):
+        lines += [f"Units: {UNITS_NOTE}.", ""]
     return "\n".join(lines)

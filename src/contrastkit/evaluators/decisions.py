@@ -162,7 +162,13 @@ def parse_answer(text: str, prompt: Prompt, refusals: Sequence[re.Pattern[str]])
 
 
 def _logprob_answer(logprobs: np.ndarray, prompt: Prompt) -> Answer:
-    """The answer log-probability scoring reads from the two letters' log-probabilities."""
+    """The answer log-probability scoring reads from the two letters' log-probabilities:
+    the likelier option, a ``tie`` when the two are exactly equal, and ``undefined`` (no
+    probability, no choice) when they are not finite numbers: a NaN, a ``+inf``, or
+    ``-inf`` for both letters (no softmax exists)."""
+    logprobs = np.asarray(logprobs, dtype=np.float64)
+    if np.isnan(logprobs).any() or np.isposinf(logprobs).any() or np.isneginf(logprobs).all():
+        return Answer("undefined")
     shifted = np.exp(logprobs - np.max(logprobs))
     probs = shifted / shifted.sum()
     p0 = float(probs[prompt.shown.index(0)])
@@ -252,11 +258,24 @@ def _record(key: str, spec: str, mode: str, pair: PairedAnswer) -> dict[str, Any
     return record
 
 
+def _raw_answer(mode: str, fields: Mapping[str, Any]) -> Answer:
+    """One version's answer read back from a raw record. A log-probability "choice"
+    without a probability is what earlier versions of contrastkit wrote for non-finite
+    letter log-probabilities (a NaN probability, stored as null, taken as a choice of
+    option 1): it is read as ``undefined``, no choice."""
+    answer = Answer(**fields)
+    if mode == "logprob" and answer.chose and answer.prob is None:
+        return Answer("undefined")
+    return answer
+
+
 def _paired(record: Mapping[str, Any]) -> PairedAnswer:
     """A paired answer read back from its raw record."""
+    mode = str(record.get("mode"))
     return PairedAnswer(
         str(record["source"]), str(record["family"]), str(record["question"]),
-        int(record["order"]), Answer(**record["masculine"]), Answer(**record["feminine"]),
+        int(record["order"]), _raw_answer(mode, record["masculine"]),
+        _raw_answer(mode, record["feminine"]),
     )  # fmt: skip
 
 
@@ -331,6 +350,11 @@ def decide(
                     else:
                         record = earlier[key]
                         pair = _paired(record)
+                        if (pair.masculine.outcome, pair.feminine.outcome) != (
+                            record["masculine"]["outcome"],
+                            record["feminine"]["outcome"],
+                        ):  # an old record read anew: written again as it is read
+                            record = _record(key, spec, mode, pair)
                         reused += 1
                     out[mode].append(pair)
                     records.append(record)

@@ -35,6 +35,8 @@ class DecisionFigures(Node):
     n_refusals_feminine: int
     n_unparseable_masculine: int
     n_unparseable_feminine: int
+    n_undefined_masculine: int | None = None
+    n_undefined_feminine: int | None = None
     flip_rate: float | None = None
     stereotyped_flip_share: float | None = None
     gap: float | None = None
@@ -102,7 +104,9 @@ class DecisionScoring(Node):
 class DecisionsResult(Result):
     """A decisions ``benchmark.json``: per scoring mode and question family the
     figures (``summary``), the occupation pairs, the occupations and their correlation
-    with labour statistics."""
+    with labour statistics; ``paired_answers`` (mode -> how many paired answers the
+    figures come from, per option order) and ``warnings`` (answers that never change,
+    answers with no probability) where the file has them."""
 
     TASK = "decisions"
 
@@ -115,6 +119,8 @@ class DecisionsResult(Result):
     occupations: Mapping[str, Mapping[str, OccupationFigures]]
     labour: Mapping[str, Mapping[str, Any]]
     genderbias_vl: GenderBiasVL | None = None
+    paired_answers: Mapping[str, Mapping[str, int]] | None = None
+    warnings: tuple[str, ...] | None = None
     left_out: Mapping[str, int] | None = None
     random_weights: bool | None = None
     weights_note: str | None = None

@@ -87,7 +87,11 @@ from typing import Any
 
 from contrastkit import __version__
 from contrastkit.errors import DataFormatError
-from contrastkit.evaluators.harness.config import HarnessReport, HarnessReportConfig
+from contrastkit.evaluators.harness.config import (
+    HarnessReport,
+    HarnessReportConfig,
+    report_weights_note,
+)
 from contrastkit.evaluators.harness.decisions import decisions_report
 from contrastkit.evaluators.harness.figures import (
     contrast_figures,
@@ -229,9 +233,7 @@ def harness_report(config: HarnessReportConfig) -> HarnessReport:
         results_file, markdown = stereotype_outputs(config, key, chosen, model, section)
     else:
         section["figures"] = contrast_figures(key.items, chosen)
-        from contrastkit.models.registry import weights_note
-
-        note = weights_note(model)
+        note = report_weights_note(model, key)
         results = {
             "task": f"harness-{key.set_kind}",
             "schema_version": SCHEMA_VERSION,
@@ -256,6 +258,7 @@ def harness_report(config: HarnessReportConfig) -> HarnessReport:
         harness=section,
         markdown=markdown,
         files=files,
+        weights_note=report_weights_note(model, key),
     )
 
 

@@ -11,8 +11,9 @@ from typing import Any
 from contrastkit.config import require
 from contrastkit.errors import ConfigError
 from contrastkit.evaluators.bootstrap import require_bootstrap
+from contrastkit.harness_key import HarnessKey
 
-__all__ = ["HarnessReport", "HarnessReportConfig"]
+__all__ = ["HarnessReport", "HarnessReportConfig", "report_weights_note"]
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,11 @@ class HarnessReport:
         harness: the ``harness`` section of the results (position bias, reversed copy,
             the set's own figures for contrast and stereotype sets).
         markdown: the report.
+        files: the files written.
+        weights_note: why the figures are a pipeline check (the model's weights, or the
+            set built with random-weight models, are random), or ``None``.
+        warnings: what a reader must know before trusting the figures (decision probes:
+            answers that never change).
     """
 
     out_dir: Path
@@ -79,3 +85,16 @@ class HarnessReport:
     harness: dict[str, Any]
     markdown: str
     files: list[Path] = field(default_factory=list)
+    weights_note: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+def report_weights_note(model: str, key: HarnessKey) -> str | None:
+    """The random-weights note of a report of ``model``'s answers to the export of
+    ``key``: the model's own (:func:`contrastkit.models.registry.weights_note`) and that
+    of a set built with random-weight models (:attr:`HarnessKey.weights_note`), or
+    ``None`` when neither is random."""
+    from contrastkit.models.registry import weights_note
+
+    notes = [note for note in (weights_note(model), key.weights_note) if note]
+    return " ".join(notes) if notes else None

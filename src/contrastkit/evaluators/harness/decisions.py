@@ -4,7 +4,7 @@ writer."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +14,7 @@ from contrastkit.evaluators.harness.predictions import HarnessAnswer
 from contrastkit.harness_key import HarnessKey, KeyItem
 
 if TYPE_CHECKING:
-    from contrastkit.evaluators.decision_metrics import Answer
+    from contrastkit.evaluators.decision_metrics import Answer, PairedAnswer
     from contrastkit.templates import Questions
 
 __all__ = ["decisions_report"]
@@ -64,6 +64,38 @@ def _decision_answer(item: KeyItem, answer: HarnessAnswer, questions: Questions)
     return Answer("choice", option=option, position=position, text=answer.text)
 
 
+def _check_readable(
+    config: HarnessReportConfig, key: HarnessKey, seen: Mapping[int, HarnessAnswer],
+    counts: Mapping[str, Mapping[str, int]], pairs: Sequence[PairedAnswer],
+) -> None:  # fmt: skip
+    """Refuse answers that give nothing to compute, as the other sets' answers are
+    refused: none names an option and none refuses (every one unparseable), or no
+    question has answers for both versions of a source.
+
+    Raises:
+        DataFormatError: naming the first prediction file (and the first unparseable
+            answer, with its file and line).
+    """
+    read = sum(c["answered"] + c["refusals"] for c in counts.values())
+    unparseable = sum(c["unparseable"] for c in counts.values())
+    if not read and unparseable:
+        items = key.by_index()
+        example = next(a for i, a in seen.items() if i in items)
+        raise DataFormatError(
+            config.predictions[0], None, None,
+            f"all {unparseable} answers matched items of this export but none names an "
+            f"option letter or refuses (first: {example.text[:80]!r} at "
+            f"{example.path}:{example.line}): nothing to compute; check the model's prompt "
+            "or output format",
+        )  # fmt: skip
+    if not pairs:
+        raise DataFormatError(
+            config.predictions[0], None, None,
+            "no question has answers for both versions of a source in this export: nothing "
+            "to compare (check the files are this export's predictions)",
+        )  # fmt: skip
+
+
 def decisions_report(
     config: HarnessReportConfig, key: HarnessKey, seen: Mapping[int, HarnessAnswer], model: str
 ) -> HarnessReport:
@@ -107,12 +139,7 @@ def decisions_report(
         for (source, family, question, order), v in by_question.items()
         if "masculine" in v and "feminine" in v
     ]
-    if not pairs:  # checked before anything is written
-        raise DataFormatError(
-            config.predictions[0], None, None,
-            "no question has answers for both versions of a source in this export: nothing "
-            "to compare (check the files are this export's predictions)",
-        )  # fmt: skip
+    _check_readable(config, key, seen, counts, pairs)  # before anything is written
     section: dict[str, Any] = {
         "harness": key.harness,
         "set_kind": key.set_kind,
@@ -134,8 +161,9 @@ def decisions_report(
                   "unpaired_answers": sum(len(v) for v in by_question.values()
                                           if len(v) == 1)},
         resamples=config.bootstrap, confidence=config.confidence, seed=config.seed,
+        data_weights_note=key.weights_note,
     )  # fmt: skip
-    paths, _ = write_decisions_outputs(
+    paths, benchmark = write_decisions_outputs(
         {"generate": pairs}, dataclasses.replace(questions, decoding=decoding), config.out, run
     )
     markdown = paths["report"].read_text(encoding="utf-8")
@@ -148,4 +176,6 @@ def decisions_report(
         harness=section,
         markdown=markdown,
         files=list(paths.values()),
+        weights_note=benchmark.get("weights_note"),
+        warnings=list(benchmark.get("warnings") or []),
     )

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from contrastkit.errors import DataFormatError
-from contrastkit.evaluators.harness.config import HarnessReportConfig
+from contrastkit.evaluators.harness.config import HarnessReportConfig, report_weights_note
 from contrastkit.evaluators.harness.markdown import harness_markdown
 from contrastkit.evaluators.raw import dumps_jsonl
 from contrastkit.harness_key import HarnessKey, KeyItem
@@ -44,6 +44,15 @@ def _records_by_split(
             "files are this export's predictions)",
         )  # fmt: skip
     return by_split
+
+
+def _flag_weights(results: dict[str, Any], model: str, key: HarnessKey) -> None:
+    """Set ``random_weights`` / ``weights_note`` of ``results`` from the model and from
+    the export (a set built with random-weight models:
+    :func:`~contrastkit.evaluators.harness.config.report_weights_note`)."""
+    note = report_weights_note(model, key)
+    results["random_weights"] = note is not None
+    results["weights_note"] = note
 
 
 def _visogender_records(
@@ -134,6 +143,7 @@ def visogender_outputs(
     )  # fmt: skip
     results_json = benchmark(run, eval_config, [config.export])
     name, results = next(iter(results_json.items()))
+    _flag_weights(results, model, key)
     results["metadata"]["experiment_desc"] = "HARNESS-MCQ"
     results["metadata"]["n_unparseable"] = section["counts"]["main"]["unparseable"]
     compared = {"main": _resolution_headline(results.get("resolution_bias", {}))}
@@ -234,6 +244,7 @@ def stereotype_outputs(
     benchmark = stereotype_benchmark(
         by_split["main"], model=model, data=[str(config.export)], bootstrap=intervals
     )
+    _flag_weights(benchmark, model, key)
     benchmark["blank_image"] = None
     benchmark["metadata"]["experiment_desc"] = "HARNESS-MCQ"
     benchmark["metadata"]["n_unparseable"] = section["counts"]["main"]["unparseable"]

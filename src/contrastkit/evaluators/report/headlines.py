@@ -207,14 +207,17 @@ def headline_figures(model: str, summary: Mapping[str, Any], kind: str) -> dict[
     Returns:
         ``{"random_weights": bool, "weights_note": str | None, "protocol": str | None,
         "figures": [{"name", "value", "signed", ["sigma"], ["low", "high", "level"],
-        ["note"]}]}``.
+        ["note"]}], "warnings": [str]}``: ``warnings`` are what another registered task's
+        summary gives as its own ``warnings`` (decision probes: answers that never change).
     """
     note = summary.get("weights_note") or weights_note(model)
+    warnings = summary.get("warnings") if kind not in _FIGURES else None
     return {
         "random_weights": note is not None,
         "weights_note": note,
         "protocol": summary.get("protocol") if kind == "visogender" else None,
         "figures": _FIGURES.get(kind, _task_figures)(summary),
+        "warnings": [str(text) for text in warnings or ()],
     }
 
 
@@ -227,7 +230,8 @@ def _text(value: float | None, signed: bool) -> str:
 def headline_lines(headlines: Mapping[str, Any]) -> list[str]:
     """:func:`headline_figures` as short lines for the console: ``name value [low,
     high]``, or ``name mean ± sigma [low, high]`` (a sigma has no sign), several figures
-    a line; first the random-weights note, when there is one."""
+    a line; first the random-weights note, when there is one, and last one ``warning:``
+    line per warning."""
     lines = []
     if headlines.get("weights_note"):
         lines.append(f"random weights: {headlines['weights_note']}")
@@ -249,4 +253,5 @@ def headline_lines(headlines: Mapping[str, Any]) -> list[str]:
         lines.append("; ".join(parts[start : start + 2]))
     if headlines.get("protocol") and parts:
         lines.append(f"resolution protocol: {headlines['protocol']}")
+    lines += [f"warning: {text}" for text in headlines.get("warnings") or ()]
     return lines
