@@ -32,7 +32,7 @@ from contrastkit.builders.export_folder import (
 from contrastkit.config import require
 from contrastkit.errors import ConfigError, DataFormatError
 from contrastkit.kinds import kinds
-from contrastkit.records import local_file_name
+from contrastkit.records import data_file
 from contrastkit.schema import URL_COLUMN, Context, VisoGenderRow, VisoGenderTable
 from contrastkit.store import ImageStore
 from contrastkit.tsv import read_visogender_tsv
@@ -119,8 +119,8 @@ def _local_image(table: VisoGenderTable, row: VisoGenderRow) -> tuple[str, Path,
     """The name (relative to the TSV's folder), the file and why it cannot be embedded
     (``None`` when it can) of a row's local image. Naming a file outside the TSV's folder
     is an error, never a missing image."""
-    name = local_file_name(Path(table.path), row.line, URL_COLUMN, row.url)
-    file = Path(table.path).parent / name
+    file = data_file(Path(table.path), row.line, URL_COLUMN, row.url)  # SECURITY.md
+    name = file.relative_to(Path(table.path).parent).as_posix()
     if not file.is_file():
         return name, file, f"image file not found: {file}"
     try:  # the header only: the bytes are read once, when the row is written

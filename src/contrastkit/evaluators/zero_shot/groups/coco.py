@@ -93,7 +93,8 @@ def load_coco(root: Path, min_images: int, options: GroupingOptions) -> GroupedD
         )
         for n, image in enumerate(images)
     }
-    files = ImageFiles(root, ("images", f"images/{split}", split, ""), lambda i: names[i])
+    folders = ("images", f"images/{split}", split, "")
+    files = ImageFiles(root, folders, lambda i: names[i], instances_path)
     without = options.images_without_concepts
     records = image_records(scan, concept_filter.concepts, files, without)
     return GroupedData(

@@ -14,6 +14,7 @@ from typing import Any
 
 from contrastkit.errors import DataFormatError
 from contrastkit.evaluators.zero_shot.groups.tables import GROUPS
+from contrastkit.records import data_file, relative_file_name
 
 __all__ = [
     "ConceptFilter",
@@ -194,14 +195,21 @@ class ImageFiles:
     root: Path
     folders: tuple[str, ...]
     name: Callable[[str], str]
+    source: Path | None = None
 
     def find(self, image_id: str) -> Path:
-        """The image's file, or a DataFormatError saying where it was looked for."""
+        """The image's file, or a DataFormatError saying where it was looked for. The file
+        name an image id gives must name a file inside ``root`` (``records.data_file``:
+        no ``..``, no absolute path, no link leading out of it), or it is an error
+        located at ``source`` (the annotations file)."""
         name = self.name(image_id)
+        data = self.source or self.root
+        relative_file_name(data, None, "image_id", name)
         for folder in self.folders:
-            candidate = self.root / folder / name if folder else self.root / name
+            relative = f"{folder}/{name}" if folder else name
+            candidate = self.root / relative
             if candidate.is_file():
-                return candidate
+                return data_file(data, None, "image_id", relative, folder=self.root)
         where = ", ".join(f"{f}/" for f in self.folders if f)
         raise DataFormatError(
             self.root / self.folders[0] / name, None, None,

@@ -35,7 +35,7 @@ def load_vg(root: Path, min_images: int, without: str) -> GroupedData:
     :attr:`~.data.GroupingOptions.images_without_concepts`."""
     scan = _scan(root)
     concept_filter = ConceptFilter.count(scan.kept, min_images, None)
-    files = ImageFiles(root, _FOLDERS, lambda image_id: f"{image_id}.jpg")
+    files = ImageFiles(root, _FOLDERS, lambda image_id: f"{image_id}.jpg", root / "objects.json")
     records = image_records(scan, concept_filter.concepts, files, without)
     return GroupedData(
         root, "vg", None, tuple(records), concept_filter.concepts, min_images,
