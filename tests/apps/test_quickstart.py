@@ -33,6 +33,11 @@ def test_quickstart_runs_offline_and_writes_reports_that_parse(tmp_path: Path) -
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
     assert "pipeline check, not a measurement" in run.stdout
+    # Its last line names the HTML report, which opens from file:// (pages, thumbnails).
+    last = run.stdout.strip().splitlines()[-1]
+    assert last == f"HTML report: {out / 'report' / 'index.html'} (open it in a browser)"
+    assert (out / "report" / "gallery-contrast.html").is_file()
+    assert len(list((out / "report" / "thumbs").glob("*.webp"))) == 6
     assert run.stderr.count("is not available") == 2 and "using a tiny one" in run.stderr
 
     report = json.loads((out / "quickstart.json").read_text())

@@ -26,6 +26,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
 DOCS_SCREENSHOT = Path(__file__).parents[2] / "docs" / "assets" / "html-report.png"
+DOCS_GALLERY_SCREENSHOT = DOCS_SCREENSHOT.with_name("html-report-gallery.png")
 
 
 @pytest.fixture(scope="module")
@@ -278,6 +279,28 @@ def test_the_index_is_not_blank(site: Path, browser: Any, tmp_path: Path) -> Non
     with Image.open(shot) as image:
         colours = image.convert("L").getcolors(maxcolors=1 << 16)
     assert colours is not None and len(colours) > 20
+
+
+@pytest.mark.slow
+def test_the_quickstarts_report_opens_in_a_browser(browser: Any, tmp_path: Path) -> None:
+    """The quickstart's own HTML report (tiny models), as the docs show it: every page
+    loads offline, every image decodes. With CONTRASTKIT_UPDATE_SCREENSHOTS=1 the index's
+    and the gallery's screenshots become the docs' figures."""
+    out = tmp_path / "qs"
+    invoke("quickstart", "--out", out, "--tiny", "--device", "cpu")
+    site = out / "report"
+    shots = {}
+    for name in ("index", "gallery-contrast"):
+        page, errors, outside = _open(browser, site / f"{name}.html")
+        page.wait_for_function("() => [...document.images].every(i => i.complete)")
+        assert not errors and not outside, (name, errors, outside)
+        assert page.evaluate("() => [...document.images].every(i => i.naturalWidth > 0)")
+        shots[name] = tmp_path / f"{name}.png"
+        page.screenshot(path=str(shots[name]))
+        page.close()
     if os.environ.get("CONTRASTKIT_UPDATE_SCREENSHOTS") == "1":
         DOCS_SCREENSHOT.parent.mkdir(exist_ok=True)
-        shutil.copyfile(shot, DOCS_SCREENSHOT)
+        shutil.copyfile(shots["index"], DOCS_SCREENSHOT)
+        shutil.copyfile(shots["gallery-contrast"], DOCS_GALLERY_SCREENSHOT)
+    for figure in (DOCS_SCREENSHOT, DOCS_GALLERY_SCREENSHOT):
+        assert figure.read_bytes()[:4] == b"\x89PNG" and figure.stat().st_size < 400_000

@@ -355,6 +355,7 @@ def quickstart(
     """
     from contrastkit.builders.export import ExportContrastConfig, export_contrast_set
     from contrastkit.builders.publish import PublishConfig, publish
+    from contrastkit.evaluators.html import HtmlReportConfig, write_html_report
     from contrastkit.samples import write_coco
 
     say = log or (lambda line: None)
@@ -379,6 +380,10 @@ def quickstart(
     any_tiny = editor.tiny or scorer.tiny
     note = (TINY_ASKED_NOTE if config.tiny else PIPELINE_CHECK_NOTE) if any_tiny else None
     evaluation, files = _evaluate(export_dir, scorer.model, scorer.name, out / "results", note)
+    say("6/6 writing the reports (markdown and the offline HTML report)")
+    html = write_html_report(
+        HtmlReportConfig(results=(files["benchmark"].parent,), out=out / "report")
+    )
     result = QuickstartResult(
         out=out,
         editor=editor.name,
@@ -396,6 +401,7 @@ def quickstart(
             "hub_tree": str(dry.tree),
             **{f"evaluation_{name}": str(path) for name, path in files.items()},
             "report": str(out / "QUICKSTART.md"),
+            "html_report": str(html.index),
         },
         summary={
             "edits": select["edits_made"],
@@ -408,7 +414,6 @@ def quickstart(
             "note": note,
         },
     )
-    say("6/6 writing the report")
     atomic_write_text(out / "quickstart.json", json.dumps(result.to_json(), indent=2) + "\n")
     atomic_write_text(out / "QUICKSTART.md", _markdown(result))
     return result
@@ -449,6 +454,11 @@ def _markdown(result: QuickstartResult) -> str:
     ]
     lines += [f"- {name}: `{path}`" for name, path in result.files.items()]
     lines += ["", "## Next", ""]
+    lines += [
+        f"Open `{result.files['html_report']}` in a browser (it needs no server and no "
+        "network): the figures, and each source's two versions with the model's scores.",
+        "",
+    ]
     if result.tiny:
         lines += [
             "This set was made with random-weight models: do not publish it. Its card says "

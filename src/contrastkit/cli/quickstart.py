@@ -49,6 +49,9 @@ def quickstart(
     tiny random-weight models, saying plainly that the figures are then a pipeline check,
     not a measurement.
 
+    The offline HTML report (the figures and each source's two versions with the model's
+    scores; it opens from file://) goes to OUT/report/index.html.
+
     Example:
 
         contrastkit quickstart --out build/quickstart
@@ -74,3 +77,7 @@ def quickstart(
         console.print(plain(result.summary["note"], style="yellow"), highlight=False)
     console.print(plain(f"report: {result.files['report']}"), highlight=False)
     console.print(plain(f"dataset card: {result.files['card']}"), highlight=False)
+    console.print(
+        plain(f"HTML report: {result.files['html_report']} (open it in a browser)"),
+        highlight=False,
+    )

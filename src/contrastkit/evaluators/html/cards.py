@@ -93,6 +93,7 @@ class Gallery:
         group_label: what the group filter is called (``occupation``).
         marks: the flags a reader can filter by.
         entries: the results the gallery is drawn from (their flags are shown on it).
+        empty: what the page says when there is no card.
     """
 
     slug: str
@@ -104,3 +105,4 @@ class Gallery:
     group_label: str
     marks: tuple[str, ...]
     entries: tuple[Entry, ...]
+    empty: str = "No card: these results hold nothing of this kind."

@@ -374,6 +374,9 @@ def decisions_gallery(entries: Sequence[Entry], drawing: Drawing) -> Gallery | N
         "question family",
         ("flipped", "refused one version"),
         tuple(chosen),
+        "No answer changed between a source's two versions: each question got the same "
+        "option, the same number, or a refusal from both (each result's page says whether "
+        "the answers ever change at all).",
     )
 
 

@@ -22,7 +22,7 @@ from contrastkit.evaluators.html.galleries import Drawing, galleries, short_mode
 from contrastkit.evaluators.html.markdown import markdown_html
 from contrastkit.evaluators.html.thumbs import Thumbnailer
 from contrastkit.io import atomic_write_text, check_writable
-from contrastkit.text import UNDEFINED, format_number
+from contrastkit.text import MISSING, UNDEFINED, format_number
 
 __all__ = ["MIN_ITEMS", "HtmlReport", "HtmlReportConfig", "write_html_report"]
 
@@ -159,37 +159,33 @@ def flags(entry: Entry) -> list[dict[str, str]]:
 
 
 def headline_figures(headline: Mapping[str, Any], limit: int = 12) -> list[dict[str, str]]:
-    """The headline's figures that have an interval: ``name``, ``value``, ``interval``
-    (a figure ``x`` with its sibling ``x_ci``, or a ``mean`` with its ``mean_ci``)."""
-    rows: list[dict[str, str]] = []
+    """The headline's figures: ``name``, ``value`` and ``interval`` (``[low, high]``, or
+    :data:`~contrastkit.text.MISSING` where the run computed none). A figure is a number
+    ``x`` with its sibling ``x_ci``, or a node with a ``mean`` (and its ``mean_ci``); a
+    result without any interval shows its means and its fractional numbers instead."""
+    with_ci: list[dict[str, str]] = []
+    without: list[dict[str, str]] = []
+
+    def row(name: str, value: Any, ci: Any) -> None:
+        if isinstance(ci, Mapping):
+            interval = f"[{_fmt(ci.get('low'))}, {_fmt(ci.get('high'))}]"
+            with_ci.append({"name": name, "value": _fmt(value), "interval": interval})
+        else:
+            without.append({"name": name, "value": _fmt(value), "interval": MISSING})
 
     def walk(node: Mapping[str, Any], prefix: str) -> None:
         for key, value in node.items():
-            if len(rows) >= limit:
-                return
-            ci = node.get(f"{key}_ci")
-            if isinstance(value, int | float | type(None)) and isinstance(ci, Mapping):
-                rows.append(
-                    {
-                        "name": f"{prefix}{key}",
-                        "value": _fmt(value),
-                        "interval": f"[{_fmt(ci.get('low'))}, {_fmt(ci.get('high'))}]",
-                    }
-                )
-            elif isinstance(value, Mapping) and isinstance(value.get("mean_ci"), Mapping):
-                ci = value["mean_ci"]
-                rows.append(
-                    {
-                        "name": f"{prefix}{key} (mean)",
-                        "value": _fmt(value.get("mean")),
-                        "interval": f"[{_fmt(ci.get('low'))}, {_fmt(ci.get('high'))}]",
-                    }
-                )
+            if str(key).endswith("_ci") or key in ("random_weights", "n", "sigma"):
+                continue
+            if isinstance(value, Mapping) and "mean" in value:
+                row(f"{prefix}{key} (mean)", value.get("mean"), value.get("mean_ci"))
             elif isinstance(value, Mapping):
                 walk(value, f"{prefix}{key} · ")
+            elif isinstance(value, float) or (value is None and f"{key}_ci" in node):
+                row(f"{prefix}{key}", value, node.get(f"{key}_ci"))
 
     walk(headline, "")
-    return rows
+    return (with_ci or without)[:limit]
 
 
 def _fmt(value: Any) -> str:
@@ -341,6 +337,7 @@ def _entry_view(entry: Entry) -> dict[str, Any]:
     return {
         "task": entry.task,
         "model": entry.model,
+        "short": short_model(entry.model),
         "href": f"result-{entry.slug}.html",
         "flags": flags(entry),
         "figures": headline_figures(entry.headline),
