@@ -301,7 +301,12 @@ def test_harness_decision_answers_that_name_no_option_are_refused(
     ])  # fmt: skip
     assert result.exit_code == 0, result.output
     benchmark = json.loads((tmp_path / "r" / "benchmark.json").read_text())
-    assert benchmark["summary"]["generate"]["occupation"]["refusal_rate_feminine"] == 1.0
+    occupation = benchmark["summary"]["generate"]["occupation"]
+    assert occupation["refusal_rate_feminine"] == 1.0 and occupation["flip_rate"] is None
+    report = (tmp_path / "r" / "report.md").read_text()
+    row = next(line for line in report.splitlines() if line.startswith("| occupation |"))
+    assert row.split(" | ")[4:7] == ["n/a", "n/a", "n/a"]  # flip rate, stereotyped, gap
+    assert "n/a: nothing to compute the figure from (flip rate and gap: no paired answer" in report
 
 
 def test_the_decisions_report_says_what_was_left_out_and_how_many_pairs_count(
@@ -346,6 +351,8 @@ def test_the_decisions_report_says_what_was_left_out_and_how_many_pairs_count(
     ) in report
     assert f"the figures come from {paired} paired answers (both versions answered)" in report
     assert "with one version only" not in report  # the contrast set's counts: not these
+    # every answer is "A": in a split of seeded orders, always the first option
+    assert "warning: suitability (generated answers): all " in " ".join(result.output.split())
     if counts["options_as_listed"] != counts["options_reversed"]:
         assert "the two orders are not equally represented" in report
 

@@ -114,7 +114,10 @@ class SourceImage:
 
     ``segmentation`` is the person's COCO segmentation (polygons or RLE, as in the
     JSON; :func:`contrastkit.curation.masks.decode_segmentation`), ``None`` where the
-    annotation has none (and in builds made before it was recorded).
+    annotation has none (and in builds made before it was recorded). ``sha256`` is the
+    SHA-256 of the photo file's bytes, recorded by the edit stage
+    (:mod:`contrastkit.builders.source_photos`; ``None`` before that, and in builds made
+    before it was recorded).
     """
 
     source_id: str
@@ -125,9 +128,11 @@ class SourceImage:
     captions: tuple[str, ...]
     label: Gender
     segmentation: Any = None
+    sha256: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The fields as JSON-ready values (``segmentation`` only when there is one)."""
+        """The fields as JSON-ready values (``segmentation`` and ``sha256`` only when
+        there is one)."""
         data = {
             "source_id": self.source_id,
             "path": str(self.path),
@@ -139,6 +144,8 @@ class SourceImage:
         }
         if self.segmentation is not None:
             data["segmentation"] = self.segmentation
+        if self.sha256 is not None:
+            data["sha256"] = self.sha256
         return data
 
 
@@ -231,6 +238,15 @@ def _get(
     return value
 
 
+def _finite(value: float) -> bool:
+    """Whether ``value`` is a finite number a float holds (an integer of 400 digits is
+    not: it cannot be turned into one)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
 def _positive(path: Path, where: str, name: str, value: int) -> int:
     if value <= 0:
         raise DataFormatError(path, None, f"{where}.{name}", f"must be > 0, not {value}")
@@ -307,7 +323,7 @@ def read_coco(root: str | Path, split: str | None = None) -> CocoDataset:
             raise DataFormatError(
                 instances_path, None, f"{where}.bbox", f"expected [x, y, w, h], found {bbox!r}"
             )
-        if not all(math.isfinite(v) for v in bbox):
+        if not all(_finite(v) for v in bbox):
             raise DataFormatError(
                 instances_path, None, f"{where}.bbox", f"not a finite number in {bbox}"
             )

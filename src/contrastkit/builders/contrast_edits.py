@@ -17,7 +17,9 @@ from typing import Any
 
 from PIL import Image as PILImage
 
+from contrastkit.builders.coco import SourceImage
 from contrastkit.builders.contrast_export import ExportContrastConfig
+from contrastkit.builders.edit_facts import edit_facts, stored_format
 from contrastkit.builders.export_folder import (
     GENDER_LABELS,
     ExportResult,
@@ -33,8 +35,10 @@ from contrastkit.builders.manifest import (
     Manifest,
     contrast_items,
     encode_lossless,
+    read_sources,
     source_file,
 )
+from contrastkit.builders.source_photos import check_photo
 from contrastkit.errors import DataFormatError
 from contrastkit.gender_words import neutralize
 from contrastkit.kinds import kinds
@@ -62,11 +66,19 @@ def export_edits(config: ExportContrastConfig, summary: dict[str, Any], kind: st
             genders: Counter[str] = Counter()
             labels: Counter[str] = Counter()
             sources: set[str] = set()
+            recorded = {s.source_id: s for s in read_sources(build_dir)}
+            composites: Counter[str] = Counter()
+            formats: Counter[str] = Counter()
             for line, item in contrast_items(contrast_path):
                 record = _edit_of(index, build_dir, contrast_path, line, item)
+                if record.composite == "mask" and item.source_id not in sources:
+                    _check_source(build_dir, item, recorded)  # its pixels go out
+                composites[record.composite or "box"] += 1
+                formats[stored_format(item.image)] += 1
                 genders[item.gender] += 1
                 labels[record.source_label] += 1
                 sources.add(item.source_id)
+            del recorded
             rows = SplitRows(
                 kinds()["contrast"].export_features("contrast"),
                 functools.partial(_contrast_records, build_dir, contrast_path, index),
@@ -90,6 +102,8 @@ def export_edits(config: ExportContrastConfig, summary: dict[str, Any], kind: st
                 "source_labels": dict(sorted(labels.items())),
                 "build_summary": summary,
             }
+            if kind == "gensynth":  # what the card states about the images
+                metadata["edit_facts"] = edit_facts(summary, composites, formats)
             del sources
             card = kinds()["contrast"].render_card
             return write_export(config.out, {"contrast": {split: rows}}, metadata, card=card)
@@ -167,6 +181,13 @@ def _edit_of(
             f"source photo, and {item.source_image} is missing",
         )  # fmt: skip
     return record
+
+
+def _check_source(build_dir: Path, item: ContrastItem, recorded: dict[str, SourceImage]) -> None:
+    """The photo a mask edit is put onto is the one the build recorded (its SHA-256)."""
+    source = recorded.get(item.source_id)
+    if source is not None:
+        check_photo(source_file(build_dir, Path(item.source_image)), source)
 
 
 def _contrast_records(

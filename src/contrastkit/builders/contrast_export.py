@@ -191,7 +191,9 @@ def export_originals(
     One row per source of ``contrast_set.jsonl`` (the same source ids as the contrast
     set, in its order: the paper's COCO_g), in the contrast export's layout (config
     ``contrast``, :func:`contrast_features`) so that ``contrastkit evaluate`` scores it
-    like a contrast set: ``image`` the source photo's bytes unchanged, ``gender`` and
+    like a contrast set: ``image`` the source photo's bytes unchanged (a photo with an
+    EXIF orientation: its pixels as shown, as lossless WebP, the edits' orientation;
+    :func:`_photo`), ``gender`` and
     ``source_label`` its caption label, ``captions`` and ``original_captions`` its own
     captions, ``neutral_captions`` those made gender-neutral (GenSynth Tab. 4 words),
     ``method`` ``original``; the edit fields are empty. With ``config.balanced``, as
@@ -201,11 +203,14 @@ def export_originals(
 
     Raises:
         DataFormatError: ``sources.jsonl`` lacks a source of the contrast set, or a
-            source photo is missing; a balanced set with no source of one gender.
+            source photo is missing, or is not the file the build recorded (its SHA-256:
+            :func:`~contrastkit.builders.source_photos.check_photo`); a balanced set with
+            no source of one gender.
     """
     import random
 
     from contrastkit.builders.manifest import SOURCES, read_sources
+    from contrastkit.builders.source_photos import check_photo
 
     build_dir, contrast_path = config.build, config.build / CONTRAST_SET
     sources = {s.source_id: s for s in read_sources(build_dir)}
@@ -240,6 +245,7 @@ def export_originals(
                 build_dir / SOURCES, None, "path",
                 f"the photo of source {source_id!r} is missing: {file}",
             )  # fmt: skip
+        check_photo(file, sources[source_id])  # the photo the edits were made from
     counts = Counter(sources[s].label.value for s in kept)
 
     def records() -> Iterator[dict[str, Any]]:
@@ -249,7 +255,7 @@ def export_originals(
             yield {
                 "source_id": source_id,
                 "gender": source.label.value,
-                "image": {"bytes": file.read_bytes(), "path": file.name},
+                "image": _photo(file),
                 "edit_id": None,
                 "method": "original",
                 "source_label": source.label.value,
@@ -288,6 +294,18 @@ def export_originals(
     return write_export(
         config.out, {"contrast": {config.split: rows}}, metadata, card=exported.render_card
     )
+
+
+def _photo(file: Path) -> dict[str, Any]:
+    """A source photo as exported: its bytes unchanged, except a photo with an EXIF
+    orientation, whose pixels as shown go out as lossless WebP (the orientation the
+    edits were made in, for every reader, EXIF-aware or not)."""
+    from contrastkit.builders.manifest import encode_lossless
+    from contrastkit.builders.source_photos import is_turned, load_photo
+
+    if is_turned(file):
+        return {"bytes": encode_lossless(load_photo(file)), "path": f"{file.stem}.webp"}
+    return {"bytes": file.read_bytes(), "path": file.name}
 
 
 def contrast_card(metadata: dict[str, Any]) -> str:
@@ -341,7 +359,8 @@ def originals_card(metadata: dict[str, Any]) -> str:
         ]  # fmt: skip
     lines += [
         "",
-        "Each row: the unedited source `image` (bytes unchanged), `gender` and "
+        "Each row: the unedited source `image` (bytes unchanged; a photo with an EXIF "
+        "orientation tag as shown, in lossless WebP), `gender` and "
         "`source_label` (the caption label, ClassLabel masculine = 0, feminine = 1), its "
         "`captions`, the same made gender-neutral (`neutral_captions`, the retrieval "
         "queries; GenSynth Tab. 4 words) and the person `box`; the edit fields are empty "

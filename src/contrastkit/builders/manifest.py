@@ -308,11 +308,13 @@ class EditImage:
     def __call__(self) -> Image.Image:
         """The whole RGB image (:class:`DataFormatError` naming a file that is missing,
         unreadable, or does not fit its source photo)."""
+        from contrastkit.builders.source_photos import load_photo  # as shown (EXIF)
+
         stored = _open(self.path, keep_alpha=self.source is not None)
         if self.source is None:
             return stored
         try:
-            return composite_edit(stored, _open(self.source, keep_alpha=False))
+            return composite_edit(stored, load_photo(self.source))
         except ValueError as error:
             raise DataFormatError(self.path, None, None, str(error)) from error
 
@@ -422,6 +424,7 @@ def read_sources(folder: Path) -> list[SourceImage]:
                     captions=tuple(str(c) for c in data["captions"]),
                     label=Gender(data["label"]),
                     segmentation=data.get("segmentation"),
+                    sha256=None if data.get("sha256") is None else str(data["sha256"]),
                 )
             )
         except (KeyError, TypeError, ValueError) as exc:

@@ -118,6 +118,10 @@ class EditorFamily:
             that is not this family's (``None``: the pipeline class is enough).
         gated: the default model's licence must be accepted on the Hub first.
         source: the distribution that registered it.
+        title: the editor's name as a dataset card states it (``InstructPix2Pix``;
+            default: the prefix).
+        guidance: what the family's text guidance scale is, as a card states it
+            (classifier-free "text guidance" by default).
     """
 
     prefix: str
@@ -137,6 +141,8 @@ class EditorFamily:
     check: str | None = None
     gated: bool = False
     source: str = "contrastkit"
+    title: str = ""
+    guidance: str = "text guidance"
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[a-z][a-z0-9_.-]+", self.prefix):
@@ -170,6 +176,11 @@ class EditorFamily:
                 f"editor family {self.prefix!r}: needs a text guidance scale and >= 1 step"
             )
 
+    @property
+    def name(self) -> str:
+        """The editor's name for people: :attr:`title`, else the prefix."""
+        return self.title or self.prefix
+
     def arguments_function(self) -> Callable[..., dict[str, Any]]:
         """:attr:`arguments`, imported."""
         return resolve(self.arguments, f"editor family {self.prefix!r}")
@@ -187,6 +198,7 @@ _EDITING = "contrastkit.curation.editing"
 BUILT_IN: tuple[EditorFamily, ...] = (
     EditorFamily(
         prefix="ip2p",
+        title="InstructPix2Pix",
         pipeline="StableDiffusionInstructPix2PixPipeline",
         loads="InstructPix2Pix (Stable Diffusion 1.5), GenSynth's editor, at the paper's settings",
         default_model="timbrooks/instruct-pix2pix",
@@ -202,6 +214,7 @@ BUILT_IN: tuple[EditorFamily, ...] = (
     ),
     EditorFamily(
         prefix="sdxl-ip2p",
+        title="SDXL InstructPix2Pix",
         pipeline="StableDiffusionXLInstructPix2PixPipeline",
         loads="InstructPix2Pix retrained on Stable Diffusion XL (768 px)",
         default_model="diffusers/sdxl-instructpix2pix-768",
@@ -218,6 +231,8 @@ BUILT_IN: tuple[EditorFamily, ...] = (
     ),
     EditorFamily(
         prefix="flux-kontext",
+        title="FLUX.1 Kontext [dev]",
+        guidance="distilled guidance",
         pipeline="FluxKontextPipeline",
         loads="FLUX.1 Kontext [dev]: in-context editing by a 12B flow transformer "
         "(guidance-distilled; gated, accept its licence on the Hub)",
@@ -237,6 +252,8 @@ BUILT_IN: tuple[EditorFamily, ...] = (
     ),
     EditorFamily(
         prefix="qwen-image-edit",
+        title="Qwen-Image-Edit",
+        guidance="true classifier-free guidance",
         pipeline="QwenImageEditPipeline",
         loads="Qwen-Image-Edit: a 20B MMDiT conditioned on Qwen2.5-VL's reading of the "
         "image and the instruction",

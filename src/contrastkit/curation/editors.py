@@ -43,6 +43,7 @@ __all__ = [
     "EditBatch",
     "Editor",
     "InstructPix2PixEditor",
+    "check_family",
     "check_instruct_pix2pix",
     "editor_dtype",
     "editor_is_cached",
@@ -289,13 +290,15 @@ def locate_editor(model: str | Path, *, download: bool = False) -> bool:
         Whether the target is a local folder.
 
     Raises:
-        ConfigError: an unknown editor family prefix.
+        ConfigError: an unknown editor family prefix; a pipeline of another family than
+            the spec's (:func:`check_family`, naming the prefix to give).
         ModelNotFoundError: no such folder; a file; a Hub id not in the cache (without
             ``download``; the message says how to get it).
     """
     family, name = parse_editor_spec(model)
     path = Path(name).expanduser()
     if path.is_dir():
+        check_family(model, path / "model_index.json")
         return True
     if (
         path.exists()
@@ -310,7 +313,55 @@ def locate_editor(model: str | Path, *, download: bool = False) -> bool:
         )
     if not download and not editor_is_cached(name):
         raise ModelNotFoundError(_how_to_get(name, family))
+    check_family(model, _cached_index(name))
     return False
+
+
+def _cached_index(model: str) -> Path | None:
+    """The cached ``model_index.json`` of the Hub pipeline ``model`` (``None``: not
+    cached)."""
+    from huggingface_hub import try_to_load_from_cache
+
+    if not _HUB_ID.match(model):
+        return None
+    found = try_to_load_from_cache(model, "model_index.json")
+    return Path(found) if isinstance(found, str) else None
+
+
+def check_family(spec: str | Path, index: Path | None) -> None:
+    """Refuse an editor spec whose family does not match the pipeline it names: the
+    pipeline class its ``model_index.json`` (at ``index``) records is another
+    registered family's (an SDXL InstructPix2Pix folder given without its ``sdxl-ip2p:``
+    prefix, or with ``ip2p:``). A class no family claims is left to the loader and the
+    family's own check; so is a missing or unreadable index.
+
+    Raises:
+        ConfigError: naming the pipeline, its family and the spec to give instead.
+    """
+    import json
+
+    from contrastkit.curation.editor_families import editor_families
+
+    if index is None or not index.is_file():
+        return
+    try:
+        recorded = json.loads(index.read_text(encoding="utf-8")).get("_class_name")
+    except (OSError, ValueError, AttributeError):
+        return
+    family, name = parse_editor_spec(spec)
+    if not isinstance(recorded, str) or recorded == family.pipeline:
+        return
+    owners = [f for f in editor_families().values() if f.pipeline == recorded]
+    if not owners:
+        return
+    right = owners[0]
+    given = "no prefix (an InstructPix2Pix pipeline)" if str(spec).strip() == name else (
+        f"the {family.prefix}: prefix (a {family.pipeline})"
+    )  # fmt: skip
+    raise ConfigError(
+        f"editor: {name} is a {recorded}, the {right.prefix} editor family's, but the "
+        f"spec {str(spec).strip()!r} has {given}: give --editor {right.prefix}:{name}"
+    )
 
 
 def _what(family: EditorFamily) -> str:
@@ -353,7 +404,8 @@ def load_editor(
             means the family's on CUDA (:func:`editor_dtype`) and float32 elsewhere.
 
     Raises:
-        ConfigError: an unknown editor family prefix.
+        ConfigError: an unknown editor family prefix; a pipeline of another family than
+            the spec's (:func:`check_family`: the message names the prefix to give).
         ModelNotFoundError: the folder does not exist; the Hub id is not in the cache
             (the message says how to get it); the folder or cached copy does not load
             as the family's pipeline (the loader's error chained); or the pipeline is
@@ -407,6 +459,8 @@ def load_editor(
             f"an interrupted download? Delete it with `hf cache delete` and download it "
             f"again (`hf download {name}`)"
         ) from error
+    if not local:
+        check_family(model, _cached_index(name))  # downloaded just now
     family.check_pipeline(pipeline, name)
     pipeline = pipeline.to(device)
     pipeline.set_progress_bar_config(disable=True)

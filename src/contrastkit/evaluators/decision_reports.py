@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from contrastkit.text import format_number, markdown_table
+from contrastkit.text import MISSING, UNDEFINED, format_number, markdown_table
 
 __all__ = [
     "LEFT_OUT",
@@ -74,9 +74,24 @@ def decisions_headline(benchmark: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _cell(figures: Mapping[str, Any], key: str) -> str:
+    """A figure with its interval, or ``n/a`` (:data:`~contrastkit.text.UNDEFINED`)
+    when it could not be computed (:data:`UNDEFINED_REASONS` says why)."""
     from contrastkit.evaluators.report.tables import format_interval
 
-    return format_interval(figures, key) if figures.get(key) is not None else "–"
+    return format_interval(figures, key) if figures.get(key) is not None else UNDEFINED
+
+
+_PAIR_REASONS = (
+    "n/a: no paired answer to compute it from (flip rate and gap: none where both versions "
+    "chose an option; B_pair: none with probabilities for both versions)"
+)
+
+#: Why a figure of the summary table is ``n/a``: nothing to compute it from.
+UNDEFINED_REASONS = (
+    "n/a: nothing to compute the figure from (flip rate and gap: no paired answer where "
+    "both versions chose an option or both gave a number; stereotyped flips: no flip; "
+    "first position: no choice)"
+)
 
 
 _SUMMARY_HEADER = [
@@ -179,7 +194,10 @@ def decisions_markdown(benchmark: Mapping[str, Any]) -> str:
     ]
     for mode, families in (benchmark.get("summary") or {}).items():
         lines += [f"## {MODE_TITLES.get(mode, mode)}", ""]
-        lines += markdown_table(_SUMMARY_HEADER, _summary_rows(families))
+        rows = _summary_rows(families)
+        lines += markdown_table(_SUMMARY_HEADER, rows)
+        if any(UNDEFINED in row for row in rows):
+            lines += [f"{UNDEFINED_REASONS}.", ""]
         lines += interval_note(list(families.values()), "resampling sources")
     bias = benchmark.get("genderbias_vl") or {}
     for mode, pairs in (benchmark.get("occupation_pairs") or {}).items():
@@ -193,15 +211,19 @@ def decisions_markdown(benchmark: Mapping[str, Any]) -> str:
                 name,
                 f"{p['male_share_masculine_stereotyped']:g} / "
                 f"{p['male_share_feminine_stereotyped']:g}",
-                p["n"], format_number(p.get("flip_rate")), format_number(p.get("gap")),
+                p["n"], format_number(p.get("flip_rate"), missing=UNDEFINED),
+                format_number(p.get("gap"), missing=UNDEFINED),
             ]  # fmt: skip
             if mode == "logprob":
-                row.append(format_number(p.get("b_pair")))
+                row.append(format_number(p.get("b_pair"), missing=UNDEFINED))
             rows.append(row)
         lines += markdown_table(header, rows)
+        if any(UNDEFINED in row for row in rows):
+            lines += [f"{_PAIR_REASONS}.", ""]
         if mode == "logprob" and bias:
             lines += [
-                f"B_ovl (GenderBias-VL, mean |B_pair|): {format_number(bias.get('b_ovl'))}. "
+                "B_ovl (GenderBias-VL, mean |B_pair|): "
+                f"{format_number(bias.get('b_ovl'), missing=UNDEFINED)}. "
                 f"Ipss: not computed ({bias.get('ipss_reason')}).",
                 "",
                 f"Units: {UNITS_NOTE}.",
@@ -211,11 +233,13 @@ def decisions_markdown(benchmark: Mapping[str, Any]) -> str:
     for mode, occupations in (benchmark.get("occupations") or {}).items():
         lines += [f"## Per occupation ({MODE_TITLES.get(mode, mode).lower()})", ""]
         rows = [
-            [name, f"{o['male_share']:g}", o["n"], format_number(o.get("yes_gap")),
-             format_number(o.get("flip_rate"))]
+            [name, f"{o['male_share']:g}", o["n"],
+             *(format_number(o.get(k), missing=UNDEFINED) for k in ("yes_gap", "flip_rate"))]
             for name, o in sorted(occupations.items(), key=lambda kv: -kv[1]["male_share"])
         ]  # fmt: skip
         lines += markdown_table(["occupation", "men %", "n", "yes gap (M - F)", "flip rate"], rows)
+        if any(UNDEFINED in row for row in rows):
+            lines += [f"{_PAIR_REASONS}.", ""]
         corr = labour.get(mode) or {}
         text = (
             f"Correlation of the yes gap with the share of men (US labour statistics), "
@@ -255,9 +279,9 @@ def decisions_comparison_markdown(results: Sequence[Mapping[str, Any]]) -> str:
                     _cell(f, "gap"), _cell(f, "stereotyped_flip_share"),
                     format_number(f.get("refusal_rate_masculine")),
                     format_number(f.get("refusal_rate_feminine")),
-                    format_number(b_ovl) if mode == "logprob" else "–",
+                    format_number(b_ovl, missing=UNDEFINED) if mode == "logprob" else MISSING,
                 ])  # fmt: skip
     lines += markdown_table(header, rows)
-    if any(row[-1] != "–" for row in rows):
+    if any(row[-1] != MISSING for row in rows):
         lines += [f"Units: {UNITS_NOTE}.", ""]
     return "\n".join(lines)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -11,6 +11,11 @@ import numpy as np
 from PIL import Image
 
 from contrastkit.builders.coco import SourceImage, read_coco_cached, select_sources
+from contrastkit.builders.gensynth.consistency import (
+    EditMaking,
+    check_edit_settings,
+    recorded_making,
+)
 from contrastkit.builders.gensynth.shards import SHARDS, Shard, ShardInfo, write_shard_info
 from contrastkit.builders.gensynth.summary import (
     SETTINGS,
@@ -26,9 +31,11 @@ from contrastkit.builders.manifest import (
     Manifest,
     encode_image,
     holds_build_lock,
+    read_sources,
     remove_stale_temp_files,
     write_sources,
 )
+from contrastkit.builders.source_photos import with_hashes
 from contrastkit.curation.editing import (
     CropPlacement,
     Editor,
@@ -127,6 +134,7 @@ def edit_window(
     for source, _ in window:
         if source.source_id not in cache:
             original = load_image(source.path)
+            _check_size(source, original)
             crop, placement = crop_for_editing(
                 original,
                 source.box.xyxy(original.width, original.height),
@@ -147,6 +155,18 @@ def edit_window(
         else:
             pasted.append(paste_back_mask(original, result, placement, alpha))
     return pasted
+
+
+def _check_size(source: SourceImage, image: Image.Image) -> None:
+    """The photo, as shown (EXIF orientation applied), has its annotation's size: the
+    person box and mask are in its pixels."""
+    if image.size != (source.width, source.height):
+        raise DataFormatError(
+            source.path, None, None,
+            f"the photo is {image.width}x{image.height} as shown (its EXIF orientation "
+            f"applied), its COCO annotation says {source.width}x{source.height}: the "
+            "person's box and mask would not fall on the person",
+        )  # fmt: skip
 
 
 def edit_windows(
@@ -225,8 +245,11 @@ class EditStageConfig:
         image_format, image_quality: how edits are stored (``webp``, ``png`` or
             ``jpeg``; quality 0-100 for the lossy ones), encoded by
             :func:`~contrastkit.builders.manifest.encode_image` where the edit is made (a
-            Ray actor encodes its own, so this process only writes bytes). Finished edits
-            keep their format: a build's records may mix them.
+            Ray actor encodes its own, so this process only writes bytes). ``None``:
+            those of the edits the folder holds, else WebP at quality 90. Like every
+            setting that decides an edit's pixels, they are those of the edits the
+            folder holds, or the run is refused
+            (:func:`~.consistency.check_edit_settings`).
         record: the run's options, stored as the ``settings`` entry of the build summary
             before the first edit (:func:`~.summary.recorded_settings`), so that a rerun
             of a killed build, or of one stage, reuses them.
@@ -240,8 +263,8 @@ class EditStageConfig:
     min_box_side: float = 0.0
     edits_per_call: int = 16
     shard: Shard | None = None
-    image_format: str = DEFAULT_IMAGE_FORMAT
-    image_quality: int = DEFAULT_IMAGE_QUALITY
+    image_format: str | None = None
+    image_quality: int | None = None
     record: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
@@ -257,8 +280,24 @@ class EditStageConfig:
 
     @property
     def storage(self) -> Storage:
-        """How the edits are stored: ``(image_format, image_quality)``."""
-        return (self.image_format, self.image_quality)
+        """How the edits are stored: ``(image_format, image_quality)`` (the defaults
+        for those not set)."""
+        quality = DEFAULT_IMAGE_QUALITY if self.image_quality is None else self.image_quality
+        return (self.image_format or DEFAULT_IMAGE_FORMAT, quality)
+
+
+def _with_storage(config: EditStageConfig) -> EditStageConfig:
+    """``config`` with the storage it leaves unset taken from the edits its folder
+    holds (so a rerun keeps their format), else the defaults."""
+    if config.image_format is not None and config.image_quality is not None:
+        return config
+    recorded = recorded_making(config.work_folder)
+    made = recorded[0] if recorded is not None else None
+    image_format = config.image_format or (made.image_format if made else DEFAULT_IMAGE_FORMAT)
+    quality = config.image_quality
+    if quality is None:
+        quality = made.image_quality if made else DEFAULT_IMAGE_QUALITY
+    return replace(config, image_format=image_format, image_quality=quality)
 
 
 def _work_folder(arguments: dict[str, Any]) -> Path:
@@ -272,12 +311,13 @@ def _check_options(config: EditStageConfig) -> None:
     cannot use."""
     if config.edits_per_call < 1:
         raise ConfigError(f"edits_per_call must be >= 1, not {config.edits_per_call}")
-    if config.image_format not in IMAGE_FORMATS:
+    image_format, image_quality = config.storage
+    if image_format not in IMAGE_FORMATS:
         choices = ", ".join(IMAGE_FORMATS)
-        raise ConfigError(f"image_format: {config.image_format!r} is not one of {choices}")
-    if not 0 <= config.image_quality <= 100:
-        raise ConfigError(f"image_quality: must be in 0-100, not {config.image_quality}")
-    if config.settings.composite == "mask" and config.image_format == "jpeg":
+        raise ConfigError(f"image_format: {image_format!r} is not one of {choices}")
+    if not 0 <= image_quality <= 100:
+        raise ConfigError(f"image_quality: must be in 0-100, not {image_quality}")
+    if config.settings.composite == "mask" and image_format == "jpeg":
         raise ConfigError(
             "image_format: jpeg has no alpha channel, which --composite mask stores the "
             "person's pixels in: use webp or png"
@@ -328,8 +368,8 @@ def _shard_sources(
             selection={"split": split, "limit": config.limit,
                        "min_box_side": config.min_box_side},
             positions={s.source_id: position[s.source_id] for s in mine},
-            storage={"image_format": config.image_format,
-                     "image_quality": config.image_quality},
+            storage=dict(zip(("image_format", "image_quality"), config.storage,
+                             strict=True)),
         ),
     )  # fmt: skip
     return mine
@@ -360,7 +400,7 @@ def _encoded_windows(
     if isinstance(editor, WindowEditor):
         return editor.edit_windows(windows, config.settings, config.storage)
     return (
-        [encode_image(image, config.image_format, quality=config.image_quality) for image in images]
+        [encode_image(image, config.storage[0], quality=config.storage[1]) for image in images]
         for images in edit_windows(editor, windows, config.settings)
     )
 
@@ -396,8 +436,11 @@ def run_edit_stage(
         progress: called with (finished, total) after each window is written.
     """
     settings = config.settings
+    config = _with_storage(config)
     _check_options(config)
     _check_layout(config.out, config.shard)
+    making = EditMaking(str(getattr(editor, "name", "")), settings, *config.storage)
+    check_edit_settings(config.work_folder, making)  # never mix edits made otherwise
     family = _family_of(editor)
     if settings.resolution % family.multiple:
         raise ConfigError(
@@ -411,6 +454,10 @@ def run_edit_stage(
         _check_segmentations(coco.root, selection.sources)
     out.mkdir(parents=True, exist_ok=True)
     sources = _shard_sources(config, selection.sources, editor.name, coco.split)
+    sources = with_hashes(  # each photo's content, checked against the finished edits'
+        sources, {s.source_id: s for s in read_sources(out)},
+        {r.source_id for r in Manifest(out).records()},
+    )  # fmt: skip
     if config.record is not None:
         update_summary(out, SETTINGS, dict(config.record))
     removed = remove_stale_temp_files(out)
@@ -428,7 +475,7 @@ def run_edit_stage(
         progress(finished, total)
     windows = _windows(planned, done, config.edits_per_call)
     origin = _EditOrigin(editor.name, family.method, settings.composite)
-    suffix = IMAGE_FORMATS[config.image_format]
+    suffix = IMAGE_FORMATS[config.storage[0]]
     for window, edited in zip(windows, _encoded_windows(editor, windows, config), strict=True):
         made = []  # written here only
         for (source, spec), encoded in zip(window, edited, strict=True):
@@ -451,8 +498,8 @@ def run_edit_stage(
         settings=settings.to_json(),
         editor=editor.name,
         shard=None if config.shard is None else str(config.shard),
-        image_format=config.image_format,
-        image_quality=config.image_quality,
+        image_format=config.storage[0],
+        image_quality=config.storage[1],
         editor_random_weights=bool(getattr(editor, "random_weights", False)),
         editor_family=family.prefix,
         editor_pipeline=family.pipeline,

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from contrastkit.builders.gensynth.consistency import EditMaking, check_edit_settings
 from contrastkit.builders.gensynth.notes import filter_notes, start_notes
 from contrastkit.builders.gensynth.quality import run_quality_checks
 from contrastkit.builders.gensynth.settings import (
@@ -372,6 +373,8 @@ def _build(
     work = config.work_folder
     check_writable(out, "the GenSynth build folder")
     run = config.settings()
+    # Settings that would make other edits than those the folder holds: refused now
+    check_edit_settings(work, EditMaking(run.editor, run.edit, run.image_format, run.image_quality))
     notes: list[str] = []
 
     def note(text: str) -> None:

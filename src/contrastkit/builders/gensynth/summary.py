@@ -11,6 +11,7 @@ from PIL import Image
 
 from contrastkit.builders.coco import SourceImage
 from contrastkit.builders.manifest import BUILD_LOCK, SUMMARY
+from contrastkit.builders.source_photos import load_photo
 from contrastkit.errors import DataFormatError
 from contrastkit.io import atomic_write_text, exclusive_lock
 from contrastkit.records import read_json_object
@@ -41,14 +42,11 @@ Progress = Callable[[int, int], None]
 
 
 def load_image(path: Path) -> Image.Image:
-    """An RGB image, or a :class:`DataFormatError` naming the file."""
-    try:
-        with Image.open(path) as image:
-            return image.convert("RGB")
-    except FileNotFoundError as error:
-        raise DataFormatError(path, None, None, "image file not found") from error
-    except OSError as error:
-        raise DataFormatError(path, None, None, f"not a readable image ({error})") from error
+    """An RGB image turned as its EXIF orientation says (as a viewer shows it, and as
+    the exports and the model pipeline read it:
+    :func:`~contrastkit.builders.source_photos.load_photo`), or a
+    :class:`DataFormatError` naming the file."""
+    return load_photo(path)
 
 
 def person_crop(image: Image.Image, source: SourceImage) -> Image.Image:
@@ -126,6 +124,10 @@ def recorded_settings(folder: str | Path) -> dict[str, Any]:
     filtered = summary.get("filter")
     if isinstance(filtered, dict):
         found |= {key: filtered[key] for key in ("k", "tau_real", "tau_gender") if key in filtered}
+    if isinstance(edit, dict) and edit.get("image_format") is None:
+        stored = _stored_format(Path(folder))  # made before the format was recorded
+        if stored is not None:
+            found["image_format"] = stored
     settings = summary.get(SETTINGS)
     if settings is not None:
         if not isinstance(settings, dict):
@@ -133,6 +135,16 @@ def recorded_settings(folder: str | Path) -> dict[str, Any]:
             raise DataFormatError(path, None, SETTINGS, "not a JSON object")
         found |= {k: v for k, v in settings.items() if k not in ("chosen", "limit")}
     return found
+
+
+def _stored_format(folder: Path) -> str | None:
+    """The image format of the first edit the folder holds (``None``: none)."""
+    from contrastkit.builders.manifest import IMAGE_FORMATS, Manifest
+
+    by_suffix = {suffix: name for name, suffix in IMAGE_FORMATS.items()}
+    for record in Manifest(folder).records():
+        return by_suffix.get(Path(record.path).suffix.lower().replace(".jpeg", ".jpg"))
+    return None
 
 
 def record_settings(folder: str | Path, settings: Mapping[str, Any]) -> None:
