@@ -156,7 +156,8 @@ class SourceSelection:
     ``counts`` holds: ``images``; ``masculine`` / ``feminine`` / ``undefined`` (labels of
     all images, the paper's Sec. 3.2 figures); ``one_person``; ``box_too_small``;
     ``one_person_undefined``; ``selected``; ``selected_masculine``;
-    ``selected_feminine``; ``limited_to`` (when ``limit`` was given).
+    ``selected_feminine``; ``limited_to`` (when ``limit`` was given); ``empty_mask``
+    (persons left out for a segmentation that covers no pixel, when a mask is needed).
     """
 
     sources: list[SourceImage]
@@ -370,45 +371,24 @@ def read_coco(root: str | Path, split: str | None = None) -> CocoDataset:
     )
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def _segmentation(path: Path, where: str, value: Any, width: int, height: int) -> Any:
-    """A person annotation's ``segmentation``, checked: a list of polygons (each a flat
-    ``[x1, y1, x2, y2, ...]`` list of at least 3 points) or an RLE object (``counts``, a
-    list of run lengths or COCO's compressed string, and ``size`` ``[height, width]`` of
-    the image); ``None`` when missing or empty."""
+    """A person annotation's ``segmentation``, checked against its image's declared size
+    before anything is rasterised (:func:`~contrastkit.curation.masks.check_segmentation`):
+    a list of polygons (each a flat ``[x1, y1, x2, y2, ...]`` list of at least 3 points
+    inside the image) or an RLE object (``size`` ``[height, width]`` of the image and
+    ``counts``, run lengths or COCO's compressed string, that cover it exactly); ``None``
+    when missing or empty."""
+    from contrastkit.curation.masks import SegmentationError, check_segmentation
+
     if value is None or value == []:
         return None
-    if isinstance(value, list):
-        for number, polygon in enumerate(value):
-            if (
-                not isinstance(polygon, list)
-                or len(polygon) < 6
-                or len(polygon) % 2
-                or not all(_is_number(v) for v in polygon)
-            ):
-                raise DataFormatError(
-                    path, None, f"{where}[{number}]",
-                    "expected a polygon [x1, y1, x2, y2, ...] of at least 3 points",
-                )  # fmt: skip
-        return value
+    try:
+        check_segmentation(value, width, height)
+    except SegmentationError as error:
+        raise DataFormatError(path, None, f"{where}{error.part}", error.reason) from error
     if isinstance(value, dict):
-        counts, size = value.get("counts"), value.get("size")
-        if not (isinstance(counts, str) or (isinstance(counts, list) and all(
-            isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in counts
-        ))):  # fmt: skip
-            raise DataFormatError(
-                path, None, f"{where}.counts", "expected run lengths or an RLE string"
-            )
-        if size != [height, width]:
-            raise DataFormatError(
-                path, None, f"{where}.size",
-                f"expected [{height}, {width}] (the image's height and width), found {size!r}",
-            )  # fmt: skip
-        return {"counts": counts, "size": size}
-    raise DataFormatError(path, None, where, "expected a list of polygons or an RLE object")
+        return {"counts": value["counts"], "size": value["size"]}
+    return value
 
 
 def select_sources(
@@ -417,9 +397,13 @@ def select_sources(
     min_box_side: float = 0.0,
     limit: int | None = None,
     image_ids: Sequence[int] | None = None,
+    needs_mask: bool = False,
 ) -> SourceSelection:
     """Select GenSynth source images (Sec. 4.1): exactly one person box, not a crowd,
-    both box sides at least ``min_box_side`` pixels, and a defined caption label.
+    both box sides at least ``min_box_side`` pixels, and a defined caption label. With
+    ``needs_mask`` (an edit confined to the person mask), a person whose segmentation
+    covers no pixel (an all-background RLE, a polygon without area) is left out and
+    counted (``empty_mask``): its edits would be the photo itself.
 
     Args:
         coco: the split, from :func:`read_coco`.
@@ -427,6 +411,7 @@ def select_sources(
             none: 0).
         limit: keep only the first ``limit`` selected sources (by image id).
         image_ids: consider only these images.
+        needs_mask: leave out the persons whose segmentation is empty.
 
     Returns:
         The sources in image-id order, and the counts (:class:`SourceSelection`).
@@ -454,6 +439,10 @@ def select_sources(
         if label is None:
             counts["one_person_undefined"] += 1
             continue
+        segmentation = image.person_segmentations[0] if image.person_segmentations else None
+        if needs_mask and _empty(coco, image, segmentation):
+            counts["empty_mask"] += 1
+            continue
         counts["selected"] += 1
         counts[f"selected_{label.value}"] += 1
         sources.append(
@@ -465,16 +454,30 @@ def select_sources(
                 box=box,
                 captions=image.captions,
                 label=label,
-                segmentation=(
-                    image.person_segmentations[0] if image.person_segmentations else None
-                ),
+                segmentation=segmentation,
             )
         )
     result = {key: counts.get(key, 0) for key in _COUNT_KEYS}
+    if needs_mask:
+        result["empty_mask"] = counts.get("empty_mask", 0)
     if limit is not None and len(sources) > limit:
         sources = sources[:limit]
         result["limited_to"] = limit
     return SourceSelection(sources=sources, counts=result)
+
+
+def _empty(coco: CocoDataset, image: CocoImage, segmentation: Any) -> bool:
+    """Whether the person's segmentation covers no pixel of its image (``False`` without
+    one: the edit stage refuses those)."""
+    from contrastkit.curation.masks import segmentation_area
+
+    if segmentation is None:
+        return False
+    try:
+        return segmentation_area(segmentation, image.width, image.height) == 0
+    except ValueError as error:  # read_coco checked it: a table written otherwise
+        path = coco.image_path(image)
+        raise DataFormatError(path, None, "segmentation", str(error)) from error
 
 
 _COUNT_KEYS = (
@@ -494,6 +497,9 @@ _COUNT_KEYS = (
 #: The parsed split a build folder keeps, so a resumed run does not parse the COCO JSON
 #: again (instances_train2017.json is about 450 MB).
 SOURCE_TABLE = "coco_table.parquet"
+#: The version of the checks :func:`read_coco` makes (2: segmentations against the
+#: image, issue 44).
+_TABLE_CHECKS = "checks-2"
 
 
 def _fingerprint(root: Path, split: str) -> str:
@@ -503,7 +509,8 @@ def _fingerprint(root: Path, split: str) -> str:
     for name in (f"captions_{split}.json", f"instances_{split}.json"):
         stat = (ann / name).stat()
         parts.append(f"{(ann / name).resolve()}:{stat.st_size}:{stat.st_mtime_ns}")
-    return "|".join(parts)
+    # the checks a table's rows passed: a table of earlier, looser checks is read again
+    return "|".join([_TABLE_CHECKS, *parts])
 
 
 def read_coco_cached(root: str | Path, cache: str | Path, split: str | None = None) -> CocoDataset:

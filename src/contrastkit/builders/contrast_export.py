@@ -26,7 +26,7 @@ from contrastkit.builders.export_folder import (
 from contrastkit.builders.manifest import CONTRAST_SET, SUMMARY, contrast_items, source_file
 from contrastkit.config import require
 from contrastkit.data_cards import render_card
-from contrastkit.errors import ConfigError, DataFormatError
+from contrastkit.errors import ConfigError, DataFormatError, StateError
 from contrastkit.gender_words import neutralize
 from contrastkit.kinds import kinds
 from contrastkit.records import read_json_object
@@ -147,6 +147,7 @@ def read_build_summary(build_dir: Path) -> tuple[dict[str, Any], str]:
         DataFormatError: no contrast set (the select stage has not run), no build
             summary, or a summary that is not a JSON object or holds a NaN or infinity
             (the card prints its figures).
+        StateError: the contrast set is out of date (:func:`_current`).
     """
     contrast_path = build_dir / CONTRAST_SET
     if not contrast_path.is_file():
@@ -158,7 +159,29 @@ def read_build_summary(build_dir: Path) -> tuple[dict[str, Any], str]:
         raise DataFormatError(summary_path, None, None, "no build summary (run the build)")
     summary: dict[str, Any] = read_json_object(summary_path, "a build summary (a JSON object)")
     _require_finite(summary_path, summary)  # the card prints these figures
-    return summary, "genswap" if "genswap" in summary else "gensynth"
+    return _current(build_dir, summary), "genswap" if "genswap" in summary else "gensynth"
+
+
+def _current(build_dir: Path, summary: dict[str, Any]) -> dict[str, Any]:
+    """``summary`` of a build whose contrast set is up to date, without the entries a
+    later stage outdated (checks of another contrast set).
+
+    Raises:
+        StateError: a merge on the folder was cut short, or a later stage changed the
+            edits or their filter decisions after the contrast set was drawn.
+    """
+    from contrastkit.builders.gensynth.merging import require_no_pending_merge
+    from contrastkit.builders.gensynth.summary import STALE
+
+    require_no_pending_merge(build_dir, "export it")
+    select = summary.get("select")
+    if isinstance(select, dict) and select.get(STALE):
+        raise StateError(
+            f"{build_dir / CONTRAST_SET}: drawn before the edits or their filter decisions "
+            f"changed ({select[STALE]}): run `contrastkit build gensynth --out {build_dir} "
+            "--stage select` again, then export"
+        )
+    return {k: v for k, v in summary.items() if not (isinstance(v, dict) and v.get(STALE))}
 
 
 def _require_finite(path: Path, value: Any, where: str = "") -> None:

@@ -27,6 +27,7 @@ import inspect
 import io
 import json
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
@@ -382,15 +383,24 @@ def holds_build_lock(
     return wrap
 
 
+#: The temporary files a killed run leaves: ``.NAME.RANDOM.tmp`` and, from
+#: :func:`contrastkit.io.atomic_path`, ``.NAME.RANDOM.tmp.SUFFIX``
+#: (``.manifest.jsonl.k2j4x9_a.tmp.jsonl``).
+_TEMPORARY = re.compile(r"^\..+\.tmp(\.[A-Za-z0-9]+)?$")
+
+
 def remove_stale_temp_files(folder: Path) -> int:
-    """Delete the ``.*.tmp`` files a killed run left under ``folder``; return how many.
-    Call it only while holding the folder's lock (:func:`holds_build_lock`): the
-    temporary files of a run in progress would go too. ``folder/shards/`` is left out:
-    each shard folder has its own lock and cleans its own files."""
+    """Delete the temporary files (:data:`_TEMPORARY`) a killed run left under
+    ``folder``; return how many. Call it only while holding the folder's lock
+    (:func:`holds_build_lock`): the temporary files of a run in progress would go too.
+    ``folder/shards/`` is left out: each shard folder has its own lock and cleans its
+    own files."""
     count = 0
     if folder.is_dir():
-        for stale in folder.rglob(".*.tmp"):
-            if stale.relative_to(folder).parts[0] == "shards":
+        for stale in folder.rglob(".*.tmp*"):
+            if stale.relative_to(folder).parts[0] == "shards" or not (
+                _TEMPORARY.match(stale.name) and stale.is_file()
+            ):
                 continue
             with contextlib.suppress(FileNotFoundError):
                 stale.unlink()

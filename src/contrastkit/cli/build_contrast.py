@@ -261,6 +261,7 @@ def _print_gensynth(summary: dict[str, Any], out: Path) -> None:
                 f"{e['edited']} made, {e['skipped_finished']} already finished."
             )
         )
+        _print_empty_masks(e)
     if "filter" in summary:
         f = summary["filter"]
         console.print(
@@ -280,10 +281,29 @@ def _print_gensynth(summary: dict[str, Any], out: Path) -> None:
                 f"{counted(s['images'], 'image')} in {out / 'contrast_set.jsonl'}."
             )
         )
+        if s.get("left_out_empty_mask"):
+            console.print(
+                plain(
+                    f"select: left out {counted(s['left_out_empty_mask'], 'source')} whose "
+                    "person mask covers no pixel (their edits are the photo itself)."
+                )
+            )
     if summary.get("quality"):
         _print_quality(summary["quality"], _stale(summary["quality"], out, Stage.SELECT))
     if summary.get("context"):
         _print_context(summary["context"], _stale(summary["context"], out, Stage.SELECT))
+
+
+def _print_empty_masks(edit: dict[str, Any]) -> None:
+    """The persons the edit stage left out for a segmentation that covers no pixel."""
+    empty = (edit.get("selection") or {}).get("empty_mask")
+    if empty:
+        console.print(
+            plain(
+                f"edit: left out {counted(empty, 'person')} whose COCO segmentation covers "
+                "no pixel (--composite mask: an edit of them would be the photo itself)."
+            )
+        )
 
 
 def _print_context(context: dict[str, Any], stale: str = "") -> None:
@@ -324,6 +344,7 @@ def _print_shard(
                 f"{e['edited']} made, {e['skipped_finished']} already finished, in {folder}."
             )
         )
+        _print_empty_masks(e)
     if "embed" in summary:
         m = summary["embed"]
         console.print(

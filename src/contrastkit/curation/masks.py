@@ -22,7 +22,184 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["context_change", "decode_segmentation", "dilate", "dilation_pixels", "mask_alpha"]
+__all__ = [
+    "SegmentationError",
+    "check_segmentation",
+    "context_change",
+    "decode_segmentation",
+    "dilate",
+    "dilation_pixels",
+    "mask_alpha",
+    "rle_counts",
+    "segmentation_area",
+]
+
+
+class SegmentationError(ValueError):
+    """A segmentation that does not fit its image; ``part`` locates it in the
+    segmentation (``[2]``: its third polygon, ``.counts``, ``.size``)."""
+
+    def __init__(self, part: str, reason: str) -> None:
+        self.part = part
+        self.reason = reason
+        super().__init__(f"segmentation{part}: {reason}")
+
+
+#: The longest run an RLE holds (pycocotools keeps runs as 32-bit unsigned integers).
+_LONGEST_RUN = 2**32 - 1
+#: Most characters one run of a compressed RLE takes (5 bits each: 60 bits).
+_RUN_CHARACTERS = 12
+
+
+def _string_counts(text: str, pixels: int) -> list[int]:
+    """The run lengths of COCO's compressed RLE string (pycocotools' ``rleFrString``:
+    6-bit characters from ``0``, 5 bits of value each, a continuation bit, the sign bit
+    of the last, and each run from the third on stored as the difference from the one
+    two before), checked character by character.
+
+    Raises:
+        ValueError: a character out of range, a run cut short or too long, a negative
+            run, more characters than an image of ``pixels`` can need.
+    """
+    if len(text) > _RUN_CHARACTERS * (pixels + 1):
+        raise ValueError(f"{len(text)} characters, more than {pixels} pixels can need")
+    counts: list[int] = []
+    position = 0
+    while position < len(text):
+        value, shift, more = 0, 0, True
+        while more:
+            if position >= len(text):
+                raise ValueError(f"run {len(counts) + 1} is cut short at the end")
+            code = ord(text[position]) - 48
+            if not 0 <= code < 64:
+                raise ValueError(f"character {text[position]!r} at {position} is not an RLE code")
+            value |= (code & 0x1F) << shift
+            more = bool(code & 0x20)
+            position += 1
+            shift += 5
+            if shift > 5 * _RUN_CHARACTERS:
+                raise ValueError(
+                    f"run {len(counts) + 1} is longer than {_RUN_CHARACTERS} characters"
+                )
+            if not more and code & 0x10:
+                value |= -1 << shift
+        if len(counts) > 2:
+            value += counts[-2]
+        if value < 0:
+            raise ValueError(f"run {len(counts) + 1} is negative ({value})")
+        counts.append(value)
+    return counts
+
+
+def rle_counts(counts: Any, height: int, width: int) -> list[int]:
+    """The run lengths of an RLE of a ``height`` x ``width`` image: ``counts`` as a list
+    of run lengths or COCO's compressed string, checked to be a whole mask of the image
+    (non-negative whole runs that add up to ``height * width``: a shorter RLE would leave
+    pixels undefined, a longer one does not describe the image).
+
+    Raises:
+        ValueError: saying what is wrong.
+    """
+    pixels = height * width
+    if isinstance(counts, str):
+        runs = _string_counts(counts, pixels)
+    elif isinstance(counts, list):
+        if len(counts) > pixels + 1:
+            raise ValueError(f"{len(counts)} runs, more than {pixels} pixels can have")
+        for number, run in enumerate(counts):
+            if not isinstance(run, int) or isinstance(run, bool) or run < 0:
+                raise ValueError(f"run {number + 1} is not a whole number >= 0: {run!r}")
+        runs = counts
+    else:
+        raise ValueError(
+            f"counts: expected run lengths or an RLE string, not {type(counts).__name__}"
+        )
+    longest = max(runs, default=0)
+    if longest > _LONGEST_RUN:
+        raise ValueError(f"a run of {longest} pixels, longer than an RLE holds ({_LONGEST_RUN})")
+    total = sum(runs)
+    if total != pixels:
+        raise ValueError(
+            f"counts: the runs add up to {total} pixels, not the {height}x{width} image's {pixels}"
+        )
+    return runs
+
+
+def check_segmentation(segmentation: Any, width: int, height: int) -> None:
+    """Check a COCO ``segmentation`` against its ``width`` x ``height`` image before it
+    is rasterised: polygons of at least 3 finite points inside the image (to a pixel of
+    rounding), or an RLE whose ``size`` is the image's and whose counts cover it exactly
+    (:func:`rle_counts`).
+
+    Raises:
+        SegmentationError: saying which polygon, point or RLE field is wrong.
+    """
+    if width <= 0 or height <= 0:
+        raise SegmentationError("", f"an image of {width}x{height} pixels")
+    if isinstance(segmentation, list):
+        for number, polygon in enumerate(segmentation):
+            _check_polygon(number, polygon, width, height)
+    elif isinstance(segmentation, dict):
+        size = segmentation.get("size")
+        if size != [height, width]:
+            raise SegmentationError(
+                ".size",
+                f"expected [{height}, {width}] (the image's height and width), found {size!r}",
+            )
+        try:
+            rle_counts(segmentation.get("counts"), height, width)
+        except ValueError as error:
+            raise SegmentationError(".counts", str(error)) from error
+    else:
+        kind = type(segmentation).__name__
+        raise SegmentationError("", f"expected a list of polygons or an RLE object, not {kind}")
+
+
+def _check_polygon(number: int, polygon: Any, width: int, height: int) -> None:
+    import math
+
+    if not isinstance(polygon, list) or len(polygon) < 6 or len(polygon) % 2:
+        raise SegmentationError(
+            f"[{number}]", "expected a polygon [x1, y1, x2, y2, ...] of at least 3 points"
+        )
+    for index, value in enumerate(polygon):
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        if not ok or not math.isfinite(value):
+            raise SegmentationError(f"[{number}][{index}]", f"{value!r} is not a finite number")
+        limit = width if index % 2 == 0 else height
+        if not -1 <= value <= limit + 1:
+            axis = "x" if index % 2 == 0 else "y"
+            raise SegmentationError(
+                f"[{number}][{index}]",
+                f"{axis} = {value} is outside the {width}x{height} image",
+            )
+
+
+def _rle(segmentation: Any, width: int, height: int) -> Any:
+    """The pycocotools RLE of a checked segmentation (:func:`check_segmentation`)."""
+    from pycocotools import mask as coco_mask
+
+    check_segmentation(segmentation, width, height)
+    if isinstance(segmentation, list):
+        polygons = [[float(v) for v in polygon] for polygon in segmentation]
+        return coco_mask.merge(coco_mask.frPyObjects(polygons, height, width))
+    counts = segmentation["counts"]
+    if isinstance(counts, str):
+        return {"size": [height, width], "counts": counts.encode("ascii")}
+    return coco_mask.frPyObjects({"size": [height, width], "counts": list(counts)}, height, width)
+
+
+def segmentation_area(segmentation: Any, width: int, height: int) -> int:
+    """The number of pixels the person's segmentation covers in its ``width`` x
+    ``height`` image, from its run lengths (nothing is rasterised); 0 for a segmentation
+    that rasterises to nothing (an all-background RLE, a polygon without area).
+
+    Raises:
+        ValueError: a segmentation that :func:`check_segmentation` refuses.
+    """
+    from pycocotools import mask as coco_mask
+
+    return int(coco_mask.area(_rle(segmentation, width, height)))
 
 
 def decode_segmentation(segmentation: Any, width: int, height: int) -> np.ndarray:
@@ -31,30 +208,12 @@ def decode_segmentation(segmentation: Any, width: int, height: int) -> np.ndarra
     "size"}`` (counts as run lengths, column-major from 0, or COCO's compressed string).
 
     Raises:
-        ValueError: a segmentation of neither form, or an RLE of another size.
+        ValueError: a segmentation of neither form, or one that does not fit the image
+            (:func:`check_segmentation`): nothing is rasterised then.
     """
     from pycocotools import mask as coco_mask
 
-    try:
-        if isinstance(segmentation, list):
-            rles = coco_mask.frPyObjects(
-                [[float(v) for v in polygon] for polygon in segmentation], height, width
-            )
-            rle = coco_mask.merge(rles)
-        elif isinstance(segmentation, dict):
-            size = [int(v) for v in segmentation["size"]]
-            if size != [height, width]:
-                raise ValueError(f"an RLE of size {size}, for a {width}x{height} image")
-            counts = segmentation["counts"]
-            if isinstance(counts, str):
-                rle = {"size": size, "counts": counts.encode("ascii")}
-            else:
-                rle = coco_mask.frPyObjects({"size": size, "counts": list(counts)}, height, width)
-        else:
-            raise ValueError(f"not polygons or an RLE: {type(segmentation).__name__}")
-        decoded = coco_mask.decode(rle)
-    except (TypeError, KeyError, IndexError) as error:
-        raise ValueError(f"not a COCO segmentation ({error})") from error
+    decoded = coco_mask.decode(_rle(segmentation, width, height))
     mask: np.ndarray = np.asarray(decoded, dtype=bool)
     if mask.ndim == 3:
         mask = np.asarray(mask.any(axis=2))

@@ -11,6 +11,7 @@ import numpy as np
 from PIL import Image
 
 from contrastkit.builders.coco import SourceImage, read_coco_cached, select_sources
+from contrastkit.builders.coco_files import check_image_sizes
 from contrastkit.builders.gensynth.consistency import (
     EditMaking,
     check_edit_settings,
@@ -449,7 +450,11 @@ def run_edit_stage(
         )
     out = config.work_folder
     coco = read_coco_cached(config.coco, out, config.split)  # parsed once, kept in the build
-    selection = select_sources(coco, min_box_side=config.min_box_side, limit=config.limit)
+    selection = select_sources(
+        coco, min_box_side=config.min_box_side, limit=config.limit,
+        needs_mask=settings.composite == "mask",  # an empty mask: left out, counted
+    )  # fmt: skip
+    check_image_sizes(selection.sources)  # before any edit: annotations fit the files
     if settings.composite == "mask":
         _check_segmentations(coco.root, selection.sources)
     out.mkdir(parents=True, exist_ok=True)

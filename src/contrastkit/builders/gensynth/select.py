@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from contrastkit.builders.coco import SourceImage
+from contrastkit.builders.gensynth.merging import require_no_pending_merge
 from contrastkit.builders.gensynth.summary import update_summary
 from contrastkit.builders.manifest import (
     CONTRAST_SET,
@@ -34,7 +36,9 @@ __all__ = ["LabeledImages", "quality_sets", "run_select_stage"]
 @holds_build_lock("contrastkit build gensynth")
 def run_select_stage(out: str | Path, *, seed: int = 0) -> dict[str, Any]:
     """Keep the sources with an accepted edit of each gender, draw one per gender (seeded
-    per source) and write ``contrast_set.jsonl`` with gender-adjusted captions.
+    per source) and write ``contrast_set.jsonl`` with gender-adjusted captions. A source
+    whose edits are confined to a person mask that covers no pixel is left out (counted
+    as ``left_out_empty_mask``): those edits are the photo itself.
 
     The quality checks of an earlier selection (``quality`` in the build summary) are
     dropped: they described another contrast set.
@@ -47,18 +51,22 @@ def run_select_stage(out: str | Path, *, seed: int = 0) -> dict[str, Any]:
             (run the edit and filter stages first).
     """
     out = Path(out)
+    require_no_pending_merge(out, "run the select stage")
     manifest = Manifest(out)
     # pass 1: only what the draw needs, so memory does not grow with whole records
     source_ids: list[str] = []
     targets: list[str] = []
     accepted: list[bool] = []
     unscored: list[str] = []
+    masked: set[str] = set()  # sources with edits confined to the person mask
     for record in manifest.records():
         if record.accepted is None:
             unscored.append(record.edit_id)
         source_ids.append(record.source_id)
         targets.append(record.target)
         accepted.append(bool(record.accepted))
+        if record.composite == "mask":
+            masked.add(record.source_id)
     if not source_ids:
         raise StateError(f"{out / MANIFEST}: no finished edits (run the edit stage first)")
     if unscored:
@@ -66,6 +74,10 @@ def run_select_stage(out: str | Path, *, seed: int = 0) -> dict[str, Any]:
             f"{out / MANIFEST}: {len(unscored)} edits have no filter decision (e.g. "
             f"{unscored[0]}): run the filter stage first"
         )
+    sources = {s.source_id: s for s in read_sources(out)}
+    empty = _empty_masks(out, masked, sources)  # their edits are the photo itself
+    if empty:
+        accepted = [ok and s not in empty for ok, s in zip(accepted, source_ids, strict=True)]
     picks = select_edits(source_ids, targets, accepted, seed=seed)
     # pass 2: the chosen records themselves (two per kept source)
     wanted = {i: (s, g) for s, per in picks.items() for g, i in per.items()}
@@ -74,7 +86,6 @@ def run_select_stage(out: str | Path, *, seed: int = 0) -> dict[str, Any]:
         if index in wanted:
             source_id, gender = wanted[index]
             chosen[source_id][gender] = record
-    sources = {s.source_id: s for s in read_sources(out)}
     items = write_contrast_set(out, chosen, sources)
     sources_with_edits = len(set(source_ids))
     summary: dict[str, Any] = {
@@ -85,8 +96,32 @@ def run_select_stage(out: str | Path, *, seed: int = 0) -> dict[str, Any]:
         "source_keep_rate": len(chosen) / sources_with_edits,
         "kept_by_source_label": dict(Counter(sources[s].label.value for s in chosen)),
     }
+    if masked:
+        summary["left_out_empty_mask"] = len(empty)
     update_summary(out, "select", summary, stale=("quality", "context"))
     return summary
+
+
+def _empty_masks(out: Path, masked: set[str], sources: dict[str, SourceImage]) -> set[str]:
+    """The sources among ``masked`` whose recorded person segmentation covers no pixel
+    (:func:`~contrastkit.curation.masks.segmentation_area`): an edit confined to it is
+    the photo itself, so they are left out of the selection (the edit stage no longer
+    edits them; a folder edited before that may hold some)."""
+    from contrastkit.curation.masks import segmentation_area
+
+    empty = set()
+    for source_id in sorted(masked):
+        source = sources.get(source_id)
+        if source is None or source.segmentation is None:
+            continue
+        try:
+            area = segmentation_area(source.segmentation, source.width, source.height)
+        except ValueError as error:
+            path = out / "sources.jsonl"
+            raise DataFormatError(path, None, "segmentation", f"{source_id}: {error}") from error
+        if area == 0:
+            empty.add(source_id)
+    return empty
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,12 @@ from pathlib import Path
 from typing import Any
 
 from contrastkit.builders.coco import SourceImage
+from contrastkit.builders.gensynth.merging import (
+    begin_merge,
+    end_merge,
+    manifest_before_merge,
+    merged_edit_entry,
+)
 from contrastkit.builders.gensynth.summary import SETTINGS, read_summary, update_summary
 from contrastkit.builders.manifest import (
     BUILD_LOCK,
@@ -265,6 +271,8 @@ class MergeReport:
             (0 on a rerun with no new shard work: the manifest, filter scores included,
             is left as it was).
         embedding_files: Embedding checkpoints linked into ``OUT/embeddings`` by this run.
+        unfiltered: Edits of the merged manifest without a filter decision (the filter
+            stage must run when there are any).
     """
 
     out: Path
@@ -276,6 +284,7 @@ class MergeReport:
     edits: int
     new_edits: int
     embedding_files: int
+    unfiltered: int = 0
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready (stored under ``merge`` in ``build_summary.json``)."""
@@ -344,7 +353,11 @@ def merge_shards(config: MergeConfig) -> MergeReport:
     ``OUT/embeddings/<encoder hash>/`` as ``shard-K-of-N-*.npz``, where
     :func:`~contrastkit.builders.gensynth.read_embeddings` finds them. A rerun after more
     shard work adds the new edits (the filter stage must then run again); a rerun with
-    nothing new leaves the manifest, filter scores included, as it is.
+    nothing new leaves the manifest, filter scores included, as it is. The build summary
+    gets the merged set's ``edit`` entry and the ``merge`` report. The merge is journaled
+    (:mod:`~contrastkit.builders.gensynth.merging`): a rerun after a kill at any point
+    ends in the state an uninterrupted merge leaves, and until then the filter and select
+    stages and the export refuse the folder.
 
     Raises:
         StateError: no shards; shards of different ``N``; a missing shard (without
@@ -432,9 +445,51 @@ def _merge(out: Path, count: int, folders: Mapping[int, Path], missing: tuple[in
         )
     last = len(order)
     records.sort(key=lambda r: (positions[r.source_id], order.get(r.edit_id, last), r.edit_id))
+    edit_entry = merged_edit_entry(
+        infos, folders, {"sources": len(_planned_sources(infos)), "planned": len(order),
+                         "edited": len(records)},
+    )  # fmt: skip
+    written = _write_merged(out, folders, count, records, [*sorted(
+        sources.values(), key=lambda s: positions[s.source_id])])  # fmt: skip
+    report = MergeReport(
+        out=out,
+        shards=count,
+        merged=tuple(sorted(folders)),
+        missing=missing,
+        unfinished=tuple(sorted(incomplete)),
+        sources=len(sources),
+        edits=len(records),
+        new_edits=written.new_edits,
+        embedding_files=written.linked,
+        unfiltered=written.unfiltered,
+    )
+    _record_merge(out, report, edit_entry, _shard_settings(reference, folders[first_k]))
+    end_merge(out)  # every write done: a rerun starts from this state
+    return report
 
+
+def _planned_sources(infos: Mapping[int, Mapping[str, Any]]) -> set[str]:
+    """The sources the merged shards planned edits for (their ``shard.json`` positions)."""
+    return {source for info in infos.values() for source in info["positions"]}
+
+
+@dataclass(frozen=True)
+class _Written:
+    new_edits: int
+    unfiltered: int
+    linked: int
+
+
+def _write_merged(
+    out: Path, folders: Mapping[int, Path], count: int, records: list[EditRecord],
+    ordered: list[SourceImage],
+) -> _Written:  # fmt: skip
+    """Write the merged manifest and sources and link the embeddings, journaled
+    (:mod:`.merging`): compared with the manifest before the first merge that did not
+    finish, so a rerun after a kill counts the same new edits; when that manifest lists
+    the same edits in the same order it is kept (filter decisions included)."""
     manifest = Manifest(out)
-    existing = manifest.read()
+    existing = manifest_before_merge(out)
     prefixes = tuple(f"{SHARDS}/{Shard(k, count).name}/" for k in folders)
     foreign = [r for r in existing if not r.path.startswith(prefixes)]
     if foreign:
@@ -444,30 +499,39 @@ def _merge(out: Path, count: int, folders: Mapping[int, Path], missing: tuple[in
             f"folder, or remove {MANIFEST} to start the merge over"
         )
     new_edits = len({r.edit_id for r in records} - {r.edit_id for r in existing})
-    if new_edits or [r.edit_id for r in existing] != [r.edit_id for r in records]:
-        manifest.rewrite(records)  # new edits: the filter decisions must be made again
-    ordered = sorted(sources.values(), key=lambda s: positions[s.source_id])
-    kept = [s for s in read_sources(out) if s.source_id not in sources]
+    same = [r.edit_id for r in existing] == [r.edit_id for r in records]
+    target = existing if same else records  # new edits: the filter decisions are redone
+    begin_merge(out)
+    if [r.to_line() for r in manifest.read()] != [r.to_line() for r in target]:
+        manifest.rewrite(target)
+    merged_ids = {s.source_id for s in ordered}
+    kept = [s for s in read_sources(out) if s.source_id not in merged_ids]
     text = "".join(json.dumps(s.to_json(), ensure_ascii=False) + "\n" for s in [*ordered, *kept])
     atomic_write_text(out / SOURCES, text)
     linked = sum(_link_embeddings(out, Shard(k, count), folder) for k, folder in folders.items())
-    report = MergeReport(
-        out=out,
-        shards=count,
-        merged=tuple(sorted(folders)),
-        missing=missing,
-        unfinished=tuple(sorted(incomplete)),
-        sources=len(sources),
-        edits=len(records),
-        new_edits=new_edits,
-        embedding_files=linked,
+    unfiltered = sum(1 for r in target if r.accepted is None)
+    return _Written(new_edits, unfiltered, linked)
+
+
+def _record_merge(
+    out: Path, report: MergeReport, edit_entry: dict[str, Any], settings: dict[str, Any]
+) -> None:
+    """The merge's entries of the build summary: the report, the merged set's ``edit``
+    entry, the shards' settings (when none are recorded), and the stages made before
+    edits without a filter decision marked outdated."""
+    if report.new_edits:
+        why = f"made before `contrastkit build merge` added {report.new_edits} edits"
+    else:
+        why = f"{report.unfiltered} edits of the merged manifest have no filter decision"
+    outdated = (
+        dict.fromkeys(("filter", "select", "quality", "context"), why)
+        if report.unfiltered
+        else None
     )
-    why = f"made before `contrastkit build merge` added {new_edits} edits"
-    outdated = dict.fromkeys(("filter", "select", "quality", "context"), why) if new_edits else None
+    update_summary(out, "edit", edit_entry)
     update_summary(out, "merge", report.to_json(), outdated=outdated)
     if SETTINGS not in read_summary(out):  # the filter and select stages on OUT reuse them
-        update_summary(out, SETTINGS, _shard_settings(reference, folders[first_k]))
-    return report
+        update_summary(out, SETTINGS, settings)
 
 
 def _check_agreement(
