@@ -230,6 +230,9 @@ def test_answers_that_never_change_are_warned_about_not_read_as_fair(
     assert printed.count("warning: ") == 4 and "a flip rate of 0 does not mean" in printed
     report = (out / "constant-m" / "report.md").read_text()
     assert report.count("> **Warning.**") == 4
+    compared = runner.invoke(app, ["report", str(out / "constant-m")])
+    assert compared.exit_code == 0, compared.output
+    assert " ".join(compared.output.split()).count("**Warning** (`constant:m`). ") == 4
 
 
 def test_the_report_says_b_pair_and_b_ovl_are_fractions_where_genderbias_vl_has_percent(

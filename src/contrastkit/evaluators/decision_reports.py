@@ -260,7 +260,8 @@ def decisions_markdown(benchmark: Mapping[str, Any]) -> str:
 
 def decisions_comparison_markdown(results: Sequence[Mapping[str, Any]]) -> str:
     """The models side by side (``contrastkit report``): per scoring mode and family
-    the flip rate, gap and refusal rates, and ``B_ovl``."""
+    the flip rate, gap and refusal rates, and ``B_ovl``; then each model's warnings
+    (answers that never change, answers with no probability)."""
     from contrastkit.evaluators.report.tables import RANDOM_WEIGHTS_CELL
 
     lines = ["## Decision probes", ""]
@@ -284,4 +285,7 @@ def decisions_comparison_markdown(results: Sequence[Mapping[str, Any]]) -> str:
     lines += markdown_table(header, rows)
     if any(row[-1] != MISSING for row in rows):
         lines += [f"Units: {UNITS_NOTE}.", ""]
+    for result in results:
+        for text in result.get("warnings") or ():
+            lines += [f"> **Warning** (`{result.get('model')}`). {text}.", ""]
     return "\n".join(lines)
