@@ -360,6 +360,33 @@ def test_the_decisions_report_says_what_was_left_out_and_how_many_pairs_count(
         assert "the two orders are not equally represented" in report
 
 
+def test_a_contrast_set_s_left_out_rows_are_counted_in_the_report(
+    tmp_path: Path, planted: None, questions: Path
+) -> None:
+    data = contrast_export(tmp_path / "full", sources=3)
+    rows = datasets.load_from_disk(str(data / "saved" / "contrast"))["test"]
+    # source 2 without its feminine version; source 0's masculine version twice
+    rows = rows.select([0, 1, 2, 3, 4, 0])
+    folder = tmp_path / "set"
+    datasets.DatasetDict({"test": rows}).save_to_disk(str(folder / "saved" / "contrast"))
+    [entry] = evaluate(EvaluateConfig(
+        data=(str(folder),), models=("nonfinite:m",), out=tmp_path / "o", task="decisions",
+        questions=questions, decision_scoring="logprob",
+    )).evaluations  # fmt: skip
+    benchmark = json.loads(entry.files["benchmark"].read_text())
+    assert benchmark["left_out"] == {"unpaired": 1, "extra_versions": 1}
+    assert benchmark["sources"] == 2
+    report = entry.files["report"].read_text()
+    assert (
+        "2 sources with both versions; left out: 1 source with one version only, 1 further "
+        "row of a version already taken"
+    ) in report
+    assert (
+        "the figures come from 12 paired answers (both versions answered): 6 with the options "
+        "as listed, 6 reversed"
+    ) in report
+
+
 # -- item 11: a set built with random-weight models ----------------------------------------
 def _random_build(tmp_path: Path) -> Path:
     """A contrast export whose build metadata records a random-weight editor (what

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from contrastkit.text import MISSING, UNDEFINED, format_number, markdown_table
+from contrastkit.text import MISSING, UNDEFINED, count, format_number, markdown_table
 
 __all__ = [
     "LEFT_OUT",
@@ -115,22 +115,26 @@ def _summary_rows(families: Mapping[str, Any]) -> list[list[Any]]:
 
 #: What each ``left_out`` count of a decisions ``benchmark.json`` counts: a contrast
 #: set's rows (``evaluate --task decisions``) or a harness's answers (``report
-#: --harness-predictions``).
+#: --harness-predictions``): the noun counted and what is said of it.
 LEFT_OUT = {
-    "unpaired": "sources with one version only",
-    "extra_versions": "further rows of a version already taken",
-    "export_skipped": "rows the harness export left out",
-    "missing_answers": "items with no answer in the prediction files",
-    "unpaired_answers": "answers whose other version has no answer",
+    "unpaired": ("source", "with one version only"),
+    "extra_versions": ("further row", "of a version already taken"),
+    "export_skipped": ("row", "the harness export left out"),
+    "missing_answers": ("item", "with no answer in the prediction files"),
+    "unpaired_answers": ("answer", "whose other version has no answer"),
 }
 
 
 def left_out_text(left_out: Mapping[str, Any]) -> str:
     """What ``left_out`` counts, in words (every count, the zero ones too, so a reader
-    sees what was checked): ``0 sources with one version only, 2 further rows ...``."""
+    sees what was checked): ``0 sources with one version only, 1 further row ...``."""
     if not left_out:
         return "nothing"
-    return ", ".join(f"{n} {LEFT_OUT.get(reason, reason)}" for reason, n in left_out.items())
+    parts = []
+    for reason, n in left_out.items():
+        noun, what = LEFT_OUT.get(reason, ("", reason))
+        parts.append(f"{count(int(n), noun)} {what}" if noun else f"{n} {what}")
+    return ", ".join(parts)
 
 
 def _paired_lines(benchmark: Mapping[str, Any]) -> list[str]:
