@@ -43,6 +43,13 @@ CUDA_TESTS=(
     "tests/evaluators/test_contrast.py::test_scores_do_not_depend_on_block_device_or_tf32"
 )
 
+# A bench script's smallest run: its --smoke where it has one, else the flags given.
+tiny() {
+    local script="$1"
+    shift
+    if grep -q -- '"--smoke"' "$root/$script"; then echo "--smoke"; else echo "$*"; fi
+}
+
 # The steps: NAME|TIMEOUT_S|ARGUMENTS OF PYTHON (no spaces inside an argument). The first
 # checks the carried wheels' requirements against what this Python imports.
 steps=("deps|20|bench/gpu/wheels.py verify $wheels")
@@ -51,7 +58,7 @@ if [[ $smoke == 1 ]]; then
     steps+=(
         "embed-tensor|300|bench/embed.py --device $device --decode tensor --images 32 --batch-size 16"
         "embed-worker|300|bench/embed.py --device $device --decode worker --images 32 --batch-size 16"
-        "eval|400|bench/eval.py --device $device --skip-official --quick --copies 1 --batch-size 16"
+        "eval|400|bench/eval.py --device $device --skip-official $(tiny bench/eval.py --quick --copies 1 --batch-size 16)"
     )
     if [[ $device == cuda ]]; then
         steps+=("knn|120|bench/knn.py --device cuda --sizes 20000 --repeats 1 --check 200")
@@ -79,7 +86,7 @@ else
         "edit-512|45|bench/edit.py --families --device $device --resolutions 512"
     )
 fi
-steps+=("cuda-tests|55|-m pytest -q -n 0 -rs -p no:cacheprovider ${CUDA_TESTS[*]}")
+steps+=("cuda-tests|$([[ $smoke == 1 ]] && echo 300 || echo 55)|-m pytest -q -n 0 -rs -p no:cacheprovider -k cuda ${CUDA_TESTS[*]}")
 
 if [[ $list == 1 ]]; then
     printf '%s\n' "${steps[@]}"
@@ -206,7 +213,7 @@ done
     echo "|---|---|---:|---:|"
     for row in "${results[@]}"; do echo "| ${row//|/ | } |"; done
     echo
-    echo "$((${#results[@]} - failed)) passed, $failed failed; whole run $((SECONDS - start)) s of ${budget} s"
+    echo "steps: $((${#results[@]} - failed)) ok, $failed not ok; whole run $((SECONDS - start)) s of ${budget} s"
     for row in "${results[@]}"; do
         name="${row%%|*}"
         [[ -f "$work/logs/$name.log" ]] || continue
@@ -214,7 +221,7 @@ done
         echo "## $name"
         echo
         echo '```'
-        grep -E 'target|share|images/s|TFLOP|edit-steps|^\||^ *[0-9,]+ +[0-9,]+ |passed|failed|skipped|Error|error:' \
+        grep -E 'target|share|images/s|TFLOP|edit-steps|^\||^ *[0-9,]+ +[0-9,]+ |^ +N +|passed|failed|skipped|Error|error:' \
             "$work/logs/$name.log" | grep -v -E 'Loading|Writing' | tail -n 40
         echo '```'
     done
