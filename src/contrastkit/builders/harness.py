@@ -61,9 +61,11 @@ The README, the task YAMLs and ``utils.py`` are rendered from the jinja2 templat
 tags).
 
 Both write ``README.md`` (how to run the harness, how to bring its answers back) and
-:data:`~contrastkit.harness_key.KEY_FILE`. Rows whose image is not available are an
-error naming them, or, with ``skip_missing``, left out and listed in the key, the README
-and the result (never dropped silently).
+:data:`~contrastkit.harness_key.KEY_FILE`. A set built with random-weight models (its
+``build_metadata.json`` says so: :func:`set_weights`) keeps the card's warning at the top
+of the README and in the key, so the reports of answers to it are flagged too. Rows whose
+image is not available are an error naming them, or, with ``skip_missing``, left out and
+listed in the key, the README and the result (never dropped silently).
 """
 
 from __future__ import annotations

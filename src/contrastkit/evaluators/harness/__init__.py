@@ -67,7 +67,13 @@ then the letter, else unparseable; refusals are counted per split), the two vers
 answers are paired by source, family, question and option order, and the decisions task's
 own writer (:func:`contrastkit.evaluators.decisions.write_decisions_outputs`) writes its
 ``benchmark.json`` (scoring mode ``generate``, decoding by the harness), ``report.md``,
-raw answers and plots.
+raw answers and plots. Answers that are all unparseable (none names an option or
+refuses) are refused, as the other sets' are.
+
+A set built with random-weight models keeps its flag: the key carries the note of its
+card (:attr:`~contrastkit.harness_key.HarnessKey.weights_note`), and every results file
+and report written from answers to it is flagged ``random_weights`` with that note beside
+the model's own (:func:`~contrastkit.evaluators.harness.config.report_weights_note`).
 
 The package: :mod:`~contrastkit.evaluators.harness.predictions` reads the files,
 :mod:`~contrastkit.evaluators.harness.figures` computes the harness figures,
