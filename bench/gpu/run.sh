@@ -72,9 +72,11 @@ if [[ $smoke == 1 ]]; then
 else
     [[ -z $budget ]] && budget=$([[ $device == cuda ]] && echo 480 || echo 3600)
     steps+=(
-        "embed-tensor|65|bench/embed.py --device $device --decode tensor"
-        "embed-worker|65|bench/embed.py --device $device --decode worker"
-        "eval|85|bench/eval.py --device $device --skip-official"
+        # fewer images and copies than the scripts' GPU defaults (20,000; 20): writing the
+        # JPEGs alone takes about 2 ms each on one core, and the run has 8 minutes
+        "embed-tensor|65|bench/embed.py --device $device --decode tensor --images 8000"
+        "embed-worker|65|bench/embed.py --device $device --decode worker --images 8000"
+        "eval|85|bench/eval.py --device $device --skip-official --copies 10"
     )
     if [[ $device == cuda ]]; then
         steps+=("knn|60|bench/knn.py --device cuda --sizes 196197")
@@ -112,6 +114,10 @@ start=$SECONDS
 echo "== bench/gpu/run.sh --device $device$([[ $smoke == 1 ]] && echo ' --smoke'), budget ${budget} s, $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown), out $out"
 
+if ! compgen -G "$wheels/*.whl" >/dev/null && [[ $device == cpu ]]; then
+    echo "== no wheels in $wheels: preparing them (bench/gpu/prepare.sh)"
+    GPU_WHEELS="$wheels" bash "$here/prepare.sh" || finish 2
+fi
 if ! compgen -G "$wheels/*.whl" >/dev/null; then
     echo "run.sh: no wheels in $wheels: run bench/gpu/prepare.sh first (where the registry is reachable)"
     finish 2
