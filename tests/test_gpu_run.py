@@ -140,7 +140,10 @@ def test_the_checker_refuses_what_would_break_the_install() -> None:
     assert any("MiB a call carries" in p for p in wheels.check_wheels(big, pins, device))
 
 
-@pytest.mark.parametrize("options", [("--device", "cuda"), ("--device", "cpu", "--smoke")])
+@pytest.mark.parametrize(
+    "options",
+    [("--device", "cuda"), ("--device", "cpu", "--smoke"), ("--device", "cuda", "--smoke")],
+)
 def test_every_step_names_a_script_that_accepts_its_flags(options: tuple[str, ...]) -> None:
     for name, _, command in _steps(*options):
         if command[:2] == ["-m", "pytest"]:
