@@ -19,7 +19,7 @@ from pathlib import Path
 
 from contrastkit.curation.images import phash_distance
 from contrastkit.curation.maintenance.config import MaintainConfig
-from contrastkit.curation.urls import Status, URLCheck
+from contrastkit.curation.urls import Status, URLCheck, redact_url
 from contrastkit.errors import StateError
 from contrastkit.io import exclusive_lock
 from contrastkit.store import sqlite_errors
@@ -154,11 +154,12 @@ class StateDatabase:
         """
         policy, max_distance = config.policy, config.near_distance
         ok = result.status is Status.OK
+        url = redact_url(result.url)  # no credentials in the database (SECURITY.md)
         with self.transaction():
             for row_id in row_ids:
                 self.conn.execute(
                     "INSERT OR REPLACE INTO checks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (run_id, row_id, result.url, checked_at, result.status.value, result.detail,
+                    (run_id, row_id, url, checked_at, result.status.value, result.detail,
                      result.http_status, result.sha256, result.phash),
                 )  # fmt: skip
                 previous = self.conn.execute(
@@ -166,9 +167,10 @@ class StateDatabase:
                     "content_changed_at, retired_at FROM row_state WHERE row_id = ?",
                     (row_id,),
                 ).fetchone()
-                if previous is None or previous[0] != result.url:
-                    # New row, or the dataset now gives it another URL: its history restarts.
-                    previous = (result.url, None, None, 0, None, None, None)
+                if previous is None or redact_url(previous[0]) != url:
+                    # New row, or the dataset now gives it another URL (not just other
+                    # credentials for the same one): its history restarts.
+                    previous = (url, None, None, 0, None, None, None)
                 _, ref_sha, ref_phash, failures, failing_since, changed_at, retired_at = previous
                 if ok:
                     assert result.sha256 is not None and result.phash is not None
@@ -196,7 +198,7 @@ class StateDatabase:
                     "(?, ?, ?, ?, ?, ?, ?, ?, "
                     " COALESCE(?, (SELECT last_good_at FROM row_state WHERE row_id = ?)), "
                     " ?, ?, ?, ?)",
-                    (row_id, result.url, result.status.value, result.detail, result.http_status,
+                    (row_id, url, result.status.value, result.detail, result.http_status,
                      checked_at, ref_sha, ref_phash, checked_at if ok else None, row_id,
                      failures, failing_since, changed_at, retired_at),
                 )  # fmt: skip
@@ -223,6 +225,25 @@ def _set_up(path: Path, conn: sqlite3.Connection) -> None:
         raise StateError(f"{path}: not a usable state database (schema version {row[0]!r})")
     elif int(row[0]) > SCHEMA_VERSION:
         raise StateError(f"{path}: state written by a newer contrastkit (schema {row[0]}); upgrade")
+    _scrub_credentials(conn)
+
+
+def _scrub_credentials(conn: sqlite3.Connection) -> None:
+    """Redact the URLs an older contrastkit stored with their credentials (user info,
+    tokens in the query), overwriting the old bytes on disk (``secure_delete``)."""
+    conn.execute("PRAGMA secure_delete=ON")
+    conn.create_function("redact_url", 1, redact_url, deterministic=True)
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for table in ("checks", "row_state"):
+            conn.execute(
+                f"UPDATE {table} SET url = redact_url(url) "  # a fixed table name
+                "WHERE (url LIKE '%@%' OR url LIKE '%?%') AND url != redact_url(url)"
+            )
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 def _parse(stamp: str) -> datetime:

@@ -73,14 +73,19 @@ class URLCheck:
         return self.status is Status.OK
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict (status as its string)."""
+        """JSON-ready dict (status as its string), the URLs redacted (:func:`redact_url`):
+        what ``urls check --json`` prints and ``--results`` writes."""
         out = asdict(self)
         out["status"] = self.status.value
+        out["url"] = redact_url(self.url)
+        if self.final_url is not None:
+            out["final_url"] = redact_url(self.final_url)
         return out
 
 
 def redact_url(url: str) -> str:
-    """``url`` with user info removed and credential-like query values masked, for logs."""
+    """``url`` with user info removed and credential-like query values masked, for logs,
+    reports and results files; a URL without either comes back exactly as given."""
     try:
         parts = urlsplit(url)
     except ValueError:
@@ -93,4 +98,6 @@ def redact_url(url: str) -> str:
             query = urlencode(
                 [(k, "***" if k.lower() in _SECRET_QUERY_KEYS else v) for k, v in pairs]
             )
+    if netloc == parts.netloc and query == parts.query:
+        return url
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
