@@ -379,7 +379,10 @@ def option_loss(value: object) -> float | None:
         and not isinstance(value[0], bool)
         and isinstance(value[1], bool)
     ):
-        return float(value[0])
+        try:
+            return float(value[0])
+        except OverflowError:  # an integer of hundreds of digits is no loss
+            return None
     return None
 
 

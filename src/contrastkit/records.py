@@ -143,12 +143,24 @@ def _read_text(path: Path) -> str:
     return text
 
 
-def parse_json(path: Path, line: int | None, text: str) -> Any:
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's members, refusing a name given twice (which one counts is up to
+    each parser, so a file could mean one thing to a checker and another here)."""
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise ValueError(f"the key {key!r} appears twice in one object")
+        found[key] = value
+    return found
+
+
+def parse_json(path: Path, line: int | None, text: str, *, unique_keys: bool = False) -> Any:
     """``json.loads(text)``, every failure a located :class:`DataFormatError`: invalid
     JSON, nesting deeper than Python's recursion limit, an integer of more digits than
-    Python converts. The one JSON parser of every reader of files a user gives."""
+    Python converts, and with ``unique_keys`` a key given twice in one object. The one
+    JSON parser of every reader of files a user gives."""
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique_keys if unique_keys else None)
     except json.JSONDecodeError as exc:
         where = line if line is not None else exc.lineno
         raise DataFormatError(path, where, None, f"invalid JSON: {exc.msg}") from exc
@@ -347,15 +359,20 @@ def text_lines(
 
 
 def json_lines(
-    path: str | Path, *, max_line_bytes: int = MAX_LINE_BYTES, torn_tail: bool = False
+    path: str | Path,
+    *,
+    max_line_bytes: int = MAX_LINE_BYTES,
+    torn_tail: bool = False,
+    unique_keys: bool = False,
 ) -> Iterator[tuple[int, Any]]:
     """``(line number, value)`` of each non-blank line of a JSON Lines file, parsed by
-    :func:`parse_json` and read as :func:`text_lines` reads (same arguments, same
-    located errors). Only LF ends a line: U+2028 and friends may sit inside a string."""
+    :func:`parse_json` (``unique_keys`` passed on) and read as :func:`text_lines` reads
+    (same arguments, same located errors). Only LF ends a line: U+2028 and friends may
+    sit inside a string."""
     path = Path(path)
     for number, text in text_lines(path, max_line_bytes=max_line_bytes, torn_tail=torn_tail):
         if text.strip():
-            yield number, parse_json(path, number, text)
+            yield number, parse_json(path, number, text, unique_keys=unique_keys)
 
 
 def read_json_object(path: str | Path, what: str = "a JSON object") -> dict[str, Any]:

@@ -239,3 +239,24 @@ def test_a_link_loop_is_a_located_error(tmp_path: Path) -> None:
     with pytest.raises(DataFormatError) as caught:
         data_file(tmp_path / "p.tsv", 3, "image", "a.jpg")
     assert (caught.value.line, caught.value.field) == (3, "image")
+
+
+@pytest.mark.parametrize("case", ["dotdot", "file-link"])
+def test_export_harness_embeds_no_file_from_outside_the_data_folder(
+    case: str, secret: Path, tmp_path: Path
+) -> None:
+    probes, _ = _probe_set(tmp_path, secret, case)
+    out = tmp_path / "harness"
+    result = runner.invoke(app, ["export", "harness", str(probes), "--format", "vlmevalkit",
+                                 "--out", str(out)])  # fmt: skip
+    _refused(result, f"{probes}:2", "image")
+    assert not out.exists()
+    data = tmp_path / "visogender"
+    data.mkdir()
+    value = _hostile(data, secret)[case]
+    tsvs = write_small_dataset(data, lambda n, path: value if n == 0 else path.name)
+    tsv = next(p for p in tsvs.values() if value in p.read_text(encoding="utf-8"))
+    result = runner.invoke(app, ["export", "harness", str(tsv), "--format", "lmms-eval",
+                                 "--out", str(out)])  # fmt: skip
+    _refused(result, f"{tsv}:2", URL_COLUMN)
+    assert not out.exists()

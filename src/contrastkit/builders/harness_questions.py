@@ -12,9 +12,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
+from urllib.parse import urlparse
 
 from contrastkit.errors import DataFormatError
+from contrastkit.records import data_file
 from contrastkit.schema import URL_COLUMN, Context, Gender, VisoGenderRow
 from contrastkit.store import ImageStore
 from contrastkit.templates import (
@@ -92,8 +93,12 @@ class ImageFinder:
         self.store = ImageStore(store) if store is not None else None
         self._urls: dict[str, str] | None = None
 
-    def locate(self, ref: str, base: Path) -> tuple[Path | None, str | None]:
-        """The file of ``ref`` and ``None``, or ``None`` and why it is not available."""
+    def locate(
+        self, ref: str, base: Path, at: tuple[Path, int | None, str]
+    ) -> tuple[Path | None, str | None]:
+        """The file of ``ref`` and ``None``, or ``None`` and why it is not available. A
+        local file must lie inside ``base`` (:func:`contrastkit.records.data_file`), or it
+        is a :class:`DataFormatError` at ``at`` (data file, line, field)."""
         parsed = urlparse(ref)
         if parsed.scheme in ("http", "https"):
             if self.store is None:
@@ -104,9 +109,7 @@ class ImageFinder:
             if sha is None or not self.store.has(sha):
                 return None, f"URL not in the image store {self.store.root}"
             return self.store.path(sha), None
-        path = Path(unquote(parsed.path)) if parsed.scheme == "file" else Path(ref).expanduser()
-        if not path.is_absolute():
-            path = base / path
+        path = data_file(at[0], at[1], at[2], ref, folder=base)
         return (path, None) if path.is_file() else (None, f"image file not found: {path}")
 
 
@@ -183,7 +186,7 @@ def _visogender_rows(
                         ref = refs[index]
                         yield row, f"{folder}#{index}", _const(ref), None, where
                     else:
-                        file, why = images.locate(row.url, folder)
+                        file, why = images.locate(row.url, folder, (folder, None, f"row {index}"))
                         loader = None if file is None else _const(file)
                         yield row, f"{file}", loader, why, where
             continue
@@ -203,7 +206,7 @@ def _visogender_rows(
         for tsv in tsvs:
             table = read_visogender_tsv(tsv)
             for row in table.rows:
-                file, why = images.locate(row.url, tsv.parent)
+                file, why = images.locate(row.url, tsv.parent, (tsv, row.line, URL_COLUMN))
                 loader = None if file is None else _const(file)
                 yield row, str(file), loader, why, tsv
 
@@ -439,7 +442,8 @@ def probe_set(path: Path, images: ImageFinder, skip_missing: bool) -> QuestionSe
             loader = _const(ref)
         else:
             base = Path(row.source) if row.source else path
-            file, why = images.locate(row.image, base if base.is_dir() else base.parent)
+            at = (Path(row.source or path), row.line, "image")
+            file, why = images.locate(row.image, base if base.is_dir() else base.parent, at)
             if file is not None:
                 loader = _const(file)
                 image_id = str(file)

@@ -26,6 +26,7 @@ import functools
 import inspect
 import io
 import json
+import math
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -512,9 +513,40 @@ def contrast_items(path: Path) -> Iterator[tuple[int, ContrastItem]]:
         if not isinstance(data, dict):
             raise DataFormatError(path, number, None, "malformed item: not a JSON object")
         try:
-            yield number, ContrastItem(**data)
+            item = ContrastItem(**data)
         except TypeError as exc:
             raise DataFormatError(path, number, None, f"malformed item: {exc}") from exc
+        _check_item(path, number, item)
+        yield number, item
+
+
+def _is_number(value: object) -> bool:
+    """A finite JSON number (not a bool, not an integer too large for a float)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
+def _check_item(path: Path, line: int, item: ContrastItem) -> None:
+    """Each field of a contrast-set item of its type, or a located error (a value of
+    another type would fail deep inside the export)."""
+    for name in ("source_id", "gender", "edit_id", "image", "source_image", "method"):
+        if not isinstance(getattr(item, name), str):
+            found = type(getattr(item, name)).__name__
+            raise DataFormatError(path, line, name, f"expected a string, found {found}")
+    for name in ("captions", "original_captions"):
+        value = getattr(item, name)
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise DataFormatError(path, line, name, "expected a list of strings")
+    if not isinstance(item.box, list) or len(item.box) != 4 or not all(map(_is_number, item.box)):
+        raise DataFormatError(path, line, "box", "expected [x, y, w, h], four finite numbers")
+    for name in ("p_real", "p_gender"):
+        value = getattr(item, name)
+        if value is not None and not _is_number(value):
+            raise DataFormatError(path, line, name, "expected a finite number or null")
 
 
 def with_scores(record: EditRecord, p_real: float, p_gender: float, accepted: bool) -> EditRecord:

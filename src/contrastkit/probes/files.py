@@ -76,7 +76,7 @@ def _read_tsv(path: Path) -> Iterator[ProbeRow]:
 
 
 def _read_jsonl(path: Path) -> Iterator[ProbeRow]:
-    for number, record in json_lines(path):
+    for number, record in json_lines(path, unique_keys=True):
         if not isinstance(record, dict):
             raise DataFormatError(path, number, None, "expected a JSON object")
         for name in COLUMNS:

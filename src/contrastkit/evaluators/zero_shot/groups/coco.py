@@ -148,17 +148,20 @@ def _coco_entries(
             entries = value.get(key)
             if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
                 raise DataFormatError(path, None, key, f"expected a list of objects under {key!r}")
-    names: dict[Any, str] = {}
-    for category in instances["categories"]:
+    names: dict[str, str] = {}
+    for number, category in enumerate(instances["categories"]):
         name = str(category.get("name", ""))
-        names[category.get("id")] = table.get(name, name)
+        names[_coco_id(instances_path, f"categories[{number}].id", category)] = table.get(
+            name, name
+        )
     objects: dict[str, set[str]] = {}
     for number, annotation in enumerate(instances["annotations"]):
-        category = annotation.get("category_id")
+        field = f"annotations[{number}].category_id"
+        category = _coco_id(instances_path, field, annotation)
         if category not in names:
             raise DataFormatError(
-                instances_path, None, "category_id",
-                f"annotation {number}: unknown category {category!r}",
+                instances_path, None, field,
+                f"annotation {number}: unknown category {category}",
             )  # fmt: skip
         image_id = _coco_id(instances_path, f"annotations[{number}].image_id", annotation)
         objects.setdefault(image_id, set()).add(names[category])
@@ -186,8 +189,9 @@ def _coco_entries(
 
 
 def _coco_id(path: Path, field: str, entry: Mapping[str, Any]) -> str:
-    """A COCO image id (an integer, as COCO writes them) as text, or a located error: an
-    id of another type would silently match nothing, or the wrong image."""
+    """A COCO image or category id (an integer, as COCO writes them) as text, or a
+    located error: an id of another type (a list, an object) would silently match
+    nothing, or the wrong image."""
     value = entry.get(field.rsplit(".", 1)[-1])
     if not isinstance(value, int) or isinstance(value, bool):
         found = "missing" if value is None else f"{type(value).__name__} {value!r}"
