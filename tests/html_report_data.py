@@ -50,7 +50,7 @@ def evaluated(tmp: Path) -> dict[str, list[Path]]:
            *FAST)  # fmt: skip
     contrast = contrast_export(tmp / "contrast", sources=5)
     invoke("evaluate", "contrast", "--data", contrast, "--model", clip, "--out",
-           tmp / "out-contrast", "--k", "2", *FAST)  # fmt: skip
+           tmp / "out-contrast", "--k", "2", "--html", tmp / "site-evaluate", *FAST)  # fmt: skip
     probes = make_probe_fixture(tmp / "probes")[2]
     invoke("evaluate", "stereotype", "--data", probes, "--model", clip, "--out",
            tmp / "out-stereo", *FAST)  # fmt: skip

@@ -75,7 +75,8 @@ def test_every_image_is_a_local_webp_thumbnail_with_alt_text(site: Path) -> None
     seen = 0
     for page in site.glob("*.html"):
         text = page.read_text(encoding="utf-8")
-        assert not re.search(r'(src|href)="(https?:)?//', text), page.name
+        # relative addresses only: the folder works moved, zipped and sent
+        assert not re.search(r'(src|href)="(https?:|file:|/)', text), page.name
         for image in _images(text):
             assert image.get("alt"), (page.name, image)
             path = site / image["src"]
@@ -86,6 +87,19 @@ def test_every_image_is_a_local_webp_thumbnail_with_alt_text(site: Path) -> None
     assert seen > 40
     contrast = (site / "gallery-contrast.html").read_text(encoding="utf-8")
     assert re.search(r'alt="Source \d+, masculine version; open_clip:\S+: score -?\d', contrast)
+
+
+def test_evaluate_html_writes_the_report_of_what_it_evaluated(
+    results: dict[str, list[Path]],
+) -> None:
+    [folder] = results["contrast"]
+    site = folder.parents[1] / "site-evaluate"
+    assert {p.name for p in site.glob("*.html")} == {
+        "index.html",
+        "gallery-contrast.html",
+        f"result-contrast-{folder.name}.html",
+    }
+    assert len(list((site / "thumbs").glob("*.webp"))) == 10  # 5 sources, two versions
 
 
 def test_contrast_cards_come_largest_gap_first(site: Path, results: dict[str, list[Path]]) -> None:

@@ -109,6 +109,13 @@ class _ContrastImages:
         return open_image
 
 
+def _contrast_images(sets: dict[str, _ContrastImages], data: str) -> _ContrastImages:
+    """The images of the contrast set ``data``, loaded once."""
+    if data not in sets:
+        sets[data] = _ContrastImages(Path(data))
+    return sets[data]
+
+
 def contrast_gallery(entries: Sequence[Entry], drawing: Drawing) -> Gallery | None:
     """Each source's two versions with each model's similarity to its neutral query."""
     chosen = [e for e in entries if e.task == "contrast"]
@@ -131,7 +138,7 @@ def contrast_gallery(entries: Sequence[Entry], drawing: Drawing) -> Gallery | No
     sets: dict[str, _ContrastImages] = {}
     cards: list[Card] = []
     for data, source in order[: drawing.cap]:
-        images = sets.setdefault(data, _ContrastImages(Path(data)))
+        images = _contrast_images(sets, data)
         models = by_source[(data, source)]
         lines, signed = [], []
         for model, record in models.items():
@@ -146,6 +153,9 @@ def contrast_gallery(entries: Sequence[Entry], drawing: Drawing) -> Gallery | No
                     )
                 )
             lines.append(Line(f"{short_model(model)}: gap (masculine − feminine)", _signed(g)))
+            top = _top_genders(record)
+            if top:
+                lines.append(Line(f"{short_model(model)}: retrieved for the query", top))
         thumbs = tuple(
             drawing.thumbs.thumb(
                 f"contrast:{data}:{source}:{gender}",
@@ -180,7 +190,8 @@ def contrast_gallery(entries: Sequence[Entry], drawing: Drawing) -> Gallery | No
         "Contrast sets: the two versions of each source",
         "Each source's masculine and feminine version with each model's similarity to the "
         "source's gender-neutral query; the gap is masculine minus feminine (positive: the "
-        "masculine version scored higher). Largest gap (either sign) first.",
+        "masculine version scored higher), and the gender labels of the images the model "
+        "ranked first for that query over the whole set. Largest gap (either sign) first.",
         tuple(cards),
         len(order),
         (
@@ -193,6 +204,17 @@ def contrast_gallery(entries: Sequence[Entry], drawing: Drawing) -> Gallery | No
         ("leans masculine", "leans feminine"),
         tuple(chosen),
     )
+
+
+def _top_genders(record: Mapping[str, Any]) -> str:
+    """The gender labels of the images a query retrieved first (``top``: ``source:gender``
+    ids, best first), counted: ``top 4: 1 masculine, 3 feminine``; ``""`` without them."""
+    top = [str(t).rpartition(":")[2] for t in record.get("top") or []]
+    if not top:
+        return ""
+    counts = ", ".join(f"{top.count(g)} {g}" for g in VERSIONS)
+    own = sum(str(t).rpartition(":")[0] == str(record.get("source_id")) for t in record["top"])
+    return f"top {len(top)}: {counts} ({own} of its own source)"
 
 
 def _gap(record: Mapping[str, Any]) -> float | None:
@@ -359,7 +381,7 @@ def decisions_gallery(entries: Sequence[Entry], drawing: Drawing) -> Gallery | N
             total += 1
             if len(cards) >= drawing.cap:
                 continue
-            images = sets.setdefault(data, _ContrastImages(Path(data)))
+            images = _contrast_images(sets, data)
             cards.append(_decision_card(entry, record, images, drawing, len(cards)))
     return Gallery(
         "gallery-decisions",
