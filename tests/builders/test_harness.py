@@ -242,7 +242,8 @@ def test_a_contrast_set_asks_which_versions_caption_fits(tmp_path: Path) -> None
 def test_a_stereotype_probe_set_asks_which_caption_the_image_shows(
     small: dict[str, Path], tmp_path: Path
 ) -> None:
-    image = sorted(small["OO"].parent.glob("img_*.png"))[0]
+    image = tmp_path / "img.png"  # a probe set names files inside its own folder
+    image.write_bytes(sorted(small["OO"].parent.glob("img_*.png"))[0].read_bytes())
     rows = [
         ProbeRow(
             id=f"p{n}",

@@ -260,3 +260,24 @@ def test_export_harness_embeds_no_file_from_outside_the_data_folder(
                                  "--out", str(out)])  # fmt: skip
     _refused(result, f"{tsv}:2", URL_COLUMN)
     assert not out.exists()
+
+
+def test_zero_shot_annotations_linked_out_of_the_folder_are_refused(tmp_path: Path) -> None:
+    from zero_shot_data import write_coco
+
+    storage = write_vg(tmp_path / "storage")
+    root = tmp_path / "vg"
+    shutil.copytree(storage / "VG_100K", root / "VG_100K")
+    shutil.copy(storage / "image_data.json", root / "image_data.json")
+    (root / "objects.json").symlink_to(storage / "objects.json")
+    with pytest.raises(DataFormatError, match="follow-symlinks"):
+        load_grouped(root, GroupingOptions(min_images=1))
+    coco_storage = write_coco(tmp_path / "coco-storage")
+    coco = tmp_path / "coco"
+    shutil.copytree(coco_storage / "images", coco / "images")
+    (coco / "annotations").symlink_to(coco_storage / "annotations", target_is_directory=True)
+    with pytest.raises(DataFormatError, match="follow-symlinks"):
+        load_grouped(coco, GroupingOptions(min_images=1))
+    with following_links():
+        assert load_grouped(root, GroupingOptions(min_images=1)).images
+        assert load_grouped(coco, GroupingOptions(min_images=1)).images

@@ -27,7 +27,7 @@ from contrastkit.evaluators.zero_shot.groups.tables import (
     COCO_TO_VG,
     COCO_WOMAN_TERMS,
 )
-from contrastkit.records import read_json, relative_file_name
+from contrastkit.records import data_file, read_json, relative_file_name
 
 __all__ = ["caption_group", "load_coco", "read_concept_map"]
 
@@ -104,8 +104,11 @@ def load_coco(root: Path, min_images: int, options: GroupingOptions) -> GroupedD
 
 
 def _read_json(path: Path) -> Any:
+    """An annotations file (``ROOT/annotations/NAME``), inside the data folder ``ROOT``
+    with every link resolved (:func:`contrastkit.records.data_file`)."""
     if not path.is_file():
         raise DataFormatError(path, None, None, "file not found")
+    data_file(path, None, None, f"{path.parent.name}/{path.name}", folder=path.parent.parent)
     return read_json(path)
 
 

@@ -22,6 +22,7 @@ from contrastkit.evaluators.zero_shot.groups.data import (
 )
 from contrastkit.evaluators.zero_shot.groups.tables import VG_MAN_SYNSETS, VG_WOMAN_SYNSETS
 from contrastkit.evaluators.zero_shot.jsonstream import iter_json_array
+from contrastkit.records import data_file
 
 __all__ = ["load_vg"]
 
@@ -62,8 +63,11 @@ def _scan(root: Path) -> Scan:
     """Every ``objects.json`` entry's group and concepts: the single-group images kept,
     the others counted."""
     man, woman = set(VG_MAN_SYNSETS), set(VG_WOMAN_SYNSETS)
-    objects_path = root / "objects.json"
-    known = _known_ids(root / "image_data.json")
+    # the annotations are files of the data folder too: no link leading out of it
+    objects_path = data_file(root / "objects.json", None, None, "objects.json", folder=root)
+    known = _known_ids(
+        data_file(root / "image_data.json", None, None, "image_data.json", folder=root)
+    )
     dropped = Counter[str]()
     kept: list[tuple[str, str, frozenset[str]]] = []
     read = 0
