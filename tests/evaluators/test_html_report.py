@@ -20,6 +20,7 @@ from PIL import Image
 
 from contrastkit.errors import ConfigError
 from contrastkit.evaluators.html import HtmlReportConfig, write_html_report
+from eval_data import write_small_dataset
 from html_report_data import evaluated, invoke
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -135,6 +136,45 @@ def test_a_missing_image_gets_a_placeholder_saying_so(
     assert page.count('class="placeholder"') == 1
     assert "image not available" in page and "00.jpg" in page
     assert len(_images(page)) == report.cards["gallery-stereotype"] - 1
+
+
+def test_visogender_urls_are_read_from_the_image_store(
+    results: dict[str, list[Path]], tmp_path: Path
+) -> None:
+    """Rows that name URLs show the store's copy; a URL the store lacks is a placeholder
+    saying so."""
+    from contrastkit.store import ImageMeta, ImageStore
+
+    def url(name: str) -> str:
+        return f"https://images.example.org/{name}"
+
+    data = write_small_dataset(tmp_path / "data", url_for=lambda n, path: url(path.name))
+    store = ImageStore(tmp_path / "store")
+    images = sorted((tmp_path / "data").glob("img_*.png"))
+    for path in images[1:]:  # img_000.png is never fetched
+        with Image.open(path) as image:
+            meta = ImageMeta(format="PNG", width=image.width, height=image.height,
+                             phash="0" * 16)  # fmt: skip
+        store.put(path.read_bytes(), meta, url=url(path.name))
+    [folder] = results["vg"]
+    copy = tmp_path / "result"
+    shutil.copytree(folder, copy)
+    benchmark = json.loads((copy / "benchmark.json").read_text())
+    [inner] = benchmark.values()
+    inner["metadata"]["data"] = [str(data["OP"]), str(data["OO"])]
+    (copy / "benchmark.json").write_text(json.dumps(benchmark))
+    raw = copy / "raw_resolution.jsonl"
+    records = [json.loads(line) for line in raw.read_text().splitlines()]
+    for record in records:  # the keys a run on the URL rows writes
+        record["key"] = record["key"].replace(record["image"], url(record["image"]), 1)
+    raw.write_text("".join(json.dumps(r) + "\n" for r in records))
+    report = write_html_report(
+        HtmlReportConfig(results=(copy,), out=tmp_path / "site", store=tmp_path / "store")
+    )
+    page = (report.out / "gallery-visogender.html").read_text(encoding="utf-8")
+    assert report.cards["gallery-visogender"] == len(images)
+    assert len(_images(page)) == len(images) - 1
+    assert page.count('class="placeholder"') == 1 and "not in the image store" in page
 
 
 def test_flipped_and_refused_decisions_are_cards(

@@ -121,14 +121,17 @@ def _run(task: str | None, groups: Iterable[OptionGroup]) -> None:
     _print_evaluation(result, output.as_json)
     if html is not None:
         with user_errors():
-            _html_report([entry.folder for entry in result.evaluations], html, output.as_json)
+            folders = [entry.folder for entry in result.evaluations]
+            _html_report(folders, html, output.as_json, result.store)
 
 
-def _html_report(results: list[Path], out: Path, as_json: bool) -> None:
-    """``--html``: write the HTML report of ``results`` into ``out``, say where."""
+def _html_report(results: list[Path], out: Path, as_json: bool, store: Path | None) -> None:
+    """``--html``: write the HTML report of ``results`` into ``out`` (image URLs read
+    from ``store``), say where."""
     from contrastkit.evaluators.html import HtmlReportConfig, write_html_report
 
-    report = write_html_report(HtmlReportConfig(results=tuple(results), out=out))
+    config = HtmlReportConfig(results=tuple(results), out=out, store=store)
+    report = write_html_report(config)
     if not as_json:
         console.print(plain(f"HTML report: {report.index}"), highlight=False)
 
@@ -490,7 +493,7 @@ def report(
         typer.echo(shown(comparison.markdown, multiline=True), nl=False)
     if html is not None:
         with user_errors():
-            _html_report(list(results), html, as_json)
+            _html_report(list(results), html, as_json, None)
 
 
 def _harness_report(

@@ -22,6 +22,7 @@ from contrastkit.evaluators.html.galleries import Drawing, galleries, short_mode
 from contrastkit.evaluators.html.markdown import markdown_html
 from contrastkit.evaluators.html.thumbs import Thumbnailer
 from contrastkit.io import atomic_write_text, check_writable
+from contrastkit.store import default_image_store
 from contrastkit.text import MISSING, UNDEFINED, format_number
 
 __all__ = ["MIN_ITEMS", "HtmlReport", "HtmlReportConfig", "write_html_report"]
@@ -45,7 +46,9 @@ class HtmlReportConfig:
         per_page: cards shown at a time in a gallery (the pager shows the rest).
         max_cards: the most cards a gallery keeps (its default order's first ones).
         thumb_size: the longest side of a thumbnail, in pixels.
-        store: the image store VisoGender URLs are read from, if any.
+        store: the image store VisoGender URLs are read from (``None``: the default
+            store, :func:`contrastkit.store.default_image_store`, where evaluating the
+            bundled sets fetched them, if it exists).
 
     Raises:
         ConfigError: no results, or a size that is not positive.
@@ -224,7 +227,10 @@ def write_html_report(config: HtmlReportConfig) -> HtmlReport:
     out.mkdir(parents=True, exist_ok=True)
     comparison = compare_results(ReportConfig(results=config.results, out=out / "comparison.md"))
     thumbs = Thumbnailer(out, config.thumb_size)
-    found = galleries(entries, Drawing(thumbs, config.max_cards, config.store))
+    store = config.store
+    if store is None and default_image_store().is_dir():
+        store = default_image_store()
+    found = galleries(entries, Drawing(thumbs, config.max_cards, store))
     environment = template_environment(__package__ or "", "templates", html=True)
     nav = [{"href": "index.html", "label": "Overview"}]
     nav += [{"href": f"{g.slug}.html", "label": g.title.split(":")[0]} for g in found]
