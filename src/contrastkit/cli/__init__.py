@@ -51,6 +51,7 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
     ),
@@ -70,6 +71,7 @@ def _root(
     """contrastkit: datasets for measuring gender bias in vision-language models."""
     DEBUG["enabled"] = debug
     follow_links(follow_symlinks)
+    ctx.call_on_close(lambda: follow_links(False))  # for this one command only
 
 
 def main() -> None:
