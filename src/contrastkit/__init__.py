@@ -73,6 +73,8 @@ _API: dict[str, str] = {
     "evaluate": "contrastkit.evaluators.job",
     "ReportConfig": "contrastkit.evaluators.job",
     "compare_results": "contrastkit.evaluators.job",
+    "HtmlReportConfig": "contrastkit.evaluators.html",
+    "write_html_report": "contrastkit.evaluators.html",
     "load_model": "contrastkit.models",
     "load_scorer": "contrastkit.models",
     "visogender_files": "contrastkit.evaluators.data",
@@ -235,6 +237,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from contrastkit.evaluators.harness import (
         harness_report as harness_report,
+    )
+    from contrastkit.evaluators.html import (
+        HtmlReportConfig as HtmlReportConfig,
+    )
+    from contrastkit.evaluators.html import (
+        write_html_report as write_html_report,
     )
     from contrastkit.evaluators.job import (
         EvaluateConfig as EvaluateConfig,
