@@ -79,6 +79,7 @@ def test_a_default_box_build_says_its_context_is_the_photo_up_to_webp_noise(
     text = _text(render_card(flux))
     assert "FLUX.1 Kontext [dev]" in text and "InstructPix2Pix" not in text
     assert "image guidance" not in text and "distilled guidance 9.5" in text
+    assert "| distilled guidance | edits | accepted | rate |" in text
 
 
 @pytest.mark.slow
