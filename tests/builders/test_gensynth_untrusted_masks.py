@@ -202,3 +202,24 @@ def test_a_mask_build_edits_exports_and_reports_no_empty_mask(
     selected = run_select_stage(out)
     assert (selected["left_out_empty_mask"], selected["sources_kept"]) == (1, 0)
     assert read_contrast_set(out / "contrast_set.jsonl") == []
+
+
+def test_the_declared_size_is_the_photo_as_shown(coco_dir: Path, tmp_path: Path) -> None:
+    """A JPEG stored 600x512 with an EXIF quarter turn is 512x600 as the build reads it:
+    that is the size its annotations must declare."""
+    from dataclasses import replace as changed
+
+    from PIL import Image
+
+    from contrastkit.builders.coco_files import check_image_sizes
+
+    source = select_sources(read_coco(coco_dir), min_box_side=64).sources[0]
+    file = tmp_path / "turned.jpg"
+    exif = Image.Exif()
+    exif[0x0112] = 6  # rotate 90 degrees clockwise to show
+    Image.new("RGB", (600, 512), (90, 120, 150)).save(file, exif=exif)
+    check_image_sizes([changed(source, path=file, width=512, height=600)])
+    with pytest.raises(DataFormatError, match=r"600x512, but the file is 512x600 \(stored"):
+        check_image_sizes([changed(source, path=file, width=600, height=512)])
+    with pytest.raises(DataFormatError, match="image file not found"):
+        check_image_sizes([changed(source, path=tmp_path / "missing.jpg")])

@@ -15,36 +15,36 @@ __all__ = ["check_image_sizes"]
 
 
 def check_image_sizes(sources: Sequence[SourceImage]) -> None:
-    """Check that each source's image file is there and of the size its COCO annotations
-    declare, which its person box and segmentation were checked against and its mask is
-    rasterised at (the size either way round for a JPEG whose EXIF turns it a quarter);
-    only the headers are read.
+    """Check that each source's image file is there and, as the build reads it (turned
+    as its EXIF orientation says: :mod:`contrastkit.builders.source_photos`), of the size
+    its COCO annotations declare, which its person box and segmentation were checked
+    against and its mask is rasterised at; only the headers are read.
 
     Raises:
         DataFormatError: naming the image file: missing, unreadable, or of another size.
     """
     from PIL import Image
 
+    from contrastkit.pipeline.sources import exif_orientation
+
     for source in sources:
         try:
             with Image.open(source.path) as image:
-                found = image.size
-                turned = image.getexif().get(_ORIENTATION, 1) in (5, 6, 7, 8)
+                stored = image.size
+                turned = exif_orientation(image) in (5, 6, 7, 8)  # a quarter turn
         except FileNotFoundError as error:
             raise DataFormatError(source.path, None, None, "image file not found") from error
         except (OSError, ValueError, Image.DecompressionBombError) as error:
             raise DataFormatError(
                 source.path, None, None, f"not a readable image ({error})"
             ) from error
+        shown = stored[::-1] if turned else stored
         declared = (source.width, source.height)
-        if declared != found and not (turned and declared == found[::-1]):
+        if declared != shown:
+            how = f" (stored {stored[0]}x{stored[1]}, turned by its EXIF)" if turned else ""
             raise DataFormatError(
                 source.path, None, "width",
                 f"the COCO annotations declare image {source.source_id} "
-                f"{declared[0]}x{declared[1]}, but the file is {found[0]}x{found[1]}: its "
-                "person box and segmentation do not describe this image",
+                f"{declared[0]}x{declared[1]}, but the file is {shown[0]}x{shown[1]}{how}: "
+                "its person box and segmentation do not describe this image",
             )  # fmt: skip
-
-
-#: The EXIF tag of an image's orientation.
-_ORIENTATION = 0x0112
