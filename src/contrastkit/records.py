@@ -271,7 +271,8 @@ def data_file(
     reader and exporter (SECURITY.md, "Files a dataset names").
 
     ``value`` must pass :func:`local_file_name` (a relative name without ``..``, or an
-    absolute, ``~/`` or ``file://`` name of a file inside the folder), and the file it
+    absolute, ``~/`` or ``file://`` name of a file inside the folder), name no hidden
+    file or folder (a part starting with ``.``, such as ``.cache``), and the file it
     names, every link resolved, must lie inside the folder, itself resolved: the folder
     may be a link or sit under one, but a link inside it that leads out of it is refused,
     unless :func:`following_links` is on.
@@ -284,6 +285,12 @@ def data_file(
     """
     base = Path(path).parent if folder is None else Path(folder)
     name = local_file_name(path, line, field, value, folder=base)
+    hidden = [part for part in PurePosixPath(name).parts if part.startswith(".")]
+    if hidden:  # .cache/huggingface/token, .ssh/id_rsa, .git/...: never an image
+        raise DataFormatError(
+            path, line, field,
+            f"{value!r} names a hidden file or folder ({hidden[0]}); data files are never hidden",
+        )  # fmt: skip
     file = base / name
     if _LINKS["follow"]:
         return file

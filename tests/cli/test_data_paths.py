@@ -281,3 +281,28 @@ def test_zero_shot_annotations_linked_out_of_the_folder_are_refused(tmp_path: Pa
     with following_links():
         assert load_grouped(root, GroupingOptions(min_images=1)).images
         assert load_grouped(coco, GroupingOptions(min_images=1)).images
+
+
+def test_a_probe_set_saved_in_the_home_folder_cannot_name_the_hub_token(
+    secret: Path, tmp_path: Path
+) -> None:
+    """A hidden file or folder is never a data file, even inside the data folder: a probe
+    set saved in ``~`` that names ``.cache/huggingface/token`` is refused."""
+    home = tmp_path / "home"
+    probes = make_probe_fixture(home)[2]
+    rows = read_probes(probes)
+    hostile = dataclasses.replace(rows[0], image=".cache/huggingface/token")
+    write_probes([hostile, *rows[1:]], probes)
+    out = tmp_path / "export"
+    result = runner.invoke(app, ["export", "stereotype", str(probes), "--out", str(out)])
+    assert result.exit_code == 2 and "hidden file or folder (.cache)" in result.output
+    assert f"{probes}:2" in result.output and not out.exists()
+
+
+def test_export_stereotype_embeds_only_files_that_open_as_images(tmp_path: Path) -> None:
+    probes = make_probe_fixture(tmp_path / "data")[2]
+    (probes.parent / "images" / "00.jpg").write_bytes(TOKEN)  # inside, but not an image
+    out = tmp_path / "export"
+    result = runner.invoke(app, ["export", "stereotype", str(probes), "--out", str(out)])
+    assert result.exit_code == 2 and "is not a readable image" in result.output, result.output
+    assert not out.exists()

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from datasets import ClassLabel, Features, Image, Value
+from PIL import Image as PILImage
 
 from contrastkit.builders.export_folder import (
     ExportResult,
@@ -116,6 +117,19 @@ def _probe_source(source: Path) -> tuple[Path, dict[str, Any] | None]:
     return path, build
 
 
+def _unreadable(file: Path) -> str | None:
+    """Why a local file cannot be embedded (missing, or not an image: an export embeds
+    only files that open as one), or ``None``. Reads the header only."""
+    if not file.is_file():
+        return f"image file not found: {file}"
+    try:
+        with PILImage.open(file):
+            pass
+    except (OSError, SyntaxError, ValueError, PILImage.DecompressionBombError) as error:
+        return f"{file} is not a readable image ({error})"
+    return None
+
+
 def stereotype_config_features(config_name: str, *, with_images: bool = True) -> Features:
     """The features of config ``stereotype`` of a probe-set export (what the
     ``stereotype`` kind declares; :func:`stereotype_features`)."""
@@ -143,7 +157,7 @@ def write_stereotype_export(config: ExportStereotypeConfig) -> ExportResult:
         if with_images:
             file = local[row.id]
             if file is not None:
-                missing = None if file.is_file() else f"image file not found: {file}"
+                missing = _unreadable(file)
             else:
                 assert store is not None
                 sha = store.sha_for_url(row.image)
