@@ -79,6 +79,14 @@ elif point in ("before-summary", "after-edit-entry"):
         calls.append(1)
         return update(*args, **kwargs)
     shards.update_summary = patched
+elif point == "before-journal-marker":  # the old manifest kept, the marker not yet
+    import contrastkit.builders.gensynth.merging as merging
+    write = merging.atomic_write_text
+    def patched(path, text):
+        if pathlib.Path(path).name == "journal.json":
+            die()
+        write(path, text)
+    merging.atomic_write_text = patched
 elif point == "before-journal-end":
     shards.end_merge = lambda out: die()
 elif point.startswith("rename-"):  # mid-write: the temporary file is there, not renamed
@@ -93,6 +101,7 @@ shards.merge_shards(shards.MergeConfig(out, partial=True))
 """
 
 POINTS = (
+    "before-journal-marker",
     "after-manifest",
     "after-sources",
     "before-summary",
@@ -161,6 +170,17 @@ def filtered(coco_dir: Path, tiny_clip_spec: str, tmp_path_factory: pytest.TempP
     return out
 
 
+def _refused_until_merged(out: Path, tmp_path: Path) -> None:
+    """Until the merge is finished, nothing reads the half-merged folder."""
+    for stage in (lambda: run_select_stage(out), lambda: run_filter_stage(out, object(), FILTER)):  # type: ignore[arg-type]
+        with pytest.raises(StateError, match=rf"cut short; run `contrastkit build merge {out}`"):
+            stage()
+    exported = CliRunner().invoke(
+        app, ["export", "contrast", str(out), "--out", str(tmp_path / "x")]
+    )
+    assert exported.exit_code == 2 and "build merge" in exported.stderr
+
+
 @pytest.mark.parametrize("point", POINTS)
 def test_a_merge_killed_at_any_write_is_finished_by_its_rerun(
     filtered: Path, tmp_path: Path, point: str
@@ -179,14 +199,10 @@ def test_a_merge_killed_at_any_write_is_finished_by_its_rerun(
     assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()
     assert (out / JOURNAL).is_dir()
 
-    # Until the merge is finished, nothing reads the half-merged folder.
-    for stage in (lambda: run_select_stage(out), lambda: run_filter_stage(out, object(), FILTER)):  # type: ignore[arg-type]
-        with pytest.raises(StateError, match=rf"cut short; run `contrastkit build merge {out}`"):
-            stage()
-    exported = CliRunner().invoke(
-        app, ["export", "contrast", str(out), "--out", str(tmp_path / "x")]
-    )
-    assert exported.exit_code == 2 and "build merge" in exported.stderr
+    if point == "before-journal-marker":  # nothing changed yet: nothing to refuse
+        assert Manifest(out).path.read_bytes() == Manifest(filtered).path.read_bytes()
+    else:
+        _refused_until_merged(out, tmp_path)
 
     rerun = merge_shards(MergeConfig(out))
     assert (rerun.new_edits, rerun.unfiltered, rerun.edits) == (clean.new_edits, total, total)
