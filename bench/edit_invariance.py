@@ -2,6 +2,7 @@
 
     python bench/edit_invariance.py             # the suite's resume test: 32 px, 4 steps
     python bench/edit_invariance.py --steps 8 --resolution 64
+    python bench/edit_invariance.py --smoke     # seconds: 1 photo, batches 1 and 2, 1 step
 
 The edit stage (:func:`contrastkit.builders.gensynth.run_edit_stage`) builds the same 16
 edits (2 shipped photos x 8 masculine / feminine instructions, one guidance scale) with
@@ -57,7 +58,8 @@ def _build(
                             resolution=args.resolution)  # fmt: skip
     out = Path(tempfile.mkdtemp(dir=work))
     editor = load_editor(work / "editor", ModelConfig(device="cpu", batch_size=batch))
-    stage = EditStageConfig(work / "coco", out, settings, limit=2, min_box_side=64,
+    limit = 1 if args.smoke else 2
+    stage = EditStageConfig(work / "coco", out, settings, limit=limit, min_box_side=64,
                             edits_per_call=batch, image_format=image_format)  # fmt: skip
     run_edit_stage(stage, editor)
     return {
@@ -82,55 +84,62 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--resolution", type=int, default=32)
+    parser.add_argument("--smoke", action="store_true", help="1 photo, batches 1 and 2, 1 step")
     parser.add_argument("--child", help="(internal) print the digest of one build: WORK")
     args = parser.parse_args()
+    if args.smoke:
+        args.steps, args.resolution = 1, 16
+    big = 2 if args.smoke else 8  # the largest batch
+    batches = (1, 2) if args.smoke else (1, 2, 8)
 
     if args.child:
         work = Path(args.child)
-        print(_digest(_build(work, 8, 2, args)))
+        print(_digest(_build(work, big, 2, args)))
         return
 
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         write_coco(work / "coco")
         tiny_instruct_pix2pix(work / "editor")  # the suite's tiny editor, read by _build
-        builds = {(b, t): _build(work, b, t, args) for b in (1, 2, 8) for t in (1, 2)}
-        again = {(b, t): _build(work, b, t, args) for b in (1, 8) for t in (1, 2)}
-        webp = {b: _build(work, b, 2, args, "webp") for b in (1, 8)}
+        builds = {(b, t): _build(work, b, t, args) for b in batches for t in (1, 2)}
+        again = {(b, t): _build(work, b, t, args) for b in (1, big) for t in (1, 2)}
+        webp = {b: _build(work, b, 2, args, "webp") for b in (1, big)}
         child = subprocess.run(
             [sys.executable, __file__, "--child", tmp, "--steps", str(args.steps),
-             "--resolution", str(args.resolution)],
+             "--resolution", str(args.resolution), *(["--smoke"] if args.smoke else [])],
             check=True, capture_output=True, text=True,
         ).stdout.strip().splitlines()[-1]  # fmt: skip
 
         torch.set_num_threads(2)
         timings = {}
-        for batch in (1, 8):
+        repeats = 1 if args.smoke else 3
+        for batch in (1, big):
             _build(work, batch, 2, args)  # warm-up
             start = time.perf_counter()
-            for _ in range(3):
+            for _ in range(repeats):
                 _build(work, batch, 2, args)
-            timings[batch] = (time.perf_counter() - start) / 3
+            timings[batch] = (time.perf_counter() - start) / repeats
 
     edits = len(builds[(1, 1)])
     print(f"machine: {platform.machine()}, {_cpu()}, torch {torch.__version__}; "
           f"{edits} edits, {args.resolution} px, {args.steps} steps")  # fmt: skip
     for t in (1, 2):
-        for b in (2, 8):
+        for b in batches[1:]:
             print(f"  threads {t}: batch {b} vs batch 1: max |diff| = "
                   f"{_max_diff(builds[(b, t)], builds[(1, t)])} grey levels")  # fmt: skip
-    for b in (1, 2, 8):
+    for b in batches:
         print(f"  batch {b}: threads 1 vs 2: max |diff| = "
               f"{_max_diff(builds[(b, 1)], builds[(b, 2)])} grey levels")  # fmt: skip
     for (b, t), edits_again in again.items():
         print(f"  batch {b}, threads {t}: build 1 vs build 2 (same process): max |diff| = "
               f"{_max_diff(edits_again, builds[(b, t)])}")  # fmt: skip
-    print(f"  stored as WebP (lossy, the default), threads 2: batch 8 vs batch 1: max |diff| = "
-          f"{_max_diff(webp[8], webp[1])} grey levels")  # fmt: skip
-    print(f"  batch 8, threads 2: a fresh process byte-identical: "
-          f"{child == _digest(builds[(8, 2)])}")  # fmt: skip
-    print(f"  seconds per build: batch 1 {timings[1]:.2f}, batch 8 {timings[8]:.2f}: a batch "
-          f"of 1 per pass costs {timings[1] / timings[8]:.2f}x the batched time")  # fmt: skip
+    print(f"  stored as WebP (lossy, the default), threads 2: batch {big} vs batch 1: max "
+          f"|diff| = {_max_diff(webp[big], webp[1])} grey levels")  # fmt: skip
+    print(f"  batch {big}, threads 2: a fresh process byte-identical: "
+          f"{child == _digest(builds[(big, 2)])}")  # fmt: skip
+    ratio = timings[1] / timings[big]
+    print(f"  seconds per build: batch 1 {timings[1]:.2f}, batch {big} {timings[big]:.2f}: a "
+          f"batch of 1 per pass costs {ratio:.2f}x the batched time")  # fmt: skip
 
 
 def _cpu() -> str:

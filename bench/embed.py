@@ -21,6 +21,7 @@ Printed: images/s of each, (e)/(f) (target: at least 90% on a CPU, 80% on a GPU)
 
 Usage:  python bench/embed.py [--device cuda] [--batch-size 256] [--images 20000]
         python bench/embed.py --quick          # CPU-sized: 256 images, batch 32
+        python bench/embed.py --smoke          # seconds: a tiny OpenCLIP model, 16 images
 """
 
 from __future__ import annotations
@@ -43,6 +44,16 @@ from contrastkit.pipeline.batches import _Item, _raw_batches, _resolve_mode
 from contrastkit.samples import photo_crops
 
 SPEC = "open_clip:ViT-B-32/random"
+
+
+def model_spec(smoke: bool, folder: Path) -> str:
+    """ViT-B-32 with random weights, or (``smoke``) a tiny OpenCLIP model written to
+    ``folder``: the same code paths in seconds, the figures meaningless."""
+    if not smoke:
+        return SPEC
+    from contrastkit.tiny.clip import tiny_open_clip
+
+    return tiny_open_clip(folder)
 
 
 def device_name(device: torch.device) -> str:
@@ -75,10 +86,7 @@ def forward_rate(scorer: DualEncoder, batch_size: int, n_images: int) -> float:
 def pipeline_rate(scorer: DualEncoder, paths: list[Any], batch_size: int) -> float:
     """(p): images/s of the pipeline alone, batches delivered on the model's device."""
     start = time.perf_counter()
-    for batch in image_batches(
-        paths, batch_size=batch_size, preprocess=scorer.image_preprocess,
-        device=scorer.device, config=scorer.pipeline,
-    ):  # fmt: skip
+    for batch in image_batches(paths, scorer, batch_size=batch_size, config=scorer.pipeline):
         assert batch.pixels is not None
     sync(scorer.device)
     return len(paths) / (time.perf_counter() - start)
@@ -113,27 +121,30 @@ def main() -> None:
     parser.add_argument("--decode", default="auto", choices=DECODE_MODES)
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--quick", action="store_true", help="256 images")
+    parser.add_argument("--smoke", action="store_true", help="a tiny model, 16 images (seconds)")
     args = parser.parse_args()
     cuda = (args.device or ("cuda" if torch.cuda.is_available() else "cpu")).startswith("cuda")
-    batch_size = args.batch_size or (256 if cuda else 32)
-    n = args.images or (256 if args.quick else 20000 if cuda else 512)
+    batch_size = args.batch_size or (8 if args.smoke else 256 if cuda else 32)
+    n = args.images or (16 if args.smoke else 256 if args.quick else 20000 if cuda else 512)
     config = ModelConfig(
         device=args.device, dtype=args.dtype, batch_size=batch_size, workers=args.workers,
         decode=args.decode,
     )  # fmt: skip
-    scorer = load_scorer(SPEC, config)
-    assert isinstance(scorer, DualEncoder)
-    device = scorer.device
-    workers = auto_workers(device) if args.workers is None else args.workers
-    mode = _resolve_mode(scorer.pipeline, scorer.image_preprocess, device)
-    print(
-        f"{SPEC} (random weights), device {device} ({device_name(device)}), dtype {scorer.dtype}, "
-        f"batch {batch_size}, {n} JPEGs 320x240, decode {args.decode} ({mode}), workers {workers}, "
-        f"torch threads {torch.get_num_threads()}"
-    )
     with tempfile.TemporaryDirectory() as tmp:
+        spec = model_spec(args.smoke, Path(tmp) / "model")
+        scorer = load_scorer(spec, config)
+        assert isinstance(scorer, DualEncoder)
+        device = scorer.device
+        workers = auto_workers(device) if args.workers is None else args.workers
+        mode = _resolve_mode(scorer.pipeline, scorer.image_preprocess, device)
+        print(
+            f"{spec} (random weights), device {device} ({device_name(device)}), "
+            f"dtype {scorer.dtype}, batch {batch_size}, {n} JPEGs 320x240, decode {args.decode} "
+            f"({mode}), workers {workers}, torch threads {torch.get_num_threads()}"
+        )
         start = time.perf_counter()
-        paths = photo_crops(Path(tmp), n)
+        (Path(tmp) / "images").mkdir()
+        paths = photo_crops(Path(tmp) / "images", n)
         print(f"wrote the workload in {time.perf_counter() - start:.1f} s")
         end_to_end_rate(scorer, paths[: 2 * batch_size], batch_size)  # warm-up (cuDNN, nvJPEG)
         forward = forward_rate(scorer, batch_size, max(4 * batch_size, min(n, 64 * batch_size)))

@@ -26,6 +26,7 @@ CPU it is within the noise of the model's time). On a GPU the
 dataset is repeated ``--copies`` times (default 20, 13,800 images) for a steady state.
 
 Usage:  python bench/eval.py [--quick] [--device cuda] [--batch-size 256] [--copies 20]
+        python bench/eval.py --smoke    # seconds: a tiny OpenCLIP model, 1 row per occupation
 """
 
 from __future__ import annotations
@@ -47,16 +48,15 @@ from contrastkit.pipeline import DECODE_MODES
 from contrastkit.samples import write_visogender_workload
 from contrastkit.templates import captions, templates_for
 from contrastkit.tsv import read_visogender_tsv, write_visogender_tsv
-from embed import SPEC, device_name, end_to_end_rate, forward_rate, pipeline_rate, sync
+from embed import device_name, end_to_end_rate, forward_rate, model_spec, pipeline_rate, sync
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def write_workload(folder: Path, quick: bool, copies: int = 1) -> list[Path]:
-    """The official rows with local JPEGs; ``quick`` keeps 4 OP and 2 OO rows per
-    occupation; ``copies`` > 1 repeats the dataset under new IDs (a longer steady state
-    for a fast GPU)."""
-    keep = {"OP": 4, "OO": 2} if quick else None
+def write_workload(folder: Path, keep: dict[str, int] | None, copies: int = 1) -> list[Path]:
+    """The official rows with local JPEGs; ``keep``: rows kept per occupation and
+    context (``None``: all); ``copies`` > 1 repeats the dataset under new IDs (a longer
+    steady state for a fast GPU)."""
     tsvs = list(visogender_files())
     paths = []
     for copy in range(copies):
@@ -76,9 +76,8 @@ def write_workload(folder: Path, quick: bool, copies: int = 1) -> list[Path]:
 
 def official_style(scorer: OpenCLIPScorer, items: list, loader: ImageLoader) -> float:
     """Seconds for (a): per image and template, decode, then model(image, captions)."""
-    import open_clip
 
-    tokenizer = open_clip.get_tokenizer("ViT-B-32")
+    tokenizer = scorer.tokenizer
     model = scorer.model
     start = time.perf_counter()
     for item in items:
@@ -116,29 +115,32 @@ def main() -> None:
     parser.add_argument("--dtype", default="auto")
     parser.add_argument("--decode", default="auto", choices=DECODE_MODES)
     parser.add_argument("--skip-official", action="store_true", help="skip (a)")
+    parser.add_argument("--smoke", action="store_true", help="a tiny model, 1 row per occupation")
     args = parser.parse_args()
     cuda = (args.device or ("cuda" if torch.cuda.is_available() else "cpu")).startswith("cuda")
-    batch_size = args.batch_size or (256 if cuda else 32)
-    copies = args.copies or (20 if cuda else 1)
+    batch_size = args.batch_size or (8 if args.smoke else 256 if cuda else 32)
+    copies = args.copies or (20 if cuda and not args.smoke else 1)
+    keep = {"OP": 1, "OO": 1} if args.smoke else {"OP": 4, "OO": 2} if args.quick else None
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        items = load_items(write_workload(folder, args.quick, copies))
+        items = load_items(write_workload(folder, keep, copies))
+        spec = model_spec(args.smoke, folder / "model")
         loader = ImageLoader()
         cases = sum(len(templates_for(item.row.context)) for item in items)
         config = ModelConfig(
             device=args.device, dtype=args.dtype, batch_size=batch_size, decode=args.decode
         )
-        scorer = load_scorer(SPEC, config)
+        scorer = load_scorer(spec, config)
         assert isinstance(scorer, OpenCLIPScorer)
         device = scorer.device
         print(
-            f"workload: {len(items)} images, {cases} resolution cases, {SPEC} (random weights), "
+            f"workload: {len(items)} images, {cases} resolution cases, {spec} (random weights), "
             f"device {device} ({device_name(device)}), dtype {scorer.dtype}, batch {batch_size}, "
             f"decode {args.decode}, torch threads {torch.get_num_threads()}"
         )
         rate_a = None
         if not args.skip_official:
-            baseline = load_scorer(SPEC, replace(config, batch_size=1))
+            baseline = load_scorer(spec, replace(config, batch_size=1))
             assert isinstance(baseline, OpenCLIPScorer)
             official_items = items[: len(items) // copies]
             official_style(baseline, official_items[:2], loader)  # warm-up
@@ -146,7 +148,7 @@ def main() -> None:
             rate_a = len(official_items) / seconds_a
             print(f"(a) official-style, one image at a time: {rate_a:.1f} images/s")
         warm = items[: 2 * batch_size]  # warm-up on another scorer: its captions stay cold
-        warm_scorer = load_scorer(SPEC, config)
+        warm_scorer = load_scorer(spec, config)
         batches = ImageBatches(loader, batch_size)
         score_dataset(warm, warm_scorer, folder / "warm", EvalConfig(), batches)
         start = time.perf_counter()

@@ -9,6 +9,7 @@ Random weights make margins tiny (a stress test: a trained model separates its
 candidates by far more than half-precision rounding).
 
 Usage:  python bench/precision.py [--device cuda]
+        python bench/precision.py --smoke    # seconds: a tiny OpenCLIP model, 1 row per occupation
 """
 
 from __future__ import annotations
@@ -25,26 +26,29 @@ from contrastkit.evaluators.data import ImageLoader, load_items, visogender_file
 from contrastkit.evaluators.runner import EvalConfig, ImageBatches, score_dataset
 from contrastkit.models import load_scorer
 from contrastkit.samples import write_visogender_workload
-from embed import SPEC, device_name
+from embed import device_name, model_spec
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default=None)
+    parser.add_argument("--smoke", action="store_true", help="a tiny model, 1 row per occupation")
     args = parser.parse_args()
     cuda = (args.device or ("cuda" if torch.cuda.is_available() else "cpu")).startswith("cuda")
     dtypes = ("float32", "float16", "bfloat16") if cuda else ("float32", "bfloat16")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         tsvs = list(visogender_files())
-        items = load_items(write_visogender_workload(folder, tsvs))
+        keep = {"OP": 1, "OO": 1} if args.smoke else None
+        items = load_items(write_visogender_workload(folder, tsvs, per_occupation=keep))
+        spec = model_spec(args.smoke, folder / "model")
         torch.manual_seed(0)
-        base = load_scorer(SPEC, ModelConfig(device=args.device, dtype="float32", batch_size=64))
+        base = load_scorer(spec, ModelConfig(device=args.device, dtype="float32", batch_size=64))
         state = {k: v.clone() for k, v in base.model.state_dict().items()}  # type: ignore[attr-defined]
-        print(f"{SPEC} (random weights), device {base.device} ({device_name(base.device)})")
+        print(f"{spec} (random weights), device {base.device} ({device_name(base.device)})")
         runs = {}
         for name in dtypes:
-            scorer = load_scorer(SPEC, ModelConfig(device=args.device, dtype=name, batch_size=64))
+            scorer = load_scorer(spec, ModelConfig(device=args.device, dtype=name, batch_size=64))
             scorer.model.load_state_dict(state)  # type: ignore[attr-defined]
             config = EvalConfig(tasks=("resolution",))
             start = time.perf_counter()

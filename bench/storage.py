@@ -2,6 +2,7 @@
 
     python bench/storage.py            # both parts (~1-2 min on 2 CPU cores)
     python bench/storage.py --json     # the figures as JSON
+    python bench/storage.py --smoke    # seconds: one source, one step
 
 **tiny** : the tiny GenSynth build (the shipped COCO-format photos of
 :func:`contrastkit.samples.write_coco`, 3 sources, the tiny InstructPix2Pix of
@@ -44,8 +45,9 @@ def _pixels(path: Path) -> np.ndarray:
         return np.asarray(image.convert("RGB"))
 
 
-def tiny_build(work: Path) -> dict[str, Any]:
-    """Bytes per edit of the tiny build in each storage format."""
+def tiny_build(work: Path, smoke: bool = False) -> dict[str, Any]:
+    """Bytes per edit of the tiny build in each storage format (``smoke``: one source,
+    one step)."""
     from contrastkit.builders.gensynth import EditStageConfig, run_edit_stage
     from contrastkit.builders.manifest import Manifest
     from contrastkit.config import ModelConfig
@@ -55,11 +57,13 @@ def tiny_build(work: Path) -> dict[str, Any]:
 
     coco = write_coco(work / "coco")
     editor = load_editor(tiny_instruct_pix2pix(work / "editor"), ModelConfig(device="cpu"))
-    settings = EditSettings(text_guidance_scales=(9.5,), steps=2, resolution=32)
+    settings = EditSettings(text_guidance_scales=(9.5,), steps=1 if smoke else 2, resolution=32)
+    limit = 1 if smoke else None
     paths: dict[str, dict[str, Path]] = {}
     for image_format in ("png", "webp", "jpeg"):
         out = work / image_format
-        stage = EditStageConfig(coco, out, settings, min_box_side=64, image_format=image_format)
+        stage = EditStageConfig(coco, out, settings, limit=limit, min_box_side=64,
+                                image_format=image_format)  # fmt: skip
         run_edit_stage(stage, editor)
         paths[image_format] = {r.edit_id: out / r.path for r in Manifest(out).read()}
     rows: dict[str, Any] = {}
@@ -117,9 +121,10 @@ def photos() -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--smoke", action="store_true", help="one source, one step (seconds)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as work:
-        results = {"tiny": tiny_build(Path(work)), "photo_640x480": photos()}
+        results = {"tiny": tiny_build(Path(work), args.smoke), "photo_640x480": photos()}
     if args.json:
         print(json.dumps(results, indent=2))
         return 0
