@@ -163,7 +163,8 @@ def contrast_gallery(entries: Sequence[Entry], drawing: Drawing) -> Gallery | No
                 f"{gender} version",
                 f"Source {source}, {gender} version; "
                 + "; ".join(
-                    f"{m}: score {_number(r.get(f'score_{gender}'))}" for m, r in models.items()
+                    f"{short_model(m)}: score {_number(r.get(f'score_{gender}'))}"
+                    for m, r in models.items()
                 ),
                 gender,
             )
@@ -282,7 +283,9 @@ def visogender_gallery(entries: Sequence[Entry], drawing: Drawing) -> Gallery | 
             if template is not None:
                 shown = captions(item.row, template, [Gender(g) for g in first["scores"]])
                 candidate = " / ".join(shown.values())
-        choices = "; ".join(f"{m}: {_pronoun(r[0].get('predicted'))}" for m, r in models.items())
+        choices = "; ".join(
+            f"{short_model(m)}: {_pronoun(r[0].get('predicted'))}" for m, r in models.items()
+        )
         alt = f"Image {first.get('idx')} ({first.get('occupation')}); chose {choices}"
         if item is None:
             thumb = drawing.thumbs.missing(
@@ -418,7 +421,7 @@ def _decision_card(
             f"contrast:{images.path}:{source}:{g}",
             images.opener(source, g),
             f"{g} version",
-            f"Source {source}, {g} version; {entry.model} answered {answers[g]}",
+            f"Source {source}, {g} version; {short_model(entry.model)} answered {answers[g]}",
             g,
         )
         for g in VERSIONS
@@ -434,6 +437,10 @@ def _decision_card(
         sort={"row": float(row), "source": _as_number(source)},
         subtitle=f"{order}",
     )
+
+
+#: The captions of a probe row, in the order of its scores (VLStereoSet Sec. 3.3).
+_KINDS = ("stereotype", "anti-stereotype", "unrelated")
 
 
 # -- stereotype probes ----------------------------------------------------------------
@@ -463,13 +470,16 @@ def stereotype_gallery(entries: Sequence[Entry], drawing: Drawing) -> Gallery | 
                 p = probs[n] if n < len(probs) else None
                 lines.append(
                     Line(
-                        f"{short_model(model)}: {caption}",
+                        f"{short_model(model)}: {_KINDS[n] if n < 3 else 'caption'}: {caption}",
                         _number(p),
                         mark="chosen" if n == best else "",
                     )
                 )
         ref = str(first.get("image", ""))
-        alt = f"Probe {row_id} ({first.get('label')}); captions: " + " / ".join(captions)
+        answers = "; ".join(
+            f"{short_model(m)} chose {_chosen(r, captions)}" for m, r in models.items()
+        )
+        alt = f"Probe image {row_id} ({first.get('label')}); {answers}"
 
         def open_image(ref: str = ref, data: str = data) -> Image.Image:
             from contrastkit.pipeline.sources import decode
@@ -502,6 +512,14 @@ def stereotype_gallery(entries: Sequence[Entry], drawing: Drawing) -> Gallery | 
         tuple(labels),
         tuple(chosen),
     )
+
+
+def _chosen(record: Mapping[str, Any], captions: Sequence[str]) -> str:
+    """The caption a model gave the highest probability, quoted, or ``n/a``."""
+    probs = list(record.get("probabilities") or [])
+    if not probs or len(probs) != len(captions):
+        return UNDEFINED
+    return repr(captions[max(range(len(probs)), key=probs.__getitem__)])
 
 
 def galleries(entries: Iterable[Entry], drawing: Drawing) -> list[Gallery]:
