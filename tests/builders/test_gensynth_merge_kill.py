@@ -201,6 +201,8 @@ def test_a_merge_killed_at_any_write_is_finished_by_its_rerun(
 
     if point == "before-journal-marker":  # nothing changed yet: nothing to refuse
         assert Manifest(out).path.read_bytes() == Manifest(filtered).path.read_bytes()
+        run_select_stage(out)  # which removes what the killed run left
+        assert _temporary(out) == [] and not (out / JOURNAL).exists()
     else:
         _refused_until_merged(out, tmp_path)
 

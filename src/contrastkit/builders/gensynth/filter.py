@@ -14,7 +14,7 @@ import numpy as np
 from PIL import Image
 
 from contrastkit.builders.coco import SourceImage
-from contrastkit.builders.gensynth.merging import require_no_pending_merge
+from contrastkit.builders.gensynth.merging import clean_after_kill
 from contrastkit.builders.gensynth.summary import (
     Progress,
     load_image,
@@ -287,7 +287,7 @@ def run_filter_stage(
     settings = FilterSettings() if settings is None else settings
     k = settings.k
     out = Path(out)
-    require_no_pending_merge(out, "run the filter stage")
+    clean_after_kill(out, "run the filter stage")
     manifest = Manifest(out)
     records = manifest.read()
     if not records:

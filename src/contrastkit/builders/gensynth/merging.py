@@ -31,7 +31,12 @@ from pathlib import Path
 from typing import Any
 
 from contrastkit.builders.gensynth.summary import read_summary
-from contrastkit.builders.manifest import MANIFEST, EditRecord, Manifest
+from contrastkit.builders.manifest import (
+    MANIFEST,
+    EditRecord,
+    Manifest,
+    remove_stale_temp_files,
+)
 from contrastkit.errors import DataFormatError, StateError
 from contrastkit.io import atomic_write_text
 from contrastkit.records import read_json_object
@@ -39,6 +44,7 @@ from contrastkit.records import read_json_object
 __all__ = [
     "JOURNAL",
     "begin_merge",
+    "clean_after_kill",
     "end_merge",
     "manifest_before_merge",
     "merged_edit_entry",
@@ -69,6 +75,17 @@ def require_no_pending_merge(out: str | Path, what: str) -> None:
             f"{Path(out) / JOURNAL}: a `contrastkit build merge` on this folder was cut "
             f"short; run `contrastkit build merge {out}` again before you {what}"
         )
+
+
+def clean_after_kill(out: str | Path, what: str) -> None:
+    """Before a stage that holds ``out``'s build lock runs (``what``: e.g. "run the
+    filter stage"): refuse a folder whose last merge was cut short
+    (:func:`require_no_pending_merge`), else remove what a killed run left: the temporary
+    files (:func:`~contrastkit.builders.manifest.remove_stale_temp_files`) and a journal
+    never completed (a merge killed before it changed anything)."""
+    require_no_pending_merge(out, what)
+    shutil.rmtree(Path(out) / JOURNAL, ignore_errors=True)
+    remove_stale_temp_files(Path(out))
 
 
 def manifest_before_merge(out: Path) -> list[EditRecord]:

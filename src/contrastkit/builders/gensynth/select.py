@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from contrastkit.builders.coco import SourceImage
-from contrastkit.builders.gensynth.merging import require_no_pending_merge
+from contrastkit.builders.gensynth.merging import clean_after_kill
 from contrastkit.builders.gensynth.summary import update_summary
 from contrastkit.builders.manifest import (
     CONTRAST_SET,
@@ -51,7 +51,7 @@ def run_select_stage(out: str | Path, *, seed: int = 0) -> dict[str, Any]:
             (run the edit and filter stages first).
     """
     out = Path(out)
-    require_no_pending_merge(out, "run the select stage")
+    clean_after_kill(out, "run the select stage")
     manifest = Manifest(out)
     # pass 1: only what the draw needs, so memory does not grow with whole records
     source_ids: list[str] = []
