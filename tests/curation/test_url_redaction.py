@@ -128,3 +128,25 @@ def test_a_url_without_credentials_is_written_exactly_as_given() -> None:
     for url in ("http://example.org/a.jpg?", "http://example.org/a.jpg#", "https://x.org/@me"):
         assert redact_url(url) == url
         assert URLCheck(url, Status.OK).to_dict()["url"] == url
+
+
+def test_evaluate_lists_skipped_rows_without_credentials(
+    tmp_path: Path, tiny_clip_spec: str
+) -> None:
+    """A row left out (its URL not in the store) is listed in the results by its URL,
+    redacted: evaluate's results files are results files too."""
+    from eval_data import write_small_dataset
+
+    secret = "https://alice:hunter2pass@img.example.org/a.jpg?token=tok3n-value"
+    tsvs = write_small_dataset(tmp_path / "data", lambda n, p: secret if n == 0 else p.name)
+    tsv = next(p for p in tsvs.values() if secret in p.read_text(encoding="utf-8"))
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["evaluate", "visogender", "--data", str(tsv), "--model",
+                                 tiny_clip_spec, "--out", str(out), "--skip-missing",
+                                 "--bootstrap", "0", "--device", "cpu"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    _holds_no_secret(result.output, "evaluate's console")
+    written = [p for p in out.rglob("*") if p.is_file()]
+    assert any("img.example.org/a.jpg" in p.read_text("utf-8", "replace") for p in written)
+    for path in written:
+        _holds_no_secret(path.read_bytes(), str(path))

@@ -118,13 +118,16 @@ class SkippedRow:
     reason: str
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (one entry of the results' ``skipped_rows.rows``)."""
+        """A JSON-ready dict (one entry of the results' ``skipped_rows.rows``), the URL
+        without credentials (SECURITY.md)."""
+        from contrastkit.curation.urls import redact_url
+
         return {
             "idx": self.idx,
             "context": self.context,
             "source": self.source,
             "line": self.line,
-            "url": self.url,
+            "url": redact_url(self.url),
             "reason": self.reason,
         }
 
