@@ -15,6 +15,7 @@ from contrastkit.builders.manifest import Manifest, read_contrast_set
 from contrastkit.curation.faces import FaceDetector
 
 
+@pytest.mark.model_outputs
 @pytest.mark.slow
 def test_genswap_replaces_the_astronauts_face_and_resumes(
     coco_dir: Path, face_bank: Path, face_detector: FaceDetector, tmp_path: Path

@@ -109,6 +109,7 @@ def assert_same(ray: dict[str, Any], local: dict[str, Any]) -> None:
         np.testing.assert_allclose(ray["embeddings"][key], vector, atol=1e-6)
 
 
+@pytest.mark.model_outputs
 @pytest.mark.slow
 def test_engine_ray_builds_the_same_folder_as_local_and_resumes_a_local_run(
     ray_local: Any,

@@ -121,6 +121,7 @@ def _one_instruction(tmp_path: Path) -> Path:
         "qwen-image-edit",
     ],
 )
+@pytest.mark.model_outputs
 def test_a_whole_build_through_each_family_records_it_and_resumes(
     prefix: str, coco_dir: Path, tiny_clip_spec: str, tmp_path: Path
 ) -> None:

@@ -170,6 +170,7 @@ def test_the_official_protocol_scores_their_and_two_way_does_not(
         assert f"Protocol `{protocol}`" in report
 
 
+@pytest.mark.model_outputs
 def test_resuming_reuses_raw_scores_and_recomputes_only_what_is_missing(
     dataset: Path, tmp_path: Path
 ) -> None:

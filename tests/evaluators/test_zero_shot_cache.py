@@ -131,6 +131,7 @@ def test_a_rerun_embeds_nothing_and_gives_the_same_results(
     assert _aps(again) == _aps(dict(result.results))
 
 
+@pytest.mark.model_outputs
 @pytest.mark.slow
 def test_an_interrupted_run_resumes_and_embeds_only_the_rest(
     spec: str, vg: Path, tmp_path: Path, use: Any

@@ -55,10 +55,17 @@ def tiny_blip_itm(folder: Path, name: str = "tiny-blip-itm", seed: int = 0) -> s
     return f"blip-itm:{path}"
 
 
-def tiny_vilt(folder: Path, name: str = "tiny-vilt", seed: int = 0) -> str:
+def tiny_vilt(
+    folder: Path, name: str = "tiny-vilt", seed: int = 0, initializer_range: float = 0.02
+) -> str:
     """Write a tiny ``ViltForImageAndTextRetrieval`` folder under ``folder/name`` and
     return its spec, ``vilt:FOLDER``. Its image processor keeps ViLT's aspect-preserving
-    resize (shorter side 32 pixels, sides multiples of 8) and pads with a pixel mask."""
+    resize (shorter side 32 pixels, sides multiples of 8) and pads with a pixel mask.
+
+    ``initializer_range``: the standard deviation of the random weights. At ViLT's
+    0.02 the tiny model scores every caption of an image alike (differences near float32
+    rounding, 1e-9 to 1e-7); a larger one makes its scores depend on the image and text
+    well above rounding, as a test that compares figures across CPUs needs."""
     import torch
     from transformers import ViltConfig, ViltForImageAndTextRetrieval, ViltImageProcessor
 
@@ -76,6 +83,7 @@ def tiny_vilt(folder: Path, name: str = "tiny-vilt", seed: int = 0) -> str:
         image_size=IMAGE_SIZE,
         patch_size=8,
         max_image_length=-1,
+        initializer_range=initializer_range,
     )
     ViltForImageAndTextRetrieval(config).save_pretrained(path)
     processor = ViltImageProcessor(size={"shortest_edge": IMAGE_SIZE}, size_divisor=8)  # type: ignore[call-arg]
