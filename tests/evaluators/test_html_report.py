@@ -88,6 +88,9 @@ def test_every_image_is_a_local_webp_thumbnail_with_alt_text(site: Path) -> None
     assert seen > 40
     contrast = (site / "gallery-contrast.html").read_text(encoding="utf-8")
     assert re.search(r'alt="Source \d+, masculine version; open_clip:\S+: score -?\d', contrast)
+    # what each neutral query retrieved first, with its gender label
+    assert re.search(r'alt="Retrieved 1 by open_clip:\S+: source \d, (masculine|feminine) version"',
+                     contrast)  # fmt: skip
 
 
 def test_evaluate_html_writes_the_report_of_what_it_evaluated(

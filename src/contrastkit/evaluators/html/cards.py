@@ -68,6 +68,8 @@ class Card:
         marks: the flags that apply to it (filterable: ``misresolved``, ``flipped``).
         sort: numeric sort keys by name (a gap, a probability).
         subtitle: a line under the title (the captions, the question).
+        strips: rows of small images with what they are (``(label, thumbs)``: what a
+            query retrieved first, best first).
     """
 
     title: str
@@ -77,6 +79,7 @@ class Card:
     marks: tuple[str, ...] = ()
     sort: Mapping[str, float] = field(default_factory=dict)
     subtitle: str = ""
+    strips: tuple[tuple[str, tuple[Thumb, ...]], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from PIL import Image
 
 from contrastkit.errors import ContrastkitError, DataFormatError
 from contrastkit.evaluators.html.cards import Card, Entry, Gallery, Line
-from contrastkit.evaluators.html.thumbs import Thumbnailer
+from contrastkit.evaluators.html.thumbs import Thumb, Thumbnailer
 from contrastkit.records import json_lines
 from contrastkit.text import UNDEFINED, format_number
 
@@ -184,6 +184,11 @@ def contrast_gallery(entries: Sequence[Entry], drawing: Drawing) -> Gallery | No
                     "source": _as_number(source),
                 },
                 subtitle=f"Query: {queries[(data, source)]}",
+                strips=tuple(
+                    _retrieved(model, record, images, drawing)
+                    for model, record in models.items()
+                    if record.get("top")
+                ),
             )
         )
     return Gallery(
@@ -205,6 +210,30 @@ def contrast_gallery(entries: Sequence[Entry], drawing: Drawing) -> Gallery | No
         ("leans masculine", "leans feminine"),
         tuple(chosen),
     )
+
+
+#: The most retrieved images a contrast card shows per model.
+TOP_SHOWN = 8
+
+
+def _retrieved(
+    model: str, record: Mapping[str, Any], images: _ContrastImages, drawing: Drawing
+) -> tuple[str, tuple[Thumb, ...]]:
+    """What ``model`` retrieved first for the card's query (its ``top`` ids,
+    ``source:gender``), as small thumbnails labelled with their gender."""
+    shown = []
+    for rank, ident in enumerate(list(record.get("top") or [])[:TOP_SHOWN], start=1):
+        source, _, gender = str(ident).rpartition(":")
+        shown.append(
+            drawing.thumbs.thumb(
+                f"contrast:{images.path}:{source}:{gender}",
+                images.opener(source, gender),
+                f"{rank} {gender[:3]}.",
+                f"Retrieved {rank} by {short_model(model)}: source {source}, {gender} version",
+                gender if gender in VERSIONS else None,
+            )
+        )
+    return f"Retrieved first by {short_model(model)}", tuple(shown)
 
 
 def _top_genders(record: Mapping[str, Any]) -> str:
