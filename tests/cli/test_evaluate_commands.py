@@ -23,17 +23,18 @@ IMAGES = {"--store", "--fetch", "--no-fetch", "--skip-missing", "--no-skip-missi
 NETWORK = {"--concurrency", "--timeout", "--retries", "--allow-private", "--no-allow-private",
            "--allow-network", "--resolve"}  # fmt: skip
 BOOTSTRAP = {"--bootstrap", "--confidence", "--seed"}
+HTML = {"--html"}  # the HTML report of the results (the zero-shot analysis has none)
 ZERO_SHOT = {"--predictions", "--prompt", "--layout", "--min-images", "--images-without-concepts",
              "--filter-split", "--concept-map", "--bins", "--calibration", "--temperature",
              "--words", "--word-source", "--compare", "--threshold", "--top"}  # fmt: skip
 
 #: What each task reads (the analyses its job runs); nothing else is offered.
 EXPECTED = {
-    "visogender": COMMON | IMAGES | NETWORK | BOOTSTRAP | {
+    "visogender": COMMON | HTML | IMAGES | NETWORK | BOOTSTRAP | {
         "--only", "--neutral", "--ndkl-k", "--flipped-retrieval", "--no-flipped-retrieval",
         "--protocol", "--subsample-k", "--subsample-runs", "--baseline-runs", "--k"},
-    "contrast": COMMON | BOOTSTRAP | {"--k", "--contrast-metrics"},
-    "stereotype": COMMON | IMAGES | NETWORK | BOOTSTRAP,
+    "contrast": COMMON | HTML | BOOTSTRAP | {"--k", "--contrast-metrics"},
+    "stereotype": COMMON | HTML | IMAGES | NETWORK | BOOTSTRAP,
     "zero-shot": COMMON | BOOTSTRAP | ZERO_SHOT,
 }  # fmt: skip
 
@@ -129,10 +130,11 @@ VALUES: dict[str, list[str]] = {
     "--compare": ["--compare", "other"], "--threshold": ["--threshold", "2"],
     "--top": ["--top", "3"],
 }  # fmt: skip
-#: Options that are no part of a config: the model list, the data, the printing, and the
-#: defaults a flag restates.
+#: Options that are no part of a config: the model list, the data, the printing, the
+#: defaults a flag restates, and the HTML report written after the evaluation (its own
+#: config, HtmlReportConfig: tests/evaluators/test_html_report.py).
 NOT_CONFIG = {"--data", "--model", "--json", "--flipped-retrieval", "--no-allow-private",
-              "--predictions"}  # fmt: skip
+              "--predictions", "--html"}  # fmt: skip
 
 CASES = [
     pytest.param(task, option, id=f"{task} {option}")
