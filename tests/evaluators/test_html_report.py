@@ -374,3 +374,17 @@ def test_the_quickstarts_report_opens_in_a_browser(browser: Any, tmp_path: Path)
         shutil.copyfile(shots["gallery-contrast"], DOCS_GALLERY_SCREENSHOT)
     for figure in (DOCS_SCREENSHOT, DOCS_GALLERY_SCREENSHOT):
         assert figure.read_bytes()[:4] == b"\x89PNG" and figure.stat().st_size < 400_000
+
+
+def test_the_zero_shot_analysis_refuses_html(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from contrastkit.cli import app
+
+    result = CliRunner().invoke(app, [
+        "evaluate", "--task", "zero-shot-disparity", "--data", str(tmp_path), "--model", "x",
+        "--html", str(tmp_path / "site"),
+    ])  # fmt: skip
+    assert result.exit_code == 2
+    assert "--html: the zero-shot analysis has no HTML report" in result.output
+    assert not (tmp_path / "site").exists()
