@@ -94,16 +94,21 @@ def evaluate(config: EvaluateConfig, *, progress: ProgressFactory | None = None)
     Raises:
         ResourceError: ``out`` cannot be written.
         ConfigError: contrast sets mixed with VisoGender-style data, a task a model cannot
-            run, a missing image store, a device or dtype this machine lacks.
+            run, a missing image store, a device or dtype this machine lacks; a model
+            folder under ``out`` that holds another task's results (each task's files
+            share their names: evaluate it into another ``out``).
         DataFormatError: data that cannot be read, a missing or broken image (without
             ``skip_missing``), no row with an image (with it).
         ModelNotFoundError: a model neither on disk nor cached, or one that does not load.
     """
+    from contrastkit.evaluators.report.results import model_slug
+    from contrastkit.evaluators.task_folders import require_one_task
     from contrastkit.evaluators.tasks.registry import task_for_data
 
     check_writable(config.out, "evaluation results")
     paths = local_data(config)
     task = task_for_data(paths, config.task)
+    require_one_task(config.out, [model_slug(spec) for spec in config.models], task.name)
     return task.evaluate(config, paths, progress)
 
 
@@ -173,12 +178,17 @@ def compare_results(config: ReportConfig) -> Comparison:
 
     Raises:
         ResourceError: ``out`` cannot be written (checked before anything is read).
-        DataFormatError: a missing or malformed benchmark file.
+        DataFormatError: a missing or malformed benchmark file; a results folder that
+            holds the files of several tasks (a second task evaluated into it by an
+            older contrastkit: its benchmark.json may not be what its files show).
     """
+    from contrastkit.evaluators.task_folders import require_unmixed
     from contrastkit.evaluators.tasks.registry import read_result, tasks
 
     if config.out is not None:
         check_writable(config.out, "the comparison", folder=False)
+    for path in config.results:
+        require_unmixed(path)
     read = [read_result(path) for path in config.results]
     order = list(tasks().values())
     read.sort(key=lambda pair: pair[0].listed_last)  # stable: the order given otherwise
