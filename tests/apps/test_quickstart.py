@@ -53,6 +53,11 @@ def test_quickstart_runs_offline_and_writes_reports_that_parse(tmp_path: Path) -
     benchmark = json.loads(Path(report["files"]["evaluation_benchmark"]).read_text())
     assert benchmark["task"] == "contrast" and benchmark["summary"]["images"] == 6
     assert benchmark["note"].startswith("No real models were available")
+    # its figures have the bootstrap intervals of `contrastkit evaluate`'s default (the
+    # plot's legend said "no error bars: ... evaluate with --bootstrap N", issue 43.12)
+    assert benchmark["summary"]["bootstrap"]["resamples"] == 1000
+    assert "mean_ci" in benchmark["summary"]["retrieval"]["bias@2"]
+    assert "masculine_preferred_ci" in benchmark["summary"]["pairs"]
     raw = Path(report["files"]["evaluation_raw"]).read_text().splitlines()
     assert len(raw) == benchmark["summary"]["queries"] and json.loads(raw[0])["top"]
     card = (out / "export" / "README.md").read_text()

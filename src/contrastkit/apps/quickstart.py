@@ -329,8 +329,12 @@ def _evaluate(
         write_contrast_outputs,
     )
     from contrastkit.evaluators.report import model_slug
+    from contrastkit.evaluators.runner import EvalConfig
 
-    evaluation = evaluate_contrast(load_contrast(export_dir), scorer, ContrastSettings(ks=(2, 4)))
+    # the bootstrap of `contrastkit evaluate` (its default resamples): the report and plot
+    # show intervals, not a legend telling the reader to rerun with --bootstrap N
+    settings = ContrastSettings(ks=(2, 4), bootstrap=EvalConfig().bootstrap)
+    evaluation = evaluate_contrast(load_contrast(export_dir), scorer, settings)
     files = write_contrast_outputs(
         evaluation, folder / model_slug(name), ContrastLabels(name, str(export_dir), note=note)
     )

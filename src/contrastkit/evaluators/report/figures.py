@@ -64,6 +64,7 @@ __all__ = [
     "NO_INTERVALS",
     "PALETTE",
     "RANDOM_WEIGHTS_TITLE",
+    "UNDEFINED_INTERVALS",
     "PlotLabels",
     "add_legend",
     "draw_bars",
@@ -197,18 +198,31 @@ def interval_error(values: Mapping[str, Any] | None, key: str) -> tuple[float, f
 
 
 def interval_level(entries: Iterable[Mapping[str, Any] | None]) -> str | None:
-    """The text "95% bootstrap CI (200 resamples)" for the first interval among ``entries``."""
+    """The text "95% bootstrap CI (200 resamples)" for the first interval among
+    ``entries`` with both bounds finite (a bound of 0 is one); :data:`UNDEFINED_INTERVALS`
+    when the bootstrap ran (an ``x_ci`` entry is there) but no interval is defined;
+    ``None`` when there is no interval at all."""
+    ran = False
     for entry in entries:
         for key, value in (entry or {}).items():
-            if key.endswith("_ci") and isinstance(value, Mapping) and finite(value.get("low")):
+            if not (key.endswith("_ci") and isinstance(value, Mapping)):
+                continue
+            ran = True
+            if finite(value.get("low")) is not None and finite(value.get("high")) is not None:
                 level = 100 * float(value.get("level", 0.95))
                 return f"{level:g}% bootstrap CI ({value.get('resamples')} resamples)"
-    return None
+    return UNDEFINED_INTERVALS if ran else None
 
 
 #: What a figure without intervals says in place of its error bars' meaning.
 NO_INTERVALS = (
     "no error bars: the results have no bootstrap intervals (evaluate with --bootstrap N)"
+)
+#: What a figure says when the bootstrap ran and no interval is defined (every figure
+#: rests on fewer than two items, or none is finite).
+UNDEFINED_INTERVALS = (
+    "no error bars: n/a, the bootstrap ran but no interval is defined "
+    "(each figure rests on fewer than 2 items)"
 )
 
 
@@ -216,11 +230,13 @@ def interval_handle(level: str | None, what: str = "") -> Artist:
     """The legend entry every figure with bars carries, saying what its error bars are:
     ``error bars: 95% bootstrap CI (1000 resamples)`` and ``what`` (e.g. "of the mean
     over queries") for the interval ``level`` (:func:`interval_level`), or
-    :data:`NO_INTERVALS` when there is none."""
+    :data:`NO_INTERVALS` when there is none, :data:`UNDEFINED_INTERVALS` when the
+    bootstrap ran without a defined interval."""
     from matplotlib.lines import Line2D
 
-    if level is None:
-        return Line2D([], [], linestyle="none", marker="none", label=NO_INTERVALS)
+    if level is None or level == UNDEFINED_INTERVALS:
+        label = NO_INTERVALS if level is None else UNDEFINED_INTERVALS
+        return Line2D([], [], linestyle="none", marker="none", label=label)
     label = f"error bars: {level}" + (f" {what}" if what else "")
     return Line2D(
         [], [], color="black", marker="|", markersize=9, markeredgewidth=0.9,
