@@ -241,6 +241,7 @@ main()
 """
 
 
+@pytest.mark.model_outputs
 @pytest.mark.slow
 def test_sigkill_mid_build_then_rerun_gives_the_same_set(
     coco_dir: Path, tiny_editor_dir: Path, tiny_clip_spec: str, tmp_path: Path
