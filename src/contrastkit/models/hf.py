@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 from contrastkit.errors import ConfigError, ModelNotFoundError
 from contrastkit.models.base import LOAD_ERRORS, ModelRuntime
+from contrastkit.models.folders import meant_as_path, missing_folder
 
 __all__ = [
     "hf_expect_model_type",
@@ -76,6 +77,8 @@ def _load_error(target: str, what: str, error: Exception, *, download: bool) -> 
             f"{error}); a model folder holds what save_pretrained writes: config.json, the "
             "weights, the tokenizer and preprocessor files"
         )
+    if meant_as_path(target) and not Path(target).expanduser().exists():
+        return missing_folder(target)
     if _is_bad_id(error):
         return ModelNotFoundError(
             f"{target!r} is neither a folder nor a Hugging Face model id (ORG/NAME)"
@@ -117,7 +120,7 @@ def hf_locate(target: str, *, download: bool = False) -> None:
     if path.exists():
         raise ModelNotFoundError(f"{target} is a file; give a model folder or a Hub id")
     if path.is_absolute() or target.startswith((".", "~")) or target.count("/") > 1:
-        raise ModelNotFoundError(f"model folder {target} does not exist")
+        raise missing_folder(target)
     if download:
         return
     from huggingface_hub import try_to_load_from_cache

@@ -26,6 +26,7 @@ from PIL import Image
 from contrastkit.errors import ConfigError, ModelNotFoundError
 from contrastkit.models.base import LOAD_ERRORS, DualEncoder, ModelRuntime
 from contrastkit.models.families import LoadContext
+from contrastkit.models.folders import meant_as_path, missing_folder
 from contrastkit.pipeline import TorchvisionPreprocess
 
 __all__ = ["OpenCLIPScorer", "load_open_clip", "locate_open_clip"]
@@ -195,6 +196,8 @@ def _tag_source(target: str, download: bool) -> _Source:
             "open_clip:ViT-B-32/openai, open_clip:ViT-B-32/PATH.pt or open_clip:ViT-B-32/random"
         )
     if arch not in open_clip.list_models():
+        if meant_as_path(target):  # a mistyped folder, not an architecture
+            raise missing_folder(target, "OpenCLIP model folder")
         raise _arch_error(arch)
     if pretrained == "random":
         return _Source(arch, None, {}, None)

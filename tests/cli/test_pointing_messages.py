@@ -1,0 +1,55 @@
+"""Messages that point the right way (issue 47.3): a mistyped model folder is called a
+missing folder, not an unknown architecture; the command line names its flags, not the
+Python arguments behind them; a warning does not ask for what was already given."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from contrast_data import contrast_export
+from contrastkit.cli import app
+from contrastkit.config import ModelConfig
+from contrastkit.errors import ModelNotFoundError
+from contrastkit.models import load_model
+
+runner = CliRunner()
+
+
+def _models(tmp_path: Path) -> Path:
+    """A folder of model folders, as ``contrastkit quickstart`` leaves it."""
+    models = tmp_path / "build" / "models"
+    for name in ("tiny-open-clip", "tiny-instruct-pix2pix"):
+        (models / name).mkdir(parents=True)
+    return models
+
+
+@pytest.mark.parametrize("prefix", ["open_clip", "hf-clip"])
+def test_a_mistyped_model_folder_is_a_missing_folder_with_the_closest_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, prefix: str
+) -> None:
+    _models(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ModelNotFoundError) as raised:
+        load_model(f"{prefix}:build/models/tiny-open-clp", ModelConfig(device="cpu"))
+    message = str(raised.value)
+    assert "build/models/tiny-open-clp does not exist" in message
+    assert "did you mean build/models/tiny-open-clip?" in message
+    assert "architecture" not in message
+
+
+def test_the_command_line_says_the_model_folder_does_not_exist(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _models(tmp_path)
+    data = contrast_export(tmp_path / "set", sources=1)
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, [
+        "evaluate", "contrast", "--data", str(data), "--model",
+        "open_clip:build/models/tiny-open-clp", "--out", str(tmp_path / "res"),
+    ])  # fmt: skip
+    assert result.exit_code == 2
+    assert "folder build/models/tiny-open-clp does not exist" in result.output
+    assert "unknown OpenCLIP architecture" not in result.output
