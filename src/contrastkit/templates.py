@@ -23,7 +23,9 @@ and their harness exports (:mod:`contrastkit.builders.harness`) ask the same que
 
 from __future__ import annotations
 
+import importlib
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -37,7 +39,9 @@ from contrastkit.taxonomy import labor_shares
 
 __all__ = [
     "DECISION_KINDS",
+    "MAX_NEW_TOKENS",
     "PRONOUNS",
+    "REFUSAL_WINDOW",
     "Prompt",
     "PronounSet",
     "Questions",
@@ -46,6 +50,7 @@ __all__ = [
     "captioning_prefix",
     "captions",
     "correct_pronoun",
+    "is_refusal",
     "load_questions",
     "neutral_query",
     "templates_for",
@@ -203,6 +208,86 @@ def _bundled_text() -> str:
 _Item = tuple[str, str, tuple[str, str] | None]
 
 
+#: The most new tokens a decision answer may be given (``decoding.max_new_tokens``).
+MAX_NEW_TOKENS = 1024
+#: Refusal patterns are searched in the first this many characters of an answer
+#: (:func:`is_refusal`): a refusal is said up front, and the bound keeps each search short
+#: whatever the answer's length.
+REFUSAL_WINDOW = 1000
+#: The most refusal patterns, and the longest one (characters).
+MAX_REFUSALS, MAX_PATTERN_CHARS = 200, 500
+#: The most ways (:func:`_paths`) a refusal pattern may try to match from one position.
+MAX_PATTERN_PATHS = 10_000
+
+_REPEATS = {"MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"}
+_sre: Any = importlib.import_module("re._parser" if sys.version_info >= (3, 11) else "sre_parse")
+
+
+class _SlowPatternError(Exception):
+    """A refusal pattern whose matching time can grow out of bounds; the reason."""
+
+
+def _paths(items: Any, repeated: bool) -> int:
+    """How many ways a parsed pattern (``re``'s parser's items) can try to match at one
+    position of a text of :data:`REFUSAL_WINDOW` characters, at most: each quantifier a
+    count, each alternation an alternative.
+
+    Raises:
+        _SlowPatternError: a quantifier or an alternation inside a repeated group
+            (``(a+)+``, ``(a|aa)*``, ``(a?){30}``): the tries multiply with the text's
+            length (catastrophic backtracking).
+    """
+    total = 1
+    for op, av in items:
+        name = str(op)
+        if repeated and (name in _REPEATS or name in ("BRANCH", "GROUPREF_EXISTS")):
+            raise _SlowPatternError(
+                "a quantifier or an alternation (|) inside a repeated group: matching time "
+                "can grow exponentially with the answer's length"
+            )
+        if name in _REPEATS:
+            low, high, body = av
+            if high > 1:
+                _paths(body, True)
+                total *= min(high, REFUSAL_WINDOW) - min(low, REFUSAL_WINDOW) + 1
+            else:
+                total *= _paths(body, repeated) + 1
+        elif name == "BRANCH":
+            total *= sum(_paths(alternative, repeated) for alternative in av[1])
+        elif name == "GROUPREF_EXISTS":
+            total *= _paths(av[1], repeated) + (_paths(av[2], repeated) if av[2] else 1)
+        elif name in ("SUBPATTERN", "ATOMIC_GROUP"):
+            total *= _paths(av[-1], repeated)
+        elif name in ("ASSERT", "ASSERT_NOT"):
+            total *= _paths(av[1], repeated)
+    return total
+
+
+def _bounded(pattern: str) -> None:
+    """Refuse a pattern whose search could take long (:func:`_paths`): exponential
+    backtracking, or more ways to match than :data:`MAX_PATTERN_PATHS` (two unbounded
+    quantifiers, ``\\s*\\s*x``, already give a million).
+
+    Raises:
+        _SlowPatternError: why.
+    """
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise _SlowPatternError(f"longer than {MAX_PATTERN_CHARS} characters")
+    if _paths(_sre.parse(pattern), False) > MAX_PATTERN_PATHS:
+        raise _SlowPatternError(
+            "too many ways to match (more than one unbounded quantifier such as * or +, or "
+            "many alternatives): matching time grows with a power of the answer's length; "
+            "use at most one * or +"
+        )
+
+
+def is_refusal(text: str, refusals: Sequence[re.Pattern[str]]) -> bool:
+    """Whether a refusal pattern matches within the first :data:`REFUSAL_WINDOW`
+    characters of the answer ``text``."""
+    window = text[:REFUSAL_WINDOW]
+    return any(pattern.search(window) for pattern in refusals)
+
+
 def _decoding(given: Any, where: str) -> dict[str, Any]:
     """The templates' ``decoding`` over the defaults: greedy, at least one new token."""
     decoding: dict[str, Any] = {"max_new_tokens": 16, "do_sample": False, "num_beams": 1}
@@ -211,10 +296,11 @@ def _decoding(given: Any, where: str) -> dict[str, Any]:
         raise DataFormatError(where, None, "decoding", f"takes {', '.join(decoding)}")
     decoding.update(given)
     tokens = decoding["max_new_tokens"]
-    if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 1:
+    if not isinstance(tokens, int) or isinstance(tokens, bool) or not 1 <= tokens <= MAX_NEW_TOKENS:
         raise DataFormatError(
-            where, None, "decoding.max_new_tokens", "a whole number of at least 1"
-        )
+            where, None, "decoding.max_new_tokens",
+            f"a whole number from 1 to {MAX_NEW_TOKENS}, not {tokens!r}",
+        )  # fmt: skip
     if decoding["do_sample"] is not False or decoding["num_beams"] != 1:
         raise DataFormatError(
             where, None, "decoding", "answers are decoded greedily: do_sample false, num_beams 1"
@@ -223,15 +309,32 @@ def _decoding(given: Any, where: str) -> dict[str, Any]:
 
 
 def _refusals(patterns: Any, where: str) -> list[re.Pattern[str]]:
-    """The templates' refusal patterns, compiled case-insensitive."""
+    """The templates' refusal patterns, compiled case-insensitive; each a string, whose
+    search time stays bounded (:func:`_bounded`)."""
+    if patterns is None:
+        return []
+    if not isinstance(patterns, list):
+        raise DataFormatError(
+            where, None, "refusals", f"a list of patterns, not {type(patterns).__name__}"
+        )
+    if len(patterns) > MAX_REFUSALS:
+        raise DataFormatError(where, None, "refusals", f"more than {MAX_REFUSALS} patterns")
     refusals = []
-    for i, pattern in enumerate(patterns or []):
+    for i, pattern in enumerate(patterns):
+        field = f"refusals[{i}]"
+        if not isinstance(pattern, str) or not pattern:
+            raise DataFormatError(
+                where, None, field, f"a pattern (quoted text), not {pattern!r:.80}"
+            )
         try:
-            refusals.append(re.compile(str(pattern), re.IGNORECASE))
+            refusals.append(re.compile(pattern, re.IGNORECASE))
+            _bounded(pattern)
         except re.error as error:
             raise DataFormatError(
-                where, None, f"refusals[{i}]", f"not a regular expression: {error}"
+                where, None, field, f"not a regular expression: {error}"
             ) from error
+        except (_SlowPatternError, RecursionError, OverflowError) as error:
+            raise DataFormatError(where, None, field, f"refused: {error}") from None
     return refusals
 
 
@@ -245,6 +348,11 @@ class _Occupations:
 
     def male_share(self, occupation: Any, field: str) -> float:
         """The share of men (percent) of an occupation with a stereotyped direction."""
+        if not isinstance(occupation, str):
+            raise DataFormatError(
+                self.where, None, field,
+                f"an occupation's name (text), not a {type(occupation).__name__}",
+            )  # fmt: skip
         if occupation not in self.shares:
             known = ", ".join(self.shares)
             raise DataFormatError(
@@ -265,18 +373,20 @@ def _choice_items(
     """A ``choice`` family's questions: one per pair [male-dominated, female-dominated],
     its id ``male/female``."""
     items: list[_Item] = []
-    for i, pair in enumerate(family.get("pairs") or []):
+    for i, pair in enumerate(_listed(family, "pairs", field, occupations.where)):
         at = f"{field}.pairs[{i}]"
         if not (isinstance(pair, list) and len(pair) == 2):
             raise DataFormatError(
                 occupations.where, None, at, "a pair [male-dominated, female-dominated]"
             )
-        if not occupations.male_share(pair[0], at) > 50 > occupations.male_share(pair[1], at):
+        men = occupations.male_share(pair[0], f"{at}[0]")
+        if not men > 50 > occupations.male_share(pair[1], f"{at}[1]"):
             raise DataFormatError(
                 occupations.where, None, at,
                 f"{pair[0]} must have more than 50% men and {pair[1]} fewer",
             )  # fmt: skip
         items.append((f"{pair[0]}/{pair[1]}", question, (pair[0], pair[1])))
+    _once(items, field, "pairs", occupations.where)
     return items
 
 
@@ -286,11 +396,33 @@ def _yes_no_items(
     """A ``yes-no`` family's questions: one per occupation, the option of the stereotyped
     direction first ("yes" for a male-dominated occupation)."""
     items: list[_Item] = []
-    for i, occupation in enumerate(family.get("occupations") or []):
+    for i, occupation in enumerate(_listed(family, "occupations", field, occupations.where)):
         male = occupations.male_share(occupation, f"{field}.occupations[{i}]") > 50
         options = ("yes", "no") if male else ("no", "yes")
         items.append((occupation, question.replace("{occupation}", occupation), options))
+    _once(items, field, "occupations", occupations.where)
     return items
+
+
+def _listed(family: Mapping[str, Any], key: str, field: str, where: str) -> list[Any]:
+    """A family's ``pairs`` or ``occupations``: a list (or nothing)."""
+    given = family.get(key)
+    if given is None:
+        return []
+    if not isinstance(given, list):
+        raise DataFormatError(where, None, f"{field}.{key}", f"a list, not {type(given).__name__}")
+    return given
+
+
+def _once(items: Sequence[_Item], field: str, key: str, where: str) -> None:
+    """Refuse a question asked twice in one family (an occupation or a pair listed twice)."""
+    seen: set[str] = set()
+    for i, (question, _, _) in enumerate(items):
+        if question in seen:
+            raise DataFormatError(
+                where, None, f"{field}.{key}[{i}]", f"{question!r} is listed twice"
+            )
+        seen.add(question)
 
 
 def _family_items(name: Any, family: Any, occupations: _Occupations) -> tuple[str, list[_Item]]:
@@ -343,22 +475,31 @@ def load_questions(path: Path | None = None) -> Questions:
     """The question templates of ``path`` (YAML, the layout of the bundled
     ``data/decision_questions.yaml``), or the bundled ones.
 
+    The file is read by :func:`contrastkit.yaml_input.read_yaml` (at most 1 MiB, no
+    aliases, bounded nesting and integers, no key twice).
+
     Raises:
-        DataFormatError: naming the file and field: not YAML, an unknown kind, an
-            occupation the labour statistics do not have (or at exactly 50%), a pair not
-            ordered [male-dominated, female-dominated], a bad refusal pattern.
+        DataFormatError: naming the file and field: not UTF-8 YAML (or an alias, deep
+            nesting, a huge integer, a key twice), an unknown kind, a value of the wrong
+            type, an occupation the labour statistics do not have (or at exactly 50%), a
+            pair not ordered [male-dominated, female-dominated], an occupation or pair
+            listed twice, ``max_new_tokens`` above :data:`MAX_NEW_TOKENS`, a refusal
+            pattern that is not a list of strings, not a regular expression, or whose
+            search time could grow out of bounds (a quantifier or an alternation inside a
+            repeated group; more than one unbounded quantifier).
     """
-    import yaml
+    from contrastkit.yaml_input import read_yaml
 
     where = str(path) if path is not None else "contrastkit/data/decision_questions.yaml"
-    try:
-        text = Path(path).read_text(encoding="utf-8") if path is not None else _bundled_text()
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise DataFormatError(where, None, None, f"not YAML: {error}") from error
+    bundled = _bundled_text() if path is None else None
+    data = read_yaml(None if path is None else Path(path), where, bundled)
     if not isinstance(data, dict) or not isinstance(data.get("families"), dict):
         raise DataFormatError(where, None, "families", "a mapping of question families is needed")
-    instruction = str(data.get("answer_instruction") or "")
+    instruction = data.get("answer_instruction") or ""
+    if not isinstance(instruction, str):
+        raise DataFormatError(
+            where, None, "answer_instruction", f"a text, not {type(instruction).__name__}"
+        )
     decoding = _decoding(data.get("decoding"), where)
     refusals = _refusals(data.get("refusals"), where)
     occupations = _Occupations(where, labor_shares())

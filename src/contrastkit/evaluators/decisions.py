@@ -81,7 +81,7 @@ from contrastkit.evaluators.evaluation import EvaluateConfig, EvaluateResult, Mo
 from contrastkit.evaluators.report.results import model_slug
 from contrastkit.interfaces import ProgressFactory, progress_stage
 from contrastkit.templates import DECISION_KINDS as KINDS
-from contrastkit.templates import Prompt, Questions, load_questions
+from contrastkit.templates import Prompt, Questions, is_refusal, load_questions
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -146,7 +146,7 @@ def parse_answer(text: str, prompt: Prompt, refusals: Sequence[re.Pattern[str]])
     number (:func:`parse_number`); else unparseable."""
     from contrastkit.harness_key import parse_choice
 
-    if any(pattern.search(text) for pattern in refusals):
+    if is_refusal(text, refusals):
         return Answer("refusal", text=text)
     if prompt.kind == "numeric":
         value = parse_number(text)

@@ -54,8 +54,9 @@ def _decision_answer(item: KeyItem, answer: HarnessAnswer, questions: Questions)
     option of the letter :func:`~contrastkit.harness_key.parse_choice` found (or the
     lowest loss of a ``multiple_choice`` sample); else unparseable."""
     from contrastkit.evaluators.decision_metrics import Answer
+    from contrastkit.templates import is_refusal
 
-    if any(pattern.search(answer.text) for pattern in questions.refusals):
+    if is_refusal(answer.text, questions.refusals):
         return Answer("refusal", text=answer.text)
     if answer.letter is None:
         return Answer("unparseable", text=answer.text)
