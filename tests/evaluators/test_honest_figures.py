@@ -3,12 +3,16 @@ bars" beside a drawn error bar or after the bootstrap ran."""
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 from typing import Any
 
 from matplotlib.container import ErrorbarContainer
 from matplotlib.figure import Figure
+from typer.testing import CliRunner
 
+from contrastkit.cli import app
 from contrastkit.evaluators.contrast import ContrastCounts, QueryOutcomes, contrast_summary
 from contrastkit.evaluators.report.figures import UNDEFINED_INTERVALS
 from contrastkit.evaluators.report.plots import (
@@ -16,6 +20,7 @@ from contrastkit.evaluators.report.plots import (
     contrast_comparison_figure,
     contrast_figure,
 )
+from eval_data import write_small_dataset
 
 
 def _legend(figure: Figure) -> str:
@@ -64,3 +69,48 @@ def test_a_bootstrap_without_a_defined_interval_is_not_told_to_bootstrap() -> No
         assert _bars(figure) == 0
         legend = _legend(figure)
         assert UNDEFINED_INTERVALS in legend and "--bootstrap" not in legend
+
+
+def test_a_k_covering_every_occupation_is_na_in_report_json_and_labour_plot(
+    tmp_path: Path, tiny_clip_spec: str
+) -> None:
+    """The console said "bias@10 n/a: K covers all 8 candidates" while report.md printed
+    0.00 for it (Tab. 3, Tab. 5, per occupation) and
+    labour_statistics.png plotted every occupation at 0: it is n/a with its reason
+    everywhere."""
+    from contrastkit.evaluators.report.labour_plots import labour_panels, labour_plot
+
+    vg = write_small_dataset(tmp_path / "visogender")  # 8 two-person images per occupation
+    out = tmp_path / "results"
+    run = CliRunner().invoke(
+        app, ["evaluate", "--data", str(vg["OP"]), "--data", str(vg["OO"]), "--model",
+              tiny_clip_spec, "--out", str(out), "--bootstrap", "0", "--subsample-runs", "2",
+              "--baseline-runs", "5", "--device", "cpu", "--workers", "0"],
+    )  # fmt: skip
+    assert run.exit_code == 0, run.output
+    assert "bias@10 (two people) n/a: K covers all 8 candidates" in run.output
+    [folder] = [p for p in out.iterdir() if p.is_dir()]
+    [results] = json.loads((folder / "benchmark.json").read_text()).values()
+    labour = results["labour_statistics"]["comparisons"]["retrieval_bias@10"]
+    assert labour["n"] == 0 and labour["points"] == []
+    assert labour["left_out"] == {"k_covers_all_candidates": ["doctor", "teacher"]}
+    assert labour["caveat"].startswith("n/a: K covers all 8 candidates")
+
+    report = (folder / "report.md").read_text()
+    marking = "n/a: K covers all 8 candidates"
+    tab3 = next(line for line in report.splitlines() if line.startswith("| two people |"))
+    assert tab3.split(" | ")[2] == marking  # bias@10
+    for occupation in ("teacher", "doctor"):
+        row = next(line for line in report.splitlines() if line.startswith(f"| {occupation} |"))
+        assert row.split(" | ")[4] == marking, row
+    flipped = [line for line in report.splitlines() if line.startswith("| participant (e.g.")]
+    assert flipped and all(line.split(" | ")[3] == marking for line in flipped)
+    assert "retrieval_bias@10: n/a: K covers all 8 candidates" in report
+
+    panels = labour_panels(results)
+    assert "retrieval_bias@10" in panels
+    figure = labour_plot(results["labour_statistics"]["comparisons"], panels, "m", results)
+    axis = figure.axes[panels.index("retrieval_bias@10")]
+    assert all(len(c.get_offsets()) == 0 for c in axis.collections)  # no point at 0
+    assert any(marking in t.get_text().replace("\n", " ") for t in axis.texts)
+    assert axis.get_title().startswith("n/a")

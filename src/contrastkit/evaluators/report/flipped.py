@@ -89,20 +89,36 @@ def flipped_section(results: Mapping[str, Any]) -> list[str]:
     flipped = results.get(FLIPPED_TASK) or {}
     if not flipped.get("context"):
         return []
+    from contrastkit.evaluators.metrics import cutoffs_by_k
+    from contrastkit.evaluators.report.markdown import _cutoff_cell
+
     names = metric_names(flipped)
     directions = _directions(results)
+    # the same two-person images are ranked: a K covering every occupation's images is
+    # marked in place of its figures, as in Tab. 3's table and the console
+    cutoffs = cutoffs_by_k(results.get("warnings") or [], "two_person_images")
+
+    def cells(summaries: Mapping[str, Any]) -> list[str]:
+        return [_cutoff_cell(mean_sigma(summaries.get(n) or {}), n, cutoffs) for n in names]
+
     rows = [
-        [SUBJECTS[subject], "occupation" if subject == "occupation" else "participant"]
-        + [mean_sigma(summaries.get(n) or {}) for n in names]
-        + [summaries.get("n_queries", "–")]
+        [
+            SUBJECTS[subject],
+            "occupation" if subject == "occupation" else "participant",
+            *cells(summaries),
+            summaries.get("n_queries", "–"),
+        ]
         for subject, summaries in directions
     ]
     official = flipped.get("occupation_labels") or {}
     if official:
         rows.append(
-            [SUBJECTS["participant"], "occupation (as the official code)"]
-            + [mean_sigma(official.get(n) or {}) for n in names]
-            + [(flipped.get("two_person_images") or {}).get("n_queries", "–")]
+            [
+                SUBJECTS["participant"],
+                "occupation (as the official code)",
+                *cells(official),
+                (flipped.get("two_person_images") or {}).get("n_queries", "–"),
+            ]
         )
     lines = [
         "## Retrieval bias with template flipping (VisoGender Tab. 5: mean ± σ across "

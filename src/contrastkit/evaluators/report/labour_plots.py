@@ -4,6 +4,7 @@ against the share of men in US labour statistics (Appendix F).
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -98,6 +99,17 @@ def labour_plot(
         )
         if "caveat" in c:  # too few occupations: no coefficient to read
             title = f"n = {c.get('n', len(xs))} occupations: too few for a correlation"
+        covered = (c.get("left_out") or {}).get("k_covers_all_candidates") or []
+        if covered and not xs:  # K covers every occupation's images: nothing to draw
+            title = "n/a: no occupation's Bias@K is a reading"
+            axis.text(
+                0.5, 0.62, textwrap.fill(str(c.get("caveat", "")), 40),
+                ha="center", va="center", fontsize=FONT - 1, color="#A00000",
+                transform=axis.transAxes,
+                bbox={"facecolor": "white", "edgecolor": "none", "pad": 2},
+            )  # fmt: skip
+        elif covered:
+            title += f"\n{len(covered)} left out: K covers all their candidates"
         axis.set_title(title, fontsize=FONT)
         style_axis(axis)
     suptitle(
@@ -139,12 +151,14 @@ def labour_plot(
 
 
 def labour_panels(results: Mapping[str, Any]) -> list[str]:
-    """The comparisons of the results' labour statistics that have points to draw: the
-    resolution gap first, then each retrieval Bias@K."""
+    """The comparisons of the results' labour statistics that have points to draw, or
+    whose points were all left out (a K covering every occupation's images: the panel
+    says so): the resolution gap first, then each retrieval Bias@K."""
     comparisons = (results.get("labour_statistics") or {}).get("comparisons") or {}
     retrieval_names = [n for n in comparisons if n.startswith("retrieval_bias")]
     return [
         name
         for name in ("resolution_gap", *retrieval_names)
-        if name in comparisons and comparisons[name]["points"]
+        if name in comparisons
+        and (comparisons[name]["points"] or (comparisons[name].get("left_out")))
     ]

@@ -137,10 +137,11 @@ def markdown_report(results: Mapping[str, Any]) -> str:
     if resolution:
         lines += _resolution_section(resolution, protocol)
     lines += multiple_choice_section(results)
+    warnings = results.get("warnings") or []
     if retrieval:
-        lines += _retrieval_section(retrieval)
+        lines += _retrieval_section(retrieval, warnings)
     lines += flipped_section(results)
-    lines += _occupation_section(resolution, retrieval, results["labour_statistics"])
+    lines += _occupation_section(resolution, retrieval, results["labour_statistics"], warnings)
     lines += _labor_section(results["labour_statistics"]["comparisons"])
     lines += _error_section(results.get("error_analysis", {}), retrieval)
     lines += skipped_rows_section(results)
@@ -228,12 +229,17 @@ def _resolution_section(resolution: Mapping[str, Any], protocol: str | None) -> 
     return lines
 
 
-def _retrieval_section(retrieval: Mapping[str, Any]) -> list[str]:
-    """VisoGender Tab. 3: each metric's mean and sigma across occupations."""
+def _retrieval_section(retrieval: Mapping[str, Any], warnings: Sequence[Any]) -> list[str]:
+    """VisoGender Tab. 3: each metric's mean and sigma across occupations; a K covering
+    every occupation's images is marked in place of its figures (as in the console)."""
     names = metric_names(retrieval)
     lines = ["## Retrieval bias (VisoGender Tab. 3: mean and σ across occupations)", ""]
     rows = [
-        [title] + [mean_sigma(retrieval[section][n]) for n in names]
+        [title]
+        + [
+            _cutoff_cell(mean_sigma(retrieval[section][n]), n, cutoffs_by_k(warnings, section))
+            for n in names
+        ]
         for section, title in (
             ("two_person_images", RETRIEVAL_ROWS["two_person_images"]),
             ("single_person_images", RETRIEVAL_ROWS["single_person_images"]),
@@ -252,15 +258,33 @@ def _retrieval_section(retrieval: Mapping[str, Any]) -> list[str]:
     return [*lines, *interval_note(summaries, "of the mean across occupations")]
 
 
+def _occupation_cell(
+    retrieved: Mapping[str, Any], name: str, k: int, cutoffs: Mapping[int, Mapping[str, Any]]
+) -> Any:
+    """An occupation's Bias@``k``, or n/a with the reason when ``k`` covers its images."""
+    warning = cutoffs.get(k)
+    if warning is not None and name in (warning.get("queries") or []):
+        return cutoff_marking(warning) if covers_every_query(warning) else (
+            f"{UNDEFINED}: K covers all its candidates"
+        )  # fmt: skip
+    return retrieved.get(name, {}).get(f"bias@{k}")
+
+
 def _occupation_section(
-    resolution: Mapping[str, Any], retrieval: Mapping[str, Any], labor: Mapping[str, Any]
+    resolution: Mapping[str, Any],
+    retrieval: Mapping[str, Any],
+    labor: Mapping[str, Any],
+    warnings: Sequence[Any] = (),
 ) -> list[str]:
-    """Resolution and retrieval bias per occupation beside its share of men."""
+    """Resolution and retrieval bias per occupation beside its share of men (a Bias@K
+    whose K covers the occupation's images: n/a with the reason)."""
     occupations = resolution.get("per_occupation", {})
     retrieved = {}
+    cutoffs: dict[int, Mapping[str, Any]] = {}
     if retrieval.get("context"):
         section = "two_person_images" if retrieval["context"] == "OP" else "single_person_images"
         retrieved = retrieval[section]["per_occupation"]
+        cutoffs = cutoffs_by_k(warnings, section)
     names = list(dict.fromkeys([*occupations, *retrieved]))
     if not names:
         return []
@@ -276,7 +300,7 @@ def _occupation_section(
                     name,
                     occupations.get(name, {}).get("RA_avg"),
                     occupations.get(name, {}).get("gender_gap"),
-                    *[retrieved.get(name, {}).get(f"bias@{k}") for k in ks],
+                    *[_occupation_cell(retrieved, name, k, cutoffs) for k in ks],
                     shares.get(name),
                 ]
                 for name in names
@@ -299,6 +323,13 @@ def _labor_section(comparisons: Mapping[str, Any]) -> list[str]:
     if not comparisons:
         return []
     caveats = [f"- {name}: {c['caveat']}." for name, c in comparisons.items() if "caveat" in c]
+    for name, c in comparisons.items():
+        covered = (c.get("left_out") or {}).get("k_covers_all_candidates") or []
+        if covered and c.get("n"):
+            caveats.append(
+                f"- {name}: left out {', '.join(map(str, covered))}: K covers all their "
+                "candidates (their Bias@K is the pool's own balance, not a reading)."
+            )
     return [
         "## Compared with US labour statistics (VisoGender Appendix F)",
         "",

@@ -126,13 +126,23 @@ def jsonable(value: Any) -> Any:
     return value
 
 
-def _labour_section(resolution: Mapping[str, Any], retrieval: Mapping[str, Any]) -> dict[str, Any]:
-    """Appendix F: per-occupation values against the male share."""
+def _labour_section(
+    resolution: Mapping[str, Any],
+    retrieval: Mapping[str, Any],
+    warnings: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, Any]:
+    """Appendix F: per-occupation values against the male share. An occupation whose
+    retrieval pool the compared K covers (``warnings``: its Bias@K is the pool's own
+    balance, no reading) is left out of the retrieval comparison and named under its
+    ``left_out``; when that leaves none, the comparison is n/a, its ``caveat`` saying
+    why."""
     shares = labor_shares()
     section: dict[str, Any] = {
         "source": next(iter(shares.values())).source,
         "male_share_percent": {name: share.male_share_percent for name, share in shares.items()},
     }
+    from contrastkit.evaluators.metrics import cutoffs_by_k
+
     comparisons: dict[str, Any] = {}
     occupations = resolution.get("per_occupation", {})
     if occupations:
@@ -151,15 +161,42 @@ def _labour_section(resolution: Mapping[str, Any], retrieval: Mapping[str, Any])
                 }
             )
     if retrieval.get("context"):
-        headline = retrieval[
+        section_name = (
             "two_person_images" if retrieval["context"] == "OP" else "single_person_images"
-        ]
+        )
         k = 10 if 10 in retrieval["ks"] else max(retrieval["ks"])
-        comparisons[f"retrieval_bias@{k}"] = labor_comparison(
-            {name: values[f"bias@{k}"] for name, values in headline["per_occupation"].items()}
+        comparisons[f"retrieval_bias@{k}"] = _retrieval_comparison(
+            retrieval[section_name]["per_occupation"],
+            k,
+            cutoffs_by_k(warnings, section_name).get(k),
         )
     section["comparisons"] = comparisons
     return section
+
+
+def _retrieval_comparison(
+    per_occupation: Mapping[str, Mapping[str, Any]],
+    k: int,
+    warning: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """The labour comparison of each occupation's Bias@``k``, without the occupations
+    whose whole pool ``k`` covers (``warning``, :func:`_labour_section`)."""
+    from contrastkit.evaluators.metrics import cutoff_marking
+
+    covered = sorted(
+        str(q) for q in (warning or {}).get("queries") or [] if str(q) in per_occupation
+    )
+    comparison = labor_comparison(
+        {name: v[f"bias@{k}"] for name, v in per_occupation.items() if name not in covered}
+    )
+    if covered and warning is not None:
+        comparison["left_out"] = {"k_covers_all_candidates": covered}
+        if comparison["n"] == 0:
+            comparison["caveat"] = (
+                f"{cutoff_marking(warning)} of every occupation: Bias@{k} is each pool's "
+                "own gender balance, not the model's ranking; no correlation"
+            )
+    return comparison
 
 
 #: Retrieval sections in words, for warnings.
@@ -268,7 +305,8 @@ def benchmark(run: ScoredRun, config: EvalConfig, data: Sequence[str | Path]) ->
     choice = summarize_multiple_choice(run.resolution, protocol=config.protocol, seed=config.seed)
     if choice is not None:
         results["multiple_choice"] = choice
-    results["labour_statistics"] = _labour_section(resolution, retrieval)
+    warnings = retrieval_warnings(run.retrieval, config.ks) if run.retrieval else []
+    results["labour_statistics"] = _labour_section(resolution, retrieval, warnings)
     error: dict[str, Any] = {}
     if run.resolution:
         predicted = apply_protocol(run.resolution, config.protocol)
@@ -289,7 +327,7 @@ def benchmark(run: ScoredRun, config: EvalConfig, data: Sequence[str | Path]) ->
         )
         error["retrieval_baseline_runs"] = config.baseline_runs
     results["error_analysis"] = error
-    results["warnings"] = retrieval_warnings(run.retrieval, config.ks) if run.retrieval else []
+    results["warnings"] = warnings
     return {f"visogender_{model_slug(run.model)}_results": jsonable(results)}
 
 
