@@ -53,3 +53,35 @@ def test_the_command_line_says_the_model_folder_does_not_exist(
     assert result.exit_code == 2
     assert "folder build/models/tiny-open-clp does not exist" in result.output
     assert "unknown OpenCLIP architecture" not in result.output
+
+
+def test_the_command_line_names_flags_where_python_names_arguments(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.cache/clip here
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    spec = "open_clip:ViT-B-32/laion2b_s34b_b79k"
+    with pytest.raises(ModelNotFoundError, match=r"pass download=True"):
+        load_model(spec)  # the Python API keeps Python's words
+    data = contrast_export(tmp_path / "set", sources=1)
+    result = runner.invoke(
+        app, ["evaluate", "contrast", "--data", str(data), "--model", spec, "--out", "res"]
+    )
+    assert result.exit_code == 2
+    assert "pass `--allow-download`" in result.output and "download=True" not in result.output
+    editor = runner.invoke(app, ["build", "gensynth", "--coco", str(tmp_path), "--out",
+                                 str(tmp_path / "b"), "--editor", "nobody/no-editor"])  # fmt: skip
+    assert editor.exit_code == 2
+    assert "`--allow-download`" in editor.output and "download=True" not in editor.output
+    export = tmp_path / "export"
+    export.mkdir()
+    (export / "build_metadata.json").write_text(
+        '{"configs": {}, "random_weights": {"editor": true, "encoder": false}}'
+    )
+    published = runner.invoke(app, ["publish", str(export), "--repo-id", "me/set"])
+    assert published.exit_code == 2
+    assert "pass `--i-know-these-are-random-weights`" in published.output
+    assert "allow_random_weights" not in published.output
+    tree = runner.invoke(app, ["publish", str(export), "--repo-id", "me/set", "--tree", "t"])
+    assert tree.exit_code == 2 and "--tree: only a dry run" in tree.output
+    assert "pass `--dry-run`" in tree.output and "dry_run" not in tree.output

@@ -136,7 +136,7 @@ class QuickstartConfig:
             require(
                 not (self.tiny and value is not None),
                 name,
-                "tiny=True (--tiny) builds its own models; leave editor and model unset",
+                "tiny=True (`--tiny`) builds its own models; leave editor and model unset",
             )
         if self.model is not None:
             from contrastkit.models import check_dual

@@ -90,7 +90,9 @@ class PublishConfig:
             object.__setattr__(self, "tree", Path(self.tree))
         check_repo_id(self.repo_id, "repo_id")
         if self.tree is not None and not self.dry_run:
-            raise ConfigError("tree: only a dry run writes a tree folder (dry_run=True)")
+            raise ConfigError(
+                "tree: only a dry run writes a tree folder: pass dry_run=True (`--dry-run`)"
+            )
 
     @property
     def tree_path(self) -> Path:
@@ -211,8 +213,7 @@ def check_publishable(config: PublishConfig, metadata: dict[str, Any]) -> None:
             f"allow_random_weights: {config.export} was built with random-weight models "
             f"(the {' and the '.join(models)}: tiny test models), so its images and filter "
             "decisions are meaningless; build it with real models, or, if you really mean "
-            f"to publish a pipeline check, pass {RANDOM_WEIGHTS_FLAG} "
-            "(allow_random_weights=True)"
+            f"to publish a pipeline check, pass allow_random_weights=True (`{RANDOM_WEIGHTS_FLAG}`)"
         )
 
 

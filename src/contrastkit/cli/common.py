@@ -135,30 +135,55 @@ def user_errors() -> Iterator[None]:
     except typer.Exit:
         raise
     except ContrastkitError as error:
-        _report(error, error.label, _as_flag(str(error)))
+        _report(error, error.label, cli_wording(str(error)))
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError) as error:
         _report(error, "error", f"{error.filename}: {error.strerror}")
     except (OSError, sqlite3.OperationalError) as error:
         _report(error, "environment error", str(error))
 
 
-def _as_flag(message: str) -> str:
-    """A config error's leading field name (``split: must not be empty``) as the option
-    of the running command that sets it (``--split: ...``): messages a command prints name
-    its flags, not the config's fields."""
+#: A Python argument with its flag beside it, as the library's messages name both:
+#: ``download=True (`--allow-download`)``.
+_ARGUMENT_WITH_FLAG = re.compile(r"\b[a-z_][a-z0-9_]*=[\w.'\"-]+ \(`(--[a-z0-9-]+)`\)")
+#: A Python argument alone: ``dry_run=True``.
+_ARGUMENT = re.compile(r"(?<![\w-])([a-z_][a-z0-9_]*)=(True|False)\b")
+
+
+def _command_params() -> dict[str, Any]:
+    """The parameters of the running command by name (none outside a command)."""
     import importlib
 
     # typer's own click (recent typer bundles one; older ones use click itself)
     package = typer.Context.__mro__[1].__module__.rsplit(".", 1)[0]
     context = importlib.import_module(f"{package}.globals").get_current_context(silent=True)
+    if context is None:
+        return {}
+    return {param.name: param for param in context.command.params if param.name}
+
+
+def cli_wording(message: str) -> str:
+    """A library message in the words of the command line: its leading field name
+    (``split: must not be empty``) as the running command's option that sets it
+    (``--split: ...``), and the Python arguments it names (``pass download=True
+    (`--allow-download`)``, ``dry_run=True``) as the flags (``pass `--allow-download```):
+    messages a command prints name its flags, not the config's fields."""
+    params = _command_params()
     field, sep, rest = message.partition(":")
-    if context is None or not sep or not field.isidentifier():
-        return message
-    for param in context.command.params:
-        flags = [opt for opt in param.opts if opt.startswith("--")]
-        if param.name == field and flags:
-            return f"{flags[0]}{sep}{rest}"
-    return message
+    if sep and field.isidentifier() and field in params:
+        flags = [opt for opt in params[field].opts if opt.startswith("--")]
+        if flags:
+            message = f"{flags[0]}{sep}{rest}"
+    message = _ARGUMENT_WITH_FLAG.sub(lambda match: f"`{match.group(1)}`", message)
+
+    def flag(match: re.Match[str]) -> str:
+        param = params.get(match.group(1))
+        if param is None:
+            return match.group(0)
+        opts = param.opts if match.group(2) == "True" else param.secondary_opts
+        named = [opt for opt in opts if opt.startswith("--")]
+        return f"`{named[0]}`" if named else match.group(0)
+
+    return _ARGUMENT.sub(flag, message)
 
 
 def _report(error: BaseException, label: str, message: str) -> NoReturn:

@@ -275,8 +275,8 @@ def _how_to_get(model: str, family: EditorFamily) -> str:
         f"editor model {model!r} ({family.prefix}: editor family, a {family.pipeline}) is "
         f"not a local folder and is not in the Hugging Face cache. Download it first on a "
         f"machine with internet access (`hf download {model}`, formerly "
-        f"`huggingface-cli download`){licence}, or allow downloads (download=True, "
-        "--allow-download), or give the folder of a pipeline saved with save_pretrained"
+        f"`huggingface-cli download`){licence}, or allow downloads: pass download=True "
+        "(`--allow-download`); or give the folder of a pipeline saved with save_pretrained"
     )
 
 
