@@ -85,3 +85,25 @@ def test_the_command_line_names_flags_where_python_names_arguments(
     tree = runner.invoke(app, ["publish", str(export), "--repo-id", "me/set", "--tree", "t"])
     assert tree.exit_code == 2 and "--tree: only a dry run" in tree.output
     assert "pass `--dry-run`" in tree.output and "dry_run" not in tree.output
+
+
+@pytest.mark.parametrize(("tau", "asks"), [(-1.0, False), (None, True)])
+def test_the_random_editor_warning_asks_for_accept_all_thresholds_only_when_not_given(
+    tmp_path: Path, tau: float | None, asks: bool
+) -> None:
+    from contrastkit.builders.gensynth.job import GenSynthConfig
+    from contrastkit.builders.gensynth.notes import start_notes
+    from contrastkit.builders.gensynth.settings import resolve_settings
+    from contrastkit.tiny.marker import mark_random_weights
+
+    editor = tmp_path / "editor"
+    mark_random_weights(editor)
+    config = GenSynthConfig(out=tmp_path / "b", coco=tmp_path, editor=str(editor),
+                            embedder="open_clip:ViT-B-32/openai", tau_real=tau,
+                            tau_gender=tau)  # fmt: skip
+    [warning] = [n for n in start_notes(config, resolve_settings(config)) if "editor" in n]
+    assert "random weights" in warning
+    assert ("give --tau-real -1 --tau-gender -1" in warning) is asks
+    if not asks:
+        assert "accepts every one of them at --tau-real -1 --tau-gender -1" in warning
+        assert "few or none" not in warning

@@ -58,18 +58,24 @@ def start_notes(config: GenSynthConfig, run: GenSynthSettings) -> list[str]:
             f"change it): {shown}"
         )
     thresholds = f"--tau-real {run.tau_real:g} --tau-gender {run.tau_gender:g}"
+    accept_all = run.tau_real < 0 and run.tau_gender < 0
     if config.stage.runs(Stage.EDIT) and _random_weights(run.editor):
+        filtered = (
+            f"the filter accepts every one of them at {thresholds} (a pipeline check)"
+            if accept_all
+            else f"the filter will accept few or none of them at {thresholds}; for a "
+            "pipeline check give --tau-real -1 --tau-gender -1 (accept every edit)"
+        )
         notes.append(
             f"warning: the editor {run.editor} has random weights (a tiny test model): its "
-            f"edits are noise, and the filter will accept few or none of them at "
-            f"{thresholds}; for a pipeline check give --tau-real -1 --tau-gender -1 "
-            f"(accept every edit) and few --steps at a small --resolution (this run: "
-            f"{run.edit.steps} steps at {run.edit.resolution} px per edit)"
+            f"edits are noise, and {filtered}; few --steps at a small --resolution keep such "
+            f"a run short (this run: {run.edit.steps} steps at {run.edit.resolution} px "
+            "per edit)"
         )
     if config.stage.runs(Stage.FILTER) and _random_weights(run.embedder):
         advice = (
             "they accept every edit here (a pipeline check)"
-            if run.tau_real < 0 and run.tau_gender < 0
+            if accept_all
             else "give --tau-real -1 --tau-gender -1 to accept every edit in a pipeline check"
         )
         notes.append(
