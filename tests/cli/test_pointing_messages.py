@@ -107,3 +107,25 @@ def test_the_random_editor_warning_asks_for_accept_all_thresholds_only_when_not_
     if not asks:
         assert "accepts every one of them at --tau-real -1 --tau-gender -1" in warning
         assert "few or none" not in warning
+
+
+def test_allow_download_without_a_network_says_so_and_points_at_no_hidden_traceback(
+    tmp_path: Path, coco_dir: Path
+) -> None:
+    import os
+    import subprocess
+
+    from factories import console_script
+
+    env = {**os.environ, "HF_ENDPOINT": "http://127.0.0.1:9",  # nothing listens: refused
+           "HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "0"}  # fmt: skip
+    result = subprocess.run(
+        [console_script(), "build", "gensynth", "--coco", str(coco_dir), "--out",
+         str(tmp_path / "b"), "--allow-download", "--editor", "someone/some-editor"],
+        capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("environment error: editor model 'someone/some-editor' could not")
+    assert "no connection to the Hugging Face Hub" in last
+    assert "stacktrace" not in result.stderr.lower() and "Traceback" not in result.stderr

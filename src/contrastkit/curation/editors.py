@@ -30,7 +30,7 @@ from contrastkit.curation.editor_families import (
     editor_family,
     parse_editor_spec,
 )
-from contrastkit.errors import ConfigError, ModelNotFoundError
+from contrastkit.errors import ConfigError, ModelNotFoundError, ResourceError
 from contrastkit.tiny.marker import marked_random
 
 if TYPE_CHECKING:
@@ -254,6 +254,26 @@ def _is_missing(error: BaseException) -> bool:
     return False
 
 
+#: The names of the errors a request raises when the network, not the Hub, fails
+#: (httpx, requests, the socket module, huggingface_hub's offline mode).
+_NETWORK_ERRORS = frozenset({
+    "ConnectError", "ConnectionError", "ConnectTimeout", "ReadTimeout", "Timeout",
+    "TimeoutException", "NetworkError", "OfflineModeIsEnabled", "gaierror",
+})  # fmt: skip
+
+
+def _network_failure(error: BaseException) -> BaseException | None:
+    """The error in ``error``'s chain that says the network failed, or ``None``."""
+    current: BaseException | None = error
+    seen: list[BaseException] = []
+    while current is not None and current not in seen:
+        if type(current).__name__ in _NETWORK_ERRORS or isinstance(current, ConnectionError):
+            return current
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return None
+
+
 def editor_is_cached(model: str) -> bool:
     """Whether the Hub pipeline ``model`` (e.g. ``timbrooks/instruct-pix2pix``) is in the
     local Hugging Face cache (its ``model_index.json`` is)."""
@@ -452,8 +472,16 @@ def load_editor(
                 f"editor model {name!r} is not in the Hugging Face cache and could not be "
                 "downloaded: check the id, and log in with `hf auth login` for a gated model"
             ) from error
+        offline = _network_failure(error) if config.download else None
+        if offline is not None:
+            raise ResourceError(
+                f"editor model {name!r} could not be downloaded: no connection to the "
+                f"Hugging Face Hub ({type(offline).__name__}: {offline}); check the network, "
+                f"or download it on a machine with internet access (`hf download {name}`) "
+                "and copy its ~/.cache/huggingface here"
+            ) from error
         if config.download:
-            raise  # a network failure or a bug, not a missing model
+            raise  # a bug, not a missing model
         raise ModelNotFoundError(
             f"editor model {name!r} is in the Hugging Face cache but does not load ({what}); "
             f"an interrupted download? Delete it with `hf cache delete` and download it "
