@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from contrastkit.errors import ConfigError, DataFormatError
-from contrastkit.plugins import is_import_path, plugin_records, resolve
+from contrastkit.plugins import check_conflict, is_import_path, register_plugins, resolve
 
 __all__ = [
     "BUILT_IN",
@@ -220,6 +220,8 @@ def is_visogender(path: Path) -> bool:
 _registered: dict[str, DatasetKind] = {kind.name: kind for kind in BUILT_IN}
 _plugins: dict[str, DatasetKind] = {}
 _plugins_loaded = False
+#: Kinds plugins claimed under a taken name: raised when data of that name is found.
+_conflicts: dict[str, ConfigError] = {}
 
 
 def register_kind(kind: DatasetKind, *, replace_existing: bool = False) -> DatasetKind:
@@ -232,8 +234,8 @@ def register_kind(kind: DatasetKind, *, replace_existing: bool = False) -> Datas
     taken = _registered.get(kind.name) or _plugins.get(kind.name)
     if taken is not None and taken != kind and not replace_existing:
         raise ConfigError(
-            f"dataset kind {kind.name!r} is already registered (by {taken.source}); "
-            "choose another name"
+            f"dataset kind {kind.name!r} of {kind.source} is already registered (by "
+            f"{taken.source}); choose another name"
         )
     if kind.name in _registered and replace_existing:
         _registered[kind.name] = kind
@@ -247,8 +249,19 @@ def _load_plugins() -> None:
     if _plugins_loaded:
         return
     _plugins_loaded = True
-    for source, one in plugin_records(ENTRY_POINT_GROUP, DatasetKind):
-        register_kind(replace(one, source=source))
+    _conflicts.update(
+        register_plugins(
+            ENTRY_POINT_GROUP, DatasetKind,
+            lambda source, one: register_kind(replace(one, source=source)),
+            lambda one: one.name,
+        )
+    )  # fmt: skip
+
+
+def _usable(kind: DatasetKind) -> DatasetKind:
+    """``kind``, unless a plugin claimed its name too (:func:`register_plugins`)."""
+    check_conflict(_conflicts, kind.name)
+    return kind
 
 
 def kinds() -> dict[str, DatasetKind]:
@@ -273,7 +286,7 @@ def recorded_kind(path: str | Path) -> DatasetKind | None:
     recorded = read_json_object(file).get("kind")
     for kind in kinds().values():
         if isinstance(recorded, str) and recorded in kind.recorded:
-            return kind
+            return _usable(kind)
     return None
 
 
@@ -286,7 +299,7 @@ def detect_kind(path: str | Path) -> DatasetKind:
         return recorded
     for kind in kinds().values():
         if kind.matches(path):
-            return kind
+            return _usable(kind)
     raise DataFormatError(path, None, None, "not a dataset contrastkit reads")  # unreachable
 
 
@@ -300,7 +313,7 @@ def detect_source(path: str | Path) -> DatasetKind:
         return recorded
     for kind in kinds().values():
         if kind.holds_build(path) or kind.matches(path):
-            return kind
+            return _usable(kind)
     raise DataFormatError(path, None, None, "not a dataset contrastkit reads")  # unreachable
 
 

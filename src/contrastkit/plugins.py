@@ -15,9 +15,37 @@ from typing import Any, TypeVar
 
 from contrastkit.errors import ConfigError
 
-__all__ = ["entry_point_objects", "is_import_path", "plugin_records", "resolve"]
+__all__ = [
+    "check_conflict",
+    "entry_point_objects",
+    "is_import_path",
+    "plugin_records",
+    "register_plugins",
+    "resolve",
+]
 
 _R = TypeVar("_R")
+
+
+def _broken(source: str, group: str, doing: str, error: BaseException) -> ConfigError:
+    """The error naming a plugin that failed, ``error`` summed up (chained by the caller)."""
+    distribution = source.partition(":")[0]
+    return ConfigError(
+        f"plugin {source} (entry point group {group}) {doing}: {type(error).__name__}: "
+        f"{error}; fix or uninstall {distribution}"
+    )
+
+
+def _points(group: str) -> list[Any]:
+    """The installed entry points of ``group``; metadata that cannot be read is an error
+    naming the group."""
+    try:
+        return list(entry_points(group=group))
+    except Exception as error:  # a distribution's broken metadata, whatever it is
+        raise ConfigError(
+            f"the installed plugins of entry point group {group} cannot be listed: "
+            f"{type(error).__name__}: {error}; reinstall or uninstall the package at fault"
+        ) from error
 
 
 def entry_point_objects(group: str) -> list[tuple[str, Any]]:
@@ -25,21 +53,23 @@ def entry_point_objects(group: str) -> list[tuple[str, Any]]:
     source; ``source`` is ``DISTRIBUTION:NAME``.
 
     Raises:
-        ConfigError: an entry point that does not import (its error chained): a broken
-            plugin is named, never skipped in silence.
+        ConfigError: an entry point that does not import (its error chained), whatever it
+            raises: an ``Exception``, ``SystemExit`` (a plugin calling ``sys.exit`` at
+            import must not end the command as if it had succeeded) or another
+            ``BaseException`` (only ``KeyboardInterrupt`` goes through). A broken plugin
+            is named, never skipped in silence.
     """
     found = []
-    for point in entry_points(group=group):
+    for point in _points(group):
         distribution = point.dist.name if point.dist is not None else "?"
         source = f"{distribution}:{point.name}"
         try:
             value = point.load()
-        except Exception as error:  # a plugin's own failure, whatever it is
-            raise ConfigError(
-                f"plugin {source} (entry point {point.value!r} in group {group}) does not "
-                f"import: {type(error).__name__}: {error}; fix or uninstall "
-                f"{distribution}"
-            ) from error
+        except KeyboardInterrupt:
+            raise
+        except BaseException as error:  # a plugin's own failure, whatever it is
+            doing = f"does not import (entry point {point.value!r})"
+            raise _broken(source, group, doing, error) from error
         found.append((source, value))
     return sorted(found, key=lambda pair: pair[0])
 
@@ -49,16 +79,27 @@ def plugin_records(group: str, record: type[_R]) -> list[tuple[str, _R]]:
     gives one ``record`` instance or an iterable of them.
 
     Raises:
-        ConfigError: an entry point that does not import, or gives anything else.
+        ConfigError: an entry point that does not import, gives anything else, or gives
+            an iterable whose iteration fails.
     """
     name = record.__name__
     wrong = f"not {'an' if name[:1] in 'AEIOU' else 'a'} {name}"
     found = []
     for source, value in entry_point_objects(group):
-        given = (
-            value if isinstance(value, Iterable) and not isinstance(value, str | bytes) else [value]
-        )
-        for one in [value] if isinstance(value, record) else given:
+        if isinstance(value, record):
+            given: list[Any] = [value]
+        elif isinstance(value, Iterable) and not isinstance(value, str | bytes):
+            try:
+                given = list(value)
+            except KeyboardInterrupt:
+                raise
+            except BaseException as error:  # the plugin's own iterator failed
+                raise _broken(source, group, f"gives {name}s that cannot be read", error) from (
+                    error
+                )
+        else:
+            given = [value]
+        for one in given:
             if not isinstance(one, record):
                 raise ConfigError(
                     f"plugin {source} (entry point group {group}) gave "
@@ -66,6 +107,45 @@ def plugin_records(group: str, record: type[_R]) -> list[tuple[str, _R]]:
                 )
             found.append((source, one))
     return found
+
+
+def register_plugins(
+    group: str,
+    record: type[_R],
+    register: Callable[[str, _R], object],
+    name: Callable[[_R], str],
+) -> dict[str, ConfigError]:
+    """Register every record of ``group``'s plugins (:func:`plugin_records`) with
+    ``register(source, record)``. A record whose name is taken (``register`` raises a
+    :class:`ConfigError`) is left out; its error, naming the plugin, is returned by name
+    for the registry to raise when that name is used (:func:`check_conflict`), so that
+    commands that never use it still work.
+
+    Raises:
+        ConfigError: as :func:`plugin_records`.
+    """
+    conflicts: dict[str, ConfigError] = {}
+    for source, one in plugin_records(group, record):
+        try:
+            register(source, one)
+        except ConfigError as error:
+            distribution = source.partition(":")[0]
+            conflicts[name(one)] = ConfigError(
+                f"plugin {source} (entry point group {group}) is left out: {error}, or "
+                f"uninstall {distribution}"
+            )
+    return conflicts
+
+
+def check_conflict(conflicts: dict[str, ConfigError], name: str) -> None:
+    """Raise the error of a plugin that claimed ``name`` while it was taken, if any.
+
+    Raises:
+        ConfigError: naming the plugin and who holds the name.
+    """
+    error = conflicts.get(name)
+    if error is not None:
+        raise ConfigError(str(error))
 
 
 def is_import_path(path: str) -> bool:

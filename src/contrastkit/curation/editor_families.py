@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from contrastkit.errors import ConfigError
-from contrastkit.plugins import is_import_path, plugin_records, resolve
+from contrastkit.plugins import check_conflict, is_import_path, register_plugins, resolve
 from contrastkit.schema import Gender
 
 __all__ = [
@@ -275,6 +275,8 @@ BUILT_IN: tuple[EditorFamily, ...] = (
 
 _registered: dict[str, EditorFamily] = {f.prefix: f for f in BUILT_IN}
 _plugins_loaded = False
+#: Prefixes plugins claimed while taken: raised when an editor spec uses one.
+_conflicts: dict[str, ConfigError] = {}
 
 
 def register_editor(new: EditorFamily, *, replace: bool = False) -> EditorFamily:
@@ -287,8 +289,8 @@ def register_editor(new: EditorFamily, *, replace: bool = False) -> EditorFamily
     taken = _registered.get(new.prefix)
     if taken is not None and not replace and taken != new:
         raise ConfigError(
-            f"editor family {new.prefix!r} is already registered (by {taken.source}); "
-            "choose another prefix"
+            f"editor family {new.prefix!r} of {new.source} is already registered (by "
+            f"{taken.source}); choose another prefix"
         )
     _registered[new.prefix] = new
     return new
@@ -299,8 +301,13 @@ def _load_plugins() -> None:
     if _plugins_loaded:
         return
     _plugins_loaded = True
-    for source, one in plugin_records(ENTRY_POINT_GROUP, EditorFamily):
-        register_editor(EditorFamily(**{**one.__dict__, "source": source}))
+    _conflicts.update(
+        register_plugins(
+            ENTRY_POINT_GROUP, EditorFamily,
+            lambda source, one: register_editor(EditorFamily(**{**one.__dict__, "source": source})),
+            lambda one: one.prefix,
+        )
+    )  # fmt: skip
 
 
 def editor_families() -> dict[str, EditorFamily]:
@@ -311,8 +318,14 @@ def editor_families() -> dict[str, EditorFamily]:
 
 
 def editor_family(prefix: str) -> EditorFamily | None:
-    """The family of ``prefix``, or ``None``."""
-    return editor_families().get(prefix)
+    """The family of ``prefix``, or ``None``.
+
+    Raises:
+        ConfigError: a plugin claimed ``prefix`` while it was taken (naming the plugin).
+    """
+    found = editor_families().get(prefix)
+    check_conflict(_conflicts, prefix)
+    return found
 
 
 _PREFIX = re.compile(r"^[a-z][a-z0-9_.-]+$")
@@ -335,6 +348,7 @@ def parse_editor_spec(spec: str | Path) -> tuple[EditorFamily, str]:
     families = editor_families()
     prefix, sep, target = text.partition(":")
     if sep and prefix in families:
+        check_conflict(_conflicts, prefix)
         family = families[prefix]
         return family, target.strip() or family.default_model
     if sep and _PREFIX.match(prefix) and not Path(text).expanduser().exists():

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from contrastkit.errors import ConfigError
-from contrastkit.plugins import is_import_path, plugin_records, resolve
+from contrastkit.plugins import check_conflict, is_import_path, register_plugins, resolve
 
 if TYPE_CHECKING:
     from contrastkit.models.base import ModelRuntime
@@ -241,6 +241,8 @@ BUILT_IN: tuple[ModelFamily, ...] = (
 
 _registered: dict[str, ModelFamily] = {f.prefix: f for f in BUILT_IN}
 _plugins_loaded = False
+#: Prefixes plugins claimed while taken: raised when a spec uses one (:func:`family`).
+_conflicts: dict[str, ConfigError] = {}
 
 
 def register_model(new: ModelFamily, *, replace: bool = False) -> ModelFamily:
@@ -253,8 +255,8 @@ def register_model(new: ModelFamily, *, replace: bool = False) -> ModelFamily:
     taken = _registered.get(new.prefix)
     if taken is not None and not replace and taken != new:
         raise ConfigError(
-            f"model family {new.prefix!r} is already registered (by {taken.source}); "
-            "choose another prefix"
+            f"model family {new.prefix!r} of {new.source} is already registered (by "
+            f"{taken.source}); choose another prefix"
         )
     _registered[new.prefix] = new
     return new
@@ -267,8 +269,13 @@ def _load_plugins() -> None:
     if _plugins_loaded:
         return
     _plugins_loaded = True
-    for source, one in plugin_records(ENTRY_POINT_GROUP, ModelFamily):
-        register_model(ModelFamily(**{**one.__dict__, "source": source}))
+    _conflicts.update(
+        register_plugins(
+            ENTRY_POINT_GROUP, ModelFamily,
+            lambda source, one: register_model(ModelFamily(**{**one.__dict__, "source": source})),
+            lambda one: one.prefix,
+        )
+    )  # fmt: skip
 
 
 def families() -> dict[str, ModelFamily]:
@@ -279,5 +286,11 @@ def families() -> dict[str, ModelFamily]:
 
 
 def family(prefix: str) -> ModelFamily | None:
-    """The family of ``prefix``, or ``None``."""
-    return families().get(prefix)
+    """The family of ``prefix``, or ``None``.
+
+    Raises:
+        ConfigError: a plugin claimed ``prefix`` while it was taken (naming the plugin).
+    """
+    found = families().get(prefix)
+    check_conflict(_conflicts, prefix)
+    return found

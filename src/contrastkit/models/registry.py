@@ -142,6 +142,7 @@ def parse_spec(spec: str) -> ModelSpec:
         )
     if not target.strip():
         raise ConfigError(f"model spec {spec!r} names no model after {prefix!r}")
+    family(prefix)  # a plugin that claimed this prefix too is named here
     parsed = ModelSpec(prefix, target.strip())
     base = table[prefix].check_target(parsed.target)  # options are checked before loading
     if table[prefix].wraps_base and base is not None:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from contrastkit.errors import ConfigError
-from contrastkit.plugins import is_import_path, plugin_records, resolve
+from contrastkit.plugins import check_conflict, is_import_path, register_plugins, resolve
 
 if TYPE_CHECKING:
     from contrastkit.evaluators.evaluation import EvaluateConfig, EvaluateResult
@@ -184,6 +184,8 @@ BUILT_IN: tuple[Task, ...] = (
 
 _registered: dict[str, Task] = {task.name: task for task in BUILT_IN}
 _plugins_loaded = False
+#: Task names plugins claimed while taken: raised when the task is run or read.
+_conflicts: dict[str, ConfigError] = {}
 
 
 def register_task(task: Task, *, replace_existing: bool = False) -> Task:
@@ -195,7 +197,8 @@ def register_task(task: Task, *, replace_existing: bool = False) -> Task:
     taken = _registered.get(task.name)
     if taken is not None and taken != task and not replace_existing:
         raise ConfigError(
-            f"task {task.name!r} is already registered (by {taken.source}); choose another name"
+            f"task {task.name!r} of {task.source} is already registered (by {taken.source}); "
+            "choose another name"
         )
     _registered[task.name] = task
     return task
@@ -206,8 +209,13 @@ def _load_plugins() -> None:
     if _plugins_loaded:
         return
     _plugins_loaded = True
-    for source, one in plugin_records(ENTRY_POINT_GROUP, Task):
-        register_task(replace(one, source=source))
+    _conflicts.update(
+        register_plugins(
+            ENTRY_POINT_GROUP, Task,
+            lambda source, one: register_task(replace(one, source=source)),
+            lambda one: one.name,
+        )
+    )  # fmt: skip
 
 
 def tasks() -> dict[str, Task]:
@@ -239,10 +247,12 @@ def task_for_data(paths: Sequence[Path], asked: str | None = None) -> Task:
                 f"task {asked} needs {wanted.plural}; not {wanted.title.removeprefix('a ')}: "
                 + ", ".join(other)
             )
+        check_conflict(_conflicts, task.name)
         return task
     kind = detect_kinds(paths)
     for task in registered.values():
         if task.kind == kind.name and task.run is not None:
+            check_conflict(_conflicts, task.name)
             return task
     raise ConfigError(
         f"data: {', '.join(map(str, paths))} is {kind.title}, which `contrastkit evaluate` "
@@ -269,11 +279,13 @@ def read_result(path: Path) -> tuple[Task, Any]:
         if not task.result_tasks:
             results = task.function("read")(path)
             if results is not None:
+                check_conflict(_conflicts, task.name)
                 return task, results
     typed = read_benchmark(path)
     data = typed.to_json()
     results = data[typed.name] if isinstance(typed, VisoGenderResult) else data
     for task in registered:
         if typed.task in task.result_tasks:
+            check_conflict(_conflicts, task.name)
             return task, results
     raise ConfigError(f"{path}: no registered task reads {typed.task!r} results")
