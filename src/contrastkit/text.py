@@ -86,10 +86,18 @@ def format_number(
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return missing
     if significant and isinstance(value, int | float):
-        return f"{value:{'+' if sign else ''}.{digits}g}"
+        return _unsigned_zero(f"{value:{'+' if sign else ''}.{digits}g}", sign)
     if isinstance(value, float):
-        return f"{value:{'+' if sign else ''}.{digits}f}"
+        return _unsigned_zero(f"{value:{'+' if sign else ''}.{digits}f}", sign)
     return str(value)
+
+
+def _unsigned_zero(text: str, sign: bool) -> str:
+    """``-0.00`` (a tiny negative number, or -0.0, rounded) as ``0.00`` (``+0.00`` with
+    ``sign``, as Python writes a positive zero): no number reads as negative zero."""
+    if text.startswith("-") and not any(c in "123456789" for c in text.partition("e")[0]):
+        return ("+" if sign else "") + text[1:]
+    return text
 
 
 def format_p(value: Any, *, missing: str = MISSING, coarse_from: float | None = None) -> str:

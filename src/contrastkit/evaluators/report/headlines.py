@@ -24,7 +24,7 @@ from typing import Any
 
 from contrastkit.evaluators.metrics import covers_every_query, cutoff_marking, cutoffs_by_k
 from contrastkit.models.registry import weights_note
-from contrastkit.text import UNDEFINED
+from contrastkit.text import UNDEFINED, format_number
 
 __all__ = ["headline_figures", "headline_lines"]
 
@@ -135,9 +135,11 @@ def _contrast_figures(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
 def _task_figures(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Another task's (a plugin's): its summary names its figures."""
     shown = summary.get("figures") or {}
+    names = list(shown) if isinstance(shown, Mapping) else []
     return [
         _figure(str(name), shown, name, signed=False)
-        for name in (shown if isinstance(shown, Mapping) else ())
+        for name in names
+        if not (str(name).endswith("_ci") and str(name)[:-3] in names)  # an interval, beside
     ]
 
 
@@ -224,7 +226,7 @@ def headline_figures(model: str, summary: Mapping[str, Any], kind: str) -> dict[
 def _text(value: float | None, signed: bool) -> str:
     if value is None:
         return UNDEFINED
-    return f"{value:+.2f}" if signed else f"{value:.2f}"
+    return format_number(value, 2, sign=signed)
 
 
 def headline_lines(headlines: Mapping[str, Any]) -> list[str]:
