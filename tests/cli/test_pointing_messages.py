@@ -129,3 +129,23 @@ def test_allow_download_without_a_network_says_so_and_points_at_no_hidden_traceb
     assert last.startswith("environment error: editor model 'someone/some-editor' could not")
     assert "no connection to the Hugging Face Hub" in last
     assert "stacktrace" not in result.stderr.lower() and "Traceback" not in result.stderr
+
+
+def _option_help(command: list[str], option: str) -> str:
+    import typer as typer_module
+
+    click_command = typer_module.main.get_command(app)
+    for word in command:
+        click_command = click_command.get_command(None, word)  # type: ignore[attr-defined]
+    [param] = [p for p in click_command.params if option in p.opts]
+    return str(param.help)
+
+
+def test_each_command_s_help_speaks_of_what_it_runs() -> None:
+    decisions = _option_help(["evaluate", "decisions"], "--model")
+    assert "vlm:" in decisions and "open_clip:" not in decisions  # a generative model
+    assert "open_clip:" in _option_help(["evaluate", "contrast"], "--model")
+    for command in (["evaluate", "decisions"], ["evaluate", "visogender"], ["audit"]):
+        assert "editor" not in _option_help(command, "--dtype")
+    for command in (["build", "gensynth"], ["quickstart"]):  # they run an editor
+        assert "editor family" in _option_help(command, "--dtype")

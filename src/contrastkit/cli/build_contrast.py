@@ -26,7 +26,7 @@ from contrastkit.cli.common import (
     progress,
     user_errors,
 )
-from contrastkit.cli.options import ModelOptions, with_options
+from contrastkit.cli.options import EditorModelOptions, ModelOptions, with_options
 from contrastkit.text import UNDEFINED
 from contrastkit.text import count as counted
 
@@ -155,7 +155,7 @@ def gensynth(
     quality_sample: int | None = typer.Option(
         None, "--quality-sample", min=1, help="Score at most N images per set in the checks."
     ),
-    runtime: ModelOptions = ModelOptions(batch_size=8),
+    runtime: EditorModelOptions = EditorModelOptions(batch_size=8),
     shard: str | None = typer.Option(
         None, "--shard", help="K/N: edit (and embed) only shard K of N, in OUT/shards/K-of-N."
     ),

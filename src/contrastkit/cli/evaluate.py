@@ -227,7 +227,7 @@ _DESCRIPTIONS = {
     (benchmark.json, report.md, raw_decisions.jsonl, plots/). Details: docs/decisions.md.
 
 
-    Example: contrastkit evaluate decisions --data export/contrast --model vlm:FOLDER
+    Example: contrastkit evaluate decisions --data export --model vlm:llava-hf/llava-1.5-7b-hf
     """,
 }
 
@@ -265,6 +265,23 @@ def _description(task: Task) -> str:
     )
 
 
+#: The example spec of each built-in task's --model: a model that can do the task.
+_MODEL_EXAMPLES = {
+    "visogender": "open_clip:ViT-B-32/openai",
+    "contrast": "open_clip:ViT-B-32/openai",
+    "stereotype": "vlm:llava-hf/llava-1.5-7b-hf",
+    "decisions": "vlm:llava-hf/llava-1.5-7b-hf",
+    AUTO: "open_clip:ViT-B-32/openai",
+}
+
+
+def model_help(task: str) -> str:
+    """The help of ``contrastkit evaluate TASK --model``: an example the task takes."""
+    example = _MODEL_EXAMPLES.get(task)
+    shown = f", e.g. {example}" if example else ""
+    return f"Model spec{shown} (all families: `contrastkit models list`). Repeatable."
+
+
 def task_command(task: Task) -> Any:
     """The command function of ``contrastkit evaluate TASK``: the common options and
     the groups the task names."""
@@ -272,7 +289,9 @@ def task_command(task: Task) -> Any:
     def run(values: Mapping[type[OptionGroup], OptionGroup]) -> None:
         _run(task.name, values.values())
 
-    return command_function(task.name, task_groups(task), run, _description(task))
+    return command_function(
+        task.name, task_groups(task), run, _description(task), {"model": model_help(task.name)}
+    )
 
 
 class EvaluateGroup(HelpGroup):
@@ -343,7 +362,9 @@ def _built_in_commands() -> None:
         }),
         _ZERO_SHOT_HELP,
     ))  # fmt: skip
-    app.command(name=AUTO)(command_function(AUTO, AUTO_GROUPS, _auto, _AUTO_HELP))
+    app.command(name=AUTO)(
+        command_function(AUTO, AUTO_GROUPS, _auto, _AUTO_HELP, {"model": model_help(AUTO)})
+    )
 
 
 _built_in_commands()

@@ -29,6 +29,7 @@ Nothing heavy is imported here: the configs are built inside the methods.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import inspect
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BootstrapOptions",
+    "EditorModelOptions",
     "ImageLimitOptions",
     "ModelOptions",
     "NetworkOptions",
@@ -155,17 +157,32 @@ def command_function(
     groups: Sequence[type[OptionGroup]],
     run: Callable[[Mapping[type[OptionGroup], OptionGroup]], None],
     doc: str,
+    helps: Mapping[str, str] | None = None,
 ) -> Callable[..., None]:
     """A command (for :meth:`typer.Typer.command`) whose options are ``groups``'; it
-    calls ``run`` with each group's value by its class."""
+    calls ``run`` with each group's value by its class. ``helps``: this command's own
+    help of some options, by name (an example spec the task takes)."""
 
     def command(**values: Any) -> None:
         run({group: group.take(values) for group in groups})
 
     command.__name__ = command.__qualname__ = name.replace("-", "_")
     command.__doc__ = doc
-    _signed(command, group_parameters(groups))
+    parameters = group_parameters(groups)
+    _signed(command, [_with_help(p, (helps or {}).get(p.name)) for p in parameters])
     return command
+
+
+def _with_help(parameter: inspect.Parameter, help_text: str | None) -> inspect.Parameter:
+    """``parameter`` whose option has the help ``help_text`` (unchanged when ``None``)."""
+    if help_text is None:
+        return parameter
+    kind, *extras = typing.get_args(parameter.annotation)
+    changed = [copy.copy(e) for e in extras]
+    for extra in changed:
+        if isinstance(extra, typer.models.OptionInfo):
+            extra.help = help_text
+    return parameter.replace(annotation=Annotated[(kind, *changed)])
 
 
 # -- running a model --------------------------------------------------------------------------
@@ -185,8 +202,7 @@ class ModelOptions(OptionGroup):
         str,
         typer.Option(
             "--dtype",
-            help="auto (float16 on CUDA, or an editor family's own; else float32), float32, "
-            "bfloat16 or float16.",
+            help="auto (float16 on CUDA, else float32), float32, bfloat16 or float16.",
             rich_help_panel=RUNNING,
         ),
     ] = "auto"
@@ -239,6 +255,22 @@ class ModelOptions(OptionGroup):
             download=self.download or self.download_alias, workers=self.workers,
             decode=self.decode,
         )  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class EditorModelOptions(ModelOptions):
+    """:class:`ModelOptions` of a command that also runs an image editor, whose
+    ``auto`` dtype is the editor family's own."""
+
+    dtype: Annotated[
+        str,
+        typer.Option(
+            "--dtype",
+            help="auto (float16 on CUDA, or an editor family's own; else float32), float32, "
+            "bfloat16 or float16.",
+            rich_help_panel=RUNNING,
+        ),
+    ] = "auto"
 
 
 # -- fetching URLs ----------------------------------------------------------------------------

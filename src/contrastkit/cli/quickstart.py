@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from contrastkit.cli.common import console, err_console, plain, print_json, user_errors
-from contrastkit.cli.options import ModelOptions, with_options
+from contrastkit.cli.options import EditorModelOptions, with_options
 
 
 def _quiet_libraries() -> None:
@@ -38,7 +38,7 @@ def quickstart(
     steps: int = typer.Option(20, min=1, help="Denoising steps of a real editor."),
     tau_real: float | None = typer.Option(None, help="Filter threshold tau_R (Eq. 5)."),
     tau_gender: float | None = typer.Option(None, help="Filter threshold tau_G (Eq. 5)."),
-    runtime: ModelOptions = ModelOptions(batch_size=8),
+    runtime: EditorModelOptions = EditorModelOptions(batch_size=8),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Run the whole workflow on a fresh machine with no internet: a small GenSynth
