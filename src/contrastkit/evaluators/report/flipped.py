@@ -31,6 +31,7 @@ from contrastkit.evaluators.report.figures import (
     suptitle,
 )
 from contrastkit.evaluators.report.tables import (
+    cutoff_cell,
     interval_note,
     mean_sigma,
     metric_names,
@@ -89,9 +90,6 @@ def flipped_section(results: Mapping[str, Any]) -> list[str]:
     flipped = results.get(FLIPPED_TASK) or {}
     if not flipped.get("context"):
         return []
-    from contrastkit.evaluators.metrics import cutoffs_by_k
-    from contrastkit.evaluators.report.markdown import _cutoff_cell
-
     names = metric_names(flipped)
     directions = _directions(results)
     # the same two-person images are ranked: a K covering every occupation's images is
@@ -99,7 +97,7 @@ def flipped_section(results: Mapping[str, Any]) -> list[str]:
     cutoffs = cutoffs_by_k(results.get("warnings") or [], "two_person_images")
 
     def cells(summaries: Mapping[str, Any]) -> list[str]:
-        return [_cutoff_cell(mean_sigma(summaries.get(n) or {}), n, cutoffs) for n in names]
+        return [cutoff_cell(mean_sigma(summaries.get(n) or {}), n, cutoffs) for n in names]
 
     rows = [
         [

@@ -16,12 +16,15 @@ from contrastkit.evaluators.report.flipped import flipped_comparison_section, fl
 from contrastkit.evaluators.report.multiple_choice import multiple_choice_section, vlm_lines
 from contrastkit.evaluators.report.skipped import skipped_rows_note, skipped_rows_section
 from contrastkit.evaluators.report.tables import (
+    cutoff_cell,
     format_interval,
     format_number,
     interval_note,
+    k_of,
     mean_sigma,
     metric_names,
     model_cell,
+    occupation_cell,
     table,
 )
 from contrastkit.evaluators.tasks.resolution import SPLITS
@@ -60,26 +63,6 @@ PROTOCOL_NOTES = {
     "two-way": "the prediction is the higher-scoring of his / her (the binary choice of "
     "the paper's Sec. 3.4)",
 }
-
-
-def _k_of(name: str) -> int | None:
-    """The K of a metric name (``bias@10``, ``bias_gensynth@10``), or ``None``."""
-    k = name.partition("@")[2].partition("_")[0]
-    return int(k) if k.isdigit() else None
-
-
-def _cutoff_cell(text: str, name: str, cutoffs: Mapping[int, Mapping[str, Any]]) -> str:
-    """A table cell of metric ``name``: its marking in place of ``text`` when its K
-    covers every query's candidates, beside it when it covers some queries' only
-    (:func:`~contrastkit.evaluators.metrics.cutoff_marking`, the same predicate as the
-    report's warnings)."""
-    k = _k_of(name)
-    warning = cutoffs.get(k) if k is not None else None
-    if warning is None:
-        return text
-    if covers_every_query(warning):
-        return cutoff_marking(warning)
-    return f"{text} ({cutoff_marking(warning)})"
 
 
 def _comparison_warnings(labelled: Sequence[tuple[str, Sequence[Any]]]) -> list[str]:
@@ -237,7 +220,7 @@ def _retrieval_section(retrieval: Mapping[str, Any], warnings: Sequence[Any]) ->
     rows = [
         [title]
         + [
-            _cutoff_cell(mean_sigma(retrieval[section][n]), n, cutoffs_by_k(warnings, section))
+            cutoff_cell(mean_sigma(retrieval[section][n]), n, cutoffs_by_k(warnings, section))
             for n in names
         ]
         for section, title in (
@@ -256,18 +239,6 @@ def _retrieval_section(retrieval: Mapping[str, Any], warnings: Sequence[Any]) ->
         if isinstance(retrieval[section].get(n), Mapping)
     ]
     return [*lines, *interval_note(summaries, "of the mean across occupations")]
-
-
-def _occupation_cell(
-    retrieved: Mapping[str, Any], name: str, k: int, cutoffs: Mapping[int, Mapping[str, Any]]
-) -> Any:
-    """An occupation's Bias@``k``, or n/a with the reason when ``k`` covers its images."""
-    warning = cutoffs.get(k)
-    if warning is not None and name in (warning.get("queries") or []):
-        return cutoff_marking(warning) if covers_every_query(warning) else (
-            f"{UNDEFINED}: K covers all its candidates"
-        )  # fmt: skip
-    return retrieved.get(name, {}).get(f"bias@{k}")
 
 
 def _occupation_section(
@@ -300,7 +271,7 @@ def _occupation_section(
                     name,
                     occupations.get(name, {}).get("RA_avg"),
                     occupations.get(name, {}).get("gender_gap"),
-                    *[_occupation_cell(retrieved, name, k, cutoffs) for k in ks],
+                    *[occupation_cell(retrieved, name, k, cutoffs) for k in ks],
                     shares.get(name),
                 ]
                 for name in names
@@ -492,7 +463,7 @@ def comparison_markdown(results: Sequence[Mapping[str, Any]]) -> str:
                     ),
                 ]
                 + [
-                    _cutoff_cell(
+                    cutoff_cell(
                         mean_sigma(r["retrieval_bias"].get(n, {})), n, _retrieval_cutoffs(r)
                     )
                     for n in names
@@ -541,7 +512,7 @@ def contrast_set_name(benchmark: Mapping[str, Any]) -> str:
 
 def _contrast_cell(stats: Any, name: str, cutoffs: Mapping[int, Mapping[str, Any]]) -> str:
     text = format_interval(stats, "mean") if isinstance(stats, Mapping) else "–"
-    return _cutoff_cell(text, name, cutoffs)
+    return cutoff_cell(text, name, cutoffs)
 
 
 def _contrast_cutoffs(benchmark: Mapping[str, Any]) -> dict[int, Mapping[str, Any]]:
@@ -611,7 +582,7 @@ def contrast_comparison_markdown(results: Sequence[Mapping[str, Any]]) -> str:
             trivial = [
                 warning
                 for benchmark in (r, contrast)
-                for warning in [_contrast_cutoffs(benchmark).get(_k_of(name) or -1)]
+                for warning in [_contrast_cutoffs(benchmark).get(k_of(name) or -1)]
                 if warning is not None and covers_every_query(warning)
             ]
             if trivial:  # one side is the pool's own balance: no difference to read

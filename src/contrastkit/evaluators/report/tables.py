@@ -17,8 +17,10 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from contrastkit.evaluators.metrics import covers_every_query, cutoff_marking
 from contrastkit.text import (
     MISSING,
+    UNDEFINED,
     escape_cell,
     format_number,
     format_p,
@@ -30,15 +32,18 @@ from contrastkit.text import (
 __all__ = [
     "MISSING",
     "RANDOM_WEIGHTS_CELL",
+    "cutoff_cell",
     "escape_cell",
     "format_interval",
     "format_number",
     "format_p",
     "interval_note",
+    "k_of",
     "markdown_table",
     "mean_sigma",
     "metric_names",
     "model_cell",
+    "occupation_cell",
     "table",
     "table_header",
     "table_row",
@@ -103,3 +108,35 @@ def model_cell(results: Mapping[str, Any], name: Any = None) -> str:
     or ``name`` when given), marked when its weights are random."""
     text = str(results["metadata"]["model_name"] if name is None else name)
     return text + RANDOM_WEIGHTS_CELL if results.get("random_weights") else text
+
+
+def k_of(name: str) -> int | None:
+    """The K of a metric name (``bias@10``, ``bias_gensynth@10``), or ``None``."""
+    k = name.partition("@")[2].partition("_")[0]
+    return int(k) if k.isdigit() else None
+
+
+def cutoff_cell(text: str, name: str, cutoffs: Mapping[int, Mapping[str, Any]]) -> str:
+    """A table cell of metric ``name``: its marking in place of ``text`` when its K
+    covers every query's candidates, beside it when it covers some queries' only
+    (:func:`~contrastkit.evaluators.metrics.cutoff_marking`, the same predicate as the
+    report's warnings)."""
+    k = k_of(name)
+    warning = cutoffs.get(k) if k is not None else None
+    if warning is None:
+        return text
+    if covers_every_query(warning):
+        return cutoff_marking(warning)
+    return f"{text} ({cutoff_marking(warning)})"
+
+
+def occupation_cell(
+    retrieved: Mapping[str, Any], name: str, k: int, cutoffs: Mapping[int, Mapping[str, Any]]
+) -> Any:
+    """An occupation's Bias@``k``, or n/a with the reason when ``k`` covers its images."""
+    warning = cutoffs.get(k)
+    if warning is not None and name in (warning.get("queries") or []):
+        return cutoff_marking(warning) if covers_every_query(warning) else (
+            f"{UNDEFINED}: K covers all its candidates"
+        )  # fmt: skip
+    return retrieved.get(name, {}).get(f"bias@{k}")
