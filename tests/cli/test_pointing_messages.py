@@ -4,6 +4,7 @@ Python arguments behind them; a warning does not ask for what was already given.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -149,3 +150,32 @@ def test_each_command_s_help_speaks_of_what_it_runs() -> None:
         assert "editor" not in _option_help(command, "--dtype")
     for command in (["build", "gensynth"], ["quickstart"]):  # they run an editor
         assert "editor family" in _option_help(command, "--dtype")
+
+
+def test_urls_check_on_local_image_paths_says_there_is_nothing_to_check(
+    tmp_path: Path,
+) -> None:
+    from contrastkit.schema import Context, Gender
+    from contrastkit.tsv import write_visogender_tsv
+    from factories import make_row
+
+    m, f = Gender.MASCULINE, Gender.FEMININE
+    rows = [make_row("doctor", m, n=1, url="images/a.jpg"),
+            make_row("doctor", f, n=2, url=str(tmp_path / "images" / "b.jpg")),
+            make_row("nurse", f, n=3, url="file:///data/c.jpg")]  # fmt: skip
+    local = tmp_path / "local_OO.tsv"
+    write_visogender_tsv(local, rows, Context.OO)
+    result = runner.invoke(app, ["urls", "check", str(local)])
+    assert result.exit_code == 0, result.output
+    assert "invalid_url" not in result.output
+    assert "3 rows with a local image file, not URL-checked" in result.output
+    assert "no URLs to check: nothing to check for local files" in result.output
+    typo = tmp_path / "typo_OO.tsv"
+    write_visogender_tsv(
+        typo, [*rows, make_row("nurse", m, n=4, url="htps://x.example/d.jpg")], Context.OO
+    )
+    checked = runner.invoke(app, ["urls", "check", str(typo), "--json"])
+    assert checked.exit_code == 1  # a URL with a mistyped scheme is still checked
+    report = json.loads(checked.output)
+    assert [row["status"] for row in report["results"]] == ["invalid_url"]
+    assert report["local_rows"] == 3

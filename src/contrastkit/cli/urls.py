@@ -268,6 +268,12 @@ def print_integrity(report: IntegrityReport, as_json: bool = False, limit: int =
     console.print(
         Text("problems found", style="red")
         if not report.ok
+        else Text(
+            "no URLs to check: nothing to check for local files (every row names a local "
+            "image file; urls check checks http(s) image URLs)",
+            style="green",
+        )
+        if not report.rows and report.local_rows
         else Text("no URLs to check", style="green")
         if not report.rows
         else Text("all URLs healthy", style="green")

@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 from os import PathLike
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from contrastkit.config import require
 from contrastkit.curation.dedup import (
@@ -301,6 +302,7 @@ def check_tables(
         (RowRef(str(table.path), row.line, row.idx), row.url)
         for table in tables
         for row in table.rows
+        if not is_local_image(row.url)
     ]
     urls = (url for _, url in refs)
     if settings.engine == "ray":
@@ -319,12 +321,24 @@ def check_tables(
         duplicates=duplicate_groups(rows, max_distance=settings.near_distance),
         started_at=started,
         finished_at=_now(),
-        local={
-            str(table.path): table.local
-            for table in tables
-            if isinstance(table, ProbeTable) and table.local
-        },
+        local={str(table.path): local for table in tables if (local := local_rows(table))},
     )
+
+
+def is_local_image(reference: str) -> bool:
+    """Whether a row's image reference names a local file (a path, relative or absolute,
+    or a ``file://`` URL) rather than a URL to check: it has no scheme, the ``file``
+    scheme, or a drive letter (``C:\\images\\a.jpg``). Anything with another scheme,
+    ``htp://`` included, is a URL (and an ``invalid_url`` when not http(s))."""
+    scheme = urlsplit(reference.strip()).scheme.lower()
+    return scheme in ("", "file") or len(scheme) == 1
+
+
+def local_rows(table: Table) -> int:
+    """How many rows of ``table`` have a local image file (not URL-checked)."""
+    if isinstance(table, ProbeTable):
+        return table.local
+    return sum(is_local_image(row.url) for row in table.rows)
 
 
 def read_table(path: Path) -> Table:
@@ -350,7 +364,7 @@ def read_tables(paths: Sequence[Path]) -> list[Table]:
 
 def distinct_urls(tables: Sequence[Table]) -> int:
     """How many different URLs the rows of ``tables`` have (what a check fetches)."""
-    return len({row.url for table in tables for row in table.rows})
+    return len({row.url for table in tables for row in table.rows if not is_local_image(row.url)})
 
 
 def check_dataset_urls(
