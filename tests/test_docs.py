@@ -107,7 +107,12 @@ def test_tutorial_blocks_run_or_say_why_not() -> None:
         for page in TUTORIALS.glob("*.md")
         if any(block.not_run is None for block in blocks(page))
     }
-    assert runnable == {"quickstart.md", "gensynth.md", "python-api.md"}
+    assert runnable == {
+        "quickstart.md",
+        "gensynth.md",
+        "python-api.md",
+        "stereotypes.md",
+    }
     for page in TUTORIALS.glob("*.md"):
         for block in blocks(page):
             assert block.not_run is None or len(block.not_run) > 10, (page.name, block.line)
@@ -166,3 +171,20 @@ def test_the_gensynth_tutorial_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert (tmp_path / "sets" / "gensynth" / "README.md").is_file()
     assert (tmp_path / "audit" / "gensynth" / "audit.json").is_file()
     assert "n/a: K covers all" in (tmp_path / "results" / "tab3.md").read_text()
+
+
+@pytest.mark.slow
+def test_the_stereotype_tutorial_offline_walk_through_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with contextlib.redirect_stdout(io.StringIO()):
+        ran = _run_page("stereotypes.md", tmp_path, monkeypatch)
+    assert [block.language for block in ran] == ["python", "bash"]
+    assert (tmp_path / "build" / "vlss-tiny" / "probes.tsv").is_file()
+    reports = sorted((tmp_path / "results-tiny").glob("*/report.md"))
+    assert len(reports) == 2
+    for report in reports:
+        assert "pipeline check, not a measurement" in report.read_text()
+    tables = (tmp_path / "results-tiny" / "tables.md").read_text()
+    assert "ivlas" in tables and "(random weights)" in tables
+    assert "pipeline check" in (TUTORIALS / "stereotypes.md").read_text()
