@@ -23,6 +23,8 @@ from contrastkit.errors import DataFormatError
 __all__ = [
     "FALSE_WORDS",
     "FOLLOW_LINKS_HINT",
+    "MAX_ANNOTATION_BYTES",
+    "MAX_JSON_BYTES",
     "MAX_LINE_BYTES",
     "TRUE_WORDS",
     "Record",
@@ -46,6 +48,16 @@ __all__ = [
 #: reading more than this much of it, so memory stays a small multiple of the cap
 #: whatever the file holds.
 MAX_LINE_BYTES = 32 * 1024 * 1024
+
+#: The largest single JSON document (or JSON table) a reader takes, in bytes: a larger
+#: one is a :class:`DataFormatError` naming the file and the cap, found without reading
+#: more than this much of it. Parsing costs up to about 30 times the file's size (a long
+#: non-Latin string is held as bytes, text and a 4-byte-per-character ``str``), so the
+#: cap bounds memory at about 2 GB.
+MAX_JSON_BYTES = 64 * 1024 * 1024
+#: The cap for the annotation files of public datasets read whole (COCO's
+#: ``instances_train2017.json`` is 448 MB, ``captions_train2017.json`` 92 MB).
+MAX_ANNOTATION_BYTES = 1024 * 1024 * 1024
 
 TRUE_WORDS = frozenset({"1", "true", "yes", "y", "ok", "t"})
 FALSE_WORDS = frozenset({"0", "false", "no", "n", "f", ""})
@@ -126,12 +138,19 @@ def _normalize(
     return values
 
 
-def _read_text(path: Path) -> str:
-    """The file's text (a UTF-8 byte-order mark dropped), or a located error."""
+def _read_text(path: Path, max_bytes: int = MAX_JSON_BYTES) -> str:
+    """The file's text (a UTF-8 byte-order mark dropped), or a located error; never
+    more than ``max_bytes`` of it is read (the one size cap of every whole-file reader)."""
     try:
-        data = path.read_bytes()
+        with path.open("rb") as handle:
+            data = handle.read(max_bytes + 1)
     except IsADirectoryError as exc:
         raise DataFormatError(path, None, None, "is a folder, not a table file") from exc
+    if len(data) > max_bytes:
+        raise DataFormatError(
+            path, None, None,
+            f"larger than {max_bytes:,} bytes, the most this file may hold (it is read whole)",
+        )  # fmt: skip
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -307,13 +326,15 @@ def data_file(
     return file
 
 
-def read_json(path: str | Path) -> Any:
+def read_json(path: str | Path, *, max_bytes: int = MAX_JSON_BYTES) -> Any:
     """The JSON document in ``path``, of any type. Every way the file can be unusable
-    (missing, a folder, not UTF-8, a NUL byte, invalid or too deeply nested JSON, a huge
-    integer) is a :class:`DataFormatError` naming the file, the cause chained."""
+    (missing, a folder, larger than ``max_bytes`` (:data:`MAX_JSON_BYTES`; the annotation
+    files of public datasets pass :data:`MAX_ANNOTATION_BYTES`), not UTF-8, a NUL byte,
+    invalid or too deeply nested JSON, a huge integer) is a :class:`DataFormatError`
+    naming the file, the cause chained."""
     path = Path(path)
     try:
-        text = _read_text(path)
+        text = _read_text(path, max_bytes)
     except FileNotFoundError as exc:
         raise DataFormatError(path, None, None, "no such file") from exc
     return parse_json(path, None, text)
@@ -382,13 +403,15 @@ def json_lines(
             yield number, parse_json(path, number, text, unique_keys=unique_keys)
 
 
-def read_json_object(path: str | Path, what: str = "a JSON object") -> dict[str, Any]:
+def read_json_object(
+    path: str | Path, what: str = "a JSON object", *, max_bytes: int = MAX_JSON_BYTES
+) -> dict[str, Any]:
     """The JSON object in ``path`` (a build summary, COCO annotations, export metadata, a
     benchmark). Every way the file can be unusable — missing, a folder, not UTF-8, a NUL
     byte, invalid or too deeply nested JSON, another JSON type than ``what`` — is a
     :class:`DataFormatError` naming the file (and the line where JSON parsing stopped),
-    the underlying error chained."""
-    data = read_json(path)
+    the underlying error chained; as :func:`read_json`, at most ``max_bytes``."""
+    data = read_json(path, max_bytes=max_bytes)
     if not isinstance(data, dict):
         raise DataFormatError(path, None, None, f"expected {what}")
     return data

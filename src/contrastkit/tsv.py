@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import io
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,7 +27,6 @@ from pathlib import Path
 from typing import BinaryIO
 
 from contrastkit.errors import DataFormatError, StateError
-from contrastkit.io import atomic_write_text
 from contrastkit.schema import (
     URL_COLUMN,
     Context,
@@ -37,8 +35,10 @@ from contrastkit.schema import (
     VisoGenderTable,
     columns_for,
 )
+from contrastkit.tsv_write import TSVStyle, render_visogender_tsv, write_visogender_tsv
 
 __all__ = [
+    "MAX_DOCUMENT_BYTES",
     "MAX_LINE_BYTES",
     "VISOGENDER",
     "VISOGENDER_FILES",
@@ -211,6 +211,11 @@ MAX_LINE_BYTES = 4 * 2**20
 """Longest line read (4 MiB; an official row is about 200 bytes): a longer one is an error
 of that line, and is never held in memory whole."""
 
+MAX_DOCUMENT_BYTES = 256 * 2**20
+"""Largest TSV :func:`read_tsv_document` keeps whole in memory (256 MiB, over a million
+official rows; the maintenance job's reader, which holds each line's text and its parsed
+row, about ten times the file's size)."""
+
 _BOM = b"\xef\xbb\xbf"
 
 
@@ -220,7 +225,7 @@ class _UnusableFileError(DataFormatError):
 
 
 def _physical_lines(
-    handle: BinaryIO, path: Path, first: int = 1
+    handle: BinaryIO, path: Path, first: int = 1, *, skip_long: bool = True
 ) -> Iterator[tuple[int, str | DataFormatError, str]]:
     """Yield ``(number, text, terminator)`` for each physical line of ``handle``.
 
@@ -228,7 +233,9 @@ def _physical_lines(
     on U+2028, U+0085 and form feeds, which can sit inside a field. ``terminator`` is
     ``"\r\n"``, ``"\n"``, ``"\r"`` or ``""`` (an unterminated last line). A UTF-8
     byte-order mark opening the file (``first == 1``) is not part of the text. A line
-    longer than :data:`MAX_LINE_BYTES` is yielded as its :class:`DataFormatError`.
+    longer than :data:`MAX_LINE_BYTES` is yielded as its :class:`DataFormatError`, once
+    the rest of it is skipped (read in pieces of the cap), or with ``skip_long=False`` at
+    once, nothing past the cap read (for a reader that stops at the first error).
 
     Raises:
         DataFormatError: a line that is not UTF-8 or holds a NUL byte (a binary file).
@@ -244,7 +251,7 @@ def _physical_lines(
         elif number == 1 and raw.startswith((b"\xff\xfe", b"\xfe\xff")):
             raise _UnusableFileError(path, 1, None, "UTF-16 text: save the file as UTF-8")
         if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
-            ended = False
+            ended = not skip_long
             while not ended:
                 more = handle.readline(MAX_LINE_BYTES)
                 ended = not more or more.endswith(b"\n")
@@ -389,11 +396,16 @@ class FileFingerprint:
 
     @classmethod
     def of(cls, path: str | Path, data: bytes | None = None) -> FileFingerprint:
-        """The fingerprint of ``path`` now (``data``: its bytes, when already read)."""
+        """The fingerprint of ``path`` now (``data``: its bytes, when already read; else
+        the file is hashed in pieces, never held whole)."""
         status = Path(path).stat()
-        if data is None:
-            data = Path(path).read_bytes()
-        return cls(status.st_size, status.st_mtime_ns, hashlib.sha256(data).hexdigest())
+        if data is not None:
+            return cls(status.st_size, status.st_mtime_ns, hashlib.sha256(data).hexdigest())
+        digest = hashlib.sha256()
+        with Path(path).open("rb") as handle:
+            while piece := handle.read(1 << 20):
+                digest.update(piece)
+        return cls(status.st_size, status.st_mtime_ns, digest.hexdigest())
 
 
 @dataclass(frozen=True)
@@ -457,32 +469,72 @@ class TSVDocument:
         return (_BOM if self.bom else b"") + body
 
 
-def read_tsv_document(path: str | Path) -> TSVDocument:
-    """Read an official-format TSV keeping every byte (see :class:`TSVDocument`).
+class _HashingReader:
+    """A binary file whose ``readline`` also hashes what it gives and refuses to give
+    more than ``limit`` bytes in all (a file that grows while it is read)."""
+
+    def __init__(self, handle: BinaryIO, path: Path, limit: int) -> None:
+        self.handle, self.path, self.limit = handle, path, limit
+        self.digest = hashlib.sha256()
+        self.read = 0
+
+    def readline(self, size: int = -1) -> bytes:
+        raw = self.handle.readline(size)
+        self.read += len(raw)
+        if self.read > self.limit:
+            raise _too_large(self.path, self.limit)
+        self.digest.update(raw)
+        return raw
+
+
+def _too_large(path: Path, limit: int) -> DataFormatError:
+    return DataFormatError(
+        path, None, None,
+        f"larger than {limit:,} bytes, the most a TSV kept whole in memory may hold "
+        "(urls maintain rewrites it byte for byte); split it into several files",
+    )  # fmt: skip
+
+
+def read_tsv_document(path: str | Path, *, max_bytes: int | None = None) -> TSVDocument:
+    """Read an official-format TSV keeping every byte (see :class:`TSVDocument`), in one
+    pass over the open file: the first malformed line ends the read (a line over
+    :data:`MAX_LINE_BYTES` after the cap, nothing past it read), and a file over
+    ``max_bytes`` (default :data:`MAX_DOCUMENT_BYTES`) is refused by its size before any
+    of it is read.
 
     Raises:
-        DataFormatError: as :func:`read_visogender_tsv`.
+        DataFormatError: as :func:`read_visogender_tsv`, or a file over ``max_bytes``.
     """
     path = Path(path)
+    limit = MAX_DOCUMENT_BYTES if max_bytes is None else max_bytes
     _check_input_file(path)
-    data = path.read_bytes()
-    fingerprint = FileFingerprint.of(path, data)
-    table = _read_table(path, io.BytesIO(data))
-    lines: list[tuple[str, str]] = []
-    for _, text, end in _physical_lines(io.BytesIO(data), path):
-        assert isinstance(text, str), "over-long lines were refused by the parse"
-        lines.append((text, end))
-    return TSVDocument(table, data.startswith(_BOM), tuple(lines), fingerprint)
+    with path.open("rb") as handle:
+        if os.fstat(handle.fileno()).st_size > limit:
+            raise _too_large(path, limit)
+        bom = handle.read(len(_BOM)) == _BOM
+        handle.seek(0)
+        reader = _HashingReader(handle, path, limit)
+        lines: list[tuple[str, str]] = []
+        table = _read_table(path, reader, lines)  # type: ignore[arg-type]
+        status = os.fstat(handle.fileno())
+    fingerprint = FileFingerprint(status.st_size, status.st_mtime_ns, reader.digest.hexdigest())
+    return TSVDocument(table, bom, tuple(lines), fingerprint)
 
 
-def _read_table(path: Path, handle: BinaryIO) -> VisoGenderTable:
-    """Parse the whole of ``handle`` (the bytes of ``path``), raising the first error."""
+def _read_table(
+    path: Path, handle: BinaryIO, lines: list[tuple[str, str]] | None = None
+) -> VisoGenderTable:
+    """Parse the whole of ``handle`` (the bytes of ``path``), raising the first error (a
+    line over the cap at once); with ``lines``, collect each physical line and its
+    ending there too."""
     context: Context | None = None
     rows: list[VisoGenderRow] = []
     newline, final_newline = "\n", True
-    for number, text, end in _physical_lines(handle, path):
+    for number, text, end in _physical_lines(handle, path, skip_long=False):
         if isinstance(text, DataFormatError):
             raise text
+        if lines is not None:
+            lines.append((text, end))
         newline = "\r\n" if end == "\r\n" else newline
         final_newline = end != ""
         if not text.strip():
@@ -496,81 +548,3 @@ def _read_table(path: Path, handle: BinaryIO) -> VisoGenderTable:
     if context is None:
         raise _UnusableFileError(path, 1, None, "empty file: the header row is missing")
     return VisoGenderTable(path, context, tuple(rows), newline, final_newline)
-
-
-def render_visogender_tsv(
-    rows: Iterable[VisoGenderRow],
-    context: Context,
-    *,
-    newline: str = "\n",
-    final_newline: bool = True,
-    bom: bool = False,
-) -> str:
-    """Render rows as the text of an official ``context`` file (header included).
-
-    ``newline`` (``"\n"`` or ``"\r\n"``) ends each line; ``final_newline=False`` leaves
-    the last line unterminated, as in the official files; ``bom=True`` opens the text with
-    a byte-order mark (U+FEFF), as some spreadsheet programs write it.
-
-    Raises:
-        ValueError: if a row has another context, or a value holds a tab, a line break or
-            a NUL (the format cannot represent them).
-    """
-    lines = ["\t".join(columns_for(context))]
-    for row in rows:
-        if row.context is not context:
-            raise ValueError(f"row {row.idx!r} is {row.context.value}, not {context.value}")
-        values = row.to_fields()
-        for column, value in zip(columns_for(context), values, strict=True):
-            if any(ch in value for ch in "\t\n\r\0"):
-                raise ValueError(
-                    f"row {row.idx!r} field {column!r}: tabs and line breaks (and NUL) "
-                    "cannot be written to a TSV"
-                )
-        lines.append("\t".join(values))
-    if newline not in ("\n", "\r\n"):
-        raise ValueError(f"newline must be \\n or \\r\\n, not {newline!r}")
-    return ("\ufeff" if bom else "") + newline.join(lines) + (newline if final_newline else "")
-
-
-@dataclass(frozen=True)
-class TSVStyle:
-    """How a TSV's text is laid out around its rows (:func:`render_visogender_tsv`).
-
-    Attributes:
-        newline: ``"\n"`` or ``"\r\n"``, ending each line.
-        final_newline: whether the last line is terminated (``False``: as in the
-            official files).
-        bom: whether the text opens with a byte-order mark (U+FEFF), as some
-            spreadsheet programs write it.
-    """
-
-    newline: str = "\n"
-    final_newline: bool = True
-    bom: bool = False
-
-
-def write_visogender_tsv(
-    path: str | Path,
-    rows: Iterable[VisoGenderRow],
-    context: Context,
-    *,
-    style: TSVStyle | None = None,
-) -> Path:
-    """Write rows as an official-format ``context`` TSV, atomically.
-
-    Everything is rendered and checked before the file is touched: on error the previous
-    file stays as it was. Pass the ``style`` of the file the rows were read from (a
-    table's ``newline`` and ``final_newline``, a :class:`TSVStream`'s or
-    :class:`TSVDocument`'s ``bom``) to keep it; default: ``"\n"`` line ends, a final
-    newline, no byte-order mark.
-
-    Returns:
-        The path written.
-    """
-    style = style or TSVStyle()
-    text = render_visogender_tsv(
-        rows, context, newline=style.newline, final_newline=style.final_newline, bom=style.bom
-    )
-    atomic_write_text(path, text)
-    return Path(path)

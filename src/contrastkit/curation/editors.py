@@ -358,14 +358,15 @@ def check_family(spec: str | Path, index: Path | None) -> None:
     Raises:
         ConfigError: naming the pipeline, its family and the spec to give instead.
     """
-    import json
 
     from contrastkit.curation.editor_families import editor_families
 
     if index is None or not index.is_file():
         return
+    from contrastkit.records import read_json
+
     try:
-        recorded = json.loads(index.read_text(encoding="utf-8")).get("_class_name")
+        recorded = read_json(index).get("_class_name")  # bounded (records.MAX_JSON_BYTES)
     except (OSError, ValueError, AttributeError):
         return
     family, name = parse_editor_spec(spec)

@@ -11,7 +11,6 @@ mixed up. A folder of one task (a rerun, a resume) is never refused.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -33,9 +32,11 @@ _OTHER_FOLDERS = frozenset({"zero_shot", "plots", "_data"})
 
 def _benchmark_task(path: Path) -> str | None:
     """The task a ``benchmark.json`` records (``None``: unreadable, or none recorded)."""
+    from contrastkit.records import read_json
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+        data = read_json(path)  # bounded (records.MAX_JSON_BYTES)
+    except (OSError, ValueError):  # DataFormatError is a ValueError
         return None
     if not isinstance(data, dict):
         return None

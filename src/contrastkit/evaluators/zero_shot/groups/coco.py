@@ -27,7 +27,7 @@ from contrastkit.evaluators.zero_shot.groups.tables import (
     COCO_TO_VG,
     COCO_WOMAN_TERMS,
 )
-from contrastkit.records import data_file, read_json, relative_file_name
+from contrastkit.records import MAX_ANNOTATION_BYTES, data_file, read_json, relative_file_name
 
 __all__ = ["caption_group", "load_coco", "read_concept_map"]
 
@@ -109,7 +109,7 @@ def _read_json(path: Path) -> Any:
     if not path.is_file():
         raise DataFormatError(path, None, None, "file not found")
     data_file(path, None, None, f"{path.parent.name}/{path.name}", folder=path.parent.parent)
-    return read_json(path)
+    return read_json(path, max_bytes=MAX_ANNOTATION_BYTES)
 
 
 def _coco_split(root: Path, split: str | None) -> str:

@@ -1,0 +1,105 @@
+"""Memory stays bounded whatever a file holds (issue 44 item 9).
+
+Every reader of a whole JSON document goes through ``contrastkit.records._read_text``,
+which reads at most ``MAX_JSON_BYTES`` (``MAX_ANNOTATION_BYTES`` for COCO's annotation
+files) and refuses a larger file naming it and the cap. ``urls maintain`` reads each TSV
+in one pass over the open file (``tsv.read_tsv_document``): a file over
+``MAX_DOCUMENT_BYTES`` is refused by its size, unread, and a line over the 4 MiB line
+cap is refused as soon as the cap is passed, nothing after it read.
+
+Peak memory is measured in a fresh process (``ru_maxrss``) on sparse files, which cost
+no disk: the old readers held each file whole (1.1 GB for the 1 GiB TSV).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from contrastkit.builders.stereoset_json import read_stereoset
+from contrastkit.errors import DataFormatError
+from contrastkit.harness_key import read_key
+from contrastkit.records import MAX_JSON_BYTES, read_json, read_json_object
+from contrastkit.schema import OP_COLUMNS
+from contrastkit.tsv import MAX_DOCUMENT_BYTES, read_tsv_document
+
+CAP = f"larger than {MAX_JSON_BYTES:,} bytes"
+
+
+def sparse(path: Path, head: str, size: int) -> Path:
+    """``path`` of ``size`` bytes: ``head``, then zero bytes that take no disk."""
+    with path.open("wb") as handle:
+        handle.write(head.encode("utf-8"))
+        handle.truncate(size)
+    return path
+
+
+def peak_kib(code: str) -> tuple[int, str]:
+    """Run ``code`` in a fresh Python; its own peak resident memory (KiB) and output."""
+    code += "\nimport resource\nprint('peak', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=300
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    return int(run.stdout.split("peak ")[-1]), run.stdout
+
+
+def test_a_json_document_over_the_cap_is_refused_by_every_reader(tmp_path: Path) -> None:
+    big = sparse(tmp_path / "big.json", '{"data": {"intrasentence": "', MAX_JSON_BYTES + 1)
+    for read in (read_json, read_json_object, read_stereoset):
+        with pytest.raises(DataFormatError, match=CAP) as caught:
+            read(big)
+        assert caught.value.path == str(big)
+    folder = tmp_path / "key"
+    folder.mkdir()
+    sparse(folder / "contrastkit_harness.json", '{"items": [', MAX_JSON_BYTES + 1)
+    with pytest.raises(DataFormatError, match=CAP):
+        read_key(folder)
+    # under the cap, the same reader reads
+    small = tmp_path / "small.json"
+    small.write_text(json.dumps({"x": "y" * 1000}), encoding="utf-8")
+    assert read_json(small) == {"x": "y" * 1000}
+    with pytest.raises(DataFormatError, match="larger than 100 bytes"):
+        read_json(small, max_bytes=100)
+
+
+def test_a_500_mb_json_string_is_refused_in_little_memory(tmp_path: Path) -> None:
+    """StereoSet JSON whose one sentence is 500 MB: refused after reading the cap (the
+    old reader held it whole: past 8 GB for a real 500 MB sentence)."""
+    big = sparse(tmp_path / "stereoset.json", '{"data": {"intrasentence": [{"sentence": "',
+                 500 * 2**20)  # fmt: skip
+    peak, out = peak_kib(
+        "from contrastkit.builders.stereoset_json import read_stereoset\n"
+        "from contrastkit.errors import DataFormatError\n"
+        f"try:\n    read_stereoset({str(big)!r})\n"
+        "except DataFormatError as error:\n    print(error)\n"
+    )
+    assert CAP in out and str(big) in out
+    assert peak < 400 * 1024, f"peak {peak} KiB"
+
+
+def tsv_head() -> str:
+    return "\t".join(OP_COLUMNS) + "\n"
+
+
+@pytest.mark.parametrize(("size", "reason"), [
+    (2**30, f"larger than {MAX_DOCUMENT_BYTES:,} bytes"),  # refused by its size, unread
+    (200 * 2**20, ":2: line longer than 4194304 bytes"),  # refused at the line cap
+])  # fmt: skip
+def test_urls_maintain_never_reads_a_huge_tsv_whole(tmp_path: Path, size: int, reason: str) -> None:
+    tsv = sparse(tmp_path / "visogender_OP.tsv", tsv_head(), size)
+    with pytest.raises(DataFormatError, match=reason):
+        read_tsv_document(tsv)
+    code = (
+        "import sys\nfrom contrastkit.cli import app\nsys.argv = ['contrastkit', 'urls', "
+        f"'maintain', {str(tsv)!r}, '--db', {str(tmp_path / 'state.sqlite')!r}]\n"
+        "try:\n    app()\nexcept SystemExit as end:\n    print('exit', end.code)\n"
+    )
+    peak, out = peak_kib(code)
+    assert "exit 2" in out
+    assert peak < 400 * 1024, f"peak {peak} KiB"
+    assert tsv.stat().st_size == size  # the file is left as it was
