@@ -505,28 +505,10 @@ def audit(config: AuditConfig, say: Callable[[str], None] | None = None) -> Audi
         points = found.pop("points", {})
         report["clusters"] = found
     if config.build is not None:
-        report["context"] = _context(config.build, out, say)
+        from contrastkit.audit.context import context_section
+
+        report["context"] = context_section(config.data, config.build, out, say)
     return _write(report, points, out, _weights_notes(config, report))
-
-
-def _context(build: Path, out: Path, say: Callable[[str], None]) -> dict[str, Any]:
-    """The context measure of ``build`` (its summary; the rows go to ``out``)."""
-    from contrastkit.builders.gensynth.context import (
-        CONTEXT_FILE,
-        measure_context,
-        write_context,
-    )
-
-    say(f"measuring the context the edits of {build} changed outside the person")
-    if not (build / "contrast_set.jsonl").is_file():
-        raise DataFormatError(
-            build / "contrast_set.jsonl", None, None,
-            "no contrast set here: --build takes a GenSynth / GenSwap build folder after "
-            "its select stage",
-        )  # fmt: skip
-    measured = measure_context(build)
-    write_context(out, measured)
-    return {**measured.summary, "build": build.name, "file": CONTEXT_FILE}
 
 
 def _weights_notes(config: AuditConfig, report: Mapping[str, Any]) -> dict[str, str]:

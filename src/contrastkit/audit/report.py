@@ -363,7 +363,7 @@ def audit_markdown(report: Mapping[str, Any]) -> str:
 
 
 def _context_lines(context: Mapping[str, Any]) -> list[str]:
-    """The context measure of a build (``--build``)."""
+    """The context measure of ``--build``: on the export audited, or the build's files."""
 
     def stat(name: str, scale: float, unit: str) -> str:
         value = context.get(name)
@@ -373,21 +373,54 @@ def _context_lines(context: Mapping[str, Any]) -> list[str]:
                 f"{format_number(scale * value['max'], 2)}{unit} max")  # fmt: skip
 
     composites = ", ".join(f"{n} {name}" for name, n in context.get("composite", {}).items())
+    build = escape_cell(context.get("build", ""))
+    where = (
+        f"the images of the export `{escape_cell(context.get('data', ''))}`, against the "
+        f"sources of build `{build}` (checked to be the export of that build)"
+        if context.get("measured_on") == "export" else f"the files of build `{build}`"
+    )  # fmt: skip
+    noise = context.get("noise") or {}
+    kept = context.get("changed_kept_pixels")
+    kept_cell = (
+        f"{kept['pixels']} pixels in {kept['images']} images" if kept
+        else f"{UNDEFINED}: no codec noise measured"
+    )  # fmt: skip
+    codecs = ", ".join(f"{n} {name}" for name, n in (noise.get("codecs") or {}).items())
     lines = [
-        f"## Context changed by the edits (build `{escape_cell(context.get('build', ''))}`)",
+        f"## Context changed by the edits (build `{build}`)",
         "",
-        f"{context['images']} contrast-set images ({composites}); the person mask is the "
-        f"source's COCO segmentation grown by {context['mask_dilation']:g} of the box's "
-        "shorter side. With `--composite mask` both figures are 0 by construction; with "
-        "`--composite box` (the paper's method) they measure the context the editor "
-        "repainted (and, outside the box, what lossy storage changed).",
+        f"Measured on {where}: {context['images']} contrast-set images ({composites}); the "
+        f"person mask is the source's COCO segmentation grown by "
+        f"{context['mask_dilation']:g} of the box's shorter side. With `--composite mask` "
+        "every figure is 0 by construction; with `--composite box` (the paper's method) "
+        "the share beyond the codec's noise is the context the editor repainted inside "
+        "the box, and the pixels kept from the source (outside the box) should not change.",
         "",
         *table_header(["measure", "value"]),
-        table_row(["pixels changed outside the person mask",
+        table_row(["pixels outside the person mask changed beyond the codec's noise",
+                   stat("changed_beyond_noise", 100, "%")]),
+        table_row(["pixels the composite keeps from the source that changed beyond the "
+                   "codec's noise (0 expected)", kept_cell]),
+        table_row(["pixels outside the person mask that differ at all (codec noise "
+                   "included: not a measure of the edit on lossy images)",
                    stat("changed_outside_mask", 100, "%")]),
         table_row(["mean change inside the box, outside the person (0-255)",
                    stat("box_context_change", 1, "")]),
     ]  # fmt: skip
+    if noise:
+        lines += [
+            "",
+            f"Codec noise: {noise.get('measure', '')}. Images: {codecs or 'none measured'}; "
+            f"largest threshold {noise.get('threshold_max')} (0-255). With a lossy codec "
+            f"the pixels kept from the source are checked from {noise.get('block')} pixels "
+            "beyond the edited region (how far the codec carries the edit's content).",
+        ]
+        if noise.get("without_threshold"):
+            lines += [
+                "",
+                f"{noise['without_threshold']} images are in a lossy format whose noise "
+                f"cannot be measured here: their figures beyond the noise are {UNDEFINED}.",
+            ]
     if context.get("without_mask"):
         lines += ["", f"{context['without_mask']} images had no person segmentation: not measured."]
     lines += ["", f"Per image: `{escape_cell(context.get('file', ''))}`."]

@@ -56,6 +56,8 @@ def export_edits(config: ExportContrastConfig, summary: dict[str, Any], kind: st
     Raises:
         DataFormatError: the contrast set names an edit the manifest or the folder lacks.
     """
+    from contrastkit.builders.gensynth.export_context import build_fingerprint
+
     build_dir, split = config.build, config.split
     contrast_path = build_dir / CONTRAST_SET
     with tempfile.TemporaryDirectory(prefix="contrastkit-export-") as scratch:
@@ -101,6 +103,8 @@ def export_edits(config: ExportContrastConfig, summary: dict[str, Any], kind: st
                 "counts": {"contrast": {g: genders.get(g, 0) for g in GENDER_LABELS}},
                 "source_labels": dict(sorted(labels.items())),
                 "build_summary": summary,
+                # what `contrastkit audit EXPORT --build BUILD` checks the build against
+                "build_fingerprint": build_fingerprint(build_dir),
             }
             if kind == "gensynth":  # what the card states about the images
                 metadata["edit_facts"] = edit_facts(summary, composites, formats)

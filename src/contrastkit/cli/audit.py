@@ -23,7 +23,6 @@ from contrastkit.cli.common import (
     user_errors,
 )
 from contrastkit.cli.options import ModelOptions, with_options
-from contrastkit.text import UNDEFINED
 
 
 def _auc_text(entry: dict[str, Any] | None, low_high: bool = True) -> str:
@@ -58,17 +57,9 @@ def _print_summary(report: dict[str, Any]) -> None:
         _print_probe(report["image_probe"])
     context = report.get("context")
     if context:
-        changed, in_box = context.get("changed_outside_mask"), context.get("box_context_change")
-        outside = audit_number(100 * changed["mean"]) if changed else UNDEFINED
-        around = audit_number(in_box["mean"]) if in_box else UNDEFINED
-        console.print(
-            plain(
-                f"context: {outside}% of the "
-                "pixels outside the person mask changed (mean), mean change inside the box "
-                f"but outside the person {around} "
-                f"(0-255), over {context['images']} images"
-            )
-        )
+        from contrastkit.builders.gensynth.context import context_line
+
+        console.print(plain(context_line(context)))
     if report.get("clusters"):
         _print_clusters(report["clusters"])
 
@@ -210,9 +201,11 @@ def audit_command(
     build: Path | None = typer.Option(
         None,
         "--build",
-        help="The GenSynth / GenSwap build folder the contrast set came from: also measure "
-        "the share of pixels its edits changed outside the person mask, and the mean "
-        "change inside the box but outside the person (context_change.jsonl per image).",
+        help="The GenSynth / GenSwap build folder the exported contrast set came from "
+        "(checked: another build's is refused): also measure, on the export's images, the "
+        "share of pixels outside the person mask changed beyond the codec's noise, the "
+        "pixels the composite keeps that changed, and the mean change inside the box but "
+        "outside the person (context_change.jsonl per image).",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print audit.json instead of a summary."),
 ) -> None:

@@ -27,7 +27,6 @@ from contrastkit.cli.common import (
     user_errors,
 )
 from contrastkit.cli.options import EditorModelOptions, ModelOptions, with_options
-from contrastkit.text import UNDEFINED
 from contrastkit.text import count as counted
 
 if TYPE_CHECKING:
@@ -308,17 +307,9 @@ def _print_empty_masks(edit: dict[str, Any]) -> None:
 
 def _print_context(context: dict[str, Any], stale: str = "") -> None:
     """The context measure of the quality checks, in one line."""
-    changed, in_box = context.get("changed_outside_mask"), context.get("box_context_change")
-    composites = ", ".join(f"{n} {name}" for name, n in context.get("composite", {}).items())
-    outside = UNDEFINED if not changed else f"{100 * changed['mean']:.2f}%"
-    box = UNDEFINED if not in_box else f"{in_box['mean']:.2f}"
-    console.print(
-        plain(
-            f"context{stale}: {outside} of the pixels outside the person mask changed "
-            f"(mean); mean change inside the box, outside the person: {box} (0-255); "
-            f"{context['images']} images ({composites})"
-        )
-    )
+    from contrastkit.builders.gensynth.context import context_line
+
+    console.print(plain(context_line(context, stale)))
 
 
 def _stale(entry: dict[str, Any], out: Path, stage: Stage) -> str:

@@ -18,11 +18,13 @@ build's quality report and ``contrastkit audit --build`` report it for every edi
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 __all__ = [
+    "ContextRegions",
     "SegmentationError",
     "check_segmentation",
     "context_change",
@@ -255,21 +257,44 @@ def mask_alpha(mask: np.ndarray, crop: tuple[int, int, int, int], pixels: float)
     return alpha
 
 
+@dataclass(frozen=True)
+class ContextRegions:
+    """The regions of a photo the context measure reads (bool, (H, W) each).
+
+    Attributes:
+        outside: the pixels outside the dilated person mask.
+        box_context: the pixels inside the person box but outside the dilated mask.
+        kept: the pixels the composite keeps from the source (outside the person box for
+            ``box``, outside the dilated mask for ``mask``), less the band a lossy codec
+            carries a change into (:data:`~contrastkit.curation.codec_noise.BLOCK`).
+    """
+
+    outside: np.ndarray
+    box_context: np.ndarray
+    kept: np.ndarray
+
+
 def context_change(
-    source: np.ndarray, edited: np.ndarray, outside: np.ndarray, box_context: np.ndarray
-) -> dict[str, float | None]:
+    source: np.ndarray, edited: np.ndarray, regions: ContextRegions, threshold: int | None = 0
+) -> dict[str, Any]:
     """What an edit changed outside the person.
 
     Args:
         source, edited: the decoded source photo and edit, uint8 (H, W, 3).
-        outside: the pixels outside the dilated person mask (bool, (H, W)).
-        box_context: the pixels inside the person box but outside the dilated mask.
+        regions: where to look (:class:`ContextRegions`).
+        threshold: the codec's noise (0-255): a pixel counts as changed beyond it when
+            a channel differs from the source's by more
+            (:func:`~contrastkit.curation.codec_noise.noise_threshold`; 0 for a lossless
+            image); ``None``: unknown (the figures that need it are ``None``).
 
     Returns:
         ``changed_outside_mask``: the share of ``outside`` pixels with any channel
-        different from the source's (0 to 1); ``box_context_change``: the mean absolute
-        change of the ``box_context`` pixels, over channels, on the 0-255 scale
-        (``None`` when the box holds no such pixel).
+        different from the source's (0 to 1; codec noise included);
+        ``changed_beyond_noise``: the share of ``outside`` pixels changed beyond
+        ``threshold``; ``changed_kept_pixels``: how many ``kept`` pixels changed beyond
+        it (0 when the composite kept what it promises); ``box_context_change``: the mean
+        absolute change of the ``box_context`` pixels, over channels, on the 0-255
+        scale (``None`` when the box holds no such pixel); ``noise_threshold``.
 
     Raises:
         ValueError: the two images differ in size.
@@ -279,10 +304,22 @@ def context_change(
             f"the edit is {edited.shape[1]}x{edited.shape[0]}, its source "
             f"{source.shape[1]}x{source.shape[0]}"
         )
-    differs = (source != edited).any(axis=2)
-    count = int(outside.sum())
-    changed = float(differs[outside].sum() / count) if count else 0.0
-    context = int(box_context.sum())
     delta = np.abs(source.astype(np.int16) - edited.astype(np.int16))
-    mean = float(delta[box_context].mean()) if context else None
-    return {"changed_outside_mask": changed, "box_context_change": mean}
+    largest = delta.max(axis=2)
+    outside = regions.outside
+    count = int(outside.sum())
+    changed = float((largest[outside] > 0).sum() / count) if count else 0.0
+    beyond: float | None = None
+    kept: int | None = None
+    if threshold is not None:
+        beyond = float((largest[outside] > threshold).sum() / count) if count else 0.0
+        kept = int((largest[regions.kept] > threshold).sum())
+    context = int(regions.box_context.sum())
+    mean = float(delta[regions.box_context].mean()) if context else None
+    return {
+        "changed_outside_mask": changed,
+        "changed_beyond_noise": beyond,
+        "changed_kept_pixels": kept,
+        "box_context_change": mean,
+        "noise_threshold": threshold,
+    }

@@ -1,23 +1,33 @@
 """How much context a build's edits repaint: measured on its contrast set, never assumed.
 
-For every image of the contrast set, against its decoded source photo and the source's
-COCO person segmentation dilated as the build's ``mask_dilation`` says
-(:mod:`contrastkit.curation.masks`):
+For every image of the contrast set, against its decoded source photo (checked against
+the hash the build recorded) and the source's COCO person segmentation dilated as the
+build's ``mask_dilation`` says (:mod:`contrastkit.curation.masks`):
 
 * ``changed_outside_mask``: the share of the pixels outside the dilated person mask that
-  differ from the source's (any channel). 0 by construction with ``--composite mask``;
-  with ``--composite box`` (the paper's method) it counts the person box's context that
-  the editor repainted, plus whatever lossy storage changed across the whole image.
+  differ from the source's (any channel, by any amount). With a lossy codec this counts
+  the codec's own noise too: a default box build (lossy WebP) is near 1 whatever the
+  editor did, so it is kept for comparison only;
+* ``changed_beyond_noise``: the share of those pixels that differ by more than the
+  image's codec noise (:mod:`contrastkit.curation.codec_noise`: the source photo encoded
+  with the image's codec at the build's quality; 0 for lossless images, where every
+  difference counts): with ``--composite box`` (the paper's method) the person box's
+  context the editor repainted, with ``--composite mask`` 0 by construction;
+* ``changed_kept_pixels``: how many pixels the composite keeps from the source (outside
+  the person box for ``box``, outside the dilated mask for ``mask``; a lossy image from a
+  macroblock beyond) differ beyond that noise: 0 when the build keeps its promise, and a
+  real change there (a leak, an export altered afterwards) is counted pixel by pixel;
 * ``box_context_change``: the mean absolute change (0-255, over channels) of the pixels
   inside the person box but outside the dilated mask: the desk, the wall, the patient.
 
-The images are read as the exported dataset returns them (a mask edit is put onto its
-decoded source; a box edit is the stored file). The build's quality checks store the
-summary under ``context`` in ``build_summary.json`` and one line per edit in
-``context_change.jsonl`` (:func:`write_context`); ``contrastkit audit --build`` reports
-the same for any existing build. A source recorded without its segmentation (a build
-made before segmentations were recorded) takes it from the COCO folder the build
-recorded, or ``coco``.
+:func:`measure_context` reads the build's own files (a mask edit is put onto its decoded
+source, as exported; a box edit is the stored file): the build's quality checks store
+the summary under ``context`` in ``build_summary.json`` and one line per edit in
+``context_change.jsonl`` (:func:`write_context`). ``contrastkit audit EXPORT --build``
+measures the export's images instead, after checking that the export is this build's
+(:mod:`contrastkit.builders.gensynth.export_context`). A source recorded without its
+segmentation (a build made before segmentations were recorded) takes it from the COCO
+folder the build recorded, or ``coco``.
 """
 
 from __future__ import annotations
@@ -41,12 +51,23 @@ from contrastkit.builders.manifest import (
     edit_image,
     read_contrast_set,
     read_sources,
+    source_file,
 )
+from contrastkit.builders.source_photos import check_photo
+from contrastkit.curation.codec_noise import Codec
 from contrastkit.curation.editing import DEFAULT_MASK_DILATION
 from contrastkit.errors import DataFormatError
 from contrastkit.io import atomic_write_text
 
-__all__ = ["CONTEXT", "CONTEXT_FILE", "ContextReport", "measure_context", "write_context"]
+__all__ = [
+    "CONTEXT",
+    "CONTEXT_FILE",
+    "NOISE_MEASURE",
+    "ContextReport",
+    "context_line",
+    "measure_context",
+    "write_context",
+]
 
 #: The build summary's entry with the context measure.
 CONTEXT = "context"
@@ -90,6 +111,151 @@ def _coco_segmentations(
     return result
 
 
+class ContextMeasurer:
+    """Measures images one after another against the sources of a build: its photos
+    (the last one decoded is kept), their dilated person masks and the codec noise of
+    each photo (cached)."""
+
+    def __init__(self, build: Path, coco: Path | None) -> None:
+        from contrastkit.builders.manifest import DEFAULT_IMAGE_QUALITY
+
+        self.build = build
+        self.sources = {s.source_id: s for s in read_sources(build)}
+        summary = read_summary(build)
+        edit_settings = (summary.get("edit") or {}).get("settings") or {}
+        self.dilation = float(edit_settings.get("mask_dilation", DEFAULT_MASK_DILATION))
+        settings = summary.get("settings") or {}
+        quality = settings.get("image_quality")
+        self.quality = int(quality) if isinstance(quality, int) else DEFAULT_IMAGE_QUALITY
+        stored = str(settings.get("image_format") or "webp")
+        #: how the build stored its box edits: their pixels carry this codec's noise in
+        #: whatever container they are read from later
+        self.stored = Codec(stored, lossless=stored == "png", quality=self.quality)
+        self.from_coco = _coco_segmentations(build, self.sources, coco)
+        self._photo: tuple[str, np.ndarray] | None = None
+        self._masks: dict[str, tuple[np.ndarray, tuple[int, int, int, int]] | None] = {}
+        self._noise: dict[tuple[str, Codec], int | None] = {}
+
+    def source(self, source_id: str, where: Path, edit_id: str) -> SourceImage:
+        found = self.sources.get(source_id)
+        if found is None:
+            raise DataFormatError(
+                where, None, "source_id", f"the source {source_id} of edit {edit_id} is not "
+                f"in the build's sources ({self.build})",
+            )  # fmt: skip
+        return found
+
+    def photo(self, source: SourceImage) -> np.ndarray:
+        """The decoded photo of ``source``, checked against the hash the build recorded."""
+        if self._photo is None or self._photo[0] != source.source_id:
+            file = source_file(self.build, source.path)
+            check_photo(file, source)
+            self._photo = (source.source_id, np.asarray(load_image(file), dtype=np.uint8))
+        return self._photo[1]
+
+    def mask(
+        self, source: SourceImage, width: int, height: int
+    ) -> tuple[np.ndarray, tuple[int, int, int, int]] | None:
+        """The dilated person mask of ``source`` and its box, ``None`` without a
+        segmentation."""
+        from contrastkit.curation.masks import decode_segmentation, dilate, dilation_pixels
+
+        if source.source_id not in self._masks:
+            segmentation = source.segmentation or self.from_coco.get(source.source_id)
+            if segmentation is None:
+                self._masks[source.source_id] = None
+            else:
+                try:
+                    person = decode_segmentation(segmentation, width, height)
+                except ValueError as error:
+                    raise DataFormatError(source.path, None, "segmentation", str(error)) from error
+                box = source.box.xyxy(width, height)
+                grown = dilate(person, dilation_pixels(box, self.dilation))
+                self._masks[source.source_id] = (grown, box)
+        return self._masks[source.source_id]
+
+    def codecs(self, item: MeasuredItem, codec: Codec) -> list[Codec]:
+        """The codecs whose noise an image read in ``codec`` carries: a box edit's
+        pixels went through the build's storage first (a lossy edit read back from a
+        lossless file keeps that noise), a mask edit's pixels outside the person are
+        the source's own."""
+        if item.composite == "mask" or codec == self.stored:
+            return [codec]
+        return [self.stored, codec]
+
+    def threshold(self, source: SourceImage, codecs: list[Codec], region: np.ndarray) -> int | None:
+        """The largest codec noise among ``codecs`` on ``source`` (cached)."""
+        from contrastkit.curation.codec_noise import noise_threshold
+
+        found: list[int] = []
+        for codec in codecs:
+            key = (source.source_id, codec)
+            if key not in self._noise:
+                self._noise[key] = noise_threshold(self.photo(source), codec, region)
+            value = self._noise[key]
+            if value is None:
+                return None
+            found.append(value)
+        return max(found)
+
+    def measure(self, item: MeasuredItem, image: np.ndarray, codec: Codec) -> dict[str, Any]:
+        """The row of one image (:func:`measure_context`)."""
+        from contrastkit.curation.codec_noise import BLOCK
+        from contrastkit.curation.masks import ContextRegions, context_change, dilate
+
+        source = self.source(item.source_id, item.where, item.edit_id)
+        original = self.photo(source)
+        height, width = original.shape[:2]
+        codecs = self.codecs(item, codec)
+        row: dict[str, Any] = {
+            "edit_id": item.edit_id,
+            "source_id": item.source_id,
+            "gender": item.gender,
+            "composite": item.composite,
+            "codec": " read from ".join(c.describe() for c in codecs),
+        }
+        found = self.mask(source, width, height)
+        if found is None:
+            return row | dict.fromkeys(_MEASURES)
+        grown, box = found
+        band = 0 if all(c.lossless for c in codecs) else BLOCK
+        if item.composite == "mask":
+            kept = ~(dilate(grown, band) if band else grown)
+        else:
+            kept = np.ones_like(grown)
+            left, top = max(box[0] - band, 0), max(box[1] - band, 0)
+            kept[top : box[3] + band, left : box[2] + band] = False
+        in_box = np.zeros_like(grown)
+        in_box[box[1] : box[3], box[0] : box[2]] = True
+        threshold = self.threshold(source, codecs, ~grown)
+        regions = ContextRegions(outside=~grown, box_context=in_box & ~grown, kept=kept)
+        try:
+            return row | context_change(original, image, regions, threshold)
+        except ValueError as error:
+            raise DataFormatError(item.where, None, None, str(error)) from error
+
+
+#: The figures of a row that need the person's segmentation.
+_MEASURES = (
+    "changed_outside_mask",
+    "changed_beyond_noise",
+    "changed_kept_pixels",
+    "box_context_change",
+    "noise_threshold",
+)
+
+
+@dataclass(frozen=True)
+class MeasuredItem:
+    """What a row of the measure is about, and where it was read."""
+
+    edit_id: str
+    source_id: str
+    gender: str
+    composite: str
+    where: Path
+
+
 def measure_context(
     build: str | Path,
     *,
@@ -98,19 +264,14 @@ def measure_context(
     coco: str | Path | None = None,
 ) -> ContextReport:
     """Measure the context each contrast-set image of ``build`` changed (module
-    docstring); with ``sample``, at most that many images drawn with ``seed`` (the rows
-    the quality checks sample).
+    docstring), on the build's own files; with ``sample``, at most that many images
+    drawn with ``seed`` (the rows the quality checks sample).
 
     Raises:
         DataFormatError: no contrast set; an image or source photo that is missing or
             unreadable, or of another size than its source.
     """
-    from contrastkit.curation.masks import (
-        context_change,
-        decode_segmentation,
-        dilate,
-        dilation_pixels,
-    )
+    from contrastkit.curation.codec_noise import Codec, stored_codec
 
     build = Path(build)
     items = read_contrast_set(build / CONTRAST_SET)
@@ -120,68 +281,101 @@ def measure_context(
     records: dict[str, EditRecord] = {
         r.edit_id: r for r in Manifest(build).records() if r.edit_id in wanted
     }
-    sources = {s.source_id: s for s in read_sources(build)}
-    edit_settings = (read_summary(build).get("edit") or {}).get("settings") or {}
-    dilation = float(edit_settings.get("mask_dilation", DEFAULT_MASK_DILATION))
-    from_coco = _coco_segmentations(build, sources, None if coco is None else Path(coco))
+    measurer = ContextMeasurer(build, None if coco is None else Path(coco))
     rows: list[dict[str, Any]] = []
-    masks: dict[str, tuple[np.ndarray, np.ndarray] | None] = {}
-    decoded: dict[str, np.ndarray] = {}
     for item in chosen:
-        record, source = records.get(item.edit_id), sources.get(item.source_id)
-        if record is None or source is None:
+        record = records.get(item.edit_id)
+        if record is None or item.source_id not in measurer.sources:
             raise DataFormatError(
                 build / CONTRAST_SET, None, "edit_id",
                 f"edit {item.edit_id} or its source {item.source_id} is not in the build",
             )  # fmt: skip
-        if source.source_id not in decoded:
-            decoded = {source.source_id: np.asarray(load_image(source.path), dtype=np.uint8)}
-        original = decoded[source.source_id]
-        height, width = original.shape[:2]
-        if source.source_id not in masks:
-            segmentation = source.segmentation or from_coco.get(source.source_id)
-            if segmentation is None:
-                masks[source.source_id] = None
-            else:
-                try:
-                    person = decode_segmentation(segmentation, width, height)
-                except ValueError as error:
-                    raise DataFormatError(source.path, None, "segmentation", str(error)) from error
-                box = source.box.xyxy(width, height)
-                grown = dilate(person, dilation_pixels(box, dilation))
-                in_box = np.zeros_like(grown)
-                in_box[box[1] : box[3], box[0] : box[2]] = True
-                masks[source.source_id] = (~grown, in_box & ~grown)
+        source = measurer.sources[item.source_id]
         image = edit_image(build, record, source)
-        loaded = image() if not isinstance(image, Path) else load_image(image)
-        row: dict[str, Any] = {
-            "edit_id": item.edit_id,
-            "source_id": item.source_id,
-            "gender": item.gender,
-            "composite": record.composite or "box",
-        }
-        regions = masks[source.source_id]
-        if regions is None:
-            row |= {"changed_outside_mask": None, "box_context_change": None}
-        else:
-            try:
-                row |= context_change(original, np.asarray(loaded, np.uint8), *regions)
-            except ValueError as error:
-                raise DataFormatError(build / record.path, None, None, str(error)) from error
-        rows.append(row)
-    measured = [r for r in rows if r["changed_outside_mask"] is not None]
-    summary: dict[str, Any] = {
+        if isinstance(image, Path):  # a box edit: the stored file, as exported
+            data = image.read_bytes()
+            codec = stored_codec(data, measurer.quality)
+            loaded = np.asarray(load_image(image), dtype=np.uint8)
+        else:  # a mask edit: put onto its decoded source, exported as lossless WebP
+            codec = Codec("webp", lossless=True)
+            loaded = np.asarray(image(), dtype=np.uint8)
+        where = build / record.path
+        composite = record.composite or "box"
+        measured = MeasuredItem(item.edit_id, item.source_id, item.gender, composite, where)
+        rows.append(measurer.measure(measured, loaded, codec))
+    return ContextReport(context_summary(rows, len(items), measurer.dilation), rows)
+
+
+#: How the context measure separates a codec's own noise from a change (the reports
+#: state it beside the figures).
+NOISE_MEASURE = (
+    "a pixel counts as changed beyond the codec's noise when a channel differs from the "
+    "source photo's by more than {margin:g} x the largest difference that encoding the "
+    "source photo itself with the image's codec (the build's format and quality) makes; "
+    "for a lossless image (PNG, lossless WebP) every difference counts"
+)
+
+
+def context_summary(
+    rows: list[dict[str, Any]], sampled_from: int, dilation: float
+) -> dict[str, Any]:
+    """The summary of the rows of :func:`measure_context` or :func:`measure_export`."""
+    from contrastkit.curation.codec_noise import BLOCK, NOISE_MARGIN
+
+    measured = [r for r in rows if r.get("changed_outside_mask") is not None]
+    known = [r for r in measured if r.get("noise_threshold") is not None]
+    thresholds = [int(r["noise_threshold"]) for r in known]
+    return {
         "images": len(rows),
-        "sampled_from": len(items),
+        "sampled_from": sampled_from,
         "composite": dict(sorted(Counter(r["composite"] for r in rows).items())),
         "mask_dilation": dilation,
         "without_mask": len(rows) - len(measured),
         "changed_outside_mask": _stats([r["changed_outside_mask"] for r in measured]),
+        "changed_beyond_noise": _stats([r["changed_beyond_noise"] for r in known]),
+        "changed_kept_pixels": {
+            "pixels": sum(int(r["changed_kept_pixels"]) for r in known),
+            "images": sum(1 for r in known if r["changed_kept_pixels"]),
+        } if known else None,
         "box_context_change": _stats(
             [r["box_context_change"] for r in measured if r["box_context_change"] is not None]
         ),
-    }
-    return ContextReport(summary, rows)
+        "noise": {
+            "measure": NOISE_MEASURE.format(margin=NOISE_MARGIN),
+            "codecs": dict(sorted(Counter(str(r["codec"]) for r in measured).items())),
+            "threshold_max": max(thresholds) if thresholds else None,
+            "margin": NOISE_MARGIN,
+            "block": BLOCK,
+            "without_threshold": len(measured) - len(known),
+        },
+    }  # fmt: skip
+
+
+def context_line(context: Mapping[str, Any], stale: str = "") -> str:
+    """The context measure's summary in one console line: the share beyond the codec's
+    noise first, the pixels the composite keeps that changed, then the share that
+    differs at all (codec noise included)."""
+    from contrastkit.text import UNDEFINED
+
+    def share(name: str) -> str:
+        value = context.get(name)
+        return f"{100 * value['mean']:.2f}%" if value else UNDEFINED
+
+    composites = ", ".join(f"{n} {name}" for name, n in context.get("composite", {}).items())
+    kept = context.get("changed_kept_pixels")
+    in_box = context.get("box_context_change")
+    on = context.get("measured_on")
+    where = f" (measured on the {on})" if on else ""
+    return (
+        f"context{stale}{where}: {share('changed_beyond_noise')} of the pixels outside the "
+        f"person mask changed beyond the codec's noise (mean; "
+        f"{share('changed_outside_mask')} differ at all, codec noise included); "
+        + (f"{kept['pixels']} pixels the composite keeps from the source changed; "
+           if kept else f"kept pixels: {UNDEFINED} (no codec noise measured); ")
+        + f"mean change inside the box, outside the person: "
+        f"{UNDEFINED if not in_box else format(in_box['mean'], '.2f')} (0-255); "
+        f"{context['images']} images ({composites})"
+    )  # fmt: skip
 
 
 def write_context(folder: Path, report: ContextReport) -> Path:
