@@ -76,6 +76,25 @@ def _leak(export: Path, fmt: str) -> str:
     return str(rows[0]["edit_id"])
 
 
+def _same_in_parquet(export: Path) -> None:
+    """Write the saved dataset's images into the export's parquet files too (a change
+    made consistently in the whole export)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    saved = datasets.load_from_disk(str(export / "saved" / "contrast"))["test"]
+    images = {
+        row["edit_id"]: row["image"]
+        for row in saved.cast_column("image", datasets.Image(decode=False)).to_list()
+    }
+    for file in (export / "data" / "contrast").glob("*.parquet"):
+        table = pq.read_table(file)
+        rows = table.to_pylist()
+        for row in rows:
+            row["image"] = images[row["edit_id"]]
+        pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), file)
+
+
 @pytest.mark.slow
 def test_the_audit_measures_the_export_and_refuses_another_build(
     coco_dir: Path, tiny_editor_dir: Path, tiny_clip_spec: str, tmp_path: Path
@@ -103,6 +122,11 @@ def test_the_audit_measures_the_export_and_refuses_another_build(
     # re-encoded as lossy WebP
     for fmt in ("PNG", "WEBP"):
         edit = _leak(export, fmt)
+        # changed in the saved dataset only: the parquet files disagree, refused
+        torn = _audit(export, build, tmp_path / f"audit-torn-{fmt}")
+        assert torn.exit_code == 2, torn.output
+        assert "differs from the export's saved dataset" in " ".join(torn.output.split())
+        _same_in_parquet(export)
         again = _audit(export, build, tmp_path / f"audit-{fmt}")
         assert again.exit_code == 0, again.output
         found = json.loads((tmp_path / f"audit-{fmt}" / "audit.json").read_text())["context"]

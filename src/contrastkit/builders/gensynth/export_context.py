@@ -9,7 +9,8 @@ Before anything is measured the export is checked to be this build's
 (:func:`build_fingerprint`: the SHA-256 of the contrast set and of the source photos'
 recorded hashes), and every export, old or new, must hold exactly the build's contrast
 set (the same edit ids, sources and genders) with the manifest's edit settings, and the
-build's edit settings; anything else is refused, naming the difference.
+build's edit settings, and its parquet files must hold the images of its saved
+dataset; anything else is refused, naming the difference.
 """
 
 from __future__ import annotations
@@ -139,7 +140,44 @@ def check_export_of_build(export: Path, build: Path) -> tuple[dict[str, Any], An
             )
     dataset = _saved_split(export, metadata)
     _check_rows(export, build, dataset, metadata)
+    _check_parquet(export, metadata, dataset)
     return metadata, dataset
+
+
+def _image_digests(rows: Any) -> dict[str, str]:
+    return {
+        str(row["edit_id"]): hashlib.sha256((row["image"] or {}).get("bytes") or b"").hexdigest()
+        for row in rows
+    }
+
+
+def _check_parquet(export: Path, metadata: Mapping[str, Any], dataset: Any) -> None:
+    """The export's parquet files (what the Hub serves) hold the images of its saved
+    dataset (what is measured): an export changed in one place only is refused.
+
+    Raises:
+        DataFormatError: naming the parquet file and the first edit that differs.
+    """
+    import pyarrow.parquet as pq
+
+    split = str(metadata.get("split") or "test")
+    described = ((metadata.get("configs") or {}).get("contrast") or {}).get("splits") or {}
+    files = [export / f for f in (described.get(split) or {}).get("files") or []]
+    if not files:
+        return
+    saved = _image_digests(dataset.select_columns(["edit_id", "image"]))
+    for file in files:
+        if not file.is_file():
+            raise DataFormatError(file, None, None, "a parquet file the export lists is missing")
+        table = pq.read_table(file, columns=["edit_id", "image"])
+        for edit_id, digest in _image_digests(table.to_pylist()).items():
+            if saved.get(edit_id) != digest:
+                raise DataFormatError(
+                    file, None, "image",
+                    f"the image of edit {edit_id} differs from the export's saved dataset "
+                    f"({export / 'saved'}): the export was changed in one place after it was "
+                    "written; export the build again",
+                )  # fmt: skip
 
 
 def _check_rows(export: Path, build: Path, dataset: Any, metadata: Mapping[str, Any]) -> None:
