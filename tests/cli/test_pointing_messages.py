@@ -179,3 +179,27 @@ def test_urls_check_on_local_image_paths_says_there_is_nothing_to_check(
     report = json.loads(checked.output)
     assert [row["status"] for row in report["results"]] == ["invalid_url"]
     assert report["local_rows"] == 3
+
+
+def test_export_contrast_of_a_missing_or_foreign_folder_says_what_it_is(tmp_path: Path) -> None:
+    missing = runner.invoke(app, ["export", "contrast", str(tmp_path / "nope"), "--out", "x"])
+    assert missing.exit_code == 2
+    assert f"{tmp_path / 'nope'}: no such folder" in missing.output
+    assert "select stage" not in missing.output
+    (tmp_path / "coco" / "annotations").mkdir(parents=True)  # a COCO folder, say
+    foreign = runner.invoke(app, ["export", "contrast", str(tmp_path / "coco"), "--out", "x"])
+    assert foreign.exit_code == 2 and "not a build folder" in foreign.output
+    (tmp_path / "build").mkdir()
+    (tmp_path / "build" / "manifest.jsonl").write_text("")
+    unselected = runner.invoke(app, ["export", "contrast", str(tmp_path / "build"), "--out", "x"])
+    assert unselected.exit_code == 2 and "run the select stage first" in unselected.output
+
+
+def test_a_wrong_coco_split_names_the_splits_the_folder_has(coco_dir: Path) -> None:
+    from contrastkit.builders.coco import find_split
+    from contrastkit.errors import DataFormatError
+
+    [split] = [p.name[len("captions_") : -5] for p in coco_dir.glob("annotations/captions_*")]
+    with pytest.raises(DataFormatError) as raised:
+        find_split(coco_dir, "val2071")
+    assert f"the split here is {split} (--split {split})" in str(raised.value)

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from contrastkit.builders.coco_splits import no_split
 from contrastkit.errors import ConfigError, DataFormatError
 from contrastkit.gender_words import image_label
 from contrastkit.records import (
@@ -206,7 +207,7 @@ def find_split(
         split = found[0]
     for kind in kinds:
         if not (ann / f"{kind}_{split}.json").is_file():
-            raise DataFormatError(ann / f"{kind}_{split}.json", None, None, "no such file")
+            raise DataFormatError(ann / f"{kind}_{split}.json", None, None, no_split(ann, kind))
         here = ann.absolute()  # a name even for "."
         coco_file(here.parent, f"{here.name}/{kind}_{split}.json")
     return split, ann

@@ -23,7 +23,13 @@ from contrastkit.builders.export_folder import (
     SplitRows,
     write_export,
 )
-from contrastkit.builders.manifest import CONTRAST_SET, SUMMARY, contrast_items, source_file
+from contrastkit.builders.manifest import (
+    CONTRAST_SET,
+    SUMMARY,
+    contrast_items,
+    missing_contrast_set,
+    source_file,
+)
 from contrastkit.config import require
 from contrastkit.data_cards import render_card
 from contrastkit.errors import ConfigError, DataFormatError, StateError
@@ -151,9 +157,7 @@ def read_build_summary(build_dir: Path) -> tuple[dict[str, Any], str]:
     """
     contrast_path = build_dir / CONTRAST_SET
     if not contrast_path.is_file():
-        raise DataFormatError(
-            contrast_path, None, None, "no such file (run the select stage first)"
-        )
+        raise missing_contrast_set(build_dir)
     summary_path = build_dir / SUMMARY
     if not summary_path.is_file():
         raise DataFormatError(summary_path, None, None, "no build summary (run the build)")

@@ -62,6 +62,7 @@ __all__ = [
     "encode_image",
     "encode_lossless",
     "holds_build_lock",
+    "missing_contrast_set",
     "read_contrast_set",
     "read_sources",
     "remove_stale_temp_files",
@@ -498,11 +499,32 @@ def write_contrast_set(
 def read_contrast_set(path: str | Path) -> list[ContrastItem]:
     """Read a ``contrast_set.jsonl`` (or the build folder holding one)."""
     path = Path(path)
-    if path.is_dir():
-        path = path / CONTRAST_SET
+    folder = path.parent
+    if path.is_dir() or (not path.exists() and path.name != CONTRAST_SET):
+        folder, path = path, path / CONTRAST_SET
     if not path.is_file():
-        raise DataFormatError(path, None, None, "no such file (run the select stage first)")
+        raise missing_contrast_set(folder)
     return [item for _, item in contrast_items(path)]
+
+
+def missing_contrast_set(folder: Path) -> DataFormatError:
+    """The error for a ``folder`` without a ``contrast_set.jsonl``, saying why: it does
+    not exist, it is no build folder, or its build has not run the select stage."""
+    if not folder.exists():
+        return DataFormatError(folder, None, None, "no such folder")
+    if not folder.is_dir():
+        return DataFormatError(folder, None, None, "not a folder (give a build folder)")
+    built = any((folder / name).exists() for name in (MANIFEST, SUMMARY, "sources.jsonl"))
+    if not built and any(folder.iterdir()):  # an empty folder: a build not yet run
+        return DataFormatError(
+            folder, None, None,
+            "not a build folder: no contrast_set.jsonl, manifest.jsonl or "
+            "build_summary.json (give the --out folder of `contrastkit build gensynth` or "
+            "`build genswap`)",
+        )  # fmt: skip
+    return DataFormatError(
+        folder / CONTRAST_SET, None, None, "no such file (run the select stage first)"
+    )
 
 
 def contrast_items(path: Path) -> Iterator[tuple[int, ContrastItem]]:
