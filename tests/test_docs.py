@@ -112,6 +112,7 @@ def test_tutorial_blocks_run_or_say_why_not() -> None:
         "gensynth.md",
         "python-api.md",
         "stereotypes.md",
+        "visogender-tables.md",
     }
     for page in TUTORIALS.glob("*.md"):
         for block in blocks(page):
@@ -188,3 +189,17 @@ def test_the_stereotype_tutorial_offline_walk_through_runs(
     tables = (tmp_path / "results-tiny" / "tables.md").read_text()
     assert "ivlas" in tables and "(random weights)" in tables
     assert "pipeline check" in (TUTORIALS / "stereotypes.md").read_text()
+
+
+@pytest.mark.slow
+def test_the_visogender_tables_tutorial_offline_walk_through_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with contextlib.redirect_stdout(io.StringIO()):
+        ran = _run_page("visogender-tables.md", tmp_path, monkeypatch)
+    assert [block.language for block in ran] == ["python", "bash"]
+    tables = (tmp_path / "results-tiny" / "visogender-tables.md").read_text()
+    for table in ("Resolution", "Retrieval bias (mean", "template flipping"):
+        assert table in tables, table
+    assert "tiny-open-clip (random weights)" in tables
+    assert "pipeline check" in (TUTORIALS / "visogender-tables.md").read_text()

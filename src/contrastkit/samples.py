@@ -128,9 +128,11 @@ def photo_crops(
     folder: Path, n: int, *, size: tuple[int, int] = (320, 240), seed: int = 0
 ) -> list[Path]:
     """Write ``n`` distinct JPEG crops (quality 90) of the shipped photos into ``folder``,
-    cycling through Grace Hopper, the astronaut, coffee and the cat; return their paths.
+    cycling through Grace Hopper, the astronaut, coffee and the cat (``folder`` is created
+    if need be); return their paths.
     The benchmarks' and the pipeline tests' workload: real photographs at the size of
     VisoGender images and COCO person crops."""
+    folder.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     photos = [photo(name) for name in ("grace_hopper", "astronaut", "coffee", "chelsea")]
     width, height = size
