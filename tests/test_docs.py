@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import re
 import subprocess
@@ -113,6 +114,7 @@ def test_tutorial_blocks_run_or_say_why_not() -> None:
         "python-api.md",
         "stereotypes.md",
         "visogender-tables.md",
+        "zero-shot.md",
     }
     for page in TUTORIALS.glob("*.md"):
         for block in blocks(page):
@@ -203,3 +205,18 @@ def test_the_visogender_tables_tutorial_offline_walk_through_runs(
         assert table in tables, table
     assert "tiny-open-clip (random weights)" in tables
     assert "pipeline check" in (TUTORIALS / "visogender-tables.md").read_text()
+
+
+@pytest.mark.slow
+def test_the_zero_shot_tutorial_offline_walk_through_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with contextlib.redirect_stdout(io.StringIO()):
+        ran = _run_page("zero-shot.md", tmp_path, monkeypatch)
+    assert [block.language for block in ran] == ["python", "bash"]
+    (folder,) = (tmp_path / "results-tiny").glob("*/zero_shot")
+    disparity = json.loads((folder / "disparity.json").read_text())
+    assert len(disparity["concepts"]) == 3 and disparity["random_weights"] is True
+    assert "pipeline check, not a measurement" in (folder / "report.md").read_text()
+    assert (folder / "plots" / "ap_differences.png").is_file()
+    assert "pipeline check" in (TUTORIALS / "zero-shot.md").read_text()
