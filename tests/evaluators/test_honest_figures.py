@@ -114,3 +114,57 @@ def test_a_k_covering_every_occupation_is_na_in_report_json_and_labour_plot(
     assert all(len(c.get_offsets()) == 0 for c in axis.collections)  # no point at 0
     assert any(marking in t.get_text().replace("\n", " ") for t in axis.texts)
     assert axis.get_title().startswith("n/a")
+
+
+def _contrast_result(folder: Path, name: str, ks: list[int]) -> Path:
+    summary = _summary(0.1, 0.4, share=0.5)
+    summary["ks"] = ks
+    summary["retrieval"] = {
+        f"{metric}@{k}": {"mean": 0.2, "sigma": 0.1, "n": 4}
+        for k in ks
+        for metric in ("bias", "bias_gensynth", "maxskew")
+    }
+    data = {"task": "contrast", "model": f"open_clip:{name}", "data": f"sets/{name}",
+            "dataset": {"kind": "gensynth"}, "random_weights": False,
+            "summary": summary}  # fmt: skip
+    path = folder / name / "benchmark.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(data).replace("NaN", "null"))
+    return path
+
+
+def test_report_warns_when_results_share_no_k(tmp_path: Path, tiny_clip_spec: str) -> None:
+    """`contrastkit report` put results of K = 2, 4 beside results of K = 5, 10 with "–"
+    in each other's columns and no word about it."""
+    a = _contrast_result(tmp_path, "a", [2, 4])
+    b = _contrast_result(tmp_path, "b", [5, 10])
+    out = tmp_path / "tab3.md"
+    result = CliRunner().invoke(app, ["report", str(a), str(b), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "They share no K" in text and "K = 2, 4" in text and "K = 5, 10" in text
+    assert "They share no K" in out.read_text()
+    loaded = [json.loads(path.read_text()) for path in (a, b)]
+    assert "share no K" in contrast_comparison_figure(loaded).get_suptitle()
+    c = _contrast_result(tmp_path, "c", [4, 10])
+    partly = CliRunner().invoke(app, ["report", str(a), str(c)])
+    assert "Only K = 4 is in every result" in " ".join(partly.output.split())
+    same = CliRunner().invoke(app, ["report", str(a), str(a)])
+    assert "Different K" not in same.output
+
+    # VisoGender results of two evaluations at other K
+    vg = write_small_dataset(tmp_path / "visogender")
+    folders = []
+    for k in ("2", "3"):
+        run = CliRunner().invoke(
+            app, ["evaluate", "visogender", "--data", str(vg["OP"]), "--model", tiny_clip_spec,
+                  "--out", str(tmp_path / f"vg-{k}"), "--only", "retrieval", "--k", k,
+                  "--bootstrap", "0", "--baseline-runs", "2", "--device", "cpu", "--workers", "0"],
+        )  # fmt: skip
+        assert run.exit_code == 0, run.output
+        folders += [p for p in (tmp_path / f"vg-{k}").iterdir() if p.is_dir()]
+    side = CliRunner().invoke(app, ["report", *map(str, folders)])
+    assert side.exit_code == 0, side.output
+    text = " ".join(side.output.split())
+    assert "They share no K" in text
+    assert "bias@2" in text and "bias@3" in text  # both results' columns, not the first's

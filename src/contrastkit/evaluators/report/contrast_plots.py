@@ -320,6 +320,9 @@ def contrast_comparison_figure(benchmarks: Sequence[Mapping[str, Any]]) -> Figur
     ]
     add_legend(figure, handles)
     title = "Original vs balanced vs contrast set (GenSynth Tab. 3)"
+    sets = [set(int(k) for k in b["summary"].get("ks") or []) for b in benchmarks]
+    if len(sets) > 1 and not set.intersection(*sets):
+        title += "\nthese results share no K: their @K bars cannot be compared"
     if any(b.get("random_weights") for b in benchmarks):
         title += f"\nmodels marked random weights: {RANDOM_WEIGHTS_TITLE}"
     figure.suptitle(wrap_to_figure(title, figure, FONT + 1), fontsize=FONT + 1)

@@ -16,6 +16,7 @@ from contrastkit.evaluators.report.flipped import flipped_comparison_section, fl
 from contrastkit.evaluators.report.multiple_choice import multiple_choice_section, vlm_lines
 from contrastkit.evaluators.report.skipped import skipped_rows_note, skipped_rows_section
 from contrastkit.evaluators.report.tables import (
+    comparison_notes,
     cutoff_cell,
     format_interval,
     format_number,
@@ -25,6 +26,7 @@ from contrastkit.evaluators.report.tables import (
     metric_names,
     model_cell,
     occupation_cell,
+    result_ks,
     table,
 )
 from contrastkit.evaluators.tasks.resolution import SPLITS
@@ -389,18 +391,6 @@ def _average_key(entry: Mapping[str, Any]) -> str:
     return "RA_avg" if "RA_avg" in entry or "overall_accuracy" not in entry else "overall_accuracy"
 
 
-def _random_weights_lines(results: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The note above a side-by-side table when any of its models has random weights."""
-    if not any(r.get("random_weights") for r in results):
-        return []
-    return [
-        "> **Random weights.** Models marked *(random weights)* are tiny test models or "
-        "architectures without trained weights: their figures are a pipeline check, not "
-        "a measurement.",
-        "",
-    ]
-
-
 def _retrieval_cutoffs(results: Mapping[str, Any]) -> dict[int, Mapping[str, Any]]:
     """The K warnings of the retrieval section a result's headline rows show."""
     context = (results.get("retrieval_bias") or {}).get("context")
@@ -418,7 +408,7 @@ def comparison_markdown(results: Sequence[Mapping[str, Any]]) -> str:
     named (``–`` where the file does not say: an official file, or one written by an
     older contrastkit, whose "Overall" was the mean of the pooled per-gender accuracies)."""
     lines = ["# VisoGender: models side by side", ""]
-    lines += _random_weights_lines(results)
+    lines += comparison_notes(results)
     with_resolution = [r for r in results if r.get("resolution_bias")]
     if with_resolution:
         header = ["model", "protocol"]
@@ -451,7 +441,7 @@ def comparison_markdown(results: Sequence[Mapping[str, Any]]) -> str:
         )
     with_retrieval = [r for r in results if (r.get("retrieval_bias") or {}).get("context")]
     if with_retrieval:
-        names = metric_names(with_retrieval[0]["retrieval_bias"])
+        names = metric_names({"ks": sorted({k for r in with_retrieval for k in result_ks(r)})})
         lines += ["## Retrieval bias (mean ± σ across occupations)", ""]
         lines += table(
             ["model", "images", *names],
@@ -525,7 +515,7 @@ def contrast_comparison_markdown(results: Sequence[Mapping[str, Any]]) -> str:
     ``mean [low, high]``), then, per model, MaxSkew@K on each original-photo set minus on
     its contrast set ("from the data"), and :data:`CONTRAST_READING`."""
     lines = ["# Original vs balanced vs contrast set (GenSynth Tab. 3)", ""]
-    lines += _random_weights_lines(results)
+    lines += comparison_notes(results)
     ks: list[int] = []
     for r in results:
         ks += [int(k) for k in r["summary"].get("ks") or [] if int(k) not in ks]

@@ -32,6 +32,7 @@ from contrastkit.text import (
 __all__ = [
     "MISSING",
     "RANDOM_WEIGHTS_CELL",
+    "comparison_notes",
     "cutoff_cell",
     "escape_cell",
     "format_interval",
@@ -44,6 +45,7 @@ __all__ = [
     "metric_names",
     "model_cell",
     "occupation_cell",
+    "result_ks",
     "table",
     "table_header",
     "table_row",
@@ -140,3 +142,51 @@ def occupation_cell(
             f"{UNDEFINED}: K covers all its candidates"
         )  # fmt: skip
     return retrieved.get(name, {}).get(f"bias@{k}")
+
+
+def result_ks(result: Mapping[str, Any]) -> list[int]:
+    """The retrieval cut-offs K a result was evaluated at (a VisoGender result's
+    ``retrieval_bias.ks`` or ``metadata.ks``, a contrast set's ``summary.ks``)."""
+    found = (
+        (result.get("retrieval_bias") or {}).get("ks")
+        or (result.get("summary") or {}).get("ks")
+        or (result.get("metadata") or {}).get("ks")
+        or []
+    )
+    return [int(k) for k in found]
+
+
+def comparison_notes(results: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The notes above a side-by-side table: when any of its models has random weights,
+    and when its results were evaluated at different K (with no K in common, none of
+    their @K figures can be compared; with some, only those)."""
+    lines: list[str] = []
+    if any(r.get("random_weights") for r in results):
+        lines += [
+            "> **Random weights.** Models marked *(random weights)* are tiny test models or "
+            "architectures without trained weights: their figures are a pipeline check, not "
+            "a measurement.",
+            "",
+        ]
+    sets = [result_ks(r) for r in results if result_ks(r)]
+    if len(sets) > 1 and len({tuple(sorted(ks)) for ks in sets}) > 1:
+        shared = sorted(set.intersection(*(set(ks) for ks in sets)))
+        listed = "; ".join(
+            f"{r.get('model') or (r.get('metadata') or {}).get('model_name', 'model')}: K = "
+            f"{', '.join(map(str, result_ks(r)))}"
+            for r in results
+            if result_ks(r)
+        )
+        lines += [
+            "> **Different K.** These results were evaluated at different cut-offs "
+            f"({listed}). "
+            + (
+                f"Only K = {', '.join(map(str, shared))} is in every result: compare "
+                "those columns only; a result lacks the others (–)."
+                if shared
+                else "They share no K: none of their Bias@K or MaxSkew@K figures can be "
+                "compared side by side. Evaluate them with the same --k."
+            ),
+            "",
+        ]
+    return lines
