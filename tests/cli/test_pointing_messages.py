@@ -203,3 +203,42 @@ def test_a_wrong_coco_split_names_the_splits_the_folder_has(coco_dir: Path) -> N
     with pytest.raises(DataFormatError) as raised:
         find_split(coco_dir, "val2071")
     assert f"the split here is {split} (--split {split})" in str(raised.value)
+
+
+def test_a_failed_build_leaves_no_empty_output_folder_it_made(tmp_path: Path) -> None:
+    missing = str(tmp_path / "nope.csv")
+    made = tmp_path / "new" / "deeper" / "out"
+    result = runner.invoke(
+        app, ["build", "visogender", "--candidates", missing, "--out", str(made)]
+    )
+    assert result.exit_code == 2
+    assert not (tmp_path / "new").exists()  # with the parents it made for it
+    existing = tmp_path / "mine"
+    existing.mkdir()
+    again = runner.invoke(
+        app, ["build", "visogender", "--candidates", missing, "--out", str(existing)]
+    )
+    assert again.exit_code == 2 and existing.is_dir()  # not the command's to remove
+    gensynth = runner.invoke(app, ["build", "gensynth", "--coco", str(tmp_path / "no-coco"),
+                                   "--out", str(made), "--editor", str(tmp_path / "no-editor")])  # fmt: skip
+    assert gensynth.exit_code == 2 and not (tmp_path / "new").exists()
+
+
+def test_ctrl_c_during_build_gensynth_says_what_was_kept_and_how_to_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import contrastkit.builders.gensynth.job as job
+
+    out = tmp_path / "build"
+
+    def interrupted_after_three_edits(*args: object, **kwargs: object) -> None:
+        out.mkdir()
+        (out / "manifest.jsonl").write_text('{"edit_id": "a"}\n' * 3)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(job, "build_gensynth", interrupted_after_three_edits)
+    result = runner.invoke(app, ["build", "gensynth", "--coco", str(tmp_path), "--out", str(out)])
+    assert result.exit_code == 130
+    assert f"interrupted: {out} keeps 3 finished edits (manifest.jsonl)" in result.output
+    assert "rerun the same command to resume" in result.output
+    assert out.is_dir()  # what was kept stays

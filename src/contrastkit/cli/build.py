@@ -24,6 +24,7 @@ from contrastkit.cli.common import (
     user_errors,
 )
 from contrastkit.cli.helptext import App
+from contrastkit.cli.outdir import tidy_output
 from contrastkit.text import count as counted
 
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ def visogender(
     """
     from contrastkit.builders.visogender import BuildVisoGenderConfig, build_visogender
 
-    with user_errors():
+    with tidy_output(out), user_errors():
         result = build_visogender(BuildVisoGenderConfig(
             candidates=candidates, out=out, taxonomy=tuple(taxonomy or ()), per_cell=per_cell,
             seed=seed, contexts=tuple(parse_contexts(contexts)), occupations=occupations,
@@ -151,7 +152,7 @@ def stereoset(
     """
     from contrastkit.builders.stereoset import StereoSetConfig, build_stereoset
 
-    with user_errors():
+    with tidy_output(out), user_errors():
         result = build_stereoset(StereoSetConfig(
             stereoset=stereoset_file, images=images, out=out, seed=seed,
             balance=not no_balance, neutral_terms=neutral_terms,

@@ -27,6 +27,7 @@ from contrastkit.cli.common import (
     user_errors,
 )
 from contrastkit.cli.options import EditorModelOptions, ModelOptions, with_options
+from contrastkit.cli.outdir import interrupted, tidy_output
 from contrastkit.text import count as counted
 
 if TYPE_CHECKING:
@@ -219,7 +220,7 @@ def gensynth(
         "steps": steps, "image_guidance_scale": image_guidance, "resolution": resolution,
         "margin": margin, "seed": seed, "composite": composite, "mask_dilation": mask_dilation,
     }  # fmt: skip
-    with user_errors():
+    with tidy_output(out), interrupted(lambda: _gensynth_kept(out)), user_errors():
         if scales is not None:
             edit_given["text_guidance_scales"] = _scales(scales)
         model = runtime.config()
@@ -243,6 +244,22 @@ def gensynth(
         _print_gensynth(result.summary, out)
     if result.sources_kept == 0:
         raise typer.Exit(1)
+
+
+def _gensynth_kept(out: Path) -> str:
+    """What an interrupted `build gensynth` kept in ``out``, and how to resume."""
+    manifests = [out / "manifest.jsonl", *sorted(out.glob("shards/*/manifest.jsonl"))]
+    edits = 0
+    for manifest in manifests:
+        if manifest.is_file():
+            with manifest.open("rb") as lines:
+                edits += sum(1 for line in lines if line.strip())
+    if not edits:
+        return f"no edit was finished; rerun the same command to start again ({out})"
+    return (
+        f"{out} keeps {counted(edits, 'finished edit')} (manifest.jsonl); rerun the same "
+        "command to resume: finished edits are not made again"
+    )
 
 
 def _notify(text: str) -> None:
@@ -465,7 +482,7 @@ def genswap(
     """
     from contrastkit.builders.genswap_job import GenSwapConfig, build_genswap
 
-    with user_errors():
+    with tidy_output(out), user_errors():
         result = build_genswap(GenSwapConfig(
             coco=coco, faces=faces, out=out, split=split, limit=limit,
             min_box_side=min_box_side, same_sources=same_sources, min_age=min_age, seed=seed,

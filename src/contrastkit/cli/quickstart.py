@@ -9,6 +9,7 @@ import typer
 
 from contrastkit.cli.common import console, err_console, plain, print_json, user_errors
 from contrastkit.cli.options import EditorModelOptions, with_options
+from contrastkit.cli.outdir import tidy_output
 
 
 def _quiet_libraries() -> None:
@@ -65,7 +66,7 @@ def quickstart(
         if not as_json:
             err_console.print(plain(line), highlight=False)
 
-    with user_errors():
+    with tidy_output(out), user_errors():
         result = run(QuickstartConfig(
             out=out, editor=editor, model=model, tiny=tiny, steps=steps, tau_real=tau_real,
             tau_gender=tau_gender, runtime=runtime.config(),
