@@ -219,8 +219,9 @@ def test_a_failed_build_leaves_no_empty_output_folder_it_made(tmp_path: Path) ->
         app, ["build", "visogender", "--candidates", missing, "--out", str(existing)]
     )
     assert again.exit_code == 2 and existing.is_dir()  # not the command's to remove
+    no_editor = str(tmp_path / "no-editor")
     gensynth = runner.invoke(app, ["build", "gensynth", "--coco", str(tmp_path / "no-coco"),
-                                   "--out", str(made), "--editor", str(tmp_path / "no-editor")])  # fmt: skip
+                                   "--out", str(made), "--editor", no_editor])  # fmt: skip
     assert gensynth.exit_code == 2 and not (tmp_path / "new").exists()
 
 
