@@ -22,6 +22,15 @@ the current file is read again and the job's codes are merged into it, matching 
 * a row the person added, or changed in any way, is kept exactly as written;
 * a row the person removed stays removed.
 
+While it writes a file back (re-read, merge, swap) the job holds an advisory lock on
+``NAME.lock`` beside it (:func:`edit_lock_path`; ``flock``, created if missing, never
+removed), waiting up to :data:`LOCK_WAIT_S` for it. A person's edit made under that lock
+(``flock data/visogender_OO.tsv.lock -c '...'``, docs/how-to/url-maintenance.md) never
+meets the job's swap: no read of the file in the instant the job's version is in place,
+no save on top of it. An edit that does not take the lock is still merged as below; the
+instant in which a reader could see the job's version without it is one ``stat`` long (the
+swap back needs no read of the file unless its size and time are unchanged).
+
 If the current file can no longer be read as an official TSV (malformed, another context,
 an ``IDX`` used twice), or it keeps changing, it is not replaced: the outcome is an
 :class:`UnwrittenFile` naming the reason, the run's exit code is 2, and the database
@@ -31,10 +40,12 @@ keeps every check (the next run writes the codes). A row a person wrote is never
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import re
 import stat
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,9 +58,11 @@ from contrastkit.tsv import FileFingerprint, TSVDocument, read_tsv_document
 
 __all__ = [
     "CONTENT_CHANGED",
+    "LOCK_WAIT_S",
     "RETIRED",
     "FileWrite",
     "clean_temporaries",
+    "edit_lock_path",
     "error_codes_for",
     "temporary_pattern",
     "write_back",
@@ -63,6 +76,42 @@ _MANAGED = {status.value for status in Status} | {CONTENT_CHANGED, RETIRED}
 
 #: Times the current file is re-read and merged when it keeps changing under the job.
 MERGE_ATTEMPTS = 3
+#: Seconds the job waits for a TSV's edit lock (:func:`edit_lock_path`) before it leaves
+#: the file unwritten (the next run writes the codes).
+LOCK_WAIT_S = 60.0
+
+
+def edit_lock_path(path: Path) -> Path:
+    """The advisory lock of a maintained TSV: ``NAME.lock`` beside it. The job holds it
+    (``flock``, exclusive) while it writes the file back; hold it while you edit the file
+    during a run and the edit can never cross the job's swap."""
+    return path.with_name(f"{path.name}.lock")
+
+
+@contextlib.contextmanager
+def _edit_lock(path: Path, wait_s: float) -> Iterator[bool]:
+    """Hold ``path``'s edit lock for the block; yields False when another program held
+    it for ``wait_s`` seconds (nothing is then held)."""
+    lock = edit_lock_path(path)
+    try:
+        handle = lock.open("a+")
+    except OSError as error:
+        raise resource_error(lock, "the edit lock of the maintained TSV", error) from error
+    with handle:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    yield False
+                    return
+                time.sleep(0.005)
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 def error_codes_for(existing: str, health: RowHealth) -> str:
@@ -147,6 +196,26 @@ def write_back(
     Raises:
         ResourceError: the file or its backup cannot be written.
     """
+    path = read.path
+    outcome = FileWrite(str(path))
+    with _edit_lock(path, LOCK_WAIT_S) as held:
+        if not held:
+            outcome.unwritten = (
+                f"another program held {edit_lock_path(path).name} for {LOCK_WAIT_S:.0f} s "
+                "(an edit in progress); the next run writes the codes"
+            )
+            return outcome
+        return _write_back(read, health, drop_retired, stamp, attempts)
+
+
+def _write_back(
+    read: TSVDocument,
+    health: Mapping[str, RowHealth],
+    drop_retired: bool,
+    stamp: str,
+    attempts: int,
+) -> FileWrite:
+    """:func:`write_back`'s work, the edit lock held."""
     path = read.path
     outcome = FileWrite(str(path))
     for _ in range(attempts):
@@ -296,13 +365,17 @@ def _swap_unless_changed(
     """
 
     def commit(tmp: Path, path: Path) -> None:
+        if _stat_changed(path, expected):
+            raise _ChangedAgainError  # an edit already landed: nothing swapped
         if not _exchange(tmp, path):
             if FileFingerprint.of(path) != expected:
                 raise _ChangedAgainError
             tmp.replace(path)
             return
-        replaced = tmp.read_bytes()
-        if FileFingerprint.of(tmp, replaced) == expected:
+        # what the swap replaced: a changed size or time is swapped back at once, before
+        # any read (the instant a reader could see the job's file without the edit is
+        # one stat long); only an unchanged size and time need the hash
+        if not _stat_changed(tmp, expected) and FileFingerprint.of(tmp) == expected:
             return  # what the job merged into: replaced (atomic_path removes it)
         _exchange(tmp, path)  # the person's file back in place, the job's at tmp
         if tmp.read_bytes() != ours:  # and another edit landed on the job's file
@@ -312,6 +385,12 @@ def _swap_unless_changed(
         raise _ChangedAgainError
 
     return commit
+
+
+def _stat_changed(path: Path, expected: FileFingerprint) -> bool:
+    """Whether ``path``'s size or modification time differs from ``expected``'s."""
+    status = path.stat()
+    return (status.st_size, status.st_mtime_ns) != (expected.size, expected.mtime_ns)
 
 
 def temporary_pattern(path: Path) -> re.Pattern[str]:
