@@ -36,6 +36,7 @@ __all__ = [
     "local_file_name",
     "parse_bool",
     "parse_json",
+    "read_coco_json",
     "read_json",
     "read_json_object",
     "read_records",
@@ -415,6 +416,12 @@ def read_json_object(
     if not isinstance(data, dict):
         raise DataFormatError(path, None, None, f"expected {what}")
     return data
+
+
+def read_coco_json(path: str | Path) -> dict[str, Any]:
+    """A COCO annotations file (instances, captions): :func:`read_json_object` with the
+    larger cap :data:`MAX_ANNOTATION_BYTES`."""
+    return read_json_object(path, "a COCO JSON object", max_bytes=MAX_ANNOTATION_BYTES)
 
 
 def _read_delimited(path: Path, delimiter: str, single_line: bool) -> Iterator[Record]:

@@ -35,7 +35,7 @@ from typing import Any
 
 from contrastkit.errors import DataFormatError
 from contrastkit.gender_words import image_label, neutralize
-from contrastkit.records import MAX_ANNOTATION_BYTES, read_json_object, relative_file_name
+from contrastkit.records import read_coco_json, relative_file_name
 
 __all__ = [
     "LABELS",
@@ -171,7 +171,7 @@ def read_coco_captions(root: str | Path, split: str | None = None) -> AuditData:
         )
         return AuditData(root, "coco", split, images, has_instances=True)
     path = ann / f"captions_{split}.json"
-    data = read_json_object(path, "a COCO JSON object", max_bytes=MAX_ANNOTATION_BYTES)
+    data = read_coco_json(path)
     entries = data.get("images")
     notes = data.get("annotations")
     if not isinstance(entries, list):

@@ -30,12 +30,7 @@ from typing import Any
 from contrastkit.builders.coco_splits import no_split
 from contrastkit.errors import ConfigError, DataFormatError
 from contrastkit.gender_words import image_label
-from contrastkit.records import (
-    MAX_ANNOTATION_BYTES,
-    data_file,
-    read_json_object,
-    relative_file_name,
-)
+from contrastkit.records import data_file, read_coco_json, relative_file_name
 from contrastkit.schema import Gender
 
 __all__ = [
@@ -274,7 +269,7 @@ def read_coco(root: str | Path, split: str | None = None) -> CocoDataset:
     root = Path(root)
     image_dir = root / split if (root / split).is_dir() else ann.parent / split
     captions_path = ann / f"captions_{split}.json"
-    captions = read_json_object(captions_path, "a COCO JSON object", max_bytes=MAX_ANNOTATION_BYTES)
+    captions = read_coco_json(captions_path)
     images: dict[int, dict[str, Any]] = {}
     for i, item in enumerate(_items(captions_path, captions, "images")):
         where = f"images[{i}]"
@@ -308,9 +303,7 @@ def read_coco(root: str | Path, split: str | None = None) -> CocoDataset:
         images[image_id]["captions"].append(_get(captions_path, item, where, "caption", str))
 
     instances_path = ann / f"instances_{split}.json"
-    instances = read_json_object(
-        instances_path, "a COCO JSON object", max_bytes=MAX_ANNOTATION_BYTES
-    )
+    instances = read_coco_json(instances_path)
     person_ids = {
         _get(instances_path, c, f"categories[{i}]", "id", int)
         for i, c in enumerate(_items(instances_path, instances, "categories"))
