@@ -121,3 +121,18 @@ def test_a_plugin_that_raises_anything_is_named_and_nothing_is_written(
     assert not out.exists() or not any(out.iterdir())
     # commands that read no task still work
     assert contrastkit(site, "--version").returncode == 0
+
+
+def test_a_plugin_function_whose_module_exits_at_import_is_named(tmp_path: Path) -> None:
+    """A kind's ``detect`` names a module that calls ``sys.exit(0)`` when imported (at the
+    first sniff, not at the entry point's load): exit 2 naming it, not exit 0."""
+    site = plugin(tmp_path / "site", "contrastkit.kinds", (
+        "from contrastkit.kinds import DatasetKind\n"
+        "THING = DatasetKind('odd', 'an odd folder', 'odd folders', 'badexit:detect')\n"
+    ))  # fmt: skip
+    (site / "badexit.py").write_text("raise SystemExit(0)\n", encoding="utf-8")
+    run = contrastkit(site, "export", OFFICIAL_OO, "--out", tmp_path / "export")
+    assert run.returncode == 2, (run.returncode, run.stderr[-2000:])
+    assert "dataset kind 'odd' (bad-plug:thing)" in run.stderr
+    assert "badexit:detect does not import: SystemExit" in run.stderr
+    assert "Traceback" not in run.stderr and not (tmp_path / "export").exists()

@@ -110,7 +110,7 @@ class DatasetKind:
                 )
 
     def _function(self, path: str) -> Callable[..., Any]:
-        return resolve(path, f"dataset kind {self.name!r}")
+        return resolve(path, f"dataset kind {self.name!r} ({self.source})")
 
     def matches(self, path: Path) -> bool:
         """Whether ``path`` holds this kind (its :attr:`detect` function)."""

@@ -159,7 +159,8 @@ def resolve(path: str, owner: str) -> Callable[..., Any]:
     whose it is in messages (``model family 'vlm'``).
 
     Raises:
-        ConfigError: the module or name does not import, or is not callable.
+        ConfigError: the module or name does not import (whatever its import raises,
+            ``SystemExit`` included), or is not callable.
     """
     module_name, _, name = path.partition(":")
     try:
@@ -169,6 +170,13 @@ def resolve(path: str, owner: str) -> Callable[..., Any]:
     except (ImportError, AttributeError) as error:
         raise ConfigError(
             f"{owner}: cannot import {path} ({error}); is the package that provides it installed?"
+        ) from error
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:  # a module failing at import, SystemExit(0) included
+        raise ConfigError(
+            f"{owner}: {path} does not import: {type(error).__name__}: {error}; fix or "
+            "uninstall the package that provides it"
         ) from error
     if not callable(function):
         raise ConfigError(f"{owner}: {path} is not a function")

@@ -183,12 +183,12 @@ class EditorFamily:
 
     def arguments_function(self) -> Callable[..., dict[str, Any]]:
         """:attr:`arguments`, imported."""
-        return resolve(self.arguments, f"editor family {self.prefix!r}")
+        return resolve(self.arguments, f"editor family {self.prefix!r} ({self.source})")
 
     def check_pipeline(self, pipeline: Any, name: str) -> None:
         """Run :attr:`check` on a loaded pipeline (nothing when the family has none)."""
         if self.check is not None:
-            resolve(self.check, f"editor family {self.prefix!r}")(pipeline, name)
+            resolve(self.check, f"editor family {self.prefix!r} ({self.source})")(pipeline, name)
 
 
 _EDITING = "contrastkit.curation.editing"

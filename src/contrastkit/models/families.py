@@ -141,19 +141,21 @@ class ModelFamily:
 
     def load_function(self) -> Callable[..., Any]:
         """The loader, imported."""
-        return resolve(self.loader, f"model family {self.prefix!r}")
+        return resolve(self.loader, f"model family {self.prefix!r} ({self.source})")
 
     def locate_target(self, target: str, download: bool) -> None:
         """Run :attr:`locate` on ``target`` (nothing when the family has none)."""
         if self.locate is not None:
-            resolve(self.locate, f"model family {self.prefix!r}")(target, download)
+            resolve(self.locate, f"model family {self.prefix!r} ({self.source})")(target, download)
 
     def check_target(self, target: str) -> str | None:
         """Run :attr:`check` on ``target``; the base model's spec of a wrapper, or
         ``None``."""
         if self.check is None:
             return None
-        result = resolve(self.check, f"model family {self.prefix!r}")(self.prefix, target)
+        result = resolve(self.check, f"model family {self.prefix!r} ({self.source})")(
+            self.prefix, target
+        )
         return result if isinstance(result, str) else None
 
 

@@ -128,7 +128,7 @@ class Task:
         path = getattr(self, field_name)
         if path is None:
             raise ConfigError(f"task {self.name!r} has no {field_name} function")
-        return resolve(path, f"task {self.name!r}")
+        return resolve(path, f"task {self.name!r} ({self.source})")
 
     def evaluate(
         self, config: EvaluateConfig, paths: tuple[Path, ...], progress: ProgressFactory | None
