@@ -243,3 +243,48 @@ def test_ctrl_c_during_build_gensynth_says_what_was_kept_and_how_to_resume(
     assert f"interrupted: {out} keeps 3 finished edits (manifest.jsonl)" in result.output
     assert "rerun the same command to resume" in result.output
     assert out.is_dir()  # what was kept stays
+
+
+def test_a_tiny_flux_kontext_edit_hides_only_the_warnings_expected_of_a_tiny_model(
+    tmp_path: Path,
+) -> None:
+    import logging
+    import shutil
+
+    from PIL import Image
+
+    from contrastkit.curation.editing import EditSpec
+    from contrastkit.curation.editor_families import KEEP_THE_REST_INSTRUCTIONS
+    from contrastkit.curation.editors import load_editor
+    from contrastkit.schema import Gender
+    from contrastkit.tiny.editor import tiny_flux_kontext
+    from contrastkit.tiny.marker import MARKER_FILE
+
+    tiny = Path(str(tiny_flux_kontext(tmp_path / "tiny")).partition(":")[2])  # flux-kontext:DIR
+    unmarked = tmp_path / "unmarked"  # the same pipeline, not marked as a tiny model
+    shutil.copytree(tiny, unmarked)
+    (unmarked / MARKER_FILE).unlink()
+    instruction = max(KEEP_THE_REST_INSTRUCTIONS[Gender.FEMININE], key=len)  # > 77 characters
+    spec = EditSpec("e", "s", Gender.FEMININE, instruction, 2.5, None, 1, 0)
+    image = Image.new("RGB", (32, 32), (90, 120, 30))
+
+    class Printed(logging.Handler):  # what the library's own handler would print
+        def __init__(self) -> None:
+            super().__init__(logging.WARNING)
+            self.lines: list[str] = []
+
+        def emit(self, record: logging.LogRecord) -> None:
+            self.lines.append(record.getMessage())
+
+    printed = Printed()
+    library = logging.getLogger("diffusers")
+    library.addHandler(printed)
+    try:
+        for folder, hidden in ((tiny, True), (unmarked, False)):
+            editor = load_editor(f"flux-kontext:{folder}", ModelConfig(device="cpu", batch_size=1))
+            printed.lines.clear()
+            editor.edit([image], [spec])
+            truncated = [line for line in printed.lines if "CLIP can only handle" in line]
+            assert (not truncated) is hidden, printed.lines
+    finally:
+        library.removeHandler(printed)

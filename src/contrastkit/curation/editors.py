@@ -32,6 +32,7 @@ from contrastkit.curation.editor_families import (
 )
 from contrastkit.errors import ConfigError, ModelNotFoundError, ResourceError
 from contrastkit.tiny.marker import marked_random
+from contrastkit.tiny.quiet import tiny_model_warnings_hidden
 
 if TYPE_CHECKING:
     from contrastkit.curation.editing import EditSpec
@@ -192,14 +193,26 @@ class DiffusersEditor:
 
     def edit(self, images: Sequence[Image.Image], specs: Sequence[EditSpec]) -> list[Image.Image]:
         """Run the edits; ``images[i]`` is edited with ``specs[i]``."""
-        import torch
-
         if len(images) != len(specs):
             raise ValueError(f"{len(images)} images for {len(specs)} edit specs")
         groups: dict[tuple[float, float | None, int], list[int]] = defaultdict(list)
         for i, spec in enumerate(specs):
             groups[(spec.text_guidance_scale, spec.image_guidance_scale, spec.steps)].append(i)
         results: dict[int, Image.Image] = {}
+        with tiny_model_warnings_hidden(self.random_weights):
+            self._edit_groups(images, specs, groups, results)
+        return [results[i] for i in range(len(specs))]
+
+    def _edit_groups(
+        self,
+        images: Sequence[Image.Image],
+        specs: Sequence[EditSpec],
+        groups: dict[tuple[float, float | None, int], list[int]],
+        results: dict[int, Image.Image],
+    ) -> None:
+        """Edit each group of specs that share their guidance and steps, in batches."""
+        import torch
+
         for (text_scale, image_scale, steps), indices in groups.items():
             for start in range(0, len(indices), self.batch_size):
                 chunk = indices[start : start + self.batch_size]
@@ -217,7 +230,6 @@ class DiffusersEditor:
                 )
                 for i, edited in zip(chunk, output.images, strict=True):
                     results[i] = edited
-        return [results[i] for i in range(len(specs))]
 
 
 #: The editor of builds made before editor families (an InstructPix2Pix pipeline).
