@@ -168,3 +168,43 @@ def test_report_warns_when_results_share_no_k(tmp_path: Path, tiny_clip_spec: st
     text = " ".join(side.output.split())
     assert "They share no K" in text
     assert "bias@2" in text and "bias@3" in text  # both results' columns, not the first's
+
+
+def test_an_interval_on_one_image_is_na_with_its_reason(
+    tmp_path: Path, tiny_clip_spec: str
+) -> None:
+    """A bootstrap over one image gives it back every time: report.md printed
+    `1.00 [1.00, 1.00]` (or 0.00 [0.00, 0.00]) as if certain. It is n/a with the reason,
+    in report.md, benchmark.json and on the console."""
+    vg = write_small_dataset(tmp_path / "visogender")
+    lines = vg["OO"].read_text().splitlines(keepends=True)
+    masculine = next(line for line in lines if "\tmasculine\t" in line)
+    feminine = next(line for line in lines if "\tfeminine\t" in line)
+    vg["OO"].write_text(lines[0] + masculine + feminine)  # one single-person image of each
+    out = tmp_path / "results"
+    run = CliRunner().invoke(
+        app, ["evaluate", "visogender", "--data", str(vg["OP"]), "--data", str(vg["OO"]),
+              "--model", tiny_clip_spec, "--out", str(out), "--only", "resolution",
+              "--bootstrap", "30", "--subsample-runs", "2", "--device", "cpu",
+              "--workers", "0"],
+    )  # fmt: skip
+    assert run.exit_code == 0, run.output
+    [folder] = [p for p in out.iterdir() if p.is_dir()]
+    [results] = json.loads((folder / "benchmark.json").read_text()).values()
+    single = results["resolution_bias"]["single_person_images"]
+    assert (single["n"], single["n_masculine"], single["n_feminine"]) == (2, 1, 1)
+    for figure in ("RA_masculine", "RA_feminine", "RA_avg", "gender_gap"):
+        assert single[f"{figure}_ci"]["low"] is None, figure
+        assert single[f"{figure}_ci"]["reason"].startswith("1 item"), figure
+    assert single["pooled_accuracy_ci"]["low"] is not None  # two images
+    two = results["resolution_bias"]["two_person_images"]
+    assert two["n"] > 2 and two["pooled_accuracy_ci"]["low"] is not None
+    report = (folder / "report.md").read_text()
+    row = next(line for line in report.splitlines() if line.startswith("| Single person |"))
+    cells = row.split(" | ")[1:5]  # RA_avg, gap, RA_masculine, RA_feminine
+    assert all("[n/a: 1 item" in cell for cell in cells), row
+    # a cell with one image: the same
+    per_cell = results["resolution_bias"]["per_cell"]
+    one = [cell for cell, entry in per_cell.items() if entry["n"] == 1]
+    assert one and all(per_cell[cell]["accuracy_ci"]["low"] is None for cell in one)
+    assert "interval n/a: 1 item" in " ".join(run.output.split())

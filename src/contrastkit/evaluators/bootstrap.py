@@ -10,6 +10,7 @@ the ``B`` values. No Python loop over resamples.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -19,6 +20,7 @@ from contrastkit.errors import ConfigError
 __all__ = [
     "NO_BOOTSTRAP",
     "BootstrapSettings",
+    "few_items",
     "percentile_interval",
     "require_bootstrap",
     "resample_indices",
@@ -74,3 +76,16 @@ def percentile_interval(values: np.ndarray, level: float = 0.95) -> tuple[float,
         return (float("nan"), float("nan"))
     low, high = np.quantile(finite, [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
     return (float(low), float(high))
+
+
+def few_items(interval: dict[str, Any], n: int) -> dict[str, Any]:
+    """``interval`` (``{"low", "high", ...}``) undefined (``nan`` bounds, ``null`` in the
+    results files), with its ``reason``, when it
+    rests on fewer than two items: resampling one item gives it back every time, so its
+    "interval" would be the figure itself (``1.00 [1.00, 1.00]``), a certainty it does
+    not have; unchanged otherwise."""
+    if n >= 2:
+        return interval
+    noun = "item" if n == 1 else "items"
+    return {**interval, "low": float("nan"), "high": float("nan"),
+            "reason": f"{n} {noun}: no interval (resampling needs at least 2)"}  # fmt: skip

@@ -39,10 +39,11 @@ def query_intervals(
     ``mean_ci`` of the VisoGender results. Queries are resampled with replacement, the
     same resamples for every metric (drawn with ``seed``); each resample's mean takes
     the finite values only, as :func:`~contrastkit.evaluators.metrics.summarize` does.
-    The bounds are ``nan`` with fewer than two finite values. Memory stays bounded by
+    The bounds are undefined with fewer than two finite values, with their ``reason``
+    (:func:`~contrastkit.evaluators.bootstrap.few_items`). Memory stays bounded by
     :data:`_BOOTSTRAP_CELLS`, not by ``resamples x queries``.
     """
-    from contrastkit.evaluators.bootstrap import percentile_interval, resample_indices
+    from contrastkit.evaluators.bootstrap import few_items, percentile_interval, resample_indices
 
     chosen = [n for n in per_query if n.startswith(INTERVAL_METRICS)] if names is None else names
     arrays = {name: np.asarray(per_query[name], dtype=np.float64) for name in chosen}
@@ -67,7 +68,8 @@ def query_intervals(
         low, high = float("nan"), float("nan")
         if np.isfinite(array).sum() >= 2:
             low, high = percentile_interval(means[name], confidence)
-        intervals[name] = {"low": low, "high": high, "level": confidence, "resamples": resamples}
+        interval = {"low": low, "high": high, "level": confidence, "resamples": resamples}
+        intervals[name] = few_items(interval, int(np.isfinite(array).sum()))
     return intervals
 
 

@@ -17,12 +17,14 @@ METRIC_KEY = r"\w+@\d+\w*|NDKL\w*"
 
 @dataclass(frozen=True, kw_only=True)
 class Interval(Node):
-    """A bootstrap confidence interval, the ``x_ci`` sibling of a figure ``x``."""
+    """A bootstrap confidence interval, the ``x_ci`` sibling of a figure ``x``;
+    ``reason`` says why its bounds are ``null`` (fewer than two items to resample)."""
 
     low: float | None
     high: float | None
     level: float | None = None
     resamples: int | None = None
+    reason: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -54,6 +54,8 @@ def _with_interval(figure: dict[str, Any], values: Mapping[str, Any], key: str) 
         if low is not None and high is not None:
             figure["low"], figure["high"] = low, high
             figure["level"] = _number(interval.get("level"))
+        elif interval.get("reason") and figure.get("value") is not None:  # too few items
+            figure["note"] = f"interval {UNDEFINED}: {interval['reason']}"
     return figure
 
 

@@ -57,7 +57,9 @@ RANDOM_WEIGHTS_CELL = " (random weights)"
 
 def format_interval(values: Mapping[str, Any], key: str, digits: int = 2) -> str:
     """``values[key]`` for a table cell, followed by its interval ``values[key + "_ci"]``
-    as ``[low, high]`` when there is one (``–`` alone when the figure is missing)."""
+    as ``[low, high]`` when there is one, ``[n/a: reason]`` when the bootstrap ran but the
+    interval is undefined for a stated reason (one item: ``bootstrap.few_items``), and
+    ``–`` alone when the figure is missing."""
     text = format_number(values.get(key), digits)
     ci = values.get(f"{key}_ci")
     bounds = [ci.get("low"), ci.get("high")] if isinstance(ci, Mapping) else []
@@ -65,6 +67,8 @@ def format_interval(values: Mapping[str, Any], key: str, digits: int = 2) -> str
     if len(numbers) == 2:
         low, high = (format_number(number, digits) for number in numbers)
         return f"{text} [{low}, {high}]"
+    if isinstance(ci, Mapping) and ci.get("reason") and text != MISSING:
+        return f"{text} [{UNDEFINED}: {ci['reason']}]"
     return text
 
 

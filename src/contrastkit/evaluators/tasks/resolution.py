@@ -415,6 +415,28 @@ def _interval(values: np.ndarray, level: float) -> dict[str, Any]:
     return {"low": low, "high": high, "level": level, "resamples": int(values.size)}
 
 
+def _few(entry: dict[str, Any]) -> dict[str, Any]:
+    """``entry`` with each interval that rests on fewer than two images undefined, its
+    reason given (:func:`~contrastkit.evaluators.bootstrap.few_items`): a figure of
+    masculine-presenting subjects rests on ``n_masculine``, of feminine ones on
+    ``n_feminine``, one of both (a mean, a gap) on the smaller, any other on ``n``."""
+    from contrastkit.evaluators.bootstrap import few_items
+
+    n = int(entry.get("n", 0))
+    by_gender = {"masculine": int(entry.get("n_masculine", n)),
+                 "feminine": int(entry.get("n_feminine", n))}  # fmt: skip
+    for key in [k for k in entry if k.endswith("_ci") and isinstance(entry[k], dict)]:
+        name = key.removesuffix("_ci")
+        if name.endswith(("_masculine", "_feminine")):
+            count = by_gender[name.rsplit("_", 1)[1]]
+        elif name in ("RA_avg", "gender_gap", "neutral_gap"):
+            count = min(by_gender.values())
+        else:
+            count = n
+        entry[key] = few_items(entry[key], count)
+    return entry
+
+
 def _entry(
     point: Mapping[str, np.ndarray],
     names: Sequence[str],
@@ -451,14 +473,14 @@ def _report(
             n_masculine=int((inside & cases.masculine).sum()),
             n_feminine=int((inside & cases.feminine).sum()),
         )
-        result[name] = entry
+        result[name] = _few(entry)
     result["per_cell"] = {}
     for cell, values in point.cells.items():
         cell_entry = _entry({"accuracy": values}, ["accuracy"], None, level)
         if samples is not None:
             cell_entry["accuracy_ci"] = _interval(samples.cells[cell], level)
         cell_entry["n"] = int((cases.cell == cell).sum())
-        result["per_cell"][cell] = cell_entry
+        result["per_cell"][cell] = _few(cell_entry)
     if point.neutral:
         result["neutral"] = {}
         for name, rates in point.neutral.items():
@@ -467,7 +489,7 @@ def _report(
                 rates, NEUTRAL_FIGURES, samples.neutral[name] if samples else None, level
             )
             neutral_entry["n"] = int(cases.inside(context, cells).sum())
-            result["neutral"][name] = neutral_entry
+            result["neutral"][name] = _few(neutral_entry)
     return result
 
 

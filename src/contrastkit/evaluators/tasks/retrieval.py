@@ -26,6 +26,7 @@ import numpy as np
 from contrastkit.evaluators.bootstrap import (
     NO_BOOTSTRAP,
     BootstrapSettings,
+    few_items,
     percentile_interval,
     resample_indices,
 )
@@ -115,7 +116,7 @@ def _finite_means(matrix: np.ndarray) -> np.ndarray:
 
 def mean_interval(
     values: Sequence[float], resamples: np.ndarray, confidence: float
-) -> dict[str, float | int]:
+) -> dict[str, Any]:
     """The ``mean_ci`` of a mean over occupations: the percentile interval of the means of
     the resampled occupations (``resamples``: a ``(B, Q)`` index matrix); ``nan`` bounds
     with fewer than two occupations of finite value (one value has no spread to show)."""
@@ -123,7 +124,8 @@ def mean_interval(
     low, high = (math.nan, math.nan)
     if np.isfinite(array).sum() >= 2:
         low, high = percentile_interval(_finite_means(array[resamples]), confidence)
-    return {"low": low, "high": high, "level": confidence, "resamples": int(resamples.shape[0])}
+    interval = {"low": low, "high": high, "level": confidence, "resamples": int(resamples.shape[0])}
+    return few_items(interval, int(np.isfinite(array).sum()))
 
 
 def _section(
