@@ -121,9 +121,11 @@ def test_tutorial_blocks_run_or_say_why_not() -> None:
             assert block.not_run is None or len(block.not_run) > 10, (page.name, block.line)
 
 
-def _run_page(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[Block]:
-    """Run the page's runnable blocks in order in ``tmp_path`` (python blocks share one
-    namespace, as in a notebook; shell blocks run with `bash -e`)."""
+def _run_page(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, folder: Path = TUTORIALS
+) -> list[Block]:
+    """Run the runnable blocks of the page ``folder/name`` in order in ``tmp_path`` (python
+    blocks share one namespace, as in a notebook; shell blocks run with `bash -e`)."""
     (tmp_path / "examples").symlink_to(ROOT / "examples")
     monkeypatch.chdir(tmp_path)
     env = {
@@ -134,9 +136,9 @@ def _run_page(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> lis
     }
     monkeypatch.setenv("HF_DATASETS_CACHE", env["HF_DATASETS_CACHE"])
     namespace: dict[str, object] = {"__name__": "tutorial"}
-    ran = [block for block in blocks(TUTORIALS / name) if block.not_run is None]
+    ran = [block for block in blocks(folder / name) if block.not_run is None]
     for block in ran:
-        where = f"docs/tutorials/{name}, line {block.line}"
+        where = f"{(folder / name).relative_to(ROOT)}, line {block.line}"
         if block.language == "python":
             exec(compile(block.code, where, "exec"), namespace)
         else:
@@ -220,3 +222,19 @@ def test_the_zero_shot_tutorial_offline_walk_through_runs(
     assert "pipeline check, not a measurement" in (folder / "report.md").read_text()
     assert (folder / "plots" / "ap_differences.png").is_file()
     assert "pipeline check" in (TUTORIALS / "zero-shot.md").read_text()
+
+
+@pytest.mark.slow
+def test_the_decision_probes_offline_recipe_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/decisions.md's offline recipe: the quickstart's tiny contrast set and a tiny
+    LLaVA; its other blocks need weights and say so."""
+    ran = _run_page("decisions.md", tmp_path, monkeypatch, folder=DOCS)
+    assert [block.language for block in ran] == ["bash"]
+    assert len(ran[0].code.strip().splitlines()) == 3
+    (path,) = (tmp_path / "results-tiny").glob("*/benchmark.json")
+    benchmark = json.loads(path.read_text())
+    assert benchmark["task"] == "decisions"
+    assert "pipeline check, not a measurement" in (path.parent / "report.md").read_text()
+    assert all(block.not_run for block in blocks(DOCS / "decisions.md") if block not in ran)
