@@ -12,7 +12,7 @@ from contrastkit.cli.helptext import App
 
 app = App(
     help=(
-        "The model families contrastkit loads, and a paper's models as specs.\n\n"
+        "The model and editor families contrastkit loads, and a paper's models as specs.\n\n"
         "Example:\n\n    contrastkit models list --paper visogender"
     ),
     no_args_is_help=True,
@@ -37,6 +37,43 @@ def families() -> list[dict[str, str]]:
         }
         for prefix, family in registered().items()
     ]
+
+
+def editors() -> list[dict[str, str]]:
+    """Every editor family ``build gensynth --editor`` takes (plugins' too): its prefix,
+    what it loads, its default model, an example spec and the package that provides it
+    (:mod:`contrastkit.curation.editor_families`)."""
+    from contrastkit.curation.editor_families import editor_families
+
+    return [
+        {
+            "prefix": prefix,
+            "pipeline": family.pipeline,
+            "loads": family.loads,
+            "default_model": family.default_model,
+            "example": f"{prefix}:{family.default_model}",
+            "source": family.source,
+        }
+        for prefix, family in editor_families().items()
+    ]
+
+
+def _print_table(title: str, rows: list[dict[str, str]], columns: list[str]) -> None:
+    """``rows`` as a table of ``columns`` (the cells wrap on a narrow terminal), then
+    their example specs one per line: never wrapped, so each can be pasted whole."""
+    from rich.table import Table
+
+    if any(row["source"] != "contrastkit" for row in rows):
+        columns = [*columns, "source"]  # a plugin's families: say which package adds them
+    table = Table(title=title)
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(*(plain(row[key]) for key in columns))
+    console.print(table)
+    console.print(plain("Example specs, one a line:"))
+    for row in rows:
+        console.print(plain(f"  {row['example']}"), soft_wrap=True, highlight=False)
 
 
 def _paper_json(paper: str) -> dict[str, Any]:
@@ -69,8 +106,10 @@ def list_command(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
-    """List the model families (spec prefixes) contrastkit loads, with an example spec
-    each; with --paper, the paper's models as specs, and why the others cannot be loaded.
+    """List the model families (spec prefixes) contrastkit loads and the editor families
+    `build gensynth --editor` takes, with an example spec each (on a line of its own, to
+    paste); with --paper, the paper's models as specs, and why the others cannot be
+    loaded.
 
     Captioning specs take options after the model: blip2:ID?prefix=decoder (where an
     encoder-decoder language model reads the partial caption),
@@ -82,24 +121,24 @@ def list_command(
     """
     with user_errors():
         rows = families()
+        editor_rows = editors()
         paper_data = _paper_json(paper) if paper is not None else None
     if as_json:
-        data: dict[str, Any] = {"families": rows}
+        data: dict[str, Any] = {"families": rows, "editors": editor_rows}
         if paper_data is not None:
             data["paper"] = paper_data
         print_json(data)
         return
     from rich.table import Table
 
-    table = Table(title=f"{len(rows)} model families (spec PREFIX:TARGET)")
-    columns = ["prefix", "kind", "capabilities", "loads", "example"]
-    if any(row["source"] != "contrastkit" for row in rows):
-        columns.append("source")  # a plugin's families: say which package adds them
-    for column in columns:
-        table.add_column(column, overflow="fold")
-    for row in rows:
-        table.add_row(*(plain(row[key]) for key in columns))
-    console.print(table)
+    _print_table(f"{len(rows)} model families (spec PREFIX:TARGET)", rows,
+                 ["prefix", "kind", "capabilities", "loads"])  # fmt: skip
+    console.print()
+    _print_table(
+        f"{len(editor_rows)} editor families (build gensynth --editor PREFIX:TARGET; "
+        "PREFIX: alone is the default model)",
+        editor_rows, ["prefix", "loads", "default_model"],
+    )  # fmt: skip
     if paper_data is None:
         return
     models = paper_data["models"]
