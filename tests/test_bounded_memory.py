@@ -16,12 +16,16 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 
 from contrastkit.builders.stereoset_json import read_stereoset
 from contrastkit.errors import DataFormatError
+from contrastkit.evaluators.harness.predictions import read_predictions
 from contrastkit.harness_key import read_key
 from contrastkit.records import MAX_JSON_BYTES, read_json, read_json_object
 from contrastkit.schema import OP_COLUMNS
@@ -103,3 +107,23 @@ def test_urls_maintain_never_reads_a_huge_tsv_whole(tmp_path: Path, size: int, r
     assert "exit 2" in out
     assert peak < 400 * 1024, f"peak {peak} KiB"
     assert tsv.stat().st_size == size  # the file is left as it was
+
+
+def test_a_prediction_workbook_that_unpacks_past_the_cap_is_refused_unpacked(
+    tmp_path: Path,
+) -> None:
+    """A VLMEvalKit ``.xlsx`` is a zip: a sheet of 64 MiB of zeros packs into 64 kB. Its
+    declared sizes are summed before anything is unpacked (zipfile reads no more than
+    they declare)."""
+    pytest.importorskip("openpyxl")
+    book = tmp_path / "m_contrastkit_visogender.xlsx"
+    with (
+        zipfile.ZipFile(book, "w", zipfile.ZIP_DEFLATED) as archive,
+        archive.open("xl/worksheets/sheet1.xml", "w", force_zip64=True) as sheet,
+    ):
+        for _ in range(MAX_JSON_BYTES // 2**20 + 1):
+            sheet.write(bytes(2**20))
+    assert book.stat().st_size < 2**20
+    with pytest.raises(DataFormatError, match=f"more than the {MAX_JSON_BYTES:,}") as caught:
+        read_predictions(book, cast(Any, SimpleNamespace(by_index=dict)))
+    assert caught.value.path == str(book)

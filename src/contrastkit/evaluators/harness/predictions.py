@@ -19,7 +19,7 @@ from contrastkit.harness_key import (
     option_loss,
     parse_choice,
 )
-from contrastkit.records import MAX_LINE_BYTES, json_lines, read_json
+from contrastkit.records import MAX_JSON_BYTES, MAX_LINE_BYTES, json_lines, read_json
 
 __all__ = ["TABLE_SUFFIXES", "HarnessAnswer", "read_predictions"]
 
@@ -79,6 +79,14 @@ def _workbook(path: Path) -> Any:
     from openpyxl.utils.exceptions import InvalidFileException
 
     try:
+        with zipfile.ZipFile(path) as archive:  # sizes as declared: zipfile reads no more
+            unpacked = sum(info.file_size for info in archive.infolist())
+        if unpacked > MAX_JSON_BYTES:
+            raise DataFormatError(
+                path, None, None,
+                f"unpacks to {unpacked:,} bytes, more than the {MAX_JSON_BYTES:,} a workbook "
+                "may hold; rerun VLMEvalKit with PRED_FORMAT=tsv and pass the .tsv",
+            )  # fmt: skip
         return pd.read_excel(path, dtype=str, keep_default_na=False)
     except (zipfile.BadZipFile, KeyError, InvalidFileException) as error:
         raise DataFormatError(path, None, None, f"not an Excel workbook: {error}") from error
