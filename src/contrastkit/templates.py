@@ -36,6 +36,7 @@ from typing import Any
 from contrastkit.errors import DataFormatError
 from contrastkit.schema import Context, Gender, VisoGenderRow
 from contrastkit.taxonomy import labor_shares
+from contrastkit.text import with_article
 
 __all__ = [
     "DECISION_KINDS",
@@ -399,7 +400,7 @@ def _yes_no_items(
     for i, occupation in enumerate(_listed(family, "occupations", field, occupations.where)):
         male = occupations.male_share(occupation, f"{field}.occupations[{i}]") > 50
         options = ("yes", "no") if male else ("no", "yes")
-        items.append((occupation, question.replace("{occupation}", occupation), options))
+        items.append((occupation, with_article(question, "{occupation}", occupation), options))
     _once(items, field, "occupations", occupations.where)
     return items
 

@@ -15,6 +15,7 @@ them.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from importlib import resources
 from typing import TYPE_CHECKING, Any
@@ -29,10 +30,12 @@ __all__ = [
     "escape_cell",
     "format_number",
     "format_p",
+    "indefinite_article",
     "markdown_table",
     "table_header",
     "table_row",
     "template_environment",
+    "with_article",
 ]
 
 #: How a table cell shows a figure that was not computed or does not apply (no interval
@@ -189,3 +192,43 @@ def template_environment(
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
+
+
+#: Words whose first letter misleads: a vowel sounded as a consonant ("a university",
+#: "a European"), and a silent h ("an hour").
+_A_BEFORE = ("uni", "use", "usu", "ure", "uro", "eu", "one", "once", "ewe", "u-")
+_AN_BEFORE = ("hour", "honest", "honor", "honour", "heir")
+
+
+def indefinite_article(word: str) -> str:
+    """``a`` or ``an`` for ``word`` by its first sound (spelling, with the usual
+    exceptions).
+
+    >>> indefinite_article("engineer"), indefinite_article("baker"), indefinite_article("hour")
+    ('an', 'a', 'an')
+    """
+    lower = word.strip().lower()
+    if lower.startswith(_AN_BEFORE):
+        return "an"
+    if lower.startswith(_A_BEFORE):
+        return "a"
+    return "an" if lower[:1] in ("a", "e", "i", "o", "u") else "a"
+
+
+def with_article(text: str, placeholder: str, word: str) -> str:
+    """``text`` with ``placeholder`` replaced by ``word``, and an ``a`` or ``an`` written
+    just before the placeholder made to fit the word (its capital kept).
+
+    >>> with_article("Work as a {occupation}?", "{occupation}", "engineer")
+    'Work as an engineer?'
+    """
+
+    def article(match: re.Match[str]) -> str:
+        fitting = indefinite_article(word)
+        written = match.group(1)
+        return (fitting.capitalize() if written[0].isupper() else fitting) + match.group(2)
+
+    fitted = re.sub(
+        rf"\b([Aa]n?)(\s+){re.escape(placeholder)}", lambda m: article(m) + placeholder, text
+    )
+    return fitted.replace(placeholder, word)
