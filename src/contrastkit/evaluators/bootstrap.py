@@ -47,6 +47,22 @@ NO_BOOTSTRAP = BootstrapSettings()
 :class:`BootstrapSettings`)."""
 
 
+def bootstrap_settings(value: object, field: str = "bootstrap") -> BootstrapSettings:
+    """``value``, checked to be a :class:`BootstrapSettings` (what a function taking
+    ``bootstrap=`` needs; a number of resamples is not one).
+
+    Raises:
+        ConfigError: naming ``field`` and how to write it.
+    """
+    if isinstance(value, BootstrapSettings):
+        return value
+    count = value if isinstance(value, int) and not isinstance(value, bool) else "N"
+    raise ConfigError(
+        f"{field}: a BootstrapSettings, not {type(value).__name__} {value!r}; write "
+        f"BootstrapSettings(resamples={count}) (resamples=0: no intervals)"
+    )
+
+
 def require_bootstrap(bootstrap: object, confidence: float) -> None:
     """Check a job config's ``bootstrap`` (resamples: a whole number >= 0, not a bool)
     and ``confidence`` (the intervals' level, in (0, 1)).

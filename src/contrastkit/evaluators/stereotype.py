@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from contrastkit.errors import ConfigError, DataFormatError
-from contrastkit.evaluators.bootstrap import BootstrapSettings
+from contrastkit.evaluators.bootstrap import BootstrapSettings, bootstrap_settings
 from contrastkit.evaluators.stereotype_report import (
     CATEGORY_ORDER,
     PLOT_STEM,
@@ -177,6 +177,10 @@ def stereotype_benchmark(
         ``share_positive``, ``min``, ``max``, ``mean_ci``) overall and per category, and
         ``instances`` (``id``, ``category``, ``lmss``, ``vlss``). Undefined figures are
         ``null``.
+
+    Raises:
+        ConfigError: ``bootstrap`` is not a :class:`BootstrapSettings` (a number of
+            resamples is written ``BootstrapSettings(resamples=N)``).
     """
     from contrastkit import __version__
     from contrastkit.evaluators.report.results import jsonable
@@ -190,6 +194,7 @@ def stereotype_benchmark(
     )
     from contrastkit.models.registry import weights_note
 
+    bootstrap = bootstrap_settings(bootstrap)
     scores = _array(records, "scores", 3)
     labels = [str(record["label"]) for record in records]
     categories = [str(record["category"]) for record in records]

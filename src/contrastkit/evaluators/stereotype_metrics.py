@@ -57,6 +57,7 @@ import numpy as np
 from contrastkit.evaluators.bootstrap import (
     NO_BOOTSTRAP,
     BootstrapSettings,
+    bootstrap_settings,
     percentile_interval,
     resample_indices,
 )
@@ -377,7 +378,11 @@ def stereotype_summary(
 
     Returns:
         ``{"overall": {...}, "categories": {name: {...}}}``.
+
+    Raises:
+        ConfigError: ``bootstrap`` is not a :class:`BootstrapSettings`.
     """
+    bootstrap = bootstrap_settings(bootstrap)
     array = _scores(scores)
     labels_array = np.asarray(labels, dtype=object).reshape(-1)
     _anti(labels_array, len(array))
