@@ -44,7 +44,11 @@ def sparse(path: Path, head: str, size: int) -> Path:
 
 def peak_kib(code: str) -> tuple[int, str]:
     """Run ``code`` in a fresh Python; its own peak resident memory (KiB) and output."""
-    code += "\nimport resource\nprint('peak', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    # VmHWM: the peak of this process image (ru_maxrss would carry the forking parent's)
+    code += (
+        "\nfrom pathlib import Path\nprint('peak', next(line.split()[1] for line in "
+        "Path('/proc/self/status').read_text().splitlines() if line.startswith('VmHWM')))\n"
+    )
     run = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=300
     )
