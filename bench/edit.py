@@ -139,10 +139,8 @@ def _families(args: argparse.Namespace) -> None:
     print("|---|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory() as folder:
         for prefix, build in builders.items():
-            path = build(Path(folder) / prefix)
-            editor = load_editor(
-                f"{prefix}:{path}", ModelConfig(device=args.device, batch_size=batch)
-            )
+            spec = build(Path(folder), prefix)  # PREFIX:FOLDER/PREFIX
+            editor = load_editor(spec, ModelConfig(device=args.device, batch_size=batch))
             for resolution in resolutions:
                 crops = _crops(resolution, edits)
                 settings = EditSettings.for_family(prefix, steps=steps, resolution=resolution)

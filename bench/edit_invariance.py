@@ -100,7 +100,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         write_coco(work / "coco")
-        tiny_instruct_pix2pix(work / "editor")  # the suite's tiny editor, read by _build
+        tiny_instruct_pix2pix(work, "editor")  # the suite's tiny editor, read by _build
         builds = {(b, t): _build(work, b, t, args) for b in batches for t in (1, 2)}
         again = {(b, t): _build(work, b, t, args) for b in (1, big) for t in (1, 2)}
         webp = {b: _build(work, b, 2, args, "webp") for b in (1, big)}

@@ -401,7 +401,7 @@ def run_writer(sizes: list[int], image_size: int, workdir: Path | None) -> None:
     print()
 
 
-def _tiny_build(out: Path, coco: Path, editor: Path, clip: str, engine: str) -> float:
+def _tiny_build(out: Path, coco: Path, editor: str, clip: str, engine: str) -> float:
     """Run the tiny GenSynth build with ``engine`` in a CLI process; its wall time."""
     command = [
         sys.executable, "-m", "contrastkit", "build", "gensynth", "--coco", str(coco),
@@ -441,7 +441,7 @@ def run_engines(workdir: Path | None) -> None:
     with tempfile.TemporaryDirectory(prefix="ck-engines-", dir=workdir) as tmp:
         root = Path(tmp)
         coco = write_coco(root / "coco")
-        editor = tiny_instruct_pix2pix(root / "editor")
+        editor = tiny_instruct_pix2pix(root, "editor")
         clip = tiny_open_clip(root / "clip")
         seconds = {e: _tiny_build(root / e, coco, editor, clip, e) for e in ("local", "ray")}
         local, ray = _build_outputs(root / "local"), _build_outputs(root / "ray")

@@ -56,7 +56,7 @@ def tiny_build(work: Path, smoke: bool = False) -> dict[str, Any]:
     from contrastkit.tiny.editor import tiny_instruct_pix2pix
 
     coco = write_coco(work / "coco")
-    editor = load_editor(tiny_instruct_pix2pix(work / "editor"), ModelConfig(device="cpu"))
+    editor = load_editor(tiny_instruct_pix2pix(work, "editor"), ModelConfig(device="cpu"))
     settings = EditSettings(text_guidance_scales=(9.5,), steps=1 if smoke else 2, resolution=32)
     limit = 1 if smoke else None
     paths: dict[str, dict[str, Path]] = {}

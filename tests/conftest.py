@@ -58,7 +58,9 @@ def tiny_editor_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A saved tiny InstructPix2Pix pipeline (random weights; see tests/tiny_editor.py)."""
     from contrastkit.tiny.editor import tiny_instruct_pix2pix
 
-    return tiny_instruct_pix2pix(tmp_path_factory.mktemp("tiny_ip2p"))
+    folder = tmp_path_factory.mktemp("tiny_ip2p")
+    assert tiny_instruct_pix2pix(folder) == f"ip2p:{folder / 'tiny-instruct-pix2pix'}"
+    return folder / "tiny-instruct-pix2pix"
 
 
 @pytest.fixture(scope="session")

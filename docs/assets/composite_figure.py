@@ -26,7 +26,7 @@ HERE = Path(__file__).parent
 
 
 def build(
-    root: Path, coco: Path, editor: Path, clip: str, composite: str
+    root: Path, coco: Path, editor: str, clip: str, composite: str
 ) -> tuple[Image.Image, str]:
     """The exported masculine version of the first source, built with ``composite``, and
     its source id."""
@@ -56,7 +56,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         coco = write_coco(root / "coco")
-        editor = tiny_instruct_pix2pix(root / "editor")
+        editor = tiny_instruct_pix2pix(root, "editor")
         clip = tiny_open_clip(root / "clip")
         box, source_id = build(root, coco, editor, clip, "box")
         mask, _ = build(root, coco, editor, clip, "mask")

@@ -171,13 +171,12 @@ def test_engine_ray_builds_a_kontext_folder_as_local_and_records_the_family(
     pipeline from its spec, run the family's card defaults and give the local folder."""
     from contrastkit.tiny.editor import tiny_flux_kontext
 
-    kontext = tiny_flux_kontext(tmp_path / "kontext")
     instructions = tmp_path / "instructions.csv"
     instructions.write_text(
         "gender,instruction\nfeminine,Change the person to a woman\n"
         "masculine,Change the person to a man\n"
     )
-    editor = f"flux-kontext:{kontext}"
+    editor = tiny_flux_kontext(tmp_path)  # flux-kontext:FOLDER
     local_out, ray_out = tmp_path / "local", tmp_path / "ray"
     build_gensynth(
         GenSynthConfig(

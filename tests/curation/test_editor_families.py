@@ -98,7 +98,9 @@ def _tiny(prefix: str, folder: Path) -> Path:
         "flux-kontext": editor.tiny_flux_kontext,
         "qwen-image-edit": editor.tiny_qwen_image_edit,
     }[prefix]
-    return build(folder / prefix)
+    spec = build(folder)  # written to FOLDER/NAME, as every tiny builder; its spec returned
+    assert spec == f"{prefix}:{folder / build.__name__.replace('_', '-')}"
+    return Path(spec.removeprefix(f"{prefix}:"))
 
 
 def _one_instruction(tmp_path: Path) -> Path:

@@ -22,7 +22,9 @@ runner = CliRunner()
 def sdxl_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from contrastkit.tiny.editor import tiny_sdxl_instruct_pix2pix
 
-    return tiny_sdxl_instruct_pix2pix(tmp_path_factory.mktemp("tiny") / "sdxl")
+    folder = tmp_path_factory.mktemp("tiny")
+    assert tiny_sdxl_instruct_pix2pix(folder, "sdxl") == f"sdxl-ip2p:{folder / 'sdxl'}"
+    return folder / "sdxl"
 
 
 @pytest.mark.slow

@@ -236,8 +236,9 @@ def _load_editor(config: QuickstartConfig, folder: Path, say: Callable[[str], No
     def build_tiny() -> tuple[Any, str]:
         from contrastkit.tiny.editor import tiny_instruct_pix2pix
 
-        path = tiny_instruct_pix2pix(folder / "tiny-instruct-pix2pix")
-        return load_editor(path, replace(config.runtime, batch_size=16, dtype=None)), str(path)
+        spec = tiny_instruct_pix2pix(folder)  # ip2p:FOLDER/tiny-instruct-pix2pix
+        editor = load_editor(spec, replace(config.runtime, batch_size=16, dtype=None))
+        return editor, str(folder / "tiny-instruct-pix2pix")
 
     def load(spec: str) -> Any:
         return load_editor(spec, config.runtime)

@@ -6,7 +6,9 @@ vocabulary, saved with ``save_pretrained`` so tests load it through the same
 ``from_pretrained`` path a user's model takes. The same for the other editor families
 (:mod:`contrastkit.curation.editor_families`): :func:`tiny_sdxl_instruct_pix2pix`,
 :func:`tiny_flux_kontext`, :func:`tiny_qwen_image_edit`. Each folder carries the
-random-weights marker.
+random-weights marker. Like every tiny builder (:mod:`contrastkit.tiny`), each writes to
+``FOLDER/NAME`` (``NAME`` defaults to the model's, e.g. ``tiny-instruct-pix2pix``) and
+returns the spec that loads it (``ip2p:FOLDER/tiny-instruct-pix2pix``).
 """
 
 from __future__ import annotations
@@ -115,12 +117,14 @@ def build_instruct_pix2pix(arch: str = "tiny", *, folder: Path) -> Any:
     )
 
 
-def tiny_instruct_pix2pix(folder: Path) -> Path:
-    """Build, save (``save_pretrained``) and return the folder of a tiny InstructPix2Pix
-    pipeline; any multiple of 8 works as the image size."""
-    build_instruct_pix2pix("tiny", folder=folder).save_pretrained(folder)
-    mark_random_weights(folder, "tiny InstructPix2Pix pipeline (contrastkit.tiny.editor)")
-    return folder
+def tiny_instruct_pix2pix(folder: Path, name: str = "tiny-instruct-pix2pix") -> str:
+    """Build and save (``save_pretrained``) a tiny InstructPix2Pix pipeline; any multiple of 8
+    works as the image size. Written under ``folder/name`` (as every tiny builder); returns its
+    editor spec, ``ip2p:FOLDER``."""
+    path = Path(folder) / name
+    build_instruct_pix2pix("tiny", folder=path).save_pretrained(path)
+    mark_random_weights(path, "tiny InstructPix2Pix pipeline (contrastkit.tiny.editor)")
+    return f"ip2p:{path}"
 
 
 def _clip_text_config(vocab_size: int, hidden: int = 16, projection: int | None = None) -> Any:
@@ -144,15 +148,17 @@ def _t5_tokenizer() -> Any:
     return T5Tokenizer(vocab=pieces, extra_ids=0)
 
 
-def tiny_sdxl_instruct_pix2pix(folder: Path) -> Path:
-    """Build, save and return the folder of a tiny ``StableDiffusionXLInstructPix2PixPipeline``
-    (random weights): an 8-channel-input SDXL UNet with ``text_time`` conditioning, two
-    CLIP text encoders (the second with a projection) and a 2-block VAE."""
+def tiny_sdxl_instruct_pix2pix(folder: Path, name: str = "tiny-sdxl-instruct-pix2pix") -> str:
+    """Build and save a tiny ``StableDiffusionXLInstructPix2PixPipeline`` (random weights): an
+    8-channel-input SDXL UNet with ``text_time`` conditioning, two CLIP text encoders (the
+    second with a projection) and a 2-block VAE. Written under ``folder/name`` (as every tiny
+    builder); returns its editor spec, ``sdxl-ip2p:FOLDER``."""
+    path = Path(folder) / name
     from diffusers import StableDiffusionXLInstructPix2PixPipeline
     from transformers import CLIPTextModelWithProjection
 
     torch.manual_seed(0)
-    tokenizer = _tokenizer(folder / "_tokenizer_src")
+    tokenizer = _tokenizer(path / "_tokenizer_src")
     unet = UNet2DConditionModel(  # type: ignore[no-untyped-call]
         sample_size=16, in_channels=8, out_channels=4, block_out_channels=(8, 16),
         layers_per_block=1, down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
@@ -181,15 +187,17 @@ def tiny_sdxl_instruct_pix2pix(folder: Path) -> Path:
         ),
         add_watermarker=False,
     )
-    pipeline.save_pretrained(folder)
-    mark_random_weights(folder, "tiny SDXL InstructPix2Pix pipeline (contrastkit.tiny.editor)")
-    return folder
+    pipeline.save_pretrained(path)
+    mark_random_weights(path, "tiny SDXL InstructPix2Pix pipeline (contrastkit.tiny.editor)")
+    return f"sdxl-ip2p:{path}"
 
 
-def tiny_flux_kontext(folder: Path) -> Path:
-    """Build, save and return the folder of a tiny ``FluxKontextPipeline`` (random
-    weights): a 1 + 1 block ``FluxTransformer2DModel`` with guidance embedding (as
-    FLUX.1 Kontext [dev]), a CLIP and a T5 text encoder, and a 4-block VAE (8x down)."""
+def tiny_flux_kontext(folder: Path, name: str = "tiny-flux-kontext") -> str:
+    """Build and save a tiny ``FluxKontextPipeline`` (random weights): a 1 + 1 block
+    ``FluxTransformer2DModel`` with guidance embedding (as FLUX.1 Kontext [dev]), a CLIP and a
+    T5 text encoder, and a 4-block VAE (8x down). Written under ``folder/name`` (as every tiny
+    builder); returns its editor spec, ``flux-kontext:FOLDER``."""
+    path = Path(folder) / name
     from diffusers import (
         FlowMatchEulerDiscreteScheduler,
         FluxKontextPipeline,
@@ -198,7 +206,7 @@ def tiny_flux_kontext(folder: Path) -> Path:
     from transformers import T5Config, T5EncoderModel
 
     torch.manual_seed(0)
-    tokenizer = _tokenizer(folder / "_tokenizer_src")
+    tokenizer = _tokenizer(path / "_tokenizer_src")
     tokenizer_2 = _t5_tokenizer()
     transformer = FluxTransformer2DModel(  # type: ignore[no-untyped-call]
         patch_size=1, in_channels=16, num_layers=1, num_single_layers=1,
@@ -227,20 +235,22 @@ def tiny_flux_kontext(folder: Path) -> Path:
         tokenizer_2=tokenizer_2,
         transformer=transformer,
     )
-    pipeline.save_pretrained(folder)
-    mark_random_weights(folder, "tiny FLUX.1 Kontext pipeline (contrastkit.tiny.editor)")
-    return folder
+    pipeline.save_pretrained(path)
+    mark_random_weights(path, "tiny FLUX.1 Kontext pipeline (contrastkit.tiny.editor)")
+    return f"flux-kontext:{path}"
 
 
-def tiny_qwen_image_edit(folder: Path) -> Path:
-    """Build, save and return the folder of a tiny ``QwenImageEditPipeline`` (random
-    weights): a 1-layer ``QwenImageTransformer2DModel``, a 3-level Qwen-Image VAE (8x
-    down) and a tiny Qwen2.5-VL text encoder (a 1-layer vision tower, a 1-layer language
-    model) with a ``Qwen2VLProcessor`` over the byte-level BPE of
-    :mod:`contrastkit.tiny.tokenizers` (the image processor resizes to at most 64x64
-    pixels, so the prompt image gives a few tokens). The pipeline encodes its input image
-    at about 1024x1024 whatever the output size (Qwen-Image-Edit's conditioning size, not
-    a setting), so one call takes seconds on a CPU even with these sizes."""
+def tiny_qwen_image_edit(folder: Path, name: str = "tiny-qwen-image-edit") -> str:
+    """Build and save a tiny ``QwenImageEditPipeline`` (random weights): a 1-layer
+    ``QwenImageTransformer2DModel``, a 3-level Qwen-Image VAE (8x down) and a tiny Qwen2.5-VL
+    text encoder (a 1-layer vision tower, a 1-layer language model) with a ``Qwen2VLProcessor``
+    over the byte-level BPE of :mod:`contrastkit.tiny.tokenizers` (the image processor resizes
+    to at most 64x64 pixels, so the prompt image gives a few tokens). The pipeline encodes its
+    input image at about 1024x1024 whatever the output size (Qwen-Image-Edit's conditioning
+    size, not a setting), so one call takes seconds on a CPU even with these sizes. Written
+    under ``folder/name`` (as every tiny builder); returns its editor spec,
+    ``qwen-image-edit:FOLDER``."""
+    path = Path(folder) / name
     from diffusers import (
         AutoencoderKLQwenImage,
         FlowMatchEulerDiscreteScheduler,
@@ -258,11 +268,11 @@ def tiny_qwen_image_edit(folder: Path) -> Path:
     from contrastkit.tiny.tokenizers import byte_bpe_tokenizer
 
     torch.manual_seed(0)
-    folder.mkdir(parents=True, exist_ok=True)
+    path.mkdir(parents=True, exist_ok=True)
     specials = ("<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
                 "<|image_pad|>", "<|video_pad|>", "<|endoftext|>")  # fmt: skip
-    (folder / "_tokenizer_src").mkdir(parents=True, exist_ok=True)
-    tokenizer = byte_bpe_tokenizer(folder / "_tokenizer_src", specials, eos_token="<|im_end|>")
+    (path / "_tokenizer_src").mkdir(parents=True, exist_ok=True)
+    tokenizer = byte_bpe_tokenizer(path / "_tokenizer_src", specials, eos_token="<|im_end|>")
     ids = {token: tokenizer.convert_tokens_to_ids(token) for token in specials}
     qwen_processor: Any = Qwen2VLProcessor
     processor = qwen_processor(
@@ -310,6 +320,6 @@ def tiny_qwen_image_edit(folder: Path) -> Path:
         processor=processor,
         transformer=transformer,
     )
-    pipeline.save_pretrained(folder)
-    mark_random_weights(folder, "tiny Qwen-Image-Edit pipeline (contrastkit.tiny.editor)")
-    return folder
+    pipeline.save_pretrained(path)
+    mark_random_weights(path, "tiny Qwen-Image-Edit pipeline (contrastkit.tiny.editor)")
+    return f"qwen-image-edit:{path}"
