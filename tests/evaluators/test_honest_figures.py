@@ -208,3 +208,33 @@ def test_an_interval_on_one_image_is_na_with_its_reason(
     one = [cell for cell, entry in per_cell.items() if entry["n"] == 1]
     assert one and all(per_cell[cell]["accuracy_ci"]["low"] is None for cell in one)
     assert "interval n/a: 1 item" in " ".join(run.output.split())
+
+
+def test_a_zero_shot_concept_in_every_image_is_noted(tmp_path: Path, tiny_clip_spec: str) -> None:
+    """Hair in every image of both groups: AP is 100 for men and women whatever the
+    model scores (no image without it to rank). disparity.json and report.md say so."""
+    from zero_shot_data import write_vg_entries
+
+    entries = [
+        (f"{1000 + i}", ["man.n.01", "hair.n.01", *(["necktie.n.01"] if i % 2 else [])])
+        for i in range(8)
+    ] + [
+        (f"{2000 + i}", ["woman.n.01", "hair.n.01", *(["necktie.n.01"] if i % 3 else [])])
+        for i in range(8)
+    ]
+    data = write_vg_entries(tmp_path / "vg", entries)
+    out = tmp_path / "out"
+    run = CliRunner().invoke(
+        app, ["evaluate", "--task", "zero-shot-disparity", "--data", str(data), "--model",
+              tiny_clip_spec, "--out", str(out), "--min-images", "2", "--bootstrap", "0",
+              "--device", "cpu", "--workers", "0"],
+    )  # fmt: skip
+    assert run.exit_code == 0, run.output
+    [disparity] = out.rglob("disparity.json")
+    concepts = {c["concept"]: c for c in json.loads(disparity.read_text())["concepts"]}
+    hair = concepts["hair.n.01"]
+    assert hair["ap_men"] == hair["ap_women"] == 100.0
+    assert "AP is 100 by construction" in hair["note"] and "men and of women" in hair["note"]
+    assert "note" not in concepts["necktie.n.01"]
+    report = (disparity.parent / "report.md").read_text()
+    assert "- hair.n.01: in every image of men and of women: AP is 100 by construction" in report

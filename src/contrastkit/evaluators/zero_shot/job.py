@@ -291,6 +291,7 @@ def _results(
 
     note = weights_note(config.model) if config.model is not None else None
     men = grouped.group_mask("men")
+    sizes = {"men": int(men.sum()), "women": int((~men).sum())}
     rows = []
     for j, concept in enumerate(grouped.concepts):
         row: dict[str, Any] = {
@@ -309,6 +310,12 @@ def _results(
                 "ece_diff": _finite(metrics.ece_diff[j]),
                 "ece_diff_ci": _interval(metrics.ece_diff_ci, j),
             }
+        everywhere = [g for g in sizes if sizes[g] and row["positives"][g] == sizes[g]]
+        if everywhere:  # no image without it: its AP is 100 whatever the model scores
+            row["note"] = (
+                f"in every image of {' and of '.join(everywhere)}: AP is 100 by construction "
+                "there (no image without the concept to rank), not a reading of the model"
+            )
         rows.append(row)
     rows.sort(key=lambda r: (-abs(r["ap_diff"] or 0.0), r["concept"]))
     map_ci = metrics.map_ci or {}

@@ -173,6 +173,9 @@ def _ap_section(results: Mapping[str, Any], top: int, plots: Mapping[str, str]) 
         if language:
             cells.append(_num(language.get(r["concept"]), 3))
         lines.append(table_row(cells))
+    noted = [r for r in rows if r.get("note")]
+    if noted:
+        lines += ["", *(f"- {escape_cell(r['concept'])}: {r['note']}." for r in noted)]
     if "map_by_group" in plots:
         lines += ["", f"![mAP per group]({plots['map_by_group']})"]
     return [*lines, ""]
