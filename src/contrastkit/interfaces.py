@@ -9,6 +9,8 @@
   captions (VLStereoSet Sec. 3.3): image-text-matching heads (the match logit), generative
   models (the caption's log-likelihood); dual encoders are adapted to it by cosine
   similarity.
+* :class:`AnswerScorer` — models that answer a question about an image (decision
+  probes): the log-probability of each option letter, and a generated answer.
 * :class:`ImageOpener` and :data:`ImageSource` — where images come from: a path, bytes,
   an object of the image store, a dataset row's decoded image.
 * :class:`ProgressFactory` — how a job reports progress, one display per stage: the
@@ -31,6 +33,7 @@ import numpy as np
 from PIL import Image
 
 __all__ = [
+    "AnswerScorer",
     "CaptionScorer",
     "ImageOpener",
     "ImageSource",
@@ -126,6 +129,30 @@ class CaptionScorer(Protocol):
         self, images: Sequence[Image.Image], captions: Sequence[Sequence[str]]
     ) -> np.ndarray:
         """Score of each image against each of its candidate captions, ``(n_images, k)``."""
+        ...
+
+
+@runtime_checkable
+class AnswerScorer(Protocol):
+    """A model that answers a question about an image (decision probes, the ``answers``
+    capability): ``letter_logprobs(images, instructions, k)`` returns a float64
+    ``(len(images), k)`` array, the log-probability of each of the first ``k`` option
+    letters (A, B ...) as the answer to each image's instruction; ``generate_answers``
+    the text it generates, at most ``max_new_tokens`` tokens each. A model that does
+    only this is loaded for the tasks that ask questions."""
+
+    spec: str
+
+    def letter_logprobs(
+        self, images: Sequence[Image.Image], instructions: Sequence[str], k: int
+    ) -> np.ndarray:
+        """Log-probability of each option letter, ``(n_images, k)``."""
+        ...
+
+    def generate_answers(
+        self, images: Sequence[Image.Image], instructions: Sequence[str], max_new_tokens: int
+    ) -> list[str]:
+        """The generated answer to each image's instruction."""
         ...
 
 

@@ -43,7 +43,7 @@ def evaluate_contrast_sets(
     for spec in config.models:
         scorer = load_model(spec, config.model)
         pairs = isinstance(scorer, CaptionScorer) and not isinstance(scorer, ImageTextScorer)
-        if not pairs and not isinstance(scorer, ImageTextScorer):
+        if not isinstance(scorer, ImageTextScorer | CaptionScorer):  # nor pairs
             raise ConfigError(f"models: {_NOT_FOR_CONTRAST.format(spec=spec)}")
         for path, dataset in sets:
             folder = config.out / model_slug(spec)
@@ -90,5 +90,9 @@ def check_contrast_model(spec: str) -> None:
     Raises:
         ConfigError: such a model, or a malformed spec.
     """
+    from contrastkit.evaluators.runner import answers_only
+
+    if refusal := answers_only(spec, "contrast sets"):
+        raise ConfigError(f"models: {refusal}")
     if "captions" not in parse_spec(spec).capabilities:
         raise ConfigError(f"models: {_NOT_FOR_CONTRAST.format(spec=spec)}")

@@ -65,6 +65,7 @@ __all__ = [
     "TASKS",
     "EvalConfig",
     "ScoredRun",
+    "answers_only",
     "read_raw",
     "retrieval_needs_dual",
     "score_dataset",
@@ -174,6 +175,19 @@ class EvalConfig:
 
 def _positive_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def answers_only(spec: str, task: str) -> str | None:
+    """Why a model that only answers questions (its family's capabilities are just
+    ``answers``) cannot run ``task``; ``None`` for any other model."""
+    from contrastkit.models.registry import parse_spec
+
+    if parse_spec(spec).capabilities != {"answers"}:
+        return None
+    return (
+        f"{spec} only answers questions about an image (capability 'answers'): it runs "
+        f"decision probes (contrastkit evaluate decisions), not {task}"
+    )
 
 
 def retrieval_needs_dual(spec: str) -> str:

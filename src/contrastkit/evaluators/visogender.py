@@ -34,11 +34,13 @@ def evaluate_visogender(
     from contrastkit.evaluators.data import load_items
     from contrastkit.evaluators.report import benchmark, comparison_markdown, write_outputs
     from contrastkit.evaluators.report.plots import write_comparison_plots
-    from contrastkit.evaluators.runner import ImageBatches, score_dataset
+    from contrastkit.evaluators.runner import ImageBatches, answers_only, score_dataset
     from contrastkit.models import load_model
 
     settings = config.settings
     for spec in config.models:
+        if refusal := answers_only(spec, "VisoGender's resolution or retrieval"):
+            raise ConfigError(f"models: {refusal}")
         if not parse_spec(spec).capabilities & {"embeddings", "pronouns"}:
             raise ConfigError(
                 f"models: {spec} is an image-text-matching model: it scores captions for "

@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 from contrastkit.config import ModelConfig
 from contrastkit.errors import ConfigError
-from contrastkit.interfaces import CaptionScorer, ImageTextScorer, PronounScorer
+from contrastkit.interfaces import AnswerScorer, CaptionScorer, ImageTextScorer, PronounScorer
 from contrastkit.models.families import LoadContext, ModelFamily, families, family
 from contrastkit.tiny.marker import random_weights_note, spec_has_random_weights
 
@@ -220,7 +220,7 @@ def locate_model(spec: str, config: ModelConfig | None = None) -> None:
 
 def load_model(
     spec: str, config: ModelConfig | None = None
-) -> ImageTextScorer | PronounScorer | CaptionScorer:
+) -> ImageTextScorer | PronounScorer | CaptionScorer | AnswerScorer:
     """Load the adapter a spec names.
 
     Args:
@@ -248,14 +248,14 @@ def load_model(
 
 def _load(
     parsed: ModelSpec, runtime: ModelRuntime
-) -> ImageTextScorer | PronounScorer | CaptionScorer:
+) -> ImageTextScorer | PronounScorer | CaptionScorer | AnswerScorer:
     loader = parsed.family.load_function()
     model = loader(parsed.target, runtime, LoadContext(parsed.prefix, _load_dual))
-    if not isinstance(model, ImageTextScorer | PronounScorer | CaptionScorer):
+    if not isinstance(model, ImageTextScorer | PronounScorer | CaptionScorer | AnswerScorer):
         raise ConfigError(
             f"{parsed}: the loader of model family {parsed.prefix!r} ({parsed.family.loader}) "
-            f"returned {type(model).__name__}, which is no ImageTextScorer, PronounScorer "
-            "or CaptionScorer"
+            f"returned {type(model).__name__}, which is no ImageTextScorer, PronounScorer, "
+            "CaptionScorer or AnswerScorer"
         )
     return model
 
