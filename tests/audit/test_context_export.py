@@ -202,3 +202,25 @@ def test_codec_noise_is_told_apart_from_a_256_pixel_change() -> None:
     # a lossless image: every difference counts
     lossless = stored_codec(b"\x89PNG\r\n\x1a\n" + b"\0" * 16, 90)
     assert lossless.lossless and noise_threshold(source, lossless, outside) == 0
+
+
+def test_flat_audit_plots_say_why_they_are_empty(tmp_path: Path) -> None:
+    """On a contrast set every baseline Bias@K / MaxSkew@K and every cluster's ΔM is 0
+    and the caption map is a line: the plots had ±1e-16 axes and empty panels with no
+    word; they now keep readable axes and say why (issue 43 item 12)."""
+    from contrast_data import contrast_export
+
+    data = contrast_export(tmp_path / "contrast", sources=2)
+    out = tmp_path / "audit"
+    result = runner.invoke(
+        app, ["audit", str(data), "--out", str(out), "--clusters", "2", "--resamples", "20"]
+    )
+    assert result.exit_code == 0, result.output
+    svg = {name: (out / "plots" / f"{name}.svg").read_text() for name in
+           ("baselines", "clusters_factor", "clusters_map")}  # fmt: skip
+    assert "every Bias@K here is 0" in svg["baselines"]
+    assert "every MaxSkew@K here is 0" in svg["baselines"]
+    assert "every cluster has ΔM = 0" in svg["clusters_factor"]
+    assert "0 to rounding" in svg["clusters_map"]
+    for text in svg.values():
+        assert "1e−16" not in text and "1e−6" not in text  # no rounding-error axis

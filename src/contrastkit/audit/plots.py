@@ -8,6 +8,7 @@ report that shows them is :mod:`contrastkit.audit.report`.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,7 @@ import numpy as np
 from contrastkit.audit.data import LABELS
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 __all__ = ["metric_title", "write_plots"]
@@ -48,6 +50,21 @@ def _figure(
     if mark:
         figure.suptitle(mark, fontsize=8, color=_RANDOM_COLOUR)
     return figure, list(axes)
+
+
+#: Values at most this far from 0 are 0 (float rounding): a panel of them is flat.
+_FLAT = 1e-9
+
+
+def _flat_note(axis: Axes, text: str, limits: tuple[float, float]) -> None:
+    """A panel whose values are all 0 (to rounding): a readable axis (``limits``, not
+    the ±1e-16 matplotlib zooms into) and a note in the panel saying why it is empty."""
+    axis.set_ylim(*limits)
+    axis.text(
+        0.5, 0.62, textwrap.fill(text, 34), transform=axis.transAxes, ha="center",
+        va="center", fontsize=7, color="#A00000",
+        bbox={"facecolor": "white", "edgecolor": "none", "pad": 2},
+    )  # fmt: skip
 
 
 def _composition_plot(section: Mapping[str, Any], mark: str | None = None) -> Figure:
@@ -104,6 +121,19 @@ def _baselines_plot(section: Mapping[str, Any], mark: str | None = None) -> Figu
                          color=colours[j % len(colours)])  # fmt: skip
             axis.set_xticks(range(len(names)), [metric_title(n) for n in names])
             axis.axhline(0, color="#4D4D4D", linewidth=0.8)
+            drawn = [
+                abs(float(section["models"][m].get(key, {}).get(n, {}).get("mean") or 0.0))
+                for m in models
+                for n in names
+            ]
+            if max(drawn, default=0.0) <= _FLAT:
+                _flat_note(
+                    axis,
+                    f"every {'Bias' if metric == 'bias' else 'MaxSkew'}@K here is 0 (or "
+                    "undefined): no bars to draw; see audit.md for why (a balanced set, "
+                    "or K at least the images)",
+                    (-1, 1) if metric == "bias" else (0, 1),
+                )
             if metric == "bias":
                 axis.set_ylim(-1, 1)
                 axis.set_ylabel("mean Bias@K (−1 all feminine … +1 all masculine)", fontsize=8)
@@ -138,6 +168,18 @@ def _factor_plot(section: Mapping[str, Any], mark: str | None = None) -> Figure:
     axis.axvline(0, color="black", linewidth=0.8)
     axis.set_xlabel("male over-representation ΔM (percentage points)")
     axis.set_title("Context clusters of neutral captions (GenSynth Tab. 6)", fontsize=9)
+    if max((abs(v) for v in values), default=0.0) <= _FLAT:
+        axis.set_xlim(-10, 10)
+        text = (
+            "every cluster has ΔM = 0: each holds the masculine share of the whole set "
+            "(as on a contrast set, where every photo appears in both genders)"
+            if values else "no cluster"
+        )  # fmt: skip
+        axis.text(
+            0.5, 0.5, textwrap.fill(text, 70), transform=axis.transAxes, ha="center",
+            va="center", fontsize=7, color="#A00000",
+            bbox={"facecolor": "white", "edgecolor": "none", "pad": 2},
+        )  # fmt: skip
     return figure
 
 
@@ -159,6 +201,9 @@ def _map_plot(
     cluster = np.asarray(points["cluster"], dtype=np.int64)
     colour = np.array([factors[c] for c in cluster])
     bound = max(1e-6, float(np.max(np.abs(colour))) if colour.size else 1.0)
+    flat = bound <= 1e-6
+    if flat:  # every ΔM is 0: a readable colour bar, not ±1e-6
+        bound = 1.0
     figure, (axis,) = _figure(6.5, 5, mark=mark)
     norm = TwoSlopeNorm(0.0, -bound, bound)
     scatter = axis.scatter(
@@ -176,6 +221,24 @@ def _map_plot(
                  color="black", linewidths=1)  # fmt: skip
     axis.set_facecolor("#e8e8e8")  # a cluster near parity is white: keep it visible
     axis.margins(0.15)
+    notes = []
+    spread = float(np.ptp(x)) if x.size else 0.0
+    if spread <= _FLAT:  # no dimension at all: every caption embeds alike
+        axis.set_xlim(-0.5, 0.5)
+        axis.set_ylim(-0.5, 0.5)
+        notes.append("both principal components are 0 to rounding: the images share one point")
+    elif y.size and float(np.ptp(y)) <= 1e-6 * spread:  # one dimension: a line, not a map
+        axis.set_ylim(-0.5 * spread, 0.5 * spread)
+        notes.append("principal component 2 is 0 to rounding: the images lie on a line")
+    if colour.size and flat:
+        notes.append("every cluster has ΔM = 0 (no colour to read)")
+    if notes:
+        axis.text(
+            0.5, 0.04, textwrap.fill("; ".join(notes), 60), transform=axis.transAxes,
+            ha="center", va="bottom",
+            fontsize=7, color="#A00000",
+            bbox={"facecolor": "white", "edgecolor": "none", "pad": 2},
+        )  # fmt: skip
     figure.colorbar(scatter, ax=axis, label="ΔM of the cluster (pp; blue: more men)")
     axis.set_xlabel("principal component 1")
     axis.set_ylabel("principal component 2")
