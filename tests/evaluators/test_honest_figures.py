@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -238,3 +239,8 @@ def test_a_zero_shot_concept_in_every_image_is_noted(tmp_path: Path, tiny_clip_s
     assert "note" not in concepts["necktie.n.01"]
     report = (disparity.parent / "report.md").read_text()
     assert "- hair.n.01: in every image of men and of women: AP is 100 by construction" in report
+    # the plot of AP differences draws no bar of 0 for it, and says it left it out
+    svg = (disparity.parent / "plots" / "ap_differences.svg").read_text()
+    plot = " ".join(" ".join(re.findall(r">([^<>]+)</text>", svg)).split())
+    assert "left out, in every image of a group" in plot, plot
+    assert "top 1 of 1 concepts" in plot

@@ -340,16 +340,28 @@ def _plots(results: dict[str, Any], folder: Path, top: int) -> dict[str, list[Pa
     _, language = _language_values(results)
     rows = results["concepts"]
     made: dict[str, list[Path]] = {}
-    diffs = {r["concept"]: r["ap_diff"] for r in rows if r["ap_diff"] is not None}
+    # a concept in every image of a group has AP 100 there by construction: not drawn
+    noted = [r["concept"] for r in rows if r.get("note")]
+    diffs = {
+        r["concept"]: r["ap_diff"]
+        for r in rows
+        if r["ap_diff"] is not None and r["concept"] not in noted
+    }
     intervals = {
         r["concept"]: (r["ap_diff_ci"][0], r["ap_diff_ci"][1])
         for r in rows
         if r["ap_diff_ci"] and None not in r["ap_diff_ci"]
     }
+    title = f"AP_men - AP_women (points): {label}"
+    if noted:
+        title += (
+            f"; left out, in every image of a group (AP 100 there by construction): "
+            f"{', '.join(noted[:3])}{' ...' if len(noted) > 3 else ''}"
+        )
     made["ap_differences"] = plots.plot_top_differences(
         folder / "plots" / "ap_differences",
         plots.ConceptDifferences(diffs, intervals or None, language or None),
-        plots.FigureText(f"AP_men - AP_women (points): {label}", note), top=top,
+        plots.FigureText(title, note), top=top,
     )  # fmt: skip
     mapped = results["map"]
     if mapped["men"] is not None and mapped["women"] is not None:
