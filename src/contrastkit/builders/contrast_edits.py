@@ -38,6 +38,7 @@ from contrastkit.builders.manifest import (
     read_sources,
     source_file,
 )
+from contrastkit.builders.portable_specs import portable_summary
 from contrastkit.builders.source_photos import check_photo
 from contrastkit.errors import DataFormatError
 from contrastkit.gender_words import neutralize
@@ -102,7 +103,8 @@ def export_edits(config: ExportContrastConfig, summary: dict[str, Any], kind: st
                 "sources_kept": len(sources),
                 "counts": {"contrast": {g: genders.get(g, 0) for g in GENDER_LABELS}},
                 "source_labels": dict(sorted(labels.items())),
-                "build_summary": summary,
+                "build_summary": portable_summary(summary, build_dir),
+                "paths_relative_to": "the build folder",
                 # what `contrastkit audit EXPORT --build BUILD` checks the build against
                 "build_fingerprint": build_fingerprint(build_dir),
             }
