@@ -6,9 +6,9 @@ contrastkit set into a multiple-choice (MCQ) benchmark one of them runs as is, a
 the key (:mod:`contrastkit.harness_key`) that brings the harness's answers back into
 ``contrastkit report`` for the bias metrics the harnesses do not compute.
 
-**The questions.** Every item is one image, one question and three lettered options,
-shuffled per item with ``seed`` (the order depends on the seed and the row only, not on
-the other rows):
+**The questions.** Every item is one image, one question and its lettered options (three;
+two for decision questions), shuffled per item with ``seed`` (the order depends on the
+seed and the row only, not on the other rows):
 
 * *VisoGender* (Hall et al. 2023, Sec. 3.5): one item per image and caption template
   (OO: the object template; OP: occupation-first, and participant-first for the
@@ -83,6 +83,7 @@ from contrastkit import harness_key as key_module
 from contrastkit.builders.harness_questions import (
     CONTRAST_QUESTION,
     PROBE_QUESTION,
+    QUESTIONS_FILE,
     ImageFinder,
     QuestionSet,
     contrast_set,
@@ -454,6 +455,9 @@ def export_harness(config: HarnessExportConfig) -> HarnessExportResult:
         )
         key.write(staging)
         files += ["README.md", KEY_FILE]
+        if config.decisions and config.questions is not None:  # the key names the copy
+            shutil.copyfile(config.questions, staging / QUESTIONS_FILE)
+            files.append(QUESTIONS_FILE)
         if config.out.exists():
             old = config.out.with_name(f".{config.out.name}.old-{staging.name[-8:]}")
             config.out.rename(old)

@@ -29,6 +29,7 @@ from contrastkit.templates import (
 __all__ = [
     "CONTRAST_QUESTION",
     "PROBE_QUESTION",
+    "QUESTIONS_FILE",
     "ImageFinder",
     "Question",
     "QuestionSet",
@@ -41,6 +42,9 @@ __all__ = [
 
 #: The contrast-set question.
 CONTRAST_QUESTION = "Which caption describes the image?"
+#: The copy of a decisions export's own question templates, in the export folder (the
+#: key names it, so the answers read back wherever the export goes).
+QUESTIONS_FILE = "decision_questions.yaml"
 #: The stereotype-probe question.
 PROBE_QUESTION = "Which sentence describes the image?"
 
@@ -405,7 +409,7 @@ def decision_set(folder: Path, path: Path | None) -> QuestionSet:
                     annotations={
                         "source_id": source, "gender": gender, "family": prompt.family,
                         "kind": prompt.kind, "question": prompt.question,
-                        "questions": questions_of.source,
+                        "questions": QUESTIONS_FILE if path is not None else "bundled",
                     },
                 ))  # fmt: skip
     if not questions:

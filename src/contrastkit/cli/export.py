@@ -9,6 +9,7 @@ The commands map their options onto :class:`~contrastkit.builders.export.ExportC
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -356,9 +357,11 @@ def export_harness_command(
     for split, dataset in result.datasets.items():
         console.print(plain(f"{dataset} ({split}): {counted(result.items[split], 'item')}"))
     if result.skipped:
+        reasons = Counter(str(entry.get("reason", "")) for entry in result.skipped)
+        why = "; ".join(f"{n}: {reason}" for reason, n in reasons.most_common())
         console.print(plain(
-            f"left out {counted(len(result.skipped), 'row')} whose image is not available "
-            "(listed in the README and the key)", style="yellow",
+            f"left out {counted(len(result.skipped), 'row')} ({why}; listed in the README "
+            "and the key)", style="yellow",
         ))  # fmt: skip
     console.print(plain(f"wrote {result.out_dir}: {', '.join(result.files)}"))
     console.print(plain(f"how to run {result.format} on it: {result.out_dir / 'README.md'}"))

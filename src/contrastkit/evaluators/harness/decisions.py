@@ -38,7 +38,9 @@ def _decision_templates(key: HarnessKey, export: Path) -> Questions:
     (name,) = named
     if name == "bundled":
         return load_questions(None)
-    if not Path(name).is_file():
+    if (export / name).is_file():  # the export's copy (QUESTIONS_FILE)
+        return load_questions(export / name)
+    if not Path(name).is_file():  # an export written before the copy: the path given
         raise DataFormatError(
             export, None, "items.annotations.questions",
             f"the question templates the export was written from ({name}) are not there: "
