@@ -44,6 +44,7 @@ from contrastkit.curation.editing import (
     paste_back_mask,
 )
 from contrastkit.curation.masks import (
+    ContextRegions,
     context_change,
     decode_segmentation,
     dilate,
@@ -103,8 +104,12 @@ def _measure(source: SourceImage, repeats: int) -> dict[str, Any]:
         "stored_mask_bytes": len(mask_bytes),
         "export_mask_ms": export_ms,
         "exported_mask_bytes": len(exported),
-        "context_box": context_change(source_px, read_box, ~grown, in_box & ~grown),
-        "context_mask": context_change(source_px, read_mask, ~grown, in_box & ~grown),
+        "context_box": context_change(
+            source_px, read_box, ContextRegions(~grown, in_box & ~grown, kept=~in_box)
+        ),
+        "context_mask": context_change(
+            source_px, read_mask, ContextRegions(~grown, in_box & ~grown, kept=~grown)
+        ),
     }
 
 
