@@ -283,6 +283,8 @@ def test_a_bad_option_is_named_by_its_flag(coco_dir: Path, tmp_path: Path) -> No
     assert result.exit_code == 2
     assert "(--scales): at least one text guidance scale is needed" in result.stderr
     assert "caused by" not in result.stderr
+    assert not (tmp_path / "o").exists(), "a failed build leaves no folder it made"
+    (tmp_path / "o").mkdir()
     (tmp_path / "o" / "build_summary.json").write_text(
         json.dumps({"settings": {"edit": {"steps": 0}}})
     )
