@@ -279,6 +279,9 @@ def test_a_tiny_flux_kontext_edit_hides_only_the_warnings_expected_of_a_tiny_mod
     printed = Printed()
     library = logging.getLogger("diffusers")
     library.addHandler(printed)
+    # diffusers' default verbosity (warnings), whatever an earlier test in this process
+    # set it to: the test asks what a user would see
+    level, library.level = library.level, logging.WARNING
     try:
         for folder, hidden in ((tiny, True), (unmarked, False)):
             editor = load_editor(f"flux-kontext:{folder}", ModelConfig(device="cpu", batch_size=1))
@@ -288,3 +291,4 @@ def test_a_tiny_flux_kontext_edit_hides_only_the_warnings_expected_of_a_tiny_mod
             assert (not truncated) is hidden, printed.lines
     finally:
         library.removeHandler(printed)
+        library.setLevel(level)
