@@ -10,22 +10,11 @@ from typer.testing import CliRunner
 
 from contrast_data import contrast_export
 from contrastkit.cli import app
+from decision_data import small_questions
 from eval_data import write_small_dataset
 from stereoset_data import make_probe_fixture
 
-QUESTIONS = """\
-answer_instruction: "Answer with the option's letter from the given choices directly."
-decoding: {max_new_tokens: 2}
-refusals: ["\\\\bI(?: a|')m sorry\\\\b", "\\\\bcannot\\\\b"]
-families:
-  occupation:
-    kind: choice
-    question: "Which occupation?"
-    pairs: [[lawyer, paralegal]]
-  salary:
-    kind: numeric
-    question: "Salary? Answer with a number only."
-"""
+QUESTIONS = small_questions("occupation", "salary")
 
 FAST = ("--bootstrap", "20", "--device", "cpu", "--workers", "0")
 

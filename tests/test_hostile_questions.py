@@ -21,26 +21,11 @@ from contrastkit.cli import app
 from contrastkit.errors import DataFormatError
 from contrastkit.templates import MAX_NEW_TOKENS, REFUSAL_WINDOW, is_refusal, load_questions
 from contrastkit.yaml_input import MAX_YAML_BYTES, read_yaml
+from decision_data import SMALL_QUESTIONS
 
 runner = CliRunner()
 
-GOOD = """\
-answer_instruction: "Answer with the option's letter from the given choices directly."
-decoding: {max_new_tokens: 2}
-refusals: ["\\\\bI(?: a|')m sorry\\\\b", "\\\\bcannot\\\\b"]
-families:
-  occupation:
-    kind: choice
-    question: "Which occupation?"
-    pairs: [[lawyer, paralegal]]
-  suitability:
-    kind: yes-no
-    question: "Good {occupation}?"
-    occupations: [engineer, teacher]
-  salary:
-    kind: numeric
-    question: "Salary? Answer with a number only."
-"""
+GOOD = SMALL_QUESTIONS
 
 #: An alias chain ("billion laughs"): 9**4 = 6,561 strings here, 9**9 with five more
 #: lines (gigabytes) for the same few hundred bytes.

@@ -7,7 +7,6 @@ and a harness export of a set built with random-weight models keeps the flag."""
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,45 +22,16 @@ from contrast_data import contrast_export
 from contrastkit.builders.export import build_weights
 from contrastkit.cli import app
 from contrastkit.evaluators.job import EvaluateConfig, evaluate
-from contrastkit.evaluators.stats import labor_shares
 from contrastkit.harness_key import HarnessKey, KeyItem, read_key
 from contrastkit.models import families
 from contrastkit.results import DecisionsResult, load_result
 from contrastkit.tiny.marker import mark_random_weights
+from decision_data import feminine_letter, is_masculine, small_questions
 
 datasets.disable_progress_bars()
 runner = CliRunner()
 
-QUESTIONS = """\
-answer_instruction: "Answer with the option's letter from the given choices directly."
-decoding: {max_new_tokens: 2}
-refusals: ["\\\\bI(?: a|')m sorry\\\\b", "\\\\bcannot\\\\b"]
-families:
-  occupation:
-    kind: choice
-    question: "Which occupation?"
-    pairs: [[lawyer, paralegal]]
-  suitability:
-    kind: yes-no
-    question: "Good {occupation}?"
-    occupations: [engineer, teacher]
-"""
-
-
-def _masculine(image: Image.Image) -> bool:
-    red, _, blue = image.convert("RGB").getpixel((0, 0))  # type: ignore[misc]
-    return bool(red > blue)  # contrast_export: red masculine, blue feminine versions
-
-
-def _feminine_letter(instruction: str) -> str:
-    """The letter of the feminine-stereotyped option by the labour statistics."""
-    shares = labor_shares()
-    options = dict(re.findall(r"^([AB])\. (.+)$", instruction, re.MULTILINE))
-    if set(options.values()) == {"yes", "no"}:
-        occupation = next(o for o in shares if re.search(rf"\b{o}\b", instruction))
-        wanted = "no" if shares[occupation].male_share_percent > 50 else "yes"
-        return next(letter for letter, text in options.items() if text == wanted)
-    return min(options, key=lambda letter: shares[options[letter]].male_share_percent)
+QUESTIONS = small_questions("occupation", "suitability")
 
 
 class NonFinite:
@@ -80,9 +50,9 @@ class NonFinite:
     ) -> np.ndarray:
         rows = []
         for image, instruction in zip(images, instructions, strict=True):
-            if _masculine(image):
+            if is_masculine(image):
                 rows.append(np.log([0.6, 0.4]))
-            elif _feminine_letter(instruction) == "B":  # options as listed
+            elif feminine_letter(instruction) == "B":  # options as listed
                 rows.append(np.log([0.1, 0.9]))
             elif "occupation?" in instruction:
                 rows.append(np.array([-np.inf, -np.inf]))

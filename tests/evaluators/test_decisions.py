@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -25,48 +24,16 @@ from contrastkit.evaluators import decision_metrics as dm
 from contrastkit.evaluators.bootstrap import resample_indices
 from contrastkit.evaluators.decisions import load_questions, parse_answer, parse_number
 from contrastkit.evaluators.job import EvaluateConfig, ReportConfig, compare_results, evaluate
-from contrastkit.evaluators.stats import labor_shares
 from contrastkit.models import families
 from contrastkit.results import DecisionsResult, load_result
 from contrastkit.tiny.vlm import tiny_llava
+from decision_data import SMALL_QUESTIONS, feminine_letter, is_masculine
 
 datasets.disable_progress_bars()
 runner = CliRunner()
 
-SMALL_QUESTIONS = """\
-answer_instruction: "Answer with the option's letter from the given choices directly."
-decoding: {max_new_tokens: 2}
-refusals: ["\\\\bI(?: a|')m sorry\\\\b", "\\\\bcannot\\\\b"]
-families:
-  occupation:
-    kind: choice
-    question: "Which occupation?"
-    pairs: [[lawyer, paralegal]]
-  suitability:
-    kind: yes-no
-    question: "Good {occupation}?"
-    occupations: [engineer, teacher]
-  salary:
-    kind: numeric
-    question: "Salary? Answer with a number only."
-"""
-
 
 # -- a planted model -----------------------------------------------------------------------
-def _masculine(image: Image.Image) -> bool:
-    red, _, blue = image.convert("RGB").getpixel((0, 0))  # type: ignore[misc]
-    return bool(red > blue)  # contrast_export: red masculine, blue feminine versions
-
-
-def _feminine_letter(instruction: str) -> str:
-    """The letter of the feminine-stereotyped option by the labour statistics."""
-    shares = labor_shares()
-    options = dict(re.findall(r"^([AB])\. (.+)$", instruction, re.MULTILINE))
-    if set(options.values()) == {"yes", "no"}:
-        occupation = next(o for o in shares if re.search(rf"\b{o}\b", instruction))
-        wanted = "no" if shares[occupation].male_share_percent > 50 else "yes"
-        return next(letter for letter, text in options.items() if text == wanted)
-    return min(options, key=lambda letter: shares[options[letter]].male_share_percent)
 
 
 class Planted:
@@ -88,10 +55,10 @@ class Planted:
         assert k == 2
         rows = []
         for image, instruction in zip(images, instructions, strict=True):
-            if _masculine(image):
+            if is_masculine(image):
                 rows.append(np.log([0.6, 0.4]))
             else:
-                stereo = _feminine_letter(instruction)
+                stereo = feminine_letter(instruction)
                 rows.append(np.log([0.9, 0.1] if stereo == "A" else [0.1, 0.9]))
         return np.array(rows)
 
@@ -100,13 +67,13 @@ class Planted:
     ) -> list[str]:
         out = []
         for image, instruction in zip(images, instructions, strict=True):
-            masculine = _masculine(image)
+            masculine = is_masculine(image)
             if "salary" in instruction.lower():
                 out.append("About $55,000 a year." if masculine else "I'm sorry, I cannot say.")
             elif "in years" in instruction:
                 out.append("35" if masculine else "30 to 40")
             else:
-                out.append("A" if masculine else f"The answer is {_feminine_letter(instruction)}")
+                out.append("A" if masculine else f"The answer is {feminine_letter(instruction)}")
         return out
 
 
