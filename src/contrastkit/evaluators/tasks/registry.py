@@ -92,16 +92,18 @@ class Task:
             settings they do not offer keep their defaults.
         source: the distribution that registered it.
 
-    Every function is an import path, ``"module:function"``.
+    Every function is the function itself or its import path, ``"module:function"``
+    (imported when first called; what the built-in rows use, so that this table imports
+    nothing heavy).
     """
 
     name: str
     kind: str | None
-    run: str | None
-    read: str
-    headline: str
-    compare: str
-    compare_plots: str | None = None
+    run: str | Callable[..., Any] | None
+    read: str | Callable[..., Any]
+    headline: str | Callable[..., Any]
+    compare: str | Callable[..., Any]
+    compare_plots: str | Callable[..., Any] | None = None
     plots_title: str = "the models side by side"
     listed_last: bool = False
     result_tasks: tuple[str, ...] = ()
@@ -118,16 +120,19 @@ class Task:
             )
         for field_name in ("run", "read", "headline", "compare", "compare_plots"):
             path = getattr(self, field_name)
-            if path is not None and not is_import_path(path):
+            if path is not None and not callable(path) and not is_import_path(path):
                 raise ConfigError(
-                    f"task {self.name!r}: {field_name} must be 'module:function', not {path!r}"
+                    f"task {self.name!r}: {field_name} must be a function or "
+                    f"'module:function', not {path!r}"
                 )
 
     def function(self, field_name: str) -> Callable[..., Any]:
-        """One of the task's functions, imported."""
+        """One of the task's functions (imported, when given as an import path)."""
         path = getattr(self, field_name)
         if path is None:
             raise ConfigError(f"task {self.name!r} has no {field_name} function")
+        if callable(path):
+            return path  # type: ignore[no-any-return]
         return resolve(path, f"task {self.name!r} ({self.source})")
 
     def evaluate(
