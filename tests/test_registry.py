@@ -6,8 +6,10 @@ claiming a taken name, and a plugin that does not import."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import sys
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -183,4 +185,22 @@ def test_a_plugin_giving_something_else_is_named(site: Path) -> None:
         registry(colour_type()).all()
     assert str(caught.value) == (
         f"plugin odd-plug:x (entry point group {GROUP}) gave str, not a Colour"
+    )
+
+
+def test_register_model_keeps_its_old_keyword_replace_with_a_warning() -> None:
+    from contrastkit.models.families import BUILT_IN, register_model
+
+    first = BUILT_IN[0]
+    with pytest.warns(DeprecationWarning, match=r"register_model\(replace=...\) is deprecated"):
+        assert register_model(first, replace=True) is first
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert register_model(first, replace_existing=True) is first
+    other = dataclasses.replace(first, loads="another loader", source="mine")
+    with pytest.warns(DeprecationWarning), pytest.raises(ConfigError) as caught:
+        register_model(other, replace=False)
+    assert str(caught.value) == (
+        "model family 'open_clip' of mine is already registered (by contrastkit); choose "
+        "another prefix"
     )

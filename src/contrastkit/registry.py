@@ -39,6 +39,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -46,9 +47,22 @@ from typing import Any, Generic, TypeVar
 from contrastkit.errors import ConfigError
 from contrastkit.plugins import check_conflict, register_plugins
 
-__all__ = ["Registry", "record_source", "with_source"]
+__all__ = ["Registry", "deprecated_replace", "record_source", "with_source"]
 
 _R = TypeVar("_R")
+
+
+def deprecated_replace(function: str, replace: bool | None, replace_existing: bool) -> bool:
+    """``replace_existing``, or what ``function``'s deprecated keyword ``replace`` (its
+    old spelling) asks, with a ``DeprecationWarning`` pointing at the caller."""
+    if replace is None:
+        return replace_existing
+    warnings.warn(
+        f"{function}(replace=...) is deprecated; use replace_existing=...",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return replace or replace_existing
 
 
 def record_source(record: Any) -> str:

@@ -36,7 +36,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from contrastkit.errors import ConfigError
-from contrastkit.plugins import check_conflict, is_import_path, register_plugins, resolve
+from contrastkit.plugins import is_import_path, resolve
+from contrastkit.registry import Registry, deprecated_replace
 
 if TYPE_CHECKING:
     from contrastkit.models.base import ModelRuntime
@@ -45,6 +46,7 @@ __all__ = [
     "BUILT_IN",
     "CAPABILITIES",
     "ENTRY_POINT_GROUP",
+    "REGISTRY",
     "LoadContext",
     "ModelFamily",
     "families",
@@ -241,50 +243,35 @@ BUILT_IN: tuple[ModelFamily, ...] = (
     ),
 )  # fmt: skip
 
-_registered: dict[str, ModelFamily] = {f.prefix: f for f in BUILT_IN}
-_plugins_loaded = False
-#: Prefixes plugins claimed while taken: raised when a spec uses one (:func:`family`).
-_conflicts: dict[str, ConfigError] = {}
+#: The registry of model families (:class:`~contrastkit.registry.Registry`): the
+#: built-in ones, then those of installed plugins, then those of :func:`register_model`.
+REGISTRY: Registry[ModelFamily] = Registry(
+    "model family", ENTRY_POINT_GROUP, ModelFamily, lambda one: one.prefix, BUILT_IN,
+    key_word="prefix",
+)  # fmt: skip
+_registered = REGISTRY.records
 
 
-def register_model(new: ModelFamily, *, replace: bool = False) -> ModelFamily:
+def register_model(
+    new: ModelFamily, *, replace_existing: bool = False, replace: bool | None = None
+) -> ModelFamily:
     """Add a model family to the registry (what the ``contrastkit.models`` entry points
     do; call it yourself for a family defined in a script or notebook).
 
+    ``replace`` is the deprecated spelling of ``replace_existing`` (a
+    ``DeprecationWarning``).
+
     Raises:
-        ConfigError: its prefix is taken and ``replace`` is false.
+        ConfigError: its prefix is taken and ``replace_existing`` is false.
     """
-    taken = _registered.get(new.prefix)
-    if taken is not None and not replace and taken != new:
-        raise ConfigError(
-            f"model family {new.prefix!r} of {new.source} is already registered (by "
-            f"{taken.source}); choose another prefix"
-        )
-    _registered[new.prefix] = new
-    return new
-
-
-def _load_plugins() -> None:
-    """Register the families of every installed ``contrastkit.models`` entry point, once.
-    An entry point gives a :class:`ModelFamily` or an iterable of them."""
-    global _plugins_loaded
-    if _plugins_loaded:
-        return
-    _plugins_loaded = True
-    _conflicts.update(
-        register_plugins(
-            ENTRY_POINT_GROUP, ModelFamily,
-            lambda source, one: register_model(ModelFamily(**{**one.__dict__, "source": source})),
-            lambda one: one.prefix,
-        )
-    )  # fmt: skip
+    replace_existing = deprecated_replace("register_model", replace, replace_existing)
+    return REGISTRY.register(new, replace_existing=replace_existing)
 
 
 def families() -> dict[str, ModelFamily]:
     """Every registered family by prefix: the built-in ones, then those of installed
-    plugins (loaded on first use)."""
-    _load_plugins()
-    return dict(_registered)
+    plugins (loaded on first use), then those of :func:`register_model`."""
+    return REGISTRY.all()
 
 
 def family(prefix: str) -> ModelFamily | None:
@@ -293,6 +280,4 @@ def family(prefix: str) -> ModelFamily | None:
     Raises:
         ConfigError: a plugin claimed ``prefix`` while it was taken (naming the plugin).
     """
-    found = families().get(prefix)
-    check_conflict(_conflicts, prefix)
-    return found
+    return REGISTRY.get(prefix)  # type: ignore[no-any-return]
