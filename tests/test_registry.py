@@ -188,19 +188,28 @@ def test_a_plugin_giving_something_else_is_named(site: Path) -> None:
     )
 
 
-def test_register_model_keeps_its_old_keyword_replace_with_a_warning() -> None:
-    from contrastkit.models.families import BUILT_IN, register_model
-
-    first = BUILT_IN[0]
-    with pytest.warns(DeprecationWarning, match=r"register_model\(replace=...\) is deprecated"):
-        assert register_model(first, replace=True) is first
+@pytest.mark.parametrize(
+    ("module", "function", "what"),
+    [
+        ("contrastkit.models.families", "register_model", "model family"),
+        ("contrastkit.curation.editor_families", "register_editor", "editor family"),
+    ],
+)
+def test_the_old_keyword_replace_still_works_with_a_warning(
+    module: str, function: str, what: str
+) -> None:
+    table = importlib.import_module(module)
+    register = getattr(table, function)
+    first = table.BUILT_IN[0]
+    with pytest.warns(DeprecationWarning, match=rf"{function}\(replace=...\) is deprecated"):
+        assert register(first, replace=True) is first
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert register_model(first, replace_existing=True) is first
-    other = dataclasses.replace(first, loads="another loader", source="mine")
+        assert register(first, replace_existing=True) is first
+    other = dataclasses.replace(first, loads="another", source="mine")
     with pytest.warns(DeprecationWarning), pytest.raises(ConfigError) as caught:
-        register_model(other, replace=False)
+        register(other, replace=False)
     assert str(caught.value) == (
-        "model family 'open_clip' of mine is already registered (by contrastkit); choose "
+        f"{what} {first.prefix!r} of mine is already registered (by contrastkit); choose "
         "another prefix"
     )

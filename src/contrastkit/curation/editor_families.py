@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from contrastkit.errors import ConfigError
-from contrastkit.plugins import check_conflict, is_import_path, register_plugins, resolve
+from contrastkit.plugins import is_import_path, resolve
+from contrastkit.registry import Registry, deprecated_replace
 from contrastkit.schema import Gender
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "KEEP_THE_REST_INSTRUCTIONS",
     "PAPER_INSTRUCTIONS",
+    "REGISTRY",
     "EditorFamily",
     "editor_families",
     "editor_family",
@@ -273,48 +275,34 @@ BUILT_IN: tuple[EditorFamily, ...] = (
     ),
 )
 
-_registered: dict[str, EditorFamily] = {f.prefix: f for f in BUILT_IN}
-_plugins_loaded = False
-#: Prefixes plugins claimed while taken: raised when an editor spec uses one.
-_conflicts: dict[str, ConfigError] = {}
+#: The registry of editor families (:class:`~contrastkit.registry.Registry`): the
+#: built-in ones, then those of installed plugins, then those of :func:`register_editor`.
+REGISTRY: Registry[EditorFamily] = Registry(
+    "editor family", ENTRY_POINT_GROUP, EditorFamily, lambda one: one.prefix, BUILT_IN,
+    key_word="prefix",
+)  # fmt: skip
 
 
-def register_editor(new: EditorFamily, *, replace: bool = False) -> EditorFamily:
+def register_editor(
+    new: EditorFamily, *, replace_existing: bool = False, replace: bool | None = None
+) -> EditorFamily:
     """Add an editor family (what the ``contrastkit.editors`` entry points do; call it
     yourself for a family defined in a script or notebook).
 
+    ``replace`` is the deprecated spelling of ``replace_existing`` (a
+    ``DeprecationWarning``).
+
     Raises:
-        ConfigError: its prefix is taken and ``replace`` is false.
+        ConfigError: its prefix is taken and ``replace_existing`` is false.
     """
-    taken = _registered.get(new.prefix)
-    if taken is not None and not replace and taken != new:
-        raise ConfigError(
-            f"editor family {new.prefix!r} of {new.source} is already registered (by "
-            f"{taken.source}); choose another prefix"
-        )
-    _registered[new.prefix] = new
-    return new
-
-
-def _load_plugins() -> None:
-    global _plugins_loaded
-    if _plugins_loaded:
-        return
-    _plugins_loaded = True
-    _conflicts.update(
-        register_plugins(
-            ENTRY_POINT_GROUP, EditorFamily,
-            lambda source, one: register_editor(EditorFamily(**{**one.__dict__, "source": source})),
-            lambda one: one.prefix,
-        )
-    )  # fmt: skip
+    replace_existing = deprecated_replace("register_editor", replace, replace_existing)
+    return REGISTRY.register(new, replace_existing=replace_existing)
 
 
 def editor_families() -> dict[str, EditorFamily]:
     """Every registered editor family by prefix: the built-in ones, then those of
-    installed plugins (loaded on first use)."""
-    _load_plugins()
-    return dict(_registered)
+    installed plugins (loaded on first use), then those of :func:`register_editor`."""
+    return REGISTRY.all()
 
 
 def editor_family(prefix: str) -> EditorFamily | None:
@@ -323,9 +311,7 @@ def editor_family(prefix: str) -> EditorFamily | None:
     Raises:
         ConfigError: a plugin claimed ``prefix`` while it was taken (naming the plugin).
     """
-    found = editor_families().get(prefix)
-    check_conflict(_conflicts, prefix)
-    return found
+    return REGISTRY.get(prefix)  # type: ignore[no-any-return]
 
 
 _PREFIX = re.compile(r"^[a-z][a-z0-9_.-]+$")
@@ -348,7 +334,7 @@ def parse_editor_spec(spec: str | Path) -> tuple[EditorFamily, str]:
     families = editor_families()
     prefix, sep, target = text.partition(":")
     if sep and prefix in families:
-        check_conflict(_conflicts, prefix)
+        REGISTRY.check(prefix)
         family = families[prefix]
         return family, target.strip() or family.default_model
     if sep and _PREFIX.match(prefix) and not Path(text).expanduser().exists():
