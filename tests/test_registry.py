@@ -213,3 +213,15 @@ def test_the_old_keyword_replace_still_works_with_a_warning(
         f"{what} {first.prefix!r} of mine is already registered (by contrastkit); choose "
         "another prefix"
     )
+
+
+def test_kinds_are_sniffed_with_the_fallback_last(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The registry lists the built-in kinds first, like every registry; detection tries
+    the other kinds before them (the built-in VisoGender kind takes anything)."""
+    from contrastkit.kinds import BUILT_IN, REGISTRY, DatasetKind, kinds
+
+    odd = DatasetKind("odd", "an odd folder", "odd folders", "os.path:isdir", source="mine")
+    monkeypatch.setitem(REGISTRY.records, "odd", odd)
+    built_in = [kind.name for kind in BUILT_IN]
+    assert list(REGISTRY.all()) == [*built_in, "odd"]
+    assert list(kinds()) == ["odd", *built_in] and built_in[-1] == "visogender"

@@ -24,17 +24,19 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from contrastkit.errors import ConfigError, DataFormatError
-from contrastkit.plugins import check_conflict, is_import_path, register_plugins, resolve
+from contrastkit.plugins import is_import_path, resolve
+from contrastkit.registry import Registry
 
 __all__ = [
     "BUILT_IN",
     "ENTRY_POINT_GROUP",
     "METADATA_FILE",
+    "REGISTRY",
     "DatasetKind",
     "detect_kind",
     "detect_kinds",
@@ -217,11 +219,12 @@ def is_visogender(path: Path) -> bool:
     return True
 
 
-_registered: dict[str, DatasetKind] = {kind.name: kind for kind in BUILT_IN}
-_plugins: dict[str, DatasetKind] = {}
-_plugins_loaded = False
-#: Kinds plugins claimed under a taken name: raised when data of that name is found.
-_conflicts: dict[str, ConfigError] = {}
+#: The registry of dataset kinds (:class:`~contrastkit.registry.Registry`): the built-in
+#: ones, then those of installed plugins, then those of :func:`register_kind`.
+#: :func:`kinds` gives them in the order they are sniffed.
+REGISTRY: Registry[DatasetKind] = Registry(
+    "dataset kind", ENTRY_POINT_GROUP, DatasetKind, lambda one: one.name, BUILT_IN
+)
 
 
 def register_kind(kind: DatasetKind, *, replace_existing: bool = False) -> DatasetKind:
@@ -231,44 +234,25 @@ def register_kind(kind: DatasetKind, *, replace_existing: bool = False) -> Datas
     Raises:
         ConfigError: its name is taken and ``replace_existing`` is false.
     """
-    taken = _registered.get(kind.name) or _plugins.get(kind.name)
-    if taken is not None and taken != kind and not replace_existing:
-        raise ConfigError(
-            f"dataset kind {kind.name!r} of {kind.source} is already registered (by "
-            f"{taken.source}); choose another name"
-        )
-    if kind.name in _registered and replace_existing:
-        _registered[kind.name] = kind
-    else:
-        _plugins[kind.name] = kind
-    return kind
-
-
-def _load_plugins() -> None:
-    global _plugins_loaded
-    if _plugins_loaded:
-        return
-    _plugins_loaded = True
-    _conflicts.update(
-        register_plugins(
-            ENTRY_POINT_GROUP, DatasetKind,
-            lambda source, one: register_kind(replace(one, source=source)),
-            lambda one: one.name,
-        )
-    )  # fmt: skip
+    return REGISTRY.register(kind, replace_existing=replace_existing)
 
 
 def _usable(kind: DatasetKind) -> DatasetKind:
-    """``kind``, unless a plugin claimed its name too (:func:`register_plugins`)."""
-    check_conflict(_conflicts, kind.name)
+    """``kind``, unless a plugin claimed its name too (:meth:`Registry.check`)."""
+    REGISTRY.check(kind.name)
     return kind
 
 
 def kinds() -> dict[str, DatasetKind]:
-    """Every registered kind by name, in the order they are sniffed: plugins' first,
-    then the built-in ones (VisoGender, the fallback, last)."""
-    _load_plugins()
-    return {**_plugins, **_registered}
+    """Every registered kind by name, in the order they are sniffed: those not built in
+    first (a plugin's or a script's kind is more specific than the built-in ones, in the
+    registry's order), then the built-in ones in theirs (a built-in kind replaced keeps
+    its place; VisoGender, the fallback that takes anything, last)."""
+    registered = REGISTRY.all()
+    built_in = {kind.name for kind in BUILT_IN}
+    ordered = {name: kind for name, kind in registered.items() if name not in built_in}
+    ordered.update((name, kind) for name, kind in registered.items() if name in built_in)
+    return ordered
 
 
 def recorded_kind(path: str | Path) -> DatasetKind | None:
