@@ -11,6 +11,8 @@
   similarity.
 * :class:`AnswerScorer` — models that answer a question about an image (decision
   probes): the log-probability of each option letter, and a generated answer.
+* :class:`CaptionGenerator` — captioning models and generative VLMs that write their own
+  description of an image (the ``descriptions`` capability).
 * :class:`ImageOpener` and :data:`ImageSource` — where images come from: a path, bytes,
   an object of the image store, a dataset row's decoded image.
 * :class:`ProgressFactory` — how a job reports progress, one display per stage: the
@@ -34,6 +36,7 @@ from PIL import Image
 
 __all__ = [
     "AnswerScorer",
+    "CaptionGenerator",
     "CaptionScorer",
     "ImageOpener",
     "ImageSource",
@@ -153,6 +156,30 @@ class AnswerScorer(Protocol):
         self, images: Sequence[Image.Image], instructions: Sequence[str], max_new_tokens: int
     ) -> list[str]:
         """The generated answer to each image's instruction."""
+        ...
+
+
+@runtime_checkable
+class CaptionGenerator(Protocol):
+    """A model that writes a caption of an image (the ``descriptions`` capability):
+    ``generate_captions(images, max_new_tokens)`` returns one string per image, the text
+    decoded by greedy search (no sampling, one beam, so the same image always gets the
+    same caption, whatever else is in its batch) of at most ``max_new_tokens`` tokens,
+    special tokens dropped and surrounding white space stripped (possibly empty).
+
+    What "a caption" is depends on the family: for BLIP and GIT the unconditional caption
+    (generated after the start token alone); for BLIP-2 the caption after an empty prompt;
+    for InstructBLIP the answer to its captioning instruction
+    (:data:`~contrastkit.models.caption_options.DEFAULT_INSTRUCTION`, or the spec's
+    ``?instruction=``); for a generative VLM (``vlm:``) its answer to
+    :data:`~contrastkit.models.vlm_spec.DESCRIBE_INSTRUCTION` ("Describe the image in one
+    sentence.").
+    """
+
+    spec: str
+
+    def generate_captions(self, images: Sequence[Image.Image], max_new_tokens: int) -> list[str]:
+        """The generated caption of each image."""
         ...
 
 

@@ -26,7 +26,11 @@ Capabilities, not prefixes, decide which task takes which model:
 ``answers``
     answers a question about an image: the log-probability of each option letter and a
     generated answer (``letter_logprobs`` and ``generate_answers``, as
-    :class:`~contrastkit.models.vlm.VLMScorer` has them): decision probes.
+    :class:`~contrastkit.models.vlm.VLMScorer` has them): decision probes;
+``descriptions``
+    writes its own caption of an image (a :class:`~contrastkit.interfaces.CaptionGenerator`:
+    ``generate_captions``, greedy): the captioning families (BLIP, GIT, BLIP-2,
+    InstructBLIP) and generative VLMs; tasks that count what a model says about a person.
 """
 
 from __future__ import annotations
@@ -55,12 +59,12 @@ __all__ = [
 ]
 
 #: What a loaded model can do (see the module docstring).
-CAPABILITIES = ("embeddings", "pronouns", "captions", "answers")
+CAPABILITIES = ("embeddings", "pronouns", "captions", "answers", "descriptions")
 
 #: The capabilities of each kind of model ``contrastkit models list`` shows.
 _KIND_CAPABILITIES = {
     "dual": frozenset({"embeddings", "captions"}),
-    "captioning": frozenset({"pronouns"}),
+    "captioning": frozenset({"pronouns", "descriptions"}),
     "matching": frozenset({"captions"}),
 }
 
@@ -239,7 +243,8 @@ BUILT_IN: tuple[ModelFamily, ...] = (
         "Qwen2-VL, PaliGemma, InstructBLIP ...); ?protocol=continuation|multiple-choice",
         "vlm:llava-hf/llava-1.5-7b-hf?protocol=multiple-choice", f"{_MODELS}.vlm:load_vlm",
         check=f"{_MODELS}.vlm_spec:check_target", locate=_HF,
-        capabilities=frozenset({"pronouns", "captions", "answers"}),  # caption log-likelihood too
+        # caption log-likelihood too
+        capabilities=frozenset({"pronouns", "captions", "answers", "descriptions"}),
     ),
 )  # fmt: skip
 

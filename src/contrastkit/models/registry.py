@@ -152,7 +152,7 @@ def parse_spec(spec: str) -> ModelSpec:
 
 def has_capability(spec: str, capability: str) -> bool:
     """Whether the model ``spec`` names can do ``capability`` (``embeddings``,
-    ``pronouns`` or ``captions``; see :mod:`.families`).
+    ``pronouns``, ``captions``, ``answers`` or ``descriptions``; see :mod:`.families`).
 
     Raises:
         ConfigError: a malformed spec.
