@@ -131,6 +131,29 @@ def test_plugins_come_after_the_built_ins_sorted_by_distribution_and_entry_point
     assert list(fresh) == ["red", "green", "ice", "orange", "amber", "beige", "sky", "teal"]
 
 
+def test_discovered_built_ins_come_before_the_plugins(site: Path) -> None:
+    colour = colour_type()
+    distribution(site, "zeta-colours", {"sky": "zeta_colours_mod:SKY"}, (
+        "from colours import Colour\nSKY = Colour('sky', '#87ceeb')\n"
+    ))  # fmt: skip
+    importlib.invalidate_caches()
+    found: list[str] = []
+
+    def discover() -> None:  # registers built-in records found, not listed
+        found.append("run")
+        colours.register(colour("sky", "#00bfff"))
+        colours.register(colour("navy"))
+
+    colours = Registry("colour", GROUP, colour, lambda c: c.name, (colour("red"),),
+                       discover=discover)  # fmt: skip
+    assert list(colours) == ["red", "sky", "navy"] and found == ["run"]
+    assert colours.all()["sky"].hex == "#00bfff"  # the built-in one keeps the name
+    with pytest.raises(ConfigError, match=r"plugin zeta-colours:sky .* \(by contrastkit\)"):
+        colours.get("sky")
+    list(colours)
+    assert found == ["run"]  # once
+
+
 def test_a_registry_without_a_group_reads_no_plugins(site: Path) -> None:
     colour = colour_type()
     distribution(site, "zeta-colours", {"sky": "zeta_colours_mod:SKY"}, (

@@ -92,6 +92,9 @@ class Registry(Mapping[str, _R], Generic[_R]):
         source: who registered a record (:func:`record_source`).
         sourced: the record with another source (:func:`with_source`): what a plugin's
             record is registered as, its source ``DISTRIBUTION:ENTRY-POINT``.
+        discover: a function run once, on first use, before the plugins are read, that
+            registers further built-in records (:meth:`register` inside it reads no
+            plugins): built-in records found rather than listed (the task folders).
     """
 
     what: str
@@ -102,6 +105,7 @@ class Registry(Mapping[str, _R], Generic[_R]):
     key_word: str = "name"
     source: Callable[[Any], str] = record_source
     sourced: Callable[[_R, str], _R] = with_source
+    discover: Callable[[], object] | None = None
     _records: dict[str, _R] = field(init=False, repr=False)
     _conflicts: dict[str, ConfigError] = field(init=False, repr=False, default_factory=dict)
     _loaded: bool = field(init=False, repr=False, default=False)
@@ -147,8 +151,8 @@ class Registry(Mapping[str, _R], Generic[_R]):
         return self._add(record, replace_existing=replace_existing)
 
     def load_plugins(self) -> None:
-        """Register the records of the entry point group's plugins, once (every read
-        does it first).
+        """Run :attr:`discover`, then register the records of the entry point group's
+        plugins, once (every read does it first).
 
         Raises:
             ConfigError: a plugin that does not import or gives no records
@@ -157,20 +161,25 @@ class Registry(Mapping[str, _R], Generic[_R]):
         """
         if self._broken is not None:
             raise ConfigError(str(self._broken)) from self._broken.__cause__
-        if self._loaded or self.group is None:
+        if self._loaded:
             return
         self._loaded = True
         try:
-            conflicts = register_plugins(
-                self.group,
-                self.record,
-                lambda source, one: self._add(self.sourced(one, source), replace_existing=False),
-                self.key,
-            )
+            if self.discover is not None:
+                self.discover()
+            if self.group is not None:
+                self._conflicts.update(
+                    register_plugins(self.group, self.record, self._plugin, self.key)
+                )
         except ConfigError as error:
             self._broken = error
             raise
-        self._conflicts.update(conflicts)
+        except BaseException:
+            self._loaded = False  # a bug or Ctrl-C: the next read tries again
+            raise
+
+    def _plugin(self, source: str, record: _R) -> None:
+        self._add(self.sourced(record, source), replace_existing=False)
 
     def all(self) -> dict[str, _R]:
         """Every record by name, in the registry's order (plugins loaded)."""

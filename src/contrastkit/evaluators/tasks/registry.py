@@ -21,12 +21,13 @@ Other packages add tasks through the ``contrastkit.tasks`` entry point group (a
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from contrastkit.errors import ConfigError
-from contrastkit.plugins import check_conflict, is_import_path, register_plugins, resolve
+from contrastkit.plugins import is_import_path, resolve
+from contrastkit.registry import Registry
 
 if TYPE_CHECKING:
     from contrastkit.evaluators.evaluation import EvaluateConfig, EvaluateResult
@@ -36,6 +37,7 @@ __all__ = [
     "BUILT_IN",
     "ENTRY_POINT_GROUP",
     "OPTION_GROUPS",
+    "REGISTRY",
     "Task",
     "read_result",
     "register_task",
@@ -187,10 +189,11 @@ BUILT_IN: tuple[Task, ...] = (
     ),
 )  # fmt: skip
 
-_registered: dict[str, Task] = {task.name: task for task in BUILT_IN}
-_plugins_loaded = False
-#: Task names plugins claimed while taken: raised when the task is run or read.
-_conflicts: dict[str, ConfigError] = {}
+#: The registry of evaluation tasks (:class:`~contrastkit.registry.Registry`): the
+#: built-in ones, then those of installed plugins, then those of :func:`register_task`.
+REGISTRY: Registry[Task] = Registry(
+    "task", ENTRY_POINT_GROUP, Task, lambda one: one.name, BUILT_IN,
+)  # fmt: skip
 
 
 def register_task(task: Task, *, replace_existing: bool = False) -> Task:
@@ -199,34 +202,13 @@ def register_task(task: Task, *, replace_existing: bool = False) -> Task:
     Raises:
         ConfigError: its name is taken and ``replace_existing`` is false.
     """
-    taken = _registered.get(task.name)
-    if taken is not None and taken != task and not replace_existing:
-        raise ConfigError(
-            f"task {task.name!r} of {task.source} is already registered (by {taken.source}); "
-            "choose another name"
-        )
-    _registered[task.name] = task
-    return task
-
-
-def _load_plugins() -> None:
-    global _plugins_loaded
-    if _plugins_loaded:
-        return
-    _plugins_loaded = True
-    _conflicts.update(
-        register_plugins(
-            ENTRY_POINT_GROUP, Task,
-            lambda source, one: register_task(replace(one, source=source)),
-            lambda one: one.name,
-        )
-    )  # fmt: skip
+    return REGISTRY.register(task, replace_existing=replace_existing)
 
 
 def tasks() -> dict[str, Task]:
-    """Every registered task by name: the built-in ones, then plugins'."""
-    _load_plugins()
-    return dict(_registered)
+    """Every registered task by name: the built-in ones, then plugins', then those of
+    :func:`register_task`."""
+    return REGISTRY.all()
 
 
 def task_for_data(paths: Sequence[Path], asked: str | None = None) -> Task:
@@ -252,12 +234,12 @@ def task_for_data(paths: Sequence[Path], asked: str | None = None) -> Task:
                 f"task {asked} needs {wanted.plural}; not {wanted.title.removeprefix('a ')}: "
                 + ", ".join(other)
             )
-        check_conflict(_conflicts, task.name)
+        REGISTRY.check(task.name)
         return task
     kind = detect_kinds(paths)
     for task in registered.values():
         if task.kind == kind.name and task.run is not None:
-            check_conflict(_conflicts, task.name)
+            REGISTRY.check(task.name)
             return task
     raise ConfigError(
         f"data: {', '.join(map(str, paths))} is {kind.title}, which `contrastkit evaluate` "
@@ -284,13 +266,13 @@ def read_result(path: Path) -> tuple[Task, Any]:
         if not task.result_tasks:
             results = task.function("read")(path)
             if results is not None:
-                check_conflict(_conflicts, task.name)
+                REGISTRY.check(task.name)
                 return task, results
     typed = read_benchmark(path)
     data = typed.to_json()
     results = data[typed.name] if isinstance(typed, VisoGenderResult) else data
     for task in registered:
         if typed.task in task.result_tasks:
-            check_conflict(_conflicts, task.name)
+            REGISTRY.check(task.name)
             return task, results
     raise ConfigError(f"{path}: no registered task reads {typed.task!r} results")
