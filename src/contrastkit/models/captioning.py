@@ -52,6 +52,13 @@ Prefix and continuation are tokenized together and split where the prefix's toke
 so a tokenizer that marks word starts (byte-level BPE's ``Ġ``, SentencePiece's ``▁``) sees
 the space it would see in running text; a continuation that starts the decoder's text
 (encoder placement) is tokenized on its own.
+
+Captions (:meth:`CaptioningScorer.generate_captions`, the ``descriptions`` capability) are
+generated the same way with nothing to continue: greedy search by the model's own
+``generate`` (the language model's, after the query embeddings, for the Q-Former families)
+from the start token(s) alone (BLIP, GIT: the unconditional caption), from BLIP-2's empty
+prompt, or after InstructBLIP's instruction (in the encoder for FLAN-T5); the ``?prefix=``
+option does not change them. Every row of a batch has the same prompt, so none is padded.
 """
 
 from __future__ import annotations
@@ -89,8 +96,9 @@ QFORMER_FAMILIES = ("blip2", "instructblip")
 
 
 class CaptioningScorer:
-    """A :class:`~contrastkit.models.PronounScorer` over a transformers
-    captioning model of one of :data:`FAMILIES`.
+    """A :class:`~contrastkit.models.PronounScorer` and
+    :class:`~contrastkit.interfaces.CaptionGenerator` over a transformers captioning model
+    of one of :data:`FAMILIES`.
 
     Attributes:
         encoder_decoder: whether the language model is encoder-decoder (FLAN-T5).
@@ -438,6 +446,86 @@ class CaptioningScorer:
             total = logprobs[torch.arange(len(targets), device=self.device), targets].sum()
             scores[image_rows[r], r // n_images] = total.item()
         return scores
+
+    # -- generation -------------------------------------------------------------------
+    @torch.inference_mode()
+    def generate_caption_ids(
+        self,
+        images: Sequence[Image.Image] | Sequence[torch.Tensor] | torch.Tensor,
+        max_new_tokens: int,
+    ) -> list[list[int]]:
+        """The tokens of each image's generated caption (see the module docstring),
+        start token(s) and prompt left out, cut before the first end-of-sequence token:
+        at most ``max_new_tokens`` each.
+
+        Raises:
+            ConfigError: ``max_new_tokens`` is below 1.
+        """
+        require(max_new_tokens >= 1, "max_new_tokens", f"must be at least 1, not {max_new_tokens}")
+        result: list[list[int]] = []
+        for chunk in batched(list(range(len(images))), self.batch_size):
+            rows: list[Any] = [images[i] for i in chunk]
+            output = self._generate_chunk(self._pixels(rows), max_new_tokens)
+            result += [self._caption_tokens(row) for row in output.cpu().tolist()]
+        return result
+
+    def generate_captions(
+        self,
+        images: Sequence[Image.Image] | Sequence[torch.Tensor] | torch.Tensor,
+        max_new_tokens: int,
+    ) -> list[str]:
+        """Each image's caption (a :class:`~contrastkit.interfaces.CaptionGenerator`):
+        the tokens of :meth:`generate_caption_ids` decoded without special tokens,
+        stripped.
+
+        Raises:
+            ConfigError: ``max_new_tokens`` is below 1.
+        """
+        return [
+            str(self.tokenizer.decode(ids, skip_special_tokens=True)).strip()
+            for ids in self.generate_caption_ids(images, max_new_tokens)
+        ]
+
+    def _generate_chunk(self, pixels: torch.Tensor, max_new_tokens: int) -> torch.Tensor:
+        """The model's greedy output for a batch of images: every row has the same prompt,
+        so nothing is padded. BLIP and GIT return the start token(s) first; the Q-Former
+        families' language model returns the new tokens alone (decoder-only) or after the
+        decoder's start token (encoder-decoder)."""
+        model = self.model
+        count = pixels.shape[0]
+        options = {"max_new_tokens": max_new_tokens, "do_sample": False, "num_beams": 1}
+        if self.family == "blip":  # its generate starts the decoder with [DEC] itself
+            output: torch.Tensor = model.generate(pixel_values=pixels, **options)
+            return output[:, len(self.start_ids) :]
+        if self.family == "git":
+            ids = torch.tensor([self.start_ids] * count, device=self.device)
+            output = model.generate(
+                pixel_values=pixels, input_ids=ids, attention_mask=torch.ones_like(ids), **options
+            )
+            return output[:, ids.shape[1] :]
+        text = self.encoder_ids("") if self.encoder_decoder else self.prefix_ids("")
+        text_embeds = model.get_input_embeddings()(torch.tensor([text] * count, device=self.device))
+        embeds = torch.cat([self._query_embeds(pixels).to(text_embeds.dtype), text_embeds], dim=1)
+        mask = torch.ones(embeds.shape[:2], dtype=torch.long, device=self.device)
+        output = model.language_model.generate(inputs_embeds=embeds, attention_mask=mask, **options)
+        return output[:, len(self.start_ids) :] if self.encoder_decoder else output
+
+    def _caption_tokens(self, row: list[int]) -> list[int]:
+        """``row`` up to its first end-of-sequence token (a finished row is padded):
+        BLIP's ``[SEP]`` (what its ``generate`` stops at), the generation config's end
+        token(s) of the (language) model otherwise."""
+        model = self.model
+        if self.family == "blip":
+            eos = model.config.text_config.sep_token_id
+        elif self.family == "git":
+            eos = model.generation_config.eos_token_id
+        else:
+            eos = model.language_model.generation_config.eos_token_id
+        ends = set(eos if isinstance(eos, list) else [] if eos is None else [eos])
+        for index, token in enumerate(row):
+            if token in ends:
+                return row[:index]
+        return row
 
     def __repr__(self) -> str:
         return f"CaptioningScorer({self.spec!r}, device={self.device}, dtype={self.dtype})"

@@ -9,8 +9,11 @@ varying number of image crops is zero-padded across the rows of a batch; its
 The spec is ``vlm:ID_OR_FOLDER[?OPTIONS]`` (:mod:`.vlm_spec`: ``protocol``,
 ``length_normalise``, ``padding``). The adapter is a
 :class:`~contrastkit.interfaces.PronounScorer` (VisoGender resolution, its neutral and
-template-flip analyses) and a :class:`~contrastkit.interfaces.CaptionScorer`
-(``evaluate --task stereotype``: VLStereoSet-style probing).
+template-flip analyses), a :class:`~contrastkit.interfaces.CaptionScorer`
+(``evaluate --task stereotype``: VLStereoSet-style probing), an
+:class:`~contrastkit.interfaces.AnswerScorer` and a
+:class:`~contrastkit.interfaces.CaptionGenerator` (its greedy answer to
+:data:`~.vlm_spec.DESCRIBE_INSTRUCTION`).
 
 Prompts
 -------
@@ -100,6 +103,7 @@ from contrastkit.models.vlm_batch import collate_rows
 from contrastkit.models.vlm_spec import (
     CAPTION_INSTRUCTION,
     CONTINUATION_INSTRUCTION,
+    DESCRIBE_INSTRUCTION,
     LETTERS,
     VLMOptions,
     multiple_choice_question,
@@ -107,7 +111,14 @@ from contrastkit.models.vlm_spec import (
     parse_vlm_target,
 )
 
-__all__ = ["LETTERS", "VLMScorer", "load_vlm", "multiple_choice_question", "option_order"]
+__all__ = [
+    "DESCRIBE_INSTRUCTION",
+    "LETTERS",
+    "VLMScorer",
+    "load_vlm",
+    "multiple_choice_question",
+    "option_order",
+]
 
 
 @dataclass(frozen=True)
@@ -435,15 +446,30 @@ class VLMScorer:
         ]
         return self._sums(rows, images, len(images), k, normalise=False)
 
-    @torch.inference_mode()
     def generate_answers(
         self, images: Sequence[Image.Image], instructions: Sequence[str], max_new_tokens: int
     ) -> list[str]:
-        """The model's own answer to ``instructions[i]`` about ``images[i]``: greedy
-        decoding (no sampling, one beam) of at most ``max_new_tokens`` tokens from the
-        start of the assistant turn (the very text the letters of
-        :meth:`letter_logprobs` are scored after), special tokens dropped. One image at
-        a time, so no answer depends on its batch.
+        """The model's own answer to ``instructions[i]`` about ``images[i]``: the tokens of
+        :meth:`generate_answer_ids` decoded, special tokens dropped, stripped.
+
+        Raises:
+            ValueError: ``instructions`` and ``images`` differ in length, or
+                ``max_new_tokens`` is below 1.
+        """
+        return [
+            str(self.tokenizer.decode(ids, skip_special_tokens=True)).strip()
+            for ids in self.generate_answer_ids(images, instructions, max_new_tokens)
+        ]
+
+    @torch.inference_mode()
+    def generate_answer_ids(
+        self, images: Sequence[Image.Image], instructions: Sequence[str], max_new_tokens: int
+    ) -> list[list[int]]:
+        """The tokens the model generates in answer to ``instructions[i]`` about
+        ``images[i]``: greedy decoding (no sampling, one beam) of at most
+        ``max_new_tokens`` tokens from the start of the assistant turn (the very text the
+        letters of :meth:`letter_logprobs` are scored after), the end token included when
+        one is generated. One image at a time, so no answer depends on its batch.
 
         Raises:
             ValueError: ``instructions`` and ``images`` differ in length, or
@@ -471,9 +497,18 @@ class VLMScorer:
                 **inputs, max_new_tokens=max_new_tokens, do_sample=False, num_beams=1,
                 pad_token_id=pad,
             )  # fmt: skip
-            new = output[0, inputs["input_ids"].shape[1] :].cpu().tolist()
-            answers.append(str(self.tokenizer.decode(new, skip_special_tokens=True)).strip())
+            answers.append(output[0, inputs["input_ids"].shape[1] :].cpu().tolist())
         return answers
+
+    def generate_captions(self, images: Sequence[Image.Image], max_new_tokens: int) -> list[str]:
+        """The model's own one-sentence description of each image (a
+        :class:`~contrastkit.interfaces.CaptionGenerator`): :meth:`generate_answers` to
+        :data:`~.vlm_spec.DESCRIBE_INSTRUCTION`, "Describe the image in one sentence.".
+
+        Raises:
+            ConfigError: ``max_new_tokens`` is below 1.
+        """
+        return self.generate_answers(images, [DESCRIBE_INSTRUCTION] * len(images), max_new_tokens)
 
     def caption_scores(
         self, images: Sequence[Image.Image], captions: Sequence[Sequence[str]]

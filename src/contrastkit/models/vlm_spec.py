@@ -34,6 +34,7 @@ from contrastkit.errors import ConfigError
 __all__ = [
     "CAPTION_INSTRUCTION",
     "CONTINUATION_INSTRUCTION",
+    "DESCRIBE_INSTRUCTION",
     "LETTERS",
     "MC_ANSWER_INSTRUCTION",
     "VLM_PROTOCOLS",
@@ -52,6 +53,10 @@ CONTINUATION_INSTRUCTION = "Complete the description of the image."
 
 #: The user turn under which a caption's log-likelihood is read (``caption_scores``).
 CAPTION_INSTRUCTION = "Describe the image."
+
+#: The user turn a VLM's own caption answers (``generate_captions``, the ``descriptions``
+#: capability): one sentence, so that its length is like a captioner's.
+DESCRIBE_INSTRUCTION = "Describe the image in one sentence."
 
 #: The last line of a multiple-choice question: LLaVA-1.5's multiple-choice prompt
 #: (Liu et al. 2024, "Improved Baselines with Visual Instruction Tuning", Tab. 7), which
