@@ -75,6 +75,15 @@ def test_the_committed_cli_reference_is_the_one_the_commands_generate() -> None:
     assert render() == committed, "run `python -m contrastkit.cli.reference` and commit"
 
 
+def test_the_schema_page_lists_every_task_folder_as_generated() -> None:
+    """The task folders' rows of docs/reference/schemas.md are generated: a new task
+    folder is listed by running `python -m contrastkit.cli.reference`, no hand edit."""
+    from contrastkit.cli.reference import schemas_page
+
+    committed = (DOCS / "reference" / "schemas.md").read_text(encoding="utf-8")
+    assert schemas_page(committed) == committed, "run `python -m contrastkit.cli.reference`"
+
+
 def test_the_cli_reference_has_a_section_with_the_help_of_every_command() -> None:
     from contrastkit.cli.reference import render
 

@@ -260,6 +260,9 @@ def test_report_refuses_an_audit_with_a_located_error(tmp_path: Path) -> None:
 
 
 def _trees() -> list[type[Result]]:
+    from contrastkit.evaluators.tasks.registry import tasks
+
+    tasks()  # the task folders register their result classes when the tasks are read
     return sorted(set(registered_results().values()), key=lambda cls: cls.TASK)
 
 

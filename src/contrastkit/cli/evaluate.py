@@ -48,6 +48,7 @@ from contrastkit.cli.options import (
     OutputOptions,
     command_function,
 )
+from contrastkit.cli.task_settings import SettingsOptions
 from contrastkit.text import count as counted
 
 if TYPE_CHECKING:
@@ -100,6 +101,8 @@ def _evaluate_config(groups: Iterable[OptionGroup], task: str | None) -> Evaluat
             case DecisionOptions():
                 config.update(decision_scoring=group.decision_scoring.strip(),
                               questions=group.questions)  # fmt: skip
+            case SettingsOptions():
+                config.update(task_settings=group.settings())
     return EvaluateConfig(**config, settings=EvalConfig(**settings), task=task)
 
 
@@ -254,6 +257,13 @@ def _description(task: Task) -> str:
     """The help of ``contrastkit evaluate TASK``."""
     if task.name in _DESCRIPTIONS:
         return _DESCRIPTIONS[task.name]
+    description = getattr(task.protocol, "description", "")
+    if description:
+        example = getattr(task.protocol, "example_model", "") or "SPEC"
+        return (
+            f"{description}\n\nEach model writes OUT/MODEL/.\n\nExample: contrastkit "
+            f"evaluate {task.name} --data DATA --model {example}"
+        )
     from contrastkit.kinds import kinds
 
     kind = kinds().get(task.kind or "")
@@ -275,9 +285,10 @@ _MODEL_EXAMPLES = {
 }
 
 
-def model_help(task: str) -> str:
-    """The help of ``contrastkit evaluate TASK --model``: an example the task takes."""
-    example = _MODEL_EXAMPLES.get(task)
+def model_help(task: str, example: str = "") -> str:
+    """The help of ``contrastkit evaluate TASK --model``: an example the task takes
+    (``example``, else the built-in task's)."""
+    example = example or _MODEL_EXAMPLES.get(task, "")
     shown = f", e.g. {example}" if example else ""
     return f"Model spec{shown} (all families: `contrastkit models list`). Repeatable."
 
@@ -289,9 +300,9 @@ def task_command(task: Task) -> Any:
     def run(values: Mapping[type[OptionGroup], OptionGroup]) -> None:
         _run(task.name, values.values())
 
-    return command_function(
-        task.name, task_groups(task), run, _description(task), {"model": model_help(task.name)}
-    )
+    example = getattr(task.protocol, "example_model", "")
+    helps = {"model": model_help(task.name, example)}
+    return command_function(task.name, task_groups(task), run, _description(task), helps)
 
 
 class EvaluateGroup(HelpGroup):

@@ -259,7 +259,12 @@ AUTO_GROUPS: tuple[type[OptionGroup], ...] = (
 def task_groups(task: Task) -> tuple[type[OptionGroup], ...]:
     """The option groups of ``contrastkit evaluate TASK``: the common ones and the ones
     the task names."""
-    return COMMON_GROUPS + tuple(group for name in task.options for group in TASK_GROUPS[name])
+    groups = COMMON_GROUPS + tuple(group for name in task.options for group in TASK_GROUPS[name])
+    if task.settings is None:
+        return groups
+    from contrastkit.cli.task_settings import settings_group
+
+    return (*groups, settings_group(task.settings), BootstrapOptions)
 
 
 @dataclass(frozen=True, kw_only=True)

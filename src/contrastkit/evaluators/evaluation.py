@@ -9,25 +9,34 @@ one, :func:`contrastkit.evaluators.job.evaluate`, sits above them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from contrastkit.config import ModelConfig, require
 from contrastkit.curation.urls.config import CheckConfig
 from contrastkit.errors import ConfigError, DataFormatError
 from contrastkit.evaluators.hub import hub_name
+from contrastkit.evaluators.outcome import (
+    EvaluateResult,
+    ModelEvaluation,
+    data_labels,
+    folder_links,
+    plot_links,
+    skipped_rows_json,
+)
 from contrastkit.evaluators.report.results import model_slug
 from contrastkit.evaluators.runner import EvalConfig
 from contrastkit.interfaces import ProgressFactory, progress_stage
 from contrastkit.io import check_writable
 from contrastkit.models.registry import parse_spec
 from contrastkit.store import default_image_store, image_store_for
-from contrastkit.tsv import VISOGENDER, is_bundled, resolve_data
+from contrastkit.tsv import is_bundled, resolve_data
 
 if TYPE_CHECKING:
     from contrastkit.evaluators.data import EvalItem, ImageLoader, SkippedRow
+    from contrastkit.evaluators.engine.protocol import TaskSettings
 
 __all__ = [
     "STEREOTYPE",
@@ -121,6 +130,9 @@ class EvaluateConfig:
             (a generated answer, parsed).
         questions: the ``decisions`` task's question templates (YAML, the layout of the
             bundled ``data/decision_questions.yaml``); ``None``: the bundled ones.
+        task_settings: the settings of a task written on the protocol
+            (:class:`~contrastkit.evaluators.engine.TaskSettings`, the class the task
+            names; its fields are the task's own options); ``None``: its defaults.
 
     Raises:
         ConfigError: naming the field: no data or no models, a malformed ``hf:`` name or
@@ -143,6 +155,7 @@ class EvaluateConfig:
     contrast_metrics: str = "auto"
     decision_scoring: str = "both"
     questions: Path | None = None
+    task_settings: TaskSettings | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "data", as_strings(self.data, "data"))
@@ -188,6 +201,14 @@ class EvaluateConfig:
         )
         if self.questions is not None:
             object.__setattr__(self, "questions", Path(self.questions))
+        if self.task_settings is not None:
+            from contrastkit.evaluators.engine.protocol import TaskSettings
+
+            require(
+                isinstance(self.task_settings, TaskSettings),
+                "task_settings",
+                f"must be a task's TaskSettings, not {type(self.task_settings).__name__}",
+            )
         require(
             self.contrast_metrics in ("auto", "all", "pairs"),
             "contrast_metrics",
@@ -216,83 +237,6 @@ class EvaluateConfig:
         (:func:`~contrastkit.evaluators.data.image_store_for`, the rule ``validate`` and
         ``export harness`` follow too)."""
         return image_store_for(self.store, bundled=self.bundled, fetching=self.fetching)
-
-
-@dataclass(frozen=True)
-class ModelEvaluation:
-    """One model's evaluation (on one data folder, for contrast sets).
-
-    Attributes:
-        model: the model spec.
-        folder: where its files are.
-        files: the files written, by name (``benchmark``, ``report``, raw scores, plots).
-        data: the data folder, for contrast sets (one evaluation per model and folder);
-            ``None`` when the evaluation covers all of the data.
-        scored_images: images scored in this run.
-        reused_records: raw records reused from an earlier run in ``folder``.
-        skipped: what was skipped and why (retrieval for a captioning model).
-        summary: the headline numbers: resolution bias per split and retrieval bias
-            mean/sigma (VisoGender), or the contrast-set summary (GenSynth Sec. 5).
-        skipped_rows: the rows left out because their image is not available
-            (``skip_missing``), with why.
-    """
-
-    model: str
-    folder: Path
-    files: Mapping[str, Path]
-    data: str | None = None
-    scored_images: int = 0
-    reused_records: int = 0
-    skipped: tuple[str, ...] = ()
-    summary: Mapping[str, Any] = field(default_factory=dict)
-    skipped_rows: tuple[SkippedRow, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (what ``contrastkit evaluate --json`` prints per entry)."""
-        return {
-            "model": self.model,
-            "data": self.data,
-            "folder": str(self.folder),
-            "files": {name: str(path) for name, path in self.files.items()},
-            "scored_images": self.scored_images,
-            "reused_records": self.reused_records,
-            "skipped": list(self.skipped),
-            "skipped_rows": skipped_rows_json(self.skipped_rows),
-            "summary": dict(self.summary),
-        }
-
-
-def skipped_rows_json(rows: Sequence[SkippedRow]) -> dict[str, Any]:
-    """The ``skipped_rows`` entry of the results: ``{"count": n, "rows": [{"idx",
-    "context", "source", "line", "url", "reason"}, ...]}``."""
-    return {"count": len(rows), "rows": [row.to_dict() for row in rows]}
-
-
-@dataclass(frozen=True)
-class EvaluateResult:
-    """What :func:`evaluate` did.
-
-    Attributes:
-        kind: the task that ran: ``visogender``, ``contrast``, ``stereotype`` or a
-            plugin's (:mod:`contrastkit.evaluators.tasks.registry`).
-        data: the local data evaluated (Hub datasets as their copies under ``out/_data``).
-        evaluations: one per model (per model and data folder, for contrast sets), in
-            the order of the config.
-        comparison: ``out/comparison.md`` when several models were compared, else None.
-        store: the image store URLs were read from (and fetched into), if any.
-        checked: URLs checked in this run (``fetch``): those the store did not hold.
-        fetched: URLs of those whose image was fetched into the store.
-        skipped_rows: the rows left out because their image is not available.
-    """
-
-    kind: str
-    data: tuple[Path, ...]
-    evaluations: tuple[ModelEvaluation, ...]
-    comparison: Path | None = None
-    store: Path | None = None
-    checked: int = 0
-    fetched: int = 0
-    skipped_rows: tuple[SkippedRow, ...] = ()
 
 
 def local_data(config: EvaluateConfig) -> tuple[Path, ...]:
@@ -417,31 +361,3 @@ def available_items(
             "filled elsewhere",
         )  # fmt: skip
     return kept, loader, skipped, fetched
-
-
-def data_labels(paths: Sequence[Path]) -> list[str]:
-    """How the reports name the data: a bundled VisoGender file as ``visogender:NAME``
-    (never the installation's path), anything else as given."""
-    from contrastkit.evaluators.data import visogender_files
-
-    bundled = set(visogender_files())
-    return [f"{VISOGENDER}:{path.name}" if path in bundled else str(path) for path in paths]
-
-
-def folder_links(out: Path, evaluations: Sequence[ModelEvaluation]) -> str:
-    """The comparison's list of each model's folder and report, linked relative to ``out``."""
-    lines = ["", "## Reports", ""]
-    for entry in evaluations:
-        folder = entry.folder.relative_to(out).as_posix()
-        lines.append(f"- `{entry.model}`: [{folder}/report.md]({folder}/report.md)")
-    return "\n".join(lines) + "\n"
-
-
-def plot_links(plots: Sequence[Path], what: str = "the models side by side") -> str:
-    """Markdown showing a comparison plot (PNG) and linking its SVG, by file name."""
-    png = [p.name for p in plots if p.suffix == ".png"]
-    svg = [p.name for p in plots if p.suffix == ".svg"]
-    if not png:
-        return ""
-    text = f"\n## Plot: {what}\n\n![{what}]({png[0]})\n"
-    return text + (f"\n[SVG]({svg[0]})\n" if svg else "")

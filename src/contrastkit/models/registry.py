@@ -52,12 +52,21 @@ from typing import TYPE_CHECKING, Any
 
 from contrastkit.config import ModelConfig
 from contrastkit.errors import ConfigError
-from contrastkit.interfaces import AnswerScorer, CaptionScorer, ImageTextScorer, PronounScorer
+from contrastkit.interfaces import (
+    AnswerScorer,
+    CaptionGenerator,
+    CaptionScorer,
+    ImageTextScorer,
+    PronounScorer,
+)
 from contrastkit.models.families import LoadContext, ModelFamily, families, family
 from contrastkit.tiny.marker import random_weights_note, spec_has_random_weights
 
 if TYPE_CHECKING:
     from contrastkit.models.base import ModelRuntime
+
+#: What a loader may return: an adapter of at least one of these protocols.
+_MODEL_PROTOCOLS = (ImageTextScorer, PronounScorer, CaptionScorer, AnswerScorer, CaptionGenerator)
 
 __all__ = [
     "ModelSpec",
@@ -220,7 +229,7 @@ def locate_model(spec: str, config: ModelConfig | None = None) -> None:
 
 def load_model(
     spec: str, config: ModelConfig | None = None
-) -> ImageTextScorer | PronounScorer | CaptionScorer | AnswerScorer:
+) -> ImageTextScorer | PronounScorer | CaptionScorer | AnswerScorer | CaptionGenerator:
     """Load the adapter a spec names.
 
     Args:
@@ -248,10 +257,10 @@ def load_model(
 
 def _load(
     parsed: ModelSpec, runtime: ModelRuntime
-) -> ImageTextScorer | PronounScorer | CaptionScorer | AnswerScorer:
+) -> ImageTextScorer | PronounScorer | CaptionScorer | AnswerScorer | CaptionGenerator:
     loader = parsed.family.load_function()
     model = loader(parsed.target, runtime, LoadContext(parsed.prefix, _load_dual))
-    if not isinstance(model, ImageTextScorer | PronounScorer | CaptionScorer | AnswerScorer):
+    if not isinstance(model, _MODEL_PROTOCOLS):
         raise ConfigError(
             f"{parsed}: the loader of model family {parsed.prefix!r} ({parsed.family.loader}) "
             f"returned {type(model).__name__}, which is no ImageTextScorer, PronounScorer, "

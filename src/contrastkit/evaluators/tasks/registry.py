@@ -30,6 +30,7 @@ from contrastkit.plugins import is_import_path, resolve
 from contrastkit.registry import Registry
 
 if TYPE_CHECKING:
+    from contrastkit.evaluators.engine.protocol import Task as ProtocolTask
     from contrastkit.evaluators.evaluation import EvaluateConfig, EvaluateResult
     from contrastkit.interfaces import ProgressFactory
 
@@ -39,9 +40,12 @@ __all__ = [
     "OPTION_GROUPS",
     "REGISTRY",
     "Task",
+    "folder_tasks",
     "read_result",
+    "register_protocol_task",
     "register_task",
     "task_for_data",
+    "task_row",
     "tasks",
 ]
 
@@ -93,6 +97,10 @@ class Task:
             NAME`` command offers besides the ones every task command has; the
             settings they do not offer keep their defaults.
         source: the distribution that registered it.
+        settings: a task written on the protocol (:mod:`contrastkit.evaluators.engine`):
+            its settings class, whose fields are the options of ``contrastkit evaluate
+            NAME`` (besides :attr:`options`).
+        protocol: that task itself (``None`` for the tasks that run their own loop).
 
     Every function is the function itself or its import path, ``"module:function"``
     (imported when first called; what the built-in rows use, so that this table imports
@@ -111,6 +119,8 @@ class Task:
     result_tasks: tuple[str, ...] = ()
     options: tuple[str, ...] = ()
     source: str = "contrastkit"
+    settings: type | None = None
+    protocol: object | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "options", tuple(self.options))
@@ -193,6 +203,7 @@ BUILT_IN: tuple[Task, ...] = (
 #: built-in ones, then those of installed plugins, then those of :func:`register_task`.
 REGISTRY: Registry[Task] = Registry(
     "task", ENTRY_POINT_GROUP, Task, lambda one: one.name, BUILT_IN,
+    discover=lambda: folder_tasks(),
 )  # fmt: skip
 
 
@@ -205,9 +216,70 @@ def register_task(task: Task, *, replace_existing: bool = False) -> Task:
     return REGISTRY.register(task, replace_existing=replace_existing)
 
 
+def folder_tasks() -> tuple[Task, ...]:
+    """The built-in tasks written as a folder of this package on the task protocol
+    (:mod:`contrastkit.evaluators.engine`): every sub-package whose ``__init__`` defines
+    ``TASK``, in name order, as registry rows. A new task is a new folder here and no
+    edit elsewhere."""
+    import importlib
+    import pkgutil
+
+    from contrastkit.evaluators import tasks as package
+
+    found = []
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda info: info.name):
+        if info.ispkg:
+            module = importlib.import_module(f"{__package__}.{info.name}")
+            task = getattr(module, "TASK", None)
+            if task is not None:
+                found.append(register_protocol_task(task, replace_existing=True))
+    return tuple(found)
+
+
+def task_row(task: ProtocolTask[Any, Any], source: str = "contrastkit") -> Task:
+    """The registry row of ``task``: the engine runs it, its result class reads it."""
+    from contrastkit.evaluators.engine.registration import check_task, read_task_result
+
+    check_task(task)
+
+    def run(
+        config: EvaluateConfig, paths: tuple[Path, ...], progress: ProgressFactory | None
+    ) -> EvaluateResult:
+        from contrastkit.evaluators.engine.run import run_task
+
+        return run_task(task, config, paths, progress)
+
+    def read(path: Path) -> Any:
+        return read_task_result(task, path)
+
+    def compare(results: Sequence[Any]) -> str:
+        return task.compare(results)
+
+    return Task(
+        task.name, task.kind, run, read=read, headline=task.headline, compare=compare,
+        source=source, settings=task.settings, protocol=task,
+    )  # fmt: skip
+
+
+def register_protocol_task(
+    task: ProtocolTask[Any, Any], *, source: str = "contrastkit", replace_existing: bool = False
+) -> Task:
+    """Register ``task`` and its result class; return its registry row.
+
+    Raises:
+        ConfigError: an incomplete task, or its name is taken (and not
+            ``replace_existing``).
+    """
+    from contrastkit.results.base import register_result
+
+    row = register_task(task_row(task, source), replace_existing=replace_existing)
+    register_result(task.name, task.result)
+    return row
+
+
 def tasks() -> dict[str, Task]:
-    """Every registered task by name: the built-in ones, then plugins', then those of
-    :func:`register_task`."""
+    """Every registered task by name: the built-in ones (those of :data:`BUILT_IN`, then
+    the task folders, :func:`folder_tasks`), then plugins'."""
     return REGISTRY.all()
 
 

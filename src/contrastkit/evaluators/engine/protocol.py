@@ -1,0 +1,284 @@
+"""What a task declares (:class:`Task`), and the values it declares them with: its
+settings (:class:`TaskSettings`, one field per option of ``contrastkit evaluate
+TASK``), the items it scores (:class:`Item`), what its aggregation receives
+(:class:`RunContext`) and the typed result it returns (:class:`TaskResult`).
+
+Everything a task repeated before lives once in the engine
+(:func:`contrastkit.evaluators.engine.run.run_task`): loading each model after checking
+its capabilities, opening the images batch by batch, resume from the raw records,
+the bootstrap, writing ``benchmark.json`` (checked against the result's schema),
+``report.md`` and the figures, the progress display and the comparison of several
+models.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import typing
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+
+import numpy as np
+
+from contrastkit.errors import ConfigError
+from contrastkit.evaluators.bootstrap import (
+    BootstrapSettings,
+    percentile_interval,
+    resample_indices,
+)
+from contrastkit.results.base import Result
+from contrastkit.results.common import Interval
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+    from PIL import Image
+
+    from contrastkit.interfaces import ImageSource
+
+__all__ = [
+    "ImageRef",
+    "Item",
+    "RunContext",
+    "Task",
+    "TaskResult",
+    "TaskSettings",
+    "setting",
+    "settings_fields",
+]
+
+#: How an item names one of its images: a path (relative paths are read from the data
+#: folder the item came from), encoded bytes, a decoded image, or a function that
+#: returns one (an image decoded from a dataset row only when its batch is scored).
+ImageRef = typing.Union["ImageSource", Callable[[], "Image.Image"]]
+
+_HELP = "help"
+_METAVAR = "metavar"
+
+
+def setting(default: Any, *, help: str, metavar: str | None = None) -> Any:
+    """A field of a :class:`TaskSettings` dataclass: its default and the help of the
+    option ``contrastkit evaluate TASK`` offers for it (``--field-name``)."""
+    metadata = {_HELP: help, _METAVAR: metavar}
+    if isinstance(default, list | dict | set):
+        raise ConfigError(f"setting: use a tuple, not a mutable {type(default).__name__}")
+    return field(default=default, metadata=metadata)
+
+
+@dataclass(frozen=True)
+class TaskSettings:
+    """The base of a task's settings: a frozen dataclass whose fields (made with
+    :func:`setting`) are the task's own options. The command line offers each as
+    ``--name-with-dashes`` (a ``bool`` as ``--name/--no-name``, a tuple as a repeatable
+    option, a ``Literal`` as a choice); Python passes an instance as
+    ``EvaluateConfig(task_settings=...)``. A subclass checks its values in
+    ``__post_init__`` (raising :class:`~contrastkit.errors.ConfigError` naming the
+    field)."""
+
+    def fingerprint(self, names: Sequence[str] | None = None) -> str:
+        """A short digest of the values of ``names`` (default: every field): what a raw
+        record stores so that a record scored under other settings is never reused."""
+        values = {
+            spec.name: getattr(self, spec.name)
+            for spec in dataclasses.fields(self)
+            if names is None or spec.name in names
+        }
+        text = json.dumps(values, sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def settings_fields(cls: type[TaskSettings]) -> list[tuple[dataclasses.Field[Any], Any, str]]:
+    """``(field, type, help)`` of every field of the settings class ``cls``, types
+    resolved (what the command line builds its options from).
+
+    Raises:
+        ConfigError: a field without a default (every option needs one).
+    """
+    hints = typing.get_type_hints(cls)
+    found = []
+    for spec in dataclasses.fields(cls):
+        if spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING:
+            raise ConfigError(f"settings {cls.__name__}: field {spec.name!r} needs a default")
+        found.append((spec, hints[spec.name], str(spec.metadata.get(_HELP, ""))))
+    return found
+
+
+@dataclass(frozen=True)
+class Item:
+    """One thing a task scores.
+
+    Attributes:
+        key: unique within the data and stable across runs: what a raw record is
+            found by when a run is resumed.
+        images: the item's images, by name (``{"masculine": ..., "feminine": ...}``);
+            the engine opens them as RGB, batch by batch.
+        data: what the task needs to score it (JSON-ready values: a caption, a label).
+        source: the file or folder it came from (errors name it).
+        line: its line in ``source``, if any.
+    """
+
+    key: str
+    images: Mapping[str, ImageRef]
+    data: Mapping[str, Any] = field(default_factory=dict)
+    source: Path | None = None
+    line: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskResult(Result):
+    """The base of a task's typed result (``benchmark.json``): a
+    :class:`~contrastkit.results.base.Result` whose common fields the engine fills in
+    (the task leaves them at their defaults); a subclass adds the task's own figures as
+    typed fields (nested :class:`~contrastkit.results.base.Node` classes,
+    :class:`~contrastkit.results.common.Interval` for intervals) and sets ``TASK``.
+
+    Attributes:
+        model: the model spec.
+        data: the data evaluated, as given.
+        items: items scored into the result.
+        random_weights: the model has random weights (its figures mean nothing).
+        weights_note: the sentence every report of such a model carries.
+        contrastkit_version: the version that wrote the file.
+        bootstrap: resamples behind the intervals (0: none).
+        confidence: the intervals' level.
+        seed: seeds the resampling.
+        settings: the task's settings, by field name.
+        skipped_rows: rows left out because their image was not available.
+    """
+
+    model: str = ""
+    data: tuple[str, ...] = ()
+    items: int = 0
+    random_weights: bool = False
+    weights_note: str | None = None
+    contrastkit_version: str = ""
+    bootstrap: int = 0
+    confidence: float = 0.95
+    seed: int = 0
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    skipped_rows: tuple[Mapping[str, Any], ...] = ()
+
+
+_S = TypeVar("_S", bound=TaskSettings)
+_R = TypeVar("_R", bound=TaskResult)
+
+
+@dataclass(frozen=True)
+class RunContext(Generic[_S]):
+    """What a task's :meth:`Task.aggregate` receives besides the records.
+
+    Attributes:
+        model: the model spec the records are of.
+        settings: the task's settings.
+        bootstrap: the intervals to give the figures (:meth:`mean_interval`).
+        items: the items the records belong to, in order.
+    """
+
+    model: str
+    settings: _S
+    bootstrap: BootstrapSettings
+    items: tuple[Item, ...] = ()
+
+    def mean_interval(self, values: Sequence[float] | np.ndarray) -> Interval | None:
+        """The percentile bootstrap interval of the mean of ``values`` (NaN left
+        out), resampling the values with replacement; ``None`` without resamples; an
+        interval with ``null`` bounds and its ``reason`` on fewer than two values."""
+        boot = self.bootstrap
+        if boot.resamples < 1:
+            return None
+        array = np.asarray(values, dtype=np.float64).reshape(-1)
+        array = array[np.isfinite(array)]
+        level, resamples = boot.confidence, boot.resamples
+        if array.size < 2:
+            noun = "item" if array.size == 1 else "items"
+            reason = f"{array.size} {noun}: no interval (resampling needs at least 2)"
+            return Interval(low=None, high=None, level=level, resamples=resamples, reason=reason)
+        rng = np.random.default_rng(boot.seed)
+        means = array[resample_indices(rng, array.size, resamples)].mean(axis=1)
+        low, high = percentile_interval(means, level)
+        return Interval(low=low, high=high, level=level, resamples=resamples)
+
+
+class Task(Generic[_S, _R]):
+    """An evaluation task: what is its own, and nothing the engine does.
+
+    Set the class attributes and implement :meth:`items`, :meth:`score`,
+    :meth:`aggregate`, :meth:`render`, :meth:`compare` and :meth:`headline`;
+    :meth:`figures` is optional. Register an instance with
+    :func:`contrastkit.extend.register_task` (or the ``contrastkit.tasks`` entry point
+    group).
+
+    Attributes:
+        name: the command (``contrastkit evaluate NAME``) and the ``task`` its results
+            record.
+        kind: the dataset kind (:mod:`contrastkit.kinds`) it reads.
+        capabilities: what each model must be able to do (:mod:`contrastkit.models.
+            families`: ``embeddings``, ``captions``, ``pronouns``, ``answers`` ...);
+            checked for every model before any loads.
+        settings: its settings class (its options).
+        result: its result class.
+        description: the ``--help`` of its command: a one-sentence paragraph (what the
+            command list shows), then any detail.
+        example_model: a model spec the task takes (``--model``'s help shows it).
+        scoring_settings: the settings fields that change a raw record (``None``: all
+            of them); a record scored under other values is scored again, never reused.
+        raw_file: the raw records' file name in each model folder.
+    """
+
+    name: ClassVar[str]
+    kind: ClassVar[str]
+    capabilities: ClassVar[frozenset[str]] = frozenset()
+    settings: ClassVar[type[TaskSettings]] = TaskSettings
+    result: ClassVar[type[TaskResult]]
+    description: ClassVar[str] = ""
+    example_model: ClassVar[str] = ""
+    scoring_settings: ClassVar[tuple[str, ...] | None] = None
+
+    @property
+    def raw_file(self) -> str:
+        return f"raw_{self.name.replace('-', '_')}.jsonl"
+
+    def items(self, paths: Sequence[Path], settings: _S, split: str | None) -> Iterable[Item]:
+        """The items of the data ``paths`` (each of :attr:`kind`).
+
+        Raises:
+            DataFormatError: data that cannot be read, naming file, line and field.
+        """
+        raise NotImplementedError
+
+    def score(
+        self,
+        model: Any,
+        items: Sequence[Item],
+        images: Sequence[Mapping[str, Image.Image]],
+        settings: _S,
+    ) -> list[Mapping[str, Any]]:
+        """One JSON-ready record per item of a batch (``images[i]`` are ``items[i]``'s,
+        opened); the engine adds ``key`` and ``model`` and keeps them in the raw file."""
+        raise NotImplementedError
+
+    def aggregate(self, records: Sequence[Mapping[str, Any]], context: RunContext[_S]) -> _R:
+        """The typed result of one model from its records (in item order); intervals
+        from ``context.mean_interval``."""
+        raise NotImplementedError
+
+    def render(self, result: _R) -> str:
+        """The markdown of one model's ``report.md`` (the engine adds the random-weights
+        note, the skipped rows and the figures)."""
+        raise NotImplementedError
+
+    def figures(self, result: _R) -> Mapping[str, Figure]:
+        """Figures of one model's result, by file stem (saved as PNG and SVG under
+        ``plots/``); none by default."""
+        return {}
+
+    def compare(self, results: Sequence[_R]) -> str:
+        """The markdown putting several models' results side by side."""
+        raise NotImplementedError
+
+    def headline(self, result: _R) -> dict[str, Any]:
+        """The few numbers ``evaluate --json`` and ``report --json`` print for a model."""
+        raise NotImplementedError
