@@ -248,3 +248,28 @@ def test_kinds_are_sniffed_with_the_fallback_last(monkeypatch: pytest.MonkeyPatc
     built_in = [kind.name for kind in BUILT_IN]
     assert list(REGISTRY.all()) == [*built_in, "odd"]
     assert list(kinds()) == ["odd", *built_in] and built_in[-1] == "visogender"
+
+
+def test_result_classes_are_a_registry_too() -> None:
+    from contrastkit.results import ContrastResult, StereotypeResult, registered_results
+    from contrastkit.results.base import RESULT_CLASSES, register_result
+
+    assert registered_results()["contrast"] is ContrastResult
+    assert register_result("contrast", ContrastResult) is ContrastResult  # the same again
+    with pytest.raises(ConfigError) as caught:
+        register_result("contrast", StereotypeResult)
+    assert str(caught.value) == (
+        "result class of task 'contrast' of contrastkit.results.stereotype.StereotypeResult "
+        "is already registered (by contrastkit.results.contrast.ContrastResult); choose "
+        "another task name"
+    )
+    with pytest.raises(TypeError, match="not a Result subclass"):
+        register_result("x", dict)  # type: ignore[arg-type]
+    before = dict(RESULT_CLASSES.records)
+    try:
+        register_result("contrast", StereotypeResult, replace_existing=True)
+        assert registered_results()["contrast"] is StereotypeResult
+        assert list(registered_results()) == list(before)  # it keeps its place
+    finally:
+        RESULT_CLASSES.records.clear()
+        RESULT_CLASSES.records.update(before)

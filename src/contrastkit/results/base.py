@@ -24,12 +24,15 @@ from typing import Any, ClassVar, Literal, TypeVar, Union, get_args, get_origin,
 
 from contrastkit.errors import DataFormatError
 from contrastkit.records import read_json_object
+from contrastkit.registry import Registry
 
 __all__ = [
+    "RESULT_CLASSES",
     "SCHEMA_VERSION",
     "Node",
     "NodeField",
     "Result",
+    "ResultClass",
     "key",
     "load_result",
     "matching",
@@ -372,21 +375,50 @@ class Result(Node):
         return super()._build(read, path, where)
 
 
-_REGISTRY: dict[str, type[Result]] = {}
+@dataclass(frozen=True)
+class ResultClass:
+    """One row of the result-class registry: the tree files of ``task`` are read with.
+
+    Attributes:
+        task: the ``task`` a results file records.
+        cls: the :class:`Result` subclass that reads it.
+        source: who registered it: the class's dotted name
+            (``contrastkit.results.contrast.ContrastResult``).
+    """
+
+    task: str
+    cls: type[Result]
+    source: str = ""
 
 
-def register_result(task: str, cls: type[Result]) -> type[Result]:
+#: The result classes by task (:class:`~contrastkit.registry.Registry`: no entry point
+#: group of its own; a plugin's task registers its class with :func:`register_result`).
+RESULT_CLASSES: Registry[ResultClass] = Registry(
+    "result class of task", None, ResultClass, lambda row: row.task, key_word="task name"
+)
+
+
+def register_result(
+    task: str, cls: type[Result], *, replace_existing: bool = False
+) -> type[Result]:
     """Make ``cls`` the tree that :func:`load_result` reads files of ``task`` with (a
-    plugin's own task, say). Returns ``cls``."""
+    plugin's own task, say). Returns ``cls``.
+
+    Raises:
+        TypeError: ``cls`` is not a :class:`Result` subclass.
+        ConfigError: another class reads ``task`` and ``replace_existing`` is false
+            (naming both classes).
+    """
     if not (isinstance(cls, type) and issubclass(cls, Result)):
         raise TypeError(f"register_result: {cls!r} is not a Result subclass")
-    _REGISTRY[task] = cls
+    row = ResultClass(task, cls, f"{cls.__module__}.{cls.__qualname__}")
+    RESULT_CLASSES.register(row, replace_existing=replace_existing)
     return cls
 
 
 def registered_results() -> dict[str, type[Result]]:
-    """The registered trees, by task name."""
-    return dict(_REGISTRY)
+    """The registered trees, by task name, in the order registered."""
+    return {task: row.cls for task, row in RESULT_CLASSES.all().items()}
 
 
 def result_class(task: str, *, path: str | Path | None = None) -> type[Result]:
@@ -395,12 +427,13 @@ def result_class(task: str, *, path: str | Path | None = None) -> type[Result]:
     Raises:
         DataFormatError: no tree reads ``task``.
     """
-    if task in _REGISTRY:
-        return _REGISTRY[task]
-    for cls in _REGISTRY.values():
+    registered = registered_results()
+    if task in registered:
+        return registered[task]
+    for cls in registered.values():
         if cls.TASK_PATTERN is not None and cls.accepts(task):
             return cls
-    known = ", ".join(sorted(_REGISTRY))
+    known = ", ".join(sorted(registered))
     raise DataFormatError(
         path if path is not None else _NO_PATH,
         None,

@@ -273,7 +273,7 @@ def register_protocol_task(
     from contrastkit.results.base import register_result
 
     row = register_task(task_row(task, source), replace_existing=replace_existing)
-    register_result(task.name, task.result)
+    register_result(task.name, task.result, replace_existing=replace_existing)
     return row
 
 
