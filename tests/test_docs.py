@@ -82,6 +82,7 @@ def test_the_schema_page_lists_every_task_folder_as_generated() -> None:
 
     committed = (DOCS / "reference" / "schemas.md").read_text(encoding="utf-8")
     assert schemas_page(committed) == committed, "run `python -m contrastkit.cli.reference`"
+    assert "| [gendered-words.schema.json](../schemas/gendered-words.schema.json) |" in committed
 
 
 def test_the_cli_reference_has_a_section_with_the_help_of_every_command() -> None:

@@ -1,0 +1,156 @@
+"""The gendered-word task's report: one model's markdown and figure, several models
+side by side, and the console headline."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from contrastkit.evaluators.tasks.gendered_words.result import GenderedWordsResult, VersionRates
+from contrastkit.results.common import Interval
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["comparison", "figure", "headline", "markdown"]
+
+_RATES = (
+    ("masculine_words", "with a masculine word"),
+    ("feminine_words", "with a feminine word"),
+    ("labelled_masculine", "labelled masculine"),
+    ("labelled_feminine", "labelled feminine"),
+)
+_PAIRS = (
+    ("flip_rate", "label flips with the edit"),
+    ("follows_edit", "follows the edit (M→masculine, F→feminine)"),
+    ("against_edit", "against the edit (M→feminine, F→masculine)"),
+)
+
+
+def share(value: float | None, interval: Interval | None = None) -> str:
+    """``0.42 [0.31, 0.55]``; ``n/a`` for an undefined share, the interval's reason
+    when it has none."""
+    if value is None:
+        return "n/a (no sources)"
+    text = f"{value:.2f}"
+    if interval is not None:
+        if interval.low is None or interval.high is None:
+            text += f" [n/a: {interval.reason}]" if interval.reason else " [n/a]"
+        else:
+            text += f" [{interval.low:.2f}, {interval.high:.2f}]"
+    return text
+
+
+def _version_rows(rates: VersionRates | None, version: str) -> list[str]:
+    if rates is None:
+        return []
+    return [
+        f"| {version} | {what} | {share(getattr(rates, key), getattr(rates, f'{key}_ci'))} |"
+        for key, what in _RATES
+    ] + [f"| {version} | both kinds or neither (undefined) | {share(rates.undefined)} |"]
+
+
+def _level(result: GenderedWordsResult) -> str:
+    if result.bootstrap < 1:
+        return "no intervals (evaluate with --bootstrap N)"
+    return f"{100 * result.confidence:g}% bootstrap CI over sources ({result.bootstrap} resamples)"
+
+
+def markdown(result: GenderedWordsResult) -> str:
+    """``report.md`` of one model."""
+    lines = [
+        f"# Gendered words in `{result.model}`'s descriptions",
+        "",
+        f"{result.items} contrast-set sources, each described in its masculine and its "
+        f"feminine version (at most {result.settings.get('max_new_tokens')} tokens); "
+        f"words of GenSynth Tab. 4, labels by its Sec. 3.2 rule. Intervals: {_level(result)}.",
+    ]
+    if result.sources_one_version:
+        lines += ["", f"{result.sources_one_version} sources with one version were left out."]
+    if result.note:
+        lines += ["", f"**Note:** {result.note}."]
+    lines += ["", "## Per version", "", "| version | descriptions | share |", "|---|---|---:|"]
+    lines += _version_rows(result.masculine, "masculine") + _version_rows(
+        result.feminine, "feminine"
+    )
+    lines += ["", "## Per source", "", "| what | share |", "|---|---:|"]
+    lines += [
+        f"| {what} | {share(getattr(result, key), getattr(result, f'{key}_ci'))} |"
+        for key, what in _PAIRS
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _rate(rates: VersionRates | None, key: str) -> str:
+    if rates is None:
+        return share(None)
+    return share(getattr(rates, key), getattr(rates, f"{key}_ci"))
+
+
+def comparison(results: Sequence[GenderedWordsResult]) -> str:
+    """Several models side by side."""
+    lines = [
+        "## Gendered words in descriptions of contrast sets",
+        "",
+        "| model | sources | M version: masc. word | F version: fem. word | flips | follows edit |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        masc_word = _rate(r.masculine, "masculine_words")
+        fem_word = _rate(r.feminine, "feminine_words")
+        weights = " (random weights)" if r.random_weights else ""
+        lines.append(
+            f"| `{r.model}`{weights} | {r.items} | {masc_word} | {fem_word} "
+            f"| {share(r.flip_rate, r.flip_rate_ci)} | {share(r.follows_edit, r.follows_edit_ci)} |"
+        )
+    notes = [f"- `{r.model}`: {r.note}" for r in results if r.note]
+    if notes:
+        lines += ["", *notes]
+    return "\n".join(lines) + "\n"
+
+
+def headline(result: GenderedWordsResult) -> dict[str, Any]:
+    """``task``, ``model``, ``sources``, ``random_weights``, and per version the shares
+    with masculine / feminine words, the flip rate and the share following the edit."""
+    found: dict[str, Any] = {
+        "task": result.task, "model": result.model, "sources": result.items,
+        "random_weights": result.random_weights,
+    }  # fmt: skip
+    for version in ("masculine", "feminine"):
+        rates = getattr(result, version)
+        for key in ("masculine_words", "feminine_words"):
+            found[f"{version}_version_{key}"] = getattr(rates, key) if rates else None
+    found.update(flip_rate=result.flip_rate, follows_edit=result.follows_edit)
+    return found
+
+
+def figure(result: GenderedWordsResult) -> Figure:
+    """Per version, the share of descriptions with masculine and with feminine words
+    (bars coloured by the gender of the word, bootstrap error bars)."""
+    from contrastkit.evaluators.report import figures as fig
+
+    data = result.to_json()
+    figure, [axis] = fig.new_figure(5.2, 3.4)
+    errors: list[tuple[float, float, float]] = []
+    positions, colours = [], []
+    for v, version in enumerate(("masculine", "feminine")):
+        rates = data.get(version) or {}
+        for w, word in enumerate(("masculine", "feminine")):
+            errors.append(fig.interval_error(rates, f"{word}_words"))
+            positions.append(v * 3 + w)
+            colours.append(fig.PALETTE[word])
+    bars = fig.draw_bars(axis, positions, errors, color=colours, width=0.9)
+    fig.label_bars(axis, bars, errors)
+    axis.set_xticks([0.5, 3.5], ["masculine version", "feminine version"], fontsize=fig.FONT)
+    axis.set_ylabel("share of descriptions", fontsize=fig.FONT)
+    axis.set_ylim(0, 1.15)
+    fig.style_axis(axis)
+    title = fig.figure_title(
+        data, result.model, "Gendered words in descriptions", f"{result.items} sources"
+    )
+    fig.suptitle(figure, title, data)
+    level = fig.interval_level([data.get("masculine"), data.get("feminine")])
+    handles = [*fig.lean_handles("with a masculine word", "with a feminine word"),
+               fig.interval_handle(level, "over sources")]  # fmt: skip
+    fig.add_legend(figure, handles, ncols=3)
+    return figure
