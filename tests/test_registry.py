@@ -250,6 +250,18 @@ def test_kinds_are_sniffed_with_the_fallback_last(monkeypatch: pytest.MonkeyPatc
     assert list(kinds()) == ["odd", *built_in] and built_in[-1] == "visogender"
 
 
+def test_a_kind_takes_its_functions_themselves_or_their_import_paths(tmp_path: Path) -> None:
+    from contrastkit.kinds import BUILT_IN, DatasetKind
+
+    seen: list[Path] = []
+    direct = DatasetKind("seen", "a seen path", "seen paths", lambda p: seen.append(p) or True)
+    assert direct.matches(tmp_path) and seen == [tmp_path]
+    assert DatasetKind("dir", "a folder", "folders", "os.path:isdir").matches(tmp_path)
+    assert not BUILT_IN[1].matches(tmp_path)  # contrast: is_contrast_export, no string
+    with pytest.raises(ConfigError, match="must be a function or 'module:function', not 3"):
+        DatasetKind("bad", "x", "xs", "os.path:isdir", card=3)  # type: ignore[arg-type]
+
+
 def test_result_classes_are_a_registry_too() -> None:
     from contrastkit.results import ContrastResult, StereotypeResult, registered_results
     from contrastkit.results.base import RESULT_CLASSES, register_result

@@ -84,20 +84,24 @@ class DatasetKind:
             build before its export), tried before :attr:`detect` by
             :func:`detect_source`.
         source: the distribution that registered it.
+
+    Every function is the function itself or its import path, ``"module:function"``
+    (imported when first called: what the built-in kinds use for functions in modules
+    above this one, or heavy to import).
     """
 
     name: str
     title: str
     plural: str
-    detect: str
+    detect: str | Callable[..., Any]
     recorded: tuple[str, ...] = ()
     task: str | None = None
-    url_table: str | None = None
+    url_table: str | Callable[..., Any] | None = None
     rewrites_urls: bool = False
-    export: str | None = None
-    features: str | None = None
-    card: str | None = None
-    builds: str | None = None
+    export: str | Callable[..., Any] | None = None
+    features: str | Callable[..., Any] | None = None
+    card: str | Callable[..., Any] | None = None
+    builds: str | Callable[..., Any] | None = None
     source: str = "contrastkit"
 
     def __post_init__(self) -> None:
@@ -105,13 +109,16 @@ class DatasetKind:
             raise ConfigError(f"dataset kind name {self.name!r}: a word")
         for field_name in ("detect", "url_table", "export", "features", "card", "builds"):
             path = getattr(self, field_name)
-            if path is not None and not is_import_path(path):
+            usable = callable(path) or (isinstance(path, str) and is_import_path(path))
+            if path is not None and not usable:
                 raise ConfigError(
-                    f"dataset kind {self.name!r}: {field_name} must be 'module:function', "
-                    f"not {path!r}"
+                    f"dataset kind {self.name!r}: {field_name} must be a function or "
+                    f"'module:function', not {path!r}"
                 )
 
-    def _function(self, path: str) -> Callable[..., Any]:
+    def _function(self, path: str | Callable[..., Any]) -> Callable[..., Any]:
+        if callable(path):
+            return path
         return resolve(path, f"dataset kind {self.name!r} ({self.source})")
 
     def matches(self, path: Path) -> bool:
@@ -155,44 +162,6 @@ class DatasetKind:
         return self.builds is not None and bool(self._function(self.builds)(Path(path)))
 
 
-#: The built-in kinds, in the order they are sniffed (VisoGender last: anything else is
-#: read as official-format TSVs, whose reader says precisely what is wrong).
-BUILT_IN: tuple[DatasetKind, ...] = (
-    DatasetKind(
-        "stereotype", "a stereotype probe set",
-        "stereotype probe sets (a probe TSV / JSONL, a `contrastkit build stereoset` folder "
-        "or its export)", "contrastkit.probes:is_probe_set",
-        recorded=("stereotype",), task="stereotype",
-        url_table="contrastkit.curation.integrity:ProbeTable.read",
-        export="contrastkit.builders.export:export_stereotype_kind",
-        features="contrastkit.builders.export:stereotype_config_features",
-        card="contrastkit.data_cards:render_card",
-    ),
-    DatasetKind(
-        "contrast", "a contrast set", "contrast sets", "contrastkit.kinds:is_contrast_export",
-        recorded=("gensynth", "genswap", "originals"), task="contrast",
-        export="contrastkit.builders.export:export_contrast_kind",
-        features="contrastkit.builders.export:contrast_config_features",
-        card="contrastkit.builders.export:contrast_card",
-        builds="contrastkit.kinds:is_contrast_build",
-    ),
-    DatasetKind(
-        "zero-shot", "a Visual Genome or COCO folder", "Visual Genome or COCO folders",
-        "contrastkit.kinds:is_grouped_folder",
-        task="zero-shot-disparity",
-    ),
-    DatasetKind(
-        "visogender", "a VisoGender-style set", "VisoGender-style data",
-        "contrastkit.kinds:is_visogender",
-        recorded=("visogender",), task="visogender",
-        url_table="contrastkit.tsv:read_visogender_tsv", rewrites_urls=True,
-        export="contrastkit.builders.export:export_visogender_kind",
-        features="contrastkit.builders.export:visogender_config_features",
-        card="contrastkit.data_cards:render_card",
-    ),
-)  # fmt: skip
-
-
 def is_contrast_export(path: Path) -> bool:
     """A ``contrastkit export contrast`` folder: its dataset is ``saved/contrast``."""
     return (Path(path) / "saved" / "contrast").is_dir()
@@ -218,6 +187,43 @@ def is_visogender(path: Path) -> bool:
     """The fallback: a file (official-format TSV), a folder of TSVs, or any export."""
     return True
 
+
+#: The built-in kinds, in the order they are sniffed (VisoGender last: anything else is
+#: read as official-format TSVs, whose reader says precisely what is wrong).
+BUILT_IN: tuple[DatasetKind, ...] = (
+    DatasetKind(
+        "stereotype", "a stereotype probe set",
+        "stereotype probe sets (a probe TSV / JSONL, a `contrastkit build stereoset` folder "
+        "or its export)", "contrastkit.probes:is_probe_set",
+        recorded=("stereotype",), task="stereotype",
+        url_table="contrastkit.curation.integrity:ProbeTable.read",
+        export="contrastkit.builders.export:export_stereotype_kind",
+        features="contrastkit.builders.export:stereotype_config_features",
+        card="contrastkit.data_cards:render_card",
+    ),
+    DatasetKind(
+        "contrast", "a contrast set", "contrast sets", is_contrast_export,
+        recorded=("gensynth", "genswap", "originals"), task="contrast",
+        export="contrastkit.builders.export:export_contrast_kind",
+        features="contrastkit.builders.export:contrast_config_features",
+        card="contrastkit.builders.export:contrast_card",
+        builds=is_contrast_build,
+    ),
+    DatasetKind(
+        "zero-shot", "a Visual Genome or COCO folder", "Visual Genome or COCO folders",
+        is_grouped_folder,
+        task="zero-shot-disparity",
+    ),
+    DatasetKind(
+        "visogender", "a VisoGender-style set", "VisoGender-style data",
+        is_visogender,
+        recorded=("visogender",), task="visogender",
+        url_table="contrastkit.tsv:read_visogender_tsv", rewrites_urls=True,
+        export="contrastkit.builders.export:export_visogender_kind",
+        features="contrastkit.builders.export:visogender_config_features",
+        card="contrastkit.data_cards:render_card",
+    ),
+)  # fmt: skip
 
 #: The registry of dataset kinds (:class:`~contrastkit.registry.Registry`): the built-in
 #: ones, then those of installed plugins, then those of :func:`register_kind`.
