@@ -1,11 +1,12 @@
 """The ``"module:function"`` strings of the built-in registries (issue 45: 70 of them in
 kinds.py, models/families.py, curation/editor_families.py and evaluators/tasks/
-registry.py; 66 once the built-in kinds named their own module's functions directly)
-are out of reach of mypy and of the import contracts. These tests hold them to both:
-each one imports (``contrastkit.plugins.resolve``), and each names a module its
+registry.py; 64 once the built-in kinds named the light functions of their own layer
+directly) are out of reach of mypy and of the import contracts. These tests hold them to
+both: each one imports (``contrastkit.plugins.resolve``), and each names a module its
 registry's module may import by the layer order of pyproject.toml, or is listed below
-with the reason it cannot. The rest stay strings so that the tables import nothing heavy
-(``contrastkit --help`` imports no torch, jinja2 or datasets)."""
+with the reason it cannot. The rest stay strings because they name modules that are
+heavy to import (torch, transformers, diffusers, datasets, jinja2) or above the
+registry's layer, and the tables must import nothing heavy (``contrastkit --help``)."""
 
 from __future__ import annotations
 

@@ -30,7 +30,9 @@ from typing import Any
 
 from contrastkit.errors import ConfigError, DataFormatError
 from contrastkit.plugins import is_import_path, resolve
+from contrastkit.probes import is_probe_set
 from contrastkit.registry import Registry
+from contrastkit.tsv import read_visogender_tsv
 
 __all__ = [
     "BUILT_IN",
@@ -194,7 +196,7 @@ BUILT_IN: tuple[DatasetKind, ...] = (
     DatasetKind(
         "stereotype", "a stereotype probe set",
         "stereotype probe sets (a probe TSV / JSONL, a `contrastkit build stereoset` folder "
-        "or its export)", "contrastkit.probes:is_probe_set",
+        "or its export)", is_probe_set,
         recorded=("stereotype",), task="stereotype",
         url_table="contrastkit.curation.integrity:ProbeTable.read",
         export="contrastkit.builders.export:export_stereotype_kind",
@@ -218,7 +220,7 @@ BUILT_IN: tuple[DatasetKind, ...] = (
         "visogender", "a VisoGender-style set", "VisoGender-style data",
         is_visogender,
         recorded=("visogender",), task="visogender",
-        url_table="contrastkit.tsv:read_visogender_tsv", rewrites_urls=True,
+        url_table=read_visogender_tsv, rewrites_urls=True,
         export="contrastkit.builders.export:export_visogender_kind",
         features="contrastkit.builders.export:visogender_config_features",
         card="contrastkit.data_cards:render_card",
