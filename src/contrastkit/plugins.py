@@ -1,8 +1,9 @@
 """Plugins: what other installed packages add to contrastkit through entry points.
 
 A package adds model families (group ``contrastkit.models``), evaluation tasks
-(``contrastkit.tasks``) or dataset kinds (``contrastkit.kinds``) by naming an object in
-its ``pyproject.toml``; the registries read the groups on first use. This module only
+(``contrastkit.tasks``), dataset kinds (``contrastkit.kinds``) or editor families
+(``contrastkit.editors``) by naming an object in its ``pyproject.toml``; the registries
+(:class:`contrastkit.registry.Registry`) read the groups on first use. This module only
 finds and imports those objects: what each must be is the registry's business.
 """
 
