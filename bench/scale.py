@@ -4,6 +4,7 @@
     python bench/scale.py --quick          # 2k and 10k edits (< 1 min)
     python bench/scale.py --part select --sizes 1000 5000
     python bench/scale.py --part export --image-size 64
+    python bench/scale.py --part project --cost-edits 4   # seconds: costs over 4 edits
 
 **select** (``--part select``): for each size, a synthetic filtered GenSynth build is
 written (16 edits per source, 8 per gender, filter scores drawn at random, no images:
@@ -499,10 +500,11 @@ def per_edit_costs(image_format: str, edits: int = 48) -> dict[str, float]:
     return {"encode": encode, "write": write, "bytes": sum(map(len, encoded)) / edits}
 
 
-def run_projection(gpus: list[int], rates: dict[int, float]) -> None:
-    """Print the projected wall time of the paper's run on each number of GPUs."""
+def run_projection(gpus: list[int], rates: dict[int, float], edits: int = 48) -> None:
+    """Print the projected wall time of the paper's run on each number of GPUs, the costs
+    per edit measured over ``edits`` edits."""
     print("## projection of the paper's run (184,656 edits x 500 steps)")
-    costs = {fmt: per_edit_costs(fmt) for fmt in ("webp", "png")}
+    costs = {fmt: per_edit_costs(fmt, edits) for fmt in ("webp", "png")}
     for fmt, cost in costs.items():
         print(f"- {fmt}: encode {1000 * cost['encode']:.1f} ms/edit (beside the editor), "
               f"driver write {1000 * cost['write']:.1f} ms/edit, "
@@ -539,6 +541,8 @@ def main() -> None:
     parser.add_argument("--image-size", type=int, default=64, help="JPEG side in px")
     parser.add_argument("--quality-sample", type=int, default=2000, help="images per set")
     parser.add_argument("--workdir", type=Path, help="where builds go (default: a temp dir)")
+    parser.add_argument("--cost-edits", type=int, default=48,
+                        help="edits the projection's per-edit costs are measured over")  # fmt: skip
     args = parser.parse_args()
     sizes = args.sizes or ([2_000, 10_000] if args.quick else [10_000, 50_000, 200_000])
     print(
@@ -557,7 +561,7 @@ def main() -> None:
         rates = H100_EDIT_STEPS_PER_S
         if args.edit_steps_per_s:
             rates = dict(zip((256, 512), args.edit_steps_per_s, strict=True))
-        run_projection(args.gpus, rates)
+        run_projection(args.gpus, rates, args.cost_edits)
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ SMOKE: dict[str, list[list[str]]] = {
     "scale.py": [["--part", "select", "--sizes", "32", "--quality-sample", "16"],
                  ["--part", "export", "--sizes", "32", "--image-size", "16"],
                  ["--part", "writer", "--sizes", "32", "--image-size", "16"],
-                 ["--part", "project"]],
+                 ["--part", "project", "--cost-edits", "4"]],
     "startup.py": [["--runs", "1"]],
     "storage.py": [["--smoke"]],
     "urls.py": [["--n", "40", "--sequential-n", "10", "--latency", "0.01", "--hosts", "2",
