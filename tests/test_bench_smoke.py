@@ -24,7 +24,7 @@ SMOKE: dict[str, list[list[str]]] = {
     "blocked.py": [["--images", "400", "--queries", "40", "--pool", "40"]],
     "bootstrap.py": [["--resamples", "20"]],
     "composite.py": [["--repeats", "1"]],
-    "edit.py": [["--families", "--device", "cpu", "--edits", "2", "--steps", "1"]],
+    "edit.py": [["--families", "--device", "cpu", "--edits", "1", "--batch", "1", "--steps", "1"]],
     "edit_invariance.py": [["--smoke"]],
     "embed.py": [["--smoke"]],
     "eval.py": [["--smoke"]],
