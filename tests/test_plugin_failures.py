@@ -136,3 +136,17 @@ def test_a_plugin_function_whose_module_exits_at_import_is_named(tmp_path: Path)
     assert "dataset kind 'odd' (bad-plug:thing)" in run.stderr
     assert "badexit:detect does not import: SystemExit" in run.stderr
     assert "Traceback" not in run.stderr and not (tmp_path / "export").exists()
+
+
+def test_a_plugin_task_on_the_protocol_without_a_result_class_is_named(tmp_path: Path) -> None:
+    """A protocol task declared incompletely (no result class) is the plugin error of
+    every other bad plugin: named, how to be rid of it, what is missing."""
+    site = plugin(tmp_path / "site", "contrastkit.tasks", (
+        "from contrastkit import extend\n"
+        "class Half(extend.Task):\n"
+        "    name, kind = 'half', 'contrast'\n"
+        "THING = Half()\n"
+    ))  # fmt: skip
+    run = contrastkit(site, "evaluate", "--help")
+    named(run)
+    assert "set its 'result' class attribute" in run.stderr

@@ -106,16 +106,34 @@ def test_families_are_checked_when_made_and_registered() -> None:
         ModelFamily("x", "dual", "x", "x:y", "not a path")
 
 
+def pip_install(site: Path, tmp_path: Path) -> Path:
+    """Install the example plugin into ``site`` from its own distribution: pip builds it
+    from a copy of tests/plugin_example (its pyproject.toml) and installs the wheel, as
+    a user's ``pip install`` would; contrastkit itself is the one already installed."""
+    source = shutil.copytree(PLUGIN, tmp_path / "plugin-source")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+         "--no-build-isolation", "--target", str(site), str(source)],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    return site
+
+
 @pytest.mark.slow
 def test_a_plugin_kind_and_task_are_evaluated_and_compared(
-    tmp_path: Path, tiny_clip_spec: str
+    tmp_path: Path, tiny_clip_spec: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The example package's caption-pairs kind and caption-preference task: `evaluate`
-    recognises the data and runs the task, its headline is printed, and `report` puts its
-    results side by side, all without a line of contrastkit changed."""
+    """The example package's caption-pairs kind and caption-preference task, written on
+    the task protocol with the public API only: `evaluate` recognises the data and runs
+    the task with its own option, its result fits its schema and has intervals and a
+    figure, a rerun resumes, and `report` puts its results side by side, all without a
+    line of contrastkit changed."""
+    import jsonschema
     from PIL import Image
 
-    site = install(tmp_path / "site")
+    from contrastkit.results.schema import json_schema
+
+    site = pip_install(tmp_path / "site", tmp_path)
     data = tmp_path / "pairs"
     data.mkdir()
     lines = ["image\tmasculine\tfeminine"]
@@ -130,35 +148,72 @@ def test_a_plugin_kind_and_task_are_evaluated_and_compared(
     assert "masculine preferred" in run.stdout and "random weights" in run.stdout
     [folder] = [p for p in (tmp_path / "out").iterdir() if p.is_dir()]
     benchmark = json.loads((folder / "benchmark.json").read_text())
-    assert benchmark["task"] == "caption-preference" and benchmark["summary"]["images"] == 3
-    share = benchmark["summary"]["figures"]["masculine preferred"]
+    assert benchmark["task"] == "caption-preference" and benchmark["items"] == 3
+    share = benchmark["masculine_preferred"]
     assert share in (0.0, 1 / 3, 2 / 3, 1.0)
+    assert benchmark["masculine_preferred_ci"]["resamples"] == 1000  # the engine's bootstrap
+    assert benchmark["random_weights"] is True and benchmark["settings"] == {"template": "{}"}
+    assert (folder / "plots" / "caption_preference.png").stat().st_size > 0
+    assert "plots/caption_preference.png" in (folder / "report.md").read_text()
 
-    # the task has its own command, with the options every task command has
-    named = contrastkit(site, "evaluate", "caption-preference", "--data", data, "--model",
-                        tiny_clip_spec, "--out", tmp_path / "named", "--device", "cpu")  # fmt: skip
-    assert named.returncode == 0, named.stderr[-3000:]
-    [again] = [p for p in (tmp_path / "named").iterdir() if p.is_dir()]
-    assert json.loads((again / "benchmark.json").read_text()) == benchmark
-    listed = contrastkit(site, "evaluate", "--help")
-    assert listed.returncode == 0 and "caption-preference" in listed.stdout
+    # the task has its own command: the options every task command has and its own
     own = contrastkit(site, "evaluate", "caption-preference", "--help")
     assert own.returncode == 0, own.stderr
     assert "--device" in own.stdout and "--allow-download" in own.stdout
-    assert "caption-pairs folders" in own.stdout and "--neutral" not in own.stdout
+    assert "--template" in own.stdout and "--bootstrap" in own.stdout
+    assert "caption-pairs folder" in own.stdout and "--neutral" not in own.stdout
+    named = contrastkit(site, "evaluate", "caption-preference", "--data", data, "--model",
+                        tiny_clip_spec, "--out", tmp_path / "out", "--device", "cpu",
+                        "--json")  # fmt: skip
+    assert named.returncode == 0, named.stderr[-3000:]
+    assert json.loads(named.stdout)[0]["reused_records"] == 3  # resumed
+    assert json.loads((folder / "benchmark.json").read_text()) == benchmark
+    templated = contrastkit(site, "evaluate", "caption-preference", "--data", data, "--model",
+                            tiny_clip_spec, "--out", tmp_path / "t", "--device", "cpu",
+                            "--template", "a photo of {}")  # fmt: skip
+    assert templated.returncode == 0, templated.stderr[-3000:]
+    [other] = [p for p in (tmp_path / "t").iterdir() if p.is_dir()]
+    assert json.loads((other / "benchmark.json").read_text())["settings"] == {
+        "template": "a photo of {}"
+    }
+    refused = contrastkit(site, "evaluate", "caption-preference", "--data", data, "--model",
+                          tiny_clip_spec, "--template", "no slot")  # fmt: skip
+    assert refused.returncode == 2 and "template: must hold" in refused.stderr
     wrong = contrastkit(site, "evaluate", "caption-preference", "--data", data, "--model",
                         tiny_clip_spec, "--k", "3")  # fmt: skip
     assert wrong.returncode == 2 and "No such option: --k" in wrong.stderr
 
-    shown = contrastkit(site, "report", folder, "--json")
+    shown = contrastkit(site, "report", folder, other, "--json")
     assert shown.returncode == 0, shown.stderr[-3000:]
-    [headline] = json.loads(shown.stdout)  # the headlines, one per result
-    assert headline == {"task": "caption-preference", "model": tiny_clip_spec,
-                        "masculine preferred": share}  # fmt: skip
+    first, _ = json.loads(shown.stdout)  # the headlines, one per result
+    assert first == {"task": "caption-preference", "model": tiny_clip_spec, "images": 3,
+                     "masculine preferred": share}  # fmt: skip
     table = contrastkit(site, "report", folder)
-    assert "## Caption preference" in table.stdout and f"| {share:.2f} |" in table.stdout
+    assert "## Caption preference" in table.stdout and f"| {share:.2f} [" in table.stdout
 
     # without the plugin the same folder is no dataset contrastkit reads
     bare = contrastkit(tmp_path / "nothing", "evaluate", "--data", data, "--model",
                        tiny_clip_spec, "--out", tmp_path / "bare")  # fmt: skip
     assert bare.returncode == 2
+
+    # its benchmark.json fits the JSON schema generated from its result class
+    monkeypatch.syspath_prepend(str(site))
+    from contrastkit_example_plugin.preference import PreferenceResult
+
+    jsonschema.validate(benchmark, json_schema(PreferenceResult))
+
+
+def test_the_example_plugin_uses_only_the_public_extension_api() -> None:
+    """Every contrastkit import of the example plugin is `contrastkit.extend` (or the
+    package itself): what a plugin needs is public, nothing internal is reached for."""
+    import ast
+
+    imported = set()
+    for path in (PLUGIN / "contrastkit_example_plugin").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                imported.add(node.module)
+            elif isinstance(node, ast.Import):
+                imported.update(alias.name for alias in node.names)
+    ours = {name for name in imported if name.split(".")[0] == "contrastkit"}
+    assert ours == {"contrastkit", "contrastkit.extend"}

@@ -31,6 +31,7 @@ from __future__ import annotations
 from typing import Any
 
 from contrastkit.curation.editor_families import EditorFamily, register_editor
+from contrastkit.errors import ConfigError, ContrastkitError, DataFormatError
 from contrastkit.evaluators.engine import (
     ImageRef,
     Item,
@@ -47,6 +48,9 @@ from contrastkit.results.base import Node, Result, key
 from contrastkit.results.common import Interval
 
 __all__ = [
+    "ConfigError",
+    "ContrastkitError",
+    "DataFormatError",
     "DatasetKind",
     "EditorFamily",
     "ImageRef",

@@ -75,9 +75,12 @@ def entry_point_objects(group: str) -> list[tuple[str, Any]]:
     return sorted(found, key=lambda pair: pair[0])
 
 
-def plugin_records(group: str, record: type[_R]) -> list[tuple[str, _R]]:
+def plugin_records(
+    group: str, record: type[_R], adapt: Callable[[Any], Any] | None = None
+) -> list[tuple[str, _R]]:
     """``(source, record)`` for every record the entry points of ``group`` give: each
-    gives one ``record`` instance or an iterable of them.
+    gives one ``record`` instance or an iterable of them (each first passed through
+    ``adapt``, when given: what turns another declaration into a record).
 
     Raises:
         ConfigError: an entry point that does not import, gives anything else, or gives
@@ -101,6 +104,13 @@ def plugin_records(group: str, record: type[_R]) -> list[tuple[str, _R]]:
         else:
             given = [value]
         for one in given:
+            if adapt is not None:
+                try:
+                    one = adapt(one)
+                except ConfigError as error:  # an incomplete declaration, named
+                    raise _broken(
+                        source, group, "gives a declaration that is refused", error
+                    ) from error
             if not isinstance(one, record):
                 raise ConfigError(
                     f"plugin {source} (entry point group {group}) gave "
@@ -115,6 +125,7 @@ def register_plugins(
     record: type[_R],
     register: Callable[[str, _R], object],
     name: Callable[[_R], str],
+    adapt: Callable[[Any], Any] | None = None,
 ) -> dict[str, ConfigError]:
     """Register every record of ``group``'s plugins (:func:`plugin_records`) with
     ``register(source, record)``. A record whose name is taken (``register`` raises a
@@ -126,7 +137,7 @@ def register_plugins(
         ConfigError: as :func:`plugin_records`.
     """
     conflicts: dict[str, ConfigError] = {}
-    for source, one in plugin_records(group, record):
+    for source, one in plugin_records(group, record, adapt):
         try:
             register(source, one)
         except ConfigError as error:

@@ -92,6 +92,8 @@ class Registry(Mapping[str, _R], Generic[_R]):
         source: who registered a record (:func:`record_source`).
         sourced: the record with another source (:func:`with_source`): what a plugin's
             record is registered as, its source ``DISTRIBUTION:ENTRY-POINT``.
+        adapt: turns what an entry point gives into a record before it is checked (a
+            task written on the protocol into its registry row); ``None``: as given.
         discover: a function run once, on first use, before the plugins are read, that
             registers further built-in records (:meth:`register` inside it reads no
             plugins): built-in records found rather than listed (the task folders).
@@ -106,6 +108,7 @@ class Registry(Mapping[str, _R], Generic[_R]):
     source: Callable[[Any], str] = record_source
     sourced: Callable[[_R, str], _R] = with_source
     discover: Callable[[], object] | None = None
+    adapt: Callable[[Any], Any] | None = None
     _records: dict[str, _R] = field(init=False, repr=False)
     _conflicts: dict[str, ConfigError] = field(init=False, repr=False, default_factory=dict)
     _loaded: bool = field(init=False, repr=False, default=False)
@@ -169,7 +172,7 @@ class Registry(Mapping[str, _R], Generic[_R]):
                 self.discover()
             if self.group is not None:
                 self._conflicts.update(
-                    register_plugins(self.group, self.record, self._plugin, self.key)
+                    register_plugins(self.group, self.record, self._plugin, self.key, self.adapt)
                 )
         except ConfigError as error:
             self._broken = error

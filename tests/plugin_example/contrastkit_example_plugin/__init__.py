@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from contrastkit.models.families import LoadContext, ModelFamily
+from contrastkit.extend import LoadContext, ModelFamily
 
 __all__ = ["GREY_CLIP", "GreyScorer", "load_grey_clip"]
 

@@ -246,6 +246,21 @@ def write_outputs(task: Task[Any, Any], result: TaskResult, folder: Path) -> dic
     return files
 
 
+def console_summary(headline: Mapping[str, Any]) -> dict[str, Any]:
+    """A task's headline with the ``figures`` the console prints (each fraction or score
+    of it, not the counts, and beside a figure ``x`` its interval when the headline
+    gives ``x_ci``)."""
+    from contrastkit.results.common import Interval
+
+    figures: dict[str, Any] = {}
+    for name, value in headline.items():
+        if isinstance(value, Interval):
+            figures[name] = value.to_json()
+        elif isinstance(value, float):
+            figures[name] = value
+    return {**headline, "figures": figures}
+
+
 def _evaluate_model(
     task: Task[Any, Any], spec: str, items: list[Item], config: EvaluateConfig, run: _Run
 ) -> tuple[ModelEvaluation, TaskResult]:
@@ -269,7 +284,7 @@ def _evaluate_model(
         )
     evaluation = ModelEvaluation(
         model=spec, folder=folder, files=files, scored_images=len(items) - reused,
-        reused_records=reused, summary=task.headline(result),
+        reused_records=reused, summary=console_summary(task.headline(result)),
     )  # fmt: skip
     return evaluation, result
 

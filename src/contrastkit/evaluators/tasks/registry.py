@@ -20,6 +20,7 @@ Other packages add tasks through the ``contrastkit.tasks`` entry point group (a
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -203,8 +204,23 @@ BUILT_IN: tuple[Task, ...] = (
 #: built-in ones, then those of installed plugins, then those of :func:`register_task`.
 REGISTRY: Registry[Task] = Registry(
     "task", ENTRY_POINT_GROUP, Task, lambda one: one.name, BUILT_IN,
-    discover=lambda: folder_tasks(),
+    discover=lambda: folder_tasks(), adapt=lambda one: _as_row(one),
 )  # fmt: skip
+
+
+def _as_row(declared: object) -> object:
+    """What a ``contrastkit.tasks`` entry point gives, as a registry row: a task written
+    on the protocol becomes its row (:func:`task_row`; its result class registered);
+    anything else is checked as given."""
+    from contrastkit.evaluators.engine.protocol import Task as ProtocolTask
+    from contrastkit.results.base import register_result
+
+    if isinstance(declared, ProtocolTask):
+        row = task_row(declared)
+        with contextlib.suppress(ConfigError):  # a taken name: the row's conflict says so
+            register_result(declared.name, declared.result)
+        return row
+    return declared
 
 
 def register_task(task: Task, *, replace_existing: bool = False) -> Task:
