@@ -225,6 +225,7 @@ class Task(Generic[_S, _R]):
         example_model: a model spec the task takes (``--model``'s help shows it).
         scoring_settings: the settings fields that change a raw record (``None``: all
             of them); a record scored under other values is scored again, never reused.
+            ``()``: none does, and the records carry no fingerprint.
         raw_file: the raw records' file name in each model folder.
     """
 

@@ -129,7 +129,8 @@ def score_items(
     how many were reused and how many stored ones were scored again because their
     settings differ."""
     spec, settings, batch_size, progress = context
-    stamp = settings.fingerprint(task.scoring_settings)
+    stamped = task.scoring_settings != ()  # () : no setting changes a record, none stored
+    stamp = settings.fingerprint(task.scoring_settings) if stamped else None
     stored = read_raw(raw, spec)
     keys = {item.key for item in items}
     kept = {k: r for k, r in stored.items() if k in keys and r.get(SETTINGS_FIELD) == stamp}
@@ -151,7 +152,12 @@ def score_items(
                     f"task {task.name}: score() gave {len(scored)} records for {len(batch)} items"
                 )
             new = [
-                {**record, "key": item.key, "model": spec, SETTINGS_FIELD: stamp}
+                {
+                    **record,
+                    "key": item.key,
+                    "model": spec,
+                    **({SETTINGS_FIELD: stamp} if stamped else {}),
+                }
                 for item, record in zip(batch, scored, strict=True)
             ]
             appender.write(new)
