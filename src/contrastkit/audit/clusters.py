@@ -15,7 +15,11 @@ Lloyd iterations, the best of ``n_init`` seeded restarts). Per cluster:
   (:data:`contrastkit.audit.text.STOPWORDS`) left out: what sets the cluster apart. The
   paper uses LDA topics; this is the documented, deterministic stand-in;
 * a **2-D map**: the first two principal components of the image features (the paper
-  shows t-SNE), each image coloured by its cluster's factor.
+  shows t-SNE), each image coloured by its cluster's factor;
+* the **members**: given each image's id (and file), the first
+  :attr:`ClusterSettings.members` images of the cluster in data order, each with its
+  label, so a reader can look at the images behind a factor (``size`` says how many the
+  cluster holds in all).
 
 **Embeddings.** The paper embeds captions with RoBERTa. ``text_encoder`` is a local
 Hugging Face ``transformers`` model folder (any encoder ``AutoModel`` loads; nothing is
@@ -27,19 +31,21 @@ stand-in the report names as such.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from contrastkit.audit.data import AuditImage
 from contrastkit.audit.text import STOPWORDS, Tfidf, lsa
 from contrastkit.errors import ConfigError, ModelNotFoundError
 
 __all__ = [
     "LSA_DIMENSIONS",
     "ClusterSettings",
+    "cluster_member",
     "context_clusters",
     "encode_captions",
     "image_features",
@@ -192,6 +198,7 @@ class ClusterSettings:
         seed: seeds K-means (and the LSA's SVD).
         top_words: salient words per cluster.
         device: where the text encoder runs.
+        members: the most members listed per cluster (data order).
     """
 
     clusters: int = 20
@@ -199,26 +206,45 @@ class ClusterSettings:
     seed: int = 0
     top_words: int = 10
     device: str = "cpu"
+    members: int = 16
+
+
+def cluster_member(image: AuditImage, folder: Path) -> dict[str, Any]:
+    """An image's entry in its cluster's ``members``: ``image`` (its id) and ``file`` (its
+    file relative to the audited data's folder, ``None`` when it has no file there: a
+    contrast set's images live in its dataset, under their id ``source:gender``)."""
+    file = None
+    if image.path is not None:
+        try:
+            file = Path(image.path).relative_to(folder).as_posix()
+        except ValueError:  # not under the folder: never named
+            file = None
+    return {"image": image.image_id, "file": file}
 
 
 def context_clusters(
     captions: Sequence[Sequence[str]],
     labels: Sequence[str],
     settings: ClusterSettings | None = None,
+    members: Sequence[Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Cluster the labelled images by their neutral captions (module docstring).
 
     Args:
         captions: each image's gender-neutral captions.
         labels: each image's label; only ``masculine`` / ``feminine`` images are used.
-        settings: ``M``, the text encoder, the seed and the salient words per cluster
-            (default: :class:`ClusterSettings`).
+        settings: ``M``, the text encoder, the seed, the salient words and the members
+            listed per cluster (default: :class:`ClusterSettings`).
+        members: each image's member entry (``image``: its id; ``file``: its file
+            relative to the data's folder, or ``None``); ``None``: no members listed.
 
     Returns:
         ``embedding`` (``lsa`` or ``transformers:FOLDER``), ``M``, ``images``,
         ``masculine_share`` (overall, among clustered images), ``clusters`` (per
         cluster: ``cluster``, ``size``, ``masculine``, ``feminine``, ``masculine_share``,
-        ``factor_pp``, ``words``), and the per-image ``points`` (``x``, ``y``,
+        ``factor_pp``, ``words``, and with ``members`` given, ``members``: at most
+        ``settings.members`` entries, each with its ``label``; the section then says
+        ``members_per_cluster``), and the per-image ``points`` (``x``, ``y``,
         ``cluster``, ``label``) for the map; or ``{"skipped": reason}``.
     """
     settings = settings or ClusterSettings()
@@ -249,28 +275,35 @@ def context_clusters(
     overall_weight = np.asarray(weights.mean(axis=0)).ravel()
     rows = []
     for c in range(m):
-        members = assignment == c
-        lift = np.asarray(weights[members].mean(axis=0)).ravel() - overall_weight
+        inside = assignment == c
+        lift = np.asarray(weights[inside].mean(axis=0)).ravel() - overall_weight
         mean_weight = np.where(allowed, lift, -1.0)
         order = np.lexsort((np.arange(mean_weight.size), -mean_weight))
-        share = float(masculine[members].mean())
+        share = float(masculine[inside].mean())
         rows.append(
             {
                 "cluster": c,
-                "size": int(members.sum()),
-                "masculine": int((members & masculine).sum()),
-                "feminine": int((members & ~masculine).sum()),
+                "size": int(inside.sum()),
+                "masculine": int((inside & masculine).sum()),
+                "feminine": int((inside & ~masculine).sum()),
                 "masculine_share": share,
                 "factor_pp": 100.0 * (share - overall),
                 "words": [terms[i] for i in order[: settings.top_words] if mean_weight[i] > 0],
             }
         )
+        if members is not None:
+            listed = np.flatnonzero(inside)[: settings.members]
+            rows[-1]["members"] = [
+                {**members[int(keep[i])], "label": str(kept_labels[i])} for i in listed
+            ]
     xy = pca_2d(features)
+    listing = {} if members is None else {"members_per_cluster": settings.members}
     return {
         "embedding": embedding,
         "M": m,
         "images": int(keep.size),
         "masculine_share": overall,
+        **listing,
         "clusters": rows,
         "points": {
             "x": xy[:, 0].tolist(),

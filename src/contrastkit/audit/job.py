@@ -47,7 +47,7 @@ from contrastkit.audit.classifier import (
     ProbeSettings,
     caption_classifier,
 )
-from contrastkit.audit.clusters import ClusterSettings, context_clusters
+from contrastkit.audit.clusters import ClusterSettings, cluster_member, context_clusters
 from contrastkit.audit.composition import PAPER_COUNTS, cell_composition, composition
 from contrastkit.audit.data import AuditData, load_audit_data
 from contrastkit.config import ModelConfig
@@ -501,6 +501,7 @@ def audit(config: AuditConfig, say: Callable[[str], None] | None = None) -> Audi
                 seed=config.seed,
                 device=config.model.device or "cpu",
             ),
+            [cluster_member(image, data.source) for image in data.images],
         )
         points = found.pop("points", {})
         report["clusters"] = found

@@ -32,7 +32,13 @@ Schema; ``docs/schemas/<task>.schema.json`` are those files.
 
 from __future__ import annotations
 
-from contrastkit.results.audit import AuditReport, Composition
+from contrastkit.results.audit import (
+    AuditReport,
+    ClusterMember,
+    Composition,
+    ContextCluster,
+    ContextClusters,
+)
 from contrastkit.results.base import (
     SCHEMA_VERSION,
     Node,
@@ -61,8 +67,11 @@ from contrastkit.results.zero_shot import ConceptDisparity, ZeroShotResult
 __all__ = [
     "SCHEMA_VERSION",
     "AuditReport",
+    "ClusterMember",
     "Composition",
     "ConceptDisparity",
+    "ContextCluster",
+    "ContextClusters",
     "ContrastResult",
     "ContrastSummary",
     "DecisionFigures",

@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from contrastkit.results.base import Node, Result, register_result
+from contrastkit.results.base import Node, Result, key, register_result
 
-__all__ = ["AuditReport", "Composition"]
+__all__ = ["AuditReport", "ClusterMember", "Composition", "ContextCluster", "ContextClusters"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -25,6 +25,47 @@ class Composition(Node):
     masculine_to_feminine: float | None = None
     paper_counts: Mapping[str, int] | None = None
     cells: tuple[Mapping[str, Any], ...] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClusterMember(Node):
+    """One image of a context cluster: its id, its label and its file (relative to the
+    audited data's folder; ``None`` where the image has no file of its own, as a
+    contrast set's, whose id ``source:gender`` names its row)."""
+
+    image: str
+    label: str
+    file: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContextCluster(Node):
+    """One context cluster: its size, labels, ``ΔM`` (``factor_pp``), salient words and
+    its first members in data order (at most the section's ``members_per_cluster``;
+    ``size`` counts them all; absent in audits written before members were listed)."""
+
+    cluster: int
+    size: int
+    masculine: int
+    feminine: int
+    masculine_share: float
+    factor_pp: float
+    words: tuple[str, ...]
+    members: tuple[ClusterMember, ...] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContextClusters(Node):
+    """``clusters``: the context clusters of the neutral captions (GenSynth Tab. 6), or
+    ``{"skipped": reason}`` where the set cannot have them (then only ``skipped``)."""
+
+    skipped: str | None = None
+    embedding: str | None = None
+    m: int | None = key("M", default=None)
+    images: int | None = None
+    masculine_share: float | None = None
+    members_per_cluster: int | None = None
+    clusters: tuple[ContextCluster, ...] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,7 +86,7 @@ class AuditReport(Result):
     baselines: Mapping[str, Any] | None = None
     caption_classifier: Mapping[str, Any] | None = None
     image_probe: Mapping[str, Any] | None = None
-    clusters: Mapping[str, Any] | None = None
+    clusters: ContextClusters | None = None
     context: Mapping[str, Any] | None = None
     random_weights: bool | None = None
     weights_notes: Mapping[str, str] | None = None
