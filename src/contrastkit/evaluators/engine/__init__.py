@@ -12,6 +12,7 @@ spelling of all this is :mod:`contrastkit.extend`.
 from contrastkit.evaluators.engine.protocol import (
     ImageRef,
     Item,
+    RunConfig,
     RunContext,
     Task,
     TaskResult,
@@ -25,6 +26,7 @@ from contrastkit.evaluators.engine.run import run_task, write_outputs
 __all__ = [
     "ImageRef",
     "Item",
+    "RunConfig",
     "RunContext",
     "Task",
     "TaskResult",

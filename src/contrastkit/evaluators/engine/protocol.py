@@ -20,7 +20,7 @@ import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 import numpy as np
 
@@ -37,11 +37,13 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
     from PIL import Image
 
+    from contrastkit.config import ModelConfig
     from contrastkit.interfaces import ImageSource
 
 __all__ = [
     "ImageRef",
     "Item",
+    "RunConfig",
     "RunContext",
     "Task",
     "TaskResult",
@@ -54,6 +56,43 @@ __all__ = [
 #: folder the item came from), encoded bytes, a decoded image, or a function that
 #: returns one (an image decoded from a dataset row only when its batch is scored).
 ImageRef = typing.Union["ImageSource", Callable[[], "Image.Image"]]
+
+
+class _Intervals(Protocol):
+    @property
+    def bootstrap(self) -> int: ...
+
+    @property
+    def confidence(self) -> float: ...
+
+    @property
+    def seed(self) -> int: ...
+
+
+class RunConfig(Protocol):
+    """What the engine reads of the config it runs a task on
+    (:class:`~contrastkit.evaluators.evaluation.EvaluateConfig` has it all): the models
+    and how they run, the output folder, the split, the bootstrap and the task's own
+    settings."""
+
+    @property
+    def models(self) -> tuple[str, ...]: ...
+
+    @property
+    def model(self) -> ModelConfig: ...
+
+    @property
+    def out(self) -> Path: ...
+
+    @property
+    def split(self) -> str | None: ...
+
+    @property
+    def settings(self) -> _Intervals: ...
+
+    @property
+    def task_settings(self) -> TaskSettings | None: ...
+
 
 _HELP = "help"
 _METAVAR = "metavar"
@@ -118,6 +157,9 @@ class Item:
         data: what the task needs to score it (JSON-ready values: a caption, a label).
         source: the file or folder it came from (errors name it).
         line: its line in ``source``, if any.
+        name: how a list of rows left out for a missing image names it (its ID);
+            ``None``: its key.
+        group: the group such a list gives it (a category); empty by default.
     """
 
     key: str
@@ -125,6 +167,8 @@ class Item:
     data: Mapping[str, Any] = field(default_factory=dict)
     source: Path | None = None
     line: int | None = None
+    name: str | None = None
+    group: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -163,7 +207,7 @@ class TaskResult(Result):
 
 
 _S = TypeVar("_S", bound=TaskSettings)
-_R = TypeVar("_R", bound=TaskResult)
+_R = TypeVar("_R", bound=Result)
 
 
 @dataclass(frozen=True)
@@ -175,12 +219,21 @@ class RunContext(Generic[_S]):
         settings: the task's settings.
         bootstrap: the intervals to give the figures (:meth:`mean_interval`).
         items: the items the records belong to, in order.
+        data: the data evaluated, as the results name it.
+        skipped_rows: the rows left out because their image was not available (a task
+            offering the ``images`` options), as
+            :class:`~contrastkit.evaluators.data.SkippedRow`.
+        skip_missing: whether such rows were left out (``--skip-missing``) rather than
+            refused.
     """
 
     model: str
     settings: _S
     bootstrap: BootstrapSettings
     items: tuple[Item, ...] = ()
+    data: tuple[str, ...] = ()
+    skipped_rows: tuple[Any, ...] = ()
+    skip_missing: bool = False
 
     def mean_interval(self, values: Sequence[float] | np.ndarray) -> Interval | None:
         """The percentile bootstrap interval of the mean of ``values`` (NaN left
@@ -226,17 +279,32 @@ class Task(Generic[_S, _R]):
         scoring_settings: the settings fields that change a raw record (``None``: all
             of them); a record scored under other values is scored again, never reused.
             ``()``: none does, and the records carry no fingerprint.
+        options: the option groups of :data:`~contrastkit.evaluators.tasks.registry.
+            OPTION_GROUPS` its command offers besides its settings. With ``images``
+            (``--store``, ``--fetch``, ``--skip-missing``; ``network`` says how URLs are
+            fetched) the engine reads the image references given as strings or paths
+            the way VisoGender rows are read: local files, URLs through the image
+            store (fetched with ``--fetch``), rows without an image refused or left out
+            (:attr:`RunContext.skipped_rows`).
         raw_file: the raw records' file name in each model folder.
+
+    The result class may be a :class:`~contrastkit.results.base.Result` that is not a
+    :class:`TaskResult` (a result whose layout predates the engine): the engine then
+    stamps none of its fields, and :meth:`aggregate` fills them from the
+    :class:`RunContext`. The optional hooks :meth:`refusal`, :meth:`report`,
+    :meth:`summary` and :meth:`file_names` keep the engine's defaults unless a task
+    overrides them.
     """
 
     name: ClassVar[str]
     kind: ClassVar[str]
     capabilities: ClassVar[frozenset[str]] = frozenset()
     settings: ClassVar[type[TaskSettings]] = TaskSettings
-    result: ClassVar[type[TaskResult]]
+    result: ClassVar[type[Result]]
     description: ClassVar[str] = ""
     example_model: ClassVar[str] = ""
     scoring_settings: ClassVar[tuple[str, ...] | None] = None
+    options: ClassVar[tuple[str, ...]] = ()
 
     @property
     def raw_file(self) -> str:
@@ -283,3 +351,23 @@ class Task(Generic[_S, _R]):
     def headline(self, result: _R) -> dict[str, Any]:
         """The few numbers ``evaluate --json`` and ``report --json`` print for a model."""
         raise NotImplementedError
+
+    def refusal(self, model: str, lacking: Sequence[str]) -> str | None:
+        """Why ``model``, which lacks the capabilities ``lacking``, cannot run the task,
+        in the task's words; ``None``: the engine's message."""
+        return None
+
+    def report(self, result: _R, figures: Sequence[Path]) -> str | None:
+        """The whole ``report.md`` of one model (``figures``: the files written under
+        ``plots/``); ``None``: :meth:`render` with the engine's additions."""
+        return None
+
+    def summary(self, result: _R) -> Mapping[str, Any] | None:
+        """What ``evaluate --json`` prints as a model's ``summary``; ``None``:
+        :meth:`headline` with the engine's ``figures``."""
+        return None
+
+    def file_names(self) -> Mapping[str, str]:
+        """Other names for the files a model's evaluation lists (``plot_STEM_png`` ->
+        ``plot``); none by default."""
+        return {}

@@ -20,7 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 from contrastkit.errors import ConfigError, DataFormatError
 from contrastkit.evaluators.bootstrap import BootstrapSettings
-from contrastkit.evaluators.engine.protocol import Item, RunContext, Task, TaskResult, TaskSettings
+from contrastkit.evaluators.engine.protocol import (
+    Item,
+    RunConfig,
+    RunContext,
+    Task,
+    TaskResult,
+    TaskSettings,
+)
 from contrastkit.evaluators.raw import RawAppender, read_raw
 from contrastkit.interfaces import progress_stage
 from contrastkit.io import atomic_write_text
@@ -28,7 +35,7 @@ from contrastkit.io import atomic_write_text
 if TYPE_CHECKING:
     from PIL import Image
 
-    from contrastkit.evaluators.evaluation import EvaluateConfig, EvaluateResult, ModelEvaluation
+    from contrastkit.evaluators.outcome import EvaluateResult, ModelEvaluation
     from contrastkit.interfaces import ProgressFactory
 
 __all__ = ["check_capabilities", "load_items", "run_task", "score_items", "task_settings"]
@@ -37,7 +44,7 @@ __all__ = ["check_capabilities", "load_items", "run_task", "score_items", "task_
 SETTINGS_FIELD = "settings"
 
 
-def task_settings(task: Task[Any, Any], config: EvaluateConfig) -> TaskSettings:
+def task_settings(task: Task[Any, Any], config: RunConfig) -> TaskSettings:
     """The task's settings in ``config`` (its defaults when none were given).
 
     Raises:
@@ -268,7 +275,7 @@ def console_summary(headline: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _evaluate_model(
-    task: Task[Any, Any], spec: str, items: list[Item], config: EvaluateConfig, run: _Run
+    task: Task[Any, Any], spec: str, items: list[Item], config: RunConfig, run: _Run
 ) -> tuple[ModelEvaluation, TaskResult]:
     from contrastkit.evaluators.outcome import ModelEvaluation, data_labels
     from contrastkit.evaluators.report.results import model_slug
@@ -305,7 +312,7 @@ class _Run:
 
 def run_task(
     task: Task[Any, Any],
-    config: EvaluateConfig,
+    config: RunConfig,
     paths: tuple[Path, ...],
     progress: ProgressFactory | None = None,
 ) -> EvaluateResult:

@@ -31,8 +31,9 @@ from contrastkit.plugins import is_import_path, resolve
 from contrastkit.registry import Registry
 
 if TYPE_CHECKING:
+    from contrastkit.evaluators.engine.protocol import RunConfig
     from contrastkit.evaluators.engine.protocol import Task as ProtocolTask
-    from contrastkit.evaluators.evaluation import EvaluateConfig, EvaluateResult
+    from contrastkit.evaluators.outcome import EvaluateResult
     from contrastkit.interfaces import ProgressFactory
 
 __all__ = [
@@ -149,7 +150,7 @@ class Task:
         return resolve(path, f"task {self.name!r} ({self.source})")
 
     def evaluate(
-        self, config: EvaluateConfig, paths: tuple[Path, ...], progress: ProgressFactory | None
+        self, config: RunConfig, paths: tuple[Path, ...], progress: ProgressFactory | None
     ) -> EvaluateResult:
         """Run the task on ``paths``."""
         return self.function("run")(config, paths, progress)  # type: ignore[no-any-return]
@@ -190,6 +191,12 @@ BUILT_IN: tuple[Task, ...] = (
         headline=f"{_E}.decisions:decisions_headline",
         compare=f"{_E}.decisions:decisions_comparison_markdown",
         result_tasks=("decisions",), options=("decisions", "bootstrap"),
+    ),
+    Task(  # reads its disparity.json itself (result_tasks empty): typed, not a benchmark
+        "zero-shot", "zero-shot", f"{_E}.zero_shot.task:evaluate_zero_shot",
+        read=f"{_E}.zero_shot.task:read_zero_shot_result",
+        headline=f"{_E}.zero_shot.comparison:zero_shot_headline",
+        compare=f"{_E}.zero_shot.comparison:zero_shot_comparison_markdown",
     ),
     Task(
         "harness", None, None,
@@ -259,7 +266,7 @@ def task_row(task: ProtocolTask[Any, Any], source: str = "contrastkit") -> Task:
     check_task(task)
 
     def run(
-        config: EvaluateConfig, paths: tuple[Path, ...], progress: ProgressFactory | None
+        config: RunConfig, paths: tuple[Path, ...], progress: ProgressFactory | None
     ) -> EvaluateResult:
         from contrastkit.evaluators.engine.run import run_task
 
@@ -337,14 +344,15 @@ def task_for_data(paths: Sequence[Path], asked: str | None = None) -> Task:
 
 def read_result(path: Path) -> tuple[Task, Any]:
     """The task whose results file ``path`` is (a ``benchmark.json``, a contrast set's
-    ``harness_results.json``, or the folder holding one), and its results: a task that
-    reads its own files (a plugin's) if one recognises it, else the file's recorded
-    ``task`` (:func:`contrastkit.evaluators.report.results.read_benchmark`, one reader
-    for every built-in task).
+    ``harness_results.json``, a zero-shot ``disparity.json``, or the folder holding
+    one), and its results: a task that reads its own files (a plugin's, a task folder's,
+    zero-shot's: typed results) if one recognises it, else the file's recorded ``task``
+    (:func:`contrastkit.evaluators.report.results.read_benchmark`, one reader for the
+    other built-in tasks).
 
     Raises:
         DataFormatError: a missing or malformed file, an unknown task, or a result that
-            is no evaluation's (an audit, a zero-shot analysis).
+            is no evaluation's (an audit).
     """
     from contrastkit.evaluators.report.results import read_benchmark
     from contrastkit.results import VisoGenderResult
