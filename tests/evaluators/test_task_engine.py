@@ -203,3 +203,20 @@ def test_a_real_tiny_blip_describes_both_versions_through_the_engine(
             assert record[version]["caption"] == expected[0]
     assert "Random weights" in (entry.folder / "report.md").read_text()
     assert json.loads((entry.folder / "benchmark.json").read_text())["random_weights"] is True
+
+
+def test_the_html_report_shows_a_protocol_tasks_results(
+    planted: str, export: Path, tmp_path: Path
+) -> None:
+    from contrastkit.evaluators.html import HtmlReportConfig, write_html_report
+
+    result = evaluate(_config(export, tmp_path / "out", f"{planted}:colour", f"{planted}:same"))
+    folders = tuple(entry.folder for entry in result.evaluations)
+    report = write_html_report(HtmlReportConfig(results=folders, out=tmp_path / "html"))
+    pages = sorted(p.name for p in (tmp_path / "html").glob("result-*.html"))
+    assert pages == [
+        f"result-gendered-words-{folder.name}.html" for folder in sorted(folders)
+    ]  # fmt: skip
+    page = (tmp_path / "html" / pages[0]).read_text()
+    assert "label flips with the edit" in page and "gendered_words" in page
+    assert report.index.is_file()

@@ -98,6 +98,7 @@ class HtmlReport:
 def _entries(paths: Sequence[Path]) -> list[Entry]:
     from contrastkit.evaluators.report.results import benchmark_file
     from contrastkit.evaluators.tasks.registry import read_result
+    from contrastkit.results.base import Result
 
     entries = []
     taken: set[str] = set()
@@ -108,6 +109,8 @@ def _entries(paths: Sequence[Path]) -> list[Entry]:
         except DataFormatError:  # a harness_results.json (or its folder)
             folder = path.parent if path.is_file() else path
         headline = task.function("headline")(results)
+        if isinstance(results, Result):  # a protocol task's typed result: its JSON here
+            results = results.to_json()
         model = str(headline.get("model") or results.get("model") or folder.name)
         slug = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{task.name}-{folder.name}").strip("-")
         while slug in taken:
