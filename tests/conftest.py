@@ -102,10 +102,56 @@ def tiny_clip_spec(tmp_path_factory: pytest.TempPathFactory) -> str:
     return tiny_open_clip(tmp_path_factory.mktemp("clip"))
 
 
+#: Fixture scopes whose value is shared by the tests of one module (or class).
+_SHARED_SCOPES = frozenset({"module", "class", "package"})
+
+
+def _uses_a_module_fixture(item: pytest.Item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(
+        defs[-1].scope in _SHARED_SCOPES
+        for name in item.fixturenames  # type: ignore[attr-defined]
+        if (defs := info.name2fixturedefs.get(name))
+    )
+
+
+try:  # pytest >= 9: a node's id is a NodeId (nodes keep it in ``_id``)
+    from _pytest.nodeid import NodeId
+except ImportError:  # pytest 8: pytest-xdist names the groups itself
+    NodeId = None  # type: ignore[assignment,misc]
+
+
+def _name_the_group(item: pytest.Item) -> None:
+    """What pytest-xdist does for ``--dist loadgroup``: the test's id gains
+    ``@GROUP``, from which the scheduler groups the tests. pytest-xdist 3.8 writes it to
+    ``item._nodeid``, which pytest 9 no longer reads (the id is ``item._id``), so without
+    this every ``xdist_group`` is ignored and the tests of a group spread over the workers."""
+    names = sorted({str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+                    for mark in item.iter_markers("xdist_group")})  # fmt: skip
+    if names and "@" not in item.nodeid.rsplit("]", 1)[-1]:
+        group = "_".join(names)
+        item._id = NodeId.parse(f"{item.nodeid}@{group}")  # type: ignore[attr-defined,union-attr]
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Modules that hold a slow test run first (each module's tests stay together, in
     order), so that on several xdist workers the long end-to-end runs start early and the
-    many short tests fill in around them instead of one long test finishing last."""
+    many short tests fill in around them instead of one long test finishing last.
+
+    The tests of a module that use a module-scoped fixture (a build, a model, a report
+    made once and read by several tests) run on one worker (an ``xdist_group`` named
+    after the module, unless they have a group already): spread over the workers, each
+    worker would make the fixture again. ``--dist loadgroup`` hands out the largest
+    groups first."""
+    for item in items:
+        if _uses_a_module_fixture(item) and not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    if getattr(config.option, "loadgroup", False) and NodeId is not None:
+        for item in items:
+            _name_the_group(item)
     slow_modules = {item.module for item in items if item.get_closest_marker("slow")}
     order = {id(item): n for n, item in enumerate(items)}
     items.sort(key=lambda item: (item.module not in slow_modules, order[id(item)]))
