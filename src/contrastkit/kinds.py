@@ -214,7 +214,7 @@ BUILT_IN: tuple[DatasetKind, ...] = (
     DatasetKind(
         "zero-shot", "a Visual Genome or COCO folder", "Visual Genome or COCO folders",
         is_grouped_folder,
-        task="zero-shot-disparity",
+        task="zero-shot",
     ),
     DatasetKind(
         "visogender", "a VisoGender-style set", "VisoGender-style data",

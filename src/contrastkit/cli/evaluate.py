@@ -59,6 +59,9 @@ if TYPE_CHECKING:
 #: --data ...`` runs it).
 AUTO = "auto"
 
+#: The zero-shot disparity task's name in the registry (its command: ``evaluate zero-shot``).
+ZERO_SHOT = "zero-shot"
+
 
 def _evaluate_config(groups: Iterable[OptionGroup], task: str | None) -> EvaluateConfig:
     """The :class:`~contrastkit.evaluators.job.EvaluateConfig` the given options
@@ -145,23 +148,20 @@ def _deprecated(old: str, new: str) -> None:
 
 
 def _auto(values: Mapping[type[OptionGroup], OptionGroup]) -> None:
-    """``contrastkit evaluate [auto] --data ...``: the data picks the task; ``--task``
-    names VisoGender's analyses, or (deprecated) the stereotype or zero-shot task."""
+    """``contrastkit evaluate [auto] --data ...``: the data picks the task (a Visual
+    Genome or COCO folder: what ``evaluate zero-shot`` does); ``--task`` names
+    VisoGender's analyses, or (deprecated) the stereotype or zero-shot task."""
     from contrastkit.errors import ConfigError
 
     values = {DataOptions if cls is AutoData else cls: group for cls, group in values.items()}
-    choice = values[TaskChoice]
-    assert isinstance(choice, TaskChoice)
+    choice, data = values[TaskChoice], values[DataOptions]
+    assert isinstance(choice, TaskChoice) and isinstance(data, DataOptions)
     with user_errors():
         tasks = _names(choice.task)
         if zs.TASK in tasks:  # per-concept zero-shot disparities
             if len(tasks) > 1:
                 raise ConfigError(f"--task: {zs.TASK} runs alone")
-            html = values.get(HtmlOptions)
-            if isinstance(html, HtmlOptions) and html.html is not None:
-                raise ConfigError("--html: the zero-shot analysis has no HTML report")
-            _deprecated(f"--task {zs.TASK}", "`contrastkit evaluate zero-shot`")
-            _zero_shot(values)
+            _zero_shot_of_auto(values, deprecated=True)
             return
         stereotype = "stereotype" in tasks
         if stereotype and len(tasks) > 1:
@@ -169,26 +169,36 @@ def _auto(values: Mapping[type[OptionGroup], OptionGroup]) -> None:
                 t for t in tasks if t != "stereotype"))  # fmt: skip
         if stereotype:
             _deprecated("--task stereotype", "`contrastkit evaluate stereotype`")
+        elif zs.data_task(data.data) == ZERO_SHOT:  # a Visual Genome or COCO folder
+            _zero_shot_of_auto(values)
+            return
     groups = [group for cls, group in values.items() if cls is not TaskChoice]
     if not stereotype:
         groups.append(AnalysesOptions(only=choice.task))
     _run("stereotype" if stereotype else None, groups)
 
 
+def _zero_shot_of_auto(
+    values: Mapping[type[OptionGroup], OptionGroup], *, deprecated: bool = False
+) -> None:
+    """``contrastkit evaluate --data VG_OR_COCO ...`` (or the ``deprecated`` ``--task
+    zero-shot-disparity``): what ``evaluate zero-shot`` does with the same options
+    (``auto`` has them all); --html is refused."""
+    from contrastkit.errors import ConfigError
+
+    html = values.get(HtmlOptions)
+    if isinstance(html, HtmlOptions) and html.html is not None:
+        raise ConfigError("--html: the zero-shot analysis has no HTML report")
+    if deprecated:
+        _deprecated(f"--task {zs.TASK}", "`contrastkit evaluate zero-shot`")
+    _zero_shot(values)
+
+
 def _zero_shot(values: Mapping[type[OptionGroup], OptionGroup]) -> None:
     """``contrastkit evaluate zero-shot``: the zero-shot disparities analysis."""
-    data, output = values[DataOptions], values[OutputOptions]
-    runtime, bootstrap = values[ModelOptions], values[BootstrapOptions]
-    options = values[zs.ZeroShotOptions]
-    assert isinstance(data, DataOptions) and isinstance(output, OutputOptions)
-    assert isinstance(runtime, ModelOptions) and isinstance(bootstrap, BootstrapOptions)
-    assert isinstance(options, zs.ZeroShotOptions)
-    with user_errors():
-        zs.run_zero_shot(
-            data=data.data, models=list(data.model or ()), split=data.split, out=output.out,
-            as_json=output.as_json, model_config=runtime.config(), bootstrap=bootstrap,
-            options=options,
-        )  # fmt: skip
+    data = values[DataOptions]
+    assert isinstance(data, DataOptions)
+    zs.run_options(data, values)
 
 
 #: What each built-in task's command says it does (a plugin's says which data it reads).
@@ -234,20 +244,12 @@ _DESCRIPTIONS = {
     """,
 }
 
-_ZERO_SHOT_HELP = """Per-concept AP and ECE gaps between men and women on a Visual Genome
-or COCO folder (the zero-shot disparities paper).
-
-Scores a model, or reads another model's --predictions. Every option in detail:
-docs/zero_shot.md.
-
-Example: contrastkit evaluate zero-shot --data vg/ --model open_clip:ViT-B-32/openai
-"""
-
 _AUTO_HELP = """The task the data calls for, with every task's options (what
 `contrastkit evaluate --data ...` runs).
 
 A VisoGender-style set gets `visogender`, a contrast-set export `contrast`, a probe set
-`stereotype`; the options the task does not use are ignored.
+`stereotype`, a Visual Genome or COCO folder `zero-shot`; the options the task does not
+use are ignored.
 
 Example: contrastkit evaluate --data visogender --model open_clip:ViT-B-32/openai
 """
@@ -359,20 +361,31 @@ app = App(
 )
 
 
+def _zero_shot_command() -> Any:
+    """``contrastkit evaluate zero-shot``: its own options (one --data folder, --model or
+    --predictions, the "Zero-shot disparity" panel, no --html) and its own printing, so
+    not :func:`task_command`'s; it runs the same analysis as the registry's row."""
+    return command_function(
+        ZERO_SHOT,
+        (ZeroShotData, OutputOptions, ModelOptions, BootstrapOptions, zs.ZeroShotOptions),
+        lambda values: _zero_shot({
+            DataOptions if cls is ZeroShotData else cls: group for cls, group in values.items()
+        }),
+        zs.HELP,
+    )  # fmt: skip
+
+
+#: The registered tasks whose command is their own rather than :func:`task_command`'s.
+_OWN_COMMANDS = {ZERO_SHOT: _zero_shot_command}
+
+
 def _built_in_commands() -> None:
     from contrastkit.evaluators.tasks.registry import BUILT_IN
 
     for task in BUILT_IN:
         if task.run is not None:
-            app.command(name=task.name)(task_command(task))
-    app.command(name="zero-shot")(command_function(
-        "zero-shot",
-        (ZeroShotData, OutputOptions, ModelOptions, BootstrapOptions, zs.ZeroShotOptions),
-        lambda values: _zero_shot({
-            DataOptions if cls is ZeroShotData else cls: group for cls, group in values.items()
-        }),
-        _ZERO_SHOT_HELP,
-    ))  # fmt: skip
+            own = _OWN_COMMANDS.get(task.name)
+            app.command(name=task.name)(own() if own is not None else task_command(task))
     app.command(name=AUTO)(
         command_function(AUTO, AUTO_GROUPS, _auto, _AUTO_HELP, {"model": model_help(AUTO)})
     )
@@ -455,7 +468,9 @@ def _print_skipped_rows(result: EvaluateResult, shown_rows: int = 3) -> None:
 
 def report(
     results: list[Path] = typer.Argument(
-        None, help="benchmark.json files, or the model folders `contrastkit evaluate` wrote."
+        None,
+        help="benchmark.json (or zero-shot disparity.json) files, or the model folders "
+        "`contrastkit evaluate` wrote.",
     ),
     out: Path | None = typer.Option(
         None,
@@ -484,7 +499,8 @@ def report(
     ),
 ) -> None:
     """Put several models' results side by side (resolution: Tab. 2; retrieval: Tab. 3;
-    retrieval with the occupation and the participant as the query's subject: Tab. 5).
+    retrieval with the occupation and the participant as the query's subject: Tab. 5;
+    zero-shot disparities: mAP per group and the concepts with an AP gap).
 
     Example:
 

@@ -7,6 +7,7 @@ the command's options onto its config and prints what it found.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -15,19 +16,30 @@ import typer
 from rich.text import Text
 
 from contrastkit.cli.common import console, plain, print_json, shown
-from contrastkit.cli.options import BootstrapOptions, OptionGroup
+from contrastkit.cli.options import BootstrapOptions, ModelOptions, OptionGroup, OutputOptions
 
 if TYPE_CHECKING:
+    from contrastkit.cli.evaluate_options import DataOptions
     from contrastkit.config import ModelConfig
     from contrastkit.evaluators.zero_shot.job import ZeroShotDisparityResult
 
-__all__ = ["TASK", "ZeroShotOptions", "run_zero_shot"]
+__all__ = ["HELP", "TASK", "ZeroShotOptions", "data_task", "run_options", "run_zero_shot"]
 
 #: The old ``--task`` value of this analysis (``contrastkit evaluate --task
 #: zero-shot-disparity``, now ``contrastkit evaluate zero-shot``).
 TASK = "zero-shot-disparity"
 
 _PANEL = "Zero-shot disparity"
+
+#: The help of ``contrastkit evaluate zero-shot``.
+HELP = """Per-concept AP and ECE gaps between men and women on a Visual Genome
+or COCO folder (the zero-shot disparities paper).
+
+Scores a model, or reads another model's --predictions. Every option in detail:
+docs/zero_shot.md.
+
+Example: contrastkit evaluate zero-shot --data vg/ --model open_clip:ViT-B-32/openai
+"""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -111,6 +123,41 @@ class ZeroShotOptions(OptionGroup):
         typer.Option("--top", min=1, help="Concepts in the top-differences tables and plots.",
                      rich_help_panel=_PANEL),
     ] = 20  # fmt: skip
+
+
+def data_task(data: Sequence[str]) -> str | None:
+    """The registered task that reads ``data`` when every item is a local folder
+    (:func:`~contrastkit.evaluators.tasks.registry.task_for_data`), else ``None``: the
+    evaluation job picks it then.
+
+    Raises:
+        ConfigError: folders of several kinds, or of a kind no task reads.
+    """
+    from contrastkit.evaluators.tasks.registry import task_for_data
+
+    paths = [Path(item) for item in data]
+    if not paths or not all(path.is_dir() for path in paths):
+        return None
+    return task_for_data(paths).name
+
+
+def run_options(data: DataOptions, values: Mapping[type[OptionGroup], OptionGroup]) -> None:
+    """``contrastkit evaluate zero-shot`` (and ``evaluate --data`` with a Visual Genome or
+    COCO folder): :func:`run_zero_shot` with the command's ``--data`` group and its other
+    option groups."""
+    from contrastkit.cli.common import user_errors
+
+    output, runtime = values[OutputOptions], values[ModelOptions]
+    bootstrap, options = values[BootstrapOptions], values[ZeroShotOptions]
+    assert isinstance(output, OutputOptions) and isinstance(runtime, ModelOptions)
+    assert isinstance(bootstrap, BootstrapOptions)
+    assert isinstance(options, ZeroShotOptions)
+    with user_errors():
+        run_zero_shot(
+            data=data.data, models=list(data.model or ()), split=data.split, out=output.out,
+            as_json=output.as_json, model_config=runtime.config(), bootstrap=bootstrap,
+            options=options,
+        )  # fmt: skip
 
 
 def run_zero_shot(

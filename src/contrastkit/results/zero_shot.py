@@ -44,13 +44,19 @@ class ZeroShotCounts(Node):
 @dataclass(frozen=True, kw_only=True)
 class ConceptDisparity(Node):
     """One concept: its positive images per group, the AP of each group by
-    ``ap_<group>`` (``ap``), their difference and its interval."""
+    ``ap_<group>`` (``ap``), their difference and its interval; where calibration was
+    computed the same for ECE (``ece_<group>``, ``ece_diff``: women - men); a ``note``
+    where its AP is 100 by construction in a group."""
 
     concept: str
     positives: Mapping[str, int] | None = None
     ap: Mapping[str, float | None] = matching(r"ap_(?!diff$|diff_ci$)\w+")
     ap_diff: float | None = None
     ap_diff_ci: Pair | None = None
+    ece: Mapping[str, float | None] = matching(r"ece_(?!diff$|diff_ci$)\w+")
+    ece_diff: float | None = None
+    ece_diff_ci: Pair | None = None
+    note: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

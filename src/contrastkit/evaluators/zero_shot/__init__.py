@@ -11,6 +11,10 @@ paper): AP and calibration gaps, and their echo in word embeddings.
 * :mod:`.consistency` — the cross-dataset colouring of Fig. 3-4.
 * :mod:`.cache` — image and prompt embeddings kept between runs (reruns and resumes).
 * :mod:`.plots` — the figures; :mod:`.report` — ``disparity.json`` and ``report.md``.
-* :mod:`.job` — :func:`~.job.zero_shot_disparity`, what ``contrastkit evaluate --task
-  zero-shot-disparity`` runs.
+* :mod:`.job` — :func:`~.job.zero_shot_disparity`, what ``contrastkit evaluate
+  zero-shot`` runs.
+* :mod:`.task` — the analysis as the task registry's ``zero-shot`` row (what
+  :func:`contrastkit.evaluators.job.evaluate` runs on a Visual Genome or COCO folder, and
+  the reader of ``disparity.json`` as the typed result); :mod:`.comparison` — its
+  headline and several results side by side (``contrastkit report``).
 """
