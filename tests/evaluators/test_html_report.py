@@ -53,7 +53,8 @@ def test_the_report_has_an_index_a_page_per_result_and_a_gallery_per_task(
 ) -> None:
     names = {p.name for p in site.glob("*.html")}
     assert {"index.html", "gallery-contrast.html", "gallery-visogender.html",
-            "gallery-decisions.html", "gallery-stereotype.html"} <= names  # fmt: skip
+            "gallery-visogender-retrieval.html", "gallery-decisions.html",
+            "gallery-stereotype.html"} <= names  # fmt: skip
     assert len([n for n in names if n.startswith("result-")]) == 4
     index = (site / "index.html").read_text(encoding="utf-8")
     assert "random weights" in index and "few items" in index
@@ -119,6 +120,46 @@ def test_visogender_cards_show_candidates_choices_and_misresolutions(site: Path)
     page = (site / "gallery-visogender.html").read_text(encoding="utf-8")
     assert "Candidates: The doctor and his patient / The doctor and her patient" in page
     assert "misresolved" in page and re.search(r"chose (his|her|their), right: (his|her)", page)
+
+
+def _retrieved(page: str) -> dict[str, list[tuple[str, str]]]:
+    """``(image idx, perceived gender)`` of each retrieval card's strip, best first, by
+    card title."""
+    found = {}
+    for card in page.split('<li class="card"')[1:]:
+        title = re.search(r'<h2 class="card-title">([^<]*)</h2>', card)
+        alts = re.findall(r"image (\w+), perceived (\w+), score", card)
+        found[title.group(1) if title else ""] = alts
+    return found
+
+
+def test_visogender_retrieval_cards_show_each_querys_top_k_with_perceived_gender(
+    results: dict[str, list[Path]], tmp_path: Path
+) -> None:
+    """Each occupation query's card shows the images the model scored highest for it
+    (raw_retrieval.jsonl), best first, K the run's largest cut-off, each with its label."""
+    [folder] = results["vg"]
+    copy = tmp_path / "result"
+    shutil.copytree(folder, copy)
+    benchmark = json.loads((copy / "benchmark.json").read_text())
+    [inner] = benchmark.values()
+    inner["metadata"]["ks"] = [1, 3]  # a top 3 out of each occupation's 4 or 8 images
+    (copy / "benchmark.json").write_text(json.dumps(benchmark))
+    report = write_html_report(HtmlReportConfig(results=(copy,), out=tmp_path / "site"))
+    page = (report.out / "gallery-visogender-retrieval.html").read_text(encoding="utf-8")
+    raw = [json.loads(line) for line in (copy / "raw_retrieval.jsonl").read_text().splitlines()]
+    queries: dict[str, list[dict[str, Any]]] = {}
+    for record in raw:
+        queries.setdefault(f"{record['occupation']} ({record['context']})", []).append(record)
+    shown = _retrieved(page)
+    assert set(shown) == set(queries) and report.cards["gallery-visogender-retrieval"] == 4
+    for title, records in queries.items():
+        best = sorted(records, key=lambda r: -r["score"])[:3]
+        assert shown[title] == [(r["idx"], r["label"]) for r in best], title
+        assert len(records) > 3
+    assert "Query: The doctor and their patient" in page
+    assert re.search(r"top 3</th><td>\d masculine, \d feminine \(of 8 images", page)
+    assert page.count('class="placeholder"') == 0 and len(_images(page)) == 12
 
 
 def test_a_missing_image_gets_a_placeholder_saying_so(
@@ -388,3 +429,116 @@ def test_the_zero_shot_analysis_refuses_html(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "--html: the zero-shot analysis has no HTML report" in result.output
     assert not (tmp_path / "site").exists()
+
+
+# -- the audit's context clusters -----------------------------------------------------
+@pytest.fixture(scope="module")
+def audits(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """An audit of the shipped COCO sample (its HTML report too) and of a contrast set."""
+    from contrast_data import contrast_export
+    from contrastkit.samples import write_coco
+
+    tmp = tmp_path_factory.mktemp("audits")
+    coco = write_coco(tmp / "coco")
+    invoke("audit", coco, "--out", tmp / "audit-coco", "--only", "composition,clusters",
+           "--clusters", "3", "--html", tmp / "site")  # fmt: skip
+    contrast = contrast_export(tmp / "contrast", sources=3)
+    invoke("audit", contrast, "--out", tmp / "audit-contrast", "--only", "composition,clusters")
+    return {"coco": coco, "audit-coco": tmp / "audit-coco", "site": tmp / "site",
+            "audit-contrast": tmp / "audit-contrast"}  # fmt: skip
+
+
+def test_the_audit_lists_each_clusters_first_members(audits: dict[str, Path]) -> None:
+    from contrastkit.audit.clusters import ClusterSettings, context_clusters
+
+    section = json.loads((audits["audit-coco"] / "audit.json").read_text())["clusters"]
+    listed = [m for row in section["clusters"] for m in row["members"]]
+    assert sum(row["size"] for row in section["clusters"]) == section["images"] == len(listed)
+    for member in listed:  # a file inside the audited folder, named relative to it
+        assert (audits["coco"] / member["file"]).is_file() and not Path(
+            member["file"]
+        ).is_absolute()
+        assert member["label"] in ("masculine", "feminine")
+    # bounded: at most members_per_cluster, the first in data order; size counts all
+    found = context_clusters(
+        [["A person in a kitchen."]] * 6, ["masculine", "feminine"] * 3,
+        ClusterSettings(clusters=1, members=2), [{"image": str(n), "file": None} for n in range(6)],
+    )  # fmt: skip
+    assert found["members_per_cluster"] == 2
+    [row] = found["clusters"]
+    assert row["size"] == 6 and [m["image"] for m in row["members"]] == ["0", "1"]
+    assert [m["label"] for m in row["members"]] == ["masculine", "feminine"]
+
+
+def test_the_audit_gallery_shows_each_clusters_images(audits: dict[str, Path]) -> None:
+    report = json.loads((audits["audit-coco"] / "audit.json").read_text())
+    page = (audits["site"] / "gallery-audit-clusters.html").read_text(encoding="utf-8")
+    cards = page.split('<li class="card"')[1:]
+    assert len(cards) == report["clusters"]["M"]
+    for row in report["clusters"]["clusters"]:
+        [card] = [c for c in cards if f">Cluster {row['cluster']}:" in c]
+        alts = re.findall(r'alt="Image (\w+) \((\w+)\), cluster (\d+) ', card)
+        assert alts == [(m["image"], m["label"], str(row["cluster"])) for m in row["members"]]
+        assert f"{row['factor_pp']:+.1f} pp" in card
+    assert 'class="placeholder"' not in page
+    assert len(_images(page)) == report["clusters"]["images"]
+    assert {p.name for p in audits["site"].glob("*.html")} == {
+        "index.html",
+        "gallery-audit-clusters.html",
+        "result-audit-audit-coco.html",
+    }
+
+
+def test_audits_and_evaluations_share_one_report(
+    audits: dict[str, Path], results: dict[str, list[Path]], tmp_path: Path
+) -> None:
+    """A contrast set's members are read from its dataset; the audit is left out of the
+    models' comparison and has its own page."""
+    [folder] = results["vg"]
+    audit = audits["audit-contrast"] / "audit.json"
+    report = write_html_report(HtmlReportConfig(results=(folder, audit), out=tmp_path / "site"))
+    page = (report.out / "gallery-audit-clusters.html").read_text(encoding="utf-8")
+    assert re.findall(r'alt="Image (\d):masculine \(masculine\)', page) == ["0", "1", "2"]
+    assert 'class="placeholder"' not in page and len(_images(page)) == 6
+    assert report.cards["gallery-visogender-retrieval"] == 4
+    index = (report.out / "index.html").read_text(encoding="utf-8")
+    assert "audit: contrast" in index and "open_clip" in index
+    result = (report.out / "result-audit-audit-contrast.html").read_text(encoding="utf-8")
+    assert "<svg" in result  # the audit's plots, inline
+
+
+def test_a_member_file_outside_the_audited_folder_is_never_read(
+    audits: dict[str, Path], tmp_path: Path
+) -> None:
+    copy = tmp_path / "audit"
+    shutil.copytree(audits["audit-coco"], copy)
+    coco = tmp_path / "coco"
+    shutil.copytree(audits["coco"], coco)
+    report = json.loads((copy / "audit.json").read_text())
+    first = report["clusters"]["clusters"][0]["members"][0]
+    shutil.copyfile(coco / first["file"], tmp_path / "outside.jpg")  # a real image, beside it
+    report["data"] = str(coco)
+    first["file"] = "../outside.jpg"
+    (copy / "audit.json").write_text(json.dumps(report))
+    site = write_html_report(HtmlReportConfig(results=(copy,), out=tmp_path / "site")).out
+    page = (site / "gallery-audit-clusters.html").read_text(encoding="utf-8")
+    assert page.count('class="placeholder"') == 1 and "outside the data" in page
+    assert len(_images(page)) == report["clusters"]["images"] - 1
+
+
+def test_the_audit_report_opens_offline_and_sorts(audits: dict[str, Path], browser: Any) -> None:
+    for path in sorted(audits["site"].glob("*.html")):
+        page, errors, outside = _open(browser, path)
+        page.wait_for_function("() => [...document.images].every(i => i.complete)")
+        assert not errors and not outside, (path.name, errors, outside)
+        assert page.evaluate("() => [...document.images].every(i => i.naturalWidth > 0)")
+        page.close()
+    page, errors, _ = _open(browser, audits["site"] / "gallery-audit-clusters.html")
+    first = _titles(page)
+    page.select_option("#sort", "cluster:asc")
+    numbers = [int(re.match(r"Cluster (\d+)", t).group(1)) for t in _titles(page)]  # type: ignore[union-attr]
+    assert numbers == sorted(numbers) and len(numbers) == len(first)
+    page.select_option("#mark", "women over-represented")
+    assert 0 < len(_titles(page)) < len(first)
+    assert not errors
+    page.close()

@@ -208,6 +208,13 @@ def audit_command(
         "outside the person (context_change.jsonl per image).",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print audit.json instead of a summary."),
+    html: Path | None = typer.Option(
+        None,
+        "--html",
+        metavar="DIR",
+        help="Also write the offline HTML report of the audit into DIR: its page and a "
+        "gallery of each context cluster's images; opens from file://.",
+    ),
 ) -> None:
     """Audit a data set for gender skew and spurious context before trusting a model's
     bias figure on it (GenSynth Sec. 3): label composition, a random and a TF-IDF model
@@ -219,6 +226,8 @@ def audit_command(
         contrastkit audit coco --split val2017 --out audit/val2017 --balanced
 
         contrastkit audit export/gensynth --build build/gensynth --out audit/gensynth
+
+    With --html DIR, also writes the offline HTML report (docs/how-to/html-report.md).
     """
     from contrastkit.audit import AuditConfig, audit
 
@@ -245,6 +254,7 @@ def audit_command(
             build=build,
         )
         result = audit(config, say=lambda line: err_console.print(plain(line), style="dim"))
+        site = _html_report(out, html) if html is not None else None
     if as_json:
         print_json(result.report)
         return
@@ -252,3 +262,13 @@ def audit_command(
     console.print(plain(f"wrote {shown(result.json_path)}, {shown(result.markdown_path)}"))
     for path in result.plots:
         console.print(plain(f"wrote {shown(path)}"))
+    if site is not None:
+        console.print(plain(f"HTML report: {shown(site)} (open it in a browser)"))
+
+
+def _html_report(out: Path, html: Path) -> Path:
+    """``--html``: the HTML report of the audit in ``out``, written into ``html``;
+    returns its index page."""
+    from contrastkit.evaluators.html import HtmlReportConfig, write_html_report
+
+    return write_html_report(HtmlReportConfig(results=(out,), out=html)).index

@@ -3,14 +3,17 @@ files the evaluation wrote (read by the readers the tasks use) and the data the
 results name (their ``data``): contrast sets (the two versions of each source with each
 model's scores, the largest gap first), VisoGender (each image with its candidate
 captions and each model's choice, misresolutions marked), decision probes (the pairs
-whose answer flipped) and stereotype probes (each image with its captions).
+whose answer flipped) and stereotype probes (each image with its captions); the
+VisoGender retrieval gallery is :mod:`.gallery_retrieval`, the audit's
+:mod:`.gallery_audit`, and :func:`contrastkit.evaluators.html.site.galleries` lists them
+all.
 
 Each gallery keeps at most ``cap`` cards (the first ones in its default order) and says
 how many there were, so a report of a 10,000-pair set stays small."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -24,7 +27,14 @@ from contrastkit.evaluators.html.thumbs import Thumb, Thumbnailer
 from contrastkit.records import json_lines
 from contrastkit.text import UNDEFINED, format_number
 
-__all__ = ["Drawing", "galleries", "short_model"]
+__all__ = [
+    "ContrastImages",
+    "Drawing",
+    "contrast_images",
+    "raw_records",
+    "short_model",
+    "visogender_items",
+]
 
 VERSIONS = ("masculine", "feminine")
 
@@ -61,7 +71,7 @@ def _data_path(entry: Entry) -> Path | None:
     return Path(data) if isinstance(data, str) else None
 
 
-def _raw(path: Path) -> list[dict[str, Any]]:
+def raw_records(path: Path) -> list[dict[str, Any]]:
     """The complete records of a raw JSONL file (none for a missing file; a torn last
     line, an interrupted run's, left out)."""
     if not path.is_file():
@@ -74,7 +84,7 @@ def _capped(cards: list[Card], cap: int) -> tuple[Card, ...]:
 
 
 # -- contrast sets --------------------------------------------------------------------
-class _ContrastImages:
+class ContrastImages:
     """The versions' images of one contrast set, read on demand by source and gender."""
 
     def __init__(self, path: Path):
@@ -109,10 +119,10 @@ class _ContrastImages:
         return open_image
 
 
-def _contrast_images(sets: dict[str, _ContrastImages], data: str) -> _ContrastImages:
+def contrast_images(sets: dict[str, ContrastImages], data: str) -> ContrastImages:
     """The images of the contrast set ``data``, loaded once."""
     if data not in sets:
-        sets[data] = _ContrastImages(Path(data))
+        sets[data] = ContrastImages(Path(data))
     return sets[data]
 
 
@@ -125,7 +135,7 @@ def contrast_gallery(entries: Sequence[Entry], drawing: Drawing) -> Gallery | No
     queries: dict[tuple[str, str], str] = {}
     for entry in chosen:
         data = str(_data_path(entry) or "")
-        for record in _raw(entry.folder / "raw_contrast.jsonl"):
+        for record in raw_records(entry.folder / "raw_contrast.jsonl"):
             key = (data, str(record.get("source_id")))
             by_source.setdefault(key, {}).setdefault(entry.model, record)
             queries.setdefault(key, str(record.get("query", "")))
@@ -135,10 +145,10 @@ def contrast_gallery(entries: Sequence[Entry], drawing: Drawing) -> Gallery | No
         return max((abs(g) for g in gaps if g is not None), default=-1.0)
 
     order = sorted(by_source, key=lambda key: -gap(by_source[key]))
-    sets: dict[str, _ContrastImages] = {}
+    sets: dict[str, ContrastImages] = {}
     cards: list[Card] = []
     for data, source in order[: drawing.cap]:
-        images = _contrast_images(sets, data)
+        images = contrast_images(sets, data)
         models = by_source[(data, source)]
         lines, signed = [], []
         for model, record in models.items():
@@ -217,7 +227,7 @@ TOP_SHOWN = 8
 
 
 def _retrieved(
-    model: str, record: Mapping[str, Any], images: _ContrastImages, drawing: Drawing
+    model: str, record: Mapping[str, Any], images: ContrastImages, drawing: Drawing
 ) -> tuple[str, tuple[Thumb, ...]]:
     """What ``model`` retrieved first for the card's query (its ``top`` ids,
     ``source:gender``), as small thumbnails labelled with their gender."""
@@ -266,9 +276,24 @@ def _as_number(text: str) -> float:
 
 
 # -- VisoGender -----------------------------------------------------------------------
+def visogender_items(entries: Sequence[Entry]) -> dict[str, Any]:
+    """The rows of the VisoGender data the results name, by item key (a result whose
+    data cannot be read adds none: its images are then placeholders saying so)."""
+    from contrastkit.evaluators.data import load_items
+
+    items: dict[str, Any] = {}
+    for entry in entries:
+        data = (entry.results.get("metadata") or {}).get("data") or []
+        try:
+            items.update({item.key: item for item in load_items(list(data))})
+        except ContrastkitError:
+            continue
+    return items
+
+
 def visogender_gallery(entries: Sequence[Entry], drawing: Drawing) -> Gallery | None:
     """Each image with its candidate captions and each model's choice per template."""
-    from contrastkit.evaluators.data import ImageLoader, load_items
+    from contrastkit.evaluators.data import ImageLoader
     from contrastkit.schema import Gender
     from contrastkit.templates import Template, captions
 
@@ -276,17 +301,11 @@ def visogender_gallery(entries: Sequence[Entry], drawing: Drawing) -> Gallery | 
     if not chosen:
         return None
     templates = {t.key: t for t in Template}
-    items: dict[str, Any] = {}
+    items = visogender_items(chosen)
     loader = ImageLoader(drawing.store)
-    for entry in chosen:
-        data = (entry.results.get("metadata") or {}).get("data") or []
-        try:
-            items.update({item.key: item for item in load_items(list(data))})
-        except ContrastkitError:
-            continue  # the images are then missing: placeholders say so
     records: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for entry in chosen:
-        for record in _raw(entry.folder / "raw_resolution.jsonl"):
+        for record in raw_records(entry.folder / "raw_resolution.jsonl"):
             image_key = str(record.get("key", "")).split("|")[0]
             records.setdefault(image_key, {}).setdefault(entry.model, []).append(record)
     cards: list[Card] = []
@@ -403,17 +422,17 @@ def decisions_gallery(entries: Sequence[Entry], drawing: Drawing) -> Gallery | N
         return None
     cards: list[Card] = []
     total = 0
-    sets: dict[str, _ContrastImages] = {}
+    sets: dict[str, ContrastImages] = {}
     for entry in chosen:
         data = str(_data_path(entry) or "")
-        for record in _raw(entry.folder / "raw_decisions.jsonl"):
+        for record in raw_records(entry.folder / "raw_decisions.jsonl"):
             mark = _flipped(record)
             if not mark:
                 continue
             total += 1
             if len(cards) >= drawing.cap:
                 continue
-            images = _contrast_images(sets, data)
+            images = contrast_images(sets, data)
             cards.append(_decision_card(entry, record, images, drawing, len(cards)))
     return Gallery(
         "gallery-decisions",
@@ -437,7 +456,7 @@ def decisions_gallery(entries: Sequence[Entry], drawing: Drawing) -> Gallery | N
 def _decision_card(
     entry: Entry,
     record: Mapping[str, Any],
-    images: _ContrastImages,
+    images: ContrastImages,
     drawing: Drawing,
     row: int,
 ) -> Card:
@@ -549,19 +568,3 @@ def _chosen(record: Mapping[str, Any], captions: Sequence[str]) -> str:
     if not probs or len(probs) != len(captions):
         return UNDEFINED
     return repr(captions[max(range(len(probs)), key=probs.__getitem__)])
-
-
-def galleries(entries: Iterable[Entry], drawing: Drawing) -> list[Gallery]:
-    """Every gallery the results give, in the order: contrast sets, VisoGender, decision
-    probes, stereotype probes."""
-    entries = list(entries)
-    found = [
-        build(entries, drawing)
-        for build in (
-            contrast_gallery,
-            visogender_gallery,
-            decisions_gallery,
-            stereotype_gallery,
-        )
-    ]
-    return [gallery for gallery in found if gallery is not None]

@@ -17,8 +17,17 @@ from typing import Any
 from contrastkit.config import require
 from contrastkit.errors import DataFormatError
 from contrastkit.evaluators.evaluation import as_strings
-from contrastkit.evaluators.html.cards import Entry
-from contrastkit.evaluators.html.galleries import Drawing, galleries, short_model
+from contrastkit.evaluators.html.cards import Entry, Gallery
+from contrastkit.evaluators.html.galleries import (
+    Drawing,
+    contrast_gallery,
+    decisions_gallery,
+    short_model,
+    stereotype_gallery,
+    visogender_gallery,
+)
+from contrastkit.evaluators.html.gallery_audit import audit_entry, audit_file, audit_gallery
+from contrastkit.evaluators.html.gallery_retrieval import visogender_retrieval_gallery
 from contrastkit.evaluators.html.markdown import markdown_html
 from contrastkit.evaluators.html.thumbs import Thumbnailer
 from contrastkit.io import atomic_write_text, check_writable
@@ -103,6 +112,10 @@ def _entries(paths: Sequence[Path]) -> list[Entry]:
     entries = []
     taken: set[str] = set()
     for path in paths:
+        audit = audit_file(path)
+        if audit is not None:
+            entries.append(audit_entry(audit, taken))
+            continue
         task, results = read_result(path)
         try:
             folder = benchmark_file(path).parent
@@ -228,7 +241,12 @@ def write_html_report(config: HtmlReportConfig) -> HtmlReport:
     check_writable(out, "the HTML report")
     entries = _entries(config.results)
     out.mkdir(parents=True, exist_ok=True)
-    comparison = compare_results(ReportConfig(results=config.results, out=out / "comparison.md"))
+    benchmarks = tuple(p for p in config.results if audit_file(p) is None)
+    comparison = (
+        compare_results(ReportConfig(results=benchmarks, out=out / "comparison.md")).markdown
+        if benchmarks
+        else "No evaluation result to compare: the report shows audits only."
+    )
     thumbs = Thumbnailer(out, config.thumb_size)
     store = config.store
     if store is None and default_image_store().is_dir():
@@ -253,7 +271,7 @@ def write_html_report(config: HtmlReportConfig) -> HtmlReport:
         "index.html",
         "index.html.j2",
         title="contrastkit report",
-        comparison=markdown_html(comparison.markdown, image=partial(inline_svg, out)),
+        comparison=markdown_html(comparison, image=partial(inline_svg, out)),
         entries=[_entry_view(e) for e in entries],
         flags=_grouped_flags(entries),
         galleries=[
@@ -262,7 +280,7 @@ def write_html_report(config: HtmlReportConfig) -> HtmlReport:
         ],
     )
     for entry in entries:
-        report = entry.folder / "report.md"
+        report = entry.folder / ("audit.md" if entry.task == "audit" else "report.md")
         text = report.read_text(encoding="utf-8") if report.is_file() else ""
         says_random = "random weights" in text.lower()  # the report's own note shows it
         render(
@@ -291,6 +309,23 @@ def write_html_report(config: HtmlReportConfig) -> HtmlReport:
     return HtmlReport(
         out, out / "index.html", tuple(pages), {g.slug: len(g.cards) for g in found}, thumbs.written
     )
+
+
+def galleries(entries: Sequence[Entry], drawing: Drawing) -> list[Gallery]:
+    """Every gallery the results give, in the order: contrast sets, VisoGender (pronoun
+    resolution, then retrieval), decision probes, stereotype probes, audits' clusters."""
+    found = [
+        build(entries, drawing)
+        for build in (
+            contrast_gallery,
+            visogender_gallery,
+            visogender_retrieval_gallery,
+            decisions_gallery,
+            stereotype_gallery,
+            audit_gallery,
+        )
+    ]
+    return [gallery for gallery in found if gallery is not None]
 
 
 def _result_body(folder: Path, markdown: str) -> str:
