@@ -220,3 +220,24 @@ def test_the_html_report_shows_a_protocol_tasks_results(
     page = (tmp_path / "html" / pages[0]).read_text()
     assert "label flips with the edit" in page and "gendered_words" in page
     assert report.index.is_file()
+
+
+def test_report_html_gives_an_audit_its_page_and_keeps_it_out_of_the_tables(
+    planted: str, export: Path, tmp_path: Path
+) -> None:
+    """`contrastkit report RESULTS AUDIT --html SITE`: the audit gets its page in the
+    site, the side-by-side tables hold the models only; without --html an audit is
+    refused as before."""
+    golden = json.loads((Path(__file__).parents[1] / "golden" / "audit_coco.json").read_text())
+    [audit] = [data for name, data in golden.items() if name.endswith("audit.json")]
+    audit_folder = tmp_path / "audit"
+    audit_folder.mkdir()
+    (audit_folder / "audit.json").write_text(json.dumps(audit), encoding="utf-8")
+    [entry] = evaluate(_config(export, tmp_path / "out", f"{planted}:colour")).evaluations
+    site = tmp_path / "site"
+    done = runner.invoke(app, ["report", str(entry.folder), str(audit_folder), "--html", str(site)])
+    assert done.exit_code == 0, done.output
+    assert "Gendered words in descriptions" in done.output and "audit" not in done.output.lower()
+    assert list(site.glob("result-audit-*.html")) and list(site.glob("result-gendered-words-*"))
+    refused = runner.invoke(app, ["report", str(entry.folder), str(audit_folder)])
+    assert refused.exit_code == 2 and "an audit result, not a benchmark" in refused.output

@@ -40,6 +40,8 @@ from contrastkit.cli.evaluate_options import (
     task_groups,
 )
 from contrastkit.cli.helptext import App, HelpGroup
+from contrastkit.cli.html_option import compared_results as _compared
+from contrastkit.cli.html_option import html_report as _html_report
 from contrastkit.cli.options import (
     BootstrapOptions,
     ModelOptions,
@@ -129,17 +131,6 @@ def _run(task: str | None, groups: Iterable[OptionGroup]) -> None:
         with user_errors():
             folders = [entry.folder for entry in result.evaluations]
             _html_report(folders, html, output.as_json, result.store)
-
-
-def _html_report(results: list[Path], out: Path, as_json: bool, store: Path | None) -> None:
-    """``--html``: write the HTML report of ``results`` into ``out`` (image URLs read
-    from ``store``), say where."""
-    from contrastkit.evaluators.html import HtmlReportConfig, write_html_report
-
-    config = HtmlReportConfig(results=tuple(results), out=out, store=store)
-    report = write_html_report(config)
-    if not as_json:
-        console.print(plain(f"HTML report: {report.index}"), highlight=False)
 
 
 def _deprecated(old: str, new: str) -> None:
@@ -534,10 +525,11 @@ def report(
     with user_errors():
         if not results:
             raise ConfigError("results: give benchmark files or folders, or --harness-predictions")
-        comparison = compare_results(ReportConfig(results=tuple(results), out=out))
-    if as_json:
+        compared = _compared(results, html is not None)
+        comparison = compare_results(ReportConfig(results=compared, out=out)) if compared else None
+    if comparison is not None and as_json:
         print_json(list(comparison.headlines))
-    else:
+    elif comparison is not None:
         typer.echo(shown(comparison.markdown, multiline=True), nl=False)
     if html is not None:
         with user_errors():
