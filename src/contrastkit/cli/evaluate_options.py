@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -264,7 +265,8 @@ def task_groups(task: Task) -> tuple[type[OptionGroup], ...]:
         return groups
     from contrastkit.cli.task_settings import settings_group
 
-    return (*groups, settings_group(task.settings), BootstrapOptions)
+    own = (settings_group(task.settings),) if dataclasses.fields(task.settings) else ()
+    return tuple(dict.fromkeys((*groups, *own, BootstrapOptions)))  # each group once
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -31,7 +31,8 @@ everything else unchanged. Two measurements, both with the captions made gender-
 The score ``s(q, i)`` of a query and an image is the model's (``score_kind`` in the summary's
 ``scoring``, the benchmark and the report): the cosine similarity of a dual encoder's unit
 embeddings, or, for any :class:`~contrastkit.interfaces.CaptionScorer`, its own caption
-score as :func:`contrastkit.evaluators.tasks.stereotype.caption_scores` gives it: the match
+score as
+:func:`contrastkit.evaluators.tasks.stereotype_probing.scoring.caption_scores` gives it: the match
 logit of an image-text-matching head (``blip-itm:``, ``vilt:``), the caption's mean
 log-likelihood per token under a generative VLM (``vlm:``; the sum with
 ``?length_normalise=false``). Every metric above is computed from these scores unchanged.

@@ -212,7 +212,8 @@ def caption_score_matrix(
     run: CaptionRun = CaptionRun(),
 ) -> CaptionMatrix:
     """Each image's score against each query from a caption scorer, ``(n_images,
-    n_queries)``: :func:`contrastkit.evaluators.tasks.stereotype.caption_scores` of the
+    n_queries)``:
+    :func:`contrastkit.evaluators.tasks.stereotype_probing.scoring.caption_scores` of the
     images with queries as their candidate captions (the match logit of ``blip-itm:`` /
     ``vilt:``, the mean caption log-likelihood per token of ``vlm:``), so a cell is what
     the adapter gives that image and caption.
@@ -235,7 +236,7 @@ def caption_score_matrix(
         ConfigError: ``batch_size`` below 1.
         ValueError: the model returned scores of the wrong shape.
     """
-    from contrastkit.evaluators.tasks.stereotype import caption_scores, score_kind
+    from contrastkit.evaluators.tasks.stereotype_probing.scoring import caption_scores, score_kind
 
     batch_size = run.batch_size
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:

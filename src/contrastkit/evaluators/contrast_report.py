@@ -113,7 +113,7 @@ def contrast_scoring(summary: Mapping[str, Any]) -> dict[str, Any]:
     (``embedding`` or ``image-query pair``), ``model_passes`` (what these metrics
     needed), ``all_metrics_passes`` (what ``all`` needs), ``computed`` and ``reused``
     (passes run in the evaluation, scores read back from an earlier run)."""
-    from contrastkit.evaluators.tasks.stereotype import score_kind
+    from contrastkit.evaluators.tasks.stereotype_probing.scoring import score_kind
 
     given = summary.get("scoring")
     if isinstance(given, Mapping):

@@ -9,14 +9,15 @@ one, :func:`contrastkit.evaluators.job.evaluate`, sits above them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from contrastkit.config import ModelConfig, require
 from contrastkit.curation.urls.config import CheckConfig
-from contrastkit.errors import ConfigError, DataFormatError
+from contrastkit.errors import ConfigError
+from contrastkit.evaluators.availability import available_items
 from contrastkit.evaluators.hub import hub_name
 from contrastkit.evaluators.outcome import (
     EvaluateResult,
@@ -28,14 +29,11 @@ from contrastkit.evaluators.outcome import (
 )
 from contrastkit.evaluators.report.results import model_slug
 from contrastkit.evaluators.runner import EvalConfig
-from contrastkit.interfaces import ProgressFactory, progress_stage
-from contrastkit.io import check_writable
 from contrastkit.models.registry import parse_spec
 from contrastkit.store import default_image_store, image_store_for
 from contrastkit.tsv import is_bundled, resolve_data
 
 if TYPE_CHECKING:
-    from contrastkit.evaluators.data import EvalItem, ImageLoader, SkippedRow
     from contrastkit.evaluators.engine.protocol import TaskSettings
 
 __all__ = [
@@ -112,7 +110,8 @@ class EvaluateConfig:
             private networks and ``resolve`` mappings tests and intranet mirrors need).
         task: the registered task to run (:mod:`contrastkit.evaluators.tasks.registry`:
             ``visogender``, ``contrast``, ``stereotype`` (VLStereoSet-style stereotype
-            probing, :mod:`contrastkit.evaluators.stereotype`), ``decisions``
+            probing,
+            :mod:`contrastkit.evaluators.tasks.stereotype_probing.benchmark`), ``decisions``
             (counterfactual decision probes of generative VLMs on contrast sets,
             :mod:`contrastkit.evaluators.decisions`), or a plugin's; every ``data`` item
             must then be data it reads). ``None`` (the default): from the data: probe
@@ -251,113 +250,3 @@ def local_data(config: EvaluateConfig) -> tuple[Path, ...]:
         else:
             paths.append(materialize_hub_dataset(name, config.out / "_data" / model_slug(name)))
     return tuple(dict.fromkeys(paths))
-
-
-def image_loader(store: Path | None, *, fetching: bool = False) -> ImageLoader:
-    from contrastkit.evaluators.data import ImageLoader
-
-    if store is not None and store.exists() and not store.is_dir():
-        raise ConfigError(f"store: {store} is a file, not an image store folder")
-    if store is not None and not fetching and not store.is_dir():
-        raise ConfigError(
-            f"store: {store} is not a folder; pass the image store that "
-            "`contrastkit urls check --store` filled"
-        )
-    return ImageLoader(store)
-
-
-def fetch_missing(
-    items: Sequence[EvalItem],
-    loader: ImageLoader,
-    config: EvaluateConfig,
-    progress: ProgressFactory | None,
-) -> tuple[dict[str, str], int]:
-    """Check the URLs of ``items`` the store does not hold into it (the URL checker, with
-    ``config.network``); rows that will be left out as retired are not fetched.
-
-    Returns:
-        Why each URL that failed is not available (URL -> reason), and how many URLs
-        were checked (those the store lacked).
-    """
-    from urllib.parse import urlparse
-
-    from contrastkit.curation.urls import check_urls
-    from contrastkit.evaluators.data import RETIRED_CODES, maintenance_flags
-
-    assert loader.store is not None
-    urls = list(
-        dict.fromkeys(
-            item.image_ref
-            for item in items
-            if urlparse(item.image_ref).scheme in ("http", "https")
-            and loader.missing(item) is not None
-            and not (
-                config.skipping
-                and any(f in RETIRED_CODES for f in maintenance_flags(item.row.error_codes))
-            )
-        )
-    )
-    if not urls:
-        return {}, 0
-    from contrastkit.models import locate_model
-
-    for spec in config.models:  # found (not loaded): a missing model fails before any fetch
-        locate_model(spec, config.model)
-    check_writable(loader.store.root, "the image store")
-    with progress_stage(progress, "fetching images", len(urls)) as update:
-        done = 0
-
-        def advance(_: object) -> None:
-            nonlocal done
-            done += 1
-            update(done, len(urls))
-
-        checks = check_urls(urls, config.network, store=loader.store, on_result=advance)
-    loader.refresh()
-    failures = {}
-    for check in checks:
-        if not check.ok:
-            code = check.status.value
-            if check.http_status is not None and not 200 <= check.http_status < 300:
-                code += f":{check.http_status}"
-            failures[check.url] = f"{code} when fetched" + (
-                f": {check.detail}" if check.detail else ""
-            )
-    return failures, len(urls)
-
-
-def available_items(
-    config: EvaluateConfig,
-    paths: tuple[Path, ...],
-    items: list[EvalItem],
-    progress: ProgressFactory | None,
-) -> tuple[list[EvalItem], ImageLoader, list[SkippedRow], tuple[int, int]]:
-    """The items to score, their image loader, the rows left out and the URLs checked
-    and fetched: fetch what the store lacks (``fetch``), then leave out
-    (``skip_missing``) or refuse the rows still without an image."""
-    loader = image_loader(config.image_store, fetching=config.fetching)
-    failures: dict[str, str] = {}
-    checked = 0
-    if config.fetching:
-        failures, checked = fetch_missing(items, loader, config, progress)
-    fetched = (checked - len(failures), checked)
-    if not config.skipping:
-        loader.check(items, failures)
-        return items, loader, [], fetched
-    kept, skipped = loader.available(items, failures)
-    if not kept:
-        reasons = "; ".join(f"{row.idx}: {row.reason}" for row in skipped[:3])
-        where = f"the image store {loader.store.root}" if loader.store else "an image store"
-        raise DataFormatError(
-            ", ".join(p.name for p in paths),
-            None,
-            None,
-            f"no row has its image available: all {len(skipped)} were left out ({reasons}"
-            + ("; ..." if len(skipped) > 3 else "")
-            + f"). Images of URLs are read from {where}: "
-            + ("check this machine's network access (the reasons above say what failed), "
-               if failures else "fetch them with --fetch, ")
-            + "or pass --store DIR with a store that `contrastkit urls check FILE --store DIR` "
-            "filled elsewhere",
-        )  # fmt: skip
-    return kept, loader, skipped, fetched

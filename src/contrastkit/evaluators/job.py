@@ -73,7 +73,7 @@ def evaluate(config: EvaluateConfig, *, progress: ProgressFactory | None = None)
     stereotype probe sets (``task="stereotype"``, or probe-set data)
     ``raw_stereotype.jsonl``, ``benchmark.json``, ``report.md`` and
     ``plots/shifting_scores.png`` / ``.svg``
-    (:func:`~contrastkit.evaluators.stereotype.evaluate_stereotype`).
+    (the task folder :mod:`contrastkit.evaluators.tasks.stereotype_probing`, run by the engine).
 
     With ``fetch`` (the default for ``data=("visogender",)``) the URLs the image store does
     not hold are first checked into it (:mod:`contrastkit.curation.urls`); with
@@ -168,7 +168,8 @@ def compare_results(config: ReportConfig) -> Comparison:
     ``OUT_STEM.png`` / ``.svg``, ``OUT_STEM_contrast.png`` / ``.svg`` beside VisoGender
     results). Mixed inputs give both, VisoGender first. Stereotype-probing results give
     VLStereoSet's Tables 3 and 4 with the reference models
-    (:func:`~contrastkit.evaluators.stereotype.stereotype_comparison_markdown`), after
+    (:func:`~contrastkit.evaluators.tasks.stereotype_probing.benchmark.stereotype_comparison_markdown`),
+    after
     the others. The ``harness_results.json`` that ``contrastkit report
     --harness-predictions`` writes for a contrast set (or its folder) gives its harness
     tables (:func:`~contrastkit.evaluators.harness.harness_results_markdown`).

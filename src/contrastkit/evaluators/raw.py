@@ -6,7 +6,7 @@ captions or query) and the ``model`` spec that scored it. A run reads the file b
 (:func:`read_raw`), rewrites it with the records it keeps and appends new ones after each
 batch, flushed to disk (:class:`RawAppender`), so an interrupted run loses at most one
 batch. The evaluation runner (:mod:`contrastkit.evaluators.runner`) and the stereotype
-probing task (:mod:`contrastkit.evaluators.tasks.stereotype`) share this format.
+probing task (:mod:`contrastkit.evaluators.tasks.stereotype_probing.scoring`) share this format.
 """
 
 from __future__ import annotations

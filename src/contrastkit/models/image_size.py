@@ -1,7 +1,7 @@
 """The image size a model's preprocessing produces, read from its settings.
 
 Light (no torch): the adapters (:mod:`.itm`) record it as ``input_size`` and the stereotype
-task (:mod:`contrastkit.evaluators.tasks.stereotype`) sizes its blank image by it.
+task (:mod:`contrastkit.evaluators.tasks.stereotype_probing.scoring`) sizes its blank image by it.
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from contrastkit.errors import ConfigError, DataFormatError
-from contrastkit.evaluators.engine.protocol import Task, TaskResult, TaskSettings
+from contrastkit.evaluators.engine.protocol import Task, TaskSettings
+from contrastkit.results.base import Result
 
 __all__ = ["check_task", "read_task_result"]
 
@@ -29,8 +30,8 @@ def check_task(task: Task[Any, Any]) -> None:
             raise ConfigError(f"task {where}: set its {attribute!r} class attribute")
     if not (isinstance(task.settings, type) and issubclass(task.settings, TaskSettings)):
         raise ConfigError(f"task {task.name}: settings must be a TaskSettings subclass")
-    if not (isinstance(task.result, type) and issubclass(task.result, TaskResult)):
-        raise ConfigError(f"task {task.name}: result must be a TaskResult subclass")
+    if not (isinstance(task.result, type) and issubclass(task.result, Result)):
+        raise ConfigError(f"task {task.name}: result must be a TaskResult (or Result) subclass")
     if task.name != task.result.TASK:
         raise ConfigError(
             f"task {task.name}: its result class {task.result.__name__} has TASK = "
@@ -38,7 +39,7 @@ def check_task(task: Task[Any, Any]) -> None:
         )
 
 
-def read_task_result(task: Task[Any, Any], path: Path) -> TaskResult | None:
+def read_task_result(task: Task[Any, Any], path: Path) -> Result | None:
     """The typed result in ``path`` (a ``benchmark.json`` or its folder) when it is
     ``task``'s, else ``None``.
 
@@ -57,6 +58,6 @@ def read_task_result(task: Task[Any, Any], path: Path) -> TaskResult | None:
     if not isinstance(data, dict) or data.get("task") != task.name:
         return None
     result = task.result.from_json(data, path=file)
-    if not isinstance(result, TaskResult):  # pragma: no cover - from_json returns cls
+    if not isinstance(result, Result):  # pragma: no cover - from_json returns cls
         raise DataFormatError(file, None, None, f"not a {task.name} result")
     return result

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from contrastkit.errors import ConfigError, DataFormatError
 from contrastkit.evaluators.bootstrap import BootstrapSettings
+from contrastkit.evaluators.engine.images import Images, available
 from contrastkit.evaluators.engine.protocol import (
     Item,
     RunConfig,
@@ -31,6 +32,7 @@ from contrastkit.evaluators.engine.protocol import (
 from contrastkit.evaluators.raw import RawAppender, read_raw
 from contrastkit.interfaces import progress_stage
 from contrastkit.io import atomic_write_text
+from contrastkit.results.base import Result
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -74,7 +76,8 @@ def check_capabilities(task: Task[Any, Any], models: Sequence[str]) -> None:
         lacking = sorted(task.capabilities - has)
         if lacking:
             raise ConfigError(
-                f"models: {spec} cannot run task {task.name}: it needs "
+                task.refusal(spec, lacking)
+                or f"models: {spec} cannot run task {task.name}: it needs "
                 f"{', '.join(lacking)}, and {spec} has {', '.join(sorted(has)) or 'none'} "
                 "(`contrastkit models list` shows each family's)"
             )
@@ -174,8 +177,8 @@ def score_items(
 
 
 def _stamped(
-    task: Task[Any, Any], result: TaskResult, context: RunContext[Any], data: Sequence[str]
-) -> TaskResult:
+    task: Task[Any, Any], result: Result, context: RunContext[Any], data: Sequence[str]
+) -> Result:
     from contrastkit import __version__
     from contrastkit.models.registry import weights_note
 
@@ -184,6 +187,8 @@ def _stamped(
             f"task {task.name}: aggregate() gave {type(result).__name__}, not "
             f"{task.result.__name__}"
         )
+    if not isinstance(result, TaskResult):  # a result of its own layout: filled by the task
+        return result
     note = weights_note(context.model)
     boot = context.bootstrap
     settings = {
@@ -195,6 +200,7 @@ def _stamped(
         items=len(context.items), random_weights=note is not None, weights_note=note,
         contrastkit_version=__version__, bootstrap=boot.resamples,
         confidence=boot.confidence, seed=boot.seed, settings=settings,
+        skipped_rows=tuple(row.to_dict() for row in context.skipped_rows),
     )  # fmt: skip
 
 
@@ -206,7 +212,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _checked_json(task: Task[Any, Any], result: TaskResult, where: Path) -> dict[str, Any]:
+def _checked_json(task: Task[Any, Any], result: Result, where: Path) -> dict[str, Any]:
     """The result as JSON, validated against its class's JSON schema."""
     import jsonschema  # type: ignore[import-untyped]
 
@@ -225,14 +231,18 @@ def _checked_json(task: Task[Any, Any], result: TaskResult, where: Path) -> dict
     return data
 
 
-def _report(task: Task[Any, Any], result: TaskResult, plots: Sequence[Path]) -> str:
+def _report(task: Task[Any, Any], result: Result, plots: Sequence[Path]) -> str:
+    own = task.report(result, plots)
+    if own is not None:
+        return own
     text = ""
-    if result.weights_note:
-        text += f"> **Random weights.** {result.weights_note}\n\n"
+    note, skipped = getattr(result, "weights_note", None), getattr(result, "skipped_rows", ())
+    if note:
+        text += f"> **Random weights.** {note}\n\n"
     text += task.render(result).rstrip("\n") + "\n"
-    if result.skipped_rows:
-        text += f"\n## Skipped rows\n\n{len(result.skipped_rows)} rows had no image:\n\n"
-        text += "".join(f"- {row}\n" for row in result.skipped_rows)
+    if skipped:
+        text += f"\n## Skipped rows\n\n{len(skipped)} rows had no image:\n\n"
+        text += "".join(f"- {_skipped_line(row)}\n" for row in skipped)
     png = [path for path in plots if path.suffix == ".png"]
     if png:
         text += "\n## Figures\n\n"
@@ -240,7 +250,13 @@ def _report(task: Task[Any, Any], result: TaskResult, plots: Sequence[Path]) -> 
     return text
 
 
-def write_outputs(task: Task[Any, Any], result: TaskResult, folder: Path) -> dict[str, Path]:
+def _skipped_line(row: Any) -> str:
+    if isinstance(row, Mapping) and {"idx", "url", "reason"} <= set(row):
+        return f"`{row['idx']}` ({row['url']}): {row['reason']}"
+    return str(row)
+
+
+def write_outputs(task: Task[Any, Any], result: Result, folder: Path) -> dict[str, Path]:
     """Write a model's ``benchmark.json``, figures and ``report.md`` (each atomically)
     into ``folder``; return them by name with the raw file."""
     from contrastkit.evaluators.report.figures import save_formats
@@ -256,7 +272,8 @@ def write_outputs(task: Task[Any, Any], result: TaskResult, folder: Path) -> dic
     atomic_write_text(files["benchmark"], json.dumps(data, indent=2) + "\n")
     files["report"] = folder / "report.md"
     atomic_write_text(files["report"], _report(task, result, plots))
-    return files
+    names = task.file_names()
+    return {names.get(name, name): path for name, path in files.items()}
 
 
 def console_summary(headline: Mapping[str, Any]) -> dict[str, Any]:
@@ -276,7 +293,7 @@ def console_summary(headline: Mapping[str, Any]) -> dict[str, Any]:
 
 def _evaluate_model(
     task: Task[Any, Any], spec: str, items: list[Item], config: RunConfig, run: _Run
-) -> tuple[ModelEvaluation, TaskResult]:
+) -> tuple[ModelEvaluation, Result]:
     from contrastkit.evaluators.outcome import ModelEvaluation, data_labels
     from contrastkit.evaluators.report.results import model_slug
     from contrastkit.models import load_model
@@ -286,8 +303,11 @@ def _evaluate_model(
     context = (spec, run.settings, config.model.batch_size, run.progress)
     records, reused, rescored = score_items(task, model, items, folder / task.raw_file, context)
     del model
-    ctx = RunContext(spec, run.settings, run.bootstrap, tuple(items))
-    result = _stamped(task, task.aggregate(records, ctx), ctx, data_labels(run.paths))
+    images = run.images
+    ctx = RunContext(spec, run.settings, run.bootstrap, tuple(items),
+                     tuple(data_labels(run.paths)), images.skipped_rows,
+                     images.skip_missing)  # fmt: skip
+    result = _stamped(task, task.aggregate(records, ctx), ctx, ctx.data)
     files = write_outputs(task, result, folder)
     if rescored:
         warnings.warn(
@@ -295,9 +315,11 @@ def _evaluate_model(
             f"settings of task {task.name}; they were scored again, not reused",
             stacklevel=2,
         )
+    summary = task.summary(result)
     evaluation = ModelEvaluation(
         model=spec, folder=folder, files=files, scored_images=len(items) - reused,
-        reused_records=reused, summary=console_summary(task.headline(result)),
+        reused_records=reused, skipped_rows=images.skipped_rows,
+        summary=console_summary(task.headline(result)) if summary is None else summary,
     )  # fmt: skip
     return evaluation, result
 
@@ -308,6 +330,7 @@ class _Run:
     settings: TaskSettings
     bootstrap: BootstrapSettings
     progress: ProgressFactory | None
+    images: Images = dataclasses.field(default_factory=Images)
 
 
 def run_task(
@@ -330,10 +353,12 @@ def run_task(
 
     settings = task_settings(task, config)
     check_capabilities(task, config.models)
-    items = load_items(task, paths, settings, config.split)
+    items, images = available(
+        task, config, paths, load_items(task, paths, settings, config.split), progress
+    )
     boot = config.settings
     run = _Run(paths, settings, BootstrapSettings(boot.bootstrap, boot.confidence, boot.seed),
-               progress)  # fmt: skip
+               progress, images)  # fmt: skip
     evaluations, results = [], []
     for spec in config.models:
         evaluation, result = _evaluate_model(task, spec, items, config, run)
@@ -344,4 +369,7 @@ def run_task(
         comparison = config.out / "comparison.md"
         text = task.compare(results) + folder_links(config.out, evaluations)
         atomic_write_text(comparison, text)
-    return EvaluateResult(task.name, paths, tuple(evaluations), comparison)
+    return EvaluateResult(
+        task.name, paths, tuple(evaluations), comparison, store=images.store,
+        checked=images.checked, fetched=images.fetched, skipped_rows=images.skipped_rows,
+    )  # fmt: skip

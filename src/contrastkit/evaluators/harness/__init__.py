@@ -38,7 +38,8 @@ answer follows the content or the position when the options are reversed.
 
 **Stereotype probes**: each main-split answer becomes a one-hot score row over
 ``(S_s, S_a, S_i)`` (1 for the chosen caption) and goes through the evaluator's own
-:func:`contrastkit.evaluators.stereotype.stereotype_benchmark`: vlrs, vlbs and ivlas
+:func:`contrastkit.evaluators.tasks.stereotype_probing.benchmark.stereotype_benchmark`:
+vlrs, vlbs and ivlas
 overall and per category with bootstrap intervals, and the IDM / BIM / RAM rows, in the
 standard stereotype ``benchmark.json`` that ``contrastkit report`` reads and compares with
 ``contrastkit evaluate --task stereotype`` results. The argmax metrics need only the

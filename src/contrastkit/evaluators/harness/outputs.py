@@ -179,9 +179,9 @@ def _stereotype_records(
     items: Sequence[KeyItem], chosen: Mapping[int, str | None], source: Path
 ) -> list[dict[str, Any]]:
     """The answered probe items as the evaluator's raw stereotype records
-    (:mod:`contrastkit.evaluators.tasks.stereotype`): ``scores`` one-hot over
+    (:mod:`contrastkit.evaluators.tasks.stereotype_probing.scoring`): ``scores`` one-hot over
     ``(S_s, S_a, S_i)`` on the chosen caption, no neutral or blank-image scores."""
-    from contrastkit.evaluators.stereotype_metrics import COLUMNS
+    from contrastkit.evaluators.tasks.stereotype_probing.metrics import COLUMNS
 
     records = []
     for item in items:
@@ -209,7 +209,7 @@ def _stereotype_records(
 
 
 def _probe_headline(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    from contrastkit.evaluators.stereotype_metrics import ivlas, vlbs, vlrs
+    from contrastkit.evaluators.tasks.stereotype_probing.metrics import ivlas, vlbs, vlrs
 
     if not records:
         return {"n": 0, "vlrs": None, "vlbs": None, "ivlas": None}
@@ -230,12 +230,17 @@ def stereotype_outputs(
     section: dict[str, Any],
 ) -> tuple[Path, str]:
     """The standard stereotype ``benchmark.json`` and ``report.md`` of the main split's
-    answers (:func:`contrastkit.evaluators.stereotype.stereotype_benchmark`), lmss / vlss
+    answers
+    (:func:`contrastkit.evaluators.tasks.stereotype_probing.benchmark.stereotype_benchmark`),
+    lmss / vlss
     marked not available, the ``harness`` section added."""
     from contrastkit.evaluators.bootstrap import BootstrapSettings
     from contrastkit.evaluators.report.results import jsonable
-    from contrastkit.evaluators.stereotype import stereotype_benchmark, stereotype_markdown
-    from contrastkit.evaluators.tasks.stereotype import RAW_FILE
+    from contrastkit.evaluators.tasks.stereotype_probing.benchmark import (
+        stereotype_benchmark,
+        stereotype_markdown,
+    )
+    from contrastkit.evaluators.tasks.stereotype_probing.scoring import RAW_FILE
 
     by_split = _records_by_split(
         key, config, lambda items: _stereotype_records(items, chosen, config.export)

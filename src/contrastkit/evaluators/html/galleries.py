@@ -494,7 +494,7 @@ _KINDS = ("stereotype", "anti-stereotype", "unrelated")
 # -- stereotype probes ----------------------------------------------------------------
 def stereotype_gallery(entries: Sequence[Entry], drawing: Drawing) -> Gallery | None:
     """Each probe image with its captions and each model's probabilities."""
-    from contrastkit.evaluators.tasks.stereotype import read_raw_stereotype
+    from contrastkit.evaluators.tasks.stereotype_probing.scoring import read_raw_stereotype
     from contrastkit.records import data_file
 
     chosen = [e for e in entries if e.task == "stereotype"]

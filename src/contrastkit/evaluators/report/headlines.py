@@ -204,7 +204,8 @@ def headline_figures(model: str, summary: Mapping[str, Any], kind: str) -> dict[
         summary: the evaluation's summary: :func:`~contrastkit.evaluators.report.headline`
             of a VisoGender result, or the contrast-set summary (GenSynth Sec. 5).
         kind: ``visogender``, ``contrast`` or ``stereotype`` (the summary is then
-            :func:`~contrastkit.evaluators.stereotype.stereotype_headline`), or another
+            :func:`~contrastkit.evaluators.tasks.stereotype_probing.benchmark.stereotype_headline`),
+            or another
             registered task, whose summary gives its headline as ``figures`` (name ->
             value, with ``NAME_ci`` intervals beside).
 

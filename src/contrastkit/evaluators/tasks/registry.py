@@ -179,13 +179,6 @@ BUILT_IN: tuple[Task, ...] = (
         options=("contrast", "retrieval", "bootstrap"),
     ),
     Task(
-        "stereotype", "stereotype", f"{_E}.stereotype:evaluate_stereotype",
-        read=f"{_E}.stereotype:read_stereotype_benchmark",
-        headline=f"{_E}.stereotype:stereotype_headline",
-        compare=f"{_E}.stereotype:stereotype_comparison_markdown",
-        result_tasks=("stereotype",), options=("images", "network", "bootstrap"),
-    ),
-    Task(
         "decisions", "contrast", f"{_E}.decisions:evaluate_decisions",
         read=f"{_E}.decisions:read_decisions_benchmark",
         headline=f"{_E}.decisions:decisions_headline",
@@ -280,7 +273,7 @@ def task_row(task: ProtocolTask[Any, Any], source: str = "contrastkit") -> Task:
 
     return Task(
         task.name, task.kind, run, read=read, headline=task.headline, compare=compare,
-        source=source, settings=task.settings, protocol=task,
+        options=task.options, source=source, settings=task.settings, protocol=task,
     )  # fmt: skip
 
 
