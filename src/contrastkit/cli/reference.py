@@ -22,6 +22,8 @@ from typing import Any
 
 import typer
 
+from contrastkit.text import table_header, table_row
+
 #: Columns of the terminal the reference is rendered for.
 WIDTH = 100
 #: Where the page lives in a checkout.
@@ -100,7 +102,7 @@ def task_schema_rows(listed: Collection[str] = ()) -> str:
     from contrastkit.evaluators.tasks.registry import tasks
     from contrastkit.results.schema import schema_file_name
 
-    rows = [ROWS_BEGIN, "", "| schema | file it describes | written by |", "|---|---|---|"]
+    rows = []
     for task in tasks().values():
         protocol: Any = task.protocol
         if protocol is None or task.source != "contrastkit":
@@ -108,12 +110,12 @@ def task_schema_rows(listed: Collection[str] = ()) -> str:
         name = schema_file_name(protocol.result)
         if name in listed:
             continue
-        rows.append(
-            f"| [{name}](../schemas/{name}) | `benchmark.json` of task `{task.name}` "
-            f"| `evaluate {task.name}` |"
-        )
-    rows += ["", ROWS_END]
-    return "\n".join(rows)
+        rows.append([
+            f"[{name}](../schemas/{name})", f"`benchmark.json` of task `{task.name}`",
+            f"`evaluate {task.name}`",
+        ])  # fmt: skip
+    header = ["schema", "file it describes", "written by"]
+    return "\n".join([ROWS_BEGIN, "", *table_header(header), *map(table_row, rows), "", ROWS_END])
 
 
 def schemas_page(page: str) -> str:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from contrastkit.evaluators.tasks.gendered_words.result import GenderedWordsResult, VersionRates
 from contrastkit.results.common import Interval
+from contrastkit.text import markdown_table
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -41,13 +42,13 @@ def share(value: float | None, interval: Interval | None = None) -> str:
     return text
 
 
-def _version_rows(rates: VersionRates | None, version: str) -> list[str]:
+def _version_rows(rates: VersionRates | None, version: str) -> list[list[str]]:
     if rates is None:
         return []
     return [
-        f"| {version} | {what} | {share(getattr(rates, key), getattr(rates, f'{key}_ci'))} |"
+        [version, what, share(getattr(rates, key), getattr(rates, f"{key}_ci"))]
         for key, what in _RATES
-    ] + [f"| {version} | both kinds or neither (undefined) | {share(rates.undefined)} |"]
+    ] + [[version, "both kinds or neither (undefined)", share(rates.undefined)]]
 
 
 def _level(result: GenderedWordsResult) -> str:
@@ -69,16 +70,16 @@ def markdown(result: GenderedWordsResult) -> str:
         lines += ["", f"{result.sources_one_version} sources with one version were left out."]
     if result.note:
         lines += ["", f"**Note:** {result.note}."]
-    lines += ["", "## Per version", "", "| version | descriptions | share |", "|---|---|---:|"]
-    lines += _version_rows(result.masculine, "masculine") + _version_rows(
-        result.feminine, "feminine"
-    )
-    lines += ["", "## Per source", "", "| what | share |", "|---|---:|"]
-    lines += [
-        f"| {what} | {share(getattr(result, key), getattr(result, f'{key}_ci'))} |"
-        for key, what in _PAIRS
+    versions = _version_rows(result.masculine, "masculine")
+    versions += _version_rows(result.feminine, "feminine")
+    lines += ["", "## Per version", ""]
+    lines += markdown_table(["version", "descriptions", "share"], versions, align="llr", cell=str)
+    pairs = [
+        [what, share(getattr(result, key), getattr(result, f"{key}_ci"))] for key, what in _PAIRS
     ]
-    return "\n".join(lines) + "\n"
+    lines += ["## Per source", ""]
+    lines += markdown_table(["what", "share"], pairs, align="lr", cell=str)
+    return "\n".join(lines)
 
 
 def _rate(rates: VersionRates | None, key: str) -> str:
@@ -89,24 +90,25 @@ def _rate(rates: VersionRates | None, key: str) -> str:
 
 def comparison(results: Sequence[GenderedWordsResult]) -> str:
     """Several models side by side."""
-    lines = [
-        "## Gendered words in descriptions of contrast sets",
-        "",
-        "| model | sources | M version: masc. word | F version: fem. word | flips | follows edit |",
-        "|---|---:|---:|---:|---:|---:|",
+    header = ["model", "sources", "M version: masc. word", "F version: fem. word", "flips",
+              "follows edit"]  # fmt: skip
+    rows = [
+        [
+            f"`{r.model}`" + (" (random weights)" if r.random_weights else ""),
+            str(r.items),
+            _rate(r.masculine, "masculine_words"),
+            _rate(r.feminine, "feminine_words"),
+            share(r.flip_rate, r.flip_rate_ci),
+            share(r.follows_edit, r.follows_edit_ci),
+        ]
+        for r in results
     ]
-    for r in results:
-        masc_word = _rate(r.masculine, "masculine_words")
-        fem_word = _rate(r.feminine, "feminine_words")
-        weights = " (random weights)" if r.random_weights else ""
-        lines.append(
-            f"| `{r.model}`{weights} | {r.items} | {masc_word} | {fem_word} "
-            f"| {share(r.flip_rate, r.flip_rate_ci)} | {share(r.follows_edit, r.follows_edit_ci)} |"
-        )
+    lines = ["## Gendered words in descriptions of contrast sets", ""]
+    lines += markdown_table(header, rows, align="lrrrrr", cell=str)
     notes = [f"- `{r.model}`: {r.note}" for r in results if r.note]
     if notes:
-        lines += ["", *notes]
-    return "\n".join(lines) + "\n"
+        lines += [*notes, ""]
+    return "\n".join(lines)
 
 
 def headline(result: GenderedWordsResult) -> dict[str, Any]:
