@@ -208,12 +208,18 @@ def test_the_row_runs_a_model_through_evaluate_as_the_command_does(
     from contrastkit.evaluators.runner import EvalConfig
     from contrastkit.evaluators.zero_shot.task import ZeroShotSettings
 
+    # the model folder already holds another task's results: zero-shot writes into its
+    # own zero_shot/ sub-folder, so nothing is in the way and nothing is replaced
+    other = tmp_path / "api" / model_slug(tiny_clip_spec) / "benchmark.json"
+    other.parent.mkdir(parents=True)
+    other.write_text('{"task": "contrast"}\n', encoding="utf-8")
     done = evaluate(EvaluateConfig(
         data=(str(vg),), models=(tiny_clip_spec,), out=tmp_path / "api",
         settings=EvalConfig(bootstrap=20, seed=3),
         task_settings=ZeroShotSettings(min_images=5, prompt="a photo of a {}."),
     ))  # fmt: skip
     [entry] = done.evaluations
+    assert other.read_text(encoding="utf-8") == '{"task": "contrast"}\n'
     assert done.kind == "zero-shot"
     assert entry.folder == tmp_path / "api" / model_slug(tiny_clip_spec) / "zero_shot"
     names = [figure for figure in entry.summary["figures"] if not figure.endswith("_ci")]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from contrastkit.errors import ConfigError, DataFormatError
 
-__all__ = ["RAW_FILES", "folder_tasks", "require_one_task", "require_unmixed"]
+__all__ = ["OWN_SUBFOLDER", "RAW_FILES", "folder_tasks", "require_one_task", "require_unmixed"]
 
 #: The raw files each built-in task writes into a model folder, by task.
 RAW_FILES: dict[str, tuple[str, ...]] = {
@@ -28,6 +28,11 @@ RAW_FILES: dict[str, tuple[str, ...]] = {
 
 #: Sub-folders of a model folder that hold no task's results of ``evaluate``.
 _OTHER_FOLDERS = frozenset({"zero_shot", "plots", "_data"})
+
+#: Tasks whose files go into a sub-folder of their own in the model folder (the
+#: zero-shot analysis: ``MODEL/zero_shot/``): they share no file name with another
+#: task, so the model folder may hold another task's results.
+OWN_SUBFOLDER = {"zero-shot": "zero_shot"}
 
 
 def _benchmark_task(path: Path) -> str | None:
@@ -83,6 +88,8 @@ def require_one_task(out: Path, folders: Sequence[str], task: str) -> None:
         ConfigError: naming the folder, the task it holds (and the file that shows it),
             the task asked for, and what to do instead.
     """
+    if task in OWN_SUBFOLDER:
+        return
     for name in folders:
         for place in _result_folders(out / name):
             others = {t: p for t, p in folder_tasks(place).items() if t != task}
