@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from contrastkit.errors import ConfigError, DataFormatError
+from contrastkit.errors import ConfigError
 from contrastkit.evaluators.engine.protocol import Task, TaskSettings
 from contrastkit.results.base import Result
 
@@ -41,23 +41,19 @@ def check_task(task: Task[Any, Any]) -> None:
 
 def read_task_result(task: Task[Any, Any], path: Path) -> Result | None:
     """The typed result in ``path`` (a ``benchmark.json`` or its folder) when it is
-    ``task``'s, else ``None``.
+    ``task``'s, else ``None`` (read by
+    :func:`~contrastkit.evaluators.report.results.read_task_benchmark`, the reader every
+    task's files go through).
 
     Raises:
-        DataFormatError: a file of the task that does not fit its result class.
+        DataFormatError: no such file, not a JSON object, or a file of the task that
+            does not fit its result class.
     """
-    from contrastkit.records import read_json
+    from contrastkit.evaluators.report.results import read_task_benchmark
 
-    file = Path(path) / "benchmark.json" if Path(path).is_dir() else Path(path)
-    if not file.is_file():
+    found = read_task_benchmark(path, task.name)
+    if found is None:
         return None
-    try:
-        data = read_json(file)
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict) or data.get("task") != task.name:
-        return None
-    result = task.result.from_json(data, path=file)
-    if not isinstance(result, Result):  # pragma: no cover - from_json returns cls
-        raise DataFormatError(file, None, None, f"not a {task.name} result")
+    file, data = found
+    result: Result = task.result.from_json(data, path=file)
     return result

@@ -273,7 +273,8 @@ def task_row(task: ProtocolTask[Any, Any], source: str = "contrastkit") -> Task:
 
     return Task(
         task.name, task.kind, run, read=read, headline=task.headline, compare=compare,
-        options=task.options, source=source, settings=task.settings, protocol=task,
+        result_tasks=(task.name,), options=task.options, source=source,
+        settings=task.settings, protocol=task,
     )  # fmt: skip
 
 
@@ -358,10 +359,11 @@ def read_result(path: Path) -> tuple[Task, Any]:
                 REGISTRY.check(task.name)
                 return task, results
     typed = read_benchmark(path)
-    data = typed.to_json()
-    results = data[typed.name] if isinstance(typed, VisoGenderResult) else data
     for task in registered:
         if typed.task in task.result_tasks:
             REGISTRY.check(task.name)
-            return task, results
+            if task.protocol is not None:  # a protocol task's functions take its typed result
+                return task, typed
+            data = typed.to_json()
+            return task, data[typed.name] if isinstance(typed, VisoGenderResult) else data
     raise ConfigError(f"{path}: no registered task reads {typed.task!r} results")
