@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from contrastkit.evaluators.report.tables import format_interval
 from contrastkit.evaluators.tasks.gendered_words.result import GenderedWordsResult, VersionRates
-from contrastkit.results.common import Interval
+from contrastkit.results.base import Node
 from contrastkit.text import markdown_table
 
 if TYPE_CHECKING:
@@ -28,27 +29,19 @@ _PAIRS = (
 )
 
 
-def share(value: float | None, interval: Interval | None = None) -> str:
-    """``0.42 [0.31, 0.55]``; ``n/a`` for an undefined share, the interval's reason
-    when it has none."""
-    if value is None:
-        return "n/a (no sources)"
-    text = f"{value:.2f}"
-    if interval is not None:
-        if interval.low is None or interval.high is None:
-            text += f" [n/a: {interval.reason}]" if interval.reason else " [n/a]"
-        else:
-            text += f" [{interval.low:.2f}, {interval.high:.2f}]"
-    return text
+def _cell(node: Node | None, key: str) -> str:
+    """``0.42 [0.31, 0.55]`` for the share ``key`` of ``node`` and its interval, the
+    way every report table writes a figure (:func:`~contrastkit.evaluators.report.
+    tables.format_interval`)."""
+    return format_interval(node.to_json() if node is not None else {}, key)
 
 
 def _version_rows(rates: VersionRates | None, version: str) -> list[list[str]]:
     if rates is None:
         return []
-    return [
-        [version, what, share(getattr(rates, key), getattr(rates, f"{key}_ci"))]
-        for key, what in _RATES
-    ] + [[version, "both kinds or neither (undefined)", share(rates.undefined)]]
+    return [[version, what, _cell(rates, key)] for key, what in _RATES] + [
+        [version, "both kinds or neither (undefined)", _cell(rates, "undefined")]
+    ]
 
 
 def _level(result: GenderedWordsResult) -> str:
@@ -74,18 +67,10 @@ def markdown(result: GenderedWordsResult) -> str:
     versions += _version_rows(result.feminine, "feminine")
     lines += ["", "## Per version", ""]
     lines += markdown_table(["version", "descriptions", "share"], versions, align="llr", cell=str)
-    pairs = [
-        [what, share(getattr(result, key), getattr(result, f"{key}_ci"))] for key, what in _PAIRS
-    ]
+    pairs = [[what, _cell(result, key)] for key, what in _PAIRS]
     lines += ["## Per source", ""]
     lines += markdown_table(["what", "share"], pairs, align="lr", cell=str)
     return "\n".join(lines)
-
-
-def _rate(rates: VersionRates | None, key: str) -> str:
-    if rates is None:
-        return share(None)
-    return share(getattr(rates, key), getattr(rates, f"{key}_ci"))
 
 
 def comparison(results: Sequence[GenderedWordsResult]) -> str:
@@ -96,10 +81,10 @@ def comparison(results: Sequence[GenderedWordsResult]) -> str:
         [
             f"`{r.model}`" + (" (random weights)" if r.random_weights else ""),
             str(r.items),
-            _rate(r.masculine, "masculine_words"),
-            _rate(r.feminine, "feminine_words"),
-            share(r.flip_rate, r.flip_rate_ci),
-            share(r.follows_edit, r.follows_edit_ci),
+            _cell(r.masculine, "masculine_words"),
+            _cell(r.feminine, "feminine_words"),
+            _cell(r, "flip_rate"),
+            _cell(r, "follows_edit"),
         ]
         for r in results
     ]
