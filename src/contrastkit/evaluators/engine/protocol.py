@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ import numpy as np
 from contrastkit.errors import ConfigError
 from contrastkit.evaluators.bootstrap import (
     BootstrapSettings,
+    few_items,
     percentile_interval,
     resample_indices,
 )
@@ -245,14 +247,16 @@ class RunContext(Generic[_S]):
         array = np.asarray(values, dtype=np.float64).reshape(-1)
         array = array[np.isfinite(array)]
         level, resamples = boot.confidence, boot.resamples
-        if array.size < 2:
-            noun = "item" if array.size == 1 else "items"
-            reason = f"{array.size} {noun}: no interval (resampling needs at least 2)"
-            return Interval(low=None, high=None, level=level, resamples=resamples, reason=reason)
-        rng = np.random.default_rng(boot.seed)
-        means = array[resample_indices(rng, array.size, resamples)].mean(axis=1)
-        low, high = percentile_interval(means, level)
-        return Interval(low=low, high=high, level=level, resamples=resamples)
+        bounds = (math.nan, math.nan)
+        if array.size >= 2:
+            rng = np.random.default_rng(boot.seed)
+            means = array[resample_indices(rng, array.size, resamples)].mean(axis=1)
+            bounds = percentile_interval(means, level)
+        # fewer than two values: no interval, and the reason every report gives
+        found = few_items({"low": bounds[0], "high": bounds[1]}, int(array.size))
+        low, high = (None if math.isnan(b) else float(b) for b in (found["low"], found["high"]))
+        reason = found.get("reason")
+        return Interval(low=low, high=high, level=level, resamples=resamples, reason=reason)
 
 
 class Task(Generic[_S, _R]):
