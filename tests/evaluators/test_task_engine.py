@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -171,9 +172,11 @@ def test_sources_with_one_version_are_counted_and_left_out(planted: str, tmp_pat
 def test_a_real_tiny_blip_describes_both_versions_through_the_engine(
     export: Path, tmp_path: Path
 ) -> None:
-    """The engine opens each version's image from the dataset and hands it to the real
-    adapter: the captions in the raw file are the adapter's own on those images; a model
-    with random weights says so in the report."""
+    """A real adapter through the engine: the captions in the raw file are the tiny
+    BLIP's own for those images, in the same batches; a model with random weights says
+    so in the report. (The tiny BLIP writes the same words for any image, so which
+    image reaches which version is checked by the planted captioner's tests above, whose
+    captions follow the colour.)"""
     from contrastkit.config import ModelConfig
     from contrastkit.evaluators.contrast_data import load_contrast
     from contrastkit.models import load_model
@@ -190,17 +193,24 @@ def test_a_real_tiny_blip_describes_both_versions_through_the_engine(
     records = [json.loads(line) for line in (entry.folder / "raw_gendered_words.jsonl").open()]
     assert len(records) == 4
     dataset = load_contrast(export)
-    model = load_model(spec, ModelConfig(device="cpu"))
     genders = contrast_genders(dataset)
-    for record in records:
-        source = record["key"].split(":")[-1]
-        for version in ("masculine", "feminine"):
-            [index] = [
-                i for i, s in enumerate(dataset["source_id"])
-                if s == source and genders[i] == version
-            ]  # fmt: skip
-            expected = model.generate_captions([dataset[index]["image"].convert("RGB")], 3)  # type: ignore[union-attr]
-            assert record[version]["caption"] == expected[0]
+    versions = ("masculine", "feminine")
+
+    def image(source: str, version: str) -> Any:
+        [index] = [
+            i for i, s in enumerate(dataset["source_id"]) if (s, genders[i]) == (source, version)
+        ]
+        return dataset[index]["image"].convert("RGB")
+
+    # the adapter's own captions of the same images, in the same calls the engine made
+    # (3 sources a batch, both versions each: the same batch shapes, so the same kernels)
+    model = load_model(spec, ModelConfig(device="cpu", batch_size=3))
+    sources = [record["key"].split(":")[-1] for record in records]
+    for start in range(0, len(records), 3):
+        batch = records[start : start + 3]
+        flat = [image(s, v) for s in sources[start : start + 3] for v in versions]
+        expected = model.generate_captions(flat, 3)  # type: ignore[union-attr]
+        assert [r[v]["caption"] for r in batch for v in versions] == expected
     assert "Random weights" in (entry.folder / "report.md").read_text()
     assert json.loads((entry.folder / "benchmark.json").read_text())["random_weights"] is True
 
