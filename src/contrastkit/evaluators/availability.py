@@ -8,17 +8,43 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from contrastkit.errors import ConfigError, DataFormatError
 from contrastkit.interfaces import ProgressFactory, progress_stage
 from contrastkit.io import check_writable
 
 if TYPE_CHECKING:
+    from contrastkit.config import ModelConfig
+    from contrastkit.curation.urls.config import CheckConfig
     from contrastkit.evaluators.data import EvalItem, ImageLoader, SkippedRow
-    from contrastkit.evaluators.evaluation import EvaluateConfig
 
-__all__ = ["available_items", "fetch_missing", "image_loader"]
+__all__ = ["ImageConfig", "available_items", "fetch_missing", "image_loader"]
+
+
+class ImageConfig(Protocol):
+    """What getting a run's images ready reads of its config
+    (:class:`~contrastkit.evaluators.evaluation.EvaluateConfig` has it all): whether
+    URLs are fetched and rows without an image skipped, the image store, how URLs are
+    fetched, and the models (their weights are located before any fetching)."""
+
+    @property
+    def fetching(self) -> bool: ...
+
+    @property
+    def skipping(self) -> bool: ...
+
+    @property
+    def image_store(self) -> Path | None: ...
+
+    @property
+    def network(self) -> CheckConfig: ...
+
+    @property
+    def models(self) -> tuple[str, ...]: ...
+
+    @property
+    def model(self) -> ModelConfig: ...
 
 
 def image_loader(store: Path | None, *, fetching: bool = False) -> ImageLoader:
@@ -37,7 +63,7 @@ def image_loader(store: Path | None, *, fetching: bool = False) -> ImageLoader:
 def fetch_missing(
     items: Sequence[EvalItem],
     loader: ImageLoader,
-    config: EvaluateConfig,
+    config: ImageConfig,
     progress: ProgressFactory | None,
 ) -> tuple[dict[str, str], int]:
     """Check the URLs of ``items`` the store does not hold into it (the URL checker, with
@@ -95,7 +121,7 @@ def fetch_missing(
 
 
 def available_items(
-    config: EvaluateConfig,
+    config: ImageConfig,
     paths: tuple[Path, ...],
     items: list[EvalItem],
     progress: ProgressFactory | None,
