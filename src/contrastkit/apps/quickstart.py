@@ -322,15 +322,15 @@ def _evaluate(
     export_dir: Path, scorer: ImageTextScorer, name: str, folder: Path, note: str | None
 ) -> tuple[dict[str, Any], dict[str, Path]]:
     """GenSynth Sec. 5 on the exported set: retrieval bias and pair preference."""
-    from contrastkit.evaluators.contrast import (
+    from contrastkit.evaluators.report import model_slug
+    from contrastkit.evaluators.runner import EvalConfig
+    from contrastkit.evaluators.tasks.contrast_sets.scoring import (
         ContrastLabels,
         ContrastSettings,
         evaluate_contrast,
         load_contrast,
         write_contrast_outputs,
     )
-    from contrastkit.evaluators.report import model_slug
-    from contrastkit.evaluators.runner import EvalConfig
 
     # the bootstrap of `contrastkit evaluate` (its default resamples): the report and plot
     # show intervals, not a legend telling the reader to rerun with --bootstrap N

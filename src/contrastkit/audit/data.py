@@ -4,8 +4,8 @@ Two kinds of data:
 
 * a **contrast set** exported by ``contrastkit export contrast`` (or a saved dataset with
   its columns ``source_id``, ``gender``, ``image``, ``neutral_captions``; read by
-  :func:`contrastkit.evaluators.contrast.load_contrast`): each image's label is its
-  ``gender`` column (the edit's target), its captions the gender-adjusted ``captions``
+  :func:`contrastkit.evaluators.tasks.contrast_sets.data.load_contrast`): each image's
+  label is its ``gender`` column (the edit's target), its captions the gender-adjusted ``captions``
   and its neutral captions the export's ``neutral_captions``; the two versions of a
   source photo form one *group*;
 * a **VisoGender-style set** (official-format TSVs, a folder of them, or a
@@ -212,9 +212,10 @@ def read_contrast_set(path: str | Path, split: str | None = None) -> AuditData:
     """A contrast-set export (module docstring), read lazily: images stay in the dataset.
 
     Raises:
-        DataFormatError: as :func:`contrastkit.evaluators.contrast.load_contrast`.
+        DataFormatError: as
+            :func:`contrastkit.evaluators.tasks.contrast_sets.data.load_contrast`.
     """
-    from contrastkit.evaluators.contrast import load_contrast
+    from contrastkit.evaluators.tasks.contrast_sets.data import load_contrast
     from contrastkit.pipeline import DatasetImage
 
     dataset = load_contrast(Path(path), split)
@@ -292,7 +293,7 @@ def load_audit_data(path: str | Path, split: str | None = None) -> AuditData:
     Raises:
         DataFormatError: ``path`` is not a folder of a known kind, or is malformed.
     """
-    from contrastkit.evaluators.contrast import is_contrast_dataset
+    from contrastkit.evaluators.tasks.contrast_sets.data import is_contrast_dataset
 
     path = Path(path)
     if (

@@ -88,7 +88,7 @@ class ContrastImages:
     """The versions' images of one contrast set, read on demand by source and gender."""
 
     def __init__(self, path: Path):
-        from contrastkit.evaluators.contrast_data import contrast_genders, load_contrast
+        from contrastkit.evaluators.tasks.contrast_sets.data import contrast_genders, load_contrast
 
         self.path = path
         self.rows: dict[tuple[str, str], int] = {}

@@ -61,7 +61,7 @@ def caption_record(caption: str) -> dict[str, Any]:
 
 
 def _pairs(path: Path, split: str | None) -> tuple[list[Item], int]:
-    from contrastkit.evaluators.contrast_data import contrast_genders, load_contrast
+    from contrastkit.evaluators.tasks.contrast_sets.data import contrast_genders, load_contrast
 
     dataset = load_contrast(path, split)
     genders = contrast_genders(dataset)
