@@ -1,6 +1,8 @@
 """What a contrast-set evaluation writes and how it is read back (GenSynth Sec. 5):
 ``raw_contrast.jsonl``, ``benchmark.json``, ``report.md`` and ``plots/contrast_bias.png``
-(and ``.svg``) of :func:`write_contrast_outputs`; the benchmark read back
+(and ``.svg``) of :func:`write_contrast_outputs`, from the typed result
+(:class:`~contrastkit.results.contrast.ContrastResult`, :func:`contrast_result`) that the
+report, the plot and the headline take; the benchmark read back
 (:func:`read_contrast_benchmark`), its headline (:func:`contrast_headline`) and what its
 scores are and cost (:func:`contrast_scoring`). The scoring itself is
 :func:`contrastkit.evaluators.tasks.contrast_sets.scoring.evaluate_contrast`.
@@ -9,7 +11,7 @@ scores are and cost (:func:`contrast_scoring`). The scoring itself is
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +27,13 @@ from contrastkit.evaluators.tasks.contrast_sets.data import (
 )
 from contrastkit.io import atomic_write_text
 from contrastkit.results import SCHEMA_VERSION
+from contrastkit.results.common import Interval
+from contrastkit.results.contrast import (
+    ContrastPairs,
+    ContrastResult,
+    ContrastScoring,
+    ContrastSummary,
+)
 from contrastkit.text import UNDEFINED, format_number, table_header, table_row
 
 if TYPE_CHECKING:
@@ -32,10 +41,15 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ContrastLabels",
+    "benchmark_text",
     "contrast_headline",
     "contrast_markdown",
+    "contrast_plot",
+    "contrast_result",
     "contrast_scoring",
+    "raw_lines",
     "read_contrast_benchmark",
+    "write_contrast_files",
     "write_contrast_outputs",
 ]
 
@@ -78,29 +92,64 @@ def read_contrast_benchmark(path: Path) -> dict[str, Any] | None:
     return data
 
 
-def contrast_headline(benchmark: dict[str, Any]) -> dict[str, Any]:
-    """The headline numbers of a contrast-set benchmark (``contrastkit report --json``):
+def contrast_result(summary: Mapping[str, Any], labels: ContrastLabels) -> ContrastResult:
+    """The typed ``benchmark.json`` of one model on one contrast set: the ``summary`` of
+    :func:`~contrastkit.evaluators.tasks.contrast_sets.scoring.evaluate_contrast` (its
+    JSON-ready output, read into :class:`~contrastkit.results.contrast.ContrastSummary`)
+    with what ``labels`` names, the model's random-weights note and what the scores are
+    and cost (:func:`contrast_scoring`)."""
+    from contrastkit.models.registry import weights_note
+
+    model_note = weights_note(labels.model)
+    scoring = ContrastScoring.from_json(contrast_scoring(summary))
+    return ContrastResult(
+        random_weights=model_note is not None, weights_note=model_note, model=labels.model,
+        data=labels.data, dataset=labels.dataset, schema_version=SCHEMA_VERSION,
+        contrastkit_version=__version__, note=labels.note, score_kind=scoring.score_kind,
+        scoring=scoring, summary=ContrastSummary.from_json(dict(summary), path="summary"),
+        key_order=_BENCHMARK_KEYS,
+    )  # fmt: skip
+
+
+#: The order of a contrast ``benchmark.json``'s keys, as it has always been written.
+_BENCHMARK_KEYS = (
+    "random_weights", "weights_note", "model", "data", "dataset", "task", "schema_version",
+    "contrastkit_version", "note", "score_kind", "scoring", "summary",
+)  # fmt: skip
+
+
+def _typed(benchmark: ContrastResult | Mapping[str, Any]) -> ContrastResult:
+    """``benchmark`` as its typed result (a ``benchmark.json`` object read into one)."""
+    if isinstance(benchmark, ContrastResult):
+        return benchmark
+    return ContrastResult.from_json(dict(benchmark))
+
+
+def contrast_headline(benchmark: ContrastResult | Mapping[str, Any]) -> dict[str, Any]:
+    """The headline numbers of a contrast-set result (``contrastkit report --json``):
     ``task`` (``contrast``), ``model``, ``data``, ``dataset``, ``random_weights``,
     ``weights_note``, ``images``, ``queries``, ``retrieval`` (each Bias@K and MaxSkew@K
     summary, with ``mean_ci`` when evaluated with intervals), ``pairs`` and ``warnings``
-    (each K at or above the set's images, whose figures are then no reading)."""
-    summary = benchmark["summary"]
+    (each K at or above the set's images, whose figures are then no reading). A
+    ``benchmark.json`` object is read into its typed result first."""
+    result = _typed(benchmark)
+    summary = result.summary
     return {
         "task": "contrast",
-        "model": benchmark.get("model"),
-        "data": benchmark.get("data"),
-        "dataset": benchmark.get("dataset"),
-        "random_weights": bool(benchmark.get("random_weights")),
-        "weights_note": benchmark.get("weights_note"),
-        "images": summary.get("images"),
-        "queries": summary.get("queries"),
+        "model": result.model,
+        "data": result.data,
+        "dataset": result.dataset,
+        "random_weights": bool(result.random_weights),
+        "weights_note": result.weights_note,
+        "images": summary.images,
+        "queries": summary.queries,
         "retrieval": {
-            name: value
-            for name, value in summary["retrieval"].items()
+            name: value.to_json()
+            for name, value in summary.retrieval.items()
             if name.startswith(INTERVAL_METRICS)
         },
-        "pairs": summary.get("pairs"),
-        "warnings": list(summary.get("warnings") or []),
+        "pairs": None if summary.pairs is None else summary.pairs.to_json(),
+        "warnings": [warning.to_json() for warning in summary.warnings or ()],
     }
 
 
@@ -132,26 +181,41 @@ def contrast_scoring(summary: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _scoring_of(result: ContrastResult) -> ContrastScoring:
+    """The result's ``scoring`` (:func:`contrast_scoring` of its summary when it has
+    none: a file written before the field)."""
+    if result.scoring is not None:
+        return result.scoring
+    return ContrastScoring.from_json(contrast_scoring(result.summary.to_json()))
+
+
 def _fmt(value: Any, *, signed: bool = True) -> str:
     """A number for the report: signed (a bias, a gap) or not (a spread, sigma), 3 places,
     ``n/a`` when undefined."""
     return format_number(value, 3, sign=signed, missing=UNDEFINED)
 
 
-def _scoring_lines(summary: Mapping[str, Any]) -> list[str]:
+def _finite(interval: Interval | None) -> Interval | None:
+    """``interval`` when both its bounds are finite numbers, else ``None``."""
+    if interval is None or interval.low is None or interval.high is None:
+        return None
+    return interval if np.isfinite(interval.low) and np.isfinite(interval.high) else None
+
+
+def _scoring_lines(result: ContrastResult) -> list[str]:
     """What the report says of the scores and their cost (:func:`contrast_scoring`)."""
-    scoring = contrast_scoring(summary)
-    images, queries = summary.get("images"), summary.get("queries")
-    lines = [f"Score: {scoring['score_kind']}.", ""]
-    if scoring["unit"] == "embedding":
+    scoring = _scoring_of(result)
+    images, queries = result.summary.images, result.summary.queries
+    lines = [f"Score: {scoring.score_kind}.", ""]
+    if scoring.unit == "embedding":
         cost = (
             f"Cost: one embedding per image and per query ({images} + {queries} model "
             "passes); every score is a dot product."
         )
     else:
-        done = scoring["model_passes"]
-        every = scoring["all_metrics_passes"]
-        if scoring["metrics"] == "all":
+        done = scoring.model_passes
+        every = scoring.all_metrics_passes
+        if scoring.metrics == "all":
             cost = (
                 f"Cost: every image against every query, {images} x {queries} = {every} "
                 "image-caption model passes (a dual encoder needs one embedding per image "
@@ -165,76 +229,85 @@ def _scoring_lines(summary: Mapping[str, Any]) -> list[str]:
                 f"= {every} passes (`--contrast-metrics all`)"
             )
         cost += (
-            f"; {scoring['computed']} run in this evaluation, {scoring['reused']} reused "
+            f"; {scoring.computed} run in this evaluation, {scoring.reused} reused "
             f"from an earlier run (`{RAW_SCORES_FILE}`)."
         )
     return [*lines, cost]
 
 
-def contrast_markdown(benchmark: dict[str, Any]) -> str:
-    """The report of one model on one contrast set."""
-    s = benchmark["summary"]
-    lines = [f"# Contrast-set evaluation: {benchmark['model']}", ""]
-    if benchmark.get("weights_note"):
-        lines += [f"> **Random weights.** {benchmark['weights_note']}", ""]
-    lines += [
-        f"Data: `{benchmark['data']}` ({s['images']} images from {s['sources']} sources, "
-        f"{s['queries']} gender-neutral queries).",
-        "",
-        *_scoring_lines(s),
-    ]
-    if s.get("warnings"):
-        from contrastkit.evaluators.report.markdown import warnings_section
-
-        lines += ["", *warnings_section(s["warnings"])[:-1]]
-    if benchmark.get("note") and benchmark.get("note") != benchmark.get("weights_note"):
-        lines += ["", f"> {benchmark['note']}"]
-    lines += [
+def _retrieval_lines(summary: ContrastSummary) -> list[str]:
+    """The retrieval-bias section: one row per metric, and what its intervals are."""
+    lines = [
         "",
         "## Retrieval bias (GenSynth Sec. 5; 0 is balanced, positive leans masculine)",
         "",
         *table_header(["metric", "mean", "interval", "sigma", "queries"], "lrrrr"),
     ]
-    if not s["retrieval"] and s.get("retrieval_note"):
-        lines = [*lines[:-2], f"Retrieval bias is {s['retrieval_note']}."]
-    level: tuple[Any, Any] | None = None
-    for name, stats in s["retrieval"].items():
-        sigma = _fmt(stats["sigma"], signed=False)
-        ci = stats.get("mean_ci") or {}
-        interval = (
-            f"[{_fmt(ci['low'])}, {_fmt(ci['high'])}]"
-            if ci and np.isfinite(ci["low"]) and np.isfinite(ci["high"])
-            else "–"
-        )
-        if ci and level is None:
-            level = (ci.get("level"), ci.get("resamples"))
-        lines.append(table_row([name, _fmt(stats["mean"]), interval, sigma, stats["n"]]))
-    if level:
+    note = summary.extra.get("retrieval_note")
+    if not summary.retrieval and note:
+        lines = [*lines[:-2], f"Retrieval bias is {note}."]
+    level: Interval | None = None
+    for name, stats in summary.retrieval.items():
+        ci = _finite(stats.mean_ci)
+        interval = f"[{_fmt(ci.low)}, {_fmt(ci.high)}]" if ci is not None else "–"
+        if stats.mean_ci is not None and level is None:
+            level = stats.mean_ci
+        sigma = _fmt(stats.sigma, signed=False)
+        lines.append(table_row([name, _fmt(stats.mean), interval, sigma, stats.n]))
+    if level is not None:
         lines += [
             "",
-            f"Interval: {100 * float(level[0]):g}% percentile bootstrap interval of the mean "
-            f"over queries ({level[1]} resamples).",
+            f"Interval: {100 * float(level.level or 0.0):g}% percentile bootstrap interval of "
+            f"the mean over queries ({level.resamples} resamples).",
         ]
-    pairs = s["pairs"]
-    embedded = contrast_scoring(s)["unit"] == "embedding"
-    gap = "similarity gap" if embedded else "score gap"
-    lines += ["", "## Pair preference (same scene, masculine vs feminine version)", ""]
-    if pairs.get("applicable", pairs["queries_with_pair"] > 0):
-        ci = pairs.get("masculine_preferred_ci") or {}
-        interval = (
-            f" [{ci['low']:.3f}, {ci['high']:.3f}] ({100 * float(ci['level']):g}% percentile "
-            f"bootstrap interval over these queries, {ci['resamples']} resamples)"
-            if ci and np.isfinite(ci["low"]) and np.isfinite(ci["high"])
-            else ""
-        )
-        lines += [
-            f"- queries with both versions of their source: {pairs['queries_with_pair']}",
-            f"- share preferring the masculine version: {pairs['masculine_preferred']:.3f}"
-            f"{interval} (0.5 is no preference)",
-            f"- mean {gap}, masculine minus feminine: {_fmt(pairs['mean_gap'])}",
-        ]
-    else:
-        lines.append(f"Pair preference is {pairs.get('note') or PAIRS_NOT_APPLICABLE}.")
+    return lines
+
+
+def _pair_lines(pairs: ContrastPairs, gap: str) -> list[str]:
+    """The pair-preference section."""
+    lines = ["", "## Pair preference (same scene, masculine vs feminine version)", ""]
+    if not pairs.applicable:
+        return [*lines, f"Pair preference is {pairs.extra.get('note') or PAIRS_NOT_APPLICABLE}."]
+    ci = _finite(pairs.masculine_preferred_ci)
+    interval = (
+        f" [{ci.low:.3f}, {ci.high:.3f}] ({100 * float(ci.level or 0.0):g}% percentile "
+        f"bootstrap interval over these queries, {ci.resamples} resamples)"
+        if ci is not None
+        else ""
+    )
+    return [
+        *lines,
+        f"- queries with both versions of their source: {pairs.queries_with_pair}",
+        f"- share preferring the masculine version: {pairs.masculine_preferred:.3f}"
+        f"{interval} (0.5 is no preference)",
+        f"- mean {gap}, masculine minus feminine: {_fmt(pairs.mean_gap)}",
+    ]
+
+
+def contrast_markdown(benchmark: ContrastResult | Mapping[str, Any]) -> str:
+    """The report of one model on one contrast set (a ``benchmark.json`` object is read
+    into its typed result first)."""
+    result = _typed(benchmark)
+    s = result.summary
+    lines = [f"# Contrast-set evaluation: {result.model}", ""]
+    if result.weights_note:
+        lines += [f"> **Random weights.** {result.weights_note}", ""]
+    lines += [
+        f"Data: `{result.data}` ({s.images} images from {s.sources} sources, "
+        f"{s.queries} gender-neutral queries).",
+        "",
+        *_scoring_lines(result),
+    ]
+    if s.warnings:
+        from contrastkit.evaluators.report.markdown import warnings_section
+
+        lines += ["", *warnings_section([w.to_json() for w in s.warnings])[:-1]]
+    if result.note and result.note != result.weights_note:
+        lines += ["", f"> {result.note}"]
+    lines += _retrieval_lines(s)
+    embedded = _scoring_of(result).unit == "embedding"
+    if s.pairs is not None:
+        lines += _pair_lines(s.pairs, "similarity gap" if embedded else "score gap")
     lines += [
         "",
         "## Plot",
@@ -248,39 +321,47 @@ def contrast_markdown(benchmark: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _contrast_plot(benchmark: dict[str, Any]) -> Figure:
-    """The contrast-set plot (:func:`~contrastkit.evaluators.report.plots.contrast_figure`)."""
+def contrast_plot(result: ContrastResult) -> Figure:
+    """The contrast-set plot
+    (:func:`~contrastkit.evaluators.report.contrast_plots.contrast_figure`, which reads
+    the ``benchmark.json`` object)."""
     from contrastkit.evaluators.report.plots import contrast_figure
 
-    return contrast_figure(benchmark)
+    return contrast_figure(result.to_json())
+
+
+def raw_lines(queries: Sequence[Mapping[str, Any]]) -> str:
+    """``raw_contrast.jsonl``: one JSON line per query record (non-finite numbers as
+    ``NaN`` / ``Infinity``, as it has always been written)."""
+    return "".join(json.dumps(record, allow_nan=True) + "\n" for record in queries)
+
+
+def benchmark_text(result: ContrastResult) -> str:
+    """``benchmark.json`` of a result (the file boundary: non-finite numbers as ``NaN``
+    / ``Infinity``, as contrast benchmarks have always been written)."""
+    return json.dumps(result.to_json(), indent=2) + "\n"
 
 
 def write_contrast_outputs(
-    result: dict[str, Any], folder: Path, labels: ContrastLabels
+    result: Mapping[str, Any], folder: Path, labels: ContrastLabels
 ) -> dict[str, Path]:
     """Write ``raw_contrast.jsonl``, ``benchmark.json``, ``report.md`` and the plot (PNG
-    and SVG), each atomically; return them by name (``raw``, ``benchmark``, ``report``,
-    ``plot``, ``plot_svg``). ``labels`` names the model and the data
-    (:class:`ContrastLabels`)."""
+    and SVG) of an evaluation (:func:`~contrastkit.evaluators.tasks.contrast_sets.scoring.
+    evaluate_contrast`'s ``{"summary", "queries"}``), each atomically; return them by
+    name (``raw``, ``benchmark``, ``report``, ``plot``, ``plot_svg``). ``labels`` names the
+    model and the data (:class:`ContrastLabels`)."""
+    return write_contrast_files(contrast_result(result["summary"], labels), result["queries"],
+                                folder)  # fmt: skip
+
+
+def write_contrast_files(
+    result: ContrastResult, queries: Sequence[Mapping[str, Any]], folder: Path
+) -> dict[str, Path]:
+    """Write the files of a typed result and its per-query records (as
+    :func:`write_contrast_outputs` says)."""
     from contrastkit.evaluators.report.plots import save_formats
-    from contrastkit.models.registry import weights_note
 
     folder.mkdir(parents=True, exist_ok=True)
-    model_note = weights_note(labels.model)
-    benchmark = {
-        "random_weights": model_note is not None,
-        "weights_note": model_note,
-        "model": labels.model,
-        "data": labels.data,
-        "dataset": labels.dataset,
-        "task": "contrast",
-        "schema_version": SCHEMA_VERSION,
-        "contrastkit_version": __version__,
-        "note": labels.note,
-        "score_kind": contrast_scoring(result["summary"])["score_kind"],
-        "scoring": contrast_scoring(result["summary"]),
-        "summary": result["summary"],
-    }
     paths = {
         "raw": folder / "raw_contrast.jsonl",
         "benchmark": folder / "benchmark.json",
@@ -288,11 +369,8 @@ def write_contrast_outputs(
         "plot": folder / "plots" / "contrast_bias.png",
         "plot_svg": folder / "plots" / "contrast_bias.svg",
     }
-    atomic_write_text(
-        paths["raw"],
-        "".join(json.dumps(r, allow_nan=True) + "\n" for r in result["queries"]),
-    )
-    atomic_write_text(paths["benchmark"], json.dumps(benchmark, indent=2) + "\n")
-    atomic_write_text(paths["report"], contrast_markdown(benchmark))
-    save_formats(_contrast_plot(benchmark), folder / "plots" / "contrast_bias")
+    atomic_write_text(paths["raw"], raw_lines(queries))
+    atomic_write_text(paths["benchmark"], benchmark_text(result))
+    atomic_write_text(paths["report"], contrast_markdown(result))
+    save_formats(contrast_plot(result), folder / "plots" / "contrast_bias")
     return paths

@@ -22,6 +22,10 @@ def evaluate_contrast_sets(
     encoders and caption scorers (``blip-itm:``, ``vilt:``, ``vlm:``; their scores kept in
     ``raw_contrast_scores.jsonl`` and reused on rerun); captioning models that only score
     pronoun continuations are refused before anything loads."""
+    from contrastkit.evaluators.tasks.contrast_sets.report import (
+        contrast_result,
+        write_contrast_files,
+    )
     from contrastkit.evaluators.tasks.contrast_sets.scoring import (
         RAW_SCORES_FILE,
         ContrastLabels,
@@ -29,7 +33,6 @@ def evaluate_contrast_sets(
         describe_export,
         evaluate_contrast,
         load_contrast,
-        write_contrast_outputs,
     )
     from contrastkit.models import load_model
 
@@ -60,14 +63,15 @@ def evaluate_contrast_sets(
                 )  # fmt: skip
                 result = evaluate_contrast(dataset, scorer, settings, progress=update)
             labels = ContrastLabels(model=spec, data=str(path), dataset=describe_export(path))
-            files = write_contrast_outputs(result, folder, labels)
+            typed = contrast_result(result["summary"], labels)
+            files = write_contrast_files(typed, result["queries"], folder)
             if raw_scores is not None:
                 files = {**files, "raw_scores": raw_scores}
-            scoring = result["summary"].get("scoring") or {}
+            scoring = typed.scoring
             evaluation = ModelEvaluation(
                 model=spec, folder=folder, files=files, data=str(path),
-                scored_images=result["summary"]["images"], summary=result["summary"],
-                reused_records=int(scoring.get("reused", 0)),
+                scored_images=typed.summary.images or 0, summary=result["summary"],
+                reused_records=int(scoring.reused or 0) if scoring is not None else 0,
             )  # fmt: skip
             evaluations.append(evaluation)
         del scorer
