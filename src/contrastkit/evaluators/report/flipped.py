@@ -3,7 +3,7 @@ the occupation-subject and participant-subject queries side by side, for one mod
 (markdown and a plot) and for several (``contrastkit report``).
 
 The numbers come from the ``retrieval_bias`` and ``retrieval_flipped`` sections of a
-benchmark JSON (:mod:`contrastkit.evaluators.tasks.flipped`); a file without
+benchmark JSON (:mod:`contrastkit.evaluators.tasks.visogender.flipped`); a file without
 ``retrieval_flipped`` (written before contrastkit computed it, or with
 ``flipped_retrieval`` off) simply has no such section.
 """
@@ -38,7 +38,7 @@ from contrastkit.evaluators.report.tables import (
     model_cell,
     table,
 )
-from contrastkit.evaluators.tasks.flipped import FLIPPED_TASK, OO_EXCLUDED
+from contrastkit.evaluators.tasks.visogender.flipped import FLIPPED_TASK, OO_EXCLUDED
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -29,7 +29,7 @@ from contrastkit.evaluators.report.tables import (
     result_ks,
     table,
 )
-from contrastkit.evaluators.tasks.resolution import SPLITS
+from contrastkit.evaluators.tasks.visogender.resolution import SPLITS
 from contrastkit.text import UNDEFINED
 
 __all__ = [

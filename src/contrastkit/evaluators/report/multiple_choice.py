@@ -1,6 +1,6 @@
 """The report.md lines of a generative VLM: the prompts it was scored with and, under the
 multiple-choice protocol, position bias and the option-swap result
-(:mod:`contrastkit.evaluators.tasks.multiple_choice`)."""
+(:mod:`contrastkit.evaluators.tasks.visogender.multiple_choice`)."""
 
 from __future__ import annotations
 

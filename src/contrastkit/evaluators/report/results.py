@@ -8,13 +8,14 @@ The benchmark JSON holds one object, ``visogender_<model>_results``, with ``meta
 is the paper's overall accuracy, the mean of the single-person and two-person
 ``RA_avg``), ``retrieval_flipped`` (Tab. 5: the participant-subject queries ranking the
 two-person images by the participant's perceived gender, shaped as ``retrieval_bias``;
-:func:`~contrastkit.evaluators.tasks.flipped.summarize_flipped`; absent from files
+:func:`~contrastkit.evaluators.tasks.visogender.flipped.summarize_flipped`; absent from files
 written before it existed or with ``flipped_retrieval`` off), ``labour_statistics``
 (Appendix F), ``error_analysis`` (Appendix G; a random-relabelling ``z`` is ``null``
 with a ``z_reason`` where the baseline does not vary), for a generative VLM
 ``metadata.vlm`` (its protocol and prompts) and, under the multiple-choice protocol,
 ``multiple_choice`` (position bias and the option-swap result,
-:func:`~contrastkit.evaluators.tasks.multiple_choice.summarize_multiple_choice`) and ``warnings``
+:func:`~contrastkit.evaluators.tasks.visogender.multiple_choice.summarize_multiple_choice`)
+and ``warnings``
 (:func:`retrieval_warnings`: a K at or above the images of a query, whose @K metrics are
 then trivial). A figure ``x`` with a bootstrap confidence interval has a sibling
 ``x_ci`` = ``{"low", "high", "level", "resamples"}``. Undefined numbers (an accuracy
@@ -41,10 +42,10 @@ from contrastkit.evaluators.stats import (
     resolution_subsamples,
     retrieval_random_baseline,
 )
-from contrastkit.evaluators.tasks.flipped import FLIPPED_TASK, summarize_flipped
-from contrastkit.evaluators.tasks.multiple_choice import summarize_multiple_choice
-from contrastkit.evaluators.tasks.resolution import apply_protocol, summarize_resolution
-from contrastkit.evaluators.tasks.retrieval import (
+from contrastkit.evaluators.tasks.visogender.flipped import FLIPPED_TASK, summarize_flipped
+from contrastkit.evaluators.tasks.visogender.multiple_choice import summarize_multiple_choice
+from contrastkit.evaluators.tasks.visogender.resolution import apply_protocol, summarize_resolution
+from contrastkit.evaluators.tasks.visogender.retrieval import (
     CONTEXT_SECTIONS,
     by_query,
     summarize_retrieval,

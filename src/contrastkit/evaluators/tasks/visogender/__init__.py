@@ -1,0 +1,14 @@
+"""The VisoGender task (Hall et al. 2023): resolution (which pronoun a model picks for an
+image's referent, Sec. 3.5), retrieval (how the perceived genders share the top of an
+occupation's ranked images, Sec. 3.4) and flipped retrieval (the participant-subject
+queries of Tab. 5), with the analyses of Appendices D, F and G.
+
+* :mod:`.resolution`, :mod:`.retrieval`, :mod:`.flipped`, :mod:`.multiple_choice` — the
+  cases, queries, raw records and summaries of each part;
+* :mod:`.scoring` — scoring a dataset with a model once, raw files kept for resume;
+* :mod:`.evaluate` — ``contrastkit evaluate visogender``: one folder per model and a
+  comparison of all.
+
+It still runs its own loop (not yet the task engine, :mod:`contrastkit.evaluators.engine`),
+so this package defines no ``TASK``: the registry's built-in ``visogender`` row runs it.
+"""
