@@ -4,11 +4,14 @@
   from a scored run, reading it back, its headline numbers, folder names of models;
 * :mod:`.markdown` — markdown reports of one model and of several side by side;
 * :mod:`.plots` — plots as PNG and SVG (matplotlib's object-oriented API, no pyplot);
-* :mod:`.flipped` — the template-flipping section and plot (Tab. 5);
 * :mod:`.outputs` — writing one model's files;
 * the toolkit every report and plot is built from: :mod:`.figures` (palette, figure,
   title, legend, bars with bootstrap error bars, labels, saving) and :mod:`.tables`
   (numbers, intervals, cells, tables).
+
+The VisoGender task's own sections and plots (resolution, retrieval, labour statistics,
+flipped retrieval, multiple choice) live in its folder,
+:mod:`contrastkit.evaluators.tasks.visogender`.
 
 The names below keep ``from contrastkit.evaluators.report import ...`` working.
 """

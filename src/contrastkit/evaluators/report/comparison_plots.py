@@ -26,7 +26,7 @@ from contrastkit.evaluators.report.figures import (
     style_axis,
     wrap_to_figure,
 )
-from contrastkit.evaluators.report.resolution_plots import CHANCE
+from contrastkit.evaluators.tasks.visogender.resolution_plots import CHANCE
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

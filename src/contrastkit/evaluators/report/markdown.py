@@ -12,8 +12,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from contrastkit.evaluators.metrics import covers_every_query, cutoff_marking, cutoffs_by_k
-from contrastkit.evaluators.report.flipped import flipped_comparison_section, flipped_section
-from contrastkit.evaluators.report.multiple_choice import multiple_choice_section, vlm_lines
 from contrastkit.evaluators.report.skipped import skipped_rows_note, skipped_rows_section
 from contrastkit.evaluators.report.tables import (
     comparison_notes,
@@ -28,6 +26,14 @@ from contrastkit.evaluators.report.tables import (
     occupation_cell,
     result_ks,
     table,
+)
+from contrastkit.evaluators.tasks.visogender.flipped_report import (
+    flipped_comparison_section,
+    flipped_section,
+)
+from contrastkit.evaluators.tasks.visogender.multiple_choice_report import (
+    multiple_choice_section,
+    vlm_lines,
 )
 from contrastkit.evaluators.tasks.visogender.resolution import SPLITS
 from contrastkit.text import UNDEFINED

@@ -11,9 +11,9 @@ The conventions every figure shares, and the helpers that draw them, are in
 from here.
 
 The plots themselves live beside this module, one per kind of results, and are
-re-exported here: :mod:`~contrastkit.evaluators.report.resolution_plots`,
-:mod:`~contrastkit.evaluators.report.retrieval_plots`,
-:mod:`~contrastkit.evaluators.report.labour_plots`,
+re-exported here: :mod:`~contrastkit.evaluators.tasks.visogender.resolution_plots`,
+:mod:`~contrastkit.evaluators.tasks.visogender.retrieval_plots`,
+:mod:`~contrastkit.evaluators.tasks.visogender.labour_plots`,
 :mod:`~contrastkit.evaluators.report.comparison_plots` (several models side by side) and
 :mod:`~contrastkit.evaluators.report.contrast_plots` (contrast sets).
 """
@@ -48,15 +48,15 @@ from contrastkit.evaluators.report.figures import (
     save_formats,
     shorten_spec,
 )
-from contrastkit.evaluators.report.flipped import flipped_figure
-from contrastkit.evaluators.report.labour_plots import labour_panels, labour_plot
-from contrastkit.evaluators.report.resolution_plots import (
+from contrastkit.evaluators.tasks.visogender.flipped_report import flipped_figure
+from contrastkit.evaluators.tasks.visogender.labour_plots import labour_panels, labour_plot
+from contrastkit.evaluators.tasks.visogender.resolution_plots import (
     CHANCE,
     gap_plot,
     gender_pair_plot,
     resolution_accuracy_plot,
 )
-from contrastkit.evaluators.report.retrieval_plots import bias_at_k_plot
+from contrastkit.evaluators.tasks.visogender.retrieval_plots import bias_at_k_plot
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -7,7 +7,10 @@ queries of Tab. 5), with the analyses of Appendices D, F and G.
   cases, queries, raw records and summaries of each part;
 * :mod:`.scoring` — scoring a dataset with a model once, raw files kept for resume;
 * :mod:`.evaluate` — ``contrastkit evaluate visogender``: one folder per model and a
-  comparison of all.
+  comparison of all;
+* :mod:`.resolution_plots`, :mod:`.retrieval_plots`, :mod:`.labour_plots`,
+  :mod:`.flipped_report`, :mod:`.multiple_choice_report` — its own report sections and
+  plots (the shared toolkit stays in :mod:`contrastkit.evaluators.report`).
 
 It still runs its own loop (not yet the task engine, :mod:`contrastkit.evaluators.engine`),
 so this package defines no ``TASK``: the registry's built-in ``visogender`` row runs it.
