@@ -16,6 +16,7 @@ from contrastkit.cli import zero_shot as zs
 from contrastkit.cli.options import (
     STATISTICS,
     BootstrapOptions,
+    DataOptions,
     ModelOptions,
     NetworkOptions,
     OptionGroup,
@@ -46,32 +47,6 @@ __all__ = [
 # its help here is one line.
 _IMAGES = "Images"
 _VISOGENDER = "Resolution and retrieval"
-
-
-@dataclass(frozen=True, kw_only=True)
-class DataOptions(OptionGroup):
-    """What every ``evaluate`` command reads and scores."""
-
-    data: Annotated[
-        list[str],
-        typer.Option(
-            "--data",
-            metavar="PATH",
-            help="The data (above): a file or folder, or a Hub dataset (hf:USER/NAME). Repeatable.",
-        ),
-    ]
-    model: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--model",
-            metavar="SPEC",
-            help="Model spec, e.g. open_clip:ViT-B-32/openai (all families: `contrastkit "
-            "models list`). Repeatable.",
-        ),
-    ] = None
-    split: Annotated[str | None, typer.Option("--split", help="Split of a saved dataset dict.")] = (
-        None
-    )
 
 
 @dataclass(frozen=True, kw_only=True)

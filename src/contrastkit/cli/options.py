@@ -54,6 +54,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BootstrapOptions",
+    "DataOptions",
     "EditorModelOptions",
     "ImageLimitOptions",
     "ModelOptions",
@@ -186,6 +187,32 @@ def _with_help(parameter: inspect.Parameter, help_text: str | None) -> inspect.P
 
 
 # -- running a model --------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class DataOptions(OptionGroup):
+    """What every ``evaluate`` command reads and scores."""
+
+    data: Annotated[
+        list[str],
+        typer.Option(
+            "--data",
+            metavar="PATH",
+            help="The data (above): a file or folder, or a Hub dataset (hf:USER/NAME). Repeatable.",
+        ),
+    ]
+    model: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--model",
+            metavar="SPEC",
+            help="Model spec, e.g. open_clip:ViT-B-32/openai (all families: `contrastkit "
+            "models list`). Repeatable.",
+        ),
+    ] = None
+    split: Annotated[str | None, typer.Option("--split", help="Split of a saved dataset dict.")] = (
+        None
+    )
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -16,10 +16,15 @@ import typer
 from rich.text import Text
 
 from contrastkit.cli.common import console, plain, print_json, shown
-from contrastkit.cli.options import BootstrapOptions, ModelOptions, OptionGroup, OutputOptions
+from contrastkit.cli.options import (
+    BootstrapOptions,
+    DataOptions,
+    ModelOptions,
+    OptionGroup,
+    OutputOptions,
+)
 
 if TYPE_CHECKING:
-    from contrastkit.cli.evaluate_options import DataOptions
     from contrastkit.config import ModelConfig
     from contrastkit.evaluators.zero_shot.job import ZeroShotDisparityResult
 
