@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from contrastkit.builders.manifest import Manifest, read_contrast_set, read_sources
 from contrastkit.builders.stereoset import read_stereoset
 from contrastkit.errors import DataFormatError
-from contrastkit.evaluators.zero_shot.jsonstream import iter_json_array
-from contrastkit.evaluators.zero_shot.predictions import load_predictions
+from contrastkit.evaluators.tasks.zero_shot.jsonstream import iter_json_array
+from contrastkit.evaluators.tasks.zero_shot.predictions import load_predictions
 from contrastkit.harness_key import read_key
 from contrastkit.probes import is_probe_set, read_probes
 from contrastkit.records import (
@@ -179,7 +179,7 @@ def test_a_coco_file_name_outside_the_images_folder_is_refused(
 
     from contrastkit.audit.data import read_coco_captions
     from contrastkit.builders.coco import read_coco
-    from contrastkit.evaluators.zero_shot.groups import GroupingOptions, load_grouped
+    from contrastkit.evaluators.tasks.zero_shot.groups import GroupingOptions, load_grouped
     from contrastkit.samples import write_coco
 
     root = write_coco(tmp_path / "coco")
@@ -220,7 +220,7 @@ def test_a_coco_id_of_the_wrong_type_is_a_located_error(
     nothing or the wrong image: now it is an error naming the file and the field."""
     import json
 
-    from contrastkit.evaluators.zero_shot.groups import GroupingOptions, load_grouped
+    from contrastkit.evaluators.tasks.zero_shot.groups import GroupingOptions, load_grouped
     from contrastkit.samples import write_coco
 
     root = write_coco(tmp_path / "coco")

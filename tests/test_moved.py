@@ -48,3 +48,18 @@ def test_the_old_apps_and_quality_paths_are_the_moved_modules() -> None:
     )
     assert run.returncode == 0, run.stderr
     assert "contrastkit.apps.gensynth moved to contrastkit.builders.gensynth.job" in run.stderr
+
+
+def test_the_old_zero_shot_package_path_is_the_task_folder() -> None:
+    run = _run(
+        "import contrastkit.evaluators.tasks.zero_shot.job as job\n"
+        "from contrastkit.evaluators.zero_shot.job import zero_shot_disparity\n"
+        "import contrastkit.evaluators.zero_shot.groups.vg as old_vg\n"
+        "import contrastkit.evaluators.tasks.zero_shot.groups.vg as vg\n"
+        "assert zero_shot_disparity is job.zero_shot_disparity and old_vg is vg\n"
+    )
+    assert run.returncode == 0, run.stderr
+    assert (
+        "contrastkit.evaluators.zero_shot moved to contrastkit.evaluators.tasks.zero_shot"
+        in run.stderr
+    )

@@ -80,8 +80,8 @@ _API: dict[str, str] = {
     "visogender_files": "contrastkit.evaluators.data",
     "HarnessReportConfig": "contrastkit.evaluators.harness",
     "harness_report": "contrastkit.evaluators.harness",
-    "ZeroShotDisparityConfig": "contrastkit.evaluators.zero_shot.job",
-    "zero_shot_disparity": "contrastkit.evaluators.zero_shot.job",
+    "ZeroShotDisparityConfig": "contrastkit.evaluators.tasks.zero_shot.job",
+    "zero_shot_disparity": "contrastkit.evaluators.tasks.zero_shot.job",
     # any results file read back as its typed tree (contrastkit.results)
     "load_result": "contrastkit.results",
     # is the data itself biased? (GenSynth Sec. 3)
@@ -259,10 +259,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from contrastkit.evaluators.runner import (
         EvalConfig as EvalConfig,
     )
-    from contrastkit.evaluators.zero_shot.job import (
+    from contrastkit.evaluators.tasks.zero_shot.job import (
         ZeroShotDisparityConfig as ZeroShotDisparityConfig,
     )
-    from contrastkit.evaluators.zero_shot.job import (
+    from contrastkit.evaluators.tasks.zero_shot.job import (
         zero_shot_disparity as zero_shot_disparity,
     )
     from contrastkit.interfaces import (

@@ -19,7 +19,7 @@ from contrastkit.audit.data import load_audit_data
 from contrastkit.builders.coco import read_coco
 from contrastkit.cli import app
 from contrastkit.errors import DataFormatError
-from contrastkit.evaluators.zero_shot.groups import GroupingOptions, load_grouped
+from contrastkit.evaluators.tasks.zero_shot.groups import GroupingOptions, load_grouped
 from contrastkit.probes import read_probes, write_probes
 from contrastkit.records import data_file, following_links
 from contrastkit.schema import URL_COLUMN

@@ -92,7 +92,7 @@ def test_evaluate_help_names_the_task_commands_and_each_is_short() -> None:
 def captured(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     """The configs the evaluate and zero-shot jobs are called with (they run no further)."""
     import contrastkit.evaluators.job as job
-    import contrastkit.evaluators.zero_shot.job as zero_shot_job
+    import contrastkit.evaluators.tasks.zero_shot.job as zero_shot_job
 
     configs: list[Any] = []
 

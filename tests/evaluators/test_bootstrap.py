@@ -280,7 +280,7 @@ def test_every_job_config_checks_its_bootstrap_alike(
     from contrastkit.errors import ConfigError
     from contrastkit.evaluators.harness import HarnessReportConfig
     from contrastkit.evaluators.runner import EvalConfig
-    from contrastkit.evaluators.zero_shot.job import ZeroShotDisparityConfig
+    from contrastkit.evaluators.tasks.zero_shot.job import ZeroShotDisparityConfig
 
     makers = [
         lambda: EvalConfig(bootstrap=bootstrap, confidence=confidence),

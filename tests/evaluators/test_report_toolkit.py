@@ -13,7 +13,7 @@ import pytest
 
 from contrastkit.evaluators.report import comparison_markdown, load_benchmark
 from contrastkit.evaluators.report.tables import format_interval, model_cell
-from contrastkit.evaluators.zero_shot.report import disparity_markdown
+from contrastkit.evaluators.tasks.zero_shot.report import disparity_markdown
 from contrastkit.models.paper_models import PaperModel, markdown_table
 from contrastkit.text import escape_cell, format_number, table_header
 

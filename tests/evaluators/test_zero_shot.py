@@ -15,15 +15,15 @@ from hypothesis import strategies as st
 from sklearn.metrics import average_precision_score
 
 from contrastkit.errors import ConfigError, DataFormatError
-from contrastkit.evaluators.zero_shot.groups import (
+from contrastkit.evaluators.tasks.zero_shot.groups import (
     GroupingOptions,
     caption_group,
     concept_words,
     load_grouped,
     read_concept_map,
 )
-from contrastkit.evaluators.zero_shot.job import ZeroShotDisparityConfig, zero_shot_disparity
-from contrastkit.evaluators.zero_shot.metrics import (
+from contrastkit.evaluators.tasks.zero_shot.job import ZeroShotDisparityConfig, zero_shot_disparity
+from contrastkit.evaluators.tasks.zero_shot.metrics import (
     MetricSettings,
     average_precision,
     expected_calibration_error,
@@ -31,8 +31,8 @@ from contrastkit.evaluators.zero_shot.metrics import (
     weighted_ap,
     weighted_ece,
 )
-from contrastkit.evaluators.zero_shot.predictions import load_predictions
-from contrastkit.evaluators.zero_shot.words import MAN_TERMS, WOMAN_TERMS
+from contrastkit.evaluators.tasks.zero_shot.predictions import load_predictions
+from contrastkit.evaluators.tasks.zero_shot.words import MAN_TERMS, WOMAN_TERMS
 from zero_shot_data import (
     VG_DROPPED,
     VG_KEPT,

@@ -1,6 +1,6 @@
 """The zero-shot disparity job keeps its image and prompt embeddings: a rerun embeds
 nothing, an interrupted run resumes where it stopped, a changed prompt embeds only the
-new prompts (:mod:`contrastkit.evaluators.zero_shot.cache`)."""
+new prompts (:mod:`contrastkit.evaluators.tasks.zero_shot.cache`)."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ import contrastkit.models as models
 from contrastkit.cli import app
 from contrastkit.config import ModelConfig
 from contrastkit.errors import StateError
-from contrastkit.evaluators.zero_shot.cache import EmbeddingCache
-from contrastkit.evaluators.zero_shot.groups import GroupingOptions, load_grouped
-from contrastkit.evaluators.zero_shot.job import ZeroShotDisparityConfig, zero_shot_disparity
+from contrastkit.evaluators.tasks.zero_shot.cache import EmbeddingCache
+from contrastkit.evaluators.tasks.zero_shot.groups import GroupingOptions, load_grouped
+from contrastkit.evaluators.tasks.zero_shot.job import ZeroShotDisparityConfig, zero_shot_disparity
 from contrastkit.io import exclusive_lock
 from zero_shot_data import write_vg
 

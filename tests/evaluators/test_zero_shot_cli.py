@@ -14,7 +14,11 @@ from sklearn.metrics import average_precision_score
 from typer.testing import CliRunner
 
 from contrastkit.cli import app
-from contrastkit.evaluators.zero_shot.groups import GroupingOptions, concept_words, load_grouped
+from contrastkit.evaluators.tasks.zero_shot.groups import (
+    GroupingOptions,
+    concept_words,
+    load_grouped,
+)
 from contrastkit.models import load_scorer
 from zero_shot_data import (
     VG_KEPT,

@@ -1,5 +1,5 @@
 """Visual Genome's several-GB ``objects.json`` is read one entry at a time
-(:mod:`contrastkit.evaluators.zero_shot.jsonstream`): the same elements as ``json.load``,
+(:mod:`contrastkit.evaluators.tasks.zero_shot.jsonstream`): the same elements as ``json.load``,
 the same verdict on malformed files, located errors."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contrastkit.errors import DataFormatError
-from contrastkit.evaluators.zero_shot.jsonstream import iter_json_array
+from contrastkit.evaluators.tasks.zero_shot.jsonstream import iter_json_array
 
 _VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),

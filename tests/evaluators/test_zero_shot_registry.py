@@ -206,7 +206,7 @@ def test_the_row_runs_a_model_through_evaluate_as_the_command_does(
     from contrastkit.evaluators.job import EvaluateConfig, evaluate
     from contrastkit.evaluators.report.results import model_slug
     from contrastkit.evaluators.runner import EvalConfig
-    from contrastkit.evaluators.zero_shot.task import ZeroShotSettings
+    from contrastkit.evaluators.tasks.zero_shot.task import ZeroShotSettings
 
     # the model folder already holds another task's results: zero-shot writes into its
     # own zero_shot/ sub-folder, so nothing is in the way and nothing is replaced

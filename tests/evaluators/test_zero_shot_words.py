@@ -15,11 +15,11 @@ from PIL import Image
 from scipy import stats
 
 from contrastkit.errors import ConfigError, DataFormatError
-from contrastkit.evaluators.zero_shot.consistency import (
+from contrastkit.evaluators.tasks.zero_shot.consistency import (
     consistency_colours,
     consistency_counts,
 )
-from contrastkit.evaluators.zero_shot.plots import (
+from contrastkit.evaluators.tasks.zero_shot.plots import (
     ComparedDifferences,
     ConceptDifferences,
     FigureText,
@@ -27,7 +27,7 @@ from contrastkit.evaluators.zero_shot.plots import (
     plot_group_map,
     plot_top_differences,
 )
-from contrastkit.evaluators.zero_shot.words import (
+from contrastkit.evaluators.tasks.zero_shot.words import (
     MAN_TERMS,
     MODIFIERS,
     WOMAN_TERMS,

@@ -1,7 +1,7 @@
 """``contrastkit evaluate zero-shot``: the options of the "Zero-shot disparity" panel
 and the run behind them.
 
-The work is :func:`contrastkit.evaluators.zero_shot.job.zero_shot_disparity`; this maps
+The work is :func:`contrastkit.evaluators.tasks.zero_shot.job.zero_shot_disparity`; this maps
 the command's options onto its config and prints what it found.
 """
 
@@ -26,7 +26,7 @@ from contrastkit.cli.options import (
 
 if TYPE_CHECKING:
     from contrastkit.config import ModelConfig
-    from contrastkit.evaluators.zero_shot.job import ZeroShotDisparityResult
+    from contrastkit.evaluators.tasks.zero_shot.job import ZeroShotDisparityResult
 
 __all__ = ["HELP", "TASK", "ZeroShotOptions", "data_task", "run_options", "run_zero_shot"]
 
@@ -180,7 +180,10 @@ def run_zero_shot(
     result: its folder, the counts, the mAP per group and the largest AP differences."""
     from contrastkit.cli.common import progress
     from contrastkit.errors import ConfigError
-    from contrastkit.evaluators.zero_shot.job import ZeroShotDisparityConfig, zero_shot_disparity
+    from contrastkit.evaluators.tasks.zero_shot.job import (
+        ZeroShotDisparityConfig,
+        zero_shot_disparity,
+    )
 
     if len(data) != 1:
         raise ConfigError(

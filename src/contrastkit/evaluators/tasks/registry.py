@@ -186,10 +186,10 @@ BUILT_IN: tuple[Task, ...] = (
         result_tasks=("decisions",), options=("decisions", "bootstrap"),
     ),
     Task(  # reads its disparity.json itself (result_tasks empty): typed, not a benchmark
-        "zero-shot", "zero-shot", f"{_E}.zero_shot.task:evaluate_zero_shot",
-        read=f"{_E}.zero_shot.task:read_zero_shot_result",
-        headline=f"{_E}.zero_shot.comparison:zero_shot_headline",
-        compare=f"{_E}.zero_shot.comparison:zero_shot_comparison_markdown",
+        "zero-shot", "zero-shot", f"{_E}.tasks.zero_shot.task:evaluate_zero_shot",
+        read=f"{_E}.tasks.zero_shot.task:read_zero_shot_result",
+        headline=f"{_E}.tasks.zero_shot.comparison:zero_shot_headline",
+        compare=f"{_E}.tasks.zero_shot.comparison:zero_shot_comparison_markdown",
     ),
     Task(
         "harness", None, None,

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from contrastkit.config import ModelConfig, require
 from contrastkit.evaluators.bootstrap import require_bootstrap
-from contrastkit.evaluators.zero_shot.groups import IMAGES_WITHOUT_CONCEPTS, LAYOUTS
-from contrastkit.evaluators.zero_shot.metrics import DEFAULT_BINS
+from contrastkit.evaluators.tasks.zero_shot.groups import IMAGES_WITHOUT_CONCEPTS, LAYOUTS
+from contrastkit.evaluators.tasks.zero_shot.metrics import DEFAULT_BINS
 
 __all__ = [
     "CALIBRATION_MODES",
@@ -23,7 +23,7 @@ __all__ = [
 ]
 
 #: The paper's text input: the object class itself (Sec. 2.1); ``{}`` is the concept's
-#: words (:func:`~contrastkit.evaluators.zero_shot.groups.concept_words`).
+#: words (:func:`~contrastkit.evaluators.tasks.zero_shot.groups.concept_words`).
 DEFAULT_PROMPT = "{}"
 
 #: ``multi-label``: ECE only from predictions that carry probabilities (a dual encoder's

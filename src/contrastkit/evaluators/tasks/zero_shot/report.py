@@ -221,7 +221,7 @@ def _ece_section(results: Mapping[str, Any], top: int, plots: Mapping[str, str])
 def _language_section(results: Mapping[str, Any], top: int) -> list[str]:
     """Experiment 3 per word source (:func:`.words.language_markdown`), with the sign
     agreement with the ECE difference when there is one."""
-    from contrastkit.evaluators.zero_shot.words import (
+    from contrastkit.evaluators.tasks.zero_shot.words import (
         Agreement,
         LanguageBias,
         LanguageSection,
@@ -333,7 +333,7 @@ def disparity_markdown(results: Mapping[str, Any], *, top: int = 20) -> str:
 
 
 def _plots(results: dict[str, Any], folder: Path, top: int) -> dict[str, list[Path]]:
-    from contrastkit.evaluators.zero_shot import plots
+    from contrastkit.evaluators.tasks.zero_shot import plots
 
     note = results.get("weights_note")
     label = results["label"]

@@ -1,6 +1,6 @@
 """The Visual Genome layout of the perceived-gender grouping (``layout="vg"``):
 ``image_data.json`` and ``objects.json``, both read one entry at a time
-(:mod:`~contrastkit.evaluators.zero_shot.jsonstream`: the full ``objects.json`` is
+(:mod:`~contrastkit.evaluators.tasks.zero_shot.jsonstream`: the full ``objects.json`` is
 several GB). An image's group comes from its object synsets (:data:`~.tables.
 VG_MAN_SYNSETS`, :data:`~.tables.VG_WOMAN_SYNSETS`); its concepts are all its other
 synsets."""
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from contrastkit.errors import DataFormatError
-from contrastkit.evaluators.zero_shot.groups.data import (
+from contrastkit.evaluators.tasks.zero_shot.groups.data import (
     ConceptFilter,
     GroupedData,
     ImageFiles,
@@ -20,8 +20,8 @@ from contrastkit.evaluators.zero_shot.groups.data import (
     count_summary,
     image_records,
 )
-from contrastkit.evaluators.zero_shot.groups.tables import VG_MAN_SYNSETS, VG_WOMAN_SYNSETS
-from contrastkit.evaluators.zero_shot.jsonstream import iter_json_array
+from contrastkit.evaluators.tasks.zero_shot.groups.tables import VG_MAN_SYNSETS, VG_WOMAN_SYNSETS
+from contrastkit.evaluators.tasks.zero_shot.jsonstream import iter_json_array
 from contrastkit.records import data_file
 
 __all__ = ["load_vg"]

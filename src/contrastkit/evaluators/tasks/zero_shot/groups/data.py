@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from contrastkit.errors import DataFormatError
-from contrastkit.evaluators.zero_shot.groups.tables import GROUPS
+from contrastkit.evaluators.tasks.zero_shot.groups.tables import GROUPS
 from contrastkit.records import data_file, relative_file_name
 
 __all__ = [
@@ -40,11 +40,11 @@ def concept_words(concept: str) -> str:
 
 @dataclass(frozen=True)
 class GroupingOptions:
-    """How :func:`~contrastkit.evaluators.zero_shot.groups.load_grouped` reads a folder
+    """How :func:`~contrastkit.evaluators.tasks.zero_shot.groups.load_grouped` reads a folder
     and which images and concepts it keeps.
 
     Attributes:
-        layout: ``vg``, ``coco`` or ``auto`` (:func:`~contrastkit.evaluators.zero_shot.
+        layout: ``vg``, ``coco`` or ``auto`` (:func:`~contrastkit.evaluators.tasks.zero_shot.
             groups.detect_layout`).
         min_images: images per group a concept needs (default
             :data:`~.tables.DEFAULT_MIN_IMAGES` of the layout: 50 or 100).

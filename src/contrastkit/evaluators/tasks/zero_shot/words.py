@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from contrastkit.errors import ConfigError
-from contrastkit.evaluators.zero_shot.word_vectors import (
+from contrastkit.evaluators.tasks.zero_shot.word_vectors import (
     WORDS_INSTALL_HINT,
     KeyedWordVectors,
     ModelWordVectors,

@@ -23,7 +23,7 @@ from contrastkit.results.zero_shot import ZeroShotResult
 if TYPE_CHECKING:
     from contrastkit.evaluators.evaluation import EvaluateConfig
     from contrastkit.evaluators.outcome import EvaluateResult, ModelEvaluation
-    from contrastkit.evaluators.zero_shot.job import ZeroShotDisparityResult
+    from contrastkit.evaluators.tasks.zero_shot.job import ZeroShotDisparityResult
     from contrastkit.interfaces import ProgressFactory
 
 __all__ = ["TASK_NAME", "ZeroShotSettings", "evaluate_zero_shot", "read_zero_shot_result"]
@@ -71,8 +71,8 @@ def evaluate_zero_shot(
             analysis' config refuses.
     """
     from contrastkit.evaluators.outcome import EvaluateResult
-    from contrastkit.evaluators.zero_shot.config import ZeroShotDisparityConfig
-    from contrastkit.evaluators.zero_shot.job import zero_shot_disparity
+    from contrastkit.evaluators.tasks.zero_shot.config import ZeroShotDisparityConfig
+    from contrastkit.evaluators.tasks.zero_shot.job import zero_shot_disparity
 
     if len(paths) != 1:
         raise ConfigError(
@@ -101,7 +101,7 @@ def _evaluation(spec: str, done: ZeroShotDisparityResult) -> ModelEvaluation:
     the analysis' (:attr:`~.job.ZeroShotDisparityResult.summary`) with the headline
     ``figures`` the console prints (mAP per group and their difference)."""
     from contrastkit.evaluators.outcome import ModelEvaluation
-    from contrastkit.evaluators.zero_shot.comparison import headline_figures
+    from contrastkit.evaluators.tasks.zero_shot.comparison import headline_figures
 
     typed = ZeroShotResult.from_json(dict(done.results), path=done.files.get("json"))
     summary = {**done.summary, "figures": headline_figures(typed)}

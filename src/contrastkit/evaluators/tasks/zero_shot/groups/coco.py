@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from contrastkit.errors import ConfigError, DataFormatError
-from contrastkit.evaluators.zero_shot.groups.data import (
+from contrastkit.evaluators.tasks.zero_shot.groups.data import (
     ConceptFilter,
     GroupedData,
     GroupingOptions,
@@ -22,7 +22,7 @@ from contrastkit.evaluators.zero_shot.groups.data import (
     count_summary,
     image_records,
 )
-from contrastkit.evaluators.zero_shot.groups.tables import (
+from contrastkit.evaluators.tasks.zero_shot.groups.tables import (
     COCO_MAN_TERMS,
     COCO_TO_VG,
     COCO_WOMAN_TERMS,

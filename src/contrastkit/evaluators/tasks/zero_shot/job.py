@@ -25,7 +25,7 @@ One call runs the paper's three experiments on a Visual Genome or COCO folder
    encoder (:mod:`.words`), and how often its sign agrees with the AP / ECE difference.
 
 Example:
-    >>> from contrastkit.evaluators.zero_shot.job import (  # doctest: +SKIP
+    >>> from contrastkit.evaluators.tasks.zero_shot.job import (  # doctest: +SKIP
     ...     ZeroShotDisparityConfig, zero_shot_disparity)
     >>> result = zero_shot_disparity(ZeroShotDisparityConfig(  # doctest: +SKIP
     ...     data="vg", model="open_clip:ViT-B-32/openai", out="results"))
@@ -43,14 +43,14 @@ from typing import Any
 import numpy as np
 
 from contrastkit.errors import ConfigError, DataFormatError
-from contrastkit.evaluators.zero_shot.config import (
+from contrastkit.evaluators.tasks.zero_shot.config import (
     CALIBRATION_MODES,
     DEFAULT_PROMPT,
     TASK,
     WORD_SOURCES,
     ZeroShotDisparityConfig,
 )
-from contrastkit.evaluators.zero_shot.groups import (
+from contrastkit.evaluators.tasks.zero_shot.groups import (
     GROUPS,
     GroupedData,
     GroupingOptions,
@@ -58,7 +58,11 @@ from contrastkit.evaluators.zero_shot.groups import (
     load_grouped,
     read_concept_map,
 )
-from contrastkit.evaluators.zero_shot.metrics import GroupMetrics, MetricSettings, group_metrics
+from contrastkit.evaluators.tasks.zero_shot.metrics import (
+    GroupMetrics,
+    MetricSettings,
+    group_metrics,
+)
 from contrastkit.interfaces import ImageTextScorer, ProgressFactory, progress_stage
 from contrastkit.io import check_writable
 from contrastkit.records import read_json
@@ -136,7 +140,7 @@ def _concept_scores(
 ) -> _ConceptScores:
     """The model's cosine similarities (and with ``softmax`` their probabilities), or
     the predictions file laid over the analysis' images and concepts."""
-    from contrastkit.evaluators.zero_shot.predictions import load_predictions
+    from contrastkit.evaluators.tasks.zero_shot.predictions import load_predictions
 
     if scorer is not None:
         scores, _, cache = _model_scores(scorer, grouped, config, folder, progress)
@@ -174,7 +178,7 @@ def _model_scores(
     they are computed; only those not kept yet are computed. The scores are always taken
     from the kept float32 embeddings, so a rerun gives exactly the first run's scores.
     """
-    from contrastkit.evaluators.zero_shot.cache import CACHE_FOLDER, EmbeddingCache, image_key
+    from contrastkit.evaluators.tasks.zero_shot.cache import CACHE_FOLDER, EmbeddingCache, image_key
     from contrastkit.io import exclusive_lock
     from contrastkit.pipeline import iter_embeddings  # torch: not on import
 
@@ -243,7 +247,7 @@ def _language(
 ) -> dict[str, Any]:
     """Experiment 3 for each requested word source: per-concept language bias and its
     sign agreement with each disparity (``ap``, ``ece``)."""
-    from contrastkit.evaluators.zero_shot import words
+    from contrastkit.evaluators.tasks.zero_shot import words
 
     out: dict[str, Any] = {}
     for source in config.words_from:
@@ -286,7 +290,7 @@ def _results(
 ) -> dict[str, Any]:
     """The ``disparity.json`` content (before languages, consistency and plots)."""
     from contrastkit import __version__
-    from contrastkit.evaluators.zero_shot.groups import PAPER_COUNTS
+    from contrastkit.evaluators.tasks.zero_shot.groups import PAPER_COUNTS
     from contrastkit.models.registry import weights_note
 
     note = weights_note(config.model) if config.model is not None else None
@@ -361,7 +365,7 @@ def _results(
 
 def _calibration(config: ZeroShotDisparityConfig, scored: _ConceptScores) -> dict[str, Any]:
     """The ``calibration`` entry: whether ECE was computed, from what, or why not."""
-    from contrastkit.evaluators.zero_shot.report import COSINE_NOT_PROBABILITIES
+    from contrastkit.evaluators.tasks.zero_shot.report import COSINE_NOT_PROBABILITIES
 
     probabilities, why = scored.probabilities, scored.why_no_probabilities
     described = scored.probability_source
@@ -392,7 +396,7 @@ def _analyse(
     scorer: ImageTextScorer | None,
     progress: ProgressFactory | None,
 ) -> ZeroShotDisparityResult:
-    from contrastkit.evaluators.zero_shot.report import write_outputs
+    from contrastkit.evaluators.tasks.zero_shot.report import write_outputs
 
     concept_map = read_concept_map(config.concept_map) if config.concept_map else None
     grouped = load_grouped(
@@ -450,7 +454,7 @@ def _consistency(
     config: ZeroShotDisparityConfig,
 ) -> dict[str, Any]:
     """Fig. 3-4: each concept of both datasets green, red or yellow."""
-    from contrastkit.evaluators.zero_shot.consistency import consistency_colours
+    from contrastkit.evaluators.tasks.zero_shot.consistency import consistency_colours
 
     other_diff = {
         r["concept"]: r["ap_diff"]

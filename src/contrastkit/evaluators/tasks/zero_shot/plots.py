@@ -31,7 +31,7 @@ from contrastkit.evaluators.report.figures import (
     save_formats,
     style_axis,
 )
-from contrastkit.evaluators.zero_shot.consistency import (
+from contrastkit.evaluators.tasks.zero_shot.consistency import (
     COLOUR_MEANINGS,
     COLOURS,
     DEFAULT_THRESHOLD,

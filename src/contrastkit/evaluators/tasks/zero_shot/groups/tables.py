@@ -24,7 +24,7 @@ __all__ = [
 #: paper's differences AP_men - AP_women).
 GROUPS: tuple[str, str] = ("men", "women")
 
-#: Data layouts :func:`~contrastkit.evaluators.zero_shot.groups.load_grouped` reads;
+#: Data layouts :func:`~contrastkit.evaluators.tasks.zero_shot.groups.load_grouped` reads;
 #: ``auto`` picks one by the files present.
 LAYOUTS: tuple[str, ...] = ("auto", "vg", "coco")
 

@@ -51,18 +51,18 @@ from __future__ import annotations
 from pathlib import Path
 
 from contrastkit.errors import ConfigError
-from contrastkit.evaluators.zero_shot.groups.coco import (
+from contrastkit.evaluators.tasks.zero_shot.groups.coco import (
     caption_group,
     load_coco,
     read_concept_map,
 )
-from contrastkit.evaluators.zero_shot.groups.data import (
+from contrastkit.evaluators.tasks.zero_shot.groups.data import (
     GroupedData,
     GroupingOptions,
     ImageRecord,
     concept_words,
 )
-from contrastkit.evaluators.zero_shot.groups.tables import (
+from contrastkit.evaluators.tasks.zero_shot.groups.tables import (
     COCO_MAN_TERMS,
     COCO_TO_VG,
     COCO_WOMAN_TERMS,
@@ -74,7 +74,7 @@ from contrastkit.evaluators.zero_shot.groups.tables import (
     VG_MAN_SYNSETS,
     VG_WOMAN_SYNSETS,
 )
-from contrastkit.evaluators.zero_shot.groups.vg import load_vg
+from contrastkit.evaluators.tasks.zero_shot.groups.vg import load_vg
 
 __all__ = [
     "COCO_MAN_TERMS",

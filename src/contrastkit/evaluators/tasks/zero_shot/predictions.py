@@ -17,7 +17,7 @@ one JSON object per line) or Parquet (``.parquet``, the same columns). Two kinds
 One file holds one kind. ``image_id`` is the dataset's image id (Visual Genome
 ``image_id``, COCO image ``id``), as a string or a number; ``concept`` is the concept as
 the data names it (a Visual Genome synset such as ``necktie.n.01``; for COCO the synset
-its category maps to, see :data:`~contrastkit.evaluators.zero_shot.groups.COCO_TO_VG`).
+its category maps to, see :data:`~contrastkit.evaluators.tasks.zero_shot.groups.COCO_TO_VG`).
 
 What is not in the file counts as absent: a missing (image, concept) pair is score 0 /
 no hit with confidence 0. Several rows for one pair (one per box) are merged: the
