@@ -18,7 +18,7 @@ from contrastkit.builders.manifest import contrast_items
 from contrastkit.cli import app
 from contrastkit.errors import DataFormatError
 from contrastkit.evaluators.harness import read_predictions
-from contrastkit.evaluators.zero_shot.groups import GroupingOptions, load_grouped
+from contrastkit.evaluators.tasks.zero_shot.groups import GroupingOptions, load_grouped
 from contrastkit.harness_key import option_loss, read_key
 from contrastkit.probes import COLUMNS, read_probes
 from lmms_eval_samples import FOLDER, write_export
