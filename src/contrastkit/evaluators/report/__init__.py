@@ -13,19 +13,33 @@ The VisoGender task's own sections and plots (resolution, retrieval, labour stat
 flipped retrieval, multiple choice) live in its folder,
 :mod:`contrastkit.evaluators.tasks.visogender`.
 
-The names below keep ``from contrastkit.evaluators.report import ...`` working.
+The names below keep ``from contrastkit.evaluators.report import ...`` working. They are
+imported when first asked for, so that importing one module of this package (the
+toolkit, as the VisoGender task folder does) does not import the reports that import
+that folder back.
 """
 
-from contrastkit.evaluators.report.markdown import comparison_markdown, markdown_report
-from contrastkit.evaluators.report.outputs import write_outputs
-from contrastkit.evaluators.report.plots import PLOTS, save_figure, write_plots
-from contrastkit.evaluators.report.results import (
-    benchmark,
-    headline,
-    jsonable,
-    load_benchmark,
-    model_slug,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_R = "contrastkit.evaluators.report"
+
+#: Each name of this package and the module it comes from.
+_NAMES = {
+    "PLOTS": f"{_R}.plots",
+    "benchmark": f"{_R}.results",
+    "comparison_markdown": f"{_R}.markdown",
+    "headline": f"{_R}.results",
+    "jsonable": f"{_R}.results",
+    "load_benchmark": f"{_R}.results",
+    "markdown_report": f"{_R}.markdown",
+    "model_slug": f"{_R}.results",
+    "save_figure": f"{_R}.plots",
+    "write_outputs": f"{_R}.outputs",
+    "write_plots": f"{_R}.plots",
+}
 
 __all__ = [
     "PLOTS",
@@ -40,3 +54,25 @@ __all__ = [
     "write_outputs",
     "write_plots",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _NAMES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:  # for type checkers: the same names
+    from contrastkit.evaluators.report.markdown import comparison_markdown, markdown_report
+    from contrastkit.evaluators.report.outputs import write_outputs
+    from contrastkit.evaluators.report.plots import PLOTS, save_figure, write_plots
+    from contrastkit.evaluators.report.results import (
+        benchmark,
+        headline,
+        jsonable,
+        load_benchmark,
+        model_slug,
+    )
