@@ -529,7 +529,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="2k and 10k edits")
     parser.add_argument("--sizes", type=int, nargs="+", help="edit counts (multiples of 16)")
     parts = ("select", "export", "writer", "engines", "project", "all")
-    parser.add_argument("--part", choices=parts, default="all")
+    parser.add_argument("--part", choices=parts, nargs="+", default=["all"],
+                        help="one or more parts, run in one process")  # fmt: skip
     parser.add_argument("--gpus", type=int, nargs="+", default=[1, 8, 32, 64])
     parser.add_argument(
         "--edit-steps-per-s",
@@ -549,15 +550,15 @@ def main() -> None:
         f"# GenSynth at scale: {platform.machine()}, {os.cpu_count()} CPUs, "
         f"Python {platform.python_version()}\n"
     )
-    if args.part in ("select", "all"):
+    if {"select", "all"} & set(args.part):
         run_select(sizes, args.quality_sample, args.workdir)
-    if args.part in ("export", "all"):
+    if {"export", "all"} & set(args.part):
         run_export(sizes, args.image_size, args.workdir)
-    if args.part in ("writer", "all"):
+    if {"writer", "all"} & set(args.part):
         run_writer(sizes, args.image_size, args.workdir)
-    if args.part in ("engines", "all"):
+    if {"engines", "all"} & set(args.part):
         run_engines(args.workdir)
-    if args.part in ("project", "all"):
+    if {"project", "all"} & set(args.part):
         rates = H100_EDIT_STEPS_PER_S
         if args.edit_steps_per_s:
             rates = dict(zip((256, 512), args.edit_steps_per_s, strict=True))
