@@ -27,6 +27,7 @@ import numpy as np
 
 from contrastkit.errors import ConfigError
 from contrastkit.evaluators.bootstrap import (
+    NO_BOOTSTRAP,
     BootstrapSettings,
     few_items,
     percentile_interval,
@@ -47,6 +48,7 @@ __all__ = [
     "Item",
     "RunConfig",
     "RunContext",
+    "ScoreContext",
     "Task",
     "TaskResult",
     "TaskSettings",
@@ -259,6 +261,32 @@ class RunContext(Generic[_S]):
         return Interval(low=low, high=high, level=level, resamples=resamples, reason=reason)
 
 
+@dataclass(frozen=True)
+class ScoreContext(Generic[_S]):
+    """What :meth:`Task.score_in` receives besides the model and a batch.
+
+    Attributes:
+        model: the model spec.
+        settings: the task's settings.
+        folder: the model's output folder (the data path's, for a task that evaluates
+            each data path on its own): where a task may keep a cache of its own (a
+            score file it reuses on rerun).
+        batch_size: the model's batch size (``--batch-size``).
+        bootstrap: the intervals asked for: what a task that keeps no records
+            (:attr:`Task.keeps_records`) computes as it scores; a task that keeps them
+            gives its intervals in :meth:`Task.aggregate` (``RunContext.bootstrap``).
+        progress: ``update(done, total)`` of the stage's progress display, for a task
+            whose batch is long (a whole data set); ``None``: no display.
+    """
+
+    model: str
+    settings: _S
+    folder: Path
+    batch_size: int
+    bootstrap: BootstrapSettings = NO_BOOTSTRAP
+    progress: Callable[[int, int], None] | None = None
+
+
 class Task(Generic[_S, _R]):
     """An evaluation task: what is its own, and nothing the engine does.
 
@@ -296,8 +324,27 @@ class Task(Generic[_S, _R]):
     :class:`TaskResult` (a result whose layout predates the engine): the engine then
     stamps none of its fields, and :meth:`aggregate` fills them from the
     :class:`RunContext`. The optional hooks :meth:`refusal`, :meth:`report`,
-    :meth:`summary` and :meth:`file_names` keep the engine's defaults unless a task
-    overrides them.
+    :meth:`summary`, :meth:`file_names`, :meth:`settings_of`, :meth:`score_in`,
+    :meth:`raw_text`, :meth:`benchmark_text`, :meth:`scored`, :meth:`files` and
+    :meth:`compare_plots` keep the engine's defaults unless a task overrides them.
+
+    Further class attributes, for tasks whose data or records are not one item each:
+
+    * ``per_data``: the task evaluates each data path on its own (one result per model
+      and path, from that path's items only), written to ``OUT/MODEL/NAME/`` (the path's
+      name) when several paths are given, whose names must then differ; each model
+      loads once for all of them. ``False`` (default): one result per model over all
+      the data.
+    * ``keeps_records``: the engine keeps each item's record in :attr:`raw_file` and
+      reuses it on rerun (default). ``False``: a task whose item is scored as a whole
+      (every query of a data set ranked against every image of it) keeps no records to
+      reuse: every item is scored on every run, :attr:`raw_file` holds
+      :meth:`raw_text`, and a cache of the task's own lives in
+      :attr:`ScoreContext.folder`.
+    * ``compares_on_evaluate``: ``evaluate`` with several models writes
+      ``comparison.md`` (default); ``False``: only ``report`` puts them side by side.
+    * ``plots_title``: the title of the comparison plots :meth:`compare_plots` writes
+      (``None``, the default: the task has none).
     """
 
     name: ClassVar[str]
@@ -309,6 +356,10 @@ class Task(Generic[_S, _R]):
     example_model: ClassVar[str] = ""
     scoring_settings: ClassVar[tuple[str, ...] | None] = None
     options: ClassVar[tuple[str, ...]] = ()
+    per_data: ClassVar[bool] = False
+    keeps_records: ClassVar[bool] = True
+    compares_on_evaluate: ClassVar[bool] = True
+    plots_title: ClassVar[str | None] = None
 
     @property
     def raw_file(self) -> str:
@@ -332,6 +383,18 @@ class Task(Generic[_S, _R]):
         """One JSON-ready record per item of a batch (``images[i]`` are ``items[i]``'s,
         opened); the engine adds ``key`` and ``model`` and keeps them in the raw file."""
         raise NotImplementedError
+
+    def score_in(
+        self,
+        model: Any,
+        items: Sequence[Item],
+        images: Sequence[Mapping[str, Image.Image]],
+        context: ScoreContext[_S],
+    ) -> list[Mapping[str, Any]]:
+        """What the engine calls to score a batch: :meth:`score` by default; a task
+        that needs its output folder, the batch size, the intervals or the progress
+        display (:class:`ScoreContext`) overrides this instead."""
+        return self.score(model, items, images, context.settings)
 
     def aggregate(self, records: Sequence[Mapping[str, Any]], context: RunContext[_S]) -> _R:
         """The typed result of one model from its records (in item order); intervals
@@ -375,3 +438,49 @@ class Task(Generic[_S, _R]):
         """Other names for the files a model's evaluation lists (``plot_STEM_png`` ->
         ``plot``); none by default."""
         return {}
+
+    def settings_of(self, config: RunConfig) -> _S:
+        """The settings a run uses: ``config.task_settings``, or the task's defaults
+        when none were given. A task whose options are shared option groups (the
+        registry's ``OPTION_GROUPS``, fields of the config) reads their values here.
+
+        Raises:
+            ConfigError: settings of another class than the task's.
+        """
+        given = config.task_settings
+        if given is None:
+            return typing.cast("_S", self.settings())
+        if not isinstance(given, self.settings):
+            raise ConfigError(
+                f"task_settings: task {self.name} takes {self.settings.__name__}, not "
+                f"{type(given).__name__}"
+            )
+        return typing.cast("_S", given)
+
+    def raw_text(self, records: Sequence[Mapping[str, Any]]) -> str:
+        """The text of :attr:`raw_file` for a task that keeps no records
+        (``keeps_records = False``): one JSON line per record by default."""
+        return "".join(json.dumps(dict(record)) + "\n" for record in records)
+
+    def benchmark_text(self, result: _R) -> str | None:
+        """The text of ``benchmark.json`` (it is checked against the result's schema
+        first in any case); ``None``: the engine's (non-finite numbers as ``null``)."""
+        return None
+
+    def scored(self, result: _R) -> tuple[int, int] | None:
+        """What a model's evaluation reports as scored in this run and reused from an
+        earlier one (``scored_images``, ``reused_records``); ``None``: the engine's
+        counts of items."""
+        return None
+
+    def files(self, result: _R, folder: Path) -> Mapping[str, Path]:
+        """Files the task keeps in a model's ``folder`` beside the engine's (a score
+        cache of its own), by the name a model's evaluation lists them under; none by
+        default."""
+        return {}
+
+    def compare_plots(self, results: Sequence[_R], folder: Path, stem: str) -> list[Path]:
+        """Write the plots putting several models' results side by side into ``folder``
+        (``STEM.png`` / ``.svg``) and return them (``contrastkit report --out``); only
+        called for a task whose :attr:`plots_title` is set."""
+        return []

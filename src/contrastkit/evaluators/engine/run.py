@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +25,7 @@ from contrastkit.evaluators.engine.protocol import (
     Item,
     RunConfig,
     RunContext,
+    ScoreContext,
     Task,
     TaskResult,
     TaskSettings,
@@ -40,27 +41,33 @@ if TYPE_CHECKING:
     from contrastkit.evaluators.outcome import EvaluateResult, ModelEvaluation
     from contrastkit.interfaces import ProgressFactory
 
-__all__ = ["check_capabilities", "load_items", "run_task", "score_items", "task_settings"]
+__all__ = [
+    "check_capabilities",
+    "load_items",
+    "run_task",
+    "score_all",
+    "score_items",
+    "task_settings",
+]
 
 #: The raw record field holding the settings' fingerprint.
 SETTINGS_FIELD = "settings"
 
 
 def task_settings(task: Task[Any, Any], config: RunConfig) -> TaskSettings:
-    """The task's settings in ``config`` (its defaults when none were given).
+    """The task's settings in ``config`` (:meth:`~contrastkit.evaluators.engine.protocol.
+    Task.settings_of`: its defaults when none were given).
 
     Raises:
         ConfigError: settings of another class than the task's.
     """
-    given = config.task_settings
-    if given is None:
-        return task.settings()
-    if not isinstance(given, task.settings):
+    settings = task.settings_of(config)
+    if not isinstance(settings, task.settings):
         raise ConfigError(
             f"task_settings: task {task.name} takes {task.settings.__name__}, not "
-            f"{type(given).__name__}"
+            f"{type(settings).__name__}"
         )
-    return given
+    return settings
 
 
 def check_capabilities(task: Task[Any, Any], models: Sequence[str]) -> None:
@@ -147,33 +154,53 @@ def score_items(
     rescored = sum(1 for k, r in stored.items() if k in keys and k not in kept)
     todo = [item for item in items if item.key not in kept]
     records = dict(kept)
-    step = max(1, batch_size)
-    label = f"{task.name}: {spec}"
+    extra = {SETTINGS_FIELD: stamp} if stamped else {}
     with (
         RawAppender(raw, kept.values()) as appender,
-        progress_stage(progress, label, len(todo)) as update,
+        progress_stage(progress, f"{task.name}: {spec}", len(todo)) as update,
     ):
-        for start in range(0, len(todo), step):
-            batch = todo[start : start + step]
-            images = [_open_images(item) for item in batch]
-            scored = task.score(model, batch, images, settings)
-            if len(scored) != len(batch):
-                raise TypeError(
-                    f"task {task.name}: score() gave {len(scored)} records for {len(batch)} items"
-                )
-            new = [
-                {
-                    **record,
-                    "key": item.key,
-                    "model": spec,
-                    **({SETTINGS_FIELD: stamp} if stamped else {}),
-                }
-                for item, record in zip(batch, scored, strict=True)
-            ]
+        scoring = ScoreContext(spec, settings, raw.parent, batch_size, progress=update)
+        for new in _batches(task, model, todo, scoring, extra):
             appender.write(new)
             records.update({record["key"]: record for record in new})
-            update(start + len(batch), len(todo))
     return [records[item.key] for item in items], len(kept), rescored
+
+
+def _batches(
+    task: Task[Any, Any],
+    model: Any,
+    todo: Sequence[Item],
+    context: ScoreContext[Any],
+    extra: Mapping[str, Any],
+) -> Iterator[list[dict[str, Any]]]:
+    """The records of ``todo``, batch by batch (each item's record with its ``key``, the
+    model and ``extra``), the progress updated after each batch (in items)."""
+    step = max(1, context.batch_size)
+    for start in range(0, len(todo), step):
+        batch = todo[start : start + step]
+        images = [_open_images(item) for item in batch]
+        scored = task.score_in(model, batch, images, context)
+        if len(scored) != len(batch):
+            raise TypeError(
+                f"task {task.name}: score() gave {len(scored)} records for {len(batch)} items"
+            )
+        yield [
+            {**record, "key": item.key, "model": context.model, **extra}
+            for item, record in zip(batch, scored, strict=True)
+        ]
+        if context.progress is not None:
+            context.progress(start + len(batch), len(todo))
+
+
+def score_all(
+    task: Task[Any, Any], model: Any, items: Sequence[Item], context: ScoreContext[Any]
+) -> list[Mapping[str, Any]]:
+    """The records of every item of ``items``, none kept or reused (a task that keeps no
+    records: ``keeps_records = False``)."""
+    records: list[Mapping[str, Any]] = []
+    for new in _batches(task, model, items, context, {}):
+        records += new
+    return records
 
 
 def _stamped(
@@ -256,24 +283,34 @@ def _skipped_line(row: Any) -> str:
     return str(row)
 
 
-def write_outputs(task: Task[Any, Any], result: Result, folder: Path) -> dict[str, Path]:
+def write_outputs(
+    task: Task[Any, Any], result: Result, folder: Path, raw: str | None = None
+) -> dict[str, Path]:
     """Write a model's ``benchmark.json``, figures and ``report.md`` (each atomically)
-    into ``folder``; return them by name with the raw file."""
+    into ``folder``, and its raw file's text ``raw`` when given (a task that keeps no
+    records); return them by name with the raw file and the task's own files
+    (:meth:`~contrastkit.evaluators.engine.protocol.Task.files`)."""
     from contrastkit.evaluators.report.figures import save_formats
 
     folder.mkdir(parents=True, exist_ok=True)
     files = {"raw": folder / task.raw_file, "benchmark": folder / "benchmark.json"}
+    if raw is not None:
+        atomic_write_text(files["raw"], raw)
     data = _checked_json(task, result, files["benchmark"])
     plots: list[Path] = []
     for stem, figure in task.figures(result).items():
         written = save_formats(figure, folder / "plots" / stem)
         plots += written
         files.update({f"plot_{stem}_{p.suffix[1:]}": p for p in written})
-    atomic_write_text(files["benchmark"], json.dumps(data, indent=2) + "\n")
+    text = task.benchmark_text(result)
+    atomic_write_text(files["benchmark"], text or json.dumps(data, indent=2) + "\n")
     files["report"] = folder / "report.md"
     atomic_write_text(files["report"], _report(task, result, plots))
     names = task.file_names()
-    return {names.get(name, name): path for name, path in files.items()}
+    return {
+        **{names.get(name, name): path for name, path in files.items()},
+        **task.files(result, folder),
+    }
 
 
 def console_summary(headline: Mapping[str, Any]) -> dict[str, Any]:
@@ -291,24 +328,39 @@ def console_summary(headline: Mapping[str, Any]) -> dict[str, Any]:
     return {**headline, "figures": figures}
 
 
+def _scored(
+    task: Task[Any, Any], loaded: tuple[str, Any], items: list[Item], folder: Path, run: _Run
+) -> tuple[list[Mapping[str, Any]], int, int]:
+    """The records of ``items`` for the ``loaded`` model (its spec and itself), how many
+    were reused and how many scored again (:func:`score_items`; every item scored, none
+    kept, for a task that keeps no records)."""
+    spec, model = loaded
+    if task.keeps_records:
+        context = (spec, run.settings, run.batch_size, run.progress)
+        return score_items(task, model, items, folder / task.raw_file, context)
+    with progress_stage(run.progress, f"{task.name}: {spec}") as update:
+        scoring = ScoreContext(spec, run.settings, folder, run.batch_size, run.bootstrap, update)
+        return score_all(task, model, items, scoring), 0, 0
+
+
 def _evaluate_model(
-    task: Task[Any, Any], spec: str, items: list[Item], config: RunConfig, run: _Run
+    task: Task[Any, Any], loaded: tuple[str, Any], data: _Data, config: RunConfig, run: _Run
 ) -> tuple[ModelEvaluation, Result]:
     from contrastkit.evaluators.outcome import ModelEvaluation, data_labels
     from contrastkit.evaluators.report.results import model_slug
-    from contrastkit.models import load_model
 
+    spec = loaded[0]
     folder = config.out / model_slug(spec)
-    model = load_model(spec, config.model)
-    context = (spec, run.settings, config.model.batch_size, run.progress)
-    records, reused, rescored = score_items(task, model, items, folder / task.raw_file, context)
-    del model
-    images = run.images
-    ctx = RunContext(spec, run.settings, run.bootstrap, tuple(items),
-                     tuple(data_labels(run.paths)), images.skipped_rows,
+    folder = folder / data.subfolder if data.subfolder else folder
+    records, reused, rescored = _scored(task, loaded, data.items, folder, run)
+    images = data.images
+    ctx = RunContext(spec, run.settings, run.bootstrap, tuple(data.items),
+                     tuple(data_labels(data.paths)), images.skipped_rows,
                      images.skip_missing)  # fmt: skip
     result = _stamped(task, task.aggregate(records, ctx), ctx, ctx.data)
-    files = write_outputs(task, result, folder)
+    files = write_outputs(
+        task, result, folder, None if task.keeps_records else task.raw_text(records)
+    )
     if rescored:
         warnings.warn(
             f"{folder / task.raw_file}: {rescored} records of {spec} were scored under other "
@@ -316,9 +368,10 @@ def _evaluate_model(
             stacklevel=2,
         )
     summary = task.summary(result)
+    scored, reused = task.scored(result) or (len(data.items) - reused, reused)
     evaluation = ModelEvaluation(
-        model=spec, folder=folder, files=files, scored_images=len(items) - reused,
-        reused_records=reused, skipped_rows=images.skipped_rows,
+        model=spec, folder=folder, files=files, scored_images=scored, reused_records=reused,
+        data=str(data.paths[0]) if task.per_data else None, skipped_rows=images.skipped_rows,
         summary=console_summary(task.headline(result)) if summary is None else summary,
     )  # fmt: skip
     return evaluation, result
@@ -326,11 +379,66 @@ def _evaluate_model(
 
 @dataclasses.dataclass(frozen=True)
 class _Run:
-    paths: tuple[Path, ...]
     settings: TaskSettings
     bootstrap: BootstrapSettings
     progress: ProgressFactory | None
-    images: Images = dataclasses.field(default_factory=Images)
+    batch_size: int
+
+
+@dataclasses.dataclass(frozen=True)
+class _Data:
+    """Data the task evaluates into one result per model: its paths, their items and
+    what reading their images did; ``subfolder``: the model folder's subfolder its files
+    go to (a data path's name, for a task that evaluates each path on its own)."""
+
+    paths: tuple[Path, ...]
+    items: list[Item]
+    images: Images
+    subfolder: str = ""
+
+
+def _data(
+    task: Task[Any, Any],
+    config: RunConfig,
+    paths: tuple[Path, ...],
+    settings: TaskSettings,
+    progress: ProgressFactory | None,
+) -> list[_Data]:
+    """What the task evaluates: all of ``paths`` together, or each path on its own (a
+    task with ``per_data``; in a subfolder of each model's when there are several).
+
+    Raises:
+        ConfigError: several paths of one name for a task that evaluates each on its own.
+        DataFormatError: as :func:`load_items` and
+            :func:`~contrastkit.evaluators.engine.images.available` say.
+    """
+    groups = [(path,) for path in paths] if task.per_data else [paths]
+    names = [path.name for path in paths]
+    if task.per_data and len(paths) > 1 and len(set(names)) < len(names):
+        raise ConfigError(
+            f"data: task {task.name} writes each data folder's results into a folder of "
+            f"its name, so the folders need distinct names, not {names}"
+        )
+    found = []
+    for group in groups:
+        items = load_items(task, group, settings, config.split)
+        kept, images = available(task, config, group, items, progress)
+        subfolder = group[0].name if task.per_data and len(paths) > 1 else ""
+        found.append(_Data(group, kept, images, subfolder))
+    return found
+
+
+def _images(found: Sequence[_Data]) -> Images:
+    """What reading the images of all the data did."""
+    if len(found) == 1:
+        return found[0].images
+    return Images(
+        store=next((data.images.store for data in found if data.images.store), None),
+        checked=sum(data.images.checked for data in found),
+        fetched=sum(data.images.fetched for data in found),
+        skipped_rows=tuple(row for data in found for row in data.images.skipped_rows),
+        skip_missing=any(data.images.skip_missing for data in found),
+    )
 
 
 def run_task(
@@ -350,25 +458,28 @@ def run_task(
         ModelNotFoundError: a model that is not on this machine or does not load.
     """
     from contrastkit.evaluators.outcome import EvaluateResult, folder_links
+    from contrastkit.models import load_model
 
     settings = task_settings(task, config)
     check_capabilities(task, config.models)
-    items, images = available(
-        task, config, paths, load_items(task, paths, settings, config.split), progress
-    )
+    found = _data(task, config, paths, settings, progress)
     boot = config.settings
-    run = _Run(paths, settings, BootstrapSettings(boot.bootstrap, boot.confidence, boot.seed),
-               progress, images)  # fmt: skip
+    run = _Run(settings, BootstrapSettings(boot.bootstrap, boot.confidence, boot.seed),
+               progress, config.model.batch_size)  # fmt: skip
     evaluations, results = [], []
     for spec in config.models:
-        evaluation, result = _evaluate_model(task, spec, items, config, run)
-        evaluations.append(evaluation)
-        results.append(result)
+        loaded = (spec, load_model(spec, config.model))
+        for data in found:
+            evaluation, result = _evaluate_model(task, loaded, data, config, run)
+            evaluations.append(evaluation)
+            results.append(result)
+        del loaded
     comparison = None
-    if len(results) > 1:
+    if len(results) > 1 and task.compares_on_evaluate:
         comparison = config.out / "comparison.md"
         text = task.compare(results) + folder_links(config.out, evaluations)
         atomic_write_text(comparison, text)
+    images = _images(found)
     return EvaluateResult(
         task.name, paths, tuple(evaluations), comparison, store=images.store,
         checked=images.checked, fetched=images.fetched, skipped_rows=images.skipped_rows,

@@ -1,82 +1,57 @@
-"""Contrast-set evaluation as ``contrastkit evaluate`` runs it (GenSynth Sec. 5): one
-report per model and data folder (the scoring itself is
-:func:`contrastkit.evaluators.tasks.contrast_sets.scoring.evaluate_contrast`)."""
+"""The contrast task on the task protocol (GenSynth Sec. 5): each data folder is one item,
+the whole contrast set, scored at once by
+:func:`~contrastkit.evaluators.tasks.contrast_sets.scoring.evaluate_contrast` (every query
+ranks every image of its set); its record aggregated into the typed
+:class:`~contrastkit.results.contrast.ContrastResult`
+(:func:`~contrastkit.evaluators.tasks.contrast_sets.report.contrast_result`), which the
+report, the plot, the headline and the comparison take. The engine does the rest: the
+capability check, loading each model once for all the sets, one folder per model and
+set (``OUT/MODEL/SET/`` when several sets are given), the files.
+
+A caption scorer's (image, query) scores are kept in the model's folder
+(:data:`~contrastkit.evaluators.tasks.contrast_sets.data.RAW_SCORES_FILE`) and reused on
+rerun; a dual encoder's are recomputed (they are cheap), so the engine keeps no records
+to reuse (``keeps_records = False``): ``raw_contrast.jsonl`` holds the per-query records
+as it always has.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from contrastkit.errors import ConfigError
-from contrastkit.evaluators.evaluation import EvaluateConfig, EvaluateResult, ModelEvaluation
-from contrastkit.evaluators.report.results import model_slug
-from contrastkit.interfaces import CaptionScorer, ImageTextScorer, ProgressFactory, progress_stage
+from contrastkit.evaluators.engine.protocol import (
+    Item,
+    RunConfig,
+    RunContext,
+    ScoreContext,
+    Task,
+    TaskSettings,
+)
+from contrastkit.evaluators.tasks.contrast_sets.data import CONTRAST_METRICS, RAW_SCORES_FILE
 from contrastkit.models.registry import parse_spec
+from contrastkit.results.contrast import ContrastResult
 
-__all__ = ["check_contrast_model", "evaluate_contrast_sets"]
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+    from PIL import Image
 
+    from contrastkit.evaluators.evaluation import EvaluateConfig, EvaluateResult
+    from contrastkit.interfaces import ProgressFactory
 
-def evaluate_contrast_sets(
-    config: EvaluateConfig, paths: tuple[Path, ...], progress: ProgressFactory | None
-) -> EvaluateResult:
-    """Contrast sets (GenSynth Sec. 5): one report per model and data folder. Dual
-    encoders and caption scorers (``blip-itm:``, ``vilt:``, ``vlm:``; their scores kept in
-    ``raw_contrast_scores.jsonl`` and reused on rerun); captioning models that only score
-    pronoun continuations are refused before anything loads."""
-    from contrastkit.evaluators.tasks.contrast_sets.report import (
-        contrast_result,
-        write_contrast_files,
-    )
-    from contrastkit.evaluators.tasks.contrast_sets.scoring import (
-        RAW_SCORES_FILE,
-        ContrastLabels,
-        ContrastSettings,
-        describe_export,
-        evaluate_contrast,
-        load_contrast,
-    )
-    from contrastkit.models import load_model
+__all__ = [
+    "CONTRAST",
+    "ContrastSets",
+    "ContrastTaskSettings",
+    "check_contrast_model",
+    "evaluate_contrast_sets",
+]
 
-    for spec in config.models:
-        check_contrast_model(spec)
-    names = [path.name for path in paths]
-    if len(paths) > 1 and len(set(names)) < len(names):
-        raise ConfigError(f"data: contrast sets need distinct folder names, not {names}")
-    sets = [(path, load_contrast(path, split=config.split)) for path in paths]
-    evaluations: list[ModelEvaluation] = []
-    for spec in config.models:
-        scorer = load_model(spec, config.model)
-        pairs = isinstance(scorer, CaptionScorer) and not isinstance(scorer, ImageTextScorer)
-        if not isinstance(scorer, ImageTextScorer | CaptionScorer):  # nor pairs
-            raise ConfigError(f"models: {_NOT_FOR_CONTRAST.format(spec=spec)}")
-        for path, dataset in sets:
-            folder = config.out / model_slug(spec)
-            folder = folder / path.name if len(paths) > 1 else folder
-            raw_scores = folder / RAW_SCORES_FILE if pairs else None
-            label = f"scoring {spec}" + (" (image-caption pairs)" if pairs else "")
-            with progress_stage(progress, label, len(dataset)) as update:
-                settings = ContrastSettings(
-                    ks=config.settings.ks, batch_size=config.model.batch_size,
-                    device="cpu" if pairs else str(getattr(scorer, "device", "cpu")),
-                    bootstrap=config.settings.bootstrap,
-                    confidence=config.settings.confidence, seed=config.settings.seed,
-                    metrics=config.contrast_metrics, raw_scores=raw_scores,
-                )  # fmt: skip
-                result = evaluate_contrast(dataset, scorer, settings, progress=update)
-            labels = ContrastLabels(model=spec, data=str(path), dataset=describe_export(path))
-            typed = contrast_result(result["summary"], labels)
-            files = write_contrast_files(typed, result["queries"], folder)
-            if raw_scores is not None:
-                files = {**files, "raw_scores": raw_scores}
-            scoring = typed.scoring
-            evaluation = ModelEvaluation(
-                model=spec, folder=folder, files=files, data=str(path),
-                scored_images=typed.summary.images or 0, summary=result["summary"],
-                reused_records=int(scoring.reused or 0) if scoring is not None else 0,
-            )  # fmt: skip
-            evaluations.append(evaluation)
-        del scorer
-    return EvaluateResult("contrast", paths, tuple(evaluations))
-
+#: The stem of each model's plot (``plots/contrast_bias.png`` / ``.svg``).
+PLOT_STEM = "contrast_bias"
 
 _NOT_FOR_CONTRAST = (
     "{spec} is a captioning model: it scores pronoun continuations, not an image against "
@@ -84,6 +59,42 @@ _NOT_FOR_CONTRAST = (
     "image-text-matching models (blip-itm:, vilt:) and generative VLMs (vlm:, scored by "
     "the caption's log-likelihood)"
 )
+
+
+@dataclass(frozen=True)
+class ContrastTaskSettings(TaskSettings):
+    """What a contrast-set evaluation is asked for. The task has no options of its own:
+    these are the shared option groups ``retrieval`` (``--k``,
+    ``EvaluateConfig.settings.ks``) and ``contrast`` (``--contrast-metrics``,
+    ``EvaluateConfig.contrast_metrics``), read by :meth:`ContrastSets.settings_of`;
+    Python may give them as ``EvaluateConfig(task_settings=ContrastTaskSettings(...))``.
+
+    Attributes:
+        ks: the retrieval cut-offs K.
+        metrics: ``auto``, ``all`` or ``pairs``
+            (:data:`~contrastkit.evaluators.tasks.contrast_sets.data.CONTRAST_METRICS`).
+    """
+
+    ks: tuple[int, ...] = (5, 10)
+    metrics: str = "auto"
+
+    def __post_init__(self) -> None:
+        if self.metrics not in CONTRAST_METRICS:
+            raise ConfigError(
+                f"contrast_metrics must be one of {', '.join(CONTRAST_METRICS)}, not "
+                f"{self.metrics!r}"
+            )
+
+
+class _SharedOptions(Protocol):
+    """What :meth:`ContrastSets.settings_of` reads of an
+    :class:`~contrastkit.evaluators.evaluation.EvaluateConfig`."""
+
+    @property
+    def contrast_metrics(self) -> str: ...
+
+    @property
+    def settings(self) -> Any: ...
 
 
 def check_contrast_model(spec: str) -> None:
@@ -94,9 +105,177 @@ def check_contrast_model(spec: str) -> None:
     Raises:
         ConfigError: such a model, or a malformed spec.
     """
+    refusal = _refusal(spec)
+    if refusal is not None:
+        raise ConfigError(refusal)
+
+
+def _refusal(spec: str) -> str | None:
     from contrastkit.evaluators.runner import answers_only
 
     if refusal := answers_only(spec, "contrast sets"):
-        raise ConfigError(f"models: {refusal}")
+        return f"models: {refusal}"
     if "captions" not in parse_spec(spec).capabilities:
-        raise ConfigError(f"models: {_NOT_FOR_CONTRAST.format(spec=spec)}")
+        return f"models: {_NOT_FOR_CONTRAST.format(spec=spec)}"
+    return None
+
+
+class ContrastSets(Task[ContrastTaskSettings, ContrastResult]):
+    """Retrieval bias of gender-neutral queries and pair preference on contrast sets
+    (GenSynth Sec. 5), of dual encoders and caption scorers (``blip-itm:``, ``vilt:``,
+    ``vlm:``)."""
+
+    name = "contrast"
+    kind = "contrast"
+    capabilities = frozenset({"captions"})
+    settings = TaskSettings  # no options of its own (ContrastTaskSettings' docstring)
+    result = ContrastResult
+    example_model = "open_clip:ViT-B-32/openai"
+    scoring_settings = ()
+    options = ("contrast", "retrieval", "bootstrap")
+    per_data = True
+    keeps_records = False
+    compares_on_evaluate = False
+    plots_title = "original vs balanced vs contrast set"
+
+    def settings_of(self, config: RunConfig) -> ContrastTaskSettings:
+        given = config.task_settings
+        if isinstance(given, ContrastTaskSettings):
+            return given
+        if given is not None:
+            raise ConfigError(
+                f"task_settings: task {self.name} takes ContrastTaskSettings, not "
+                f"{type(given).__name__}"
+            )
+        shared = cast("_SharedOptions", config)
+        return ContrastTaskSettings(ks=tuple(shared.settings.ks), metrics=shared.contrast_metrics)
+
+    def refusal(self, model: str, lacking: Sequence[str]) -> str | None:
+        return _refusal(model)
+
+    def items(
+        self, paths: Sequence[Path], settings: ContrastTaskSettings, split: str | None
+    ) -> Iterable[Item]:
+        from contrastkit.evaluators.tasks.contrast_sets.data import load_contrast
+
+        return [
+            Item(str(path), {}, {"dataset": load_contrast(path, split=split)}, source=path)
+            for path in paths
+        ]
+
+    def score_in(
+        self,
+        model: Any,
+        items: Sequence[Item],
+        images: Sequence[Mapping[str, Image.Image]],
+        context: ScoreContext[ContrastTaskSettings],
+    ) -> list[Mapping[str, Any]]:
+        from contrastkit.evaluators.tasks.contrast_sets.scoring import (
+            ContrastSettings,
+            evaluate_contrast,
+        )
+        from contrastkit.interfaces import CaptionScorer, ImageTextScorer
+
+        if not isinstance(model, ImageTextScorer | CaptionScorer):  # nor pairs
+            raise ConfigError(f"models: {_NOT_FOR_CONTRAST.format(spec=context.model)}")
+        pairs = not isinstance(model, ImageTextScorer)
+        boot = context.bootstrap
+        settings = ContrastSettings(
+            ks=context.settings.ks, batch_size=context.batch_size,
+            device="cpu" if pairs else str(getattr(model, "device", "cpu")),
+            bootstrap=boot.resamples, confidence=boot.confidence, seed=boot.seed,
+            metrics=context.settings.metrics,
+            raw_scores=context.folder / RAW_SCORES_FILE if pairs else None,
+        )  # fmt: skip
+        return [
+            evaluate_contrast(item.data["dataset"], model, settings, progress=context.progress)
+            for item in items
+        ]
+
+    def aggregate(
+        self, records: Sequence[Mapping[str, Any]], context: RunContext[ContrastTaskSettings]
+    ) -> ContrastResult:
+        from contrastkit.evaluators.tasks.contrast_sets.data import describe_export
+        from contrastkit.evaluators.tasks.contrast_sets.report import (
+            ContrastLabels,
+            contrast_result,
+        )
+
+        [record], [item] = records, context.items  # one set per result (per_data)
+        dataset = describe_export(item.source) if item.source is not None else None
+        labels = ContrastLabels(model=context.model, data=context.data[0], dataset=dataset)
+        return contrast_result(record["summary"], labels)
+
+    def raw_text(self, records: Sequence[Mapping[str, Any]]) -> str:
+        from contrastkit.evaluators.tasks.contrast_sets.report import raw_lines
+
+        return "".join(raw_lines(record["queries"]) for record in records)
+
+    def benchmark_text(self, result: ContrastResult) -> str:
+        from contrastkit.evaluators.tasks.contrast_sets.report import benchmark_text
+
+        return benchmark_text(result)
+
+    def render(self, result: ContrastResult) -> str:
+        from contrastkit.evaluators.tasks.contrast_sets.report import contrast_markdown
+
+        return contrast_markdown(result)
+
+    def report(self, result: ContrastResult, figures: Sequence[Path]) -> str:
+        return self.render(result)  # the report as it always was: its own plot link
+
+    def figures(self, result: ContrastResult) -> Mapping[str, Figure]:
+        from contrastkit.evaluators.tasks.contrast_sets.report import contrast_plot
+
+        return {PLOT_STEM: contrast_plot(result)}
+
+    def file_names(self) -> Mapping[str, str]:
+        return {f"plot_{PLOT_STEM}_png": "plot", f"plot_{PLOT_STEM}_svg": "plot_svg"}
+
+    def files(self, result: ContrastResult, folder: Path) -> Mapping[str, Path]:
+        scoring = result.scoring
+        caption_scores = scoring is not None and scoring.unit == "image-query pair"
+        return {"raw_scores": folder / RAW_SCORES_FILE} if caption_scores else {}
+
+    def scored(self, result: ContrastResult) -> tuple[int, int]:
+        reused = result.scoring.reused if result.scoring is not None else 0
+        return result.summary.images or 0, int(reused or 0)
+
+    def summary(self, result: ContrastResult) -> Mapping[str, Any]:
+        return result.summary.to_json()  # what evaluate --json prints, as it always was
+
+    def headline(self, result: ContrastResult) -> dict[str, Any]:
+        from contrastkit.evaluators.tasks.contrast_sets.report import contrast_headline
+
+        return contrast_headline(result)
+
+    def compare(self, results: Sequence[ContrastResult]) -> str:
+        from contrastkit.evaluators.report.markdown import contrast_comparison_markdown
+
+        return contrast_comparison_markdown([result.to_json() for result in results])
+
+    def compare_plots(
+        self, results: Sequence[ContrastResult], folder: Path, stem: str
+    ) -> list[Path]:
+        from contrastkit.evaluators.report.plots import write_contrast_comparison_plots
+
+        written = write_contrast_comparison_plots([r.to_json() for r in results], folder, stem)
+        return list(written)
+
+
+#: The contrast task.
+CONTRAST = ContrastSets()
+
+
+def evaluate_contrast_sets(
+    config: EvaluateConfig, paths: tuple[Path, ...], progress: ProgressFactory | None
+) -> EvaluateResult:
+    """Contrast sets (GenSynth Sec. 5), run by the engine
+    (:func:`~contrastkit.evaluators.engine.run.run_task` of :data:`CONTRAST`): one report
+    per model and data folder. Dual encoders and caption scorers (``blip-itm:``,
+    ``vilt:``, ``vlm:``; their scores kept in ``raw_contrast_scores.jsonl`` and reused on
+    rerun); captioning models that only score pronoun continuations are refused before
+    anything loads."""
+    from contrastkit.evaluators.engine.run import run_task
+
+    return run_task(CONTRAST, config, paths, progress)
