@@ -1,5 +1,8 @@
 """The ``benchmark.json`` of counterfactual decision probes (``evaluate --task
-decisions``, :mod:`contrastkit.evaluators.decisions`): ``task`` ``decisions``."""
+decisions``, :mod:`contrastkit.evaluators.tasks.decision_probes`): ``task`` ``decisions``.
+The task makes this result itself
+(:func:`~contrastkit.evaluators.tasks.decision_probes.benchmark.decisions_result`) and its
+reports and plots read it."""
 
 from __future__ import annotations
 

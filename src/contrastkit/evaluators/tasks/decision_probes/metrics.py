@@ -61,14 +61,18 @@ from typing import Any
 import numpy as np
 
 from contrastkit.evaluators.bootstrap import percentile_interval, resample_indices
+from contrastkit.results.common import Interval
+from contrastkit.results.decisions import DecisionFigures
 
 __all__ = [
     "OUTCOMES",
+    "RATIOS",
     "Answer",
     "PairedAnswer",
     "RatioTerms",
     "constant_answers",
     "family_figures",
+    "family_result",
     "option_gap",
     "overall_bias",
     "pair_bias",
@@ -153,7 +157,18 @@ def option_gap(pair: PairedAnswer) -> float | None:
     return None
 
 
-def _parts(pairs: Sequence[PairedAnswer]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+#: Numerator and denominator of one ratio figure, per paired answer.
+_Terms = tuple[np.ndarray, np.ndarray]
+
+#: The figures of a family that are ratios over paired answers (:func:`family_result`).
+RATIOS = frozenset({
+    "flip_rate", "stereotyped_flip_share", "gap", "abs_gap", "first_position_rate",
+    "refusal_rate_masculine", "refusal_rate_feminine", "unparseable_rate_masculine",
+    "unparseable_rate_feminine", "mean_masculine", "mean_feminine",
+})  # fmt: skip
+
+
+def _parts(pairs: Sequence[PairedAnswer]) -> dict[str, _Terms]:
     """Numerator and denominator of every ratio figure, per paired answer."""
     rows: dict[str, list[tuple[float, float]]] = {}
 
@@ -236,6 +251,84 @@ def _clean(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def _counts(pairs: Sequence[PairedAnswer], parts: Mapping[str, _Terms]) -> dict[str, int]:
+    """The counts of :func:`family_result`, in the order ``benchmark.json`` lists them."""
+
+    def total(name: str, which: int) -> int:
+        return int(np.sum(parts[name][which])) if pairs else 0
+
+    counts = {
+        "n": len(pairs),
+        "n_sources": len({pair.source for pair in pairs}),
+        "n_compared": total("flip_rate", 1),
+        "n_flips": total("flip_rate", 0),
+    }
+    for name in ("masculine", "feminine"):
+        counts[f"n_refusals_{name}"] = total(f"refusal_rate_{name}", 0)
+        counts[f"n_unparseable_{name}"] = total(f"unparseable_rate_{name}", 0)
+        counts[f"n_undefined_{name}"] = sum(
+            getattr(pair, name).outcome == "undefined" for pair in pairs
+        )
+    return counts
+
+
+def family_result(
+    pairs: Sequence[PairedAnswer],
+    kind: str,
+    *,
+    resamples: int = 0,
+    level: float = 0.95,
+    seed: int = 0,
+) -> DecisionFigures:
+    """Every figure of the module docstring over ``pairs`` (one family of ``kind``, one
+    scoring mode), each with its interval (``<figure>_ci``: ``low``, ``high``, ``level``,
+    ``resamples``) from resampling sources, and the counts: ``n`` paired answers,
+    ``n_sources``, ``n_compared`` (both versions chose, or both gave a number),
+    ``n_flips``, and per version ``n_refusals_*``, ``n_unparseable_*`` and
+    ``n_undefined_*`` (non-finite letter log-probabilities). A figure with nothing to
+    average over is ``None``; with no paired answer at all, no figure is there."""
+    parts = _parts(pairs)
+    sources = [pair.source for pair in pairs]
+    counts = _counts(pairs, parts)
+    values: dict[str, float | None] = {}
+    intervals: dict[str, Interval | None] = {}
+    order = ["kind", *counts]
+    for offset, (name, (num, den)) in enumerate(parts.items()):
+        value, interval = ratio_with_interval(
+            RatioTerms(sources, num, den), resamples=resamples, level=level,
+            rng=np.random.default_rng([seed, offset]),
+        )  # fmt: skip
+        values[name] = _clean(value)
+        order.append(name)
+        if interval is not None and values[name] is not None:
+            low, high = interval
+            intervals[f"{name}_ci"] = Interval(
+                low=_clean(low), high=_clean(high), level=level, resamples=resamples,
+                absent=frozenset({"reason"}),
+            )  # fmt: skip
+            order.append(f"{name}_ci")
+    return DecisionFigures(
+        kind=kind, n=counts["n"], n_sources=counts["n_sources"],
+        n_compared=counts["n_compared"], n_flips=counts["n_flips"],
+        n_refusals_masculine=counts["n_refusals_masculine"],
+        n_refusals_feminine=counts["n_refusals_feminine"],
+        n_unparseable_masculine=counts["n_unparseable_masculine"],
+        n_unparseable_feminine=counts["n_unparseable_feminine"],
+        n_undefined_masculine=counts["n_undefined_masculine"],
+        n_undefined_feminine=counts["n_undefined_feminine"],
+        flip_rate=values.get("flip_rate"),
+        stereotyped_flip_share=values.get("stereotyped_flip_share"),
+        gap=values.get("gap"), abs_gap=values.get("abs_gap"),
+        first_position_rate=values.get("first_position_rate"),
+        refusal_rate_masculine=values.get("refusal_rate_masculine"),
+        refusal_rate_feminine=values.get("refusal_rate_feminine"),
+        unparseable_rate_masculine=values.get("unparseable_rate_masculine"),
+        unparseable_rate_feminine=values.get("unparseable_rate_feminine"),
+        mean_masculine=values.get("mean_masculine"), mean_feminine=values.get("mean_feminine"),
+        intervals=intervals, absent=RATIOS - set(values), key_order=tuple(order),
+    )  # fmt: skip
+
+
 def family_figures(
     pairs: Sequence[PairedAnswer],
     *,
@@ -243,41 +336,11 @@ def family_figures(
     level: float = 0.95,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """Every figure of the module docstring over ``pairs`` (one family, one scoring
-    mode), each with its interval (``<figure>_ci``: ``low``, ``high``, ``level``,
-    ``resamples``) from resampling sources, and the counts: ``n`` paired answers,
-    ``n_sources``, ``n_compared`` (both versions chose, or both gave a number),
-    ``n_flips``, and per version ``n_refusals_*``, ``n_unparseable_*`` and
-    ``n_undefined_*`` (non-finite letter log-probabilities). A figure with nothing to
-    average over is ``None``."""
-    parts = _parts(pairs)
-    sources = [pair.source for pair in pairs]
-    out: dict[str, Any] = {
-        "n": len(pairs),
-        "n_sources": len(set(sources)),
-        "n_compared": int(np.sum(parts["flip_rate"][1])) if pairs else 0,
-        "n_flips": int(np.sum(parts["flip_rate"][0])) if pairs else 0,
-    }
-    for name in ("masculine", "feminine"):
-        out[f"n_refusals_{name}"] = int(np.sum(parts[f"refusal_rate_{name}"][0])) if pairs else 0
-        out[f"n_unparseable_{name}"] = (
-            int(np.sum(parts[f"unparseable_rate_{name}"][0])) if pairs else 0
-        )
-        out[f"n_undefined_{name}"] = sum(
-            getattr(pair, name).outcome == "undefined" for pair in pairs
-        )
-    for offset, (name, (num, den)) in enumerate(parts.items()):
-        value, interval = ratio_with_interval(
-            RatioTerms(sources, num, den), resamples=resamples, level=level,
-            rng=np.random.default_rng([seed, offset]),
-        )  # fmt: skip
-        out[name] = _clean(value)
-        if interval is not None and out[name] is not None:
-            low, high = interval
-            out[f"{name}_ci"] = {
-                "low": _clean(low), "high": _clean(high), "level": level, "resamples": resamples,
-            }  # fmt: skip
-    return out
+    """The figures of :func:`family_result` as the JSON object ``benchmark.json`` holds
+    for a family (without its ``kind``)."""
+    figures = family_result(pairs, "", resamples=resamples, level=level, seed=seed).to_json()
+    del figures["kind"]
+    return figures
 
 
 def pair_bias(pairs: Sequence[PairedAnswer]) -> float | None:

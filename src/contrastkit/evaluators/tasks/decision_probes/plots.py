@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from contrastkit.evaluators.tasks.decision_probes.metrics import PairedAnswer, option_gap
-from contrastkit.evaluators.tasks.decision_probes.report import MODE_TITLES
+from contrastkit.evaluators.tasks.decision_probes.report import MODE_TITLES, as_decisions_result
+from contrastkit.results.decisions import DecisionFigures, DecisionsResult
 from contrastkit.text import UNDEFINED
 
 if TYPE_CHECKING:
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 __all__ = ["flip_figure", "gap_figure"]
 
 
-def flip_figure(benchmark: Mapping[str, Any]) -> Figure:
+def flip_figure(result: DecisionsResult | Mapping[str, Any]) -> Figure:
     """Flip rate per question family and scoring mode, with the bootstrap intervals
     (resampling sources)."""
     from contrastkit.evaluators.report.figures import (
@@ -36,7 +37,8 @@ def flip_figure(benchmark: Mapping[str, Any]) -> Figure:
         suptitle,
     )
 
-    summary = benchmark.get("summary") or {}
+    result = as_decisions_result(result)
+    summary = result.summary
     families = list(dict.fromkeys(f for mode in summary.values() for f in mode))
     figure, (axis,) = new_figure(max(4.5, 1.3 * len(families) + 2), 3.6)
     colours = {"logprob": PALETTE["masculine"], "generate": PALETTE["feminine"]}
@@ -44,10 +46,9 @@ def flip_figure(benchmark: Mapping[str, Any]) -> Figure:
     handles: list[Any] = []
     for m, (mode, figures) in enumerate(summary.items()):
         positions = [i + (m - (len(summary) - 1) / 2) * width for i in range(len(families))]
-        errors = [interval_error(figures.get(f), "flip_rate") for f in families]
-        defined = [
-            i for i, f in enumerate(families) if (figures.get(f) or {}).get("flip_rate") is not None
-        ]
+        shown = [figures.get(f) for f in families]
+        errors = [interval_error(_json(f), "flip_rate") for f in shown]
+        defined = [i for i, f in enumerate(shown) if f is not None and f.flip_rate is not None]
         bars = draw_bars(
             axis, [positions[i] for i in defined], [errors[i] for i in defined], width=width,
             color=colours.get(mode, "grey"),
@@ -64,21 +65,28 @@ def flip_figure(benchmark: Mapping[str, Any]) -> Figure:
     axis.set_ylabel("flip rate (answers differ between versions)", fontsize=FONT)
     axis.set_ylim(0, 1.1)
     style_axis(axis)
-    level = interval_level(f for mode in summary.values() for f in mode.values())
+    level = interval_level(f.to_json() for mode in summary.values() for f in mode.values())
     handles.append(interval_handle(level, "resampling sources"))
     add_legend(figure, handles, ncols=3)
     title = figure_title(
-        benchmark,
-        str(benchmark.get("model")),
-        "Flip rate per question family",
-        f"{benchmark.get('sources')} sources",
+        _flags(result), result.model, "Flip rate per question family", f"{result.sources} sources"
     )
-    suptitle(figure, title, benchmark)
+    suptitle(figure, title, _flags(result))
     return figure
 
 
+def _json(figures: DecisionFigures | None) -> Mapping[str, Any] | None:
+    """A family's figures as the shared plot helpers read them."""
+    return None if figures is None else figures.to_json()
+
+
+def _flags(result: DecisionsResult) -> dict[str, bool]:
+    """What the shared figure titles read of a result: whether its weights are random."""
+    return {"random_weights": bool(result.random_weights)}
+
+
 def gap_figure(
-    benchmark: Mapping[str, Any], answers: Mapping[str, Sequence[PairedAnswer]]
+    result: DecisionsResult | Mapping[str, Any], answers: Mapping[str, Sequence[PairedAnswer]]
 ) -> Figure:
     """The distribution of the paired differences (masculine minus feminine) behind the
     gap of the option questions, one panel per scoring mode."""
@@ -91,11 +99,8 @@ def gap_figure(
         suptitle,
     )
 
-    kinds = {
-        family: f.get("kind")
-        for mode in (benchmark.get("summary") or {}).values()
-        for family, f in mode.items()
-    }
+    result = as_decisions_result(result)
+    kinds = {family: f.kind for mode in result.summary.values() for family, f in mode.items()}
     modes = [mode for mode in answers if answers[mode]] or ["logprob"]
     figure, axes = new_figure(4.2 * len(modes), 3.4, len(modes))
     for axis, mode in zip(axes, modes, strict=True):
@@ -114,10 +119,10 @@ def gap_figure(
         axis.set_ylabel("paired answers", fontsize=FONT)
         style_axis(axis)
     title = figure_title(
-        benchmark,
-        str(benchmark.get("model")),
+        _flags(result),
+        result.model,
         "Paired differences of the option questions",
-        f"{benchmark.get('sources')} sources",
+        f"{result.sources} sources",
     )
-    suptitle(figure, title, benchmark)
+    suptitle(figure, title, _flags(result))
     return figure

@@ -9,6 +9,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from contrastkit.results.base import Node
+from contrastkit.results.decisions import DecisionFigures, DecisionsResult
 from contrastkit.text import MISSING, UNDEFINED, count, format_number, markdown_table
 
 __all__ = [
@@ -16,6 +18,7 @@ __all__ = [
     "MODE_TITLES",
     "TASK",
     "UNITS_NOTE",
+    "as_decisions_result",
     "decisions_comparison_markdown",
     "decisions_headline",
     "decisions_markdown",
@@ -33,52 +36,71 @@ MODE_TITLES = {
 }
 
 
-def read_decisions_benchmark(path: Path) -> dict[str, Any] | None:
+def read_decisions_benchmark(path: Path) -> DecisionsResult | None:
     """A decisions ``benchmark.json`` (or the folder holding one), or ``None`` for
     another task's.
 
     Raises:
-        DataFormatError: no such file, or not a JSON object.
+        DataFormatError: no such file, not a JSON object, or not a decisions result.
     """
     from contrastkit.evaluators.report.results import read_task_benchmark
 
     found = read_task_benchmark(path, TASK)
-    return None if found is None else found[1]
+    return None if found is None else DecisionsResult.from_json(found[1], path=found[0])
 
 
-def decisions_headline(benchmark: Mapping[str, Any]) -> dict[str, Any]:
+def as_decisions_result(result: DecisionsResult | Mapping[str, Any]) -> DecisionsResult:
+    """``result``, typed: a decisions ``benchmark.json`` as JSON (what the task registry
+    hands over for a task it reads itself) is read into its
+    :class:`~contrastkit.results.decisions.DecisionsResult`.
+
+    Raises:
+        DataFormatError: JSON that is no decisions result.
+    """
+    if isinstance(result, DecisionsResult):
+        return result
+    return DecisionsResult.from_json(dict(result))
+
+
+def decisions_headline(result: DecisionsResult | Mapping[str, Any]) -> dict[str, Any]:
     """The console headline: the model, data and sources, as ``figures`` (name ->
     value, with ``NAME_ci`` intervals beside) the flip rate of each family under each
-    scoring mode and ``B_ovl``, and the benchmark's ``warnings`` (answers that never
+    scoring mode and ``B_ovl``, and the result's ``warnings`` (answers that never
     change, answers with no probability)."""
+    result = as_decisions_result(result)
     figures: dict[str, Any] = {}
-    for mode, families in (benchmark.get("summary") or {}).items():
+    for mode, families in result.summary.items():
         for family, values in families.items():
             name = f"flip rate {family} ({mode})"
-            figures[name] = values.get("flip_rate")
-            if values.get("flip_rate_ci") is not None:
-                figures[f"{name}_ci"] = values["flip_rate_ci"]
-    b_ovl = (benchmark.get("genderbias_vl") or {}).get("b_ovl")
+            figures[name] = values.flip_rate
+            interval = values.intervals.get("flip_rate_ci")
+            if interval is not None:
+                figures[f"{name}_ci"] = interval.to_json()
+    b_ovl = result.genderbias_vl.b_ovl if result.genderbias_vl is not None else None
     if b_ovl is not None:
         figures["B_ovl"] = b_ovl
     return {
         "task": TASK,
-        "model": benchmark.get("model"),
-        "data": benchmark.get("data"),
-        "random_weights": bool(benchmark.get("random_weights")),
-        "weights_note": benchmark.get("weights_note"),
-        "sources": benchmark.get("sources"),
+        "model": result.model,
+        "data": result.data,
+        "random_weights": bool(result.random_weights),
+        "weights_note": result.weights_note,
+        "sources": result.sources,
         "figures": figures,
-        "warnings": list(benchmark.get("warnings") or []),
+        "warnings": list(result.warnings or []),
     }
 
 
-def _cell(figures: Mapping[str, Any], key: str) -> str:
-    """A figure with its interval, or ``n/a`` (:data:`~contrastkit.text.UNDEFINED`)
-    when it could not be computed (:data:`UNDEFINED_REASONS` says why)."""
+def _cell(figures: Node, key: str) -> str:
+    """A figure of ``figures`` with its interval (the cell every report table writes:
+    :func:`~contrastkit.evaluators.report.tables.format_interval`), or ``n/a``
+    (:data:`~contrastkit.text.UNDEFINED`) when it could not be computed
+    (:data:`UNDEFINED_REASONS` says why)."""
     from contrastkit.evaluators.report.tables import format_interval
 
-    return format_interval(figures, key) if figures.get(key) is not None else UNDEFINED
+    if getattr(figures, key, None) is None:
+        return UNDEFINED
+    return format_interval(figures.to_json(), key)
 
 
 _PAIR_REASONS = (
@@ -100,15 +122,15 @@ _SUMMARY_HEADER = [
 ]  # fmt: skip
 
 
-def _summary_rows(families: Mapping[str, Any]) -> list[list[Any]]:
+def _summary_rows(families: Mapping[str, DecisionFigures]) -> list[list[Any]]:
     rows = []
     for family, f in families.items():
         rows.append([
-            family, f.get("kind"), f.get("n_sources"), f.get("n_compared"),
+            family, f.kind, f.n_sources, f.n_compared,
             _cell(f, "flip_rate"), _cell(f, "stereotyped_flip_share"), _cell(f, "gap"),
             _cell(f, "abs_gap"), _cell(f, "first_position_rate"),
-            f"{f.get('n_refusals_masculine')} / {f.get('n_refusals_feminine')}",
-            f"{f.get('n_unparseable_masculine')} / {f.get('n_unparseable_feminine')}",
+            f"{f.n_refusals_masculine} / {f.n_refusals_feminine}",
+            f"{f.n_unparseable_masculine} / {f.n_unparseable_feminine}",
         ])  # fmt: skip
     return rows
 
@@ -137,11 +159,11 @@ def left_out_text(left_out: Mapping[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def _paired_lines(benchmark: Mapping[str, Any]) -> list[str]:
+def _paired_lines(result: DecisionsResult) -> list[str]:
     """How many paired answers each scoring mode's figures come from, in each option
     order, and a caveat when the orders are not equally represented."""
     lines = []
-    for mode, counts in (benchmark.get("paired_answers") or {}).items():
+    for mode, counts in (result.paired_answers or {}).items():
         listed, reversed_ = counts.get("options_as_listed", 0), counts.get("options_reversed", 0)
         text = (
             f"- {MODE_TITLES.get(mode, mode).lower()}: the figures come from "
@@ -157,8 +179,8 @@ def _paired_lines(benchmark: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _warning_lines(benchmark: Mapping[str, Any]) -> list[str]:
-    warnings = benchmark.get("warnings") or []
+def _warning_lines(result: DecisionsResult) -> list[str]:
+    warnings = result.warnings or ()
     return [*(f"> **Warning.** {text}." for text in warnings), *([""] if warnings else [])]
 
 
@@ -171,22 +193,20 @@ UNITS_NOTE = (
 )
 
 
-def decisions_markdown(benchmark: Mapping[str, Any]) -> str:
-    """``report.md`` of one model."""
-    from contrastkit.evaluators.report.tables import interval_note
-
-    scoring = benchmark.get("scoring") or {}
-    lines = [f"# Decision probes: `{benchmark.get('model')}`", ""]
-    if benchmark.get("weights_note"):
-        lines += [f"**{benchmark['weights_note']}**", ""]
-    lines += _warning_lines(benchmark)
-    lines += [
-        f"- data: `{benchmark.get('data')}`: {benchmark.get('sources')} sources with both "
-        f"versions; left out: {left_out_text(benchmark.get('left_out') or {})}",
-        f"- questions: {scoring.get('questions')}; each put to both versions with "
+def _header_lines(result: DecisionsResult) -> list[str]:
+    """The title, the weights note, the warnings and what was asked."""
+    lines = [f"# Decision probes: `{result.model}`", ""]
+    if result.weights_note:
+        lines += [f"**{result.weights_note}**", ""]
+    lines += _warning_lines(result)
+    return [
+        *lines,
+        f"- data: `{result.data}`: {result.sources} sources with both "
+        f"versions; left out: {left_out_text(result.left_out or {})}",
+        f"- questions: {result.scoring.questions}; each put to both versions with "
         "identical text, the options in both orders (the answers paired: below)",
-        *_paired_lines(benchmark),
-        f"- decoding: {json.dumps(scoring.get('decoding'))}",
+        *_paired_lines(result),
+        f"- decoding: {json.dumps(result.scoring.decoding)}",
         "",
         "Flip rate: share of paired answers (both versions chose, or both gave a number) "
         "where the answers differ. Gap: masculine minus feminine, of the probability of "
@@ -196,100 +216,126 @@ def decisions_markdown(benchmark: Mapping[str, Any]) -> str:
         "unparseable answers are counted per version (M / F) and enter no other figure.",
         "",
     ]
-    for mode, families in (benchmark.get("summary") or {}).items():
-        lines += [f"## {MODE_TITLES.get(mode, mode)}", ""]
-        rows = _summary_rows(families)
-        lines += markdown_table(_SUMMARY_HEADER, rows)
-        if any(UNDEFINED in row for row in rows):
-            lines += [f"{UNDEFINED_REASONS}.", ""]
-        lines += interval_note(list(families.values()), "resampling sources")
-    bias = benchmark.get("genderbias_vl") or {}
-    for mode, pairs in (benchmark.get("occupation_pairs") or {}).items():
-        lines += [f"## Occupation pairs ({MODE_TITLES.get(mode, mode).lower()})", ""]
-        header = ["pair (masculine / feminine stereotyped)", "men %", "n", "flip rate", "gap"]
-        if mode == "logprob":
-            header.append("B_pair")
-        rows = []
-        for name, p in pairs.items():
-            row = [
-                name,
-                f"{p['male_share_masculine_stereotyped']:g} / "
-                f"{p['male_share_feminine_stereotyped']:g}",
-                p["n"], format_number(p.get("flip_rate"), missing=UNDEFINED),
-                format_number(p.get("gap"), missing=UNDEFINED),
-            ]  # fmt: skip
-            if mode == "logprob":
-                row.append(format_number(p.get("b_pair"), missing=UNDEFINED))
-            rows.append(row)
-        lines += markdown_table(header, rows)
-        if any(UNDEFINED in row for row in rows):
-            lines += [f"{_PAIR_REASONS}.", ""]
-        if mode == "logprob" and bias:
-            lines += [
-                "B_ovl (GenderBias-VL, mean |B_pair|): "
-                f"{format_number(bias.get('b_ovl'), missing=UNDEFINED)}. "
-                f"Ipss: not computed ({bias.get('ipss_reason')}).",
-                "",
-                f"Units: {UNITS_NOTE}.",
-                "",
-            ]
-    labour = benchmark.get("labour") or {}
-    for mode, occupations in (benchmark.get("occupations") or {}).items():
-        lines += [f"## Per occupation ({MODE_TITLES.get(mode, mode).lower()})", ""]
-        rows = [
-            [name, f"{o['male_share']:g}", o["n"],
-             *(format_number(o.get(k), missing=UNDEFINED) for k in ("yes_gap", "flip_rate"))]
-            for name, o in sorted(occupations.items(), key=lambda kv: -kv[1]["male_share"])
+
+
+def _summary_lines(mode: str, families: Mapping[str, DecisionFigures]) -> list[str]:
+    """One scoring mode's figures per question family."""
+    from contrastkit.evaluators.report.tables import interval_note
+
+    lines = [f"## {MODE_TITLES.get(mode, mode)}", ""]
+    rows = _summary_rows(families)
+    lines += markdown_table(_SUMMARY_HEADER, rows)
+    if any(UNDEFINED in row for row in rows):
+        lines += [f"{UNDEFINED_REASONS}.", ""]
+    return lines + interval_note([f.to_json() for f in families.values()], "resampling sources")
+
+
+def _pair_lines(mode: str, result: DecisionsResult) -> list[str]:
+    """One scoring mode's occupation pairs, and ``B_ovl`` under log-probability
+    scoring."""
+    lines = [f"## Occupation pairs ({MODE_TITLES.get(mode, mode).lower()})", ""]
+    header = ["pair (masculine / feminine stereotyped)", "men %", "n", "flip rate", "gap"]
+    if mode == "logprob":
+        header.append("B_pair")
+    rows = []
+    for name, p in result.occupation_pairs[mode].items():
+        row = [
+            name,
+            f"{p.male_share_masculine_stereotyped:g} / {p.male_share_feminine_stereotyped:g}",
+            p.n, format_number(p.flip_rate, missing=UNDEFINED),
+            format_number(p.gap, missing=UNDEFINED),
         ]  # fmt: skip
-        lines += markdown_table(["occupation", "men %", "n", "yes gap (M - F)", "flip rate"], rows)
-        if any(UNDEFINED in row for row in rows):
-            lines += [f"{_PAIR_REASONS}.", ""]
-        corr = labour.get(mode) or {}
-        text = (
-            f"Correlation of the yes gap with the share of men (US labour statistics), "
-            f"n = {corr.get('n')}: Pearson r = {format_number(corr.get('pearson_r'))}, "
-            f"Kendall tau = {format_number(corr.get('kendall_tau'))}"
-        )
-        if corr.get("caveat"):
-            text += f" — {corr['caveat']}."
-        else:
-            text += (
-                f" (p = {format_number(corr.get('pearson_p'), 3)}, "
-                f"{format_number(corr.get('kendall_p'), 3)})."
-            )
-        lines += [text, ""]
+        if mode == "logprob":
+            row.append(format_number(p.b_pair, missing=UNDEFINED))
+        rows.append(row)
+    lines += markdown_table(header, rows)
+    if any(UNDEFINED in row for row in rows):
+        lines += [f"{_PAIR_REASONS}.", ""]
+    bias = result.genderbias_vl
+    if mode == "logprob" and bias is not None:
+        lines += [
+            "B_ovl (GenderBias-VL, mean |B_pair|): "
+            f"{format_number(bias.b_ovl, missing=UNDEFINED)}. "
+            f"Ipss: not computed ({bias.ipss_reason}).",
+            "",
+            f"Units: {UNITS_NOTE}.",
+            "",
+        ]
+    return lines
+
+
+def _correlation_text(corr: Mapping[str, Any]) -> str:
+    """The correlation of the yes gap with the labour statistics, in words."""
+    text = (
+        f"Correlation of the yes gap with the share of men (US labour statistics), "
+        f"n = {corr.get('n')}: Pearson r = {format_number(corr.get('pearson_r'))}, "
+        f"Kendall tau = {format_number(corr.get('kendall_tau'))}"
+    )
+    if corr.get("caveat"):
+        return text + f" — {corr['caveat']}."
+    return text + (
+        f" (p = {format_number(corr.get('pearson_p'), 3)}, "
+        f"{format_number(corr.get('kendall_p'), 3)})."
+    )
+
+
+def _occupation_lines(mode: str, result: DecisionsResult) -> list[str]:
+    """One scoring mode's occupations of the yes-no families, and their correlation
+    with the labour statistics."""
+    lines = [f"## Per occupation ({MODE_TITLES.get(mode, mode).lower()})", ""]
+    occupations = sorted(result.occupations[mode].items(), key=lambda kv: -kv[1].male_share)
+    rows = [
+        [name, f"{o.male_share:g}", o.n,
+         *(format_number(value, missing=UNDEFINED) for value in (o.yes_gap, o.flip_rate))]
+        for name, o in occupations
+    ]  # fmt: skip
+    lines += markdown_table(["occupation", "men %", "n", "yes gap (M - F)", "flip rate"], rows)
+    if any(UNDEFINED in row for row in rows):
+        lines += [f"{_PAIR_REASONS}.", ""]
+    return [*lines, _correlation_text(result.labour.get(mode) or {}), ""]
+
+
+def decisions_markdown(result: DecisionsResult | Mapping[str, Any]) -> str:
+    """``report.md`` of one model."""
+    result = as_decisions_result(result)
+    lines = _header_lines(result)
+    for mode, families in result.summary.items():
+        lines += _summary_lines(mode, families)
+    for mode in result.occupation_pairs:
+        lines += _pair_lines(mode, result)
+    for mode in result.occupations:
+        lines += _occupation_lines(mode, result)
     lines += ["Plots: `plots/decision_flips.png`, `plots/decision_gaps.png`.", ""]
     return "\n".join(lines)
 
 
-def decisions_comparison_markdown(results: Sequence[Mapping[str, Any]]) -> str:
+def decisions_comparison_markdown(results: Sequence[DecisionsResult | Mapping[str, Any]]) -> str:
     """The models side by side (``contrastkit report``): per scoring mode and family
     the flip rate, gap and refusal rates, and ``B_ovl``; then each model's warnings
     (answers that never change, answers with no probability)."""
     from contrastkit.evaluators.report.tables import RANDOM_WEIGHTS_CELL
 
+    typed = [as_decisions_result(result) for result in results]
     lines = ["## Decision probes", ""]
     header = ["model", "data", "mode", "family", "flip rate", "gap", "stereotyped flips",
               "refusals M", "refusals F", "B_ovl"]  # fmt: skip
     rows = []
-    for result in results:
-        name = f"`{result.get('model')}`" + (
-            RANDOM_WEIGHTS_CELL if result.get("random_weights") else ""
-        )
-        b_ovl = (result.get("genderbias_vl") or {}).get("b_ovl")
-        for mode, families in (result.get("summary") or {}).items():
+    for result in typed:
+        name = f"`{result.model}`" + (RANDOM_WEIGHTS_CELL if result.random_weights else "")
+        b_ovl = result.genderbias_vl.b_ovl if result.genderbias_vl is not None else None
+        for mode, families in result.summary.items():
             for family, f in families.items():
                 rows.append([
-                    name, result.get("data"), mode, family, _cell(f, "flip_rate"),
+                    name, result.data, mode, family, _cell(f, "flip_rate"),
                     _cell(f, "gap"), _cell(f, "stereotyped_flip_share"),
-                    format_number(f.get("refusal_rate_masculine")),
-                    format_number(f.get("refusal_rate_feminine")),
+                    format_number(f.refusal_rate_masculine),
+                    format_number(f.refusal_rate_feminine),
                     format_number(b_ovl, missing=UNDEFINED) if mode == "logprob" else MISSING,
                 ])  # fmt: skip
     lines += markdown_table(header, rows)
     if any(row[-1] != MISSING for row in rows):
         lines += [f"Units: {UNITS_NOTE}.", ""]
-    for result in results:
-        for text in result.get("warnings") or ():
-            lines += [f"> **Warning** (`{result.get('model')}`). {text}.", ""]
+    for result in typed:
+        for text in result.warnings or ():
+            lines += [f"> **Warning** (`{result.model}`). {text}.", ""]
     return "\n".join(lines)

@@ -68,6 +68,8 @@ from contrastkit.evaluators.tasks.decision_probes.benchmark import (
     RAW_FILE,
     DecisionsRun,
     decisions_benchmark,
+    decisions_result,
+    write_decisions_files,
     write_decisions_outputs,
 )
 from contrastkit.evaluators.tasks.decision_probes.plots import flip_figure, gap_figure
@@ -98,6 +100,7 @@ __all__ = [
     "decisions_comparison_markdown",
     "decisions_headline",
     "decisions_markdown",
+    "decisions_result",
     "evaluate_decisions",
     "flip_figure",
     "gap_figure",
@@ -105,6 +108,7 @@ __all__ = [
     "parse_answer",
     "parse_number",
     "read_decisions_benchmark",
+    "write_decisions_files",
     "write_decisions_outputs",
 ]
 
@@ -163,9 +167,8 @@ def evaluate_decisions(
                 model=spec, data=str(path), left_out=left_out, resamples=settings.bootstrap,
                 confidence=settings.confidence, seed=settings.seed,
             )  # fmt: skip
-            files, benchmark = write_decisions_outputs(
-                decided.answers, questions, folder, run, records=decided.records
-            )
+            result = decisions_result(decided.answers, questions, run)
+            files = write_decisions_files(result, decided.answers, folder, records=decided.records)
             stale = (
                 (f"{decided.stale} earlier answers in {RAW_FILE} not reused (their images, "
                  "question text, scoring or decoding settings changed, or their source is "
@@ -175,7 +178,7 @@ def evaluate_decisions(
             evaluations.append(ModelEvaluation(
                 model=spec, folder=folder, files=files, data=str(path),
                 scored_images=2 * decided.asked_sources, reused_records=decided.reused,
-                skipped=stale, summary=decisions_headline(benchmark),
+                skipped=stale, summary=decisions_headline(result),
             ))  # fmt: skip
         del model
     return EvaluateResult(TASK, paths, tuple(evaluations))
