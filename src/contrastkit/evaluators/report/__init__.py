@@ -1,8 +1,11 @@
 """Reports of evaluation results, by responsibility:
 
-* :mod:`.results` — the benchmark JSON (VisoGender Appendix J structure): building it
-  from a scored run, reading it back, its headline numbers, folder names of models;
-* :mod:`.markdown` — markdown reports of one model and of several side by side;
+* :mod:`.files` — folder names of models, JSON values, reading a ``benchmark.json`` back;
+* :mod:`.results` — the names of :mod:`.files` and of the VisoGender benchmark, for
+  their callers;
+* :mod:`.markdown` — the contrast-set comparison, and the VisoGender reports for their
+  callers; :mod:`.sections` — the pieces every report shares (random-weights note,
+  warnings);
 * :mod:`.plots` — plots as PNG and SVG (matplotlib's object-oriented API, no pyplot);
 * :mod:`.outputs` — writing one model's files;
 * the toolkit every report and plot is built from: :mod:`.figures` (palette, figure,

@@ -27,7 +27,7 @@ from contrastkit.evaluators.report.figures import (
     style_axis,
     suptitle,
 )
-from contrastkit.evaluators.report.markdown import SPLIT_TITLES
+from contrastkit.evaluators.tasks.visogender.report import SPLIT_TITLES
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
