@@ -179,10 +179,10 @@ BUILT_IN: tuple[Task, ...] = (
         options=("contrast", "retrieval", "bootstrap"),
     ),
     Task(
-        "decisions", "contrast", f"{_E}.decisions:evaluate_decisions",
-        read=f"{_E}.decisions:read_decisions_benchmark",
-        headline=f"{_E}.decisions:decisions_headline",
-        compare=f"{_E}.decisions:decisions_comparison_markdown",
+        "decisions", "contrast", f"{_E}.tasks.decision_probes.task:evaluate_decisions",
+        read=f"{_E}.tasks.decision_probes.report:read_decisions_benchmark",
+        headline=f"{_E}.tasks.decision_probes.report:decisions_headline",
+        compare=f"{_E}.tasks.decision_probes.report:decisions_comparison_markdown",
         result_tasks=("decisions",), options=("decisions", "bootstrap"),
     ),
     Task(  # reads its disparity.json itself (result_tasks empty): typed, not a benchmark
