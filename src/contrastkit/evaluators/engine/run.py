@@ -153,7 +153,7 @@ def score_items(
     kept = {k: r for k, r in stored.items() if k in keys and r.get(SETTINGS_FIELD) == stamp}
     rescored = sum(1 for k, r in stored.items() if k in keys and k not in kept)
     todo = [item for item in items if item.key not in kept]
-    records = dict(kept)
+    records: dict[str, Mapping[str, Any]] = dict(kept)
     extra = {SETTINGS_FIELD: stamp} if stamped else {}
     with (
         RawAppender(raw, kept.values()) as appender,
@@ -172,7 +172,7 @@ def _batches(
     todo: Sequence[Item],
     context: ScoreContext[Any],
     extra: Mapping[str, Any],
-) -> Iterator[list[dict[str, Any]]]:
+) -> Iterator[list[Mapping[str, Any]]]:
     """The records of ``todo``, batch by batch (each item's record with its ``key``, the
     model and ``extra``), the progress updated after each batch (in items)."""
     step = max(1, context.batch_size)

@@ -101,7 +101,7 @@ def contrast_result(summary: Mapping[str, Any], labels: ContrastLabels) -> Contr
     from contrastkit.models.registry import weights_note
 
     model_note = weights_note(labels.model)
-    scoring = ContrastScoring.from_json(contrast_scoring(summary))
+    scoring = contrast_scoring(summary)
     return ContrastResult(
         random_weights=model_note is not None, weights_note=model_note, model=labels.model,
         data=labels.data, dataset=labels.dataset, schema_version=SCHEMA_VERSION,
@@ -153,11 +153,11 @@ def contrast_headline(benchmark: ContrastResult | Mapping[str, Any]) -> dict[str
     }
 
 
-def contrast_scoring(summary: Mapping[str, Any]) -> dict[str, Any]:
-    """What the scores of a contrast-set summary are and what they cost: its ``scoring``
-    (a caption scorer's,
+def contrast_scoring(summary: Mapping[str, Any]) -> ContrastScoring:
+    """What the scores of a contrast-set summary are and what they cost (the result's
+    ``scoring``): the summary's own ``scoring`` (a caption scorer's,
     :func:`~contrastkit.evaluators.tasks.contrast_sets.scoring.evaluate_contrast`), or for
-    a dual encoder's summary, which has none, the same keys filled in: ``score_kind``
+    a dual encoder's summary, which has none, the same fields filled in: ``score_kind``
     (the score in words), ``metrics`` (``all`` or ``pairs``), ``requested`` (as asked;
     ``None`` when unknown), ``unit``
     (``embedding`` or ``image-query pair``), ``model_passes`` (what these metrics
@@ -167,18 +167,18 @@ def contrast_scoring(summary: Mapping[str, Any]) -> dict[str, Any]:
 
     given = summary.get("scoring")
     if isinstance(given, Mapping):
-        return dict(given)
+        return ContrastScoring.from_json(dict(given), path="summary.scoring")
     passes = int(summary.get("images") or 0) + int(summary.get("queries") or 0)
-    return {
-        "score_kind": score_kind(None),
-        "metrics": "pairs" if summary.get("retrieval_note") else "all",
-        "requested": None,
-        "unit": "embedding",
-        "model_passes": passes,
-        "all_metrics_passes": passes,
-        "computed": passes,
-        "reused": 0,
-    }
+    return ContrastScoring(
+        score_kind=score_kind(None),
+        metrics="pairs" if summary.get("retrieval_note") else "all",
+        requested=None,
+        unit="embedding",
+        model_passes=passes,
+        all_metrics_passes=passes,
+        computed=passes,
+        reused=0,
+    )
 
 
 def _scoring_of(result: ContrastResult) -> ContrastScoring:
@@ -186,7 +186,7 @@ def _scoring_of(result: ContrastResult) -> ContrastScoring:
     none: a file written before the field)."""
     if result.scoring is not None:
         return result.scoring
-    return ContrastScoring.from_json(contrast_scoring(result.summary.to_json()))
+    return contrast_scoring(result.summary.to_json())
 
 
 def _fmt(value: Any, *, signed: bool = True) -> str:
