@@ -91,7 +91,8 @@ def test_golden_results_round_trip(stem: str, name: str, data: dict[str, Any]) -
 _OPTIONAL_SECTIONS = frozenset(
     {"retrieval_bias", "retrieval_flipped", "multiple_choice", "skipped_rows", "harness",
      "image_probe", "contrastkit_version", "dataset", "metadata", "note", "label",
-     "predictions", "blank_image", "context"}
+     "predictions", "blank_image", "context", "predictions_file", "cache", "language",
+     "compare_report", "consistency"}
 )  # fmt: skip
 
 

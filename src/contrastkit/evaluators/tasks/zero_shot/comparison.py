@@ -77,7 +77,7 @@ def ece_gaps(result: ZeroShotResult) -> GapCounts | None:
 
 
 def _calibrated(result: ZeroShotResult) -> bool:
-    return bool((result.calibration or {}).get("computed"))
+    return result.calibration is not None and result.calibration.computed
 
 
 def _number(value: object) -> float | None:
@@ -95,15 +95,16 @@ def _pair(value: object) -> tuple[float, float] | None:
 
 
 def _map(result: ZeroShotResult, key: str) -> float | None:
-    return _number((result.map or {}).get(key))
+    """The mAP of group ``key`` (``men``, ``women``) or their ``difference``."""
+    return None if result.map is None else _number(getattr(result.map, key))
 
 
 def _map_ci(result: ZeroShotResult, key: str) -> tuple[float, float] | None:
-    return _pair((result.map or {}).get(f"{key}_ci"))
+    return None if result.map is None else _pair(getattr(result.map, f"{key}_ci"))
 
 
 def _confidence(result: ZeroShotResult) -> float | None:
-    return _number((result.bootstrap or {}).get("confidence"))
+    return None if result.bootstrap is None else _number(result.bootstrap.confidence)
 
 
 def headline_figures(result: ZeroShotResult) -> dict[str, Any]:
