@@ -116,3 +116,28 @@ def test_sets_of_one_name_are_refused_before_any_model_loads(
     config = EvaluateConfig(data=(str(one), str(other)), models=(SPEC,), out=tmp_path / "o")
     with pytest.raises(ConfigError, match="distinct names"):
         run_task(CONTRAST, config, (one, other))
+
+
+@pytest.mark.slow
+def test_several_models_are_compared_by_report_not_by_evaluate(
+    tmp_path: Path, tiny_clip_spec: str
+) -> None:
+    """evaluate writes no comparison.md for contrast sets (compares_on_evaluate); the
+    task's comparison and its plots (plots_title, compare_plots) take the typed results."""
+    from tiny_models import tiny_open_clip
+
+    other = tiny_open_clip(tmp_path / "other")
+    data = contrast_export(tmp_path / "set", sources=3)
+    config = EvaluateConfig(
+        data=(str(data),), models=(tiny_clip_spec, other), out=tmp_path / "res",
+        settings=EvalConfig(ks=(2,)),
+    )  # fmt: skip
+    result = run_task(CONTRAST, config, (data,))
+    assert result.comparison is None and not (tmp_path / "res" / "comparison.md").exists()
+    typed = [read_task_result(CONTRAST, e.folder) for e in result.evaluations]
+    assert all(isinstance(one, ContrastResult) for one in typed)
+    assert "Original vs balanced vs contrast set" in CONTRAST.compare(typed)
+    assert CONTRAST.plots_title == "original vs balanced vs contrast set"
+    written = CONTRAST.compare_plots(typed, tmp_path / "cmp", "side")
+    assert sorted(path.name for path in written) == ["side.png", "side.svg"]
+    assert all(path.is_file() for path in written)
