@@ -7,6 +7,12 @@ each batch's records appended and flushed (an interrupted run loses at most one
 batch); the task aggregates the records into its typed result; the engine stamps the
 common fields and writes ``benchmark.json`` (checked against the result's JSON
 schema), ``report.md`` and the figures. With several models, ``comparison.md``.
+
+A task that evaluates each data path on its own (``per_data``) gets one result per model
+and path, in ``OUT/MODEL/NAME/`` when several paths are given, each model loaded once
+for all of them; a task that keeps no records (``keeps_records = False``: its item is a
+whole data set, scored at once) has every item scored on every run and its raw file
+written from :meth:`~contrastkit.evaluators.engine.protocol.Task.raw_text`.
 """
 
 from __future__ import annotations
