@@ -70,7 +70,7 @@ class ContrastLabels:
     model: str
     data: str
     note: str | None = None
-    dataset: dict[str, Any] | None = None
+    dataset: Mapping[str, Any] | None = None
 
 
 def read_contrast_benchmark(path: Path) -> dict[str, Any] | None:
