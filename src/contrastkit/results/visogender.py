@@ -25,6 +25,7 @@ __all__ = [
     "RetrievalContext",
     "VisoGenderMetadata",
     "VisoGenderResult",
+    "visogender_json",
 ]
 
 
@@ -197,6 +198,17 @@ class VisoGenderResult(Result):
 
     def to_json(self) -> dict[str, Any]:
         return {self.name: super().to_json()}
+
+    def inner_json(self) -> dict[str, Any]:
+        """The file's one object's value: the results themselves, without their name."""
+        return super().to_json()
+
+
+def visogender_json(results: VisoGenderResult | Mapping[str, Any]) -> Mapping[str, Any]:
+    """The results object of a VisoGender result (:meth:`VisoGenderResult.inner_json`),
+    what the markdown reports and plots read; a mapping (a results object read from a
+    file) as it is."""
+    return results.inner_json() if isinstance(results, VisoGenderResult) else results
 
 
 register_result(VisoGenderResult.TASK, VisoGenderResult)

@@ -27,6 +27,7 @@ from contrastkit.evaluators.report.figures import (
     wrap_to_figure,
 )
 from contrastkit.evaluators.tasks.visogender.resolution_plots import CHANCE
+from contrastkit.results.visogender import VisoGenderResult, visogender_json
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -202,10 +203,13 @@ def comparison_figure(results: Sequence[Mapping[str, Any]]) -> Figure:
 
 
 def write_comparison_plots(
-    results: Sequence[Mapping[str, Any]], folder: Path, stem: str = "comparison"
+    results: Sequence[VisoGenderResult | Mapping[str, Any]],
+    folder: Path,
+    stem: str = "comparison",
 ) -> list[Path]:
     """Write :func:`comparison_figure` as ``STEM.png`` and ``STEM.svg`` into ``folder``
-    (beside ``comparison.md``); return their paths (none without results)."""
+    (beside ``comparison.md``); return their paths (none without results). Each result:
+    typed, or its results object as read from a file."""
     if not results:
         return []
-    return save_formats(comparison_figure(results), folder / stem)
+    return save_formats(comparison_figure([visogender_json(one) for one in results]), folder / stem)

@@ -11,22 +11,25 @@ from typing import Any
 from contrastkit.evaluators.report.markdown import markdown_report
 from contrastkit.evaluators.report.plots import plots_markdown, write_plots
 from contrastkit.io import atomic_write_text
+from contrastkit.results.visogender import VisoGenderResult
 
 __all__ = ["write_outputs"]
 
 
-def write_outputs(results_json: Mapping[str, Any], folder: Path) -> dict[str, Path]:
+def write_outputs(result: VisoGenderResult | Mapping[str, Any], folder: Path) -> dict[str, Path]:
     """Write ``benchmark.json``, ``plots/*.png`` and ``plots/*.svg`` and ``report.md``
     (which shows the plots) into ``folder``, each file atomically.
 
     Args:
-        results_json: ``{"visogender_<model>_results": results}`` (:func:`benchmark`).
+        result: the typed result, or its file's JSON, ``{"visogender_<model>_results":
+            results}`` (:func:`benchmark`); the file is its JSON.
         folder: the model's output folder.
 
     Returns:
         The files written, by name: ``benchmark``, ``report``, each plot's stem (its
         PNG) and the stem with ``_svg`` (its SVG).
     """
+    results_json = result.to_json() if isinstance(result, VisoGenderResult) else result
     _, results = next(iter(results_json.items()))
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write_text(folder / "benchmark.json", json.dumps(results_json, indent=2) + "\n")

@@ -57,6 +57,7 @@ from contrastkit.evaluators.tasks.visogender.resolution_plots import (
     resolution_accuracy_plot,
 )
 from contrastkit.evaluators.tasks.visogender.retrieval_plots import bias_at_k_plot
+from contrastkit.results.visogender import VisoGenderResult, visogender_json
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -104,8 +105,10 @@ PLOTS = {
 }
 
 
-def figures(results: Mapping[str, Any]) -> dict[str, Figure]:
-    """The figures of one model's results (the :data:`PLOTS` whose data exist), by stem."""
+def figures(result: VisoGenderResult | Mapping[str, Any]) -> dict[str, Figure]:
+    """The figures of one model's results (the :data:`PLOTS` whose data exist), by stem:
+    of the typed result, or of its results object as read from a file."""
+    results = visogender_json(result)
     model = model_name(results)
     drawn: dict[str, Figure] = {}
     resolution = results.get("resolution_bias")
@@ -128,7 +131,7 @@ def figures(results: Mapping[str, Any]) -> dict[str, Figure]:
     return drawn
 
 
-def write_plots(results: Mapping[str, Any], folder: Path) -> list[Path]:
+def write_plots(results: VisoGenderResult | Mapping[str, Any], folder: Path) -> list[Path]:
     """Draw the plots (:data:`PLOTS`) whose data exist into ``folder``, each as PNG and
     SVG (:data:`FORMATS`); return their paths, PNG before SVG."""
     folder.mkdir(parents=True, exist_ok=True)

@@ -25,6 +25,7 @@ over no images, a skew of ``-inf``) are written as ``null``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -51,6 +52,16 @@ from contrastkit.evaluators.tasks.visogender.scoring import ScoredRun
 from contrastkit.models.registry import weights_note
 from contrastkit.models.vlm_spec import vlm_metadata
 from contrastkit.results import SCHEMA_VERSION, VisoGenderResult, load_result
+from contrastkit.results.common import KWarning
+from contrastkit.results.visogender import (
+    ErrorAnalysis,
+    FlippedRetrieval,
+    LabourStatistics,
+    ResolutionBias,
+    RetrievalBias,
+    VisoGenderMetadata,
+    visogender_json,
+)
 
 if TYPE_CHECKING:
     from contrastkit.evaluators.runner import EvalConfig
@@ -61,6 +72,7 @@ __all__ = [
     "load_benchmark",
     "read_visogender_benchmark",
     "retrieval_warnings",
+    "visogender_result",
 ]
 
 
@@ -161,90 +173,65 @@ def retrieval_warnings(
     return found
 
 
-def benchmark(run: ScoredRun, config: EvalConfig, data: Sequence[str | Path]) -> dict[str, Any]:
-    """The benchmark JSON object of one scored run (Appendix J structure).
+#: The keys of a VisoGender result, in the order its file has them.
+_RESULT_ORDER = (
+    "task", "schema_version", "random_weights", "weights_note", "metadata",
+    "resolution_bias", "retrieval_bias", FLIPPED_TASK, "multiple_choice",
+    "labour_statistics", "error_analysis", "warnings", "skipped_rows",
+)  # fmt: skip
 
-    Its top level also says whether the model's weights are random (``random_weights``,
-    from :func:`~contrastkit.models.registry.random_weights`: ``ARCH/random``
-    or a marked tiny-model folder) and, if so, the plain sentence every report and plot
-    of it carries (``weights_note``; ``None`` for trained weights)."""
-    note = weights_note(run.model)
-    results: dict[str, Any] = {
-        "task": "visogender",
-        "schema_version": SCHEMA_VERSION,
-        "random_weights": note is not None,
-        "weights_note": note,
-        "metadata": {
-            "experiment_desc": "CLIP" if run.kind == "dual" else "CAPTIONING",
-            "model_name": run.model,
-            "contrastkit_version": __version__,
-            "data": [str(path) for path in data],
-            "tasks": [
-                task for task in config.tasks if not any(s.startswith(task) for s in run.skipped)
-            ],
-            "skipped": run.skipped,
-            "neutral": config.neutral,
-            "protocol": config.protocol,
-            "bootstrap": {
-                "resamples": config.bootstrap,
-                "level": config.confidence,
-                "method": "percentile",
-                "unit": {
-                    "resolution": "image, resampled within each context (OO, OP)",
-                    "retrieval": "occupation, with all its images",
-                },
-            },
-            "ks": list(config.ks),
-            "ndkl_k": config.ndkl_k,
-            "seed": config.seed,
-            "n_resolution_cases": len(run.resolution),
-            "n_retrieval_images": len(run.retrieval),
-            "flipped_retrieval": config.flipped_retrieval,
-            "n_retrieval_flipped_images": len(run.retrieval_flipped),
-            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        },
-    }
-    resolution = (
-        summarize_resolution(
-            run.resolution,
-            protocol=config.protocol,
-            bootstrap=config.bootstrap,
-            confidence=config.confidence,
-            seed=config.seed,
-        )
-        if run.resolution
-        else {}
-    )
-    retrieval = (
-        summarize_retrieval(
-            run.retrieval,
-            config.ks,
-            ndkl_k=config.ndkl_k,
-            bootstrap=BootstrapSettings(config.bootstrap, config.confidence, config.seed),
-        )
-        if run.retrieval
-        else {}
-    )
-    if resolution:
-        results["resolution_bias"] = resolution
-    if retrieval:
-        results["retrieval_bias"] = retrieval
-    if run.retrieval_flipped:
-        results[FLIPPED_TASK] = summarize_flipped(
-            run.retrieval_flipped,
-            config.ks,
-            ndkl_k=config.ndkl_k,
-            bootstrap=BootstrapSettings(config.bootstrap, config.confidence, config.seed),
-            single_person_images=sum(1 for r in run.retrieval if r.get("context") == "OO"),
-        )
+#: The keys of its ``metadata``, in the order its file has them (``vlm`` for a generative
+#: VLM only; ``skip_missing`` once the evaluation sets it).
+_METADATA_ORDER = (
+    "experiment_desc", "model_name", "contrastkit_version", "data", "tasks", "skipped",
+    "neutral", "protocol", "bootstrap", "ks", "ndkl_k", "seed", "n_resolution_cases",
+    "n_retrieval_images", "flipped_retrieval", "n_retrieval_flipped_images", "created",
+    "vlm", "skip_missing",
+)  # fmt: skip
+
+
+def _metadata(run: ScoredRun, config: EvalConfig, data: Sequence[str | Path]) -> VisoGenderMetadata:
+    """The ``metadata`` of one scored run: the model, the data, the tasks run (those a
+    captioning model cannot run left out, ``skipped``), the settings and the counts."""
     vlm = vlm_metadata(run.model)  # a generative VLM: its protocol and prompts
-    if vlm is not None:
-        results["metadata"]["vlm"] = vlm
-    choice = summarize_multiple_choice(run.resolution, protocol=config.protocol, seed=config.seed)
-    if choice is not None:
-        results["multiple_choice"] = choice
-    warnings = retrieval_warnings(run.retrieval, config.ks) if run.retrieval else []
-    results["labour_statistics"] = _labour_section(resolution, retrieval, warnings)
+    absent = {"n_unparseable", "skip_missing"} | ({"vlm"} if vlm is None else set())
+    return VisoGenderMetadata(
+        experiment_desc="CLIP" if run.kind == "dual" else "CAPTIONING",
+        model_name=run.model,
+        contrastkit_version=__version__,
+        data=tuple(str(path) for path in data),
+        tasks=tuple(
+            task for task in config.tasks if not any(s.startswith(task) for s in run.skipped)
+        ),
+        skipped=tuple(run.skipped),
+        neutral=config.neutral,
+        protocol=config.protocol,
+        bootstrap={
+            "resamples": config.bootstrap,
+            "level": config.confidence,
+            "method": "percentile",
+            "unit": {
+                "resolution": "image, resampled within each context (OO, OP)",
+                "retrieval": "occupation, with all its images",
+            },
+        },
+        ks=tuple(config.ks),
+        ndkl_k=config.ndkl_k,
+        seed=config.seed,
+        n_resolution_cases=len(run.resolution),
+        n_retrieval_images=len(run.retrieval),
+        flipped_retrieval=config.flipped_retrieval,
+        n_retrieval_flipped_images=len(run.retrieval_flipped),
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        vlm=jsonable(vlm) if vlm is not None else None,
+        absent=frozenset(absent),
+        key_order=_METADATA_ORDER,
+    )
+
+
+def _error_analysis(run: ScoredRun, config: EvalConfig) -> ErrorAnalysis:
+    """Appendix G: resolution on random subsamples (G.1) and retrieval against random
+    relabelling (G.2), for the tasks the run has."""
     error: dict[str, Any] = {}
     if run.resolution:
         predicted = apply_protocol(run.resolution, config.protocol)
@@ -264,9 +251,114 @@ def benchmark(run: ScoredRun, config: EvalConfig, data: Sequence[str | Path]) ->
             ndkl_k=config.ndkl_k,
         )
         error["retrieval_baseline_runs"] = config.baseline_runs
-    results["error_analysis"] = error
-    results["warnings"] = warnings
-    return {f"visogender_{model_slug(run.model)}_results": jsonable(results)}
+    return ErrorAnalysis.from_json(jsonable(error))
+
+
+@dataclass(frozen=True)
+class _Sections:
+    """The summaries of one scored run, each a typed section (``None``: the run has no
+    such part): resolution (Tab. 2, 4), retrieval (Tab. 3), flipped retrieval (Tab. 5),
+    the multiple-choice checks, and the retrieval warnings; ``resolution`` and
+    ``retrieval`` also as the summaries' JSON (what the labour section reads)."""
+
+    resolution: Mapping[str, Any]
+    retrieval: Mapping[str, Any]
+    flipped: FlippedRetrieval | None
+    multiple_choice: Mapping[str, Any] | None
+    warnings: tuple[KWarning, ...]
+
+
+def _sections(run: ScoredRun, config: EvalConfig) -> _Sections:
+    """The summaries of ``run`` (:class:`_Sections`)."""
+    bootstrap = BootstrapSettings(config.bootstrap, config.confidence, config.seed)
+    resolution = (
+        summarize_resolution(
+            run.resolution,
+            protocol=config.protocol,
+            bootstrap=config.bootstrap,
+            confidence=config.confidence,
+            seed=config.seed,
+        )
+        if run.resolution
+        else {}
+    )
+    retrieval = (
+        summarize_retrieval(run.retrieval, config.ks, ndkl_k=config.ndkl_k, bootstrap=bootstrap)
+        if run.retrieval
+        else {}
+    )
+    flipped = None
+    if run.retrieval_flipped:
+        flipped = FlippedRetrieval.from_json(
+            jsonable(
+                summarize_flipped(
+                    run.retrieval_flipped,
+                    config.ks,
+                    ndkl_k=config.ndkl_k,
+                    bootstrap=bootstrap,
+                    single_person_images=sum(1 for r in run.retrieval if r.get("context") == "OO"),
+                )
+            )
+        )
+    choice = summarize_multiple_choice(run.resolution, protocol=config.protocol, seed=config.seed)
+    warnings = retrieval_warnings(run.retrieval, config.ks) if run.retrieval else []
+    return _Sections(
+        resolution=resolution,
+        retrieval=retrieval,
+        flipped=flipped,
+        multiple_choice=jsonable(choice) if choice is not None else None,
+        warnings=tuple(KWarning.from_json(jsonable(warning)) for warning in warnings),
+    )
+
+
+def visogender_result(
+    run: ScoredRun, config: EvalConfig, data: Sequence[str | Path]
+) -> VisoGenderResult:
+    """The typed result of one scored run (its ``benchmark.json``, Appendix J structure).
+
+    Its top level also says whether the model's weights are random (``random_weights``,
+    from :func:`~contrastkit.models.registry.random_weights`: ``ARCH/random``
+    or a marked tiny-model folder) and, if so, the plain sentence every report and plot
+    of it carries (``weights_note``; ``None`` for trained weights). A part the run does
+    not have (no resolution, no retrieval, no flipped queries, not a multiple-choice VLM)
+    is left out of the file; ``skipped_rows`` is the evaluation's to add."""
+    note = weights_note(run.model)
+    sections = _sections(run, config)
+    raw_warnings = [warning.to_json() for warning in sections.warnings]
+    labour = _labour_section(sections.resolution, sections.retrieval, raw_warnings)
+    present = {
+        "resolution_bias": bool(sections.resolution),
+        "retrieval_bias": bool(sections.retrieval),
+        "retrieval_flipped": sections.flipped is not None,
+        "multiple_choice": sections.multiple_choice is not None,
+    }
+    return VisoGenderResult(
+        name=f"visogender_{model_slug(run.model)}_results",
+        schema_version=SCHEMA_VERSION,
+        random_weights=note is not None,
+        weights_note=note,
+        metadata=_metadata(run, config, data),
+        resolution_bias=(
+            ResolutionBias.from_json(jsonable(sections.resolution)) if sections.resolution else None
+        ),
+        retrieval_bias=(
+            RetrievalBias.from_json(jsonable(sections.retrieval)) if sections.retrieval else None
+        ),
+        retrieval_flipped=sections.flipped,
+        multiple_choice=sections.multiple_choice,
+        labour_statistics=LabourStatistics.from_json(jsonable(labour)),
+        error_analysis=_error_analysis(run, config),
+        warnings=sections.warnings,
+        absent=frozenset({name for name, there in present.items() if not there})
+        | {"skipped_rows", "harness"},
+        key_order=_RESULT_ORDER,
+    )
+
+
+def benchmark(run: ScoredRun, config: EvalConfig, data: Sequence[str | Path]) -> dict[str, Any]:
+    """The benchmark JSON object of one scored run (Appendix J structure): the file's
+    single ``visogender_<model>_results`` object, :func:`visogender_result` as JSON."""
+    return visogender_result(run, config, data).to_json()
 
 
 def load_benchmark(path: str | Path) -> tuple[str, dict[str, Any]]:
@@ -299,7 +391,7 @@ def read_visogender_benchmark(path: str | Path) -> dict[str, Any]:
     return load_benchmark(path)[1]
 
 
-def headline(results: Mapping[str, Any]) -> dict[str, Any]:
+def headline(result: VisoGenderResult | Mapping[str, Any]) -> dict[str, Any]:
     """The headline numbers of one benchmark result: the model, whether its weights are
     random (and the note saying so), the resolution protocol
     (``None`` for a file written before protocols were recorded), the resolution bias of
@@ -308,7 +400,9 @@ def headline(results: Mapping[str, Any]) -> dict[str, Any]:
     intervals when the file has them; ``retrieval_flipped`` the same for the
     participant-subject queries (Tab. 5; empty for a file without them); ``warnings``
     the result's warnings (each K at or above a query's candidates:
-    :func:`retrieval_warnings`)."""
+    :func:`retrieval_warnings`). ``result``: the typed result, or its results object as
+    read from a file."""
+    results = visogender_json(result)
     return {
         "model": results["metadata"]["model_name"],
         "random_weights": bool(results.get("random_weights", False)),

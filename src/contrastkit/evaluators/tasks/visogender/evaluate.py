@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from contrastkit.errors import ConfigError, DataFormatError
+from contrastkit.evaluators.data import SkippedRow
 from contrastkit.evaluators.evaluation import (
     EvaluateConfig,
     EvaluateResult,
@@ -18,12 +19,14 @@ from contrastkit.evaluators.evaluation import (
     plot_links,
     skipped_rows_json,
 )
-from contrastkit.evaluators.report.results import headline, model_slug
+from contrastkit.evaluators.report.files import model_slug
 from contrastkit.evaluators.runner import answers_only
 from contrastkit.evaluators.tasks.visogender.retrieval import retrieval_needs_dual
 from contrastkit.interfaces import ImageTextScorer, ProgressFactory, PronounScorer, progress_stage
 from contrastkit.io import atomic_write_text
 from contrastkit.models.registry import parse_spec
+from contrastkit.results.common import SkippedRows
+from contrastkit.results.visogender import VisoGenderResult
 
 __all__ = ["evaluate_visogender"]
 
@@ -33,8 +36,10 @@ def evaluate_visogender(
 ) -> EvaluateResult:
     """VisoGender resolution and retrieval: one folder per model, a comparison of all."""
     from contrastkit.evaluators.data import load_items
-    from contrastkit.evaluators.report import benchmark, comparison_markdown, write_outputs
+    from contrastkit.evaluators.report.outputs import write_outputs
     from contrastkit.evaluators.report.plots import write_comparison_plots
+    from contrastkit.evaluators.tasks.visogender.benchmark import headline, visogender_result
+    from contrastkit.evaluators.tasks.visogender.report import comparison_markdown
     from contrastkit.evaluators.tasks.visogender.scoring import ImageBatches, score_dataset
     from contrastkit.models import load_model
 
@@ -57,7 +62,7 @@ def evaluate_visogender(
     items, loader, skipped_rows, fetched = available_items(config, paths, items, progress)
     labels = data_labels(paths)
     evaluations: list[ModelEvaluation] = []
-    all_results: list[Mapping[str, Any]] = []
+    all_results: list[VisoGenderResult] = []
     for spec in config.models:
         adapter = load_model(spec, config.model)
         if not isinstance(adapter, ImageTextScorer | PronounScorer):
@@ -67,11 +72,10 @@ def evaluate_visogender(
             batches = ImageBatches(loader, config.model.batch_size, update)
             run = score_dataset(items, adapter, folder, settings, batches)
         del adapter  # free the model before the next one loads
-        results_json = benchmark(run, settings, labels)
-        results = next(iter(results_json.values()))
-        results["metadata"]["skip_missing"] = config.skipping
-        results["skipped_rows"] = skipped_rows_json(skipped_rows)
-        files = write_outputs(results_json, folder)
+        results = _evaluated(
+            visogender_result(run, settings, labels), config.skipping, skipped_rows
+        )
+        files = write_outputs(results, folder)
         all_results.append(results)
         evaluation = ModelEvaluation(
             model=spec, folder=folder, files=files, scored_images=run.scored_images,
@@ -91,3 +95,19 @@ def evaluate_visogender(
         if loader.store is not None else None, checked=fetched[1], fetched=fetched[0],
         skipped_rows=tuple(skipped_rows),
     )  # fmt: skip
+
+
+def _evaluated(
+    result: VisoGenderResult, skipping: bool, skipped_rows: Sequence[SkippedRow]
+) -> VisoGenderResult:
+    """``result`` with what the evaluation adds: whether missing images were skipped
+    (``metadata.skip_missing``) and the rows left out (``skipped_rows``)."""
+    metadata = replace(
+        result.metadata,
+        skip_missing=skipping,
+        absent=result.metadata.absent - {"skip_missing"},
+    )
+    rows = SkippedRows.from_json(skipped_rows_json(skipped_rows))
+    return replace(
+        result, metadata=metadata, skipped_rows=rows, absent=result.absent - {"skipped_rows"}
+    )

@@ -40,6 +40,7 @@ from contrastkit.evaluators.tasks.visogender.multiple_choice_report import (
     vlm_lines,
 )
 from contrastkit.evaluators.tasks.visogender.resolution import SPLITS
+from contrastkit.results.visogender import VisoGenderResult, visogender_json
 from contrastkit.text import UNDEFINED
 
 __all__ = [
@@ -81,9 +82,11 @@ RETRIEVAL_ROWS = {
 }
 
 
-def markdown_report(results: Mapping[str, Any]) -> str:
+def markdown_report(result: VisoGenderResult | Mapping[str, Any]) -> str:
     """A markdown report of one model: Tab. 2/3/4-style tables, per occupation, labour
-    statistics (Appendix F) and error analysis (Appendix G)."""
+    statistics (Appendix F) and error analysis (Appendix G). ``result``: the typed result,
+    or its results object as read from a file."""
+    results = visogender_json(result)
     meta = results["metadata"]
     lines = [f"# VisoGender results: `{meta['model_name']}`", ""]
     lines += weights_lines(results)
@@ -368,7 +371,7 @@ def _retrieval_cutoffs(results: Mapping[str, Any]) -> dict[int, Mapping[str, Any
     return cutoffs_by_k(results.get("warnings") or [], section)
 
 
-def comparison_markdown(results: Sequence[Mapping[str, Any]]) -> str:
+def comparison_markdown(given: Sequence[VisoGenderResult | Mapping[str, Any]]) -> str:
     """Several models side by side: Tab. 2 (resolution), Tab. 3 (retrieval) and Tab. 5
     (retrieval with the occupation and the participant as the query's subject) shapes.
 
@@ -376,7 +379,9 @@ def comparison_markdown(results: Sequence[Mapping[str, Any]]) -> str:
     two-person RA_avg) in files this version writes and in official VisoGender benchmark
     files (their ``all_images.overall_accuracy``); each model's resolution protocol is
     named (``–`` where the file does not say: an official file, or one written by an
-    older contrastkit, whose "Overall" was the mean of the pooled per-gender accuracies)."""
+    older contrastkit, whose "Overall" was the mean of the pooled per-gender accuracies).
+    Each of ``given``: a typed result, or its results object as read from a file."""
+    results = [visogender_json(one) for one in given]
     lines = ["# VisoGender: models side by side", ""]
     lines += comparison_notes(results)
     with_resolution = [r for r in results if r.get("resolution_bias")]
