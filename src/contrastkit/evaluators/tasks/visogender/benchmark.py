@@ -80,20 +80,16 @@ def _labour_section(
     resolution: Mapping[str, Any],
     retrieval: Mapping[str, Any],
     warnings: Sequence[Mapping[str, Any]] = (),
-) -> dict[str, Any]:
+) -> LabourStatistics:
     """Appendix F: per-occupation values against the male share. An occupation whose
     retrieval pool the compared K covers (``warnings``: its Bias@K is the pool's own
     balance, no reading) is left out of the retrieval comparison and named under its
     ``left_out``; when that leaves none, the comparison is n/a, its ``caveat`` saying
     why."""
-    shares = labor_shares()
-    section: dict[str, Any] = {
-        "source": next(iter(shares.values())).source,
-        "male_share_percent": {name: share.male_share_percent for name, share in shares.items()},
-    }
     from contrastkit.evaluators.metrics import cutoffs_by_k
 
-    comparisons: dict[str, Any] = {}
+    shares = labor_shares()
+    comparisons: dict[str, Mapping[str, Any]] = {}
     occupations = resolution.get("per_occupation", {})
     if occupations:
         comparisons["resolution_gap"] = labor_comparison(
@@ -120,15 +116,20 @@ def _labour_section(
             k,
             cutoffs_by_k(warnings, section_name).get(k),
         )
-    section["comparisons"] = comparisons
-    return section
+    return LabourStatistics(
+        source=next(iter(shares.values())).source,
+        male_share_percent=jsonable(
+            {name: share.male_share_percent for name, share in shares.items()}
+        ),
+        comparisons=jsonable(comparisons),
+    )
 
 
 def _retrieval_comparison(
     per_occupation: Mapping[str, Mapping[str, Any]],
     k: int,
     warning: Mapping[str, Any] | None,
-) -> dict[str, Any]:
+) -> Mapping[str, Any]:
     """The labour comparison of each occupation's Bias@``k``, without the occupations
     whose whole pool ``k`` covers (``warning``, :func:`_labour_section`)."""
     from contrastkit.evaluators.metrics import cutoff_marking
@@ -231,27 +232,36 @@ def _metadata(run: ScoredRun, config: EvalConfig, data: Sequence[str | Path]) ->
 
 def _error_analysis(run: ScoredRun, config: EvalConfig) -> ErrorAnalysis:
     """Appendix G: resolution on random subsamples (G.1) and retrieval against random
-    relabelling (G.2), for the tasks the run has."""
-    error: dict[str, Any] = {}
+    relabelling (G.2), for the tasks the run has (the other's fields left out)."""
+    subsamples = baseline = None
     if run.resolution:
         predicted = apply_protocol(run.resolution, config.protocol)
-        error["resolution_subsamples"] = {
+        subsamples = {
             f"k={k}": resolution_subsamples(
                 predicted, k, runs=config.subsample_runs, seed=config.seed
             )
             for k in config.subsample_ks
         }
-        error["resolution_subsample_runs"] = config.subsample_runs
     if run.retrieval:
-        error["retrieval_random_baseline"] = retrieval_random_baseline(
+        baseline = retrieval_random_baseline(
             run.retrieval,
             config.ks,
             runs=config.baseline_runs,
             seed=config.seed,
             ndkl_k=config.ndkl_k,
         )
-        error["retrieval_baseline_runs"] = config.baseline_runs
-    return ErrorAnalysis.from_json(jsonable(error))
+    absent = set()
+    if subsamples is None:
+        absent |= {"resolution_subsamples", "resolution_subsample_runs"}
+    if baseline is None:
+        absent |= {"retrieval_random_baseline", "retrieval_baseline_runs"}
+    return ErrorAnalysis(
+        resolution_subsamples=jsonable(subsamples),
+        resolution_subsample_runs=config.subsample_runs,
+        retrieval_random_baseline=jsonable(baseline),
+        retrieval_baseline_runs=config.baseline_runs,
+        absent=frozenset(absent),
+    )
 
 
 @dataclass(frozen=True)
@@ -346,7 +356,7 @@ def visogender_result(
         ),
         retrieval_flipped=sections.flipped,
         multiple_choice=sections.multiple_choice,
-        labour_statistics=LabourStatistics.from_json(jsonable(labour)),
+        labour_statistics=labour,
         error_analysis=_error_analysis(run, config),
         warnings=sections.warnings,
         absent=frozenset({name for name, there in present.items() if not there})
