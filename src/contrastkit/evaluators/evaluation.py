@@ -47,6 +47,7 @@ __all__ = [
     "default_image_store",
     "folder_links",
     "local_data",
+    "no_task_settings",
     "plot_links",
     "skipped_rows_json",
 ]
@@ -250,3 +251,19 @@ def local_data(config: EvaluateConfig) -> tuple[Path, ...]:
         else:
             paths.append(materialize_hub_dataset(name, config.out / "_data" / model_slug(name)))
     return tuple(dict.fromkeys(paths))
+
+
+def no_task_settings(config: EvaluateConfig, task: str) -> None:
+    """Refuse ``config.task_settings`` for a task that has no settings of its own (its
+    options are :class:`EvaluateConfig`'s fields): running it with its defaults while
+    the caller believes its settings were used would be a silently wrong result.
+
+    Raises:
+        ConfigError: settings were given.
+    """
+    if config.task_settings is not None:
+        raise ConfigError(
+            f"task_settings: task {task} has no settings of its own (its options are "
+            f"EvaluateConfig's fields), so {type(config.task_settings).__name__} would "
+            "be ignored; leave task_settings out"
+        )

@@ -129,10 +129,12 @@ def evaluate_decisions(
         DataFormatError: templates that do not read, a set with no source that has both
             versions.
     """
+    from contrastkit.evaluators.evaluation import no_task_settings
     from contrastkit.evaluators.tasks.contrast_sets.data import load_contrast
     from contrastkit.models import load_model
     from contrastkit.models.registry import parse_spec
 
+    no_task_settings(config, "decisions")
     for spec in config.models:
         if "answers" not in parse_spec(spec).capabilities:
             raise ConfigError(
