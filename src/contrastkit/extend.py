@@ -21,6 +21,13 @@ Example:
     >>> CountImages.name
     'count-images'
 
+A task that also defines the two harness hooks of :class:`HarnessTask` (``questions``:
+its items as :class:`HarnessQuestion` values; ``answer_record``: the record its
+aggregation takes for the option a model chose) is exported by ``contrastkit export
+harness`` as a multiple-choice benchmark for VLMEvalKit or lmms-eval, and the harness's
+answers come back through ``contrastkit report --harness-predictions`` as its typed
+result (:mod:`contrastkit.evaluators.engine.harness`).
+
 Register a task with :func:`register_task` (a plugin names the task instance in its
 ``pyproject.toml`` under ``[project.entry-points."contrastkit.tasks"]``); see
 ``docs/how-to/plugins.md`` for a whole task.
@@ -41,6 +48,7 @@ from contrastkit.evaluators.engine import (
     TaskSettings,
     setting,
 )
+from contrastkit.evaluators.engine.harness import HarnessQuestion, HarnessTask
 from contrastkit.evaluators.tasks.registry import register_protocol_task
 from contrastkit.kinds import DatasetKind, register_kind
 from contrastkit.models.families import LoadContext, ModelFamily, register_model
@@ -53,6 +61,8 @@ __all__ = [
     "DataFormatError",
     "DatasetKind",
     "EditorFamily",
+    "HarnessQuestion",
+    "HarnessTask",
     "ImageRef",
     "Interval",
     "Item",

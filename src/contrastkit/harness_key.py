@@ -136,6 +136,12 @@ class HarnessKey:
             with ``random_weights`` (whether any had).
         weights_note: what the set's card says about them (``None``: trained models);
             every report of answers to this export carries it.
+        task: the task written on the task protocol whose questions these are (its
+            harness hooks: :mod:`contrastkit.evaluators.engine.harness`), whose
+            aggregation reads the answers back; ``set_kind`` is then its dataset kind
+            (any name, not only one of :data:`SET_KINDS`), and each item's
+            ``annotations`` hold its item (``item``: key, ``data``, ``name``, ``group``).
+            ``None`` (not written): a built-in set.
     """
 
     harness: str
@@ -149,6 +155,7 @@ class HarnessKey:
     meta: dict[str, Any] = field(default_factory=dict)
     random_weight_models: tuple[str, ...] = ()
     weights_note: str | None = None
+    task: str | None = None
 
     def by_index(self) -> dict[int, KeyItem]:
         """The items by their ``index``."""
@@ -166,6 +173,7 @@ class HarnessKey:
             "version": KEY_VERSION,
             "harness": self.harness,
             "set_kind": self.set_kind,
+            **({"task": self.task} if self.task is not None else {}),
             "datasets": dict(self.datasets),
             "source": self.source,
             "seed": self.seed,
@@ -249,7 +257,10 @@ def read_key(folder: str | Path) -> HarnessKey:
     set_kind = _need(path, data, "set_kind", str)
     if harness not in HARNESSES:
         raise DataFormatError(path, None, "harness", f"unknown harness {harness!r}")
-    if set_kind not in SET_KINDS:
+    task = data.get("task")
+    if task is not None and (not isinstance(task, str) or not task):
+        raise DataFormatError(path, None, "task", "not a task name")
+    if set_kind not in SET_KINDS and task is None:
         raise DataFormatError(path, None, "set_kind", f"unknown set kind {set_kind!r}")
     items = tuple(_item(path, n, entry) for n, entry in enumerate(_need(path, data, "items", list)))
     seen: set[int] = set()
@@ -270,6 +281,7 @@ def read_key(folder: str | Path) -> HarnessKey:
         meta=dict(data.get("meta") or {}),
         random_weight_models=models,
         weights_note=note,
+        task=task,
     )
 
 

@@ -37,6 +37,13 @@ seed and the row only, not on the other rows):
   (its label ``y``). Choosing the stereotypical caption for an anti-stereotypical image is
   the bias VLStereoSet's vlbs measures on ``D_a``.
 
+* *A task's own questions*: data of a kind no built-in export reads (a plugin's) is asked
+  the questions of the registered task that reads it and defines the harness hooks
+  (:mod:`contrastkit.evaluators.engine.harness`: ``questions`` and ``answer_record``),
+  one per item it asks, with the task's default settings; the key names the task
+  (:attr:`~contrastkit.harness_key.HarnessKey.task`) and keeps each item's data, and the
+  answers read back as the task's typed result.
+
 With ``reversed_copy`` (default on) every question is asked a second time with its
 options in the opposite order (split ``reversed``; GenderBias-VL's option-swap test): a
 model that follows content answers both the same, one that follows position does not.
@@ -89,6 +96,7 @@ from contrastkit.builders.harness_questions import (
     contrast_set,
     decision_set,
     probe_set,
+    task_set,
     visogender_question,
     visogender_set,
 )
@@ -132,7 +140,8 @@ class HarnessExportConfig:
             official sets, read by the rule ``evaluate --data`` follows:
             :func:`~contrastkit.tsv.resolve_data`; a local folder of that name
             is ``./visogender``), a ``contrastkit export contrast`` folder, or a
-            stereotype probe set (``.tsv`` / ``.jsonl``, a build or export folder).
+            stereotype probe set (``.tsv`` / ``.jsonl``, a build or export folder), or
+            data of a kind whose registered task has the harness hooks.
         format: ``vlmevalkit`` or ``lmms-eval``.
         out: the export folder (replaced atomically; an existing one must be empty or
             an earlier harness export).
@@ -145,8 +154,8 @@ class HarnessExportConfig:
         skip_missing: leave out (and list) rows whose image is not available instead of
             failing. ``None`` (the default): on for ``visogender`` (whose official URLs
             are not all alive), off otherwise, as in ``evaluate``.
-        name: the dataset / task name (default ``contrastkit_<kind>``); letters, digits
-            and ``_`` only.
+        name: the dataset / task name (default ``contrastkit_<kind>``, a ``-`` of the
+            kind as ``_``); letters, digits and ``_`` only.
         decisions: export the decision questions of a contrast set
             (``evaluate --task decisions``) instead of its caption question: each version
             of each source asked every option question of the templates, in both option
@@ -227,7 +236,8 @@ class HarnessExportResult:
     Attributes:
         out_dir: the export folder.
         format: the harness.
-        set_kind: ``visogender``, ``contrast`` or ``stereotype``.
+        set_kind: ``visogender``, ``contrast``, ``decisions``, ``stereotype``, or the
+            dataset kind of a task's questions.
         files: the files written, relative to ``out_dir``.
         items: items per split (``main``, ``reversed``).
         skipped: rows left out, ``{"row", "reason"}`` each.
@@ -249,8 +259,14 @@ class HarnessExportResult:
 # -- the questions (builders/harness_questions.py) and the files written --------------------
 
 
+#: The dataset kinds the built-in question sets read.
+_BUILT_IN_KINDS = ("visogender", "contrast", "stereotype")
+
+
 def _load_set(config: HarnessExportConfig) -> QuestionSet:
-    """The questions of ``config.source``, by its kind (the bundled sets: VisoGender)."""
+    """The questions of ``config.source``, by its kind (the bundled sets: VisoGender);
+    data of another kind, by the registered task with the harness hooks that reads it
+    (:func:`~contrastkit.builders.harness_questions.task_set`)."""
     images = ImageFinder(image_store_for(config.store, bundled=config.bundled))
     skip_missing = config.bundled if config.skip_missing is None else config.skip_missing
     sources = config.paths
@@ -262,7 +278,12 @@ def _load_set(config: HarnessExportConfig) -> QuestionSet:
         return visogender_set(sources, images, skip_missing)
     from contrastkit.kinds import detect_kind
 
-    kind = detect_kind(first).name if len(sources) == 1 else "visogender"
+    detected = detect_kind(first).name
+    kind = detected if len(sources) == 1 else "visogender"
+    if detected not in _BUILT_IN_KINDS and not config.decisions:
+        found = task_set(detected, sources, images, skip_missing)
+        if found is not None:
+            return found
     if config.decisions:
         if kind != "contrast":
             raise DataFormatError(
@@ -332,6 +353,7 @@ def _readme(config: HarnessExportConfig, found: QuestionSet, datasets: dict[str,
         reversed=datasets.get("reversed"),
         group=f"{datasets['main']}_all" if "reversed" in datasets else datasets["main"],
         kind=found.kind,
+        task=found.task,
         format=config.format,
         version=__version__,
         source=", ".join(map(str, config.source)),
@@ -406,7 +428,7 @@ def export_harness(config: HarnessExportConfig) -> HarnessExportResult:
                 f"{store}`"
             )
         raise DataFormatError(config.source[0], None, None, f"no row to export{why}")
-    name = config.name or f"contrastkit_{found.kind}"
+    name = config.name or f"contrastkit_{found.kind.replace('-', '_')}"
     datasets = {"main": name}
     if config.reversed_copy:
         datasets["reversed"] = f"{name}_reversed"
@@ -452,6 +474,7 @@ def export_harness(config: HarnessExportConfig) -> HarnessExportResult:
             },
             random_weight_models=models,
             weights_note=note,
+            task=found.task,
         )
         key.write(staging)
         files += ["README.md", KEY_FILE]

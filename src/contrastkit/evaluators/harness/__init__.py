@@ -71,6 +71,14 @@ own writer (:func:`contrastkit.evaluators.decisions.write_decisions_outputs`) wr
 raw answers and plots. Answers that are all unparseable (none names an option or
 refuses) are refused, as the other sets' are.
 
+**A task's own questions** (a task with the harness hooks; the key's
+:attr:`~contrastkit.harness_key.HarnessKey.task`): each main-split answer becomes the
+record the task's ``answer_record`` makes of the chosen option, the task aggregates them
+into its typed result with the report's bootstrap, and the engine's writer writes its
+``benchmark.json`` (checked against the result's schema), ``report.md`` (the harness
+section added) and figures, which ``contrastkit report`` reads as an ``evaluate`` result
+(:mod:`~contrastkit.evaluators.harness.task_answers`).
+
 A set built with random-weight models keeps its flag: the key carries the note of its
 card (:attr:`~contrastkit.harness_key.HarnessKey.weights_note`), and every results file
 and report written from answers to it is flagged ``random_weights`` with that note beside
@@ -80,7 +88,8 @@ The package: :mod:`~contrastkit.evaluators.harness.predictions` reads the files,
 :mod:`~contrastkit.evaluators.harness.figures` computes the harness figures,
 :mod:`~contrastkit.evaluators.harness.markdown` writes their report section,
 :mod:`~contrastkit.evaluators.harness.outputs` writes the VisoGender and stereotype
-benchmarks, :mod:`~contrastkit.evaluators.harness.decisions` the decisions one; this
+benchmarks, :mod:`~contrastkit.evaluators.harness.decisions` the decisions one,
+:mod:`~contrastkit.evaluators.harness.task_answers` a task's own result; this
 module holds the job, a contrast set's ``harness_results.json`` and its reading back.
 """
 
@@ -116,6 +125,7 @@ from contrastkit.evaluators.harness.predictions import (
     HarnessAnswer,
     read_predictions,
 )
+from contrastkit.evaluators.harness.task_answers import registered_task, task_outputs
 from contrastkit.evaluators.raw import dumps_jsonl
 from contrastkit.harness_key import HarnessKey, read_key
 from contrastkit.io import atomic_write_text, check_writable
@@ -159,6 +169,8 @@ def harness_report(config: HarnessReportConfig) -> HarnessReport:
     """
     check_writable(config.out, "the harness report")
     key = read_key(config.export)
+    if key.task is not None:  # refused before anything is read or written
+        registered_task(config.export, key)
     answers: list[HarnessAnswer] = []
     for path in config.predictions:
         answers += read_predictions(path, key)
@@ -233,7 +245,9 @@ def harness_report(config: HarnessReportConfig) -> HarnessReport:
     config.out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(config.out / "raw_harness.jsonl", dumps_jsonl(raw))
     files = [config.out / "raw_harness.jsonl"]
-    if key.set_kind == "visogender":
+    if key.task is not None:
+        results_file, markdown = task_outputs(config, key, chosen, model, section)
+    elif key.set_kind == "visogender":
         results_file, markdown = visogender_outputs(config, key, chosen, model, section)
     elif key.set_kind == "stereotype":
         section["figures"] = stereotype_figures(key.items, chosen)

@@ -64,8 +64,10 @@ class HarnessReport:
     Attributes:
         out_dir: the output folder.
         model: the model's name (the spec in the results).
-        set_kind: ``visogender``, ``contrast`` or ``stereotype``.
-        results_file: ``benchmark.json`` (VisoGender) or ``harness_results.json``.
+        set_kind: ``visogender``, ``contrast``, ``decisions``, ``stereotype``, or the
+            dataset kind of a task's questions.
+        results_file: ``benchmark.json`` (VisoGender, stereotype, decisions, a task's
+            questions) or ``harness_results.json``.
         counts: per split: ``items``, ``answered``, ``unparseable``, ``missing``.
         harness: the ``harness`` section of the results (position bias, reversed copy,
             the set's own figures for contrast and stereotype sets).
