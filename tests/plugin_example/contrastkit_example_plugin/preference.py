@@ -6,8 +6,10 @@ Written on the task protocol with the public API only (:mod:`contrastkit.extend`
 model loop, no file writing, no internal import. The engine gives it the options of
 its settings on ``contrastkit evaluate caption-preference``, resume, bootstrap
 intervals, ``benchmark.json`` checked against its result's schema, ``report.md``, its
-figure, ``comparison.md`` and ``contrastkit report``. Two entry points register the kind
-and the task."""
+figure, ``comparison.md`` and ``contrastkit report``. Its two harness hooks
+(``questions``, ``answer_record``) make it exportable with ``contrastkit export harness``
+for VLMEvalKit or lmms-eval, and the harness's answers come back as its typed result.
+Two entry points register the kind and the task."""
 
 from __future__ import annotations
 
@@ -22,6 +24,8 @@ from contrastkit.extend import ConfigError, DataFormatError
 
 FILE = "caption_pairs.tsv"
 NAME = "caption-preference"
+#: What a harness asks of each image.
+QUESTION = "Which caption describes the image?"
 
 
 def is_caption_pairs(path: Path) -> bool:
@@ -120,6 +124,27 @@ class CaptionPreference(extend.Task[PreferenceSettings, PreferenceResult]):
             mean_margin=_mean(margins),
             mean_margin_ci=context.mean_interval(margins),
         )
+
+    def questions(
+        self, items: Sequence[extend.Item], settings: PreferenceSettings
+    ) -> list[extend.HarnessQuestion]:
+        """Each image asked which of its two captions describes it; neither is wrong, so
+        the "answer" is the masculine one and a harness's accuracy is the share of images
+        whose masculine caption is chosen."""
+        return [
+            extend.HarnessQuestion(
+                key=item.key, image=item.images["image"], question=QUESTION,
+                options={g: settings.template.format(item.data[g])
+                         for g in ("masculine", "feminine")},
+                answer="masculine", category="caption-pairs",
+            )
+            for item in items
+        ]  # fmt: skip
+
+    def answer_record(self, item: extend.Item, chosen: str) -> Mapping[str, Any]:
+        """The caption chosen as a score of 1 and the other as 0: the share preferred is
+        that of the choices, the margin +1 or -1 per image (a choice, not a score)."""
+        return {"masculine": float(chosen == "masculine"), "feminine": float(chosen == "feminine")}
 
     def render(self, result: PreferenceResult) -> str:
         share = _figure(result.masculine_preferred, result.masculine_preferred_ci)
