@@ -202,3 +202,14 @@ def test_a_harness_question_is_checked_when_made() -> None:
         question({"a": "x", "b": "x"}, "a")
     with pytest.raises(ValueError, match="needs 2 to 4 options, not 1"):
         question({"a": "x"}, "a")
+
+
+def test_the_builders_name_the_engine_function_that_gives_a_tasks_questions() -> None:
+    """The export reaches the task registry by an import path (the layer contract keeps
+    builders and evaluators apart): it must import, and be the engine's function."""
+    from contrastkit.builders.harness_questions import TASK_QUESTIONS
+    from contrastkit.evaluators.engine.harness import task_questions
+    from contrastkit.plugins import resolve
+
+    assert resolve(TASK_QUESTIONS, "test") is task_questions
+    assert task_questions("no-such-kind", []) is None  # no task: the built-in rules
