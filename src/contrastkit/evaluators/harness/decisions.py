@@ -14,7 +14,7 @@ from contrastkit.evaluators.harness.predictions import HarnessAnswer
 from contrastkit.harness_key import HarnessKey, KeyItem
 
 if TYPE_CHECKING:
-    from contrastkit.evaluators.decision_metrics import Answer, PairedAnswer
+    from contrastkit.evaluators.tasks.decision_probes.metrics import Answer, PairedAnswer
     from contrastkit.templates import Questions
 
 __all__ = ["decisions_report"]
@@ -51,11 +51,12 @@ def _decision_templates(key: HarnessKey, export: Path) -> Questions:
 
 def _decision_answer(item: KeyItem, answer: HarnessAnswer, questions: Questions) -> Answer:
     """One harness answer as a decision answer, read as ``evaluate --task decisions``
-    reads a generated one (:func:`contrastkit.evaluators.decisions.parse_answer`): a
+    reads a generated one
+    (:func:`contrastkit.evaluators.tasks.decision_probes.answers.parse_answer`): a
     refusal when a refusal pattern of the templates matches (checked first); else the
     option of the letter :func:`~contrastkit.harness_key.parse_choice` found (or the
     lowest loss of a ``multiple_choice`` sample); else unparseable."""
-    from contrastkit.evaluators.decision_metrics import Answer
+    from contrastkit.evaluators.tasks.decision_probes.metrics import Answer
     from contrastkit.templates import is_refusal
 
     if is_refusal(answer.text, questions.refusals):
@@ -103,14 +104,17 @@ def decisions_report(
     config: HarnessReportConfig, key: HarnessKey, seen: Mapping[int, HarnessAnswer], model: str
 ) -> HarnessReport:
     """A decisions export's answers paired by source, family, question and option order
-    and written by the decisions task's own writer
-    (:func:`contrastkit.evaluators.decisions.write_decisions_outputs`): the
-    ``benchmark.json`` (scoring mode ``generate``, decoding by the harness) and
-    ``report.md`` that ``evaluate --task decisions`` writes."""
+    and written by the decisions task's own writer (:func:`contrastkit.evaluators.tasks.
+    decision_probes.benchmark.write_decisions_outputs`): the ``benchmark.json`` (scoring
+    mode ``generate``, decoding by the harness) and ``report.md`` that ``evaluate --task
+    decisions`` writes."""
     import dataclasses
 
-    from contrastkit.evaluators.decision_metrics import PairedAnswer
-    from contrastkit.evaluators.decision_outputs import DecisionsRun, write_decisions_outputs
+    from contrastkit.evaluators.tasks.decision_probes.benchmark import (
+        DecisionsRun,
+        write_decisions_outputs,
+    )
+    from contrastkit.evaluators.tasks.decision_probes.metrics import PairedAnswer
 
     questions = _decision_templates(key, config.export)
     counts = {
