@@ -1,5 +1,7 @@
 """The zero-shot disparity analysis's ``disparity.json``: ``task``
-``zero-shot-disparity``."""
+``zero-shot-disparity``. The analysis makes this result itself
+(:mod:`contrastkit.evaluators.tasks.zero_shot.result`), writes it, and its report, plots,
+headline and comparison read it."""
 
 from __future__ import annotations
 

@@ -10,7 +10,10 @@ paper): AP and calibration gaps, and their echo in word embeddings.
 * :mod:`.words` — Experiment 3: language bias of the concepts and its sign agreement.
 * :mod:`.consistency` — the cross-dataset colouring of Fig. 3-4.
 * :mod:`.cache` — image and prompt embeddings kept between runs (reruns and resumes).
-* :mod:`.plots` — the figures; :mod:`.report` — ``disparity.json`` and ``report.md``.
+* :mod:`.result` — the typed ``disparity.json``
+  (:class:`~contrastkit.results.ZeroShotResult`) an analysis makes.
+* :mod:`.plots` — the figures; :mod:`.report` — ``disparity.json`` and ``report.md``,
+  written from the typed result.
 * :mod:`.job` — :func:`~.job.zero_shot_disparity`, what ``contrastkit evaluate
   zero-shot`` runs.
 * :mod:`.task` — the analysis as the task registry's ``zero-shot`` row (what

@@ -51,7 +51,6 @@ from contrastkit.evaluators.tasks.zero_shot.config import (
     ZeroShotDisparityConfig,
 )
 from contrastkit.evaluators.tasks.zero_shot.groups import (
-    GROUPS,
     GroupedData,
     GroupingOptions,
     concept_words,
@@ -63,10 +62,30 @@ from contrastkit.evaluators.tasks.zero_shot.metrics import (
     MetricSettings,
     group_metrics,
 )
+from contrastkit.evaluators.tasks.zero_shot.result import (
+    Header,
+    Provenance,
+    concept_rows,
+    consistency_section,
+    disparity_result,
+    group_map,
+    required,
+    with_sections,
+)
 from contrastkit.interfaces import ImageTextScorer, ProgressFactory, progress_stage
 from contrastkit.io import check_writable
 from contrastkit.records import read_json
-from contrastkit.results import SCHEMA_VERSION
+from contrastkit.results.zero_shot import (
+    EmbeddingsKept,
+    LanguageSource,
+    WordVectorsUsed,
+    ZeroShotBootstrap,
+    ZeroShotCache,
+    ZeroShotCalibration,
+    ZeroShotCounts,
+    ZeroShotData,
+    ZeroShotResult,
+)
 
 __all__ = [
     "CALIBRATION_MODES",
@@ -85,29 +104,35 @@ class ZeroShotDisparityResult:
     Attributes:
         folder: the output folder.
         files: the files written, by name (``json``, ``report``, plots).
-        results: the ``disparity.json`` content.
+        result: the ``disparity.json`` written, typed.
         compared: the second dataset's result, when ``compare`` named a data folder.
     """
 
     folder: Path
     files: Mapping[str, Path]
-    results: Mapping[str, Any]
+    result: ZeroShotResult
     compared: ZeroShotDisparityResult | None = None
+
+    @property
+    def results(self) -> dict[str, Any]:
+        """The ``disparity.json`` content (its JSON object, as written)."""
+        return self.result.to_json()
 
     @property
     def summary(self) -> dict[str, Any]:
         """Headline numbers: counts, mAP per group, the largest AP differences."""
-        r = self.results
+        r = self.result
+        counts, calibration = required(r.counts, "counts"), required(r.calibration, "calibration")
         return {
-            "images": r["counts"]["images"],
-            "concepts": r["counts"]["concepts_kept"],
-            "map": r["map"],
+            "images": None if counts.images is None else dict(counts.images),
+            "concepts": counts.concepts_kept,
+            "map": required(r.map, "map").to_json(),
             "top_ap_differences": [
-                {"concept": c["concept"], "ap_diff": c["ap_diff"]} for c in r["concepts"][:5]
+                {"concept": c.concept, "ap_diff": c.ap_diff} for c in r.concepts[:5]
             ],
-            "calibration": r["calibration"]["computed"],
-            "random_weights": r["random_weights"],
-            "cache": r.get("cache"),
+            "calibration": calibration.computed,
+            "random_weights": r.random_weights,
+            "cache": None if r.cache is None else r.cache.to_json(),
         }
 
 
@@ -128,7 +153,7 @@ class _ConceptScores:
     probabilities: np.ndarray | None = None
     why_no_probabilities: str | None = None
     probability_source: str | None = None
-    provenance: Mapping[str, Any] = field(default_factory=dict)
+    provenance: Provenance = field(default_factory=Provenance)
 
 
 def _concept_scores(
@@ -147,14 +172,14 @@ def _concept_scores(
         probabilities = None
         if config.calibration == "softmax":
             probabilities = _softmax(config.temperature * scores)
-        return _ConceptScores(scores, probabilities, provenance={"cache": cache})
+        return _ConceptScores(scores, probabilities, provenance=Provenance(cache=cache))
     assert config.predictions is not None
     predictions = load_predictions(
         config.predictions, [r.image_id for r in grouped.images], grouped.concepts
     )
     return _ConceptScores(
         predictions.scores, predictions.probabilities, predictions.why_no_probabilities,
-        predictions.probability_source, {"predictions_file": predictions.summary()},
+        predictions.probability_source, Provenance(predictions_file=predictions.described()),
     )  # fmt: skip
 
 
@@ -170,7 +195,7 @@ def _model_scores(
     config: ZeroShotDisparityConfig,
     folder: Path,
     progress: ProgressFactory | None,
-) -> tuple[np.ndarray, list[str], dict[str, Any]]:
+) -> tuple[np.ndarray, list[str], ZeroShotCache]:
     """Cosine similarity of every image with every concept's prompt, ``(images,
     concepts)``, the prompts, and what the embedding cache gave (:mod:`.cache`).
 
@@ -207,19 +232,18 @@ def _model_scores(
         texts.consolidate()
         image_matrix, text_matrix = images.matrix(keys), texts.matrix(prompts)
     distinct_images, distinct_prompts = len(set(keys)), len(set(prompts))
-    cache = {
-        "folder": CACHE_FOLDER,
-        "images": {"reused": distinct_images - len(missing), "computed": len(missing)},
-        "prompts": {
-            "reused": distinct_prompts - len(new_prompts),
-            "computed": len(new_prompts),
-        },
-    }
+    cache = ZeroShotCache(
+        folder=CACHE_FOLDER,
+        images=EmbeddingsKept(reused=distinct_images - len(missing), computed=len(missing)),
+        prompts=EmbeddingsKept(
+            reused=distinct_prompts - len(new_prompts), computed=len(new_prompts)
+        ),
+    )
     scores = image_matrix.astype(np.float64) @ text_matrix.astype(np.float64).T
     return scores, prompts, cache
 
 
-def _load_compare(path: Path) -> dict[str, Any]:
+def _load_compare(path: Path) -> ZeroShotResult:
     """An earlier run's ``disparity.json`` (or the folder holding it, or a model folder
     with ``zero_shot/disparity.json``)."""
     candidates = [path, path / "disparity.json", path / "zero_shot" / "disparity.json"]
@@ -229,7 +253,7 @@ def _load_compare(path: Path) -> dict[str, Any]:
     results = read_json(found)
     if not isinstance(results, dict) or results.get("task") != TASK:
         raise DataFormatError(found, None, "task", f"not a {TASK} results file")
-    return results
+    return ZeroShotResult.from_json(results, path=found)
 
 
 def _is_results(path: Path) -> bool:
@@ -244,12 +268,12 @@ def _language(
     concepts: tuple[str, ...],
     diffs: Mapping[str, Mapping[str, float]],
     progress: ProgressFactory | None,
-) -> dict[str, Any]:
+) -> dict[str, LanguageSource]:
     """Experiment 3 for each requested word source: per-concept language bias and its
     sign agreement with each disparity (``ap``, ``ece``)."""
     from contrastkit.evaluators.tasks.zero_shot import words
 
-    out: dict[str, Any] = {}
+    out: dict[str, LanguageSource] = {}
     for source in config.words_from:
         vectors: words.WordVectors
         with progress_stage(progress, f"word vectors ({source})"):
@@ -261,109 +285,53 @@ def _language(
                 vectors = words.model_word_vectors(scorer)
             biases = words.language_bias(concepts, vectors)
         values = {c: b.bias for c, b in biases.items()}
-        out[source] = {
-            "vectors": {"name": vectors.name, "source": vectors.source},
-            "concepts": {c: b.to_dict() for c, b in biases.items()},
-            "agreement": {
-                kind: words.sign_agreement(values, diff).to_dict() for kind, diff in diffs.items()
+        out[source] = LanguageSource(
+            vectors=WordVectorsUsed(name=vectors.name, source=vectors.source),
+            concepts={c: b.node() for c, b in biases.items()},
+            agreement={
+                kind: words.sign_agreement(values, diff).node() for kind, diff in diffs.items()
             },
-        }
+        )
     return out
 
 
-def _finite(value: float) -> float | None:
-    """The value at full precision (reports round for display; ``--compare`` and any
-    later reader compute from these), or ``None`` when not finite."""
-    return None if not np.isfinite(value) else float(value)
-
-
-def _interval(ci: np.ndarray | None, j: int) -> list[float | None] | None:
-    return None if ci is None else [_finite(ci[j, 0]), _finite(ci[j, 1])]
-
-
-def _results(
+def _result(
     config: ZeroShotDisparityConfig,
     grouped: GroupedData,
     metrics: GroupMetrics,
     truth: np.ndarray,
     scored: _ConceptScores,
-) -> dict[str, Any]:
-    """The ``disparity.json`` content (before languages, consistency and plots)."""
-    from contrastkit import __version__
+) -> ZeroShotResult:
+    """The ``disparity.json`` of the analysis (before languages, consistency and
+    plots)."""
     from contrastkit.evaluators.tasks.zero_shot.groups import PAPER_COUNTS
     from contrastkit.models.registry import weights_note
 
-    note = weights_note(config.model) if config.model is not None else None
-    men = grouped.group_mask("men")
-    sizes = {"men": int(men.sum()), "women": int((~men).sum())}
-    rows = []
-    for j, concept in enumerate(grouped.concepts):
-        row: dict[str, Any] = {
-            "concept": concept,
-            "positives": {"men": int(truth[men, j].sum()), "women": int(truth[~men, j].sum())},
-            "ap_men": _finite(metrics.ap_men[j]),
-            "ap_women": _finite(metrics.ap_women[j]),
-            "ap_diff": _finite(metrics.ap_diff[j]),
-            "ap_diff_ci": _interval(metrics.ap_diff_ci, j),
-        }
-        if metrics.ece_diff is not None:
-            assert metrics.ece_men is not None and metrics.ece_women is not None
-            row |= {
-                "ece_men": _finite(metrics.ece_men[j]),
-                "ece_women": _finite(metrics.ece_women[j]),
-                "ece_diff": _finite(metrics.ece_diff[j]),
-                "ece_diff_ci": _interval(metrics.ece_diff_ci, j),
-            }
-        everywhere = [g for g in sizes if sizes[g] and row["positives"][g] == sizes[g]]
-        if everywhere:  # no image without it: its AP is 100 whatever the model scores
-            row["note"] = (
-                f"in every image of {' and of '.join(everywhere)}: AP is 100 by construction "
-                "there (no image without the concept to rank), not a reading of the model"
-            )
-        rows.append(row)
-    rows.sort(key=lambda r: (-abs(r["ap_diff"] or 0.0), r["concept"]))
-    map_ci = metrics.map_ci or {}
-    return {
-        "task": TASK,
-        "schema_version": SCHEMA_VERSION,
-        "contrastkit_version": __version__,
-        "model": config.model,
-        "predictions": str(config.predictions) if config.predictions else None,
-        "label": config.label,
-        "random_weights": note is not None,
-        "weights_note": note,
-        "data": {
-            "path": str(grouped.root),
-            "layout": grouped.layout,
-            "split": grouped.split,
-            "concept_map": str(config.concept_map) if config.concept_map else None,
-        },
-        "groups": list(GROUPS),
-        "counts": {**grouped.counts, "min_images": grouped.min_images},
-        "paper_counts": dict(PAPER_COUNTS[grouped.layout]),
-        "prompt": config.prompt if config.model is not None else None,
-        "units": "points (x 100)",
-        "bootstrap": {
-            "resamples": config.bootstrap,
-            "confidence": config.confidence,
-            "seed": config.seed,
-            "over": "images, resampled within each group",
-        },
-        "map": {
-            "men": _finite(metrics.map_men),
-            "women": _finite(metrics.map_women),
-            "difference": _finite(metrics.map_men - metrics.map_women),
-            "men_ci": list(map_ci["men"]) if "men" in map_ci else None,
-            "women_ci": list(map_ci["women"]) if "women" in map_ci else None,
-            "difference_ci": list(map_ci["difference"]) if "difference" in map_ci else None,
-        },
-        "calibration": _calibration(config, scored),
-        "concepts": rows,
-        **scored.provenance,
-    }
+    header = Header(
+        model=config.model,
+        predictions=str(config.predictions) if config.predictions else None,
+        label=config.label,
+        weights_note=weights_note(config.model) if config.model is not None else None,
+        data=ZeroShotData(
+            path=str(grouped.root), layout=grouped.layout, split=grouped.split,
+            concept_map=str(config.concept_map) if config.concept_map else None,
+        ),
+        # the groups' counts as read (their keys in order), and the threshold
+        counts=ZeroShotCounts.from_json({**grouped.counts, "min_images": grouped.min_images}),
+        paper_counts=dict(PAPER_COUNTS[grouped.layout]),
+        prompt=config.prompt if config.model is not None else None,
+        bootstrap=ZeroShotBootstrap(
+            resamples=config.bootstrap, confidence=config.confidence, seed=config.seed,
+            over="images, resampled within each group",
+        ),
+    )  # fmt: skip
+    rows = concept_rows(grouped.concepts, truth, grouped.group_mask("men"), metrics)
+    return disparity_result(
+        header, rows, group_map(metrics), _calibration(config, scored), scored.provenance
+    )
 
 
-def _calibration(config: ZeroShotDisparityConfig, scored: _ConceptScores) -> dict[str, Any]:
+def _calibration(config: ZeroShotDisparityConfig, scored: _ConceptScores) -> ZeroShotCalibration:
     """The ``calibration`` entry: whether ECE was computed, from what, or why not."""
     from contrastkit.evaluators.tasks.zero_shot.report import COSINE_NOT_PROBABILITIES
 
@@ -379,15 +347,15 @@ def _calibration(config: ZeroShotDisparityConfig, scored: _ConceptScores) -> dic
             if config.model is not None
             else described or "the predictions' probabilities"
         )
-    return {
-        "computed": probabilities is not None,
-        "mode": config.calibration,
-        "bins": config.bins,
-        "temperature": config.temperature if config.calibration == "softmax" else None,
-        "probabilities": source,
-        "reason": None if probabilities is not None else why,
-        "difference": "ECE_women - ECE_men (positive: better calibrated for images of men)",
-    }
+    return ZeroShotCalibration(
+        computed=probabilities is not None,
+        mode=config.calibration,
+        bins=config.bins,
+        temperature=config.temperature if config.calibration == "softmax" else None,
+        probabilities=source,
+        reason=None if probabilities is not None else why,
+        difference="ECE_women - ECE_men (positive: better calibrated for images of men)",
+    )
 
 
 def _analyse(
@@ -396,7 +364,7 @@ def _analyse(
     scorer: ImageTextScorer | None,
     progress: ProgressFactory | None,
 ) -> ZeroShotDisparityResult:
-    from contrastkit.evaluators.tasks.zero_shot.report import write_outputs
+    from contrastkit.evaluators.tasks.zero_shot.report import write_disparity_files
 
     concept_map = read_concept_map(config.concept_map) if config.concept_map else None
     grouped = load_grouped(
@@ -422,58 +390,31 @@ def _analyse(
             truth, scored.scores, grouped.group_mask("men"),
             probabilities=scored.probabilities, settings=settings,
         )  # fmt: skip
-    results = _results(config, grouped, metrics, truth, scored)
-    diffs = {"ap": {r["concept"]: r["ap_diff"] for r in results["concepts"]}}
+    result = _result(config, grouped, metrics, truth, scored)
+    diffs = {"ap": {r.concept: r.ap_diff for r in result.concepts}}
     if scored.probabilities is not None:
-        diffs["ece"] = {r["concept"]: r["ece_diff"] for r in results["concepts"]}
-    diffs = {k: {c: v for c, v in d.items() if v is not None} for k, d in diffs.items()}
+        diffs["ece"] = {r.concept: r.ece_diff for r in result.concepts}
+    kept = {k: {c: v for c, v in d.items() if v is not None} for k, d in diffs.items()}
     if config.words_from:
-        results["language"] = _language(config, scorer, grouped.concepts, diffs, progress)
+        result = with_sections(
+            result, language=_language(config, scorer, grouped.concepts, kept, progress)
+        )
     compared: ZeroShotDisparityResult | None = None
     if config.compare is not None:
         if _is_results(config.compare):
             other = _load_compare(config.compare)
-            other_where = str(config.compare)
         else:
             sub = replace(
                 config, data=config.compare, compare=None, layout="auto", split=None,
                 filter_split=None, word_source=None, words=None,
             )  # fmt: skip
             compared = _analyse(sub, folder / "compare", scorer, progress)
-            other, other_where = dict(compared.results), str(config.compare)
-            results["compare_report"] = "compare/report.md"
-        results["consistency"] = _consistency(diffs["ap"], other, other_where, config)
-    files = write_outputs(results, folder, top=config.top, plots=config.plots)
-    return ZeroShotDisparityResult(folder, files, results, compared)
-
-
-def _consistency(
-    diff: Mapping[str, float],
-    other: Mapping[str, Any],
-    where: str,
-    config: ZeroShotDisparityConfig,
-) -> dict[str, Any]:
-    """Fig. 3-4: each concept of both datasets green, red or yellow."""
-    from contrastkit.evaluators.tasks.zero_shot.consistency import consistency_colours
-
-    other_diff = {
-        r["concept"]: r["ap_diff"]
-        for r in other.get("concepts", ())
-        if r.get("ap_diff") is not None
-    }
-    colours = consistency_colours(diff, other_diff, config.threshold)
-    shared = sorted(colours)
-    return {
-        "other": where,
-        "other_data": other.get("data", {}).get("path"),
-        "other_label": other.get("label"),
-        "threshold": config.threshold,
-        "concepts": [
-            {"concept": c, "ap_diff": diff[c], "other_ap_diff": other_diff[c], "colour": colours[c]}
-            for c in shared
-        ],
-        "counts": {k: sum(v == k for v in colours.values()) for k in ("green", "red", "yellow")},
-    }
+            other = compared.result
+            result = with_sections(result, compare_report="compare/report.md")
+        consistency = consistency_section(kept["ap"], other, str(config.compare), config.threshold)
+        result = with_sections(result, consistency=consistency)
+    written, files = write_disparity_files(result, folder, top=config.top, plots=config.plots)
+    return ZeroShotDisparityResult(folder, files, written, compared)
 
 
 def zero_shot_disparity(

@@ -42,6 +42,7 @@ import numpy as np
 
 from contrastkit.errors import DataFormatError
 from contrastkit.records import json_lines
+from contrastkit.results.zero_shot import PredictionsFile
 
 __all__ = ["Predictions", "load_predictions"]
 
@@ -77,19 +78,20 @@ class Predictions:
     why_no_probabilities: str | None = None
     probability_source: str | None = None
 
+    def described(self) -> PredictionsFile:
+        """The description the reports carry (``disparity.json``'s
+        ``predictions_file``)."""
+        return PredictionsFile(
+            file=str(self.path), kind=self.kind, rows=self.rows, rows_used=self.used,
+            unknown_images=self.unknown_images, unknown_concepts=self.unknown_concepts,
+            unknown_concept_examples=tuple(self.unknown_concept_examples),
+            probabilities=self.probabilities is not None,
+            why_no_probabilities=self.why_no_probabilities,
+        )  # fmt: skip
+
     def summary(self) -> dict[str, Any]:
-        """The JSON-ready description the reports carry."""
-        return {
-            "file": str(self.path),
-            "kind": self.kind,
-            "rows": self.rows,
-            "rows_used": self.used,
-            "unknown_images": self.unknown_images,
-            "unknown_concepts": self.unknown_concepts,
-            "unknown_concept_examples": list(self.unknown_concept_examples),
-            "probabilities": self.probabilities is not None,
-            "why_no_probabilities": self.why_no_probabilities,
-        }
+        """The JSON-ready description the reports carry (:meth:`described`'s JSON)."""
+        return self.described().to_json()
 
 
 def _parquet_rows(path: Path) -> Iterator[tuple[int, Any]]:

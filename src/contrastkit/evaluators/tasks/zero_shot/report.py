@@ -15,6 +15,11 @@ embeddings ``reused`` from an earlier run and ``computed``; :mod:`.cache`), ``la
 (per word source: ``vectors``, ``concepts``, ``agreement`` with ``ap`` / ``ece``),
 ``consistency`` (``other``, ``threshold``, ``concepts`` with their ``colour``,
 ``counts``) and ``plots``.
+
+The writer (:func:`write_disparity_files`), ``report.md`` (:func:`disparity_markdown`) and
+the plots take the typed :class:`~contrastkit.results.ZeroShotResult` (the classes of
+:mod:`contrastkit.results.zero_shot` say what each key holds); :func:`write_outputs` and
+:func:`disparity_markdown` also take the JSON object, read into it first.
 """
 
 from __future__ import annotations
@@ -25,7 +30,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from contrastkit.evaluators.tasks.zero_shot.result import required, with_sections
 from contrastkit.io import atomic_write_text
+from contrastkit.results.zero_shot import (
+    ConceptDisparity,
+    ZeroShotCounts,
+    ZeroShotResult,
+)
 from contrastkit.text import (
     UNDEFINED,
     escape_cell,
@@ -35,7 +46,12 @@ from contrastkit.text import (
     table_row,
 )
 
-__all__ = ["COSINE_NOT_PROBABILITIES", "disparity_markdown", "write_outputs"]
+__all__ = [
+    "COSINE_NOT_PROBABILITIES",
+    "disparity_markdown",
+    "write_disparity_files",
+    "write_outputs",
+]
 
 #: Why ECE is refused for a dual encoder's multi-label scores (Appendix A.2).
 COSINE_NOT_PROBABILITIES = (
@@ -52,6 +68,9 @@ _LIMITATION = (
     "caption words): binary, reductive, and nobody's self-described identity (the paper's "
     "Limitations). Read the gaps as the model's behaviour on these labels."
 )
+
+
+_LAYOUTS = {"vg": "Visual Genome", "coco": "COCO"}
 
 
 def _num(value: float | None, digits: int = 1) -> str:
@@ -72,56 +91,60 @@ def _ci(ci: Sequence[float | None] | None, digits: int = 1, *, signed: bool = Tr
     return f" [{low:{sign}.{digits}f}, {high:{sign}.{digits}f}]"
 
 
-def _language_values(results: Mapping[str, Any]) -> tuple[str | None, dict[str, float]]:
-    language = results.get("language") or {}
+def _language_values(result: ZeroShotResult) -> tuple[str | None, dict[str, float]]:
+    language = result.language or {}
     for source in ("file", "model"):
         if source in language:
-            concepts = language[source]["concepts"]
-            return source, {c: v["bias"] for c, v in concepts.items() if v["bias"] is not None}
+            concepts = language[source].concepts
+            return source, {c: v.bias for c, v in concepts.items() if v.bias is not None}
     return None, {}
 
 
-def _counts_section(results: Mapping[str, Any]) -> list[str]:
-    counts, paper = results["counts"], results["paper_counts"]
-    data = results["data"]
-    layout = {"vg": "Visual Genome", "coco": "COCO"}[data["layout"]]
-    split = f", split {data['split']}" if data.get("split") else ""
+def _counts_section(result: ZeroShotResult) -> list[str]:
+    counts, paper = required(result.counts, "counts"), required(result.paper_counts, "paper_counts")
+    data = result.data
+    layout = _LAYOUTS[data.layout or ""]
+    split = f", split {data.split}" if data.split else ""
     filtered = (
-        f" (filter counted on split {counts['filter_split']})"
-        if counts.get("filter_split") and counts["filter_split"] != data.get("split")
+        f" (filter counted on split {counts.filter_split})"
+        if counts.filter_split and counts.filter_split != data.split
         else ""
     )
-    dropped = counts["dropped"]
+    dropped = required(counts.dropped, "counts.dropped")
+    images = required(counts.images, "counts.images")
     return [
         "## Groups and concepts",
         "",
-        f"{layout} at `{data['path']}`{split}. Images keep one perceived-gender group; "
-        f"concepts need at least {counts['min_images']} images in each group{filtered}.",
+        f"{layout} at `{data.path}`{split}. Images keep one perceived-gender group; "
+        f"concepts need at least {counts.min_images} images in each group{filtered}.",
         "",
         *table_header(["", "this run", "the paper"], "lrr"),
-        table_row(["images of men", f"{counts['images']['men']:,}", ""]),
-        table_row(["images of women", f"{counts['images']['women']:,}", ""]),
-        table_row(["images kept", f"{counts['images_kept']:,}", f"{paper['images']:,}"]),
+        table_row(["images of men", f"{images['men']:,}", ""]),
+        table_row(["images of women", f"{images['women']:,}", ""]),
+        table_row(["images kept", f"{counts.images_kept:,}", f"{paper['images']:,}"]),
         table_row(
             [
                 "concepts kept",
-                f"{counts['concepts_kept']:,} of {counts['concepts_seen']:,}",
+                f"{counts.concepts_kept:,} of {counts.concepts_seen:,}",
                 f"{paper['concepts']:,}",
             ]
         ),
         "",
-        f"Of {counts['images_read']:,} images read, {dropped['both_groups']:,} show both "
-        f"groups and {dropped['no_group']:,} neither; {_without_concept(counts)}",
+        f"Of {counts.images_read:,} images read, {dropped['both_groups']:,} show both "
+        f"groups and {dropped['no_group']:,} neither; {_without_concept(counts, dropped)}",
         "",
         _LIMITATION,
         "",
     ]
 
 
-def _without_concept(counts: Mapping[str, Any]) -> str:
-    """What became of the single-group images that show no kept concept."""
-    n = counts.get("without_concept", counts["dropped"]["no_concept"])
-    if counts.get("images_without_concepts", "drop") == "drop":
+def _without_concept(counts: ZeroShotCounts, dropped: Mapping[str, int]) -> str:
+    """What became of the single-group images that show no kept concept (files written
+    before ``without_concept`` and ``images_without_concepts`` existed: ``dropped``'s
+    ``no_concept``, dropped)."""
+    n = dropped["no_concept"] if "without_concept" in counts.absent else counts.without_concept
+    kept = "drop" if "images_without_concepts" in counts.absent else counts.images_without_concepts
+    if kept == "drop":
         return (
             f"{n:,} more show no kept concept. All were left out (`--images-without-concepts "
             "drop`; the paper keeps the last ones)."
@@ -133,29 +156,33 @@ def _without_concept(counts: Mapping[str, Any]) -> str:
     )
 
 
-def _ap_section(results: Mapping[str, Any], top: int, plots: Mapping[str, str]) -> list[str]:
-    mapped = results["map"]
-    rows = results["concepts"]
-    gaps = [r for r in rows if r["ap_diff"] is not None and abs(r["ap_diff"]) > 5.0]
-    source, language = _language_values(results)
+def _intervals_text(result: ZeroShotResult) -> str:
+    bootstrap = required(result.bootstrap, "bootstrap")
+    if not bootstrap.resamples:
+        return "none (no bootstrap)."
+    return (
+        f"{required(bootstrap.confidence, 'bootstrap.confidence'):.0%} percentile bootstrap "
+        f"({bootstrap.resamples} resamples of the images within each group)."
+    )
+
+
+def _ap_section(result: ZeroShotResult, top: int, plots: Mapping[str, str]) -> list[str]:
+    mapped = required(result.map, "map")
+    rows = result.concepts
+    gaps = [r for r in rows if r.ap_diff is not None and abs(r.ap_diff) > 5.0]
+    source, language = _language_values(result)
     lines = [
         "## Experiment 1: AP by group",
         "",
-        f"mAP over the {len(rows)} concepts: men {_plain(mapped['men'])}"
-        f"{_ci(mapped.get('men_ci'), signed=False)}, women {_plain(mapped['women'])}"
-        f"{_ci(mapped.get('women_ci'), signed=False)}; difference "
-        f"{_num(mapped['difference'])}{_ci(mapped.get('difference_ci'))} points. Per "
+        f"mAP over the {len(rows)} concepts: men {_plain(mapped.men)}"
+        f"{_ci(mapped.men_ci, signed=False)}, women {_plain(mapped.women)}"
+        f"{_ci(mapped.women_ci, signed=False)}; difference "
+        f"{_num(mapped.difference)}{_ci(mapped.difference_ci)} points. Per "
         f"concept, {len(gaps)} of {len(rows)} concepts differ by more than 5 AP points "
         "(largest first below): one number per group can hide per-concept gaps (Fig. 2).",
         "",
         "AP difference = AP_men - AP_women, in points: positive means the model finds the "
-        "concept better in images of men. Intervals: "
-        + (
-            f"{results['bootstrap']['confidence']:.0%} percentile bootstrap "
-            f"({results['bootstrap']['resamples']} resamples of the images within each group)."
-            if results["bootstrap"]["resamples"]
-            else "none (no bootstrap)."
-        ),
+        "concept better in images of men. Intervals: " + _intervals_text(result),
         "",
     ]
     if "ap_differences" in plots:
@@ -166,35 +193,36 @@ def _ap_section(results: Mapping[str, Any], top: int, plots: Mapping[str, str]) 
     lines += [f"Top {min(top, len(rows))} concepts by |difference|:", ""]
     lines += table_header(header, "l" + "r" * (len(header) - 1))
     for r in rows[:top]:
+        positives = required(r.positives, "concepts.positives")
         cells = [
-            escape_cell(r["concept"]), f"{r['positives']['men']} / {r['positives']['women']}",
-            _plain(r["ap_men"]), _plain(r["ap_women"]), _num(r["ap_diff"]) + _ci(r["ap_diff_ci"]),
+            escape_cell(r.concept), f"{positives['men']} / {positives['women']}",
+            _plain(r.ap["ap_men"]), _plain(r.ap["ap_women"]), _num(r.ap_diff) + _ci(r.ap_diff_ci),
         ]  # fmt: skip
         if language:
-            cells.append(_num(language.get(r["concept"]), 3))
+            cells.append(_num(language.get(r.concept), 3))
         lines.append(table_row(cells))
-    noted = [r for r in rows if r.get("note")]
+    noted = [r for r in rows if r.note]
     if noted:
-        lines += ["", *(f"- {escape_cell(r['concept'])}: {r['note']}." for r in noted)]
+        lines += ["", *(f"- {escape_cell(r.concept)}: {r.note}." for r in noted)]
     if "map_by_group" in plots:
         lines += ["", f"![mAP per group]({plots['map_by_group']})"]
     return [*lines, ""]
 
 
-def _ece_section(results: Mapping[str, Any], top: int, plots: Mapping[str, str]) -> list[str]:
-    calibration = results["calibration"]
+def _ece_section(result: ZeroShotResult, top: int, plots: Mapping[str, str]) -> list[str]:
+    calibration = required(result.calibration, "calibration")
     lines = ["## Experiment 2: calibration by group", ""]
-    if not calibration["computed"]:
-        return [*lines, f"ECE was not computed: {calibration['reason']}.", ""]
+    if not calibration.computed:
+        return [*lines, f"ECE was not computed: {calibration.reason}.", ""]
     rows = sorted(
-        (r for r in results["concepts"] if r.get("ece_diff") is not None),
-        key=lambda r: (-abs(r["ece_diff"]), r["concept"]),
+        (r for r in result.concepts if r.ece_diff is not None),
+        key=lambda r: (-abs(r.ece_diff or 0.0), r.concept),
     )
     lines += [
         f"Expected calibration error (Naeini et al. 2015) per concept and group, "
-        f"{calibration['bins']} equal-width bins of the predicted probability that the "
+        f"{calibration.bins} equal-width bins of the predicted probability that the "
         "concept is present: ECE = sum over bins of (bin size / n) x |fraction present - "
-        f"mean probability|, in points. Probabilities: {calibration['probabilities']}. "
+        f"mean probability|, in points. Probabilities: {calibration.probabilities}. "
         "ECE difference = ECE_women - ECE_men: positive means better calibrated for images "
         "of men.",
         "",
@@ -206,10 +234,10 @@ def _ece_section(results: Mapping[str, Any], top: int, plots: Mapping[str, str])
         *(
             table_row(
                 [
-                    escape_cell(r["concept"]),
-                    _plain(r["ece_men"]),
-                    _plain(r["ece_women"]),
-                    _num(r["ece_diff"]) + _ci(r["ece_diff_ci"]),
+                    escape_cell(r.concept),
+                    _plain(r.ece["ece_men"]),
+                    _plain(r.ece["ece_women"]),
+                    _num(r.ece_diff) + _ci(r.ece_diff_ci),
                 ]
             )
             for r in rows[:top]
@@ -218,7 +246,7 @@ def _ece_section(results: Mapping[str, Any], top: int, plots: Mapping[str, str])
     return [*lines, ""]
 
 
-def _language_section(results: Mapping[str, Any], top: int) -> list[str]:
+def _language_section(result: ZeroShotResult, top: int) -> list[str]:
     """Experiment 3 per word source (:func:`.words.language_markdown`), with the sign
     agreement with the ECE difference when there is one."""
     from contrastkit.evaluators.tasks.zero_shot.words import (
@@ -228,29 +256,22 @@ def _language_section(results: Mapping[str, Any], top: int) -> list[str]:
         language_markdown,
     )
 
-    language = results.get("language")
+    language = result.language
     if not language:
         return []
     names = {"file": "a word-vectors file", "model": "the model's own text encoder"}
     lines: list[str] = []
     for source, entry in language.items():
-        biases = {
-            c: LanguageBias(**{**v, "words": tuple(v["words"]), "missing": tuple(v["missing"])})
-            for c, v in entry["concepts"].items()
-        }
-        agreements = {
-            kind: Agreement(**{**a, "concepts": tuple(a["concepts"]),
-                               "agreeing": tuple(a["agreeing"])})
-            for kind, a in entry["agreement"].items()
-        }  # fmt: skip
-        ap = {r["concept"]: r["ap_diff"] for r in results["concepts"]}
-        vectors = entry["vectors"]
+        biases = {c: LanguageBias.of(v) for c, v in entry.concepts.items()}
+        agreements = {kind: Agreement.of(a) for kind, a in entry.agreement.items()}
+        ap = {r.concept: r.ap_diff for r in result.concepts}
+        vectors = entry.vectors
         lines.append(
             language_markdown(
                 biases, agreements["ap"],
                 LanguageSection(
                     disparity=ap, disparity_name="AP difference (men − women)",
-                    vectors_name=f"{names.get(source, source)} ({vectors['source']})", top=top,
+                    vectors_name=f"{names.get(source, source)} ({vectors.source})", top=top,
                     heading=f"## Experiment 3: language bias ({names.get(source, source)})",
                 ),
             ).rstrip()
@@ -274,20 +295,20 @@ def _language_section(results: Mapping[str, Any], top: int) -> list[str]:
     return lines
 
 
-def _consistency_section(results: Mapping[str, Any], plots: Mapping[str, str]) -> list[str]:
-    consistency = results.get("consistency")
+def _consistency_section(result: ZeroShotResult, plots: Mapping[str, str]) -> list[str]:
+    consistency = result.consistency
     if not consistency:
         return []
-    counts = consistency["counts"]
-    t = consistency["threshold"]
+    counts = required(consistency.counts, "consistency.counts")
+    t = consistency.threshold
     lines = ["## Consistency with a second dataset", ""]
-    if results.get("compare_report"):
-        lines += [f"The second dataset's own report: [{results['compare_report']}]"
-                  f"({results['compare_report']}).", ""]  # fmt: skip
-    if not consistency["concepts"]:
-        return [*lines, f"No concept of this analysis is in `{consistency['other']}` too.", ""]
+    if result.compare_report:
+        lines += [f"The second dataset's own report: [{result.compare_report}]"
+                  f"({result.compare_report}).", ""]  # fmt: skip
+    if not consistency.concepts:
+        return [*lines, f"No concept of this analysis is in `{consistency.other}` too.", ""]
     lines += [
-        f"Against `{consistency['other']}` ({len(consistency['concepts'])} shared concepts): "
+        f"Against `{consistency.other}` ({len(consistency.concepts)} shared concepts): "
         f"green {counts['green']} (same direction, both |difference| > {t:g}), red "
         f"{counts['red']} (opposite directions, both > {t:g}), yellow {counts['yellow']} "
         "(otherwise) (Fig. 3-4).",
@@ -297,61 +318,67 @@ def _consistency_section(results: Mapping[str, Any], plots: Mapping[str, str]) -
         lines += [f"![consistency]({plots['consistency']})", ""]
     lines += table_header(["concept", "this dataset", "other", "colour"], "lrrl")
     order = {"green": 0, "red": 1, "yellow": 2}
-    for r in sorted(consistency["concepts"], key=lambda r: (order[r["colour"]], r["concept"])):
+    for r in sorted(consistency.concepts, key=lambda r: (order[r.colour], r.concept)):
         lines.append(table_row([
-            escape_cell(r["concept"]), _num(r["ap_diff"]), _num(r["other_ap_diff"]), r["colour"]
+            escape_cell(r.concept), _num(r.ap_diff), _num(r.other_ap_diff), r.colour
         ]))  # fmt: skip
     return [*lines, ""]
 
 
-def disparity_markdown(results: Mapping[str, Any], *, top: int = 20) -> str:
-    """The ``report.md`` of a ``disparity.json`` content."""
-    plots = dict(results.get("plots") or {})
-    lines = [f"# Zero-shot disparities by perceived gender: {results['label']}", ""]
-    if results.get("weights_note"):
-        lines += [f"> **{results['weights_note']}**", ""]
-    prompt = results.get("prompt")
+def disparity_markdown(result: ZeroShotResult | Mapping[str, Any], *, top: int = 20) -> str:
+    """The ``report.md`` of a ``disparity.json`` (its typed result, or its JSON object,
+    read into one first)."""
+    if not isinstance(result, ZeroShotResult):
+        result = ZeroShotResult.from_json(dict(result))
+    plots = dict(result.plots or {})
+    lines = [f"# Zero-shot disparities by perceived gender: {result.label}", ""]
+    if result.weights_note:
+        lines += [f"> **{result.weights_note}**", ""]
+    prompt = result.prompt
     if prompt == "{}":
         lines += ["Prompt per concept: the concept's words alone, as in the paper.", ""]
     elif prompt is not None:
         lines += [f"Prompt per concept: `{prompt}` (`{{}}`: the concept's words).", ""]
-    if results.get("predictions_file"):
-        p = results["predictions_file"]
+    if result.predictions_file:
+        p = result.predictions_file
         lines += [
-            f"Predictions: `{p['file']}` ({p['kind']} rows; {p['rows_used']:,} of "
-            f"{p['rows']:,} rows used, {p['unknown_images']:,} images and "
-            f"{p['unknown_concepts']:,} concepts outside the analysis; missing pairs count "
+            f"Predictions: `{p.file}` ({p.kind} rows; {p.rows_used:,} of "
+            f"{p.rows:,} rows used, {p.unknown_images:,} images and "
+            f"{p.unknown_concepts:,} concepts outside the analysis; missing pairs count "
             "as score 0 / no hit).",
             "",
         ]
-    lines += _counts_section(results)
-    lines += _ap_section(results, top, plots)
-    lines += _ece_section(results, top, plots)
-    lines += _language_section(results, top)
-    lines += _consistency_section(results, plots)
+    lines += _counts_section(result)
+    lines += _ap_section(result, top, plots)
+    lines += _ece_section(result, top, plots)
+    lines += _language_section(result, top)
+    lines += _consistency_section(result, plots)
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _plots(results: dict[str, Any], folder: Path, top: int) -> dict[str, list[Path]]:
+def _intervals(rows: Sequence[ConceptDisparity], field: str) -> dict[str, tuple[float, float]]:
+    """Each concept's interval of ``field`` (``ap_diff_ci``, ``ece_diff_ci``) where both
+    bounds are known."""
+    found: dict[str, tuple[float, float]] = {}
+    for r in rows:
+        ci = getattr(r, field)
+        if ci and ci[0] is not None and ci[1] is not None:
+            found[r.concept] = (ci[0], ci[1])
+    return found
+
+
+def _plots(result: ZeroShotResult, folder: Path, top: int) -> dict[str, list[Path]]:
     from contrastkit.evaluators.tasks.zero_shot import plots
 
-    note = results.get("weights_note")
-    label = results["label"]
-    _, language = _language_values(results)
-    rows = results["concepts"]
+    note = result.weights_note
+    label = result.label
+    _, language = _language_values(result)
+    rows = result.concepts
     made: dict[str, list[Path]] = {}
     # a concept in every image of a group has AP 100 there by construction: not drawn
-    noted = [r["concept"] for r in rows if r.get("note")]
-    diffs = {
-        r["concept"]: r["ap_diff"]
-        for r in rows
-        if r["ap_diff"] is not None and r["concept"] not in noted
-    }
-    intervals = {
-        r["concept"]: (r["ap_diff_ci"][0], r["ap_diff_ci"][1])
-        for r in rows
-        if r["ap_diff_ci"] and None not in r["ap_diff_ci"]
-    }
+    noted = [r.concept for r in rows if r.note]
+    diffs = {r.concept: r.ap_diff for r in rows if r.ap_diff is not None and r.concept not in noted}
+    intervals = _intervals(rows, "ap_diff_ci")
     title = f"AP_men - AP_women (points): {label}"
     if noted:
         title += (
@@ -363,19 +390,15 @@ def _plots(results: dict[str, Any], folder: Path, top: int) -> dict[str, list[Pa
         plots.ConceptDifferences(diffs, intervals or None, language or None),
         plots.FigureText(title, note), top=top,
     )  # fmt: skip
-    mapped = results["map"]
-    if mapped["men"] is not None and mapped["women"] is not None:
+    mapped = required(result.map, "map")
+    if mapped.men is not None and mapped.women is not None:
         made["map_by_group"] = plots.plot_group_map(
-            folder / "plots" / "map_by_group", {"men": mapped["men"], "women": mapped["women"]},
+            folder / "plots" / "map_by_group", {"men": mapped.men, "women": mapped.women},
             plots.FigureText(f"mAP per group over {len(rows)} concepts: {label}", note),
         )  # fmt: skip
-    if results["calibration"]["computed"]:
-        ece = {r["concept"]: r["ece_diff"] for r in rows if r.get("ece_diff") is not None}
-        ece_ci = {
-            r["concept"]: (r["ece_diff_ci"][0], r["ece_diff_ci"][1])
-            for r in rows
-            if r.get("ece_diff_ci") and None not in r["ece_diff_ci"]
-        }
+    if required(result.calibration, "calibration").computed:
+        ece = {r.concept: r.ece_diff for r in rows if r.ece_diff is not None}
+        ece_ci = _intervals(rows, "ece_diff_ci")
         made["ece_differences"] = plots.plot_top_differences(
             folder / "plots" / "ece_differences",
             plots.ConceptDifferences(ece, ece_ci or None, language or None),
@@ -385,17 +408,15 @@ def _plots(results: dict[str, Any], folder: Path, top: int) -> dict[str, list[Pa
             ),
             top=top,
         )  # fmt: skip
-    consistency = results.get("consistency")
-    if consistency and consistency["concepts"]:
-        a = {r["concept"]: r["ap_diff"] for r in consistency["concepts"]}
-        b = {r["concept"]: r["other_ap_diff"] for r in consistency["concepts"]}
-        other = consistency.get("other_data") or consistency["other"]
+    consistency = result.consistency
+    if consistency and consistency.concepts:
+        a = {r.concept: r.ap_diff for r in consistency.concepts}
+        b = {r.concept: r.other_ap_diff for r in consistency.concepts}
+        other = consistency.other_data or consistency.other
         made["consistency"] = plots.plot_consistency(
             folder / "plots" / "consistency",
-            plots.ComparedDifferences(
-                a, b, (Path(results["data"]["path"]).name, Path(str(other)).name)
-            ),
-            plots.FigureText(note=note), threshold=consistency["threshold"],
+            plots.ComparedDifferences(a, b, (Path(result.data.path).name, Path(str(other)).name)),
+            plots.FigureText(note=note), threshold=required(consistency.threshold, "threshold"),
         )  # fmt: skip
     return made
 
@@ -413,28 +434,48 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def write_outputs(
-    results: dict[str, Any], folder: Path, *, top: int = 20, plots: bool = True
-) -> dict[str, Path]:
+def write_disparity_files(
+    result: ZeroShotResult, folder: Path, *, top: int = 20, plots: bool = True
+) -> tuple[ZeroShotResult, dict[str, Path]]:
     """Write the plots (unless ``plots`` is off), ``disparity.json`` and ``report.md``
-    into ``folder``; return the files by name (``json``, ``report``, and ``<plot>`` /
-    ``<plot>_svg`` per plot: ``ap_differences``, ``map_by_group``, ``ece_differences``,
-    ``consistency``)."""
+    of ``result`` into ``folder``.
+
+    Returns:
+        The result as written (its ``plots``: each PNG's path relative to ``folder``;
+        NaN and infinities as ``None``, as strict JSON has them), and the files by name
+        (``json``, ``report``, and ``<plot>`` / ``<plot>_svg`` per plot:
+        ``ap_differences``, ``map_by_group``, ``ece_differences``, ``consistency``).
+    """
     folder.mkdir(parents=True, exist_ok=True)
     files: dict[str, Path] = {}
-    made = _plots(results, folder, top) if plots else {}
-    results["plots"] = {}
-    for name, paths in made.items():
+    drawn: dict[str, str] = {}
+    for name, paths in (_plots(result, folder, top) if plots else {}).items():
         for path in paths:
             key = name if path.suffix == ".png" else f"{name}_{path.suffix.lstrip('.')}"
             files[key] = path
             if path.suffix == ".png":
-                results["plots"][name] = path.relative_to(folder).as_posix()
+                drawn[name] = path.relative_to(folder).as_posix()
+    written = with_sections(result, plots=drawn)
+    data = written.to_json()
+    cleaned = _clean(data)
+    if cleaned != data:  # a value strict JSON has no number for: the result as written
+        written = ZeroShotResult.from_json(cleaned)
     files["json"] = folder / "disparity.json"
     files["report"] = folder / "report.md"
-    cleaned = _clean(results)
+    atomic_write_text(files["json"], json.dumps(cleaned, indent=2, allow_nan=False) + "\n")
+    atomic_write_text(files["report"], disparity_markdown(written, top=top))
+    return written, files
+
+
+def write_outputs(
+    results: dict[str, Any], folder: Path, *, top: int = 20, plots: bool = True
+) -> dict[str, Path]:
+    """:func:`write_disparity_files` of a ``disparity.json`` object (read into the typed
+    result first); ``results`` becomes the JSON written (with its ``plots``). Returns the
+    files by name."""
+    written, files = write_disparity_files(
+        ZeroShotResult.from_json(results), folder, top=top, plots=plots
+    )
     results.clear()
-    results.update(cleaned)
-    atomic_write_text(files["json"], json.dumps(results, indent=2, allow_nan=False) + "\n")
-    atomic_write_text(files["report"], disparity_markdown(results, top=top))
+    results.update(written.to_json())
     return files

@@ -103,7 +103,7 @@ def _evaluation(spec: str, done: ZeroShotDisparityResult) -> ModelEvaluation:
     from contrastkit.evaluators.outcome import ModelEvaluation
     from contrastkit.evaluators.tasks.zero_shot.comparison import headline_figures
 
-    typed = ZeroShotResult.from_json(dict(done.results), path=done.files.get("json"))
+    typed = done.result
     summary = {**done.summary, "figures": headline_figures(typed)}
     summary["weights_note"] = typed.weights_note
     return ModelEvaluation(model=spec, folder=done.folder, files=dict(done.files), summary=summary)

@@ -49,6 +49,7 @@ from contrastkit.evaluators.tasks.zero_shot.word_vectors import (
     model_word_vectors,
     require_gensim,
 )
+from contrastkit.results.zero_shot import ConceptLanguageBias, SignAgreement
 from contrastkit.text import format_number, format_p, markdown_table
 
 __all__ = [
@@ -158,6 +159,21 @@ class LanguageBias:
             "missing": list(self.missing),
             "reason": self.reason,
         }
+
+    def node(self) -> ConceptLanguageBias:
+        """As the ``disparity.json`` entry it is written as (:meth:`to_dict`'s keys)."""
+        return ConceptLanguageBias(
+            concept=self.concept, words=self.words, modifier=self.modifier, man=self.man,
+            woman=self.woman, bias=self.bias, missing=self.missing, reason=self.reason,
+        )  # fmt: skip
+
+    @classmethod
+    def of(cls, node: ConceptLanguageBias) -> LanguageBias:
+        """The language bias a ``disparity.json`` entry records."""
+        return cls(
+            node.concept, node.words, node.modifier, node.man, node.woman, node.bias,
+            node.missing, node.reason,
+        )  # fmt: skip
 
 
 def _term_matrix(vectors: WordVectors, terms: Sequence[str], field: str) -> np.ndarray:
@@ -309,6 +325,23 @@ class Agreement:
             "concepts": list(self.concepts),
             "agreeing": list(self.agreeing),
         }
+
+    def node(self) -> SignAgreement:
+        """As the ``disparity.json`` entry it is written as (:meth:`to_dict`'s keys)."""
+        return SignAgreement(
+            n=self.n, agree=self.agree, share=self.share, pearson_r=self.pearson_r,
+            pearson_p=self.pearson_p, spearman_rho=self.spearman_rho,
+            spearman_p=self.spearman_p, reason=self.reason, concepts=self.concepts,
+            agreeing=self.agreeing,
+        )  # fmt: skip
+
+    @classmethod
+    def of(cls, node: SignAgreement) -> Agreement:
+        """The agreement a ``disparity.json`` entry records."""
+        return cls(
+            node.n, node.agree, node.share, node.pearson_r, node.pearson_p, node.spearman_rho,
+            node.spearman_p, node.reason, node.concepts, node.agreeing,
+        )  # fmt: skip
 
 
 def _finite(value: Any) -> float | None:
