@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -148,17 +148,8 @@ class LanguageBias:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: ``concept``, ``words``, ``modifier``, ``man``, ``woman``, ``bias``,
-        ``missing``, ``reason``."""
-        return {
-            "concept": self.concept,
-            "words": list(self.words),
-            "modifier": self.modifier,
-            "man": self.man,
-            "woman": self.woman,
-            "bias": self.bias,
-            "missing": list(self.missing),
-            "reason": self.reason,
-        }
+        ``missing``, ``reason`` (:meth:`node`'s JSON)."""
+        return self.node().to_json()
 
     def node(self) -> ConceptLanguageBias:
         """As the ``disparity.json`` entry it is written as (:meth:`to_dict`'s keys)."""
@@ -312,19 +303,9 @@ class Agreement:
     agreeing: tuple[str, ...] = field(default=(), repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready: the attributes, with ``concepts`` and ``agreeing`` as lists."""
-        return {
-            "n": self.n,
-            "agree": self.agree,
-            "share": self.share,
-            "pearson_r": self.pearson_r,
-            "pearson_p": self.pearson_p,
-            "spearman_rho": self.spearman_rho,
-            "spearman_p": self.spearman_p,
-            "reason": self.reason,
-            "concepts": list(self.concepts),
-            "agreeing": list(self.agreeing),
-        }
+        """JSON-ready: the attributes, with ``concepts`` and ``agreeing`` as lists
+        (:meth:`node`'s JSON)."""
+        return self.node().to_json()
 
     def node(self) -> SignAgreement:
         """As the ``disparity.json`` entry it is written as (:meth:`to_dict`'s keys)."""
@@ -369,28 +350,25 @@ def sign_agreement(
     concepts = tuple(c for c, _, _ in pairs)
     agreeing = tuple(c for c, a, b in pairs if a * b > 0)
     n = len(pairs)
-    base: dict[str, Any] = {
-        "n": n,
-        "agree": len(agreeing),
-        "share": len(agreeing) / n if n else None,
-        "concepts": concepts,
-        "agreeing": agreeing,
-    }
-    none: dict[str, Any] = dict.fromkeys(("pearson_r", "pearson_p", "spearman_rho", "spearman_p"))
+    counted = Agreement(
+        n=n, agree=len(agreeing), share=len(agreeing) / n if n else None, pearson_r=None,
+        pearson_p=None, spearman_rho=None, spearman_p=None, concepts=concepts,
+        agreeing=agreeing,
+    )  # fmt: skip
     if n < 3:
         reason = f"{n} concept(s) with both values: correlations need at least 3"
-        return Agreement(**base, **none, reason=reason)
+        return replace(counted, reason=reason)
     x = np.array([a for _, a, _ in pairs])
     y = np.array([b for _, _, b in pairs])
     if np.ptp(x) == 0 or np.ptp(y) == 0:
         side = "language bias" if np.ptp(x) == 0 else "disparity"
-        return Agreement(**base, **none, reason=f"the {side} is the same for every concept")
+        return replace(counted, reason=f"the {side} is the same for every concept")
     from scipy import stats
 
     pearson = stats.pearsonr(x, y)
     spearman = stats.spearmanr(x, y)
-    return Agreement(
-        **base,
+    return replace(
+        counted,
         pearson_r=float(pearson.statistic),
         pearson_p=float(pearson.pvalue),
         spearman_rho=float(spearman.statistic),
