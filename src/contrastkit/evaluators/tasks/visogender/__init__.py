@@ -6,8 +6,10 @@ queries of Tab. 5), with the analyses of Appendices D, F and G.
 * :mod:`.resolution`, :mod:`.retrieval`, :mod:`.flipped`, :mod:`.multiple_choice` — the
   cases, queries, raw records and summaries of each part;
 * :mod:`.scoring` — scoring a dataset with a model once, raw files kept for resume;
-* :mod:`.benchmark` — its ``benchmark.json`` (Appendix J) from a scored run, read back,
-  and its headline numbers; :mod:`.report` — its markdown reports;
+* :mod:`.benchmark` — the typed result of a scored run
+  (:class:`~contrastkit.results.VisoGenderResult`, ``visogender_result``; its JSON is the
+  ``benchmark.json`` of Appendix J), reading a file back, and its headline numbers;
+  :mod:`.report` — its markdown reports;
 * :mod:`.evaluate` — ``contrastkit evaluate visogender``: one folder per model and a
   comparison of all;
 * :mod:`.resolution_plots`, :mod:`.retrieval_plots`, :mod:`.labour_plots`,
