@@ -10,10 +10,10 @@ what each asks and what its answer is.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import urlparse
 
 from contrastkit.errors import DataFormatError
@@ -28,10 +28,6 @@ from contrastkit.templates import (
     correct_pronoun,
     templates_for,
 )
-
-if TYPE_CHECKING:
-    from contrastkit.evaluators.engine.harness import HarnessQuestion
-    from contrastkit.evaluators.engine.protocol import Item
 
 __all__ = [
     "CONTRAST_QUESTION",
@@ -510,8 +506,50 @@ def probe_set(path: Path, images: ImageFinder, skip_missing: bool) -> QuestionSe
     )
 
 
+class _AskedItem(Protocol):
+    """What the export reads of a task's item (an engine ``Item``; named by its shape:
+    the builders do not import the evaluators)."""
+
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def source(self) -> Path | None: ...
+
+    @property
+    def line(self) -> int | None: ...
+
+    @property
+    def data(self) -> Mapping[str, Any]: ...
+
+    @property
+    def name(self) -> str | None: ...
+
+    @property
+    def group(self) -> str: ...
+
+
+class _AskedQuestion(Protocol):
+    """What the export reads of a task's question (an engine ``HarnessQuestion``)."""
+
+    @property
+    def question(self) -> str: ...
+
+    @property
+    def options(self) -> Mapping[str, str]: ...
+
+    @property
+    def answer(self) -> str: ...
+
+    @property
+    def category(self) -> str: ...
+
+    @property
+    def l2_category(self) -> str: ...
+
+
 def _task_image(
-    item: Item, ref: Any, images: ImageFinder
+    item: _AskedItem, ref: Any, images: ImageFinder
 ) -> tuple[Callable[[], Any] | None, str, str | None]:
     """(loader or ``None``, image id, why not available) of a task question's image: a
     path or URL read as :meth:`ImageFinder.locate` reads it (a relative path from the
@@ -524,7 +562,7 @@ def _task_image(
     return (None, str(ref), why) if file is None else (_const(file), str(file), None)
 
 
-def _task_question(item: Item, question: HarnessQuestion, loader: Callable[[], Any],
+def _task_question(item: _AskedItem, question: _AskedQuestion, loader: Callable[[], Any],
                    image_id: str) -> Question:  # fmt: skip
     return Question(
         row=item.key,

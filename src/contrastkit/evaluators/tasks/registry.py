@@ -169,10 +169,10 @@ BUILT_IN: tuple[Task, ...] = (
         result_tasks=("visogender",),
         options=("images", "network", "visogender", "retrieval", "bootstrap"),
     ),
-    Task(
-        "contrast", "contrast", f"{_E}.contrast_sets:evaluate_contrast_sets",
-        read=f"{_E}.contrast:read_contrast_benchmark",
-        headline=f"{_E}.contrast:contrast_headline",
+    Task(  # its place in the order: the task folder tasks/contrast_sets/ replaces it
+        "contrast", "contrast", f"{_E}.tasks.contrast_sets.task:evaluate_contrast_sets",
+        read=f"{_E}.tasks.contrast_sets.report:read_contrast_benchmark",
+        headline=f"{_E}.tasks.contrast_sets.report:contrast_headline",
         compare=f"{_E}.report.markdown:contrast_comparison_markdown",
         compare_plots=f"{_E}.report.plots:write_contrast_comparison_plots",
         plots_title="original vs balanced vs contrast set", result_tasks=("contrast",),
@@ -271,8 +271,14 @@ def task_row(task: ProtocolTask[Any, Any], source: str = "contrastkit") -> Task:
     def compare(results: Sequence[Any]) -> str:
         return task.compare(results)
 
+    def compare_plots(results: Sequence[Any], folder: Path, stem: str) -> list[Path]:
+        return task.compare_plots(results, folder, stem)
+
+    plotted = task.plots_title is not None
     return Task(
         task.name, task.kind, run, read=read, headline=task.headline, compare=compare,
+        compare_plots=compare_plots if plotted else None,
+        plots_title=task.plots_title or "the models side by side",
         result_tasks=(task.name,), options=task.options, source=source,
         settings=task.settings, protocol=task,
     )  # fmt: skip

@@ -7,3 +7,14 @@ summary over queries and its intervals (:mod:`.outcomes`), the files and reports
 (:mod:`.report`) and the task (:mod:`.task`); its typed result is
 :class:`contrastkit.results.contrast.ContrastResult`.
 """
+
+from contrastkit.evaluators.tasks.contrast_sets.task import (
+    CONTRAST,
+    ContrastSets,
+    ContrastTaskSettings,
+)
+
+__all__ = ["TASK", "ContrastSets", "ContrastTaskSettings"]
+
+#: The task, as the registry finds it.
+TASK = CONTRAST
