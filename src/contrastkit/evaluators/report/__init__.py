@@ -68,6 +68,10 @@ def __getattr__(name: str) -> Any:
     return value
 
 
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
 if TYPE_CHECKING:  # for type checkers: the same names
     from contrastkit.evaluators.report.markdown import comparison_markdown, markdown_report
     from contrastkit.evaluators.report.outputs import write_outputs
