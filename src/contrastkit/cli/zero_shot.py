@@ -215,56 +215,56 @@ def run_zero_shot(
 
 def _json(result: ZeroShotDisparityResult) -> dict[str, Any]:
     return {
-        "label": result.results["label"],
+        "label": result.result.label,
         "folder": str(result.folder),
         "files": {name: str(path) for name, path in result.files.items()},
         "summary": result.summary,
-        "weights_note": result.results["weights_note"],
+        "weights_note": result.result.weights_note,
     }
 
 
 def _print(result: ZeroShotDisparityResult) -> None:
-    r = result.results
-    counts = r["counts"]
-    line = Text.assemble((shown(r["label"]), "bold"))
+    from contrastkit.evaluators.tasks.zero_shot.result import required
+
+    r = result.result
+    counts, mapped = required(r.counts, "counts"), required(r.map, "map")
+    images = counts.images or {}
+    line = Text.assemble((shown(r.label or ""), "bold"))
     line.append(shown(
-        f": {counts['images']['men']:,} images of men, {counts['images']['women']:,} of "
-        f"women, {counts['concepts_kept']:,} concepts -> {result.folder}"
+        f": {images['men']:,} images of men, {images['women']:,} of "
+        f"women, {counts.concepts_kept or 0:,} concepts -> {result.folder}"
     ))  # fmt: skip
     console.print(line, highlight=False)
-    if r["weights_note"]:
-        console.print(plain(f"  random weights: {r['weights_note']}", style="yellow"))
-    cache = r.get("cache")
-    if cache:
-        images, prompts = cache["images"], cache["prompts"]
-        computed = f"{images['computed']:,} images and {prompts['computed']:,} prompts computed"
-        where = result.folder / cache["folder"]
+    if r.weights_note:
+        console.print(plain(f"  random weights: {r.weights_note}", style="yellow"))
+    if r.cache is not None:
+        kept, prompts = r.cache.images, r.cache.prompts
+        computed = f"{kept.computed:,} images and {prompts.computed:,} prompts computed"
+        where = result.folder / r.cache.folder
         console.print(plain(
-            f"  embeddings: {images['reused']:,} images and {prompts['reused']:,} prompts "
+            f"  embeddings: {kept.reused:,} images and {prompts.reused:,} prompts "
             f"reused from {where}; {computed}"
-            if images["reused"] or prompts["reused"]
+            if kept.reused or prompts.reused
             else f"  embeddings: {computed}, kept in {where} for reruns"
         ), highlight=False)  # fmt: skip
-    mapped = r["map"]
     console.print(plain(
-        f"  mAP men {mapped['men']:.1f}, women {mapped['women']:.1f} "
-        f"(difference {mapped['difference']:+.1f} points)"
+        f"  mAP men {mapped.men:.1f}, women {mapped.women:.1f} "
+        f"(difference {mapped.difference:+.1f} points)"
     ), highlight=False)  # fmt: skip
     top = ", ".join(
-        f"{c['concept']} {c['ap_diff']:+.1f}" for c in r["concepts"][:5] if c["ap_diff"] is not None
+        f"{c.concept} {c.ap_diff:+.1f}" for c in r.concepts[:5] if c.ap_diff is not None
     )
     console.print(plain(f"  largest AP_men - AP_women: {top}"), highlight=False)
-    calibration = r["calibration"]
-    if not calibration["computed"]:
+    if not required(r.calibration, "calibration").computed:
         console.print(plain("  ECE not computed (see report.md: the scores are not "
                             "probabilities)"), highlight=False)  # fmt: skip
-    consistency = r.get("consistency")
-    if consistency:
-        c = consistency["counts"]
+    consistency = r.consistency
+    if consistency is not None:
+        c = consistency.counts or {}
         text = (
             f"green {c['green']}, red {c['red']}, yellow {c['yellow']}"
-            if consistency["concepts"]
+            if consistency.concepts
             else "no concept in both datasets"
         )
-        console.print(plain(f"  consistency with {consistency['other']}: {text}"), highlight=False)
+        console.print(plain(f"  consistency with {consistency.other}: {text}"), highlight=False)
     console.print(plain(f"  report: {result.files['report']}"), highlight=False)
