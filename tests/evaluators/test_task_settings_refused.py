@@ -24,3 +24,16 @@ def test_decisions_refuses_another_tasks_settings_before_any_model_loads(tmp_pat
     with pytest.raises(ConfigError, match="task_settings: task decisions has no settings"):
         evaluate(config)
     assert not out.exists() or not any(out.iterdir())
+
+
+def test_visogender_refuses_another_tasks_settings_before_any_model_loads(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "out"
+    config = EvaluateConfig(
+        data=("visogender",), models=("open_clip:no-such/model",), out=out,
+        task="visogender", task_settings=GenderedWordsSettings(), fetch=False,
+    )  # fmt: skip
+    with pytest.raises(ConfigError, match="task_settings: task visogender has no settings"):
+        evaluate(config)
+    assert not out.exists() or not any(out.iterdir())

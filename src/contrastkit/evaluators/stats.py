@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 
 from contrastkit.evaluators.metrics import retrieval_metrics_batch, summarize
-from contrastkit.evaluators.tasks.resolution import MAIN_TEMPLATES, SPLITS
-from contrastkit.evaluators.tasks.retrieval import CONTEXT_SECTIONS, by_query
+from contrastkit.evaluators.tasks.visogender.resolution import MAIN_TEMPLATES, SPLITS
+from contrastkit.evaluators.tasks.visogender.retrieval import CONTEXT_SECTIONS, by_query
 from contrastkit.taxonomy import LaborShare, labor_shares  # moved to the shared layer; kept here
 
 __all__ = [

@@ -60,7 +60,7 @@ def _visogender_records(
 ) -> list[dict[str, Any]]:
     """One-hot resolution records (the evaluator's raw format) of the answered items."""
     from contrastkit.evaluators.data import EvalItem
-    from contrastkit.evaluators.tasks.resolution import ResolutionCase, case_record
+    from contrastkit.evaluators.tasks.visogender.resolution import ResolutionCase, case_record
     from contrastkit.schema import Context, Gender, VisoGenderRow
     from contrastkit.templates import Template, correct_pronoun
 
@@ -127,7 +127,7 @@ def visogender_outputs(
     from contrastkit.evaluators.report.outputs import write_outputs
     from contrastkit.evaluators.report.results import benchmark, jsonable
     from contrastkit.evaluators.runner import EvalConfig, ScoredRun
-    from contrastkit.evaluators.tasks.resolution import summarize_resolution
+    from contrastkit.evaluators.tasks.visogender.resolution import summarize_resolution
 
     by_split = _records_by_split(
         key, config, lambda items: _visogender_records(items, chosen, model, config.export)

@@ -161,10 +161,10 @@ _E = "contrastkit.evaluators"
 #: The built-in tasks, in the order a comparison shows them.
 BUILT_IN: tuple[Task, ...] = (
     Task(
-        "visogender", "visogender", f"{_E}.visogender:evaluate_visogender",
-        read=f"{_E}.report.results:read_visogender_benchmark",
-        headline=f"{_E}.report.results:headline",
-        compare=f"{_E}.report.markdown:comparison_markdown",
+        "visogender", "visogender", f"{_E}.tasks.visogender.evaluate:evaluate_visogender",
+        read=f"{_E}.tasks.visogender.benchmark:read_visogender_benchmark",
+        headline=f"{_E}.tasks.visogender.benchmark:headline",
+        compare=f"{_E}.tasks.visogender.report:comparison_markdown",
         compare_plots=f"{_E}.report.plots:write_comparison_plots",
         result_tasks=("visogender",),
         options=("images", "network", "visogender", "retrieval", "bootstrap"),

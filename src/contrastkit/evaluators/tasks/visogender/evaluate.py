@@ -34,8 +34,15 @@ __all__ = ["evaluate_visogender"]
 def evaluate_visogender(
     config: EvaluateConfig, paths: tuple[Path, ...], progress: ProgressFactory | None
 ) -> EvaluateResult:
-    """VisoGender resolution and retrieval: one folder per model, a comparison of all."""
+    """VisoGender resolution and retrieval: one folder per model, a comparison of all.
+
+    Raises:
+        ConfigError: ``config.task_settings`` given (VisoGender's settings are
+            ``config.settings``), or a model that cannot run the task (before any
+            loads).
+    """
     from contrastkit.evaluators.data import load_items
+    from contrastkit.evaluators.evaluation import no_task_settings
     from contrastkit.evaluators.report.outputs import write_outputs
     from contrastkit.evaluators.report.plots import write_comparison_plots
     from contrastkit.evaluators.tasks.visogender.benchmark import headline, visogender_result
@@ -43,6 +50,7 @@ def evaluate_visogender(
     from contrastkit.evaluators.tasks.visogender.scoring import ImageBatches, score_dataset
     from contrastkit.models import load_model
 
+    no_task_settings(config, "visogender")
     settings = config.settings
     for spec in config.models:
         if refusal := answers_only(spec, "VisoGender's resolution or retrieval"):
