@@ -207,7 +207,7 @@ def test_a_harness_question_is_checked_when_made() -> None:
 def test_the_builders_name_the_engine_function_that_gives_a_tasks_questions() -> None:
     """The export reaches the task registry by an import path (the layer contract keeps
     builders and evaluators apart): it must import, and be the engine's function."""
-    from contrastkit.builders.harness_questions import TASK_QUESTIONS
+    from contrastkit.builders.harness_task_questions import TASK_QUESTIONS
     from contrastkit.evaluators.engine.harness import task_questions
     from contrastkit.plugins import resolve
 

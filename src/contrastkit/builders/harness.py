@@ -96,11 +96,11 @@ from contrastkit.builders.harness_questions import (
     contrast_set,
     decision_set,
     probe_set,
-    task_set,
     visogender_question,
     visogender_set,
 )
 from contrastkit.builders.harness_tables import JPEG_QUALITY, key_items, write_parquet, write_tsv
+from contrastkit.builders.harness_task_questions import task_set
 from contrastkit.builders.harness_yaml import LMMS_POST_PROMPT, dump_yaml, task_config
 from contrastkit.config import require
 from contrastkit.errors import ConfigError, DataFormatError, StateError
@@ -266,7 +266,7 @@ _BUILT_IN_KINDS = ("visogender", "contrast", "stereotype")
 def _load_set(config: HarnessExportConfig) -> QuestionSet:
     """The questions of ``config.source``, by its kind (the bundled sets: VisoGender);
     data of another kind, by the registered task with the harness hooks that reads it
-    (:func:`~contrastkit.builders.harness_questions.task_set`)."""
+    (:func:`~contrastkit.builders.harness_task_questions.task_set`)."""
     images = ImageFinder(image_store_for(config.store, bundled=config.bundled))
     skip_missing = config.bundled if config.skip_missing is None else config.skip_missing
     sources = config.paths
