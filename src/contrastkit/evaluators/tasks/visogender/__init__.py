@@ -5,6 +5,7 @@ queries of Tab. 5), with the analyses of Appendices D, F and G.
 
 * :mod:`.resolution`, :mod:`.retrieval`, :mod:`.flipped`, :mod:`.multiple_choice` — the
   cases, queries, raw records and summaries of each part;
+* :mod:`.settings` — :class:`~.settings.EvalConfig`, what the run computes;
 * :mod:`.scoring` — scoring a dataset with a model once, raw files kept for resume;
 * :mod:`.benchmark` — the typed result of a scored run
   (:class:`~contrastkit.results.VisoGenderResult`, ``visogender_result``; its JSON is the

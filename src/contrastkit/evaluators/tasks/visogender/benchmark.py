@@ -64,7 +64,7 @@ from contrastkit.results.visogender import (
 )
 
 if TYPE_CHECKING:
-    from contrastkit.evaluators.runner import EvalConfig
+    from contrastkit.evaluators.tasks.visogender.settings import EvalConfig
 
 __all__ = [
     "benchmark",

@@ -55,7 +55,7 @@ from contrastkit.io import atomic_write_text
 from contrastkit.schema import Gender
 
 if TYPE_CHECKING:
-    from contrastkit.evaluators.runner import EvalConfig
+    from contrastkit.evaluators.tasks.visogender.settings import EvalConfig
     from contrastkit.pipeline import DecodeFailure
 
 __all__ = [
