@@ -325,8 +325,11 @@ class Task(Generic[_S, _R]):
     stamps none of its fields, and :meth:`aggregate` fills them from the
     :class:`RunContext`. The optional hooks :meth:`refusal`, :meth:`report`,
     :meth:`summary`, :meth:`file_names`, :meth:`settings_of`, :meth:`score_in`,
-    :meth:`raw_text`, :meth:`benchmark_text`, :meth:`scored`, :meth:`files` and
-    :meth:`compare_plots` keep the engine's defaults unless a task overrides them.
+    :meth:`raw_text`, :meth:`benchmark_text`, :meth:`scored`, :meth:`files`,
+    :meth:`compare_plots`, and the hooks that read a run's records besides its result
+    (:meth:`scored_from`, :meth:`skipped`, :meth:`figures_from`: for a task whose
+    result does not keep all its records say) keep the engine's defaults unless a task
+    overrides them.
 
     Further class attributes, for tasks whose data or records are not one item each:
 
@@ -472,6 +475,29 @@ class Task(Generic[_S, _R]):
         earlier one (``scored_images``, ``reused_records``); ``None``: the engine's
         counts of items."""
         return None
+
+    def scored_from(
+        self, result: _R, records: Sequence[Mapping[str, Any]]
+    ) -> tuple[int, int] | None:
+        """What a model's evaluation reports as scored and reused, read from the run's
+        ``records`` as well as its result (a task that counts its own reuse inside a
+        record, which its result does not keep); :meth:`scored` by default."""
+        return self.scored(result)
+
+    def skipped(self, result: _R, records: Sequence[Mapping[str, Any]]) -> Sequence[str]:
+        """Notes of what a model's run left out or did not reuse, and why
+        (``ModelEvaluation.skipped``: the console prints them), from its result and its
+        ``records``; none by default."""
+        return ()
+
+    def figures_from(
+        self, result: _R, records: Sequence[Mapping[str, Any]]
+    ) -> Mapping[str, Figure]:
+        """The figures of a model's run (:meth:`figures`), for a task whose figures
+        need the run's ``records`` too (a distribution of per-item values the result
+        only summarises); :meth:`figures` of the result by default. Not called when a
+        result is written without its run (a harness's answers read back)."""
+        return self.figures(result)
 
     def files(self, result: _R, folder: Path) -> Mapping[str, Path]:
         """Files the task keeps in a model's ``folder`` beside the engine's (a score

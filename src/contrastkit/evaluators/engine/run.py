@@ -13,6 +13,13 @@ and path, in ``OUT/MODEL/NAME/`` when several paths are given, each model loaded
 for all of them; a task that keeps no records (``keeps_records = False``: its item is a
 whole data set, scored at once) has every item scored on every run and its raw file
 written from :meth:`~contrastkit.evaluators.engine.protocol.Task.raw_text`.
+
+Besides its result, a model's records reach three hooks, for a task whose result does
+not keep all of them: what the evaluation reports as scored and reused
+(:meth:`~contrastkit.evaluators.engine.protocol.Task.scored_from`), its notes of what
+was left out or not reused (:meth:`~contrastkit.evaluators.engine.protocol.Task.
+skipped`) and its figures (:meth:`~contrastkit.evaluators.engine.protocol.Task.
+figures_from`); each defaults to what the result alone gives.
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ from contrastkit.io import atomic_write_text
 from contrastkit.results.base import Result
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
     from PIL import Image
 
     from contrastkit.evaluators.outcome import EvaluateResult, ModelEvaluation
@@ -290,12 +298,19 @@ def _skipped_line(row: Any) -> str:
 
 
 def write_outputs(
-    task: Task[Any, Any], result: Result, folder: Path, raw: str | None = None
+    task: Task[Any, Any],
+    result: Result,
+    folder: Path,
+    raw: str | None = None,
+    figures: Mapping[str, Figure] | None = None,
 ) -> dict[str, Path]:
     """Write a model's ``benchmark.json``, figures and ``report.md`` (each atomically)
     into ``folder``, and its raw file's text ``raw`` when given (a task that keeps no
     records); return them by name with the raw file and the task's own files
-    (:meth:`~contrastkit.evaluators.engine.protocol.Task.files`)."""
+    (:meth:`~contrastkit.evaluators.engine.protocol.Task.files`). ``figures``: the
+    figures to save (those of the run, :meth:`~contrastkit.evaluators.engine.protocol.
+    Task.figures_from`); ``None``: the result's
+    (:meth:`~contrastkit.evaluators.engine.protocol.Task.figures`)."""
     from contrastkit.evaluators.report.figures import save_formats
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -304,7 +319,7 @@ def write_outputs(
         atomic_write_text(files["raw"], raw)
     data = _checked_json(task, result, files["benchmark"])
     plots: list[Path] = []
-    for stem, figure in task.figures(result).items():
+    for stem, figure in (task.figures(result) if figures is None else figures).items():
         written = save_formats(figure, folder / "plots" / stem)
         plots += written
         files.update({f"plot_{stem}_{p.suffix[1:]}": p for p in written})
@@ -364,9 +379,8 @@ def _evaluate_model(
                      tuple(data_labels(data.paths)), images.skipped_rows,
                      images.skip_missing)  # fmt: skip
     result = _stamped(task, task.aggregate(records, ctx), ctx, ctx.data)
-    files = write_outputs(
-        task, result, folder, None if task.keeps_records else task.raw_text(records)
-    )
+    raw = None if task.keeps_records else task.raw_text(records)
+    files = write_outputs(task, result, folder, raw, task.figures_from(result, records))
     if rescored:
         warnings.warn(
             f"{folder / task.raw_file}: {rescored} records of {spec} were scored under other "
@@ -374,10 +388,11 @@ def _evaluate_model(
             stacklevel=2,
         )
     summary = task.summary(result)
-    scored, reused = task.scored(result) or (len(data.items) - reused, reused)
+    scored, reused = task.scored_from(result, records) or (len(data.items) - reused, reused)
     evaluation = ModelEvaluation(
         model=spec, folder=folder, files=files, scored_images=scored, reused_records=reused,
         data=str(data.paths[0]) if task.per_data else None, skipped_rows=images.skipped_rows,
+        skipped=tuple(task.skipped(result, records)),
         summary=console_summary(task.headline(result)) if summary is None else summary,
     )  # fmt: skip
     return evaluation, result

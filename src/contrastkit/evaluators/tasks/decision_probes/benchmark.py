@@ -46,10 +46,12 @@ __all__ = [
     "DecisionFigureSections",
     "DecisionsRun",
     "answer_warnings",
+    "benchmark_text",
     "decisions_benchmark",
     "decisions_result",
     "figure_sections",
     "finite_json",
+    "raw_lines",
     "write_decisions_files",
     "write_decisions_outputs",
 ]
@@ -365,9 +367,12 @@ def finite_json(value: Any) -> Any:
     return value
 
 
-def _raw_lines(
+def raw_lines(
     answers: Mapping[str, Sequence[PairedAnswer]], records: Sequence[Mapping[str, Any]] | None
 ) -> str:
+    """The text of ``raw_decisions.jsonl``: ``records`` (the keyed records of
+    :func:`~contrastkit.evaluators.tasks.decision_probes.asking.decide`), one JSON line
+    each, or when none are given each paired answer of ``answers`` with its mode."""
     if records is None:
         records = [
             finite_json({"mode": mode, **asdict(pair)})
@@ -375,6 +380,11 @@ def _raw_lines(
             for pair in paired
         ]
     return "".join(json.dumps(record) + "\n" for record in records)
+
+
+def benchmark_text(result: DecisionsResult) -> str:
+    """The text of a decisions ``benchmark.json`` (non-finite numbers as ``null``)."""
+    return json.dumps(finite_json(result.to_json()), indent=2) + "\n"
 
 
 def write_decisions_files(
@@ -396,10 +406,8 @@ def write_decisions_files(
         "benchmark": folder / "benchmark.json",
         "report": folder / "report.md",
     }
-    atomic_write_text(paths["raw"], _raw_lines(answers, records))
-    atomic_write_text(
-        paths["benchmark"], json.dumps(finite_json(result.to_json()), indent=2) + "\n"
-    )
+    atomic_write_text(paths["raw"], raw_lines(answers, records))
+    atomic_write_text(paths["benchmark"], benchmark_text(result))
     atomic_write_text(paths["report"], decisions_markdown(result))
     plots = folder / "plots"
     for name, figure in (

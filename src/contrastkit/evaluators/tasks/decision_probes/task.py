@@ -50,11 +50,20 @@ the answers whose key is unchanged and asks again the others), ``benchmark.json`
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from contrastkit.errors import ConfigError, DataFormatError
-from contrastkit.evaluators.evaluation import EvaluateConfig, EvaluateResult, ModelEvaluation
-from contrastkit.evaluators.report.results import model_slug
+from contrastkit.errors import DataFormatError
+from contrastkit.evaluators.engine.protocol import (
+    Item,
+    RunConfig,
+    RunContext,
+    ScoreContext,
+    Task,
+    TaskSettings,
+)
 from contrastkit.evaluators.tasks.decision_probes.answers import parse_answer, parse_number
 from contrastkit.evaluators.tasks.decision_probes.asking import (
     MODES,
@@ -67,8 +76,10 @@ from contrastkit.evaluators.tasks.decision_probes.asking import (
 from contrastkit.evaluators.tasks.decision_probes.benchmark import (
     RAW_FILE,
     DecisionsRun,
+    benchmark_text,
     decisions_benchmark,
     decisions_result,
+    raw_lines,
     write_decisions_files,
     write_decisions_outputs,
 )
@@ -80,16 +91,26 @@ from contrastkit.evaluators.tasks.decision_probes.report import (
     decisions_markdown,
     read_decisions_benchmark,
 )
-from contrastkit.interfaces import ProgressFactory, progress_stage
+from contrastkit.results.decisions import DecisionsResult
 from contrastkit.templates import DECISION_KINDS as KINDS
 from contrastkit.templates import Prompt, Questions, load_questions
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+    from PIL import Image
+
+    from contrastkit.evaluators.evaluation import EvaluateConfig, EvaluateResult
+    from contrastkit.interfaces import ProgressFactory
+
 __all__ = [
+    "DECISIONS",
     "DECISION_SCORING",
     "KINDS",
     "RAW_FILE",
     "TASK",
     "Decided",
+    "DecisionProbes",
+    "DecisionSettings",
     "DecisionsRun",
     "Probes",
     "Prompt",
@@ -116,71 +137,198 @@ __all__ = [
 DECISION_SCORING = ("both", "logprob", "generate")
 
 
+@dataclass(frozen=True)
+class DecisionSettings(TaskSettings):
+    """What a decisions run is asked for. The task has no options of its own: these are
+    the shared option group ``decisions`` (``--decision-scoring``, ``--questions``:
+    ``EvaluateConfig.decision_scoring`` and ``EvaluateConfig.questions``), read by
+    :meth:`DecisionProbes.settings_of`.
+
+    Attributes:
+        scoring: ``both``, ``logprob`` or ``generate`` (:data:`DECISION_SCORING`).
+        questions: the question templates (YAML); ``None``: the bundled ones.
+    """
+
+    scoring: str = "both"
+    questions: Path | None = None
+
+    @property
+    def modes(self) -> tuple[str, ...]:
+        """The scoring modes asked, in order."""
+        return MODES if self.scoring == "both" else (self.scoring,)
+
+
+class _SharedOptions(Protocol):
+    """What :meth:`DecisionProbes.settings_of` reads of an
+    :class:`~contrastkit.evaluators.evaluation.EvaluateConfig`."""
+
+    @property
+    def decision_scoring(self) -> str: ...
+
+    @property
+    def questions(self) -> Path | None: ...
+
+
+class DecisionProbes(Task[DecisionSettings, DecisionsResult]):
+    """Counterfactual decision probes of generative VLMs on contrast sets (the module
+    docstring). Each contrast set is one item, asked as a whole by :func:`decide`, which
+    keeps and reuses the paired answers in ``raw_decisions.jsonl`` itself (each under a
+    key of everything it depends on), so the engine keeps no records of its own
+    (``keeps_records = False``); one result per model and set (``per_data``)."""
+
+    name = TASK
+    kind = "contrast"
+    capabilities = frozenset({"answers"})
+    settings = TaskSettings  # no options of its own (DecisionSettings' docstring)
+    result = DecisionsResult
+    example_model = "vlm:llava-hf/llava-interleave-qwen-0.5b-hf"
+    scoring_settings = ()
+    options = ("decisions", "bootstrap")
+    per_data = True
+    keeps_records = False
+    compares_on_evaluate = False
+
+    def settings_of(self, config: RunConfig) -> DecisionSettings:
+        from contrastkit.evaluators.evaluation import no_task_settings
+
+        no_task_settings(cast("EvaluateConfig", config), self.name)
+        shared = cast("_SharedOptions", config)
+        return DecisionSettings(scoring=shared.decision_scoring, questions=shared.questions)
+
+    def refusal(self, model: str, lacking: Sequence[str]) -> str:
+        return (
+            f"models: {model} does not answer questions; --task decisions takes "
+            "generative VLMs (vlm:)"
+        )
+
+    def items(
+        self, paths: Sequence[Path], settings: DecisionSettings, split: str | None
+    ) -> Iterable[Item]:
+        """Each contrast set as one item: its sources with both versions, what was left
+        out, and the question templates they are asked.
+
+        Raises:
+            DataFormatError: templates that do not read, a set with no source that has
+                both versions.
+        """
+        from contrastkit.evaluators.tasks.contrast_sets.data import load_contrast
+
+        questions = load_questions(settings.questions)
+        found = []
+        for path in paths:
+            sources, left_out = contrast_sources(load_contrast(path, split=split))
+            if not sources:
+                raise DataFormatError(path, None, "gender", "no source has both versions")
+            data = {"sources": sources, "left_out": left_out, "questions": questions}
+            found.append(Item(str(path), {}, data, source=path))
+        return found
+
+    def score_in(
+        self,
+        model: Any,
+        items: Sequence[Item],
+        images: Sequence[Mapping[str, Image.Image]],
+        context: ScoreContext[DecisionSettings],
+    ) -> list[Mapping[str, Any]]:
+        probes = [Probes(item.data["questions"], context.settings.modes) for item in items]
+        raw = context.folder / RAW_FILE
+        return [
+            {"decided": decide(item.data["sources"], model, ask, context.progress, raw_path=raw)}
+            for item, ask in zip(items, probes, strict=True)
+        ]
+
+    def aggregate(
+        self, records: Sequence[Mapping[str, Any]], context: RunContext[DecisionSettings]
+    ) -> DecisionsResult:
+        [item] = context.items  # one set per result (per_data)
+        boot = context.bootstrap
+        run = DecisionsRun(
+            model=context.model, data=str(item.source), left_out=item.data["left_out"],
+            resamples=boot.resamples, confidence=boot.confidence, seed=boot.seed,
+        )  # fmt: skip
+        return decisions_result(_decided(records).answers, item.data["questions"], run)
+
+    def raw_text(self, records: Sequence[Mapping[str, Any]]) -> str:
+        decided = _decided(records)
+        return raw_lines(decided.answers, decided.records)
+
+    def benchmark_text(self, result: DecisionsResult) -> str:
+        return benchmark_text(result)
+
+    def render(self, result: DecisionsResult) -> str:
+        return decisions_markdown(result)
+
+    def report(self, result: DecisionsResult, figures: Sequence[Path]) -> str:
+        return self.render(result)  # the report as it always was: its own plot links
+
+    def figures(self, result: DecisionsResult) -> Mapping[str, Figure]:
+        return self.figures_from(result, ())
+
+    def figures_from(
+        self, result: DecisionsResult, records: Sequence[Mapping[str, Any]]
+    ) -> Mapping[str, Figure]:
+        answers = _decided(records).answers if records else {}
+        return {"decision_flips": flip_figure(result), "decision_gaps": gap_figure(result, answers)}
+
+    def file_names(self) -> Mapping[str, str]:
+        return {
+            f"plot_{stem}_{suffix}": stem if suffix == "png" else f"{stem}_svg"
+            for stem in ("decision_flips", "decision_gaps")
+            for suffix in ("png", "svg")
+        }
+
+    def scored_from(
+        self, result: DecisionsResult, records: Sequence[Mapping[str, Any]]
+    ) -> tuple[int, int]:
+        decided = _decided(records)
+        return 2 * decided.asked_sources, decided.reused
+
+    def skipped(self, result: DecisionsResult, records: Sequence[Mapping[str, Any]]) -> list[str]:
+        stale = _decided(records).stale
+        if not stale:
+            return []
+        return [
+            f"{stale} earlier answers in {RAW_FILE} not reused (their images, question text, "
+            "scoring or decoding settings changed, or their source is gone); what is wanted "
+            "was asked again"
+        ]
+
+    def summary(self, result: DecisionsResult) -> Mapping[str, Any]:
+        return decisions_headline(result)  # what evaluate --json prints, as it always was
+
+    def headline(self, result: DecisionsResult) -> dict[str, Any]:
+        return decisions_headline(result)
+
+    def compare(self, results: Sequence[DecisionsResult]) -> str:
+        return decisions_comparison_markdown(results)
+
+
+def _decided(records: Sequence[Mapping[str, Any]]) -> Decided:
+    """The answers of a run's one record (one contrast set per result)."""
+    [record] = records
+    decided: Decided = record["decided"]
+    return decided
+
+
+#: The decisions task.
+DECISIONS = DecisionProbes()
+
+
 def evaluate_decisions(
     config: EvaluateConfig, paths: tuple[Path, ...], progress: ProgressFactory | None
 ) -> EvaluateResult:
-    """The ``decisions`` task (module docstring): every model that answers questions
-    (the ``answers`` capability: ``vlm:``) on every contrast set; one folder per model
-    (and data folder, when several).
+    """The ``decisions`` task (module docstring), run by the engine
+    (:func:`~contrastkit.evaluators.engine.run.run_task` of :data:`DECISIONS`): every
+    model that answers questions (the ``answers`` capability: ``vlm:``) on every
+    contrast set; one folder per model (and data folder, when several).
 
     Raises:
-        ConfigError: a model without the ``answers`` capability (before anything
-            loads), or contrast sets that share a folder name.
+        ConfigError: task settings given (the task has none of its own), a model
+            without the ``answers`` capability (before anything loads), or contrast sets
+            that share a folder name.
         DataFormatError: templates that do not read, a set with no source that has both
             versions.
     """
-    from contrastkit.evaluators.evaluation import no_task_settings
-    from contrastkit.evaluators.tasks.contrast_sets.data import load_contrast
-    from contrastkit.models import load_model
-    from contrastkit.models.registry import parse_spec
+    from contrastkit.evaluators.engine.run import run_task
 
-    no_task_settings(config, "decisions")
-    for spec in config.models:
-        if "answers" not in parse_spec(spec).capabilities:
-            raise ConfigError(
-                f"models: {spec} does not answer questions; --task decisions takes "
-                "generative VLMs (vlm:)"
-            )
-    names = [path.name for path in paths]
-    if len(set(names)) < len(names):
-        raise ConfigError(f"data: contrast sets need distinct folder names, not {names}")
-    questions = load_questions(config.questions)
-    modes = MODES if config.decision_scoring == "both" else (config.decision_scoring,)
-    probes = Probes(questions, modes)
-    sets = []
-    for path in paths:
-        sources, left_out = contrast_sources(load_contrast(path, split=config.split))
-        if not sources:
-            raise DataFormatError(path, None, "gender", "no source has both versions")
-        sets.append((path, sources, left_out))
-    evaluations = []
-    settings = config.settings
-    for spec in config.models:
-        model = load_model(spec, config.model)
-        for path, sources, left_out in sets:
-            folder = config.out / model_slug(spec)
-            folder = folder / path.name if len(paths) > 1 else folder
-            with progress_stage(progress, f"asking {spec}", len(sources)) as update:
-                decided = decide(
-                    sources, model, probes, update,  # type: ignore[arg-type]
-                    raw_path=folder / RAW_FILE,
-                )  # fmt: skip
-            run = DecisionsRun(
-                model=spec, data=str(path), left_out=left_out, resamples=settings.bootstrap,
-                confidence=settings.confidence, seed=settings.seed,
-            )  # fmt: skip
-            result = decisions_result(decided.answers, questions, run)
-            files = write_decisions_files(result, decided.answers, folder, records=decided.records)
-            stale = (
-                (f"{decided.stale} earlier answers in {RAW_FILE} not reused (their images, "
-                 "question text, scoring or decoding settings changed, or their source is "
-                 "gone); what is wanted was asked again",)
-                if decided.stale else ()
-            )  # fmt: skip
-            evaluations.append(ModelEvaluation(
-                model=spec, folder=folder, files=files, data=str(path),
-                scored_images=2 * decided.asked_sources, reused_records=decided.reused,
-                skipped=stale, summary=decisions_headline(result),
-            ))  # fmt: skip
-        del model
-    return EvaluateResult(TASK, paths, tuple(evaluations))
+    return run_task(DECISIONS, config, paths, progress)
