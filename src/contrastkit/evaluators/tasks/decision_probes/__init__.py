@@ -6,6 +6,17 @@ The decisions task's folder: the figures as pure functions of the paired answers
 asked about both versions of every source, with the raw answers reused on a rerun
 (:mod:`.asking`), the figures of ``benchmark.json`` and the files of one model
 (:mod:`.benchmark`), the reports (:mod:`.report`), the plots (:mod:`.plots`) and the
-task (:mod:`.task`, its own loop for now); its typed result is
+task on the engine (:mod:`.task`); its typed result is
 :class:`contrastkit.results.decisions.DecisionsResult`.
 """
+
+from contrastkit.evaluators.tasks.decision_probes.task import (
+    DECISIONS,
+    DecisionProbes,
+    DecisionSettings,
+)
+
+__all__ = ["TASK", "DecisionProbes", "DecisionSettings"]
+
+#: The task, as the registry finds it.
+TASK = DECISIONS

@@ -181,7 +181,7 @@ class DecisionProbes(Task[DecisionSettings, DecisionsResult]):
     capabilities = frozenset({"answers"})
     settings = TaskSettings  # no options of its own (DecisionSettings' docstring)
     result = DecisionsResult
-    example_model = "vlm:llava-hf/llava-interleave-qwen-0.5b-hf"
+    example_model = "vlm:llava-hf/llava-1.5-7b-hf"
     scoring_settings = ()
     options = ("decisions", "bootstrap")
     per_data = True
