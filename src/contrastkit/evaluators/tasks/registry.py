@@ -178,7 +178,7 @@ BUILT_IN: tuple[Task, ...] = (
         plots_title="original vs balanced vs contrast set", result_tasks=("contrast",),
         options=("contrast", "retrieval", "bootstrap"),
     ),
-    Task(
+    Task(  # its place in the order: the task folder tasks/decision_probes/ replaces it
         "decisions", "contrast", f"{_E}.tasks.decision_probes.task:evaluate_decisions",
         read=f"{_E}.tasks.decision_probes.report:read_decisions_benchmark",
         headline=f"{_E}.tasks.decision_probes.report:decisions_headline",
