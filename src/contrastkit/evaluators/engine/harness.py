@@ -188,14 +188,6 @@ def task_questions(
     return task.name, found
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, Path):
-        return str(value)
-    if isinstance(value, tuple):
-        return [_plain(v) for v in value]
-    return value
-
-
 def answer_records(
     task: Task[Any, Any], answered: Sequence[tuple[Item, str]], model: str
 ) -> list[dict[str, Any]]:
@@ -245,10 +237,7 @@ def aggregate_answers(
         "task": task.name, "model": context.model, "data": tuple(context.data),
         "items": len(context.items), "contrastkit_version": __version__,
         "bootstrap": boot.resamples, "confidence": boot.confidence, "seed": boot.seed,
-        "settings": {
-            spec.name: _plain(getattr(settings, spec.name))
-            for spec in dataclasses.fields(settings)
-        },
+        "settings": settings.as_json(),
         "random_weights": stamp.get("weights_note") is not None, **stamp,
     }  # fmt: skip
     return dataclasses.replace(result, **fields)

@@ -121,6 +121,13 @@ class TaskSettings:
     ``__post_init__`` (raising :class:`~contrastkit.errors.ConfigError` naming the
     field)."""
 
+    def as_json(self) -> dict[str, Any]:
+        """The values by field name, JSON-ready (paths as strings, tuples as lists):
+        what a result records as its ``settings``."""
+        return {
+            spec.name: _json_value(getattr(self, spec.name)) for spec in dataclasses.fields(self)
+        }
+
     def fingerprint(self, names: Sequence[str] | None = None) -> str:
         """A short digest of the values of ``names`` (default: every field): what a raw
         record stores so that a record scored under other settings is never reused."""
@@ -131,6 +138,14 @@ class TaskSettings:
         }
         text = json.dumps(values, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, tuple):
+        return [_json_value(v) for v in value]
+    return value
 
 
 def settings_fields(cls: type[TaskSettings]) -> list[tuple[dataclasses.Field[Any], Any, str]]:

@@ -232,10 +232,7 @@ def _stamped(
         return result
     note = weights_note(context.model)
     boot = context.bootstrap
-    settings = {
-        spec.name: _plain(getattr(context.settings, spec.name))
-        for spec in dataclasses.fields(context.settings)
-    }
+    settings = context.settings.as_json()
     return dataclasses.replace(
         result, task=task.name, model=context.model, data=tuple(data),
         items=len(context.items), random_weights=note is not None, weights_note=note,
@@ -243,14 +240,6 @@ def _stamped(
         confidence=boot.confidence, seed=boot.seed, settings=settings,
         skipped_rows=tuple(row.to_dict() for row in context.skipped_rows),
     )  # fmt: skip
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Path):
-        return str(value)
-    if isinstance(value, tuple):
-        return [_plain(v) for v in value]
-    return value
 
 
 def _checked_json(task: Task[Any, Any], result: Result, where: Path) -> dict[str, Any]:
