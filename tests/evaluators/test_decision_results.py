@@ -125,3 +125,19 @@ def test_reports_take_the_typed_result_and_its_json_alike(questions: Questions) 
     comparison = decisions_comparison_markdown([result, other])
     assert comparison == decisions_comparison_markdown([data, other.to_json()])
     assert comparison.count("| `harness:x") == 6  # 2 families logprob, 3 generate; 1
+
+
+def test_a_flip_rate_that_cannot_be_computed_says_why_on_the_console_and_in_the_comparison(
+    questions: Questions,
+) -> None:
+    from contrastkit.evaluators.report.headlines import headline_figures, headline_lines
+
+    result = decisions_result({"generate": [PAIRS[2]]}, questions, _run(0))  # a refusal only
+    headline = decisions_headline(result)
+    name = "flip rate occupation (generate)"
+    assert headline["figures"][name] is None
+    lines = headline_lines(headline_figures(result.model, headline, "decisions"))
+    assert any(f"{name} n/a (no paired answer where both versions" in line for line in lines)
+    assert "n/a: nothing to compute the figure from" in decisions_comparison_markdown([result])
+    computed = decisions_result({"generate": PAIRS[4:5]}, questions, _run(0))
+    assert "n/a: nothing to compute" not in decisions_comparison_markdown([computed])

@@ -135,14 +135,21 @@ def _contrast_figures(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def _task_figures(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Another task's (a plugin's): its summary names its figures."""
+    """Another task's (a plugin's): its summary names its figures, and in
+    ``figure_notes`` (name -> reason) why a figure without a value could not be
+    computed (the console shows ``n/a (reason)``)."""
     shown = summary.get("figures") or {}
+    reasons = summary.get("figure_notes") or {}
     names = list(shown) if isinstance(shown, Mapping) else []
-    return [
-        _figure(str(name), shown, name, signed=False)
-        for name in names
-        if not (str(name).endswith("_ci") and str(name)[:-3] in names)  # an interval, beside
-    ]
+    figures = []
+    for name in names:
+        if str(name).endswith("_ci") and str(name)[:-3] in names:
+            continue  # an interval, beside its figure
+        figure = _figure(str(name), shown, name, signed=False)
+        if figure["value"] is None and reasons.get(name):
+            figure["note"] = f"{UNDEFINED} ({reasons[name]})"
+        figures.append(figure)
+    return figures
 
 
 def _visogender_figures(summary: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -69,10 +69,13 @@ def decisions_headline(result: DecisionsResult | Mapping[str, Any]) -> dict[str,
     change, answers with no probability)."""
     result = as_decisions_result(result)
     figures: dict[str, Any] = {}
+    notes: dict[str, str] = {}
     for mode, families in result.summary.items():
         for family, values in families.items():
             name = f"flip rate {family} ({mode})"
             figures[name] = values.flip_rate
+            if values.flip_rate is None:
+                notes[name] = NO_PAIRED_ANSWER
             interval = values.intervals.get("flip_rate_ci")
             if interval is not None:
                 figures[f"{name}_ci"] = interval.to_json()
@@ -87,6 +90,7 @@ def decisions_headline(result: DecisionsResult | Mapping[str, Any]) -> dict[str,
         "weights_note": result.weights_note,
         "sources": result.sources,
         "figures": figures,
+        "figure_notes": notes,
         "warnings": list(result.warnings or []),
     }
 
@@ -107,6 +111,9 @@ _PAIR_REASONS = (
     "n/a: no paired answer to compute it from (flip rate and gap: none where both versions "
     "chose an option; B_pair: none with probabilities for both versions)"
 )
+
+#: Why a flip rate is ``n/a`` (the console headline says so beside it).
+NO_PAIRED_ANSWER = "no paired answer where both versions chose an option or gave a number"
 
 #: Why a figure of the summary table is ``n/a``: nothing to compute it from.
 UNDEFINED_REASONS = (
@@ -333,6 +340,8 @@ def decisions_comparison_markdown(results: Sequence[DecisionsResult | Mapping[st
                     format_number(b_ovl, missing=UNDEFINED) if mode == "logprob" else MISSING,
                 ])  # fmt: skip
     lines += markdown_table(header, rows)
+    if any(cell == UNDEFINED for row in rows for cell in row[4:7]):
+        lines += [f"{UNDEFINED_REASONS}.", ""]
     if any(row[-1] != MISSING for row in rows):
         lines += [f"Units: {UNITS_NOTE}.", ""]
     for result in typed:
