@@ -282,7 +282,8 @@ def export_harness_command(
         help="The set: VisoGender TSV(s) or a folder of them, a `contrastkit export "
         "visogender` folder, `visogender` (the bundled official sets, as `evaluate --data "
         "visogender` reads them; a local folder of that name is `./visogender`), a "
-        "`contrastkit export contrast` folder, or a stereotype probe set.",
+        "`contrastkit export contrast` folder, a stereotype probe set, or data of a "
+        "plugin's kind whose task defines the harness hooks (docs/how-to/plugins.md).",
     ),
     format: str = typer.Option(..., "--format", help="vlmevalkit or lmms-eval."),
     out: Path = typer.Option(..., help="Export folder (replaced atomically if it exists)."),
