@@ -19,11 +19,12 @@ build's quality report and ``contrastkit audit --build`` report it for every edi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
 __all__ = [
+    "ContextChange",
     "ContextRegions",
     "SegmentationError",
     "check_segmentation",
@@ -274,9 +275,19 @@ class ContextRegions:
     kept: np.ndarray
 
 
+class ContextChange(TypedDict):
+    """What :func:`context_change` measured on one image (its docstring says each key)."""
+
+    changed_outside_mask: float
+    changed_beyond_noise: float | None
+    changed_kept_pixels: int | None
+    box_context_change: float | None
+    noise_threshold: int | None
+
+
 def context_change(
     source: np.ndarray, edited: np.ndarray, regions: ContextRegions, threshold: int | None = 0
-) -> dict[str, Any]:
+) -> ContextChange:
     """What an edit changed outside the person.
 
     Args:

@@ -37,7 +37,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -56,6 +56,7 @@ from contrastkit.builders.manifest import (
 from contrastkit.builders.source_photos import check_photo
 from contrastkit.curation.codec_noise import Codec
 from contrastkit.curation.editing import DEFAULT_MASK_DILATION
+from contrastkit.curation.masks import ContextChange
 from contrastkit.errors import DataFormatError
 from contrastkit.io import atomic_write_text
 
@@ -64,6 +65,8 @@ __all__ = [
     "CONTEXT_FILE",
     "NOISE_MEASURE",
     "ContextReport",
+    "ContextRow",
+    "ContextSummary",
     "context_line",
     "measure_context",
     "write_context",
@@ -75,15 +78,72 @@ CONTEXT = "context"
 CONTEXT_FILE = "context_change.jsonl"
 
 
+class ContextRow(TypedDict):
+    """One measured image, a line of ``context_change.jsonl`` (module docstring); the
+    figures are ``None`` for a source without a segmentation."""
+
+    edit_id: str
+    source_id: str
+    gender: str
+    composite: str
+    #: the codecs whose noise the image carries, ``"<codec> read from <codec>"``
+    codec: str
+    changed_outside_mask: float | None
+    changed_beyond_noise: float | None
+    changed_kept_pixels: int | None
+    box_context_change: float | None
+    noise_threshold: int | None
+
+
+class ContextStats(TypedDict):
+    """The mean and the largest value of a figure over the measured images."""
+
+    mean: float
+    max: float
+
+
+class KeptPixels(TypedDict):
+    """The kept pixels that changed beyond the codec's noise, and in how many images."""
+
+    pixels: int
+    images: int
+
+
+class NoiseSummary(TypedDict):
+    """How the codec's noise was told from a change, and what it came to."""
+
+    measure: str
+    codecs: dict[str, int]
+    threshold_max: int | None
+    margin: float
+    block: int
+    without_threshold: int
+
+
+class ContextSummary(TypedDict):
+    """The summary of a context measure, stored under ``context`` in the build summary."""
+
+    images: int
+    sampled_from: int
+    composite: dict[str, int]
+    mask_dilation: float
+    without_mask: int
+    changed_outside_mask: ContextStats | None
+    changed_beyond_noise: ContextStats | None
+    changed_kept_pixels: KeptPixels | None
+    box_context_change: ContextStats | None
+    noise: NoiseSummary
+
+
 @dataclass(frozen=True)
 class ContextReport:
     """The context measure of a build: ``summary`` (JSON-ready) and one row per edit."""
 
-    summary: dict[str, Any]
-    rows: list[dict[str, Any]]
+    summary: ContextSummary
+    rows: list[ContextRow]
 
 
-def _stats(values: list[float]) -> dict[str, float] | None:
+def _stats(values: list[float]) -> ContextStats | None:
     if not values:
         return None
     array = np.asarray(values, dtype=np.float64)
@@ -198,7 +258,7 @@ class ContextMeasurer:
             found.append(value)
         return max(found)
 
-    def measure(self, item: MeasuredItem, image: np.ndarray, codec: Codec) -> dict[str, Any]:
+    def measure(self, item: MeasuredItem, image: np.ndarray, codec: Codec) -> ContextRow:
         """The row of one image (:func:`measure_context`)."""
         from contrastkit.curation.codec_noise import BLOCK
         from contrastkit.curation.masks import ContextRegions, context_change, dilate
@@ -207,16 +267,9 @@ class ContextMeasurer:
         original = self.photo(source)
         height, width = original.shape[:2]
         codecs = self.codecs(item, codec)
-        row: dict[str, Any] = {
-            "edit_id": item.edit_id,
-            "source_id": item.source_id,
-            "gender": item.gender,
-            "composite": item.composite,
-            "codec": " read from ".join(c.describe() for c in codecs),
-        }
         found = self.mask(source, width, height)
         if found is None:
-            return row | dict.fromkeys(_MEASURES)
+            return _row(item, codecs, _NO_MEASURES)
         grown, box = found
         band = 0 if all(c.lossless for c in codecs) else BLOCK
         if item.composite == "mask":
@@ -230,19 +283,42 @@ class ContextMeasurer:
         threshold = self.threshold(source, codecs, ~grown)
         regions = ContextRegions(outside=~grown, box_context=in_box & ~grown, kept=kept)
         try:
-            return row | context_change(original, image, regions, threshold)
+            return _row(item, codecs, context_change(original, image, regions, threshold))
         except ValueError as error:
             raise DataFormatError(item.where, None, None, str(error)) from error
 
 
-#: The figures of a row that need the person's segmentation.
-_MEASURES = (
-    "changed_outside_mask",
-    "changed_beyond_noise",
-    "changed_kept_pixels",
-    "box_context_change",
-    "noise_threshold",
-)
+class _Measures(TypedDict):
+    """The figures of a row that need the person's segmentation."""
+
+    changed_outside_mask: float | None
+    changed_beyond_noise: float | None
+    changed_kept_pixels: int | None
+    box_context_change: float | None
+    noise_threshold: int | None
+
+
+_NO_MEASURES: _Measures = {
+    "changed_outside_mask": None,
+    "changed_beyond_noise": None,
+    "changed_kept_pixels": None,
+    "box_context_change": None,
+    "noise_threshold": None,
+}
+
+
+def _row(
+    item: MeasuredItem, codecs: list[Codec], measures: _Measures | ContextChange
+) -> ContextRow:
+    """The row of ``item`` read in ``codecs`` with its ``measures``."""
+    return {
+        "edit_id": item.edit_id,
+        "source_id": item.source_id,
+        "gender": item.gender,
+        "composite": item.composite,
+        "codec": " read from ".join(c.describe() for c in codecs),
+        **measures,
+    }
 
 
 @dataclass(frozen=True)
@@ -282,7 +358,7 @@ def measure_context(
         r.edit_id: r for r in Manifest(build).records() if r.edit_id in wanted
     }
     measurer = ContextMeasurer(build, None if coco is None else Path(coco))
-    rows: list[dict[str, Any]] = []
+    rows: list[ContextRow] = []
     for item in chosen:
         record = records.get(item.edit_id)
         if record is None or item.source_id not in measurer.sources:
@@ -316,29 +392,31 @@ NOISE_MEASURE = (
 )
 
 
-def context_summary(
-    rows: list[dict[str, Any]], sampled_from: int, dilation: float
-) -> dict[str, Any]:
+def context_summary(rows: list[ContextRow], sampled_from: int, dilation: float) -> ContextSummary:
     """The summary of the rows of :func:`measure_context` or :func:`measure_export`."""
     from contrastkit.curation.codec_noise import BLOCK, NOISE_MARGIN
 
-    measured = [r for r in rows if r.get("changed_outside_mask") is not None]
-    known = [r for r in measured if r.get("noise_threshold") is not None]
-    thresholds = [int(r["noise_threshold"]) for r in known]
+    measured = [r for r in rows if r["changed_outside_mask"] is not None]
+    known = [r for r in measured if r["noise_threshold"] is not None]
+    # a row with a noise threshold has every figure (masks.context_change)
+    thresholds = [t for r in known if (t := r["noise_threshold"]) is not None]
+    outside = [f for r in measured if (f := r["changed_outside_mask"]) is not None]
+    beyond = [f for r in known if (f := r["changed_beyond_noise"]) is not None]
+    kept = [n for r in known if (n := r["changed_kept_pixels"]) is not None]
+    kept_pixels: KeptPixels | None = (
+        {"pixels": sum(kept), "images": sum(1 for v in kept if v)} if known else None
+    )
     return {
         "images": len(rows),
         "sampled_from": sampled_from,
         "composite": dict(sorted(Counter(r["composite"] for r in rows).items())),
         "mask_dilation": dilation,
         "without_mask": len(rows) - len(measured),
-        "changed_outside_mask": _stats([r["changed_outside_mask"] for r in measured]),
-        "changed_beyond_noise": _stats([r["changed_beyond_noise"] for r in known]),
-        "changed_kept_pixels": {
-            "pixels": sum(int(r["changed_kept_pixels"]) for r in known),
-            "images": sum(1 for r in known if r["changed_kept_pixels"]),
-        } if known else None,
+        "changed_outside_mask": _stats(outside),
+        "changed_beyond_noise": _stats(beyond),
+        "changed_kept_pixels": kept_pixels,
         "box_context_change": _stats(
-            [r["box_context_change"] for r in measured if r["box_context_change"] is not None]
+            [f for r in measured if (f := r["box_context_change"]) is not None]
         ),
         "noise": {
             "measure": NOISE_MEASURE.format(margin=NOISE_MARGIN),

@@ -27,6 +27,7 @@ import numpy as np
 from contrastkit.builders.gensynth.context import (
     ContextMeasurer,
     ContextReport,
+    ContextRow,
     MeasuredItem,
     context_summary,
 )
@@ -241,7 +242,7 @@ def measure_export_context(
     records = {r.edit_id: r for r in Manifest(build).records()}
     measurer = ContextMeasurer(build, None if coco is None else Path(coco))
     names = dataset.features["gender"].names
-    rows: list[dict[str, Any]] = []
+    rows: list[ContextRow] = []
     for number, row in enumerate(
         dataset.select_columns(["edit_id", "source_id", "gender", "image"])
     ):
