@@ -63,3 +63,46 @@ def test_the_old_zero_shot_package_path_is_the_task_folder() -> None:
         "contrastkit.evaluators.zero_shot moved to contrastkit.evaluators.tasks.zero_shot"
         in run.stderr
     )
+
+
+def test_the_shared_report_modules_do_not_import_the_visogender_folder() -> None:
+    run = _run(
+        "import sys\n"
+        "import contrastkit.evaluators.report.comparison_plots\n"
+        "import contrastkit.evaluators.report.plots, contrastkit.evaluators.report.markdown\n"
+        "import contrastkit.evaluators.report.results\n"
+        "print([m for m in sys.modules if 'tasks.visogender' in m])\n"
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "[]"
+    assert "DeprecationWarning" not in run.stderr, run.stderr
+
+
+def test_the_old_visogender_names_of_the_report_modules_are_the_moved_objects() -> None:
+    run = _run(
+        "import contrastkit.evaluators.tasks.visogender.comparison_plots as comparison\n"
+        "import contrastkit.evaluators.tasks.visogender.report as report\n"
+        "import contrastkit.evaluators.tasks.visogender.benchmark as benchmark\n"
+        "from contrastkit.evaluators.report.comparison_plots import comparison_figure\n"
+        "from contrastkit.evaluators.report.plots import write_comparison_plots, CHANCE\n"
+        "from contrastkit.evaluators.report.markdown import markdown_report, _labor_section\n"
+        "from contrastkit.evaluators.report.results import headline\n"
+        "assert comparison_figure is comparison.comparison_figure\n"
+        "assert write_comparison_plots is comparison.write_comparison_plots\n"
+        "assert markdown_report is report.markdown_report\n"
+        "assert _labor_section is report.labor_section and headline is benchmark.headline\n"
+        "print(CHANCE['two-way'])\n"
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "0.5"
+    assert (
+        "contrastkit.evaluators.report.comparison_plots.comparison_figure moved to "
+        "contrastkit.evaluators.tasks.visogender.comparison_plots.comparison_figure"
+    ) in run.stderr
+    assert "report.markdown._labor_section moved to" in run.stderr
+    assert "visogender.report.labor_section" in run.stderr
+
+
+def test_a_name_no_report_module_had_is_still_an_attribute_error() -> None:
+    run = _run("from contrastkit.evaluators.report.plots import no_such_plot")
+    assert run.returncode != 0 and "ImportError" in run.stderr, run.stderr

@@ -9,10 +9,11 @@ import importlib.abc
 import importlib.machinery
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
+from typing import Any
 
-__all__ = ["moved", "moved_package"]
+__all__ = ["moved", "moved_names", "moved_package"]
 
 
 def _warn(old: str, new: str, release: str) -> None:
@@ -29,6 +30,29 @@ def moved(old: str, new: str, release: str = "0.2") -> None:
     module = importlib.import_module(new)
     _warn(old, new, release)
     sys.modules[old] = module
+
+
+def moved_names(old: str, names: Mapping[str, str], release: str = "0.2") -> Callable[[str], Any]:
+    """A module ``__getattr__`` for module ``old`` whose names in ``names`` moved: each
+    maps to its new module, or to ``module:name`` where its name changed too. Asking
+    ``old`` for one imports its new module then (not when ``old`` is imported) and gives
+    the same object, with a :class:`DeprecationWarning` naming the new path. Assign it as
+    ``__getattr__ = moved_names(__name__, {...})``."""
+
+    def moved_attribute(name: str) -> Any:
+        if name not in names:
+            raise AttributeError(f"module {old!r} has no attribute {name!r}")
+        module, _, attribute = names[name].partition(":")
+        value = getattr(importlib.import_module(module), attribute or name)
+        warnings.warn(
+            f"{old}.{name} moved to {module}.{attribute or name} in contrastkit {release}; "
+            "the old path will be removed in the next release",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return value
+
+    return moved_attribute
 
 
 class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):

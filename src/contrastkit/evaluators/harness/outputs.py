@@ -125,8 +125,9 @@ def visogender_outputs(
     section: dict[str, Any],
 ) -> tuple[Path, str]:
     from contrastkit.evaluators.report.outputs import write_outputs
-    from contrastkit.evaluators.report.results import benchmark, jsonable
+    from contrastkit.evaluators.report.results import jsonable
     from contrastkit.evaluators.runner import EvalConfig, ScoredRun
+    from contrastkit.evaluators.tasks.visogender.benchmark import benchmark
     from contrastkit.evaluators.tasks.visogender.resolution import summarize_resolution
 
     by_split = _records_by_split(

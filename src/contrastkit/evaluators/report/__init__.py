@@ -28,16 +28,17 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _R = "contrastkit.evaluators.report"
+_V = "contrastkit.evaluators.tasks.visogender"
 
 #: Each name of this package and the module it comes from.
 _NAMES = {
     "PLOTS": f"{_R}.plots",
-    "benchmark": f"{_R}.results",
-    "comparison_markdown": f"{_R}.markdown",
-    "headline": f"{_R}.results",
+    "benchmark": f"{_V}.benchmark",
+    "comparison_markdown": f"{_V}.report",
+    "headline": f"{_V}.benchmark",
     "jsonable": f"{_R}.results",
-    "load_benchmark": f"{_R}.results",
-    "markdown_report": f"{_R}.markdown",
+    "load_benchmark": f"{_V}.benchmark",
+    "markdown_report": f"{_V}.report",
     "model_slug": f"{_R}.results",
     "save_figure": f"{_R}.plots",
     "write_outputs": f"{_R}.outputs",
@@ -73,13 +74,15 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # for type checkers: the same names
-    from contrastkit.evaluators.report.markdown import comparison_markdown, markdown_report
     from contrastkit.evaluators.report.outputs import write_outputs
     from contrastkit.evaluators.report.plots import PLOTS, save_figure, write_plots
-    from contrastkit.evaluators.report.results import (
+    from contrastkit.evaluators.report.results import jsonable, model_slug
+    from contrastkit.evaluators.tasks.visogender.benchmark import (
         benchmark,
         headline,
-        jsonable,
         load_benchmark,
-        model_slug,
+    )
+    from contrastkit.evaluators.tasks.visogender.report import (
+        comparison_markdown,
+        markdown_report,
     )

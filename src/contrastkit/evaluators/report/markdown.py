@@ -1,7 +1,8 @@
 """Markdown reports: the contrast-set comparison (GenSynth Tab. 3), and the names other
-reports import from here: the shared pieces (:mod:`.sections`) and the VisoGender reports,
-which moved to :mod:`contrastkit.evaluators.tasks.visogender.report` (the VisoGender task
-folder)."""
+reports import from here: the shared pieces (:mod:`.sections`). The VisoGender reports
+moved to :mod:`contrastkit.evaluators.tasks.visogender.report` (the VisoGender task
+folder); their old names here still work, with a :class:`DeprecationWarning`, and import
+that folder only when asked for."""
 
 from __future__ import annotations
 
@@ -25,31 +26,32 @@ from contrastkit.evaluators.report.tables import (
     model_cell,
     table,
 )
-from contrastkit.evaluators.tasks.visogender.report import (
-    PROTOCOL_NOTES,
-    RETRIEVAL_ROWS,
-    SPLIT_TITLES,
-    comparison_markdown,
-    markdown_report,
-)
-from contrastkit.evaluators.tasks.visogender.report import (  # noqa: F401  its old name here
-    labor_section as _labor_section,
-)
+from contrastkit.moved import moved_names
 
 __all__ = [
     "CONTRAST_READING",
-    "PROTOCOL_NOTES",
-    "RETRIEVAL_ROWS",
-    "SPLIT_TITLES",
-    "comparison_markdown",
     "contrast_comparison_markdown",
     "contrast_set_name",
     "format_interval",
     "format_number",
-    "markdown_report",
     "warnings_section",
     "weights_lines",
 ]
+
+_VISOGENDER = "contrastkit.evaluators.tasks.visogender.report"
+
+#: The VisoGender reports, which moved to its task folder: their old names here.
+__getattr__ = moved_names(
+    __name__,
+    {
+        "PROTOCOL_NOTES": _VISOGENDER,
+        "RETRIEVAL_ROWS": _VISOGENDER,
+        "SPLIT_TITLES": _VISOGENDER,
+        "_labor_section": f"{_VISOGENDER}:labor_section",
+        "comparison_markdown": _VISOGENDER,
+        "markdown_report": _VISOGENDER,
+    },
+)
 
 
 CONTRAST_READING = (

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from contrastkit.evaluators.report.markdown import markdown_report
 from contrastkit.evaluators.report.plots import plots_markdown, write_plots
+from contrastkit.evaluators.tasks.visogender.report import markdown_report
 from contrastkit.io import atomic_write_text
 from contrastkit.results.visogender import VisoGenderResult
 

@@ -10,12 +10,14 @@ The conventions every figure shares, and the helpers that draw them, are in
 :mod:`contrastkit.evaluators.report.figures`; the names it defines stay importable
 from here.
 
-The plots themselves live beside this module, one per kind of results, and are
-re-exported here: :mod:`~contrastkit.evaluators.tasks.visogender.resolution_plots`,
+The contrast-set plots (:mod:`~contrastkit.evaluators.report.contrast_plots`) are
+re-exported here. VisoGender's plots live in its task folder:
+:mod:`~contrastkit.evaluators.tasks.visogender.resolution_plots`,
 :mod:`~contrastkit.evaluators.tasks.visogender.retrieval_plots`,
-:mod:`~contrastkit.evaluators.tasks.visogender.labour_plots`,
-:mod:`~contrastkit.evaluators.report.comparison_plots` (several models side by side) and
-:mod:`~contrastkit.evaluators.report.contrast_plots` (contrast sets).
+:mod:`~contrastkit.evaluators.tasks.visogender.labour_plots` and
+:mod:`~contrastkit.evaluators.tasks.visogender.comparison_plots` (several models side by
+side); :func:`figures` imports them when it draws, so importing this module does not import
+that folder. Their old names here still work, with a :class:`DeprecationWarning`.
 """
 
 from __future__ import annotations
@@ -24,10 +26,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from contrastkit.evaluators.report.comparison_plots import (
-    comparison_figure,
-    write_comparison_plots,
-)
 from contrastkit.evaluators.report.contrast_plots import (
     contrast_comparison_figure,
     contrast_figure,
@@ -48,29 +46,19 @@ from contrastkit.evaluators.report.figures import (
     save_formats,
     shorten_spec,
 )
-from contrastkit.evaluators.tasks.visogender.flipped_report import flipped_figure
-from contrastkit.evaluators.tasks.visogender.labour_plots import labour_panels, labour_plot
-from contrastkit.evaluators.tasks.visogender.resolution_plots import (
-    CHANCE,
-    gap_plot,
-    gender_pair_plot,
-    resolution_accuracy_plot,
-)
-from contrastkit.evaluators.tasks.visogender.retrieval_plots import bias_at_k_plot
+from contrastkit.moved import moved_names
 from contrastkit.results.visogender import VisoGenderResult, visogender_json
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = [
-    "CHANCE",
     "FORMATS",
     "NO_INTERVALS",
     "PALETTE",
     "PLOTS",
     "RANDOM_WEIGHTS_TITLE",
     "PlotLabels",
-    "comparison_figure",
     "contrast_comparison_figure",
     "contrast_figure",
     "figure_title",
@@ -82,10 +70,28 @@ __all__ = [
     "save_figure",
     "save_formats",
     "shorten_spec",
-    "write_comparison_plots",
     "write_contrast_comparison_plots",
     "write_plots",
 ]
+
+_VISOGENDER = "contrastkit.evaluators.tasks.visogender"
+
+#: VisoGender's plots, which moved to its task folder: their old names here.
+__getattr__ = moved_names(
+    __name__,
+    {
+        "CHANCE": f"{_VISOGENDER}.resolution_plots",
+        "bias_at_k_plot": f"{_VISOGENDER}.retrieval_plots",
+        "comparison_figure": f"{_VISOGENDER}.comparison_plots",
+        "flipped_figure": f"{_VISOGENDER}.flipped_report",
+        "gap_plot": f"{_VISOGENDER}.resolution_plots",
+        "gender_pair_plot": f"{_VISOGENDER}.resolution_plots",
+        "labour_panels": f"{_VISOGENDER}.labour_plots",
+        "labour_plot": f"{_VISOGENDER}.labour_plots",
+        "resolution_accuracy_plot": f"{_VISOGENDER}.resolution_plots",
+        "write_comparison_plots": f"{_VISOGENDER}.comparison_plots",
+    },
+)
 
 #: The plots :func:`write_plots` draws (when their data exist), by stem, with a caption.
 PLOTS = {
@@ -108,6 +114,15 @@ PLOTS = {
 def figures(result: VisoGenderResult | Mapping[str, Any]) -> dict[str, Figure]:
     """The figures of one model's results (the :data:`PLOTS` whose data exist), by stem:
     of the typed result, or of its results object as read from a file."""
+    from contrastkit.evaluators.tasks.visogender.flipped_report import flipped_figure
+    from contrastkit.evaluators.tasks.visogender.labour_plots import labour_panels, labour_plot
+    from contrastkit.evaluators.tasks.visogender.resolution_plots import (
+        gap_plot,
+        gender_pair_plot,
+        resolution_accuracy_plot,
+    )
+    from contrastkit.evaluators.tasks.visogender.retrieval_plots import bias_at_k_plot
+
     results = visogender_json(result)
     model = model_name(results)
     drawn: dict[str, Figure] = {}

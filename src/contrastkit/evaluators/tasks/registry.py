@@ -165,7 +165,7 @@ BUILT_IN: tuple[Task, ...] = (
         read=f"{_E}.tasks.visogender.benchmark:read_visogender_benchmark",
         headline=f"{_E}.tasks.visogender.benchmark:headline",
         compare=f"{_E}.tasks.visogender.report:comparison_markdown",
-        compare_plots=f"{_E}.report.plots:write_comparison_plots",
+        compare_plots=f"{_E}.tasks.visogender.comparison_plots:write_comparison_plots",
         result_tasks=("visogender",),
         options=("images", "network", "visogender", "retrieval", "bootstrap"),
     ),
