@@ -2,15 +2,24 @@
 the generated command-line reference matches the commands, the Python reference and the
 schema page cover everything, and every shell and Python block of the tutorials that can
 run offline runs as written (a block that cannot says why, in a `<!-- not run: ... -->`
-line right above it)."""
+line right above it).
+
+A shell block's `contrastkit` commands run in the test's process (the command-line app,
+as the console script runs it, its words split and its globs expanded as bash would):
+each console-script process would spend seconds importing torch and the model libraries
+the test process has imported already. The console script itself is run by
+tests/apps/test_quickstart.py and tests/cli/. Any other command, or one with pipes,
+redirections or variables, runs in bash."""
 
 from __future__ import annotations
 
 import contextlib
+import glob
 import io
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -131,11 +140,56 @@ def test_tutorial_blocks_run_or_say_why_not() -> None:
             assert block.not_run is None or len(block.not_run) > 10, (page.name, block.line)
 
 
+#: A command holding any of these needs a shell.
+_SHELL = frozenset("|&;<>$`(){}")
+
+
+def commands(code: str) -> list[str]:
+    """The commands of a shell block: its lines with backslash continuations joined,
+    blank and comment lines left out."""
+    lines = code.replace("\\\n", " ").splitlines()
+    return [line for line in lines if line.strip() and not line.lstrip().startswith("#")]
+
+
+def in_process(command: str) -> list[str] | None:
+    """The arguments of ``command`` when it is a plain ``contrastkit`` command (its words
+    split and each glob expanded in the current folder, sorted, as bash does; a glob that
+    matches nothing stays as written), else ``None``."""
+    words = shlex.split(command, comments=True)
+    if not words or words[0] != "contrastkit" or _SHELL & set(command.split("#")[0]):
+        return None
+    args: list[str] = []
+    for word in words[1:]:
+        matches = sorted(glob.glob(word)) if glob.has_magic(word) else []  # noqa: PTH207 (bash: str paths)
+        args += matches or [word]
+    return args
+
+
+def _run_command(command: str, where: str, cwd: Path, env: dict[str, str]) -> None:
+    from typer.testing import CliRunner
+
+    from contrastkit.cli import app
+
+    args = in_process(command)
+    if args is None:
+        run = subprocess.run(["bash", "-e", "-c", command], cwd=cwd, env=env,
+                             capture_output=True, text=True, check=False)  # fmt: skip
+        assert run.returncode == 0, (
+            f"{where}: {command}\n{run.stdout[-2000:]}\n{run.stderr[-3000:]}"
+        )
+        return
+    result = CliRunner().invoke(app, args)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise AssertionError(f"{where}: {command}") from result.exception
+    assert result.exit_code == 0, f"{where}: {command}\n{result.output[-3000:]}"
+
+
 def _run_page(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, folder: Path = TUTORIALS
 ) -> list[Block]:
     """Run the runnable blocks of the page ``folder/name`` in order in ``tmp_path`` (python
-    blocks share one namespace, as in a notebook; shell blocks run with `bash -e`)."""
+    blocks share one namespace, as in a notebook; shell blocks command by command, each
+    stopping the page when it fails, as `bash -e` would)."""
     (tmp_path / "examples").symlink_to(ROOT / "examples")
     monkeypatch.chdir(tmp_path)
     env = {
@@ -145,6 +199,7 @@ def _run_page(
         "HF_HUB_OFFLINE": "1",
     }
     monkeypatch.setenv("HF_DATASETS_CACHE", env["HF_DATASETS_CACHE"])
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     namespace: dict[str, object] = {"__name__": "tutorial"}
     ran = [block for block in blocks(folder / name) if block.not_run is None]
     for block in ran:
@@ -152,10 +207,35 @@ def _run_page(
         if block.language == "python":
             exec(compile(block.code, where, "exec"), namespace)
         else:
-            run = subprocess.run(["bash", "-e", "-c", block.code], cwd=tmp_path, env=env,
-                                 capture_output=True, text=True, check=False)  # fmt: skip
-            assert run.returncode == 0, f"{where}:\n{run.stdout[-2000:]}\n{run.stderr[-3000:]}"
+            for command in commands(block.code):
+                _run_command(command, where, tmp_path, env)
     return ran
+
+
+def test_shell_blocks_split_into_the_commands_bash_would_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code = (
+        "contrastkit evaluate --data a \\\n    --model b  # a note\n\n# a comment\ncat x | head\n"
+    )
+    assert commands(code) == [
+        "contrastkit evaluate --data a      --model b  # a note",
+        "cat x | head",
+    ]
+    monkeypatch.chdir(tmp_path)
+    for name in ("r/m2/original", "r/m1/original", "r/m1/gensynth"):
+        (tmp_path / name).mkdir(parents=True)
+    assert in_process("contrastkit report r/*/original --out 'a b'  # two") == [
+        "report",
+        "r/m1/original",
+        "r/m2/original",
+        "--out",
+        "a b",
+    ]
+    assert in_process("contrastkit report none/*/x") == ["report", "none/*/x"]
+    assert in_process("contrastkit report x > y") is None
+    assert in_process("pip install -e . && contrastkit quickstart") is None
+    assert in_process("python -c 'print(1)'") is None
 
 
 def test_the_python_api_tutorial_tour_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
