@@ -34,7 +34,7 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from contrastkit.config import require
 from contrastkit.curation.compositing import (
@@ -116,6 +116,23 @@ COMPOSITES = ("box", "mask")
 #: ``--composite mask``: the mask is grown by this fraction of the box's shorter side,
 #: and the edit fades out over that band.
 DEFAULT_MASK_DILATION = 0.05
+
+
+class EditSettingsJSON(TypedDict):
+    """:class:`EditSettings` as JSON (:meth:`EditSettings.to_json`): instructions by
+    gender value, the guidance scales as a list; ``composite`` and ``mask_dilation`` only
+    when not at their defaults."""
+
+    instructions: dict[str, list[str]]
+    text_guidance_scales: list[float]
+    image_guidance_scale: float | None
+    steps: int
+    resolution: int
+    margin: float
+    feather: float
+    seed: int
+    composite: NotRequired[str]
+    mask_dilation: NotRequired[float]
 
 
 @dataclass(frozen=True)
@@ -249,11 +266,11 @@ class EditSettings:
         except (KeyError, TypeError, AttributeError) as error:
             raise ValueError(f"not edit settings ({error})") from error
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> EditSettingsJSON:
         """JSON-ready settings (recorded in the build summary). ``composite`` and
         ``mask_dilation`` are left out at their defaults, so a box build records what it
         recorded before they existed (and resumes unchanged)."""
-        data: dict[str, Any] = {
+        data: EditSettingsJSON = {
             "instructions": {g.value: list(v) for g, v in self.instructions.items()},
             "text_guidance_scales": list(self.text_guidance_scales),
             "image_guidance_scale": self.image_guidance_scale,

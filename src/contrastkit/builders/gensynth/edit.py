@@ -41,6 +41,7 @@ from contrastkit.curation.editing import (
     CropPlacement,
     Editor,
     EditSettings,
+    EditSettingsJSON,
     EditSpec,
     crop_for_editing,
     paste_back,
@@ -210,7 +211,7 @@ class EditStageReport:
     edited: int
     removed_temp_files: int
     selection: dict[str, int]
-    settings: dict[str, Any]
+    settings: EditSettingsJSON
     editor: str
     shard: str | None = None
     image_format: str = DEFAULT_IMAGE_FORMAT

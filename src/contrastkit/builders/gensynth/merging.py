@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from contrastkit.builders.gensynth.summary import read_summary
+from contrastkit.builders.gensynth.summary import EditEntry, read_summary
 from contrastkit.builders.manifest import (
     MANIFEST,
     EditRecord,
@@ -131,7 +131,7 @@ def merged_edit_entry(
     infos: Mapping[int, Mapping[str, Any]],
     folders: Mapping[int, Path],
     counts: Mapping[str, int],
-) -> dict[str, Any]:
+) -> EditEntry:
     """The ``edit`` entry of a merged build's summary, as a single worker's edit stage
     writes it (:class:`~contrastkit.builders.gensynth.edit.EditStageReport`): the edit
     settings, editor and storage of the shards (which agree), what their own edit
@@ -149,7 +149,7 @@ def merged_edit_entry(
     entries = [read_summary(folders[k]).get("edit") for k in sorted(folders)]
     edits = [e for e in entries if isinstance(e, dict)]
     own: Mapping[str, Any] = edits[0] if edits else {}
-    entry: dict[str, Any] = {
+    entry: EditEntry = {
         "sources": counts["sources"],
         "planned": counts["planned"],
         "skipped_finished": 0,

@@ -15,7 +15,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from contrastkit.builders.manifest import (
     DEFAULT_IMAGE_FORMAT,
@@ -25,7 +25,7 @@ from contrastkit.builders.manifest import (
 )
 from contrastkit.builders.stages import DEFAULT_EMBEDDER, Stage
 from contrastkit.config import require
-from contrastkit.curation.editing import DEFAULT_EDITOR, EditSettings
+from contrastkit.curation.editing import DEFAULT_EDITOR, EditSettings, EditSettingsJSON
 from contrastkit.curation.editor_families import EditorFamily, parse_editor_spec
 from contrastkit.curation.knn_filter import DEFAULT_K, DEFAULT_TAU_GENDER, DEFAULT_TAU_REAL
 from contrastkit.errors import ConfigError
@@ -39,6 +39,7 @@ __all__ = [
     "EDIT_FLAGS",
     "RECORDED",
     "GenSynthSettings",
+    "GenSynthSettingsJSON",
     "command_for",
     "resolve_settings",
 ]
@@ -259,6 +260,29 @@ def _edit_settings(data: Any, folder: Path, defaults: EditSettings | None = None
         raise DataFormatError(folder / SUMMARY, None, "settings.edit", str(error)) from error
 
 
+class GenSynthSettingsJSON(TypedDict):
+    """The ``settings`` entry of a GenSynth build summary
+    (:meth:`GenSynthSettings.to_json`): the :data:`RECORDED` options (folders as
+    absolute paths), this run's ``limit``, the edit settings and the options given."""
+
+    coco: str | None
+    split: str | None
+    min_box_side: float
+    editor: str
+    embedder: str
+    k: int
+    tau_real: float
+    tau_gender: float
+    image_format: str
+    image_quality: int
+    pool: str | None
+    pool_limit: int | None
+    quality_sample: int | None
+    limit: int | None
+    edit: EditSettingsJSON
+    chosen: list[str]
+
+
 @dataclass(frozen=True)
 class GenSynthSettings:
     """The settings a GenSynth run uses
@@ -319,16 +343,28 @@ class GenSynthSettings:
             "in: use webp or png",
         )
 
-    def to_json(self) -> dict[str, Any]:
-        """JSON-ready (the ``settings`` entry of the build summary)."""
-        data: dict[str, Any] = {name: getattr(self, name) for name in RECORDED}
-        data["limit"] = self.limit  # what this run did (not reused: see RECORDED)
-        for name in ("coco", "pool"):
-            value = data[name]
-            data[name] = None if value is None else str(Path(value).absolute())
-        data["edit"] = self.edit.to_json()
-        data["chosen"] = list(self.chosen)
-        return data
+    def to_json(self) -> GenSynthSettingsJSON:
+        """JSON-ready (the ``settings`` entry of the build summary): the :data:`RECORDED`
+        options in that order, then ``limit`` (what this run did, not reused), ``edit``
+        and ``chosen``."""
+        return {
+            "coco": None if self.coco is None else str(Path(self.coco).absolute()),
+            "split": self.split,
+            "min_box_side": self.min_box_side,
+            "editor": self.editor,
+            "embedder": self.embedder,
+            "k": self.k,
+            "tau_real": self.tau_real,
+            "tau_gender": self.tau_gender,
+            "image_format": self.image_format,
+            "image_quality": self.image_quality,
+            "pool": None if self.pool is None else str(Path(self.pool).absolute()),
+            "pool_limit": self.pool_limit,
+            "quality_sample": self.quality_sample,
+            "limit": self.limit,
+            "edit": self.edit.to_json(),
+            "chosen": list(self.chosen),
+        }
 
     def flags(self, names: Sequence[str]) -> list[str]:
         """The command-line options that give ``names`` (fields, ``edit.<field>``) their

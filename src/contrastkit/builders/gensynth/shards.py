@@ -33,7 +33,7 @@ import shutil
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict, cast
 
 from contrastkit.builders.coco import SourceImage
 from contrastkit.builders.gensynth.merging import (
@@ -42,7 +42,7 @@ from contrastkit.builders.gensynth.merging import (
     manifest_before_merge,
     merged_edit_entry,
 )
-from contrastkit.builders.gensynth.summary import SETTINGS, read_summary, update_summary
+from contrastkit.builders.gensynth.summary import SETTINGS, EditEntry, read_summary, update_summary
 from contrastkit.builders.manifest import (
     BUILD_LOCK,
     MANIFEST,
@@ -53,7 +53,7 @@ from contrastkit.builders.manifest import (
     remove_stale_temp_files,
 )
 from contrastkit.config import require
-from contrastkit.curation.editing import EditSettings, plan_edits
+from contrastkit.curation.editing import EditSettings, EditSettingsJSON, plan_edits
 from contrastkit.errors import ConfigError, DataFormatError, StateError
 from contrastkit.io import atomic_write_text, exclusive_lock
 from contrastkit.records import read_json_object
@@ -64,6 +64,7 @@ __all__ = [
     "MergeConfig",
     "MergeReport",
     "Shard",
+    "ShardFile",
     "ShardInfo",
     "merge_shards",
     "read_shard_info",
@@ -143,6 +144,20 @@ def fingerprint(info: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
+class ShardFile(TypedDict):
+    """The content of a shard's ``shard.json`` (:meth:`ShardInfo.to_json`); ``storage``
+    is missing in shards made before it was recorded."""
+
+    shard: int
+    shards: int
+    edit: EditSettingsJSON
+    editor: str
+    selection: dict[str, Any]
+    storage: NotRequired[dict[str, Any]]
+    fingerprint: str
+    positions: dict[str, int]
+
+
 @dataclass(frozen=True)
 class ShardInfo:
     """What a shard worker records in its ``shard.json`` before it edits anything
@@ -164,22 +179,24 @@ class ShardInfo:
     positions: Mapping[str, int]
     storage: Mapping[str, Any]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ShardFile:
         """The content of ``shard.json``, with the :func:`fingerprint` of the settings."""
-        info: dict[str, Any] = {
+        edit, selection = self.settings.to_json(), dict(self.selection)
+        return {
             "shard": self.shard.index,
             "shards": self.shard.count,
-            "edit": self.settings.to_json(),
+            "edit": edit,
             "editor": self.editor,
-            "selection": dict(self.selection),
+            "selection": selection,
             "storage": dict(self.storage),
+            "fingerprint": fingerprint(
+                {"edit": edit, "editor": self.editor, "selection": selection}
+            ),
+            "positions": dict(self.positions),
         }
-        info["fingerprint"] = fingerprint(info)
-        info["positions"] = dict(self.positions)
-        return info
 
 
-def write_shard_info(folder: Path, shard_info: ShardInfo) -> dict[str, Any]:
+def write_shard_info(folder: Path, shard_info: ShardInfo) -> ShardFile:
     """Write (or check) ``shard.json`` of the shard folder ``folder`` before it edits
     anything; return what it holds.
 
@@ -201,7 +218,7 @@ def write_shard_info(folder: Path, shard_info: ShardInfo) -> dict[str, Any]:
     return info
 
 
-def read_shard_info(folder: Path) -> dict[str, Any]:
+def read_shard_info(folder: Path) -> ShardFile:
     """``shard.json`` of a shard folder.
 
     Raises:
@@ -215,7 +232,7 @@ def read_shard_info(folder: Path) -> dict[str, Any]:
                       ("selection", dict), ("positions", dict), ("fingerprint", str)):  # fmt: skip
         if not isinstance(info.get(key), kind):
             raise DataFormatError(path, None, key, f"missing or not a {kind.__name__}")
-    return info
+    return cast(ShardFile, info)  # its keys checked above
 
 
 def _difference(a: Mapping[str, Any], b: Mapping[str, Any]) -> str:
@@ -514,7 +531,7 @@ def _write_merged(
 
 
 def _record_merge(
-    out: Path, report: MergeReport, edit_entry: dict[str, Any], settings: dict[str, Any]
+    out: Path, report: MergeReport, edit_entry: EditEntry, settings: dict[str, Any]
 ) -> None:
     """The merge's entries of the build summary: the report, the merged set's ``edit``
     entry, the shards' settings (when none are recorded), and the stages made before

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from PIL import Image
 
 from contrastkit.builders.coco import SourceImage
 from contrastkit.builders.manifest import BUILD_LOCK, SUMMARY
 from contrastkit.builders.source_photos import load_photo
+from contrastkit.curation.editing import EditSettingsJSON
 from contrastkit.errors import DataFormatError
 from contrastkit.io import atomic_write_text, exclusive_lock
 from contrastkit.records import read_json_object
@@ -19,6 +20,7 @@ from contrastkit.records import read_json_object
 __all__ = [
     "SETTINGS",
     "STALE",
+    "EditEntry",
     "Progress",
     "load_image",
     "person_crop",
@@ -36,6 +38,33 @@ SETTINGS = "settings"
 #: The key a stage entry gets when a later stage changed its inputs (a re-filter makes
 #: the selection stale): why, and the stage to run again.
 STALE = "stale"
+
+
+class EditEntry(TypedDict):
+    """The ``edit`` entry of a build summary: what the edit stage did
+    (:class:`~contrastkit.builders.gensynth.edit.EditStageReport`), or a merge of shards
+    (:func:`~contrastkit.builders.gensynth.merging.merged_edit_entry`, which adds
+    ``merged_shards``; a shard made before the storage was recorded gives no
+    ``image_format`` / ``image_quality``, and one made before the editor families none of
+    the ``editor_*`` keys)."""
+
+    sources: int
+    planned: int
+    skipped_finished: int
+    edited: int
+    removed_temp_files: int
+    selection: dict[str, int]
+    settings: EditSettingsJSON
+    editor: str
+    shard: str | None
+    merged_shards: NotRequired[list[int]]
+    image_format: str | None
+    image_quality: int | None
+    editor_random_weights: bool
+    editor_family: NotRequired[str]
+    editor_pipeline: NotRequired[str | None]
+    editor_dtype: NotRequired[str | None]
+
 
 #: Called with (finished, total) as work progresses.
 Progress = Callable[[int, int], None]
