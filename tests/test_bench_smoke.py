@@ -1,5 +1,10 @@
 """Every benchmark under ``bench/`` still runs: each script in its smallest mode (tiny
-models, a handful of items: seconds), in a fresh process, to the end.
+models, a handful of items: seconds), to the end.
+
+Each runs as its own ``__main__`` in the test's process (``runpy``, its folder first on
+``sys.path`` as ``python bench/X.py`` has it): a fresh process would spend seconds
+importing torch and the model libraries the test process has imported already. The
+scripts that measure another process start it themselves.
 
 The benchmarks call the package's lower-level functions directly; a refactor that changes
 one of their signatures must break this test, not the next person measuring (a changed
@@ -10,8 +15,9 @@ machine. A new script must add its smallest mode to :data:`SMOKE`.
 
 from __future__ import annotations
 
-import os
-import subprocess
+import contextlib
+import io
+import runpy
 import sys
 from pathlib import Path
 
@@ -49,12 +55,20 @@ def test_every_bench_script_has_a_smoke_mode() -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("script", sorted(SMOKE))
-def test_the_bench_script_runs_to_the_end(script: str) -> None:
-    env = {**os.environ, "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1"}
+def test_the_bench_script_runs_to_the_end(script: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    monkeypatch.chdir(BENCH)
+    monkeypatch.syspath_prepend(str(BENCH))
+    threads = torch.get_num_threads()
     for args in SMOKE[script]:
-        done = subprocess.run(
-            [sys.executable, str(BENCH / script), *args],
-            cwd=BENCH, env=env, capture_output=True, text=True, timeout=600, check=False,
-        )  # fmt: skip
-        assert done.returncode == 0, f"{script} {' '.join(args)}:\n{done.stderr[-3000:]}"
-        assert done.stdout.strip(), f"{script} printed no figures"
+        monkeypatch.setattr(sys, "argv", [str(BENCH / script), *args])
+        out = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(out):
+                runpy.run_path(str(BENCH / script), run_name="__main__")
+        except SystemExit as stop:
+            assert stop.code in (None, 0), f"{script} {' '.join(args)}: exit {stop.code}"
+        finally:
+            torch.set_num_threads(threads)  # a script may set its own
+        assert out.getvalue().strip(), f"{script} printed no figures"
