@@ -371,9 +371,11 @@ _OWN_COMMANDS = {ZERO_SHOT: _zero_shot_command}
 
 
 def _built_in_commands() -> None:
-    from contrastkit.evaluators.tasks.registry import BUILT_IN
+    """Add the command of each built-in task, made from its row as the registry holds it
+    (a task folder's own where one replaces the table's row), then ``auto``."""
+    from contrastkit.evaluators.tasks.registry import built_in_rows
 
-    for task in BUILT_IN:
+    for task in built_in_rows():
         if task.run is not None:
             own = _OWN_COMMANDS.get(task.name)
             app.command(name=task.name)(own() if own is not None else task_command(task))

@@ -42,6 +42,8 @@ __all__ = [
     "OPTION_GROUPS",
     "REGISTRY",
     "Task",
+    "built_in_rows",
+    "folder_protocol_tasks",
     "folder_tasks",
     "read_result",
     "register_protocol_task",
@@ -232,11 +234,9 @@ def register_task(task: Task, *, replace_existing: bool = False) -> Task:
     return REGISTRY.register(task, replace_existing=replace_existing)
 
 
-def folder_tasks() -> tuple[Task, ...]:
-    """The built-in tasks written as a folder of this package on the task protocol
-    (:mod:`contrastkit.evaluators.engine`): every sub-package whose ``__init__`` defines
-    ``TASK``, in name order, as registry rows. A new task is a new folder here and no
-    edit elsewhere."""
+def folder_protocol_tasks() -> tuple[ProtocolTask[Any, Any], ...]:
+    """The ``TASK`` of each built-in task folder of this package (every sub-package whose
+    ``__init__`` defines one), in name order: imported, not registered."""
     import importlib
     import pkgutil
 
@@ -248,8 +248,28 @@ def folder_tasks() -> tuple[Task, ...]:
             module = importlib.import_module(f"{__package__}.{info.name}")
             task = getattr(module, "TASK", None)
             if task is not None:
-                found.append(register_protocol_task(task, replace_existing=True))
+                found.append(task)
     return tuple(found)
+
+
+def folder_tasks() -> tuple[Task, ...]:
+    """The built-in tasks written as a folder of this package on the task protocol
+    (:mod:`contrastkit.evaluators.engine`): every sub-package whose ``__init__`` defines
+    ``TASK``, in name order, registered as registry rows (a folder's row replacing the
+    :data:`BUILT_IN` row of its name). A new task is a new folder here and no edit
+    elsewhere."""
+    return tuple(
+        register_protocol_task(task, replace_existing=True) for task in folder_protocol_tasks()
+    )
+
+
+def built_in_rows() -> tuple[Task, ...]:
+    """The rows of :data:`BUILT_IN` as the registry holds them: where a task folder's
+    ``TASK`` replaces the row of its name, that task's row (:func:`task_row`). Nothing is
+    registered and no plugin is read (``contrastkit evaluate`` makes its built-in task
+    commands from these)."""
+    folders = {task.name: task_row(task) for task in folder_protocol_tasks()}
+    return tuple(folders.get(row.name, row) for row in BUILT_IN)
 
 
 def task_row(task: ProtocolTask[Any, Any], source: str = "contrastkit") -> Task:
