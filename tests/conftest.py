@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -100,6 +102,18 @@ def tiny_clip_spec(tmp_path_factory: pytest.TempPathFactory) -> str:
     from tiny_models import tiny_open_clip
 
     return tiny_open_clip(tmp_path_factory.mktemp("clip"))
+
+
+@pytest.fixture(scope="session")
+def ray_local() -> Iterator[Any]:
+    """One local Ray instance (4 logical CPUs: a 2-actor pool never holds them all) for
+    every test that asks for it; the jobs find it initialised and use it. Those tests
+    are in the ``xdist_group`` "ray", so one worker starts it once (a start takes
+    several seconds) and stops it at the end of the session."""
+    ray = pytest.importorskip("ray", reason='needs Ray: pip install "contrastkit[ray]"')
+    ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
 
 
 #: Fixture scopes whose value is shared by the tests of one module (or class).

@@ -38,16 +38,6 @@ EDIT = EditSettings(text_guidance_scales=(9.5,), steps=2, resolution=32)
 MODEL = ModelConfig(device="cpu", batch_size=4)
 
 
-@pytest.fixture(scope="module")
-def ray_local() -> Iterator[Any]:
-    """One local Ray instance for the module (4 logical CPUs: a 2-actor pool never
-    holds them all); the builds find it initialised and use it."""
-    ray = pytest.importorskip("ray", reason='needs Ray: pip install "contrastkit[ray]"')
-    ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False)
-    yield ray
-    ray.shutdown()
-
-
 def models_only_on_ray(patch: pytest.MonkeyPatch) -> None:
     """Make loading a model in this process an error: with the ray engine only the
     actors load them (they import the real loaders)."""

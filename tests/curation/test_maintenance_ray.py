@@ -33,15 +33,6 @@ DAY0 = datetime(2026, 1, 1, 3, 0, tzinfo=timezone.utc)
 HOSTS = ("a.test", "b.test", "c.test")
 
 
-@pytest.fixture(scope="module")
-def ray_local() -> Iterator[Any]:
-    """One local Ray instance for the module; ``maintain`` finds it initialised."""
-    ray = pytest.importorskip("ray", reason='needs Ray: pip install "contrastkit[ray]"')
-    ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False)
-    yield ray
-    ray.shutdown()
-
-
 @pytest.fixture
 def server() -> Iterator[LoopbackServer]:
     routes: dict[str, Any] = {f"/{n}.jpg": Switchable(noise_jpeg(n)) for n in range(1, 6)}
