@@ -8,6 +8,7 @@ schema, with bootstrap intervals, a ``report.md`` and ``contrastkit report``."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -204,12 +205,31 @@ def test_a_harness_question_is_checked_when_made() -> None:
         question({"a": "x"}, "a")
 
 
-def test_the_builders_name_the_engine_function_that_gives_a_tasks_questions() -> None:
-    """The export reaches the task registry by an import path (the layer contract keeps
-    builders and evaluators apart): it must import, and be the engine's function."""
-    from contrastkit.builders.harness_task_questions import TASK_QUESTIONS
-    from contrastkit.evaluators.engine.harness import task_questions
-    from contrastkit.plugins import resolve
+def test_the_export_asks_the_task_through_the_function_it_is_handed(tmp_path: Path) -> None:
+    """The builders do not reach the task registry themselves (the layer contract keeps
+    builders and evaluators apart): ``export harness`` hands them the engine's function,
+    and without one a kind no built-in set reads is exported as if no task had the hooks."""
+    from contrastkit.builders.harness_questions import ImageFinder
+    from contrastkit.builders.harness_task_questions import task_set
+    from contrastkit.cli.export import _task_questions
+    from contrastkit.evaluators.engine.harness import HarnessQuestion, task_questions
+    from contrastkit.evaluators.engine.protocol import Item
 
-    assert resolve(TASK_QUESTIONS, "test") is task_questions
-    assert task_questions("no-such-kind", []) is None  # no task: the built-in rules
+    images = ImageFinder(None)
+    assert _task_questions("no-such-kind", []) is None  # the engine's: no task, no questions
+    assert task_questions("no-such-kind", []) is None
+    asked: list[tuple[str, tuple[Path, ...]]] = []
+    item = Item("k1", {}, {"x": 1}, source=tmp_path, name="first", group="g")
+    question = HarnessQuestion("k1", b"image", "Which?", {"a": "one", "b": "two"}, "a")
+
+    def questions_of(
+        kind: str, paths: Sequence[Path]
+    ) -> tuple[str, list[tuple[Item, HarnessQuestion]]]:
+        asked.append((kind, tuple(paths)))
+        return "mine", [(item, question)]
+
+    found = task_set("plugin-kind", [tmp_path], images, False, questions_of)
+    assert asked == [("plugin-kind", (tmp_path,))]
+    assert found is not None and found.task == "mine"
+    assert [(q.row, q.question, q.answer) for q in found.questions] == [("k1", "Which?", "a")]
+    assert task_set("plugin-kind", [tmp_path], images, False) is None  # not handed one

@@ -100,7 +100,7 @@ from contrastkit.builders.harness_questions import (
     visogender_set,
 )
 from contrastkit.builders.harness_tables import JPEG_QUALITY, key_items, write_parquet, write_tsv
-from contrastkit.builders.harness_task_questions import task_set
+from contrastkit.builders.harness_task_questions import TaskQuestions, task_set
 from contrastkit.builders.harness_yaml import LMMS_POST_PROMPT, dump_yaml, task_config
 from contrastkit.config import require
 from contrastkit.errors import ConfigError, DataFormatError, StateError
@@ -165,6 +165,11 @@ class HarnessExportConfig:
             question; its ``labels`` which option each letter shows.
         questions: the decision question templates (YAML, as ``evaluate --questions``);
             ``None``: the bundled ones.
+        task_questions: how data of a kind no built-in set reads is asked: the questions
+            of the registered task with the harness hooks that reads it. ``contrastkit
+            export harness`` passes :func:`contrastkit.evaluators.engine.harness.
+            task_questions`; pass it too to export a plugin kind's data. ``None`` (the
+            default): such data is read as no task had the hooks.
 
     Raises:
         ConfigError: naming the field.
@@ -180,6 +185,7 @@ class HarnessExportConfig:
     name: str | None = None
     decisions: bool = False
     questions: Path | None = None
+    task_questions: TaskQuestions | None = None
     bundled: bool = field(init=False, repr=False)
     """Whether ``source`` names the bundled sets (``visogender``)."""
     paths: tuple[Path, ...] = field(init=False, repr=False)
@@ -281,7 +287,7 @@ def _load_set(config: HarnessExportConfig) -> QuestionSet:
     detected = detect_kind(first).name
     kind = detected if len(sources) == 1 else "visogender"
     if detected not in _BUILT_IN_KINDS and not config.decisions:
-        found = task_set(detected, sources, images, skip_missing)
+        found = task_set(detected, sources, images, skip_missing, config.task_questions)
         if found is not None:
             return found
     if config.decisions:

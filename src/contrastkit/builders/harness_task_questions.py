@@ -1,8 +1,12 @@
 """The questions of a task written on the task protocol (:func:`task_set`), for
 ``contrastkit export harness`` of data of a kind no built-in export handles: the task
-that reads the kind gives them through its harness hooks
-(:mod:`contrastkit.evaluators.engine.harness`), and each becomes a
-:class:`~contrastkit.builders.harness_questions.Question` like the built-in sets'."""
+that reads the kind gives them through its harness hooks, and each becomes a
+:class:`~contrastkit.builders.harness_questions.Question` like the built-in sets'.
+
+The function that finds the task and asks it (:data:`TaskQuestions`:
+:func:`contrastkit.evaluators.engine.harness.task_questions`) is handed in by the
+caller: it reads the task registry, which lives beside the evaluators, and the layer
+contract keeps the builders and the evaluators from importing each other."""
 
 from __future__ import annotations
 
@@ -12,16 +16,8 @@ from typing import Any, Protocol
 
 from contrastkit.builders.harness_questions import ImageFinder, Question, QuestionSet
 from contrastkit.errors import DataFormatError
-from contrastkit.plugins import resolve
 
-__all__ = ["TASK_QUESTIONS", "task_set"]
-
-#: The function that gives the questions of a task written on the task protocol
-#: (:func:`contrastkit.evaluators.engine.harness.task_questions`), imported by its name
-#: when data of a kind no built-in export handles is exported: it reads the task
-#: registry, which lives beside the evaluators, and the layer contract keeps the builders
-#: and the evaluators from importing each other.
-TASK_QUESTIONS = "contrastkit.evaluators.engine.harness:task_questions"
+__all__ = ["TaskQuestions", "task_set"]
 
 
 def _const(value: Any) -> Callable[[], Any]:
@@ -70,6 +66,18 @@ class _AskedQuestion(Protocol):
     @property
     def l2_category(self) -> str: ...
 
+    @property
+    def image(self) -> Any: ...
+
+
+#: The function that gives the questions of the registered task with the harness hooks
+#: that reads a kind (:func:`contrastkit.evaluators.engine.harness.task_questions`):
+#: ``function(kind, paths) -> (task name, [(item, question), ...])``, or ``None`` when
+#: no such task is registered.
+TaskQuestions = Callable[
+    [str, Sequence[Path]], tuple[str, Sequence[tuple[_AskedItem, _AskedQuestion]]] | None
+]
+
 
 def _task_image(
     item: _AskedItem, ref: Any, images: ImageFinder
@@ -108,13 +116,18 @@ def _task_question(item: _AskedItem, question: _AskedQuestion, loader: Callable[
 
 
 def task_set(
-    kind: str, paths: Sequence[Path], images: ImageFinder, skip_missing: bool
+    kind: str,
+    paths: Sequence[Path],
+    images: ImageFinder,
+    skip_missing: bool,
+    questions_of: TaskQuestions | None = None,
 ) -> QuestionSet | None:
-    """The questions of the registered task with the harness hooks that reads ``kind``
-    (:data:`TASK_QUESTIONS`), one per item it asks, or ``None`` when no such task is
-    registered. Each key item's ``annotations`` keep the item (its key, ``data``, name
-    and group), so the answers read back without the data."""
-    found = resolve(TASK_QUESTIONS, "contrastkit export harness")(kind, paths)
+    """The questions of the registered task with the harness hooks that reads ``kind``,
+    as ``questions_of`` gives them (:data:`TaskQuestions`), one per item it asks; ``None``
+    when no such task is registered, or without ``questions_of``. Each key item's
+    ``annotations`` keep the item (its key, ``data``, name and group), so the answers
+    read back without the data."""
+    found = None if questions_of is None else questions_of(kind, paths)
     if found is None:
         return None
     name, pairs = found

@@ -20,7 +20,11 @@ from contrastkit.cli.helptext import App, HelpGroup
 from contrastkit.text import count as counted
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from contrastkit.builders.export import ExportResult
+    from contrastkit.evaluators.engine.harness import HarnessQuestion
+    from contrastkit.evaluators.engine.protocol import Item
 
 DETECT_COMMAND = "auto"
 """The command ``contrastkit export PATH ...`` runs: a first argument that names no
@@ -275,6 +279,17 @@ def export_contrast_command(
     print_export(result, as_json)
 
 
+def _task_questions(
+    kind: str, paths: Sequence[Path]
+) -> tuple[str, list[tuple[Item, HarnessQuestion]]] | None:
+    """The questions of the registered task with the harness hooks that reads ``kind``
+    (:func:`contrastkit.evaluators.engine.harness.task_questions`, imported when an export
+    asks: for data of a kind no built-in set reads)."""
+    from contrastkit.evaluators.engine.harness import task_questions
+
+    return task_questions(kind, paths)
+
+
 @app.command("harness")
 def export_harness_command(
     source: list[str] = typer.Argument(
@@ -343,7 +358,7 @@ def export_harness_command(
         result = export_harness(HarnessExportConfig(
             source=tuple(source), format=format, out=out, store=store,
             seed=seed, reversed_copy=reversed_copy, skip_missing=skip_missing, name=name,
-            decisions=decisions, questions=questions,
+            decisions=decisions, questions=questions, task_questions=_task_questions,
         ))  # fmt: skip
     if as_json:
         print_json({
