@@ -149,6 +149,24 @@ def _name_the_group(item: pytest.Item) -> None:
         item._id = NodeId.parse(f"{item.nodeid}@{group}")  # type: ignore[attr-defined,union-attr]
 
 
+def _named_where_marked(items: list[pytest.Item]) -> None:
+    """Refuse a test marked ``model_outputs`` in a file that does not name the mark:
+    .ci/run's second pass collects only the files that name it (grep), and would miss
+    such a test."""
+    texts: dict[Path, str] = {}
+    for item in items:
+        if item.get_closest_marker("model_outputs") is None:
+            continue
+        path = Path(item.path)
+        if path not in texts:
+            texts[path] = path.read_text(encoding="utf-8")
+        if "model_outputs" not in texts[path]:
+            raise pytest.UsageError(
+                f"{item.nodeid} is marked model_outputs but its file does not name the mark; "
+                ".ci/run's second pass collects only the files that do"
+            )
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Modules that hold a slow test run first (each module's tests stay together, in
@@ -160,6 +178,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     after the module, unless they have a group already): spread over the workers, each
     worker would make the fixture again. ``--dist loadgroup`` hands out the largest
     groups first."""
+    _named_where_marked(items)
     for item in items:
         if _uses_a_module_fixture(item) and not item.get_closest_marker("xdist_group"):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
