@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from contrastkit.builders.gensynth.summary import EditEntry, read_summary
+from contrastkit.builders.gensynth.summary import EditEntry, ShardFile, read_summary
 from contrastkit.builders.manifest import (
     MANIFEST,
     EditRecord,
@@ -128,7 +128,7 @@ def end_merge(out: Path) -> None:
 
 
 def merged_edit_entry(
-    infos: Mapping[int, Mapping[str, Any]],
+    infos: Mapping[int, ShardFile],
     folders: Mapping[int, Path],
     counts: Mapping[str, int],
 ) -> EditEntry:

@@ -33,7 +33,7 @@ import shutil
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict, cast
+from typing import Any, cast
 
 from contrastkit.builders.coco import SourceImage
 from contrastkit.builders.gensynth.merging import (
@@ -42,7 +42,13 @@ from contrastkit.builders.gensynth.merging import (
     manifest_before_merge,
     merged_edit_entry,
 )
-from contrastkit.builders.gensynth.summary import SETTINGS, EditEntry, read_summary, update_summary
+from contrastkit.builders.gensynth.summary import (
+    SETTINGS,
+    EditEntry,
+    ShardFile,
+    read_summary,
+    update_summary,
+)
 from contrastkit.builders.manifest import (
     BUILD_LOCK,
     MANIFEST,
@@ -53,7 +59,7 @@ from contrastkit.builders.manifest import (
     remove_stale_temp_files,
 )
 from contrastkit.config import require
-from contrastkit.curation.editing import EditSettings, EditSettingsJSON, plan_edits
+from contrastkit.curation.editing import EditSettings, plan_edits
 from contrastkit.errors import ConfigError, DataFormatError, StateError
 from contrastkit.io import atomic_write_text, exclusive_lock
 from contrastkit.records import read_json_object
@@ -64,7 +70,6 @@ __all__ = [
     "MergeConfig",
     "MergeReport",
     "Shard",
-    "ShardFile",
     "ShardInfo",
     "merge_shards",
     "read_shard_info",
@@ -144,20 +149,6 @@ def fingerprint(info: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
-class ShardFile(TypedDict):
-    """The content of a shard's ``shard.json`` (:meth:`ShardInfo.to_json`); ``storage``
-    is missing in shards made before it was recorded."""
-
-    shard: int
-    shards: int
-    edit: EditSettingsJSON
-    editor: str
-    selection: dict[str, Any]
-    storage: NotRequired[dict[str, Any]]
-    fingerprint: str
-    positions: dict[str, int]
-
-
 @dataclass(frozen=True)
 class ShardInfo:
     """What a shard worker records in its ``shard.json`` before it edits anything
@@ -182,6 +173,7 @@ class ShardInfo:
     def to_json(self) -> ShardFile:
         """The content of ``shard.json``, with the :func:`fingerprint` of the settings."""
         edit, selection = self.settings.to_json(), dict(self.selection)
+        agreed = fingerprint({"edit": edit, "editor": self.editor, "selection": selection})
         return {
             "shard": self.shard.index,
             "shards": self.shard.count,
@@ -189,9 +181,7 @@ class ShardInfo:
             "editor": self.editor,
             "selection": selection,
             "storage": dict(self.storage),
-            "fingerprint": fingerprint(
-                {"edit": edit, "editor": self.editor, "selection": selection}
-            ),
+            "fingerprint": agreed,
             "positions": dict(self.positions),
         }
 
@@ -207,8 +197,7 @@ def write_shard_info(folder: Path, shard_info: ShardInfo) -> ShardFile:
     info = shard_info.to_json()
     path = folder / SHARD_INFO
     if path.exists():
-        old = read_shard_info(folder)
-        what = _difference(old, info)
+        what = _difference(read_shard_info(folder), info)
         if what:
             raise StateError(
                 f"{folder}: this shard was started with other settings ({what}); use "

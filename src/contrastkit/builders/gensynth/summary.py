@@ -1,4 +1,5 @@
-"""What every GenSynth / GenSwap stage shares: the build summary, images, person crops."""
+"""What every GenSynth / GenSwap stage shares: the build summary (and the shapes of its
+entries and of a shard's ``shard.json``), images, person crops."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ __all__ = [
     "STALE",
     "EditEntry",
     "Progress",
+    "ShardFile",
     "load_image",
     "person_crop",
     "read_summary",
@@ -64,6 +66,21 @@ class EditEntry(TypedDict):
     editor_family: NotRequired[str]
     editor_pipeline: NotRequired[str | None]
     editor_dtype: NotRequired[str | None]
+
+
+class ShardFile(TypedDict):
+    """The content of a shard's ``shard.json``
+    (:meth:`~contrastkit.builders.gensynth.shards.ShardInfo.to_json`); ``storage`` is
+    missing in shards made before it was recorded."""
+
+    shard: int
+    shards: int
+    edit: EditSettingsJSON
+    editor: str
+    selection: dict[str, Any]
+    storage: NotRequired[dict[str, Any]]
+    fingerprint: str
+    positions: dict[str, int]
 
 
 #: Called with (finished, total) as work progresses.
