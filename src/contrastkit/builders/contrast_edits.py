@@ -13,16 +13,17 @@ import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from PIL import Image as PILImage
 
 from contrastkit.builders.coco import SourceImage
-from contrastkit.builders.contrast_export import ExportContrastConfig
+from contrastkit.builders.contrast_export import ContrastRow, ExportContrastConfig
 from contrastkit.builders.edit_facts import edit_facts, stored_format
 from contrastkit.builders.export_folder import (
     GENDER_LABELS,
     ExportResult,
+    ImageCell,
     SplitRows,
     build_weights,
     write_export,
@@ -117,6 +118,13 @@ def export_edits(config: ExportContrastConfig, summary: dict[str, Any], kind: st
             index.close()
 
 
+class _Where(TypedDict):
+    """The manifest line being read, and its edit."""
+
+    line: int
+    edit_id: str
+
+
 class _ManifestIndex:
     """A build's manifest as an SQLite table keyed by edit id, in a scratch file, so a
     contrast set of any size looks its edits up without holding the manifest in memory.
@@ -132,7 +140,7 @@ class _ManifestIndex:
             self._load()
 
     def _load(self) -> None:
-        where: dict[str, Any] = {"line": 0, "edit_id": ""}
+        where: _Where = {"line": 0, "edit_id": ""}
 
         def records() -> Iterator[tuple[str, str]]:
             # a torn last line (its append never finished) is left out
@@ -146,7 +154,7 @@ class _ManifestIndex:
                 self.connection.executemany("INSERT INTO edits VALUES (?, ?)", records())
         except sqlite3.IntegrityError as error:
             raise DataFormatError(
-                self.manifest, int(where["line"]), "edit_id",
+                self.manifest, where["line"], "edit_id",
                 f"edit {where['edit_id']!r} listed twice",
             ) from error  # fmt: skip
 
@@ -196,9 +204,7 @@ def _check_source(build_dir: Path, item: ContrastItem, recorded: dict[str, Sourc
         check_photo(source_file(build_dir, Path(item.source_image)), source)
 
 
-def _contrast_records(
-    build_dir: Path, path: Path, index: _ManifestIndex
-) -> Iterator[dict[str, Any]]:
+def _contrast_records(build_dir: Path, path: Path, index: _ManifestIndex) -> Iterator[ContrastRow]:
     """The exported rows of a contrast set, each image read when its row is yielded."""
     for line, item in contrast_items(path):
         record = _edit_of(index, build_dir, path, line, item)
@@ -209,7 +215,7 @@ def _contrast_records(
                 build_dir / item.image, source_file(build_dir, Path(item.source_image))
             )
             name = Path(item.image).with_suffix(".webp").name
-            image = {"bytes": encode_lossless(whole()), "path": name}
+            image: ImageCell = {"bytes": encode_lossless(whole()), "path": name}
         else:
             image = {"bytes": (build_dir / item.image).read_bytes(), "path": Path(item.image).name}
         yield {

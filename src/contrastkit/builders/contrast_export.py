@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from datasets import ClassLabel, Features, Image, Sequence, Value
 
@@ -20,6 +20,7 @@ from contrastkit.builders.export_folder import (
     GENDER_LABELS,
     METADATA_FILE,
     ExportResult,
+    ImageCell,
     SplitRows,
     write_export,
 )
@@ -41,6 +42,7 @@ __all__ = [
     "COCO_LICENCE",
     "COCO_SOURCES",
     "ORIGINALS_NOTE",
+    "ContrastRow",
     "ExportContrastConfig",
     "contrast_card",
     "contrast_config_features",
@@ -143,6 +145,30 @@ class ExportContrastConfig:
             isinstance(self.seed, int) and not isinstance(self.seed, bool) and self.seed >= 0,
             "seed", f"must be a whole number >= 0, not {self.seed!r}",
         )  # fmt: skip
+
+
+class ContrastRow(TypedDict):
+    """A row of a contrast-set export (:func:`contrast_features`): an edit, or an original
+    photo (:func:`export_originals`: no edit fields)."""
+
+    source_id: str
+    gender: str
+    image: ImageCell
+    edit_id: str | None
+    method: str
+    source_label: str
+    captions: list[str]
+    neutral_captions: list[str]
+    original_captions: list[str]
+    box: list[float]
+    p_real: float | None
+    p_gender: float | None
+    instruction: str | None
+    text_guidance_scale: float | None
+    image_guidance_scale: float | None
+    steps: int | None
+    seed: int | None
+    donor: str | None
 
 
 def read_build_summary(build_dir: Path) -> tuple[dict[str, Any], str]:
@@ -275,7 +301,7 @@ def export_originals(
         check_photo(file, sources[source_id])  # the photo the edits were made from
     counts = Counter(sources[s].label.value for s in kept)
 
-    def records() -> Iterator[dict[str, Any]]:
+    def records() -> Iterator[ContrastRow]:
         for source_id in kept:
             source = sources[source_id]
             file = source_file(build_dir, source.path)
@@ -323,7 +349,7 @@ def export_originals(
     )
 
 
-def _photo(file: Path) -> dict[str, Any]:
+def _photo(file: Path) -> ImageCell:
     """A source photo as exported: its bytes unchanged, except a photo with an EXIF
     orientation, whose pixels as shown go out as lossless WebP (the orientation the
     edits were made in, for every reader, EXIF-aware or not)."""

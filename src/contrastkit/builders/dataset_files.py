@@ -23,11 +23,10 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -78,11 +77,11 @@ def _arrow_batch_size(features: Features) -> int:
     return int(size or datasets_config.DEFAULT_MAX_BATCH_SIZE)
 
 
-def encode_batches(rows: Iterable[dict[str, Any]], features: Features) -> Iterator[pa.Table]:
+def encode_batches(rows: Iterable[Mapping[str, object]], features: Features) -> Iterator[pa.Table]:
     """Rows as Arrow tables of :func:`_arrow_batch_size` rows, encoded as
     ``Dataset.from_dict`` encodes them (ClassLabel names to ids, images to structs)."""
     size, schema = _arrow_batch_size(features), features.arrow_schema
-    batch: list[dict[str, Any]] = []
+    batch: list[Mapping[str, object]] = []
 
     def encode() -> pa.Table:
         columns = {name: [row[name] for row in batch] for name in features}

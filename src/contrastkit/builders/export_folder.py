@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from datasets import Dataset, DatasetDict, Features, load_from_disk
 
@@ -55,8 +55,12 @@ __all__ = [
     "GENDER_LABELS",
     "METADATA_FILE",
     "RANDOM_BUILD_NOTE",
+    "BuildWeights",
     "ExportResult",
+    "ImageCell",
+    "RandomWeights",
     "SplitRows",
+    "UrlCheckSummary",
     "build_weights",
     "check_replaceable",
     "load_export",
@@ -87,6 +91,50 @@ _LOCAL_PATH = re.compile(
 )
 
 
+class ImageCell(TypedDict):
+    """An image of an exported row, as the ``Image`` feature takes it: the file's bytes
+    and its name."""
+
+    bytes: bytes
+    path: str | None
+
+
+class UrlCheckSummary(TypedDict):
+    """What a card says of the check of a set's image URLs (:func:`url_check_summary`):
+    the results file, the first and last check time, the count of each status."""
+
+    source: str
+    checked_from: str | None
+    checked_to: str | None
+    status_counts: dict[str, int]
+
+
+class RandomWeights(TypedDict):
+    """Whether a build's editor and image encoder had random weights."""
+
+    editor: bool
+    encoder: bool
+
+
+class BuildWeights(TypedDict):
+    """:func:`build_weights`: the flags, and the note a card prints when either is set."""
+
+    random_weights: RandomWeights
+    weights_note: str | None
+
+
+class _SplitFiles(TypedDict):
+    rows: int
+    files: list[str]
+
+
+class _ConfigFiles(TypedDict):
+    """A config as the metadata describes it: its splits' rows and files, its features."""
+
+    splits: dict[str, _SplitFiles]
+    features: dict[str, Any] | None
+
+
 @dataclass
 class ExportResult:
     """What :func:`write_export` wrote."""
@@ -104,10 +152,10 @@ class SplitRows:
     than a batch of them is ever held in memory. It is called once."""
 
     features: Features
-    rows: Callable[[], Iterable[dict[str, Any]]]
+    rows: Callable[[], Iterable[Mapping[str, object]]]
 
 
-def url_check_summary(checks: Path) -> dict[str, Any]:
+def url_check_summary(checks: Path) -> UrlCheckSummary:
     """Status counts and check time from ``urls check --results`` JSON lines: what the
     card of a set of image URLs says about their check."""
     statuses: Counter[str] = Counter()
@@ -146,7 +194,7 @@ def public_metadata(value: Any) -> Any:
     return value
 
 
-def build_weights(summary: Mapping[str, Any]) -> dict[str, Any]:
+def build_weights(summary: Mapping[str, Any]) -> BuildWeights:
     """Whether a build's editor and image encoder had random weights, from its summary:
     the flags the stages recorded (``editor_random_weights`` / ``encoder_random_weights``)
     or else the models' folders (:mod:`contrastkit.tiny.marker`).
@@ -157,7 +205,7 @@ def build_weights(summary: Mapping[str, Any]) -> dict[str, Any]:
     """
     edit = summary.get("edit") or {}
     filtered = summary.get("filter") or {}
-    flags = {
+    flags: RandomWeights = {
         "editor": bool(edit.get("editor_random_weights"))
         or spec_has_random_weights(str(edit.get("editor") or "")),
         "encoder": bool(filtered.get("encoder_random_weights"))
@@ -197,7 +245,7 @@ def write_export(
     building = staging_folder(out_dir.parent, f".{out_dir.name}.tmp-")
     try:
         parquet_files: list[Path] = []
-        described: dict[str, Any] = {}
+        described: dict[str, _ConfigFiles] = {}
         for name, splits in configs.items():
             saved = building / "saved" / name
             saved.mkdir(parents=True)

@@ -18,6 +18,7 @@ from PIL import Image as PILImage
 
 from contrastkit.builders.export_folder import (
     ExportResult,
+    ImageCell,
     SplitRows,
     check_replaceable,
     url_check_summary,
@@ -51,7 +52,7 @@ def stereotype_features(*, with_images: bool) -> Features:
     ``ClassLabel``; with images, ``image`` (``Image``) and ``image_sha256``."""
     from contrastkit.probes import CATEGORIES, COLUMNS, LABELS
 
-    features: dict[str, Any] = {}
+    features: dict[str, Value | ClassLabel | Image] = {}
     for name in COLUMNS:
         if name == "image":
             features["image_ref"] = Value("string")
@@ -174,9 +175,9 @@ def write_stereotype_export(config: ExportStereotypeConfig) -> ExportResult:
                 raise DataFormatError(path, row.line, "image", reason)
         kept.append(row)
 
-    def records() -> Iterator[dict[str, Any]]:
+    def records() -> Iterator[dict[str, str | ImageCell]]:
         for row in kept:
-            record: dict[str, Any] = {
+            record: dict[str, str | ImageCell] = {
                 ("image_ref" if name == "image" else name): getattr(row, name) for name in COLUMNS
             }
             if with_images:

@@ -14,7 +14,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 from urllib.parse import urlsplit
 
 from datasets import ClassLabel, Features, Image, Value
@@ -24,6 +24,7 @@ from contrastkit.builders.export_folder import (
     CONTEXT_LABELS,
     GENDER_LABELS,
     ExportResult,
+    ImageCell,
     SplitRows,
     check_replaceable,
     url_check_summary,
@@ -47,7 +48,7 @@ __all__ = [
 
 def visogender_features(context: Context, *, with_images: bool) -> Features:
     """Typed features of an exported VisoGender-style ``context`` table."""
-    features: dict[str, Any] = {
+    features: dict[str, Value | ClassLabel | Image] = {
         "idx": Value("string"),
         "context": ClassLabel(names=CONTEXT_LABELS),
         "sector": Value("string"),
@@ -72,28 +73,49 @@ def visogender_features(context: Context, *, with_images: bool) -> Features:
     return Features(features)
 
 
-def _row_record(row: VisoGenderRow) -> dict[str, Any]:
-    record: dict[str, Any] = {
+class VisoGenderRecord(TypedDict):
+    """A row of a VisoGender-style export (:func:`visogender_features`): ``participant``
+    and ``participant_gender`` in an OP table, ``object`` in an OO one; ``image`` and
+    ``image_sha256`` when the export embeds its images."""
+
+    idx: str
+    context: str
+    sector: str
+    specialisation: str
+    occupation: str
+    participant: NotRequired[str | None]
+    object: NotRequired[str | None]
+    occupation_gender: str
+    participant_gender: NotRequired[str]
+    url: str
+    licence: str
+    annotator: str
+    error_codes: str
+    image: NotRequired[ImageCell]
+    image_sha256: NotRequired[str]
+
+
+def _row_record(row: VisoGenderRow) -> VisoGenderRecord:
+    """The exported record of ``row`` without its image (the features encode it by
+    name, in their own order)."""
+    record: VisoGenderRecord = {
         "idx": row.idx,
         "context": row.context.value,
         "sector": row.sector,
         "specialisation": row.specialisation,
         "occupation": row.occupation,
-    }
-    if row.context is Context.OP:
-        record["participant"] = row.participant
-    else:
-        record["object"] = row.object
-    record["occupation_gender"] = row.occupation_gender.value
-    if row.context is Context.OP:
-        assert row.participant_gender is not None
-        record["participant_gender"] = row.participant_gender.value
-    record |= {
+        "occupation_gender": row.occupation_gender.value,
         "url": row.url,
         "licence": row.licence,
         "annotator": row.annotator,
         "error_codes": row.error_codes,
     }
+    if row.context is Context.OP:
+        assert row.participant_gender is not None
+        record["participant"] = row.participant
+        record["participant_gender"] = row.participant_gender.value
+    else:
+        record["object"] = row.object
     return record
 
 
@@ -187,7 +209,7 @@ def _table_rows(
     return kept, skipped
 
 
-def _table_records(rows: list[_Kept], store: ImageStore | None) -> Iterator[dict[str, Any]]:
+def _table_records(rows: list[_Kept], store: ImageStore | None) -> Iterator[VisoGenderRecord]:
     """One exported record per row, its image read (from its file or the store) when it
     is yielded. A local image's ``url`` is its name relative to the TSV's folder."""
     for kept in rows:
