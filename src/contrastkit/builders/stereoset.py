@@ -76,7 +76,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Final
+from typing import Final, TypedDict
 
 from contrastkit.builders.stereoset_json import Statement, attribute_term, read_stereoset
 from contrastkit.config import require
@@ -98,8 +98,11 @@ __all__ = [
     "BUILD_REPORT",
     "IMAGE_COLUMNS",
     "PAPER_TABLE1",
+    "CategoryCounts",
     "Statement",
     "StereoSetConfig",
+    "StereoSetParameters",
+    "StereoSetReport",
     "StereoSetResult",
     "attribute_term",
     "build_stereoset",
@@ -297,6 +300,58 @@ def _count(rows: Sequence[ProbeRow], categories: Sequence[str]) -> dict[str, dic
     }
 
 
+class StereoSetParameters(TypedDict):
+    """The inputs of a build, as ``build.json`` records them."""
+
+    stereoset: str
+    stereoset_sha256: str
+    stereoset_version: str
+    images: str
+    images_sha256: str
+    out: str
+    seed: int
+    balance: bool
+    neutral_terms: str | None
+    categories: list[str]
+
+
+#: One category (or ``overall``) of the build's table (:meth:`StereoSetResult.table`).
+CategoryCounts = TypedDict(
+    "CategoryCounts",
+    {
+        "category": str,
+        "stereotype": int,
+        "anti-stereotype": int,
+        "images": int,
+        "before_balancing": int,
+        "without_neutral": int,
+        "paper_table1": int,
+    },
+)
+
+
+class BalancingCounts(TypedDict):
+    """Per category, the rows of each label and in all, before and after balancing."""
+
+    before_balancing: dict[str, dict[str, int]]
+    after_balancing: dict[str, dict[str, int]]
+
+
+class StereoSetReport(TypedDict):
+    """The build report, ``build.json`` (:meth:`StereoSetResult.report`)."""
+
+    parameters: StereoSetParameters
+    counts: BalancingCounts
+    table: list[CategoryCounts]
+    paper_table1: dict[str, int]
+    paper_table1_note: str
+    without_neutral: dict[str, int]
+    skipped_other_categories: int
+    stereoset_items_unusable: list[str]
+    rows: int
+    outputs: list[str]
+
+
 @dataclass
 class StereoSetResult:
     """What a StereoSet build kept and wrote.
@@ -319,7 +374,7 @@ class StereoSetResult:
     after: dict[str, dict[str, int]]
     without_neutral: dict[str, int]
     skipped_categories: int
-    parameters: dict[str, Any]
+    parameters: StereoSetParameters
     written: list[Path] = field(default_factory=list)
     unusable_items: list[str] = field(default_factory=list)
 
@@ -328,10 +383,10 @@ class StereoSetResult:
         """The probe TSV written."""
         return Path(self.parameters["out"]) / PROBE_FILE
 
-    def table(self) -> list[dict[str, Any]]:
+    def table(self) -> list[CategoryCounts]:
         """One entry per category and one ``overall``: counts before and after balancing,
         rows without a neutral form, and the paper's Table 1 count."""
-        entries = []
+        entries: list[CategoryCounts] = []
         for category in [*self.after, "overall"]:
             if category == "overall":
                 before = {k: sum(c[k] for c in self.before.values()) for k in (*LABELS, "total")}
@@ -353,7 +408,7 @@ class StereoSetResult:
             )
         return entries
 
-    def report(self) -> dict[str, Any]:
+    def report(self) -> StereoSetReport:
         """The build report (``build.json``) as JSON-ready data."""
         return {
             "parameters": self.parameters,

@@ -38,9 +38,9 @@ import json
 import random
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from contrastkit.config import require
 from contrastkit.curation.dedup import canonical_url
@@ -54,10 +54,13 @@ from contrastkit.tsv import render_visogender_tsv
 
 __all__ = [
     "DEFAULT_PER_CELL",
+    "BuildParameters",
+    "BuildReport",
     "BuildResult",
     "BuildVisoGenderConfig",
     "Candidate",
     "Shortfall",
+    "SkippedDuplicate",
     "build_visogender",
     "output_name",
     "read_candidates",
@@ -184,6 +187,71 @@ class Shortfall:
         return self.needed - self.available
 
 
+class SkippedDuplicate(TypedDict):
+    """A licensed candidate left out as a duplicate of an earlier one: ``exact`` (the same
+    URL) or ``canonical`` (the same URL once normalised)."""
+
+    line: int | None
+    duplicate_of_line: int | None
+    kind: str
+    url: str
+
+
+class RowSource(TypedDict):
+    """Where a built row came from: its IDX, the candidate's line and ``source``."""
+
+    idx: str
+    line: int | None
+    source: str
+
+
+class BuildParameters(TypedDict):
+    """The inputs of a build, as its report records them."""
+
+    candidates: str
+    candidates_sha256: str
+    per_cell: int
+    seed: int
+    contexts: list[str]
+    occupations_requested: list[str]
+    keep_incomplete: bool
+    taxonomy: list[str]
+
+
+class ShortfallRecord(TypedDict):
+    """A :class:`Shortfall` in the build report."""
+
+    occupation: str
+    context: str
+    cell: str
+    available: int
+    needed: int
+    short_by: int
+
+
+class BuildCounts(TypedDict):
+    """The rows selected per context, and the candidates skipped."""
+
+    selected: dict[str, int]
+    skipped_unlicensed: int
+    skipped_duplicates: int
+
+
+class BuildReport(TypedDict):
+    """The build report (``build_report.json``, :meth:`BuildResult.report`)."""
+
+    parameters: BuildParameters
+    counts: BuildCounts
+    complete: bool
+    occupations_included: list[str]
+    occupations_excluded: list[str]
+    shortfalls: list[ShortfallRecord]
+    skipped_unlicensed_lines: list[int | None]
+    skipped_duplicates: list[SkippedDuplicate]
+    rows: list[RowSource]
+    outputs: list[str]
+
+
 @dataclass
 class BuildResult:
     """What a build selected, skipped and wrote."""
@@ -193,9 +261,9 @@ class BuildResult:
     included: list[str]
     excluded: list[str]
     skipped_unlicensed: list[int | None]
-    skipped_duplicates: list[dict[str, Any]]
-    provenance: list[dict[str, Any]]
-    parameters: dict[str, Any]
+    skipped_duplicates: list[SkippedDuplicate]
+    provenance: list[RowSource]
+    parameters: BuildParameters
     written: list[Path] = field(default_factory=list)
 
     @property
@@ -208,7 +276,7 @@ class BuildResult:
         """The official-format TSVs written (OP, then OO), without the reports."""
         return tuple(path for path in self.written if path.suffix == ".tsv")
 
-    def report(self) -> dict[str, Any]:
+    def report(self) -> BuildReport:
         """The build report as JSON-ready data."""
         return {
             "parameters": self.parameters,
@@ -220,7 +288,17 @@ class BuildResult:
             "complete": self.complete,
             "occupations_included": self.included,
             "occupations_excluded": self.excluded,
-            "shortfalls": [asdict(s) | {"short_by": s.short_by} for s in self.shortfalls],
+            "shortfalls": [
+                {
+                    "occupation": s.occupation,
+                    "context": s.context,
+                    "cell": s.cell,
+                    "available": s.available,
+                    "needed": s.needed,
+                    "short_by": s.short_by,
+                }
+                for s in self.shortfalls
+            ],
             "skipped_unlicensed_lines": self.skipped_unlicensed,
             "skipped_duplicates": self.skipped_duplicates,
             "rows": self.provenance,
@@ -387,7 +465,7 @@ def build_visogender(config: BuildVisoGenderConfig) -> BuildResult:
     unlicensed = [c.line for c in candidates if not c.licensed]
     kept_by_url: dict[str, Candidate] = {}
     kept_by_key: dict[str, Candidate] = {}
-    duplicates: list[dict[str, Any]] = []
+    duplicates: list[SkippedDuplicate] = []
     pools: dict[tuple[str, Context, str], list[Candidate]] = defaultdict(list)
     for candidate in candidates:
         if not candidate.licensed:
@@ -428,7 +506,7 @@ def build_visogender(config: BuildVisoGenderConfig) -> BuildResult:
     excluded = [o for o in requested if o not in included]
 
     rows: dict[Context, list[VisoGenderRow]] = {context: [] for context in contexts}
-    provenance: list[dict[str, Any]] = []
+    provenance: list[RowSource] = []
     for occupation in included:
         definition = taxonomy[occupation]
         for context in contexts:
