@@ -20,13 +20,42 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 from contrastkit.evaluators.metrics import covers_every_query, cutoff_marking, cutoffs_by_k
 from contrastkit.models.registry import weights_note
 from contrastkit.text import UNDEFINED, format_number
 
-__all__ = ["headline_figures", "headline_lines"]
+__all__ = ["Headline", "HeadlineFigure", "headline_figures", "headline_lines"]
+
+
+class _Figure(TypedDict):
+    name: str
+    value: float | None
+    signed: bool
+
+
+class HeadlineFigure(_Figure, total=False):
+    """One headline figure: its ``value`` (``None`` when undefined; ``note`` says why),
+    whether it has a sign, for a mean across occupations or queries its ``sigma``, and
+    where the results have one its bootstrap interval ``low`` / ``high`` at ``level``."""
+
+    sigma: float | None
+    low: float
+    high: float
+    level: float | None
+    note: str
+
+
+class Headline(TypedDict):
+    """The headline of one evaluation (:func:`headline_figures`)."""
+
+    random_weights: bool
+    weights_note: str | None
+    protocol: str | None
+    figures: list[HeadlineFigure]
+    warnings: list[str]
+
 
 #: Resolution splits in the headline, with the words of VisoGender Tab. 2.
 _SPLITS = {
@@ -45,7 +74,7 @@ def _number(value: Any) -> float | None:
     return None
 
 
-def _with_interval(figure: dict[str, Any], values: Mapping[str, Any], key: str) -> dict[str, Any]:
+def _with_interval(figure: HeadlineFigure, values: Mapping[str, Any], key: str) -> HeadlineFigure:
     """``figure`` with the interval ``low`` / ``high`` (and its ``level``) of ``key``
     where ``values`` have it."""
     interval = values.get(f"{key}_ci")
@@ -61,16 +90,16 @@ def _with_interval(figure: dict[str, Any], values: Mapping[str, Any], key: str) 
 
 def _figure(
     name: str, values: Mapping[str, Any], key: str, *, signed: bool = True
-) -> dict[str, Any]:
+) -> HeadlineFigure:
     """One figure: ``name``, ``value`` (``None`` when undefined), and where the results
     have it the interval ``low`` / ``high``."""
-    figure: dict[str, Any] = {"name": name, "value": _number(values.get(key)), "signed": signed}
+    figure: HeadlineFigure = {"name": name, "value": _number(values.get(key)), "signed": signed}
     return _with_interval(figure, values, key)
 
 
 def _mean_figure(
     name: str, values: Mapping[str, Any], *, signed: bool, cutoff: Mapping[str, Any] | None
-) -> dict[str, Any]:
+) -> HeadlineFigure:
     """One figure that is a mean across occupations or queries (an @K metric, NDKL):
     ``name``, ``value``, ``sigma`` and where the results have it the interval ``low`` /
     ``high``. With ``cutoff`` (the warning of a K at or above some query's candidates) a
@@ -78,7 +107,7 @@ def _mean_figure(
     spread or interval."""
     if cutoff is not None and covers_every_query(cutoff):
         return {"name": name, "value": None, "signed": signed, "note": cutoff_marking(cutoff)}
-    figure: dict[str, Any] = {"name": name, "value": _number(values.get("mean")), "signed": signed}
+    figure: HeadlineFigure = {"name": name, "value": _number(values.get("mean")), "signed": signed}
     if cutoff is not None:
         figure["note"] = cutoff_marking(cutoff)
     figure["sigma"] = _number(values.get("sigma"))
@@ -101,7 +130,7 @@ def _k_of(name: str) -> int | None:
     return int(k) if k.isdigit() else None
 
 
-def _stereotype_figures(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _stereotype_figures(summary: Mapping[str, Any]) -> list[HeadlineFigure]:
     """VLStereoSet Table 3, and the Fig. 4 share above 0."""
     figures = [_figure(name, summary, name, signed=False) for name in ("vlrs", "vlbs", "ivlas")]
     for name in ("lmss", "vlss"):
@@ -111,9 +140,9 @@ def _stereotype_figures(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
     return figures
 
 
-def _contrast_figures(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _contrast_figures(summary: Mapping[str, Any]) -> list[HeadlineFigure]:
     """GenSynth Sec. 5: the retrieval bias at the headline K, and the pair preference."""
-    figures: list[dict[str, Any]] = []
+    figures: list[HeadlineFigure] = []
     retrieval = summary.get("retrieval") or {}
     ks = sorted(int(k) for k in summary.get("ks") or [] if isinstance(k, int | float))
     cutoffs = cutoffs_by_k(summary.get("warnings") or [], "contrast")
@@ -134,7 +163,7 @@ def _contrast_figures(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
     return figures
 
 
-def _task_figures(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _task_figures(summary: Mapping[str, Any]) -> list[HeadlineFigure]:
     """Another task's (a plugin's): its summary names its figures, and in
     ``figure_notes`` (name -> reason) why a figure without a value could not be
     computed (the console shows ``n/a (reason)``)."""
@@ -152,11 +181,11 @@ def _task_figures(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
     return figures
 
 
-def _visogender_figures(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _visogender_figures(summary: Mapping[str, Any]) -> list[HeadlineFigure]:
     """VisoGender: resolution accuracy and gap per split (Tab. 2), then the retrieval
     figures at the headline K and NDKL (Tab. 3) and the same with the participant as the
     query's subject (Tab. 5)."""
-    figures: list[dict[str, Any]] = []
+    figures: list[HeadlineFigure] = []
     resolution = summary.get("resolution_bias") or {}
     for split, words in _SPLITS.items():
         values = resolution.get(split)
@@ -203,7 +232,7 @@ _FIGURES = {
 }
 
 
-def headline_figures(model: str, summary: Mapping[str, Any], kind: str) -> dict[str, Any]:
+def headline_figures(model: str, summary: Mapping[str, Any], kind: str) -> Headline:
     """The headline figures of one evaluation.
 
     Args:
