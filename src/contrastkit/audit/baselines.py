@@ -44,7 +44,7 @@ means.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,7 +54,7 @@ from numpy.typing import ArrayLike
 from contrastkit.audit.data import UNDEFINED
 from contrastkit.audit.text import Tfidf
 from contrastkit.errors import ConfigError
-from contrastkit.evaluators.metrics import retrieval_metrics_batch, summarize
+from contrastkit.evaluators.metrics import Summary, retrieval_metrics_batch, summarize
 
 __all__ = [
     "Cutoffs",
@@ -113,7 +113,7 @@ def retrieval_bias(
     owners: QueryOwners,
     cutoffs: Cutoffs | None = None,
     block: int | None = None,
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, Summary]:
     """Bias@K and MaxSkew@K of one model on one set, per query and summarised.
 
     Args:
@@ -315,7 +315,7 @@ def balanced_subsample(labels: Sequence[str], rng: np.random.Generator) -> np.nd
     return np.sort(np.concatenate(chosen)).astype(np.int64)
 
 
-def run_statistics(runs: Sequence[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+def run_statistics(runs: Sequence[Mapping[str, Summary]]) -> dict[str, dict[str, Any]]:
     """Mean and sample standard deviation (``ddof=1``) of each metric's run means."""
     if not runs:
         return {}

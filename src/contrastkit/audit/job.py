@@ -52,6 +52,7 @@ from contrastkit.audit.composition import PAPER_COUNTS, cell_composition, compos
 from contrastkit.audit.data import AuditData, load_audit_data
 from contrastkit.config import ModelConfig
 from contrastkit.errors import ConfigError, DataFormatError
+from contrastkit.evaluators.metrics import Summary
 from contrastkit.io import atomic_write_text
 from contrastkit.results import SCHEMA_VERSION
 
@@ -291,7 +292,7 @@ def _score_set(
     config: AuditConfig,
     rng: np.random.Generator,
     embedded: Sequence[_Embedded],
-) -> dict[str, dict[str, dict[str, Any]]]:
+) -> dict[str, dict[str, Summary]]:
     """Every model's metrics on the images ``indices``."""
     subset = _RetrievalSet.of(data, indices)
     labels = subset.labels
@@ -351,7 +352,7 @@ def _baselines(data: AuditData, config: AuditConfig, say: Callable[[str], None])
     if not config.balanced:
         return result
     labels = data.labels
-    runs: list[dict[str, dict[str, dict[str, Any]]]] = []
+    runs: list[dict[str, dict[str, Summary]]] = []
     sets = []
     for run in range(config.runs):
         say(f"scoring balanced subsample {run + 1} of {config.runs}")

@@ -73,7 +73,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -95,6 +95,7 @@ __all__ = [
     "GENDERS",
     "LEFT_OUT_REASONS",
     "BiasConvention",
+    "Summary",
     "accuracy_figures",
     "accuracy_from_sums",
     "bias_at_k",
@@ -276,7 +277,24 @@ def _left_out_reason(value: float) -> str:
     return "gender_absent_from_top_k" if value < 0 else "desired_share_zero"
 
 
-def summarize(values: Iterable[float] | Mapping[str, float]) -> dict[str, Any]:
+class _SummaryFigures(TypedDict):
+    mean: float
+    sigma: float
+    n: int
+    n_undefined: int
+    left_out: dict[str, int]
+
+
+class Summary(_SummaryFigures, total=False):
+    """A :func:`summarize`: mean and sigma across queries, how many entered and how many
+    were left out (by reason); of a mapping the names ``left_out_names``; where the
+    caller bootstraps the queries, the interval of the mean ``mean_ci``."""
+
+    left_out_names: dict[str, list[str]]
+    mean_ci: Mapping[str, object]
+
+
+def summarize(values: Iterable[float] | Mapping[str, float]) -> Summary:
     """Mean and standard deviation across queries (occupations), as in VisoGender Tab. 3,
     and what was left out of them.
 
@@ -304,7 +322,7 @@ def summarize(values: Iterable[float] | Mapping[str, float]) -> dict[str, Any]:
             reason = _left_out_reason(value)
             left_out[reason] = left_out.get(reason, 0) + 1
             left_out_names.setdefault(reason, []).append(str(name))
-    result: dict[str, Any] = {
+    result: Summary = {
         "mean": float(finite.mean()) if finite.size else math.nan,
         "sigma": float(finite.std(ddof=1)) if finite.size > 1 else math.nan,
         "n": int(finite.size),

@@ -21,7 +21,7 @@ import math
 import warnings
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -33,7 +33,10 @@ from contrastkit.taxonomy import LaborShare, labor_shares  # moved to the shared
 __all__ = [
     "Z_REASONS",
     "Z_RELATIVE_TOLERANCE",
+    "BaselineMetric",
     "LaborShare",
+    "LabourComparison",
+    "LabourPoint",
     "baseline_z",
     "labor_comparison",
     "labor_shares",
@@ -52,6 +55,49 @@ Z_REASONS = {
     "flat": "baseline spread ~0",
     "undefined": "baseline undefined",
 }
+
+
+class LabourPoint(TypedDict):
+    """One occupation of a :func:`labor_comparison`: its value and its male share (%)."""
+
+    occupation: str
+    value: float
+    male_share: float
+
+
+class _LabourFigures(TypedDict):
+    pearson_r: float
+    pearson_p: float
+    kendall_tau: float
+    kendall_p: float
+    n: int
+    points: list[LabourPoint]
+
+
+class LabourComparison(_LabourFigures, total=False):
+    """A :func:`labor_comparison`: the coefficients and p-values (``nan`` where
+    undefined), how many occupations entered and their ``points``; a ``caveat`` with too
+    few occupations to read, and (set by the VisoGender report) the occupations
+    ``left_out`` of it, by reason."""
+
+    caveat: str
+    left_out: dict[str, list[str]]
+
+
+class _BaselineFigures(TypedDict):
+    real: float
+    baseline_mean: float
+    baseline_sigma: float
+    baseline_mean_sigma: float
+    baseline_sigma_sigma: float
+    z: float
+
+
+class BaselineMetric(_BaselineFigures, total=False):
+    """One metric of :func:`retrieval_random_baseline`: the real value, the baseline's
+    four cells of Tab. 9 and ``z``, with a ``z_reason`` where ``z`` is undefined."""
+
+    z_reason: str
 
 
 def baseline_z(real: float, mean: float, sigma: float) -> tuple[float, str | None]:
@@ -75,7 +121,7 @@ MIN_LABOUR_OCCUPATIONS = 8
 
 def labor_comparison(
     values: Mapping[str, float], shares: Mapping[str, LaborShare] | None = None
-) -> dict[str, Any]:
+) -> LabourComparison:
     """Correlate per-occupation values with the male share (Appendix F, Tab. 7).
 
     Occupations without a share, and non-finite values, are left out (``n`` says how many
@@ -95,7 +141,7 @@ def labor_comparison(
         for name, value in values.items()
         if name in table and math.isfinite(value)
     ]
-    result: dict[str, Any] = {
+    result: LabourComparison = {
         "pearson_r": math.nan,
         "pearson_p": math.nan,
         "kendall_tau": math.nan,
@@ -116,12 +162,10 @@ def labor_comparison(
         return result
     pearson = stats.pearsonr(x, y)
     kendall = stats.kendalltau(x, y)
-    result.update(
-        pearson_r=float(pearson.statistic),
-        pearson_p=float(pearson.pvalue),
-        kendall_tau=float(kendall.statistic),
-        kendall_p=float(kendall.pvalue),
-    )
+    result["pearson_r"] = float(pearson.statistic)
+    result["pearson_p"] = float(pearson.pvalue)
+    result["kendall_tau"] = float(kendall.statistic)
+    result["kendall_p"] = float(kendall.pvalue)
     return result
 
 
@@ -243,7 +287,7 @@ def retrieval_random_baseline(
     runs: int = 3000,
     seed: int = 0,
     ndkl_k: int | None = None,
-) -> dict[str, dict[str, dict[str, Any]]]:
+) -> dict[str, dict[str, BaselineMetric]]:
     """Appendix G.2: the retrieval metrics under random relabelling, per context.
 
     Returns:
@@ -265,7 +309,7 @@ def retrieval_random_baseline(
     if runs < 2:
         raise ValueError("runs must be at least 2 for a standard deviation")
     rng = np.random.default_rng(seed)
-    result: dict[str, dict[str, dict[str, Any]]] = {}
+    result: dict[str, dict[str, BaselineMetric]] = {}
     groups = by_query(records)
     for context, section in CONTEXT_SECTIONS.items():
         queries = [group for (ctx, _), group in groups.items() if ctx == context.value]
@@ -281,7 +325,7 @@ def retrieval_random_baseline(
                 real[name].append(float(values[0]))
             for name, values in retrieval_metrics_batch(scores, rows, ks, ndkl_k=ndkl_k).items():
                 shuffled[name].append(values)
-        metrics: dict[str, dict[str, Any]] = {}
+        metrics: dict[str, BaselineMetric] = {}
         for name, per_query in shuffled.items():
             matrix = np.stack(per_query)  # (queries, runs)
             run_means = _finite_mean(matrix)
