@@ -41,7 +41,8 @@ if TYPE_CHECKING:
     from PIL import Image
 
     from contrastkit.config import ModelConfig
-    from contrastkit.interfaces import ImageSource
+    from contrastkit.evaluators.engine.images import Images
+    from contrastkit.interfaces import ImageSource, ProgressFactory
 
 __all__ = [
     "ImageRef",
@@ -318,6 +319,11 @@ class Task(Generic[_S, _R]):
         capabilities: what each model must be able to do (:mod:`contrastkit.models.
             families`: ``embeddings``, ``captions``, ``pronouns``, ``answers`` ...);
             checked for every model before any loads.
+        any_capabilities: capabilities of which each model must have at least one
+            (``embeddings`` or ``pronouns``: a task that dual encoders and captioning
+            models both run, each its own way); checked with :attr:`capabilities`, the
+            pair named ``"embeddings or pronouns"`` among what a model lacks. Empty (the
+            default): no such need.
         settings: its settings class (its options).
         result: its result class.
         description: the ``--help`` of its command: a one-sentence paragraph (what the
@@ -341,7 +347,8 @@ class Task(Generic[_S, _R]):
     :class:`RunContext`. The optional hooks :meth:`refusal`, :meth:`report`,
     :meth:`summary`, :meth:`file_names`, :meth:`settings_of`, :meth:`score_in`,
     :meth:`raw_text`, :meth:`benchmark_text`, :meth:`scored`, :meth:`files`,
-    :meth:`compare_plots`, and the hooks that read a run's records besides its result
+    :meth:`compare_plots`, :meth:`check_models`, :meth:`available`,
+    :meth:`listed_files`, and the hooks that read a run's records besides its result
     (:meth:`scored_from`, :meth:`skipped`, :meth:`figures_from`: for a task whose
     result does not keep all its records say) keep the engine's defaults unless a task
     overrides them.
@@ -358,16 +365,31 @@ class Task(Generic[_S, _R]):
       (every query of a data set ranked against every image of it) keeps no records to
       reuse: every item is scored on every run, :attr:`raw_file` holds
       :meth:`raw_text`, and a cache of the task's own lives in
-      :attr:`ScoreContext.folder`.
+      :attr:`ScoreContext.folder`. Such a task may keep its raw files itself, under
+      names of its own (several files, one per part of the task, reused on rerun by
+      keys of its own): its :meth:`raw_text` gives ``None`` and the engine writes no
+      raw file.
     * ``compares_on_evaluate``: ``evaluate`` with several models writes
       ``comparison.md`` (default); ``False``: only ``report`` puts them side by side.
     * ``plots_title``: the title of the comparison plots :meth:`compare_plots` writes
       (``None``, the default: the task has none).
+    * ``plots_on_evaluate``: ``evaluate`` with several models also writes the comparison
+      plots (:meth:`compare_plots`, stem ``comparison``) into the output folder, and
+      ``comparison.md`` shows them under :attr:`plots_title` before its links to each
+      model's report. ``False`` (default): only ``report --out`` draws them.
+    * ``progress_label``: the label of each model's scoring stage in the progress
+      display, with ``{task}`` and ``{model}`` filled in (default ``"{task}: {model}"``).
+    * ``reports_progress``: a task that keeps no records and scores its item as a whole
+      reports its progress itself, in units of its own (images), through
+      :attr:`ScoreContext.progress`: the engine adds no update of its own after the
+      batch. ``False`` (default): the engine updates the display after each batch, in
+      items.
     """
 
     name: ClassVar[str]
     kind: ClassVar[str]
     capabilities: ClassVar[frozenset[str]] = frozenset()
+    any_capabilities: ClassVar[frozenset[str]] = frozenset()
     settings: ClassVar[type[TaskSettings]] = TaskSettings
     result: ClassVar[type[Result]]
     description: ClassVar[str] = ""
@@ -378,6 +400,9 @@ class Task(Generic[_S, _R]):
     keeps_records: ClassVar[bool] = True
     compares_on_evaluate: ClassVar[bool] = True
     plots_title: ClassVar[str | None] = None
+    plots_on_evaluate: ClassVar[bool] = False
+    progress_label: ClassVar[str] = "{task}: {model}"
+    reports_progress: ClassVar[bool] = False
 
     @property
     def raw_file(self) -> str:
@@ -442,6 +467,42 @@ class Task(Generic[_S, _R]):
         in the task's words; ``None``: the engine's message."""
         return None
 
+    def check_models(self, models: Sequence[str], settings: _S) -> None:
+        """Refuse, before any model loads and after every model's capabilities were
+        checked, what the capabilities cannot say: a part of the task that ``settings``
+        ask for and some of ``models`` cannot do. Nothing by default.
+
+        Raises:
+            ConfigError: naming the model and why, in the task's words.
+        """
+
+    def available(
+        self,
+        config: RunConfig,
+        paths: tuple[Path, ...],
+        items: Sequence[Item],
+        progress: ProgressFactory | None,
+    ) -> tuple[list[Item], Images] | None:
+        """The items of ``paths`` to score and what reading their images did, for a task
+        that checks its images itself (rows whose images a loader of its own opens when
+        they are scored; fetched and left out as ``options`` ``images`` says); ``None``
+        (the default): the engine reads the image references
+        (:func:`~contrastkit.evaluators.engine.images.available`).
+
+        Raises:
+            DataFormatError: an image that is not available (without ``--skip-missing``),
+                or no item with its images available.
+        """
+        return None
+
+    def listed_files(self, files: Mapping[str, Path]) -> Mapping[str, Path]:
+        """The files a model's evaluation lists (``ModelEvaluation.files``), from those
+        the engine wrote and names (the raw file, ``benchmark.json``, the figures under
+        :meth:`file_names`, ``report.md``, then :meth:`files`): as they are by default; a
+        task that keeps its raw files itself leaves the engine's raw file out, and may
+        list the others in an order of its own."""
+        return files
+
     def report(self, result: _R, figures: Sequence[Path]) -> str | None:
         """The whole ``report.md`` of one model (``figures``: the files written under
         ``plots/``); ``None``: :meth:`render` with the engine's additions."""
@@ -475,9 +536,10 @@ class Task(Generic[_S, _R]):
             )
         return typing.cast("_S", given)
 
-    def raw_text(self, records: Sequence[Mapping[str, Any]]) -> str:
+    def raw_text(self, records: Sequence[Mapping[str, Any]]) -> str | None:
         """The text of :attr:`raw_file` for a task that keeps no records
-        (``keeps_records = False``): one JSON line per record by default."""
+        (``keeps_records = False``): one JSON line per record by default; ``None``: the
+        task keeps its raw files itself, and the engine writes none."""
         return "".join(json.dumps(dict(record)) + "\n" for record in records)
 
     def benchmark_text(self, result: _R) -> str | None:

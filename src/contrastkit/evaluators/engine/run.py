@@ -20,6 +20,15 @@ not keep all of them: what the evaluation reports as scored and reused
 was left out or not reused (:meth:`~contrastkit.evaluators.engine.protocol.Task.
 skipped`) and its figures (:meth:`~contrastkit.evaluators.engine.protocol.Task.
 figures_from`); each defaults to what the result alone gives.
+
+Hooks, each off by default, for a task whose data, files and checks predate the engine
+(VisoGender): a model must have one of several capabilities (``any_capabilities``) and
+may be refused under the run's settings (``check_models``), before any loads; the task
+checks its images itself (``available``), keeps its raw files itself (``raw_text``
+gives ``None``), reports its own progress under a label of its own
+(``reports_progress``, ``progress_label``), lists its files its own way
+(``listed_files``), and ``evaluate`` draws its comparison plots
+(``plots_on_evaluate``).
 """
 
 from __future__ import annotations
@@ -85,16 +94,20 @@ def task_settings(task: Task[Any, Any], config: RunConfig) -> TaskSettings:
 
 
 def check_capabilities(task: Task[Any, Any], models: Sequence[str]) -> None:
-    """Refuse, before any model loads, a model that lacks what the task needs.
+    """Refuse, before any model loads, a model that lacks what the task needs: each of
+    its ``capabilities``, and one of its ``any_capabilities`` when it names some.
 
     Raises:
         ConfigError: naming the model, what it lacks and what it can do.
     """
     from contrastkit.models import parse_spec
 
+    either = task.any_capabilities
     for spec in models:
         has = parse_spec(spec).capabilities
         lacking = sorted(task.capabilities - has)
+        if either and not either & has:
+            lacking.append(" or ".join(sorted(either)))
         if lacking:
             raise ConfigError(
                 task.refusal(spec, lacking)
@@ -171,7 +184,7 @@ def score_items(
     extra = {SETTINGS_FIELD: stamp} if stamped else {}
     with (
         RawAppender(raw, kept.values()) as appender,
-        progress_stage(progress, f"{task.name}: {spec}", len(todo)) as update,
+        progress_stage(progress, _label(task, spec), len(todo)) as update,
     ):
         scoring = ScoreContext(spec, settings, raw.parent, batch_size, progress=update)
         for new in _batches(task, model, todo, scoring, extra):
@@ -202,8 +215,13 @@ def _batches(
             {**record, "key": item.key, "model": context.model, **extra}
             for item, record in zip(batch, scored, strict=True)
         ]
-        if context.progress is not None:
+        if context.progress is not None and not task.reports_progress:
             context.progress(start + len(batch), len(todo))
+
+
+def _label(task: Task[Any, Any], spec: str) -> str:
+    """The progress display's label of scoring ``spec`` (:attr:`Task.progress_label`)."""
+    return task.progress_label.format(task=task.name, model=spec)
 
 
 def score_all(
@@ -317,10 +335,11 @@ def write_outputs(
     files["report"] = folder / "report.md"
     atomic_write_text(files["report"], _report(task, result, plots))
     names = task.file_names()
-    return {
+    listed = {
         **{names.get(name, name): path for name, path in files.items()},
         **task.files(result, folder),
     }
+    return dict(task.listed_files(listed))
 
 
 def console_summary(headline: Mapping[str, Any]) -> dict[str, Any]:
@@ -348,7 +367,7 @@ def _scored(
     if task.keeps_records:
         context = (spec, run.settings, run.batch_size, run.progress)
         return score_items(task, model, items, folder / task.raw_file, context)
-    with progress_stage(run.progress, f"{task.name}: {spec}") as update:
+    with progress_stage(run.progress, _label(task, spec)) as update:
         scoring = ScoreContext(spec, run.settings, folder, run.batch_size, run.bootstrap, update)
         return score_all(task, model, items, scoring), 0, 0
 
@@ -432,7 +451,8 @@ def _data(
     found = []
     for group in groups:
         items = load_items(task, group, settings, config.split)
-        kept, images = available(task, config, group, items, progress)
+        own = task.available(config, group, items, progress)
+        kept, images = own if own is not None else available(task, config, group, items, progress)
         subfolder = group[0].name if task.per_data and len(paths) > 1 else ""
         found.append(_Data(group, kept, images, subfolder))
     return found
@@ -449,6 +469,16 @@ def _images(found: Sequence[_Data]) -> Images:
         skipped_rows=tuple(row for data in found for row in data.images.skipped_rows),
         skip_missing=any(data.images.skip_missing for data in found),
     )
+
+
+def _comparison_plots(task: Task[Any, Any], results: Sequence[Result], out: Path) -> str:
+    """Draw the comparison plots into ``out`` for a task that draws them on evaluate
+    (``plots_on_evaluate``) and return the markdown showing them; ``""`` otherwise."""
+    from contrastkit.evaluators.outcome import plot_links
+
+    if not (task.plots_on_evaluate and task.plots_title is not None):
+        return ""
+    return plot_links(task.compare_plots(results, out, "comparison"), task.plots_title)
 
 
 def run_task(
@@ -472,6 +502,7 @@ def run_task(
 
     settings = task_settings(task, config)
     check_capabilities(task, config.models)
+    task.check_models(config.models, settings)
     found = _data(task, config, paths, settings, progress)
     boot = config.settings
     run = _Run(settings, BootstrapSettings(boot.bootstrap, boot.confidence, boot.seed),
@@ -487,8 +518,8 @@ def run_task(
     comparison = None
     if len(results) > 1 and task.compares_on_evaluate:
         comparison = config.out / "comparison.md"
-        text = task.compare(results) + folder_links(config.out, evaluations)
-        atomic_write_text(comparison, text)
+        text = task.compare(results) + _comparison_plots(task, results, config.out)
+        atomic_write_text(comparison, text + folder_links(config.out, evaluations))
     images = _images(found)
     return EvaluateResult(
         task.name, paths, tuple(evaluations), comparison, store=images.store,
