@@ -17,12 +17,25 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EvaluateResult",
+    "Images",
     "ModelEvaluation",
     "data_labels",
     "folder_links",
     "plot_links",
     "skipped_rows_json",
 ]
+
+
+@dataclass(frozen=True)
+class Images:
+    """What reading the image references did: the store, the URLs checked and fetched,
+    the rows left out, and whether they were left out rather than refused."""
+
+    store: Path | None = None
+    checked: int = 0
+    fetched: int = 0
+    skipped_rows: tuple[SkippedRow, ...] = ()
+    skip_missing: bool = False
 
 
 @dataclass(frozen=True)

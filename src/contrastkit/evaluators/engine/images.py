@@ -20,11 +20,12 @@ from typing import TYPE_CHECKING, Any, cast
 
 from contrastkit.errors import DataFormatError
 from contrastkit.evaluators.engine.protocol import Item, Task
+from contrastkit.evaluators.outcome import Images
 
 if TYPE_CHECKING:
     from PIL import Image
 
-    from contrastkit.evaluators.data import EvalItem, ImageLoader, SkippedRow
+    from contrastkit.evaluators.data import EvalItem, ImageLoader
     from contrastkit.interfaces import ProgressFactory
 
 __all__ = ["ImageView", "Images", "available"]
@@ -82,18 +83,6 @@ class ImageView:
         if self.dataset_index is not None:
             return DataFormatError(self.source, None, f"row {self.dataset_index}", reason)
         return DataFormatError(self.source, self.item.line, field or self.name, reason)
-
-
-@dataclass(frozen=True)
-class Images:
-    """What reading the image references did: the store, the URLs checked and fetched,
-    the rows left out, and whether they were left out rather than refused."""
-
-    store: Path | None = None
-    checked: int = 0
-    fetched: int = 0
-    skipped_rows: tuple[SkippedRow, ...] = ()
-    skip_missing: bool = False
 
 
 def _opener(loader: ImageLoader, view: ImageView) -> Any:

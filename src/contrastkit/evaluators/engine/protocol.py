@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from PIL import Image
 
     from contrastkit.config import ModelConfig
-    from contrastkit.evaluators.engine.images import Images
+    from contrastkit.evaluators.outcome import Images
     from contrastkit.interfaces import ImageSource, ProgressFactory
 
 __all__ = [
