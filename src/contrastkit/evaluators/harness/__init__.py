@@ -99,17 +99,20 @@ import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from contrastkit import __version__
 from contrastkit.errors import DataFormatError
 from contrastkit.evaluators.harness.config import (
     HarnessReport,
     HarnessReportConfig,
+    HarnessSection,
+    UnparseableAnswer,
     report_weights_note,
 )
 from contrastkit.evaluators.harness.decisions import decisions_report
 from contrastkit.evaluators.harness.figures import (
+    ContrastFigures,
     contrast_figures,
     position_bias,
     reversed_options,
@@ -135,6 +138,7 @@ __all__ = [
     "RESULTS_FILE",
     "SHIFTING_UNAVAILABLE",
     "HarnessAnswer",
+    "HarnessHeadline",
     "HarnessReport",
     "HarnessReportConfig",
     "harness_headline",
@@ -198,12 +202,12 @@ def harness_report(config: HarnessReportConfig) -> HarnessReport:
             "unparseable": len(answered) - parsed,
             "missing": len(members) - len(answered),
         }
-    unparseable = [
+    unparseable: list[UnparseableAnswer] = [
         {"index": a.index, "split": key.by_index()[a.index].split, "answer": a.text[:200],
          "file": str(a.path), "line": a.line}
         for a in seen.values() if a.letter is None
     ]  # fmt: skip
-    section: dict[str, Any] = {
+    section: HarnessSection = {
         "harness": key.harness,
         "set_kind": key.set_kind,
         "export": str(config.export),
@@ -329,7 +333,20 @@ def harness_comparison_markdown(results: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(harness_results_markdown(r) for r in results)
 
 
-def harness_headline(results: Mapping[str, Any]) -> dict[str, Any]:
+class HarnessHeadline(TypedDict):
+    """The headline of a ``harness_results.json`` (:func:`harness_headline`)."""
+
+    task: str | None
+    model: str | None
+    random_weights: bool
+    weights_note: str | None
+    harness: str | None
+    set_kind: str | None
+    counts: dict[str, dict[str, int]] | None
+    figures: ContrastFigures | None
+
+
+def harness_headline(results: Mapping[str, Any]) -> HarnessHeadline:
     """The headline of a ``harness_results.json`` (``contrastkit report --json``):
     ``task`` (``harness-contrast``), ``model``, ``random_weights``, ``weights_note``,
     ``harness``, ``set_kind``, ``counts`` (per split) and ``figures`` (the set's own,

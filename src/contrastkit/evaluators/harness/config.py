@@ -3,17 +3,79 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from contrastkit.config import require
 from contrastkit.errors import ConfigError
 from contrastkit.evaluators.bootstrap import require_bootstrap
+from contrastkit.evaluators.harness.figures import (
+    ContrastFigures,
+    ReversedOptions,
+    SplitPositions,
+    StereotypeFigures,
+)
 from contrastkit.harness_key import HarnessKey
 
-__all__ = ["HarnessReport", "HarnessReportConfig", "report_weights_note"]
+__all__ = [
+    "HarnessReport",
+    "HarnessReportConfig",
+    "HarnessSection",
+    "ProbeHeadline",
+    "UnparseableAnswer",
+    "report_weights_note",
+]
+
+
+class UnparseableAnswer(TypedDict):
+    """An answer that names no option letter: its item, split, text (200 characters at
+    most) and where it was read."""
+
+    index: int
+    split: str
+    answer: str
+    file: str
+    line: int
+
+
+class ProbeHeadline(TypedDict):
+    """VLStereoSet's figures of one split of a stereotype set's answers (``None`` where
+    undefined)."""
+
+    n: int
+    vlrs: float | None
+    vlbs: float | None
+    ivlas: float | None
+
+
+class _SectionCore(TypedDict):
+    harness: str
+    set_kind: str
+    export: str
+    datasets: dict[str, str]
+    predictions: list[str]
+    answer_rule: str
+    counts: dict[str, dict[str, int]]
+
+
+class HarnessSection(_SectionCore, total=False):
+    """The ``harness`` section of the results of a harness's answers: where they came
+    from, the answer rule and counts per split; for the multiple-choice sets the option
+    seed, question, unparseable answers, rows the export left out, position bias and the
+    reversed copy's figures; then what the set kind adds (``figures`` of a contrast or
+    stereotype set, the per-split headlines of a VisoGender or stereotype set)."""
+
+    option_seed: int
+    question: str
+    unparseable: list[UnparseableAnswer]
+    export_skipped_rows: list[Mapping[str, object]]
+    position_bias: dict[str, SplitPositions]
+    reversed_options: ReversedOptions | None
+    figures: ContrastFigures | StereotypeFigures
+    resolution_by_split: dict[str, dict[str, dict[str, float | None]]]
+    stereotype_by_split: dict[str, ProbeHeadline]
 
 
 @dataclass(frozen=True)
@@ -84,7 +146,7 @@ class HarnessReport:
     set_kind: str
     results_file: Path
     counts: dict[str, dict[str, int]]
-    harness: dict[str, Any]
+    harness: HarnessSection
     markdown: str
     files: list[Path] = field(default_factory=list)
     weights_note: str | None = None

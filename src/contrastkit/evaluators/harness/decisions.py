@@ -6,10 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from contrastkit.errors import DataFormatError
-from contrastkit.evaluators.harness.config import HarnessReport, HarnessReportConfig
+from contrastkit.evaluators.harness.config import (
+    HarnessReport,
+    HarnessReportConfig,
+    HarnessSection,
+)
 from contrastkit.evaluators.harness.predictions import HarnessAnswer
 from contrastkit.harness_key import HarnessKey, KeyItem
 
@@ -147,7 +151,7 @@ def decisions_report(
         if "masculine" in v and "feminine" in v
     ]
     _check_readable(config, key, seen, counts, pairs)  # before anything is written
-    section: dict[str, Any] = {
+    section: HarnessSection = {
         "harness": key.harness,
         "set_kind": key.set_kind,
         "export": str(config.export),

@@ -6,20 +6,131 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TypedDict
 
 from contrastkit.harness_key import KeyItem
 
-__all__ = ["contrast_figures", "position_bias", "reversed_options", "stereotype_figures"]
+__all__ = [
+    "AntiStereotypeImages",
+    "CategoryFigures",
+    "ContrastFigures",
+    "ContrastPairs",
+    "GroupAccuracy",
+    "LabelShare",
+    "LetterPositions",
+    "ReversedOptions",
+    "SplitPositions",
+    "StereotypeFigures",
+    "contrast_figures",
+    "position_bias",
+    "reversed_options",
+    "stereotype_figures",
+]
+
+
+class LetterPositions(TypedDict):
+    """One option letter of a split: how often it was chosen, its share of the parsed
+    answers and its share of the correct answers."""
+
+    chosen: int
+    chosen_share: float | None
+    answer_share: float | None
+
+
+class SplitPositions(TypedDict):
+    """The position bias of one split: parsed answers and each letter's figures."""
+
+    answered: int
+    letters: dict[str, LetterPositions]
+
+
+class ReversedOptions(TypedDict):
+    """How answers change when the options are reversed (:func:`reversed_options`)."""
+
+    pairs: int
+    same_content: int
+    same_content_share: float | None
+    same_letter: int
+    same_letter_share: float | None
+    outer_first_choices: int
+    followed_position: int
+    followed_position_share: float | None
+    note: str
+
+
+class LabelShare(TypedDict):
+    """How often options of one meaning (a gender, ``stereotype`` ...) were chosen."""
+
+    chosen: int
+    share: float | None
+
+
+class GroupAccuracy(TypedDict):
+    """Parsed answers, correct ones and accuracy of one group of items."""
+
+    answered: int
+    correct: int
+    accuracy: float | None
+
+
+class ContrastPairs(TypedDict):
+    """The contrast set's figures over sources whose two versions were both answered."""
+
+    sources_with_both_answered: int
+    reads_person: int
+    reads_person_share: float | None
+    same_gendered_caption: int
+    same_gendered_caption_share: float | None
+    same_caption_masculine: int
+    same_caption_feminine: int
+    masculine_share_of_same: float | None
+
+
+class ContrastFigures(TypedDict):
+    """A contrast set's own figures (:func:`contrast_figures`)."""
+
+    accuracy_by_version: dict[str, GroupAccuracy]
+    caption_chosen: dict[str, LabelShare]
+    pairs: ContrastPairs
+    not_measured: str
+
+
+class AntiStereotypeImages(TypedDict):
+    """The choices on images that show the anti-stereotypical statement."""
+
+    answered: int
+    stereotype_chosen: int
+    anti_stereotype_chosen: int
+    unrelated_chosen: int
+    stereotype_over_anti: float | None
+    note: str
+
+
+class CategoryFigures(TypedDict):
+    """The stereotype figures of one probe category."""
+
+    caption_chosen: dict[str, LabelShare]
+    accuracy_by_label: dict[str, GroupAccuracy]
+
+
+class StereotypeFigures(TypedDict):
+    """A stereotype probe set's own figures (:func:`stereotype_figures`)."""
+
+    caption_chosen: dict[str, LabelShare]
+    accuracy_by_label: dict[str, GroupAccuracy]
+    anti_stereotype_images: AntiStereotypeImages
+    per_category: dict[str, CategoryFigures]
 
 
 def _share(part: int, whole: int) -> float | None:
     return part / whole if whole else None
 
 
-def position_bias(items: Sequence[KeyItem], chosen: Mapping[int, str | None]) -> dict[str, Any]:
+def position_bias(
+    items: Sequence[KeyItem], chosen: Mapping[int, str | None]
+) -> dict[str, SplitPositions]:
     """Per split: how often each letter was chosen and how often it was the answer."""
-    table: dict[str, Any] = {}
+    table: dict[str, SplitPositions] = {}
     for split in ("main", "reversed"):
         members = [item for item in items if item.split == split and item.index in chosen]
         parsed = [item for item in members if chosen[item.index] is not None]
@@ -44,7 +155,7 @@ def position_bias(items: Sequence[KeyItem], chosen: Mapping[int, str | None]) ->
 
 def reversed_options(
     items: Sequence[KeyItem], chosen: Mapping[int, str | None]
-) -> dict[str, Any] | None:
+) -> ReversedOptions | None:
     """How answers change when the options are reversed (both splits answered)."""
     by_index = {item.index: item for item in items}
     pairs = [
@@ -80,7 +191,9 @@ def reversed_options(
     }
 
 
-def _label_shares(items: Sequence[KeyItem], chosen: Mapping[int, str | None]) -> dict[str, Any]:
+def _label_shares(
+    items: Sequence[KeyItem], chosen: Mapping[int, str | None]
+) -> dict[str, LabelShare]:
     counts = Counter(
         item.labels[letter] for item in items if (letter := chosen.get(item.index)) is not None
     )
@@ -90,7 +203,7 @@ def _label_shares(items: Sequence[KeyItem], chosen: Mapping[int, str | None]) ->
 
 def _accuracy_by(
     items: Sequence[KeyItem], chosen: Mapping[int, str | None], group: str
-) -> dict[str, Any]:
+) -> dict[str, GroupAccuracy]:
     totals: Counter[str] = Counter()
     right: Counter[str] = Counter()
     for item in items:
@@ -107,7 +220,9 @@ def _accuracy_by(
     }  # fmt: skip
 
 
-def contrast_figures(items: Sequence[KeyItem], chosen: Mapping[int, str | None]) -> dict[str, Any]:
+def contrast_figures(items: Sequence[KeyItem], chosen: Mapping[int, str | None]) -> ContrastFigures:
+    """A contrast set's own figures from the main split's answers: accuracy per version
+    gender, how often each caption was chosen, and the pairs of a source's two versions."""
     main = [item for item in items if item.split == "main"]
     sources: dict[str, dict[str, str]] = defaultdict(dict)
     for item in main:
@@ -141,14 +256,17 @@ def contrast_figures(items: Sequence[KeyItem], chosen: Mapping[int, str | None])
 
 def stereotype_figures(
     items: Sequence[KeyItem], chosen: Mapping[int, str | None]
-) -> dict[str, Any]:
+) -> StereotypeFigures:
+    """A stereotype probe set's own figures from the main split's answers: how often each
+    caption was chosen, accuracy per label, the choices on anti-stereotype images, and
+    the same per category."""
     main = [item for item in items if item.split == "main"]
     anti = [item for item in main if item.annotations.get("label") == "anti-stereotype"]
     picks = Counter(
         item.labels[letter] for item in anti if (letter := chosen.get(item.index)) is not None
     )
     decided = picks["stereotype"] + picks["anti-stereotype"]
-    per_category: dict[str, Any] = {}
+    per_category: dict[str, CategoryFigures] = {}
     for category in sorted({str(item.annotations.get("category")) for item in main}):
         members = [item for item in main if str(item.annotations.get("category")) == category]
         per_category[category] = {

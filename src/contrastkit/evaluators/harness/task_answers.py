@@ -22,7 +22,11 @@ from contrastkit.evaluators.engine.harness import (
 )
 from contrastkit.evaluators.engine.protocol import Item, RunContext, Task
 from contrastkit.evaluators.engine.run import write_outputs
-from contrastkit.evaluators.harness.config import HarnessReportConfig, report_weights_note
+from contrastkit.evaluators.harness.config import (
+    HarnessReportConfig,
+    HarnessSection,
+    report_weights_note,
+)
 from contrastkit.evaluators.harness.markdown import harness_markdown
 from contrastkit.evaluators.raw import dumps_jsonl
 from contrastkit.harness_key import HarnessKey, KeyItem
@@ -71,7 +75,7 @@ def task_outputs(
     key: HarnessKey,
     chosen: Mapping[int, str | None],
     model: str,
-    section: dict[str, Any],
+    section: HarnessSection,
 ) -> tuple[Path, str]:
     """Write the typed result of the task of ``key`` (:func:`registered_task`) from the
     main split's parsed answers ``chosen`` (index -> letter) into ``config.out``; return
