@@ -27,7 +27,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from contrastkit.errors import DataFormatError
 from contrastkit.io import atomic_write_text
@@ -43,6 +43,7 @@ __all__ = [
     "SPLITS",
     "HarnessKey",
     "KeyItem",
+    "KeyItemJSON",
     "loss_choice",
     "option_loss",
     "parse_choice",
@@ -66,6 +67,20 @@ SET_KINDS = ("visogender", "contrast", "stereotype", "decisions")
 SPLITS = ("main", "reversed")
 #: Option letters, in order (VLMEvalKit's multiple-choice columns ``A``..``D``).
 LETTERS = ("A", "B", "C", "D")
+
+
+class KeyItemJSON(TypedDict):
+    """One item as a JSON object of the key file (:meth:`KeyItem.to_dict`)."""
+
+    index: int
+    split: str
+    row: str
+    options: dict[str, str]
+    labels: dict[str, str]
+    answer: str
+    category: str
+    pair: int | None
+    annotations: Mapping[str, object]
 
 
 @dataclass(frozen=True)
@@ -100,7 +115,7 @@ class KeyItem:
     pair: int | None = None
     annotations: dict[str, Any] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> KeyItemJSON:
         """The item as a JSON object of the key file."""
         return {
             "index": self.index,

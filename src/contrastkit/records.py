@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
@@ -130,7 +130,7 @@ def _scalar(path: Path, line: int | None, key: str, value: Any, single_line: boo
 
 
 def _normalize(
-    path: Path, line: int | None, raw: dict[str, Any], single_line: bool
+    path: Path, line: int | None, raw: Mapping[str, object], single_line: bool
 ) -> dict[str, str]:
     values: dict[str, str] = {}
     for key, value in raw.items():
