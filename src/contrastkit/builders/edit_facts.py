@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 from contrastkit.curation.editing import DEFAULT_MASK_DILATION
 from contrastkit.curation.editor_families import DEFAULT_FAMILY, editor_family
 
-__all__ = ["edit_facts", "stored_format"]
+__all__ = ["EditFacts", "ImageFigures", "edit_facts", "stored_format"]
 
 _NAMES = {"png": "PNG", "webp": "WebP", "jpeg": "JPEG"}
 _LOSSLESS = ("png",)
@@ -31,9 +31,35 @@ def stored_format(path: str) -> str:
     return {"jpg": "jpeg"}.get(suffix, suffix)
 
 
+class ImageFigures(TypedDict):
+    """What a GenSynth export's images are made of (:func:`edit_facts`, before its
+    sentences)."""
+
+    family: str
+    editor_name: str
+    guidance: str
+    image_guidance: float | None
+    composite: str
+    composites: dict[str, int]
+    formats: dict[str, int]
+    mask_dilation: float | None
+    feather: float | None
+    lossless: bool
+    image_quality: int | None
+
+
+class EditFacts(ImageFigures):
+    """The card's facts about a GenSynth export's images (:func:`edit_facts`): the
+    figures, and how an edit was put back and what the pixels around the person are,
+    in words."""
+
+    compositing: str
+    guarantee: str
+
+
 def edit_facts(
     summary: Mapping[str, Any], composites: Counter[str], formats: Counter[str]
-) -> dict[str, Any]:
+) -> EditFacts:
     """The card's facts about a GenSynth export's images.
 
     Args:
@@ -63,7 +89,7 @@ def edit_facts(
     lossless = bool(formats) and all(f in _LOSSLESS for f in formats)
     kinds = set(composites)
     composite = "mixed" if len(kinds) > 1 else (kinds.pop() if kinds else "box")
-    facts: dict[str, Any] = {
+    facts: ImageFigures = {
         "family": prefix,
         "editor_name": family.name if family else prefix,
         "guidance": family.guidance if family else "text guidance",
@@ -76,9 +102,7 @@ def edit_facts(
         "lossless": lossless,
         "image_quality": None if lossless else quality,
     }
-    facts["compositing"] = _compositing(facts)
-    facts["guarantee"] = _guarantee(facts)
-    return facts
+    return {**facts, "compositing": _compositing(facts), "guarantee": _guarantee(facts)}
 
 
 def _storage(facts: Mapping[str, Any]) -> str:

@@ -17,7 +17,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from PIL import Image
 
@@ -46,7 +46,27 @@ from contrastkit.schema import Gender
 if TYPE_CHECKING:
     from contrastkit.builders.genswap_job import GenSwapConfig
 
-__all__ = ["swap_faces", "swap_id"]
+__all__ = ["SwapEntry", "swap_faces", "swap_id"]
+
+
+class SwapEntry(TypedDict):
+    """What a swap run did (the ``genswap`` entry of the build summary): the sources and
+    their selection counts, those without a face in the person box, the swaps skipped
+    (finished before) and made, the contrast set kept, the face bank and its counts,
+    the youngest age a donor may have, the donor draw's seed."""
+
+    sources: int
+    selection: dict[str, int]
+    no_face: int
+    no_face_sources: list[str]
+    skipped_finished: int
+    swapped: int
+    sources_kept: int
+    images: int
+    face_bank: str
+    face_bank_counts: dict[str, int]
+    min_age: int
+    seed: int
 
 
 def swap_id(source_id: str, gender: Gender) -> str:
@@ -66,7 +86,7 @@ def swap_faces(
     *,
     detector: FaceDetector | None = None,
     progress: Progress | None = None,
-) -> dict[str, Any]:
+) -> SwapEntry:
     """Build a GenSwap contrast set: swap faces, then write the contrast set.
 
     The job that also runs the Sec. 4.3 quality checks is
@@ -120,7 +140,7 @@ def swap_faces(
         if all(swap_id(s.source_id, g) in records for g in Gender.binary())
     }
     items = write_contrast_set(out, chosen, {s.source_id: s for s in selection.sources})
-    summary = {
+    summary: SwapEntry = {
         "sources": len(selection.sources),
         "selection": selection.counts,
         "no_face": len(no_face),

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contrastkit.builders.gensynth.quality import run_quality_checks
 from contrastkit.builders.manifest import CONTRAST_SET, MANIFEST, SUMMARY
@@ -28,6 +28,9 @@ from contrastkit.config import ModelConfig, require
 from contrastkit.curation.faces import DEFAULT_MIN_AGE
 from contrastkit.interfaces import ProgressFactory, progress_stage
 from contrastkit.io import check_writable
+
+if TYPE_CHECKING:
+    from contrastkit.builders.genswap import SwapEntry
 
 __all__ = ["GenSwapConfig", "GenSwapResult", "build_genswap"]
 
@@ -110,7 +113,7 @@ class GenSwapResult:
     """
 
     out: Path
-    swap: dict[str, Any]
+    swap: SwapEntry
     summary: dict[str, Any]
     summary_path: Path
     manifest: Path

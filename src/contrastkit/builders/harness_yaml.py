@@ -5,14 +5,15 @@ written (:func:`dump_yaml`; :class:`TaskFunction` as a ``!function`` tag).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 import yaml
 
 from contrastkit.harness_key import KEY_FILE
 
-__all__ = ["LMMS_POST_PROMPT", "TaskFunction", "dump_yaml", "task_config"]
+__all__ = ["LMMS_POST_PROMPT", "Metric", "TaskConfig", "TaskFunction", "dump_yaml", "task_config"]
 
 #: The instruction lmms-eval's prompt ends with (VLMEvalKit adds its own).
 LMMS_POST_PROMPT = "Answer with the option's letter from the given choices directly."
@@ -63,14 +64,42 @@ _TaskDumper.add_representer(TaskFunction, _represent_function)
 _TaskDumper.add_representer(str, _represent_str)
 
 
-def dump_yaml(data: dict[str, Any]) -> str:
+def dump_yaml(data: Mapping[str, object]) -> str:
     """``data`` as lmms-eval YAML (:class:`_TaskDumper`; keys in order, no line folded)."""
     return str(
         yaml.dump(data, Dumper=_TaskDumper, sort_keys=False, allow_unicode=True, width=1 << 20)
     )
 
 
-def task_config(task: str, data_file: str) -> dict[str, Any]:
+class Metric(TypedDict):
+    """A metric of an lmms-eval task: its name, how it is aggregated, its direction."""
+
+    metric: str
+    aggregation: TaskFunction
+    higher_is_better: bool
+
+
+class TaskConfig(TypedDict):
+    """The configuration of one lmms-eval task (:func:`task_config`), as its YAML holds
+    it."""
+
+    task: str
+    dataset_path: str
+    dataset_kwargs: dict[str, dict[str, str]]
+    test_split: str
+    output_type: str
+    doc_to_visual: TaskFunction
+    doc_to_text: TaskFunction
+    doc_to_target: TaskFunction
+    doc_to_choice: TaskFunction
+    generation_kwargs: dict[str, int | bool]
+    process_results: TaskFunction
+    metric_list: list[Metric]
+    lmms_eval_specific_kwargs: dict[str, dict[str, str]]
+    metadata: dict[str, int | str]
+
+
+def task_config(task: str, data_file: str) -> TaskConfig:
     """The configuration of one lmms-eval task (``data_file`` relative to the folder)."""
     return {
         "task": task,

@@ -257,7 +257,7 @@ def encode_image(
         raise ConfigError(f"image_quality: must be in 0-100, not {quality}")
     pil_format = _PIL_FORMATS[IMAGE_FORMATS[image_format]]
     buffer = io.BytesIO()
-    options: dict[str, Any] = {} if pil_format == "PNG" else {"quality": quality}
+    options: dict[str, int] = {} if pil_format == "PNG" else {"quality": quality}
     if pil_format == "WEBP":
         options["method"] = 4  # PIL's default; spelled out: it sets the output bytes
     if pil_format == "JPEG" and image.mode != "RGB":

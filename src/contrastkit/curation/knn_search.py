@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 import numpy as np
 
@@ -28,6 +28,7 @@ __all__ = [
     "GROUP",
     "TILE_POINTS",
     "KnnSearch",
+    "SearchSummary",
     "TorchTiling",
     "block_rows",
     "search_neighbours",
@@ -40,6 +41,14 @@ GROUP = 32
 _BLOCK_BYTES = {"cpu": 256 << 20, "cuda": 4 << 30}
 #: Points per column tile of the torch search (a multiple of GROUP).
 TILE_POINTS = 1 << 18
+
+
+class SearchSummary(TypedDict):
+    """The search that ran, as a build summary records it (:meth:`KnnSearch.summary`)."""
+
+    backend: Literal["faiss", "numpy", "torch"]
+    device: Literal["cpu", "cuda"]
+    gpus: int
 
 
 @dataclass(frozen=True)
@@ -57,7 +66,7 @@ class KnnSearch:
     device: Literal["cpu", "cuda"]
     gpus: int = 0
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> SearchSummary:
         """``{"backend", "device", "gpus"}`` for a build summary."""
         return {"backend": self.backend, "device": self.device, "gpus": self.gpus}
 

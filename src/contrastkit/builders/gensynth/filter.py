@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Literal, Protocol, TypedDict, runtime_checkable
 
 import numpy as np
 from PIL import Image
@@ -182,7 +182,48 @@ def _embed_cached(
     return np.stack([cached[k] for k in keys]).astype(np.float32)
 
 
-def _rates(records: Sequence[EditRecord], key: Callable[[EditRecord], str]) -> dict[str, Any]:
+class AcceptanceRate(TypedDict):
+    """How many edits of a group there are, how many the filter accepted, the share."""
+
+    edits: int
+    accepted: int
+    rate: float
+
+
+class EmbedEntry(TypedDict):
+    """The ``embed`` entry of a build summary (:func:`embed_build`)."""
+
+    encoder: str
+    real_crops: int
+    edits: int
+
+
+class FilterEntry(TypedDict):
+    """The ``filter`` entry of a build summary (:func:`run_filter_stage`)."""
+
+    encoder: str
+    encoder_random_weights: bool
+    real_crops: int
+    edits: int
+    k: int
+    k_effective: int
+    tau_real: float
+    tau_gender: float
+    backend: Literal["faiss", "numpy", "torch"]
+    device: Literal["cpu", "cuda"]
+    gpus: int
+    accepted: int
+    acceptance_rate: float
+    mean_p_real: float
+    mean_p_gender: float
+    by_target: dict[str, AcceptanceRate]
+    by_text_guidance_scale: dict[str, AcceptanceRate]
+    by_instruction: dict[str, AcceptanceRate]
+
+
+def _rates(
+    records: Sequence[EditRecord], key: Callable[[EditRecord], str]
+) -> dict[str, AcceptanceRate]:
     totals: Counter[str] = Counter()
     accepted: Counter[str] = Counter()
     for record in records:
@@ -229,7 +270,7 @@ def embed_build(
     *,
     batch_size: int = 32,
     progress: Progress | None = None,
-) -> dict[str, Any]:
+) -> EmbedEntry:
     """The embedding half of the filter stage: embed the real person crops and the edits
     of a build folder into its embedding cache (``embeddings/<encoder hash>/``), without
     the KNN decisions. A shard worker runs it on its shard folder
@@ -245,7 +286,11 @@ def embed_build(
     if not records:
         raise StateError(f"{out / MANIFEST}: no finished edits (run the edit stage first)")
     used, _, _ = _embed_records(out, records, encoder, batch_size, progress)
-    summary = {"encoder": _encoder_name(encoder), "real_crops": len(used), "edits": len(records)}
+    summary: EmbedEntry = {
+        "encoder": _encoder_name(encoder),
+        "real_crops": len(used),
+        "edits": len(records),
+    }
     update_summary(out, "embed", summary)
     return summary
 
@@ -263,7 +308,7 @@ def run_filter_stage(
     *,
     batch_size: int = 32,
     progress: Progress | None = None,
-) -> dict[str, Any]:
+) -> FilterEntry:
     """Score every edit of the manifest with the KNN filter (GenSynth Sec. 4.2, Eq. 4-5).
 
     ``R`` is the person crop of every source that has edits (labelled with the source's
@@ -309,7 +354,7 @@ def run_filter_stage(
         )
     ]
     manifest.rewrite(scored)
-    summary = {
+    summary: FilterEntry = {
         "encoder": _encoder_name(encoder),
         "encoder_random_weights": bool(getattr(encoder, "random_weights", False)),
         "real_crops": len(used),

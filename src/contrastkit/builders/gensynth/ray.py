@@ -47,7 +47,7 @@ from contrastkit.distributed import actor_pool, import_ray
 from contrastkit.errors import ContrastkitError, DataFormatError, StateError
 
 if TYPE_CHECKING:
-    from contrastkit.builders.gensynth.edit import Storage, Window
+    from contrastkit.builders.gensynth.edit import CropCache, Storage, Window
     from contrastkit.builders.gensynth.filter import PersonCrop
     from contrastkit.curation.editing import EditSettings
     from contrastkit.pipeline.sources import DecodeFailure
@@ -232,7 +232,7 @@ class _EditActor(_PoolActor):
         self.editor = load_editor(model, config)
         self.settings = settings
         self.storage = storage
-        self.cache: dict[str, Any] = {}
+        self.cache: CropCache = {}
 
     def run(self, window: Window) -> list[tuple[str, bytes]]:
         from contrastkit.builders.gensynth.edit import edit_window

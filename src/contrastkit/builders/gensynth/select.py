@@ -7,7 +7,7 @@ import random
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from contrastkit.builders.coco import SourceImage
 from contrastkit.builders.gensynth.merging import clean_after_kill
@@ -30,11 +30,24 @@ from contrastkit.errors import DataFormatError, StateError
 from contrastkit.gender_words import to_gender
 from contrastkit.schema import Gender
 
-__all__ = ["LabeledImages", "quality_sets", "run_select_stage"]
+__all__ = ["LabeledImages", "SelectEntry", "quality_sets", "run_select_stage"]
+
+
+class SelectEntry(TypedDict):
+    """What the select stage did (the ``select`` entry of the build summary):
+    ``left_out_empty_mask`` only for a build with edits confined to the person mask."""
+
+    seed: int
+    sources_with_edits: int
+    sources_kept: int
+    images: int
+    source_keep_rate: float
+    kept_by_source_label: dict[str, int]
+    left_out_empty_mask: NotRequired[int]
 
 
 @holds_build_lock("contrastkit build gensynth")
-def run_select_stage(out: str | Path, *, seed: int = 0) -> dict[str, Any]:
+def run_select_stage(out: str | Path, *, seed: int = 0) -> SelectEntry:
     """Keep the sources with an accepted edit of each gender, draw one per gender (seeded
     per source) and write ``contrast_set.jsonl`` with gender-adjusted captions. A source
     whose edits are confined to a person mask that covers no pixel is left out (counted
@@ -88,7 +101,7 @@ def run_select_stage(out: str | Path, *, seed: int = 0) -> dict[str, Any]:
             chosen[source_id][gender] = record
     items = write_contrast_set(out, chosen, sources)
     sources_with_edits = len(set(source_ids))
-    summary: dict[str, Any] = {
+    summary: SelectEntry = {
         "seed": seed,
         "sources_with_edits": sources_with_edits,
         "sources_kept": len(chosen),
