@@ -12,6 +12,7 @@ Each command maps its options onto the job's config, runs the job
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -31,7 +32,9 @@ from contrastkit.cli.outdir import interrupted, tidy_output
 from contrastkit.text import count as counted
 
 if TYPE_CHECKING:
+    from contrastkit.builders.gensynth.context import ContextSummary
     from contrastkit.builders.gensynth.job import GenSynthSettings
+    from contrastkit.builders.gensynth.summary import EditEntry
 
 __all__ = ["DEFAULT_EDITOR", "PROGRESS_LINE_SECONDS", "genswap", "gensynth", "merge"]
 
@@ -216,7 +219,7 @@ def gensynth(
     from contrastkit.builders.gensynth.job import GenSynthConfig, build_gensynth
     from contrastkit.builders.gensynth.shards import Shard
 
-    edit_given: dict[str, Any] = {
+    edit_given: dict[str, int | float | str | tuple[float, ...] | None] = {
         "steps": steps, "image_guidance_scale": image_guidance, "resolution": resolution,
         "margin": margin, "seed": seed, "composite": composite, "mask_dilation": mask_dilation,
     }  # fmt: skip
@@ -310,7 +313,7 @@ def _print_gensynth(summary: dict[str, Any], out: Path) -> None:
         _print_context(summary["context"], _stale(summary["context"], out, Stage.SELECT))
 
 
-def _print_empty_masks(edit: dict[str, Any]) -> None:
+def _print_empty_masks(edit: EditEntry) -> None:
     """The persons the edit stage left out for a segmentation that covers no pixel."""
     empty = (edit.get("selection") or {}).get("empty_mask")
     if empty:
@@ -322,14 +325,14 @@ def _print_empty_masks(edit: dict[str, Any]) -> None:
         )
 
 
-def _print_context(context: dict[str, Any], stale: str = "") -> None:
+def _print_context(context: ContextSummary, stale: str = "") -> None:
     """The context measure of the quality checks, in one line."""
     from contrastkit.builders.gensynth.context import context_line
 
     console.print(plain(context_line(context, stale)))
 
 
-def _stale(entry: dict[str, Any], out: Path, stage: Stage) -> str:
+def _stale(entry: Mapping[str, object], out: Path, stage: Stage) -> str:
     """`` (stale: why; run `...`)`` for an entry a later stage outdated, else ``""``."""
     why = entry.get("stale")
     if not why:
