@@ -16,12 +16,12 @@ import pytest
 from contrastkit.evaluators.bootstrap import percentile_interval, resample_indices
 from contrastkit.evaluators.data import EvalItem, load_items, visogender_files
 from contrastkit.evaluators.report.markdown import comparison_markdown, markdown_report
-from contrastkit.evaluators.report.plots import write_plots
 from contrastkit.evaluators.tasks.resolution import (
     case_record,
     resolution_cases,
     summarize_resolution,
 )
+from contrastkit.evaluators.tasks.visogender.plots import write_plots
 from contrastkit.schema import Gender
 
 TSVS = list(visogender_files())

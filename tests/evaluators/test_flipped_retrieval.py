@@ -22,7 +22,6 @@ from contrastkit.evaluators.data import EvalItem, ImageLoader, load_items
 from contrastkit.evaluators.job import ReportConfig, compare_results
 from contrastkit.evaluators.report import benchmark, markdown_report, write_outputs
 from contrastkit.evaluators.report.headlines import headline_figures, headline_lines
-from contrastkit.evaluators.report.plots import figures
 from contrastkit.evaluators.report.results import headline
 from contrastkit.evaluators.runner import (
     EvalConfig,
@@ -31,6 +30,7 @@ from contrastkit.evaluators.runner import (
     read_raw,
     score_dataset,
 )
+from contrastkit.evaluators.tasks.visogender.plots import figures
 from contrastkit.models import ImageTextScorer
 from contrastkit.tsv import read_visogender_tsv, write_visogender_tsv
 from eval_data import write_small_dataset

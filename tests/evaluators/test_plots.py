@@ -25,14 +25,13 @@ from contrastkit.evaluators.report import load_benchmark, markdown_report
 from contrastkit.evaluators.report.plots import (
     NO_INTERVALS,
     PALETTE,
-    PLOTS,
     RANDOM_WEIGHTS_TITLE,
     contrast_figure,
-    figures,
     shorten_spec,
 )
 from contrastkit.evaluators.report.results import jsonable, retrieval_warnings
 from contrastkit.evaluators.stats import baseline_z, retrieval_random_baseline
+from contrastkit.evaluators.tasks.visogender.plots import PLOTS, figures
 from eval_data import write_small_dataset
 
 runner = CliRunner()

@@ -7,13 +7,12 @@
   callers; :mod:`.sections` — the pieces every report shares (random-weights note,
   warnings);
 * :mod:`.plots` — plots as PNG and SVG (matplotlib's object-oriented API, no pyplot);
-* :mod:`.outputs` — writing one model's files;
 * the toolkit every report and plot is built from: :mod:`.figures` (palette, figure,
   title, legend, bars with bootstrap error bars, labels, saving) and :mod:`.tables`
   (numbers, intervals, cells, tables).
 
-The VisoGender task's own sections and plots (resolution, retrieval, labour statistics,
-flipped retrieval, multiple choice) live in its folder,
+The VisoGender task's own sections, plots and file writer (resolution, retrieval, labour
+statistics, flipped retrieval, multiple choice; ``outputs``) live in its folder,
 :mod:`contrastkit.evaluators.tasks.visogender`.
 
 The names below keep ``from contrastkit.evaluators.report import ...`` working. They are
@@ -32,7 +31,7 @@ _V = "contrastkit.evaluators.tasks.visogender"
 
 #: Each name of this package and the module it comes from.
 _NAMES = {
-    "PLOTS": f"{_R}.plots",
+    "PLOTS": f"{_V}.plots",
     "benchmark": f"{_V}.benchmark",
     "comparison_markdown": f"{_V}.report",
     "headline": f"{_V}.benchmark",
@@ -41,8 +40,8 @@ _NAMES = {
     "markdown_report": f"{_V}.report",
     "model_slug": f"{_R}.results",
     "save_figure": f"{_R}.plots",
-    "write_outputs": f"{_R}.outputs",
-    "write_plots": f"{_R}.plots",
+    "write_outputs": f"{_V}.outputs",
+    "write_plots": f"{_V}.plots",
 }
 
 __all__ = [
@@ -74,14 +73,15 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # for type checkers: the same names
-    from contrastkit.evaluators.report.outputs import write_outputs
-    from contrastkit.evaluators.report.plots import PLOTS, save_figure, write_plots
+    from contrastkit.evaluators.report.plots import save_figure
     from contrastkit.evaluators.report.results import jsonable, model_slug
     from contrastkit.evaluators.tasks.visogender.benchmark import (
         benchmark,
         headline,
         load_benchmark,
     )
+    from contrastkit.evaluators.tasks.visogender.outputs import write_outputs
+    from contrastkit.evaluators.tasks.visogender.plots import PLOTS, write_plots
     from contrastkit.evaluators.tasks.visogender.report import (
         comparison_markdown,
         markdown_report,

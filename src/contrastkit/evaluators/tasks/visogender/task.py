@@ -235,14 +235,14 @@ class VisoGender(Task[VisoGenderSettings, VisoGenderResult]):
         return markdown_report(_inner(result))
 
     def report(self, result: VisoGenderResult, figures: Sequence[Path]) -> str:
-        from contrastkit.evaluators.report.plots import plots_markdown
+        from contrastkit.evaluators.tasks.visogender.plots import plots_markdown
 
         lines = self.render(result).rstrip("\n").split("\n")
         folder = figures[0].parent.parent if figures else Path()
         return "\n".join([*lines, "", *plots_markdown(figures, folder)]).rstrip() + "\n"
 
     def figures(self, result: VisoGenderResult) -> Mapping[str, Figure]:
-        from contrastkit.evaluators.report.plots import figures
+        from contrastkit.evaluators.tasks.visogender.plots import figures
 
         return figures(_inner(result))
 
