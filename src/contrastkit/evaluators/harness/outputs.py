@@ -12,7 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from contrastkit.errors import DataFormatError
-from contrastkit.evaluators.harness.config import HarnessReportConfig, report_weights_note
+from contrastkit.evaluators.harness.config import (
+    HarnessReportConfig,
+    HarnessSection,
+    ProbeHeadline,
+    report_weights_note,
+)
 from contrastkit.evaluators.harness.markdown import harness_markdown
 from contrastkit.evaluators.raw import dumps_jsonl
 from contrastkit.harness_key import HarnessKey, KeyItem
@@ -108,7 +113,7 @@ def _visogender_records(
     return records
 
 
-def _resolution_headline(summary: Mapping[str, Any]) -> dict[str, Any]:
+def _resolution_headline(summary: Mapping[str, Any]) -> dict[str, dict[str, float | None]]:
     keep = ("RA_avg", "gender_gap", "RA_masculine", "RA_feminine", "overall_accuracy")
     return {
         split: {name: values.get(name) for name in keep if name in values}
@@ -122,7 +127,7 @@ def visogender_outputs(
     key: HarnessKey,
     chosen: Mapping[int, str | None],
     model: str,
-    section: dict[str, Any],
+    section: HarnessSection,
 ) -> tuple[Path, str]:
     from contrastkit.evaluators.tasks.visogender.outputs import write_outputs
     from contrastkit.evaluators.report.results import jsonable
@@ -209,7 +214,7 @@ def _stereotype_records(
     return records
 
 
-def _probe_headline(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def _probe_headline(records: Sequence[Mapping[str, Any]]) -> ProbeHeadline:
     from contrastkit.evaluators.tasks.stereotype_probing.metrics import ivlas, vlbs, vlrs
 
     if not records:
@@ -217,10 +222,13 @@ def _probe_headline(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     scores = [record["scores"] for record in records]
     relevance = vlrs(scores)
     bias = vlbs(scores, [record["label"] for record in records])
-    values = {"n": len(records), "vlrs": relevance, "vlbs": bias,
-              "ivlas": ivlas(relevance, bias)}  # fmt: skip
-    return {k: (v if not isinstance(v, float) or math.isfinite(v) else None)
-            for k, v in values.items()}  # fmt: skip
+    return {"n": len(records), "vlrs": _finite(relevance), "vlbs": _finite(bias),
+            "ivlas": _finite(ivlas(relevance, bias))}  # fmt: skip
+
+
+def _finite(value: float) -> float | None:
+    """``value``, or ``None`` when it is not finite (JSON has no NaN)."""
+    return value if math.isfinite(value) else None
 
 
 def stereotype_outputs(
@@ -228,7 +236,7 @@ def stereotype_outputs(
     key: HarnessKey,
     chosen: Mapping[int, str | None],
     model: str,
-    section: dict[str, Any],
+    section: HarnessSection,
 ) -> tuple[Path, str]:
     """The standard stereotype ``benchmark.json`` and ``report.md`` of the main split's
     answers
