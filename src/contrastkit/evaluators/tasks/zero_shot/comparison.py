@@ -12,12 +12,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from contrastkit.results.zero_shot import ConceptDisparity, ZeroShotResult
 from contrastkit.text import UNDEFINED, escape_cell, format_number, table_header, table_row
 
 __all__ = [
+    "FigureInterval",
     "GapCounts",
     "ap_gaps",
     "ece_gaps",
@@ -49,6 +50,14 @@ class GapCounts:
     men: int
     women: int
     tested: int
+
+
+class FigureInterval(TypedDict):
+    """The bootstrap interval of a headline figure (``NAME_ci``) and its level."""
+
+    low: float
+    high: float
+    level: float | None
 
 
 def _gaps(concepts: Sequence[ConceptDisparity], interval: str) -> GapCounts:
@@ -107,11 +116,11 @@ def _confidence(result: ZeroShotResult) -> float | None:
     return None if result.bootstrap is None else _number(result.bootstrap.confidence)
 
 
-def headline_figures(result: ZeroShotResult) -> dict[str, Any]:
+def headline_figures(result: ZeroShotResult) -> dict[str, float | FigureInterval | None]:
     """The figures ``contrastkit evaluate`` prints after a model's line: the mAP of
     each group and their difference, with intervals (``NAME_ci``: ``low``, ``high``,
     ``level``)."""
-    figures: dict[str, Any] = {}
+    figures: dict[str, float | FigureInterval | None] = {}
     for key, name in (("men", "mAP men"), ("women", "mAP women"),
                       ("difference", "mAP men - women")):  # fmt: skip
         figures[name] = _map(result, key)
