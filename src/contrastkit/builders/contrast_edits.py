@@ -13,17 +13,18 @@ import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from PIL import Image as PILImage
 
 from contrastkit.builders.coco import SourceImage
 from contrastkit.builders.contrast_export import ContrastRow, ExportContrastConfig
-from contrastkit.builders.edit_facts import edit_facts, stored_format
+from contrastkit.builders.edit_facts import EditFacts, edit_facts, stored_format
 from contrastkit.builders.export_folder import (
     GENDER_LABELS,
     ExportResult,
     ImageCell,
+    RandomWeights,
     SplitRows,
     build_weights,
     write_export,
@@ -46,7 +47,31 @@ from contrastkit.gender_words import neutralize
 from contrastkit.kinds import kinds
 from contrastkit.records import data_file, json_lines
 
-__all__ = ["export_edits"]
+__all__ = ["ContrastMetadata", "export_edits"]
+
+
+class ContrastMetadata(TypedDict):
+    """What the metadata of a contrast-set export of edits says (``build_metadata.json``,
+    to which :func:`~contrastkit.builders.export_folder.write_export` adds the configs'
+    files, the row count, the version and the time): ``edit_facts`` for a GenSynth
+    build."""
+
+    kind: str
+    pretty_name: str
+    license: str
+    split: str
+    build_dir: str
+    source_description: str
+    source_licence: str
+    random_weights: RandomWeights
+    weights_note: str | None
+    sources_kept: int
+    counts: dict[str, dict[str, int]]
+    source_labels: dict[str, int]
+    build_summary: dict[str, Any]  # the build's summary, its model specs made portable
+    paths_relative_to: str
+    build_fingerprint: dict[str, str]
+    edit_facts: NotRequired[EditFacts]
 
 
 def export_edits(config: ExportContrastConfig, summary: dict[str, Any], kind: str) -> ExportResult:
@@ -87,7 +112,8 @@ def export_edits(config: ExportContrastConfig, summary: dict[str, Any], kind: st
                 kinds()["contrast"].export_features("contrast"),
                 functools.partial(_contrast_records, build_dir, contrast_path, index),
             )
-            metadata: dict[str, Any] = {
+            weights = build_weights(summary)
+            metadata: ContrastMetadata = {
                 "kind": kind,
                 "pretty_name": config.pretty_name
                 or (
@@ -100,7 +126,8 @@ def export_edits(config: ExportContrastConfig, summary: dict[str, Any], kind: st
                 "build_dir": build_dir.name,
                 "source_description": config.source_description,
                 "source_licence": config.source_licence,
-                **build_weights(summary),
+                "random_weights": weights["random_weights"],
+                "weights_note": weights["weights_note"],
                 "sources_kept": len(sources),
                 "counts": {"contrast": {g: genders.get(g, 0) for g in GENDER_LABELS}},
                 "source_labels": dict(sorted(labels.items())),

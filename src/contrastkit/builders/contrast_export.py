@@ -44,6 +44,7 @@ __all__ = [
     "ORIGINALS_NOTE",
     "ContrastRow",
     "ExportContrastConfig",
+    "OriginalsMetadata",
     "contrast_card",
     "contrast_config_features",
     "contrast_features",
@@ -169,6 +170,29 @@ class ContrastRow(TypedDict):
     steps: int | None
     seed: int | None
     donor: str | None
+
+
+class OriginalsMetadata(TypedDict):
+    """What the metadata of an originals export says (:func:`export_originals`; the
+    configs' files, the row count, the version and the time are added by
+    :func:`~contrastkit.builders.export_folder.write_export`)."""
+
+    kind: str
+    pretty_name: str
+    license: str
+    split: str
+    build_dir: str
+    build_kind: str
+    description: str
+    source_description: str
+    source_licence: str
+    balanced: bool
+    seed: int | None
+    sources_in_contrast_set: int
+    sources_kept: int
+    labels_before_balancing: dict[str, int]
+    counts: dict[str, dict[str, int]]
+    pair_preference: str
 
 
 def read_build_summary(build_dir: Path) -> tuple[dict[str, Any], str]:
@@ -323,7 +347,7 @@ def export_originals(
 
     bal = " Bal" if config.balanced else ""
     method = "GenSynth" if kind == "gensynth" else "GenSwap"
-    metadata: dict[str, Any] = {
+    metadata: OriginalsMetadata = {
         "kind": "originals",
         "pretty_name": config.pretty_name
         or f"Original photos of a {method} contrast set{' (balanced)' if bal else ''}",

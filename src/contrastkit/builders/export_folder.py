@@ -59,6 +59,7 @@ __all__ = [
     "ExportResult",
     "ImageCell",
     "RandomWeights",
+    "SourceFile",
     "SplitRows",
     "UrlCheckSummary",
     "build_weights",
@@ -107,6 +108,14 @@ class UrlCheckSummary(TypedDict):
     checked_from: str | None
     checked_to: str | None
     status_counts: dict[str, int]
+
+
+class SourceFile(TypedDict):
+    """A file an export was made from: its path, SHA-256 and rows."""
+
+    path: str
+    sha256: str
+    rows: int
 
 
 class RandomWeights(TypedDict):
@@ -224,7 +233,7 @@ def build_weights(summary: Mapping[str, Any]) -> BuildWeights:
 def write_export(
     out_dir: Path,
     configs: Mapping[str, Mapping[str, Dataset | SplitRows]],
-    metadata: dict[str, Any],
+    metadata: Mapping[str, object],
     *,
     card: Callable[[dict[str, Any]], str] = render_card,
 ) -> ExportResult:
@@ -268,21 +277,21 @@ def write_export(
                     "files": [f"data/{name}/{f}" for f in files],
                 }
             atomic_write_text(saved / "dataset_dict.json", json.dumps({"splits": list(splits)}))
-        metadata = public_metadata({
+        published = public_metadata({
             **metadata,
             "configs": described,
             "total_rows": sum(s["rows"] for c in described.values() for s in c["splits"].values()),
             "contrastkit_version": __version__,
             "exported_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         })  # fmt: skip
-        atomic_write_text(building / METADATA_FILE, json.dumps(metadata, indent=2) + "\n")
-        atomic_write_text(building / "README.md", card(metadata))
+        atomic_write_text(building / METADATA_FILE, json.dumps(published, indent=2) + "\n")
+        atomic_write_text(building / "README.md", card(published))
         _replace_dir(building, out_dir)
     except BaseException:
         shutil.rmtree(building, ignore_errors=True)
         raise
     loaded = {name: load_export(out_dir, name) for name in configs}
-    return ExportResult(out_dir, loaded, metadata, parquet_files)
+    return ExportResult(out_dir, loaded, published, parquet_files)
 
 
 def _replace_dir(new: Path, target: Path) -> None:

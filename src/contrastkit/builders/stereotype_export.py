@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from datasets import ClassLabel, Features, Image, Value
 from PIL import Image as PILImage
@@ -19,7 +19,9 @@ from PIL import Image as PILImage
 from contrastkit.builders.export_folder import (
     ExportResult,
     ImageCell,
+    SourceFile,
     SplitRows,
+    UrlCheckSummary,
     check_replaceable,
     url_check_summary,
     write_export,
@@ -34,6 +36,7 @@ __all__ = [
     "STEREOSET_LICENCE",
     "STEREOTYPE_CONFIG",
     "ExportStereotypeConfig",
+    "StereotypeMetadata",
     "stereotype_config_features",
     "stereotype_features",
     "write_stereotype_export",
@@ -103,6 +106,32 @@ class ExportStereotypeConfig:
                 object.__setattr__(self, name, Path(getattr(self, name)))
         require(bool(self.split.strip()), "split", "must not be empty")
         require(self.out != self.source, "out", f"{self.out} is also the source")
+
+
+class StereotypeMetadata(TypedDict):
+    """What the metadata of a stereotype probe-set export says (the configs' files, the
+    row count, the version and the time are added by
+    :func:`~contrastkit.builders.export_folder.write_export`): ``build`` is the report of
+    the ``contrastkit build stereoset`` folder it came from, if any."""
+
+    kind: str
+    pretty_name: str
+    license: str
+    split: str
+    sources: list[SourceFile]
+    with_images: bool
+    image_store: str | None
+    skipped_missing_images: dict[str, list[str]]
+    counts: dict[str, dict[str, int]]
+    category_totals: dict[str, int]
+    paper_table1: dict[str, int]
+    without_neutral: dict[str, int]
+    targets: int
+    statements: int
+    annotators: int
+    image_licences: dict[str, int]
+    build: dict[str, Any] | None
+    url_check: UrlCheckSummary | None
 
 
 def _probe_source(source: Path) -> tuple[Path, dict[str, Any] | None]:
@@ -200,7 +229,7 @@ def write_stereotype_export(config: ExportStereotypeConfig) -> ExportResult:
         for category in CATEGORIES
     }  # fmt: skip
     licences = Counter(row.licence or "(not given)" for row in kept)
-    metadata: dict[str, Any] = {
+    metadata: StereotypeMetadata = {
         "kind": "stereotype",
         "pretty_name": config.pretty_name,
         "license": config.license,

@@ -14,7 +14,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
 from urllib.parse import urlsplit
 
 from datasets import ClassLabel, Features, Image, Value
@@ -25,7 +25,9 @@ from contrastkit.builders.export_folder import (
     GENDER_LABELS,
     ExportResult,
     ImageCell,
+    SourceFile,
     SplitRows,
+    UrlCheckSummary,
     check_replaceable,
     url_check_summary,
     write_export,
@@ -40,6 +42,8 @@ from contrastkit.tsv import read_visogender_tsv
 
 __all__ = [
     "ExportVisoGenderConfig",
+    "VisoGenderMetadata",
+    "VisoGenderRecord",
     "visogender_config_features",
     "visogender_features",
     "write_visogender_export",
@@ -93,6 +97,26 @@ class VisoGenderRecord(TypedDict):
     error_codes: str
     image: NotRequired[ImageCell]
     image_sha256: NotRequired[str]
+
+
+class VisoGenderMetadata(TypedDict):
+    """What the metadata of a VisoGender-style export says (the configs' files, the row
+    count, the version and the time are added by
+    :func:`~contrastkit.builders.export_folder.write_export`)."""
+
+    kind: str
+    pretty_name: str
+    license: str
+    split: str
+    sources: list[SourceFile]
+    with_images: bool
+    image_store: str | None
+    image_sources: dict[str, int]
+    skipped_missing_images: dict[str, list[str]]
+    counts: dict[str, dict[str, dict[str, int]]]
+    cells: dict[str, list[str]]
+    sectors: dict[str, dict[str, int]]
+    url_check: UrlCheckSummary | None
 
 
 def _row_record(row: VisoGenderRow) -> VisoGenderRecord:
@@ -303,7 +327,7 @@ def write_visogender_export(config: ExportVisoGenderConfig) -> ExportResult:
     configs: dict[str, dict[str, SplitRows]] = {}
     counts: dict[str, dict[str, dict[str, int]]] = {}
     sectors: dict[str, dict[str, int]] = {}
-    sources = []
+    sources: list[SourceFile] = []
     skipped: dict[str, list[str]] = {}
     images: Counter[str] = Counter()
     for table in sorted(tables, key=lambda t: CONTEXT_LABELS.index(t.context.value)):
@@ -328,7 +352,7 @@ def write_visogender_export(config: ExportVisoGenderConfig) -> ExportResult:
         })  # fmt: skip
         if missing:
             skipped[name] = missing
-    metadata: dict[str, Any] = {
+    metadata: VisoGenderMetadata = {
         "kind": "visogender",
         "pretty_name": config.pretty_name,
         "license": config.license,
