@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from os import PathLike
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 from urllib.parse import urlsplit
 
 from contrastkit.config import require
@@ -34,6 +34,7 @@ from contrastkit.curation.dedup import (
 )
 from contrastkit.curation.urls import CheckConfig, URLCheck, check_urls, redact_url
 from contrastkit.curation.urls.distributed import require_ray
+from contrastkit.curation.urls.status import CheckRecord
 from contrastkit.curation.validation import RowRef
 from contrastkit.errors import ConfigError
 from contrastkit.io import atomic_write_text, check_writable, resource_error
@@ -42,6 +43,9 @@ from contrastkit.store import ImageStore
 
 __all__ = [
     "CheckedRow",
+    "CheckedRowRecord",
+    "DuplicateRecord",
+    "IntegrityRecord",
     "IntegrityReport",
     "ProbeTable",
     "Table",
@@ -159,6 +163,39 @@ class URLCheckJobConfig:
                 object.__setattr__(self, name, Path(value))
 
 
+class CheckedRowRecord(CheckRecord):
+    """A :class:`CheckedRow` as JSON: the row's IDX, file and line, then its URL's check."""
+
+    idx: str
+    file: str
+    line: int | None
+
+
+class DuplicateRecord(TypedDict):
+    """A group of rows that share an image: how it was found, its key (a URL redacted),
+    the rows' IDX."""
+
+    kind: str
+    key: str
+    rows: list[str]
+
+
+class IntegrityRecord(TypedDict):
+    """An :class:`IntegrityReport` as JSON (:meth:`IntegrityReport.to_dict`)."""
+
+    files: list[str]
+    started_at: str
+    finished_at: str
+    rows: int
+    local_rows: int
+    local_rows_by_file: dict[str, int]
+    urls: int
+    status_counts: dict[str, int]
+    ok: bool
+    duplicates: list[DuplicateRecord]
+    results: list[CheckedRowRecord]
+
+
 @dataclass(frozen=True)
 class CheckedRow:
     """One dataset row and the check of its URL."""
@@ -166,10 +203,14 @@ class CheckedRow:
     ref: RowRef
     result: URLCheck
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"idx": self.ref.idx, "file": self.ref.path, "line": self.ref.line} | (
-            self.result.to_dict()
-        )
+    def to_dict(self) -> CheckedRowRecord:
+        """The row's IDX, file and line, then its URL's check (:meth:`URLCheck.to_dict`)."""
+        return {
+            "idx": self.ref.idx,
+            "file": self.ref.path,
+            "line": self.ref.line,
+            **self.result.to_dict(),
+        }
 
 
 @dataclass
@@ -210,7 +251,7 @@ class IntegrityReport:
         """Every URL is a usable image and no two rows share an image."""
         return not self.failed and not self.duplicates
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> IntegrityRecord:
         """JSON-ready: counts, every row's result, duplicate groups. ``rows`` counts the
         rows checked; ``local_rows`` those with a local image file, not checked
         (``local_rows_by_file``: per file that has any)."""

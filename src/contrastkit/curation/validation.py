@@ -38,7 +38,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal, NotRequired, TypedDict
 
 from contrastkit.config import require
 from contrastkit.curation.dedup import find_duplicates
@@ -51,7 +51,11 @@ from contrastkit.tsv import is_unusable, parse_visogender_tsv, resolve_data
 __all__ = [
     "DEFAULT_MAX_FINDINGS",
     "MAX_MESSAGE_CHARS",
+    "FileRecord",
     "Finding",
+    "FindingRecord",
+    "ReportRecord",
+    "RowRecord",
     "RowRef",
     "ValidationReport",
     "normalize_noun",
@@ -79,6 +83,52 @@ class RowRef:
         return f"{self.idx} ({self.path}:{self.line})"
 
 
+class RowRecord(TypedDict):
+    """A :class:`RowRef` as JSON."""
+
+    path: str
+    line: int | None
+    idx: str
+
+
+class FindingRecord(TypedDict):
+    """A :class:`Finding` as JSON (:meth:`Finding.to_dict`); in a report, ``more_rows``
+    counts the rows left out of a finding that names more than ``max_findings``."""
+
+    severity: Severity
+    check: str
+    message: str
+    path: str | None
+    line: int | None
+    field: str | None
+    rows: list[RowRecord]
+    more_rows: NotRequired[int]
+
+
+class FileRecord(TypedDict):
+    """A :class:`FileSummary` as JSON."""
+
+    path: str
+    context: str | None
+    rows: int
+    occupations: int
+    unusable: bool
+
+
+class ReportRecord(TypedDict):
+    """A :class:`ValidationReport` as JSON (:meth:`ValidationReport.to_dict`)."""
+
+    ok: bool
+    errors: int
+    warnings: int
+    by_check: dict[str, int]
+    max_findings: int
+    omitted: dict[str, int]
+    unusable: list[str]
+    files: list[FileRecord]
+    findings: list[FindingRecord]
+
+
 @dataclass(frozen=True)
 class Finding:
     """One problem found by the validator."""
@@ -91,7 +141,7 @@ class Finding:
     field: str | None = None
     rows: tuple[RowRef, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> FindingRecord:
         """JSON-ready form."""
         return {
             "severity": self.severity,
@@ -209,7 +259,7 @@ class ValidationReport:
             totals[check] += n
         return dict(totals)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ReportRecord:
         """JSON-ready form of the report (a finding lists at most ``max_findings`` rows)."""
         findings = []
         for finding in self.findings:
@@ -226,7 +276,16 @@ class ValidationReport:
             "max_findings": self.max_findings,
             "omitted": self.omitted,
             "unusable": self.unusable,
-            "files": [vars(f) for f in self.files],
+            "files": [
+                {
+                    "path": f.path,
+                    "context": f.context,
+                    "rows": f.rows,
+                    "occupations": f.occupations,
+                    "unusable": f.unusable,
+                }
+                for f in self.files
+            ],
             "findings": findings,
         }
 

@@ -3,12 +3,12 @@ and :func:`redact_url`, which every URL goes through before it is logged or repo
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import TypedDict
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-__all__ = ["Status", "URLCheck", "redact_url"]
+__all__ = ["CheckRecord", "Status", "URLCheck", "redact_url"]
 
 _SECRET_QUERY_KEYS = frozenset(
     {"token", "access_token", "key", "api_key", "apikey", "sig", "signature", "password",
@@ -34,6 +34,26 @@ class Status(str, Enum):
 
     def __str__(self) -> str:
         return self.value
+
+
+class CheckRecord(TypedDict):
+    """A :class:`URLCheck` as JSON (:meth:`URLCheck.to_dict`): its fields, the status as
+    its string, the URLs redacted."""
+
+    url: str
+    status: str
+    detail: str
+    http_status: int | None
+    final_url: str | None
+    attempts: int
+    elapsed: float
+    checked_at: str
+    sha256: str | None
+    format: str | None
+    width: int | None
+    height: int | None
+    phash: str | None
+    size: int | None
 
 
 @dataclass
@@ -72,15 +92,25 @@ class URLCheck:
         """Whether the URL served a usable image."""
         return self.status is Status.OK
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> CheckRecord:
         """JSON-ready dict (status as its string), the URLs redacted (:func:`redact_url`):
         what ``urls check --json`` prints and ``--results`` writes."""
-        out = asdict(self)
-        out["status"] = self.status.value
-        out["url"] = redact_url(self.url)
-        if self.final_url is not None:
-            out["final_url"] = redact_url(self.final_url)
-        return out
+        return {
+            "url": redact_url(self.url),
+            "status": self.status.value,
+            "detail": self.detail,
+            "http_status": self.http_status,
+            "final_url": None if self.final_url is None else redact_url(self.final_url),
+            "attempts": self.attempts,
+            "elapsed": self.elapsed,
+            "checked_at": self.checked_at,
+            "sha256": self.sha256,
+            "format": self.format,
+            "width": self.width,
+            "height": self.height,
+            "phash": self.phash,
+            "size": self.size,
+        }
 
 
 def redact_url(url: str) -> str:
