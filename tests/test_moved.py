@@ -70,7 +70,7 @@ def test_the_shared_report_modules_do_not_import_the_visogender_folder() -> None
         "import sys\n"
         "import contrastkit.evaluators.report.comparison_plots\n"
         "import contrastkit.evaluators.report.plots, contrastkit.evaluators.report.markdown\n"
-        "import contrastkit.evaluators.report.results\n"
+        "import contrastkit.evaluators.report.results, contrastkit.evaluators.stats\n"
         "print([m for m in sys.modules if 'tasks.visogender' in m])\n"
     )
     assert run.returncode == 0, run.stderr
@@ -101,6 +101,30 @@ def test_the_old_visogender_names_of_the_report_modules_are_the_moved_objects() 
     ) in run.stderr
     assert "report.markdown._labor_section moved to" in run.stderr
     assert "visogender.report.labor_section" in run.stderr
+
+
+def test_visogender_figures_writer_and_baselines_at_their_old_paths_are_the_moved_ones() -> None:
+    run = _run(
+        "import contrastkit.evaluators.tasks.visogender.plots as plots\n"
+        "import contrastkit.evaluators.tasks.visogender.outputs as outputs\n"
+        "import contrastkit.evaluators.tasks.visogender.baselines as baselines\n"
+        "from contrastkit.evaluators.report.plots import PLOTS, figures, write_plots\n"
+        "import contrastkit.evaluators.report.outputs as old_outputs\n"
+        "from contrastkit.evaluators.stats import retrieval_random_baseline, baseline_z\n"
+        "from contrastkit.evaluators.report import write_outputs\n"
+        "assert PLOTS is plots.PLOTS and figures is plots.figures\n"
+        "assert write_plots is plots.write_plots and old_outputs is outputs\n"
+        "assert write_outputs is outputs.write_outputs\n"
+        "assert retrieval_random_baseline is baselines.retrieval_random_baseline\n"
+        "print(baseline_z(1.0, 0.0, 0.0))\n"
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "(nan, 'baseline spread ~0')"
+    assert "report.plots.figures moved to" in run.stderr
+    assert "report.outputs moved to contrastkit.evaluators.tasks.visogender.outputs" in run.stderr
+    assert (
+        "stats.baseline_z moved to contrastkit.evaluators.tasks.visogender.baselines" in run.stderr
+    )
 
 
 def test_a_name_no_report_module_had_is_still_an_attribute_error() -> None:

@@ -30,7 +30,7 @@ from contrastkit.evaluators.report.plots import (
     shorten_spec,
 )
 from contrastkit.evaluators.report.results import jsonable, retrieval_warnings
-from contrastkit.evaluators.stats import baseline_z, retrieval_random_baseline
+from contrastkit.evaluators.tasks.visogender.baselines import baseline_z, retrieval_random_baseline
 from contrastkit.evaluators.tasks.visogender.plots import PLOTS, figures
 from eval_data import write_small_dataset
 

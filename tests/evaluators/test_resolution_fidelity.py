@@ -259,8 +259,8 @@ def test_with_one_context_the_overall_is_that_contexts_figures() -> None:
 def test_appendix_g1_subsamples_report_the_papers_overall_accuracy() -> None:
     """Tab. 8's "Overall" is the mean of the contexts' RA_avg in every run, as in Tab. 2;
     with every image kept (k above any group's size) the runs equal the main figures."""
-    from contrastkit.evaluators.stats import resolution_subsamples
     from contrastkit.evaluators.tasks.resolution import apply_protocol
+    from contrastkit.evaluators.tasks.visogender.baselines import resolution_subsamples
 
     records = contrastkit_records(random_logits(3, their_boost=1.15))
     main = summarize_resolution(records, protocol="visogender-official")

@@ -22,8 +22,8 @@ import pytest
 
 from contrastkit.evaluators.bootstrap import BootstrapSettings, resample_indices
 from contrastkit.evaluators.metrics import retrieval_metrics, retrieval_metrics_batch
-from contrastkit.evaluators.stats import retrieval_random_baseline
 from contrastkit.evaluators.tasks.retrieval import mean_interval, summarize_retrieval
+from contrastkit.evaluators.tasks.visogender.baselines import retrieval_random_baseline
 from contrastkit.tsv import read_visogender_tsv
 from eval_data import OFFICIAL_OO, OFFICIAL_OP
 

@@ -34,9 +34,8 @@ from contrastkit import __version__
 from contrastkit.errors import DataFormatError
 from contrastkit.evaluators.bootstrap import BootstrapSettings
 from contrastkit.evaluators.report.files import a_task, benchmark_file, jsonable, model_slug
-from contrastkit.evaluators.stats import (
-    labor_comparison,
-    labor_shares,
+from contrastkit.evaluators.stats import labor_comparison, labor_shares
+from contrastkit.evaluators.tasks.visogender.baselines import (
     resolution_subsamples,
     retrieval_random_baseline,
 )
