@@ -35,6 +35,7 @@ The markdown reports and the plot are drawn by :mod:`.report`
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -133,11 +134,12 @@ def stereotype_benchmark(
     categories = [str(record["category"]) for record in records]
     neutral = _array(records, "neutral_scores", 2)
     blank = _array(records, "blank_scores", 2)
-    options: dict[str, Any] = {
-        "bootstrap": bootstrap.resamples,
-        "confidence": bootstrap.confidence,
-        "seed": bootstrap.seed,
-    }
+    shift = functools.partial(
+        shift_summary,
+        bootstrap=bootstrap.resamples,
+        confidence=bootstrap.confidence,
+        seed=bootstrap.seed,
+    )
     summary = stereotype_summary(
         scores, labels, categories, bootstrap=bootstrap, order=CATEGORY_ORDER
     )
@@ -149,8 +151,8 @@ def stereotype_benchmark(
     names = np.array(categories, dtype=object)
     per_category = {
         name: {
-            "lmss": shift_summary(lm[names == name], **options),
-            "vlss": shift_summary(vl[names == name], **options),
+            "lmss": shift(lm[names == name]),
+            "vlss": shift(vl[names == name]),
         }
         for name in summary["categories"]
     }
@@ -179,8 +181,8 @@ def stereotype_benchmark(
         "shifting": {
             "candidates": int(picked.sum()),
             "without_neutral": int(no_neutral.sum()),
-            "lmss": shift_summary(lm, **options),
-            "vlss": shift_summary(vl, **options),
+            "lmss": shift(lm),
+            "vlss": shift(vl),
             "categories": per_category,
             "instances": [
                 {

@@ -50,7 +50,7 @@ probabilities. See :func:`two_way_log_prob`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -69,6 +69,10 @@ __all__ = [
     "LABELS",
     "REFERENCE_MODELS",
     "STEREOTYPE",
+    "GroupMetrics",
+    "Interval",
+    "ShiftSummary",
+    "StereotypeSummary",
     "choice_shares",
     "group_metrics",
     "ivlas",
@@ -301,7 +305,56 @@ def vlss(
     return np.where(keep, value, np.nan)
 
 
-def _interval(values: np.ndarray, level: float) -> dict[str, float]:
+class Interval(TypedDict):
+    """A percentile bootstrap interval and its level."""
+
+    low: float
+    high: float
+    level: float
+
+
+class _GroupFigures(TypedDict):
+    n: int
+    n_stereotype: int
+    n_anti_stereotype: int
+    vlrs: float
+    vlbs: float
+    ivlas: float
+
+
+class GroupMetrics(_GroupFigures, total=False):
+    """vlrs, vlbs and ivlas of one group of instances (:func:`group_metrics`), with
+    their intervals when bootstrapped."""
+
+    vlrs_ci: Interval
+    vlbs_ci: Interval
+    ivlas_ci: Interval
+
+
+class StereotypeSummary(TypedDict):
+    """The figures overall and per category (:func:`stereotype_summary`)."""
+
+    overall: GroupMetrics
+    categories: dict[str, GroupMetrics]
+
+
+class _ShiftFigures(TypedDict):
+    n: int
+    mean: float
+    median: float
+    share_positive: float
+    min: float
+    max: float
+
+
+class ShiftSummary(_ShiftFigures, total=False):
+    """A summary of per-instance lmss or vlss values (:func:`shift_summary`), with the
+    interval of the mean when bootstrapped."""
+
+    mean_ci: Interval
+
+
+def _interval(values: np.ndarray, level: float) -> Interval:
     low, high = percentile_interval(values, level)
     return {"low": low, "high": high, "level": level}
 
@@ -313,7 +366,7 @@ def group_metrics(
     bootstrap: int = 0,
     confidence: float = 0.95,
     rng: np.random.Generator | None = None,
-) -> dict[str, Any]:
+) -> GroupMetrics:
     """vlrs, vlbs and ivlas of one group of instances, with percentile bootstrap
     intervals (``vlrs_ci`` ...: instances resampled with replacement, the three figures
     recomputed per resample) when ``bootstrap > 0``.
@@ -325,7 +378,7 @@ def group_metrics(
     shares = choice_shares(scores)
     anti = _anti(labels, len(shares))
     relevance, bias = vlrs(shares), vlbs(shares, np.where(anti, LABELS[1], LABELS[0]))
-    result: dict[str, Any] = {
+    result: GroupMetrics = {
         "n": len(shares),
         "n_stereotype": int((~anti).sum()),
         "n_anti_stereotype": int(anti.sum()),
@@ -345,8 +398,9 @@ def group_metrics(
         with np.errstate(invalid="ignore", divide="ignore"):
             boot_vlbs = np.where(counts > 0, 100.0 * picked[index].sum(axis=1) / counts, np.nan)
         boot_ivlas = _ivlas(boot_vlrs, boot_vlbs)
-        for name, values in (("vlrs", boot_vlrs), ("vlbs", boot_vlbs), ("ivlas", boot_ivlas)):
-            result[f"{name}_ci"] = _interval(values, confidence)
+        result["vlrs_ci"] = _interval(boot_vlrs, confidence)
+        result["vlbs_ci"] = _interval(boot_vlbs, confidence)
+        result["ivlas_ci"] = _interval(boot_ivlas, confidence)
     return result
 
 
@@ -364,7 +418,7 @@ def stereotype_summary(
     *,
     bootstrap: BootstrapSettings = NO_BOOTSTRAP,
     order: Sequence[str] | None = None,
-) -> dict[str, Any]:
+) -> StereotypeSummary:
     """vlrs, vlbs and ivlas overall and per category (Tables 3 and 4), each with
     bootstrap intervals when ``bootstrap`` draws resamples (:func:`group_metrics`).
 
@@ -391,17 +445,17 @@ def stereotype_summary(
     present = {str(name) for name in names}
     ordered = [name for name in (order or ()) if name in present]
     ordered += sorted(present - set(ordered))
-    options: dict[str, Any] = {
-        "bootstrap": bootstrap.resamples,
-        "confidence": bootstrap.confidence,
-        "rng": rng,
-    }
+    resamples, confidence = bootstrap.resamples, bootstrap.confidence
     per_category = {}
     for name in ordered:
         mask = names == name
-        per_category[name] = group_metrics(array[mask], labels_array[mask], **options)
+        per_category[name] = group_metrics(
+            array[mask], labels_array[mask], bootstrap=resamples, confidence=confidence, rng=rng
+        )
     return {
-        "overall": group_metrics(array, labels_array, **options),
+        "overall": group_metrics(
+            array, labels_array, bootstrap=resamples, confidence=confidence, rng=rng
+        ),
         "categories": per_category,
     }
 
@@ -421,7 +475,7 @@ def reference_scores(labels: Any) -> dict[str, np.ndarray]:
 
 def reference_summary(
     labels: Any, categories: Any, *, order: Sequence[str] | None = None
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, StereotypeSummary]:
     """The reference models' vlrs, vlbs and ivlas on this set, overall and per category
     (:func:`stereotype_summary` of :func:`reference_scores`; exact, no intervals). On any
     set with anti-stereotypical instances: IDM 100 / 0 / 100, BIM 100 / 100 / 0, RAM
@@ -434,14 +488,14 @@ def reference_summary(
 
 def shift_summary(
     values: Any, *, bootstrap: int = 0, confidence: float = 0.95, seed: int = 0
-) -> dict[str, Any]:
+) -> ShiftSummary:
     """Summary of per-instance lmss or vlss values (NaN = not defined there): ``n``,
     ``mean``, ``median``, ``share_positive`` (the share above 0, what Fig. 4 shows),
     ``min``, ``max``, and ``mean_ci`` when ``bootstrap > 0``. Undefined figures are NaN."""
     array = np.asarray(values, dtype=np.float64).reshape(-1)
     finite = array[np.isfinite(array)]
     nan = float("nan")
-    result: dict[str, Any] = {
+    result: ShiftSummary = {
         "n": int(finite.size),
         "mean": float(finite.mean()) if finite.size else nan,
         "median": float(np.median(finite)) if finite.size else nan,
