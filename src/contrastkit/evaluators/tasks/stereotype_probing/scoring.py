@@ -24,7 +24,7 @@ import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 from PIL import Image
@@ -42,6 +42,7 @@ __all__ = [
     "RAW_FILE",
     "ProbeScorer",
     "RowBatches",
+    "StereotypeRecord",
     "StereotypeSettings",
     "blank_image",
     "caption_scores",
@@ -177,11 +178,32 @@ def _softmax(scores: np.ndarray) -> np.ndarray:
     return result
 
 
+class StereotypeRecord(TypedDict):
+    """One probe row's scores as :func:`score_batch` makes them (the engine adds ``key``
+    and ``model`` before a line of :data:`RAW_FILE` is written): the row, the scores of
+    its three captions and their softmax, the scores of its neutral pair with the image
+    and with the blank image (``None`` without neutral captions), the kind of score and
+    the blank image's size."""
+
+    id: str
+    category: str
+    label: str
+    image: str
+    captions: list[str]
+    scores: list[float]
+    probabilities: list[float]
+    neutral_captions: list[str] | None
+    neutral_scores: list[float] | None
+    blank_scores: list[float] | None
+    score_kind: str
+    blank_size: list[int]
+
+
 def score_batch(
     model: CaptionScorer | ImageTextScorer,
     rows: Sequence[Mapping[str, Any]],
     images: Sequence[Image.Image],
-) -> list[dict[str, Any]]:
+) -> list[StereotypeRecord]:
     """The records of a batch of probe rows (see the module docstring): ``rows[i]`` is
     the row of ``images[i]``, as the task's items hold it (``id``, ``category``,
     ``label``, ``image``, ``captions``, ``neutral_captions`` or ``None``); the engine
@@ -196,7 +218,7 @@ def score_batch(
     blanks = caption_scores(model, [blank] * len(pairs), pairs)
     records = []
     for j, row in enumerate(rows):
-        record: dict[str, Any] = {
+        record: StereotypeRecord = {
             "id": row["id"],
             "category": row["category"],
             "label": row["label"],
