@@ -11,7 +11,7 @@ import hashlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -111,7 +111,17 @@ def _read_raw_scores(path: Path, spec: str, kind: str) -> dict[str, dict[str, fl
     return found
 
 
-def _raw_record(spec: str, kind: str, key: str, scores: Mapping[str, float]) -> dict[str, Any]:
+class _RawScores(TypedDict):
+    """One line of the raw caption-score file: the model, its kind of score, the image's
+    key and its scores by query text."""
+
+    model: str
+    score_kind: str
+    image: str
+    scores: dict[str, float]
+
+
+def _raw_record(spec: str, kind: str, key: str, scores: Mapping[str, float]) -> _RawScores:
     return {"model": spec, "score_kind": kind, "image": key, "scores": dict(scores)}
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from contrastkit.errors import ConfigError, DataFormatError
 from contrastkit.interfaces import ImageTextScorer
@@ -24,6 +24,7 @@ __all__ = [
     "PAIRS_NOT_APPLICABLE",
     "RAW_SCORES_FILE",
     "RETRIEVAL_NOT_COMPUTED",
+    "ExportDescription",
     "contrast_genders",
     "contrast_queries",
     "describe_export",
@@ -109,7 +110,18 @@ def load_contrast(path: Path, split: str | None = None) -> Any:
     return loaded
 
 
-def describe_export(path: Path) -> dict[str, Any] | None:
+class ExportDescription(TypedDict):
+    """What an export folder's ``build_metadata.json`` says it holds
+    (:func:`describe_export`; ``None`` where it does not say)."""
+
+    kind: str | None
+    pretty_name: str | None
+    balanced: bool | None
+    seed: int | None
+    sources_kept: int | None
+
+
+def describe_export(path: Path) -> ExportDescription | None:
     """What an export folder says it holds, from its ``build_metadata.json``: ``kind``
     (``gensynth``, ``genswap``, or ``originals`` for ``export contrast --originals``),
     ``pretty_name``, ``balanced``, ``seed`` and ``sources_kept``; ``None`` for a folder
@@ -121,8 +133,13 @@ def describe_export(path: Path) -> dict[str, Any] | None:
         return None
     if not isinstance(metadata, dict):
         return None
-    keys = ("kind", "pretty_name", "balanced", "seed", "sources_kept")
-    return {key: metadata.get(key) for key in keys}
+    return {
+        "kind": metadata.get("kind"),
+        "pretty_name": metadata.get("pretty_name"),
+        "balanced": metadata.get("balanced"),
+        "seed": metadata.get("seed"),
+        "sources_kept": metadata.get("sources_kept"),
+    }
 
 
 def contrast_genders(dataset: Any) -> list[str]:
