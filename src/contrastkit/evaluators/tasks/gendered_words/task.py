@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
     from PIL import Image
 
-__all__ = ["GenderedWords", "GenderedWordsSettings", "caption_record"]
+__all__ = ["CaptionRecord", "GenderedWords", "GenderedWordsSettings", "caption_record"]
 
 VERSIONS = ("masculine", "feminine")
 #: Fewer sources than this and the report says its shares rest on too few.
@@ -53,7 +53,15 @@ class GenderedWordsSettings(TaskSettings):
         )
 
 
-def caption_record(caption: str) -> dict[str, Any]:
+class CaptionRecord(TypedDict):
+    """What is kept of one description (:func:`caption_record`)."""
+
+    caption: str
+    words: list[str]
+    label: str | None
+
+
+def caption_record(caption: str) -> CaptionRecord:
     """What is kept of one description: the text, its Tab. 4 words and its label."""
     words = gendered_words(caption)
     label = text_label(caption)
