@@ -370,8 +370,8 @@ def _shard_sources(
             selection={"split": split, "limit": config.limit,
                        "min_box_side": config.min_box_side},
             positions={s.source_id: position[s.source_id] for s in mine},
-            storage=dict(zip(("image_format", "image_quality"), config.storage,
-                             strict=True)),
+            storage={"image_format": config.storage[0],
+                     "image_quality": config.storage[1]},
         ),
     )  # fmt: skip
     return mine

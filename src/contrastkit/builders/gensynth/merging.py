@@ -145,7 +145,7 @@ def merged_edit_entry(
     """
     first = min(infos)
     reference = infos[first]
-    storage = reference.get("storage") or {}
+    storage: Mapping[str, Any] = reference.get("storage") or {}
     entries = [read_summary(folders[k]).get("edit") for k in sorted(folders)]
     edits = [e for e in entries if isinstance(e, dict)]
     own: Mapping[str, Any] = edits[0] if edits else {}

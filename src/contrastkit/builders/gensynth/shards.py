@@ -46,6 +46,8 @@ from contrastkit.builders.gensynth.summary import (
     SETTINGS,
     EditEntry,
     ShardFile,
+    ShardSelection,
+    ShardStorage,
     read_summary,
     update_summary,
 )
@@ -155,10 +157,8 @@ class ShardInfo:
     (:func:`write_shard_info`).
 
     Attributes:
-        shard: which shard it is.
-        settings, editor: what decides its edits.
-        selection: how the sources were selected (COCO split, limit, min box side): the
-            positions are only comparable between shards that agree on it.
+        shard, settings, editor: which shard it is, and what decides its edits.
+        selection: the sources' selection (positions compare only where it agrees).
         positions: source id -> position in the full selection, for this shard's sources.
         storage: image format and quality of the edits (recorded, not compared).
     """
@@ -166,13 +166,13 @@ class ShardInfo:
     shard: Shard
     settings: EditSettings
     editor: str
-    selection: Mapping[str, Any]
+    selection: ShardSelection
     positions: Mapping[str, int]
-    storage: Mapping[str, Any]
+    storage: ShardStorage
 
     def to_json(self) -> ShardFile:
         """The content of ``shard.json``, with the :func:`fingerprint` of the settings."""
-        edit, selection = self.settings.to_json(), dict(self.selection)
+        edit, selection = self.settings.to_json(), self.selection.copy()
         agreed = fingerprint({"edit": edit, "editor": self.editor, "selection": selection})
         return {
             "shard": self.shard.index,
@@ -180,7 +180,7 @@ class ShardInfo:
             "edit": edit,
             "editor": self.editor,
             "selection": selection,
-            "storage": dict(self.storage),
+            "storage": self.storage.copy(),
             "fingerprint": agreed,
             "positions": dict(self.positions),
         }

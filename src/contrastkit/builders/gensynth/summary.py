@@ -24,6 +24,8 @@ __all__ = [
     "EditEntry",
     "Progress",
     "ShardFile",
+    "ShardSelection",
+    "ShardStorage",
     "load_image",
     "person_crop",
     "read_summary",
@@ -68,6 +70,22 @@ class EditEntry(TypedDict):
     editor_dtype: NotRequired[str | None]
 
 
+class ShardSelection(TypedDict):
+    """How a shard's sources were selected: the COCO split, the limit, the smallest
+    person box side (a shard's positions compare only with those of the same)."""
+
+    split: str
+    limit: int | None
+    min_box_side: float
+
+
+class ShardStorage(TypedDict):
+    """How a shard stored its edits."""
+
+    image_format: str
+    image_quality: int
+
+
 class ShardFile(TypedDict):
     """The content of a shard's ``shard.json``
     (:meth:`~contrastkit.builders.gensynth.shards.ShardInfo.to_json`); ``storage`` is
@@ -77,8 +95,8 @@ class ShardFile(TypedDict):
     shards: int
     edit: EditSettingsJSON
     editor: str
-    selection: dict[str, Any]
-    storage: NotRequired[dict[str, Any]]
+    selection: ShardSelection
+    storage: NotRequired[ShardStorage]
     fingerprint: str
     positions: dict[str, int]
 
