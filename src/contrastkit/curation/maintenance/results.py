@@ -5,13 +5,22 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from contrastkit.curation.dedup import DuplicateGroup
 from contrastkit.curation.urls import Status
 from contrastkit.curation.validation import RowRef
 
-__all__ = ["BelowBalance", "MaintenanceResult", "RowHealth", "UnwrittenFile"]
+__all__ = [
+    "BelowBalance",
+    "BelowBalanceRecord",
+    "FailingRow",
+    "MaintenanceRecord",
+    "MaintenanceResult",
+    "RowHealth",
+    "UnwrittenFile",
+    "UnwrittenRecord",
+]
 
 
 @dataclass(frozen=True)
@@ -67,6 +76,71 @@ class UnwrittenFile:
 
     file: str
     reason: str
+
+
+class FailingRow(TypedDict):
+    """A row whose URL failed its check, in the JSON of a run."""
+
+    idx: str
+    file: str
+    status: str
+    detail: str
+    http_status: int | None
+    consecutive_failures: int
+    failing_since: str | None
+
+
+class SharedImage(TypedDict):
+    """Rows that share an image, in the JSON of a run: how it was found, their IDs."""
+
+    kind: str
+    rows: list[str]
+
+
+class BelowBalanceRecord(TypedDict):
+    """A :class:`BelowBalance` as JSON."""
+
+    file: str
+    occupation: str
+    context: str
+    cell: str
+    healthy: int
+    needed: int
+
+
+class UnwrittenRecord(TypedDict):
+    """An :class:`UnwrittenFile` as JSON."""
+
+    file: str
+    reason: str
+
+
+class MaintenanceRecord(TypedDict):
+    """A :class:`MaintenanceResult` as JSON (:meth:`MaintenanceResult.to_dict`)."""
+
+    run_id: int
+    files: list[str]
+    started_at: str
+    finished_at: str
+    outcome: str
+    healthy: bool
+    status_counts: dict[str, int]
+    failing: list[FailingRow]
+    content_changed: list[str]
+    retired: list[str]
+    newly_retired: list[str]
+    duplicates: list[SharedImage]
+    below_balance: list[BelowBalanceRecord]
+    rewritten: list[str]
+    dropped: list[str]
+    backups: list[str]
+    merged: list[str]
+    kept_as_written: list[str]
+    unwritten: list[UnwrittenRecord]
+    removed_temporaries: list[str]
+    report: str | None
+    local_rows: int
+    local_rows_by_file: dict[str, int]
 
 
 @dataclass
@@ -135,7 +209,7 @@ class MaintenanceResult:
         """Rows per status."""
         return Counter(row.status for row in self.rows)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> MaintenanceRecord:
         """JSON-ready: outcome, counts, failing rows, flags, groups, files written."""
         return {
             "run_id": self.run_id,
@@ -150,13 +224,23 @@ class MaintenanceResult:
             "retired": [r.ref.idx for r in self.rows if r.retired],
             "newly_retired": [r.ref.idx for r in self.rows if r.newly_retired],
             "duplicates": [{"kind": g.kind, "rows": list(g.items)} for g in self.duplicates],
-            "below_balance": [vars(b) for b in self.below_balance],
+            "below_balance": [
+                {
+                    "file": b.file,
+                    "occupation": b.occupation,
+                    "context": b.context,
+                    "cell": b.cell,
+                    "healthy": b.healthy,
+                    "needed": b.needed,
+                }
+                for b in self.below_balance
+            ],
             "rewritten": self.rewritten,
             "dropped": self.dropped,
             "backups": self.backups,
             "merged": self.merged,
             "kept_as_written": self.kept_as_written,
-            "unwritten": [vars(u) for u in self.unwritten],
+            "unwritten": [{"file": u.file, "reason": u.reason} for u in self.unwritten],
             "removed_temporaries": self.removed_temporaries,
             "report": self.report_path,
             "local_rows": sum(self.local.values()),
@@ -164,7 +248,7 @@ class MaintenanceResult:
         }
 
 
-def _row_dict(row: RowHealth) -> dict[str, Any]:
+def _row_dict(row: RowHealth) -> FailingRow:
     return {
         "idx": row.ref.idx,
         "file": row.ref.path,
