@@ -236,23 +236,24 @@ def test_the_plots_draw_intervals_as_error_bars(
 ) -> None:
     from matplotlib.container import BarContainer, ErrorbarContainer
 
-    from contrastkit.evaluators.report import plots
+    from contrastkit.evaluators.tasks.visogender.resolution_plots import gender_pair_plot
+    from contrastkit.evaluators.tasks.visogender.retrieval_plots import bias_at_k_plot
 
     summary = summarize_resolution(records, bootstrap=200)
-    figure = plots.gender_pair_plot(summary, "random")
+    figure = gender_pair_plot(summary, "random")
     bars = [c for c in figure.axes[0].containers if isinstance(c, BarContainer)]
     errors = [c for c in figure.axes[0].containers if isinstance(c, ErrorbarContainer)]
     assert len(bars) == 2 and len(errors) == 2  # both templates, each with its intervals
-    without = plots.gender_pair_plot(summarize_resolution(records), "random")
+    without = gender_pair_plot(summarize_resolution(records), "random")
     assert not [c for c in without.axes[0].containers if isinstance(c, ErrorbarContainer)]
-    retrieval = plots.bias_at_k_plot(_retrieval(with_ci=True), "random")
+    retrieval = bias_at_k_plot(_retrieval(with_ci=True), "random")
     for axis in retrieval.axes:  # one panel per K: the mean across occupations
         [error] = [c for c in axis.containers if isinstance(c, ErrorbarContainer)]
         [(low, high)] = error.lines[2][0].get_segments()
         assert tuple(low) == pytest.approx((0.15, 2)) and tuple(high) == pytest.approx((0.45, 2))
     labels = [label.get_text() for label in retrieval.axes[0].get_yticklabels()]
     assert labels[-1] == "mean (all occupations)"
-    plain = plots.bias_at_k_plot(_retrieval(with_ci=False), "random")
+    plain = bias_at_k_plot(_retrieval(with_ci=False), "random")
     assert not [c for a in plain.axes for c in a.containers if isinstance(c, ErrorbarContainer)]
     files = write_plots(_results(summary, _retrieval(with_ci=True)), tmp_path)
     assert {path.name for path in files} == {

@@ -17,14 +17,11 @@ from typer.testing import CliRunner
 from contrastkit.cli import app
 from contrastkit.errors import ConfigError
 from contrastkit.evaluators.data import ImageLoader, load_items
-from contrastkit.evaluators.report import (
-    benchmark,
-    load_benchmark,
-    markdown_report,
-    write_outputs,
-)
 from contrastkit.evaluators.runner import EvalConfig, ImageBatches, read_raw, score_dataset
 from contrastkit.evaluators.stats import labor_comparison, labor_shares
+from contrastkit.evaluators.tasks.visogender.benchmark import benchmark, load_benchmark
+from contrastkit.evaluators.tasks.visogender.outputs import write_outputs
+from contrastkit.evaluators.tasks.visogender.report import markdown_report
 from contrastkit.models import ImageTextScorer
 
 runner = CliRunner()
@@ -537,8 +534,8 @@ def test_a_labour_correlation_from_too_few_occupations_is_not_read() -> None:
     """Three occupations gave "r = -1.00 (p = 0.04)" with a fitted line (issue 31): below
     MIN_LABOUR_OCCUPATIONS the result carries a caveat and the report shows no p-value;
     from that many on, no caveat."""
-    from contrastkit.evaluators.report.markdown import _labor_section
     from contrastkit.evaluators.stats import MIN_LABOUR_OCCUPATIONS
+    from contrastkit.evaluators.tasks.visogender.report import labor_section as _labor_section
 
     few = labor_comparison({"hairdresser": 0.1, "teacher": 0.2, "engineer": 0.9})
     assert few["n"] == 3 and "too few to read a correlation" in few["caveat"]

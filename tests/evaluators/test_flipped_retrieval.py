@@ -20,7 +20,6 @@ from typer.testing import CliRunner
 from contrastkit.cli import app
 from contrastkit.evaluators.data import EvalItem, ImageLoader, load_items
 from contrastkit.evaluators.job import ReportConfig, compare_results
-from contrastkit.evaluators.report import benchmark, markdown_report, write_outputs
 from contrastkit.evaluators.report.headlines import headline_figures, headline_lines
 from contrastkit.evaluators.report.results import headline
 from contrastkit.evaluators.runner import (
@@ -30,7 +29,10 @@ from contrastkit.evaluators.runner import (
     read_raw,
     score_dataset,
 )
+from contrastkit.evaluators.tasks.visogender.benchmark import benchmark
+from contrastkit.evaluators.tasks.visogender.outputs import write_outputs
 from contrastkit.evaluators.tasks.visogender.plots import figures
+from contrastkit.evaluators.tasks.visogender.report import markdown_report
 from contrastkit.models import ImageTextScorer
 from contrastkit.tsv import read_visogender_tsv, write_visogender_tsv
 from eval_data import write_small_dataset

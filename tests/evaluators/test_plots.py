@@ -21,7 +21,6 @@ from typer.testing import CliRunner
 
 from contrastkit.cli import app
 from contrastkit.evaluators.contrast import ContrastCounts, QueryOutcomes, contrast_summary
-from contrastkit.evaluators.report import load_benchmark, markdown_report
 from contrastkit.evaluators.report.plots import (
     NO_INTERVALS,
     PALETTE,
@@ -31,7 +30,9 @@ from contrastkit.evaluators.report.plots import (
 )
 from contrastkit.evaluators.report.results import jsonable, retrieval_warnings
 from contrastkit.evaluators.tasks.visogender.baselines import baseline_z, retrieval_random_baseline
+from contrastkit.evaluators.tasks.visogender.benchmark import load_benchmark
 from contrastkit.evaluators.tasks.visogender.plots import PLOTS, figures
+from contrastkit.evaluators.tasks.visogender.report import markdown_report
 from eval_data import write_small_dataset
 
 runner = CliRunner()

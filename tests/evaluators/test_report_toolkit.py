@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from contrastkit.evaluators.report import comparison_markdown, load_benchmark
 from contrastkit.evaluators.report.tables import format_interval, model_cell
+from contrastkit.evaluators.tasks.visogender.benchmark import load_benchmark
+from contrastkit.evaluators.tasks.visogender.report import comparison_markdown
 from contrastkit.evaluators.tasks.zero_shot.report import disparity_markdown
 from contrastkit.models.paper_models import PaperModel, markdown_table
 from contrastkit.text import escape_cell, format_number, table_header
@@ -190,9 +191,9 @@ def test_each_task_reads_its_own_benchmark_files_and_no_other(tmp_path: Path) ->
     ``benchmark.json`` (a file or an output folder): each reads its own task's file, gives
     ``None`` for another task's, and a missing file is an error naming it."""
     from contrastkit.errors import DataFormatError
-    from contrastkit.evaluators.contrast import read_contrast_benchmark
     from contrastkit.evaluators.decisions import read_decisions_benchmark
     from contrastkit.evaluators.stereotype import read_stereotype_benchmark
+    from contrastkit.evaluators.tasks.contrast_sets.scoring import read_contrast_benchmark
 
     contrast = _golden("evaluate_contrast.json", "/benchmark.json")
     stereotype = _golden("evaluate_stereotype.json", "tiny-vilt-<hash>/benchmark.json")
