@@ -24,7 +24,7 @@ import hashlib
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 from urllib.parse import urlsplit
 
 from contrastkit.curation.urls.config import CheckConfig
@@ -38,7 +38,7 @@ from contrastkit.distributed import (
 from contrastkit.errors import ConfigError
 
 if TYPE_CHECKING:
-    from contrastkit.store import ImageInfo, ImageStore
+    from contrastkit.store import ImageInfo, ImageMeta, ImageStore
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
@@ -93,18 +93,25 @@ def _stable_hash(text: str) -> str:
     return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+class _KeptImage(TypedDict):
+    """What the store needs besides an image's bytes: what was measured of it, its URL."""
+
+    meta: ImageMeta
+    url: str
+
+
 @dataclass
 class _Kept:
     """What the checker would have written to the store, held for the driver (an
     :class:`~contrastkit.curation.urls.checker.ImageSink`)."""
 
-    images: dict[str, tuple[bytes, dict[str, Any]]] = field(default_factory=dict)
+    images: dict[str, tuple[bytes, _KeptImage]] = field(default_factory=dict)
 
     def keep(self, data: bytes, info: ImageInfo, url: str) -> None:
         self.images[url] = (data, {"meta": info.meta, "url": url})
 
 
-Checked = list[tuple[URLCheck, bytes | None, dict[str, Any] | None]]
+Checked = list[tuple[URLCheck, bytes | None, _KeptImage | None]]
 
 
 def _check_chunk(urls: list[str], config: CheckConfig, keep_images: bool) -> Checked:
