@@ -565,7 +565,7 @@ def load_captioning(target: str, runtime: ModelRuntime, context: LoadContext) ->
     target, options = split_caption_options(family, target)
     download = runtime.download
     hf_expect_model_type(spec, target, FAMILIES[family], download=download)
-    classes: dict[str, Any] = {
+    classes: dict[str, type] = {
         "blip": BlipForConditionalGeneration,
         "git": GitForCausalLM,
         "blip2": Blip2ForConditionalGeneration,

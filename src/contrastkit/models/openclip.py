@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,7 +80,7 @@ class OpenCLIPScorer(DualEncoder):
             return int(self._text_features(["a"]).shape[-1])
 
 
-def _how_to_get(arch: str, tag: str, cfg: dict[str, Any]) -> str:
+def _how_to_get(arch: str, tag: str, cfg: Mapping[str, object]) -> str:
     hub = str(cfg.get("hf_hub", ""))
     steps = []
     if hub:
@@ -99,7 +99,7 @@ def _how_to_get(arch: str, tag: str, cfg: dict[str, Any]) -> str:
     )
 
 
-def _cached_checkpoint(cfg: dict[str, Any]) -> str | None:
+def _cached_checkpoint(cfg: Mapping[str, object]) -> str | None:
     """The cached file of an OpenCLIP pretrained config, without touching the network."""
     if "file" in cfg:
         return str(cfg["file"])

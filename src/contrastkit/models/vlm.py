@@ -84,7 +84,7 @@ padding side. A model whose forward takes no ``position_ids`` is always right-pa
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -297,7 +297,9 @@ class VLMScorer:
         per-token tensor (``mm_token_type_ids``: text) is 0."""
         return 1 if key == "token_type_ids" and self.model_type == "paligemma" else 0
 
-    def _collate(self, rows: Sequence[dict[str, torch.Tensor]]) -> tuple[dict[str, Any], list[int]]:
+    def _collate(
+        self, rows: Sequence[dict[str, torch.Tensor]]
+    ) -> tuple[dict[str, torch.Tensor], list[int]]:
         """Pad and stack rows (:func:`.vlm_batch.collate_rows`), with position ids
         counted over the real tokens where the model takes them; also each row's offset
         (padding before it)."""
@@ -312,9 +314,9 @@ class VLMScorer:
             batch["position_ids"] = positions.clamp(min=0)
         return batch, offsets
 
-    def _forward(self, batch: dict[str, Any], keep: int) -> torch.Tensor:
+    def _forward(self, batch: Mapping[str, torch.Tensor], keep: int) -> torch.Tensor:
         """Log-probabilities (float32) of the last ``keep`` positions of every row."""
-        inputs = {}
+        inputs: dict[str, torch.Tensor | int] = {}
         for key, value in batch.items():
             value = value.to(self.device)
             if value.is_floating_point():

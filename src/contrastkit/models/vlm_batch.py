@@ -5,7 +5,6 @@ appended (batch dimension 1)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import torch
 
@@ -14,7 +13,7 @@ __all__ = ["collate_rows"]
 
 def collate_rows(
     rows: Sequence[dict[str, torch.Tensor]], pad: int, *, left: bool
-) -> tuple[dict[str, Any], list[int]]:
+) -> tuple[dict[str, torch.Tensor], list[int]]:
     """Pad and stack rows; also each row's offset (padding before it).
 
     Tensors that run along the token sequence are padded on the left (``left``) or the
@@ -23,7 +22,7 @@ def collate_rows(
     over the real tokens is added when the processor gave none.
     """
     width = max(row["input_ids"].shape[1] for row in rows)
-    batch: dict[str, Any] = {}
+    batch: dict[str, torch.Tensor] = {}
     offsets = []
     for row in rows:
         length = row["input_ids"].shape[1]

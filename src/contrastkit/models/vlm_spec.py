@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TypedDict
 
 import numpy as np
 
@@ -38,6 +38,7 @@ __all__ = [
     "LETTERS",
     "MC_ANSWER_INSTRUCTION",
     "VLM_PROTOCOLS",
+    "VLMMetadata",
     "VLMOptions",
     "multiple_choice_question",
     "option_order",
@@ -133,7 +134,7 @@ def parse_vlm_target(target: str) -> tuple[str, VLMOptions]:
     model = model.strip()
     if not model:
         raise ConfigError(f"model spec vlm:{target} names no model before '?'")
-    values: dict[str, Any] = {}
+    options = VLMOptions()
     for part in filter(None, query.split("&")):
         key, sep, value = part.partition("=")
         key, value = key.strip().replace("-", "_"), value.strip()
@@ -143,23 +144,35 @@ def parse_vlm_target(target: str) -> tuple[str, VLMOptions]:
         if key == "protocol":
             if value not in VLM_PROTOCOLS:
                 raise ConfigError(f"{where}: protocol must be one of {', '.join(VLM_PROTOCOLS)}")
-            values["protocol"] = value
+            options = replace(options, protocol=value)
         elif key in ("length_normalise", "length_normalize"):
             if value.lower() not in _TRUE:
                 raise ConfigError(f"{where}: length_normalise must be true or false")
-            values["length_normalise"] = _TRUE[value.lower()]
+            options = replace(options, length_normalise=_TRUE[value.lower()])
         elif key == "padding":
             if value not in ("left", "right"):
                 raise ConfigError(f"{where}: padding must be left or right")
-            values["padding"] = value
+            options = replace(options, padding=value)
         else:
             raise ConfigError(
                 f"{where}: unknown option {key!r}; use protocol, length_normalise or padding"
             )
-    return model, VLMOptions(**values)
+    return model, options
 
 
-def vlm_metadata(spec: str) -> dict[str, Any] | None:
+class VLMMetadata(TypedDict):
+    """What a report records about a ``vlm:`` spec's scoring (:func:`vlm_metadata`)."""
+
+    model: str
+    protocol: str
+    continuation_instruction: str
+    multiple_choice_answer_instruction: str
+    caption_instruction: str
+    length_normalise: bool
+    padding: str
+
+
+def vlm_metadata(spec: str) -> VLMMetadata | None:
     """What a report records about a ``vlm:`` spec's scoring: the protocol, the fixed
     instructions, length normalisation and padding; ``None`` for any other spec (or a
     malformed one)."""
