@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from PIL import Image
 
@@ -40,6 +40,15 @@ def audit_file(path: Path) -> Path | None:
     return None
 
 
+class _AuditHeadline(TypedDict):
+    """The figures the report's index shows for an audit: images, the masculine share
+    of the labelled ones, and whether its models had random weights."""
+
+    images: int | None
+    masculine_share_of_labelled: float | None
+    random_weights: bool
+
+
 def audit_entry(file: Path, taken: set[str]) -> Entry:
     """The report entry of the audit ``file`` (its page is ``result-audit-<folder>``).
 
@@ -53,7 +62,7 @@ def audit_entry(file: Path, taken: set[str]) -> Entry:
         raise DataFormatError(file, None, "task", f"a {result.task} result, not an audit")
     report = result.to_json()
     composition = report.get("composition") or {}
-    headline: dict[str, Any] = {
+    headline: _AuditHeadline = {
         "images": composition.get("images"),
         "masculine_share_of_labelled": composition.get("masculine_share_of_labelled"),
         "random_weights": bool(report.get("random_weights")),

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import partial
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from contrastkit.config import require
 from contrastkit.errors import DataFormatError
@@ -377,7 +377,20 @@ def _drop_title(markdown: str) -> str:
     return markdown
 
 
-def _entry_view(entry: Entry) -> dict[str, Any]:
+class _EntryView(TypedDict):
+    """What the pages show of one result: its task, model (and short name), page, flags,
+    headline figures and how many items it is over."""
+
+    task: str
+    model: str
+    short: str
+    href: str
+    flags: list[dict[str, str]]
+    figures: list[dict[str, str]]
+    n: int | None
+
+
+def _entry_view(entry: Entry) -> _EntryView:
     return {
         "task": entry.task,
         "model": entry.model,
