@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PIL import Image
 
@@ -26,6 +26,9 @@ from contrastkit.evaluators.html.cards import Card, Entry, Gallery, Line
 from contrastkit.evaluators.html.thumbs import Thumb, Thumbnailer
 from contrastkit.records import json_lines
 from contrastkit.text import UNDEFINED, format_number
+
+if TYPE_CHECKING:
+    from contrastkit.evaluators.data import EvalItem
 
 __all__ = [
     "ContrastImages",
@@ -276,12 +279,12 @@ def _as_number(text: str) -> float:
 
 
 # -- VisoGender -----------------------------------------------------------------------
-def visogender_items(entries: Sequence[Entry]) -> dict[str, Any]:
+def visogender_items(entries: Sequence[Entry]) -> dict[str, EvalItem]:
     """The rows of the VisoGender data the results name, by item key (a result whose
     data cannot be read adds none: its images are then placeholders saying so)."""
     from contrastkit.evaluators.data import load_items
 
-    items: dict[str, Any] = {}
+    items: dict[str, EvalItem] = {}
     for entry in entries:
         data = (entry.results.get("metadata") or {}).get("data") or []
         try:
