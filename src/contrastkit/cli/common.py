@@ -10,7 +10,7 @@ import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypedDict
 
 import typer
 from rich.console import Console, ConsoleDimensions
@@ -242,6 +242,17 @@ def progress(
         yield update
 
 
+class _LineState(TypedDict):
+    """Where :func:`progress_lines` stands: items done, of ``total``, failed; when a
+    line was last shown and the counts it showed."""
+
+    done: int
+    total: int | None
+    failed: int | None
+    at: float | None
+    shown: tuple[int, int | None] | None
+
+
 @contextmanager
 def progress_lines(
     label: str, total: int | None = None, *, every: float = 30.0
@@ -251,7 +262,7 @@ def progress_lines(
     stage ends, so that a log file shows a long run's progress without a bar's redraws.
     Yields the same ``update`` as :func:`progress`."""
     started = time.monotonic()
-    state: dict[str, Any] = {"done": 0, "total": total, "failed": None, "at": None, "shown": None}
+    state: _LineState = {"done": 0, "total": total, "failed": None, "at": None, "shown": None}
 
     def show() -> None:
         done, whole = state["done"], state["total"]

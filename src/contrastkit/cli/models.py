@@ -3,7 +3,7 @@ paper as ready specs. Offline and fast: nothing is loaded, no torch is imported.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 import typer
 
@@ -76,7 +76,39 @@ def _print_table(title: str, rows: list[dict[str, str]], columns: list[str]) -> 
         console.print(plain(f"  {row['example']}"), soft_wrap=True, highlight=False)
 
 
-def _paper_json(paper: str) -> dict[str, Any]:
+class _PaperModel(TypedDict):
+    """One of a paper's models, as ``models list --paper --json`` prints it."""
+
+    name: str
+    tables: list[str]
+    kind: str
+    spec: str | None
+    loadable: bool
+    alternatives: list[str]
+    imagenet_zero_shot: float | None
+    note: str
+
+
+class _Paper(TypedDict):
+    """A paper's models as specs (``models list --paper``)."""
+
+    name: str
+    models: list[_PaperModel]
+
+
+class _ListingCore(TypedDict):
+    families: list[dict[str, str]]
+    editors: list[dict[str, str]]
+
+
+class _Listing(_ListingCore, total=False):
+    """What ``models list --json`` prints: the model and editor families, and with
+    ``--paper`` the paper's models."""
+
+    paper: _Paper
+
+
+def _paper_json(paper: str) -> _Paper:
     from contrastkit.models.paper_models import paper_models
 
     return {
@@ -124,7 +156,7 @@ def list_command(
         editor_rows = editors()
         paper_data = _paper_json(paper) if paper is not None else None
     if as_json:
-        data: dict[str, Any] = {"families": rows, "editors": editor_rows}
+        data: _Listing = {"families": rows, "editors": editor_rows}
         if paper_data is not None:
             data["paper"] = paper_data
         print_json(data)

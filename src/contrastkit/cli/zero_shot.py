@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, TypedDict
 
 import typer
 from rich.text import Text
@@ -213,7 +213,17 @@ def run_zero_shot(
         _print(result)
 
 
-def _json(result: ZeroShotDisparityResult) -> dict[str, Any]:
+class _RunJSON(TypedDict):
+    """One model's run as ``evaluate zero-shot --json`` prints it."""
+
+    label: str | None
+    folder: str
+    files: dict[str, str]
+    summary: Mapping[str, object]
+    weights_note: str | None
+
+
+def _json(result: ZeroShotDisparityResult) -> _RunJSON:
     return {
         "label": result.result.label,
         "folder": str(result.folder),
