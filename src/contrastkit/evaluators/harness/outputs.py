@@ -9,7 +9,7 @@ import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, TypeVar
 
 from contrastkit.errors import DataFormatError
 from contrastkit.evaluators.harness.config import (
@@ -31,11 +31,29 @@ __all__ = [
 ]
 
 
+#: A kind of raw record made of a split's answered items.
+_R = TypeVar("_R")
+
+
+class _ProbeAnswer(TypedDict):
+    """A stereotype probe's answer as the evaluator's raw record (one-hot ``scores`` over
+    the three captions, no neutral or blank-image scores) with its key item's index."""
+
+    id: str
+    category: str
+    label: str
+    scores: list[float]
+    neutral_scores: None
+    blank_scores: None
+    score_kind: str
+    harness_index: int
+
+
 def _records_by_split(
     key: HarnessKey,
     config: HarnessReportConfig,
-    records: Callable[[list[KeyItem]], list[dict[str, Any]]],
-) -> dict[str, list[dict[str, Any]]]:
+    records: Callable[[list[KeyItem]], list[_R]],
+) -> dict[str, list[_R]]:
     """The raw records of each split's answered items (``records`` of the split's key
     items); an error when no answer of the main split could be read."""
     by_split = {
@@ -129,10 +147,10 @@ def visogender_outputs(
     model: str,
     section: HarnessSection,
 ) -> tuple[Path, str]:
-    from contrastkit.evaluators.tasks.visogender.outputs import write_outputs
     from contrastkit.evaluators.report.results import jsonable
     from contrastkit.evaluators.runner import EvalConfig, ScoredRun
     from contrastkit.evaluators.tasks.visogender.benchmark import benchmark
+    from contrastkit.evaluators.tasks.visogender.outputs import write_outputs
     from contrastkit.evaluators.tasks.visogender.resolution import summarize_resolution
 
     by_split = _records_by_split(
@@ -183,13 +201,13 @@ SHIFTING_UNAVAILABLE = (
 
 def _stereotype_records(
     items: Sequence[KeyItem], chosen: Mapping[int, str | None], source: Path
-) -> list[dict[str, Any]]:
+) -> list[_ProbeAnswer]:
     """The answered probe items as the evaluator's raw stereotype records
     (:mod:`contrastkit.evaluators.tasks.stereotype_probing.scoring`): ``scores`` one-hot over
     ``(S_s, S_a, S_i)`` on the chosen caption, no neutral or blank-image scores."""
     from contrastkit.evaluators.tasks.stereotype_probing.metrics import COLUMNS
 
-    records = []
+    records: list[_ProbeAnswer] = []
     for item in items:
         letter = chosen.get(item.index)
         if letter is None:
@@ -197,20 +215,23 @@ def _stereotype_records(
         a = item.annotations
         picked = item.labels[letter]
         try:
-            record: dict[str, Any] = {"id": str(a["id"]), "category": str(a["category"]),
-                                      "label": str(a["label"])}  # fmt: skip
+            row_id, category, label = str(a["id"]), str(a["category"]), str(a["label"])
         except KeyError as error:
             raise DataFormatError(
                 source, None, f"items[index={item.index}].annotations", f"no {error}"
             ) from error
-        record.update(
-            scores=[1.0 if picked == column else 0.0 for column in COLUMNS],
-            neutral_scores=None,
-            blank_scores=None,
-            score_kind=HARNESS_SCORE_KIND,
-            harness_index=item.index,
+        records.append(
+            {
+                "id": row_id,
+                "category": category,
+                "label": label,
+                "scores": [1.0 if picked == column else 0.0 for column in COLUMNS],
+                "neutral_scores": None,
+                "blank_scores": None,
+                "score_kind": HARNESS_SCORE_KIND,
+                "harness_index": item.index,
+            }
         )
-        records.append(record)
     return records
 
 
