@@ -64,7 +64,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
@@ -278,7 +278,7 @@ def evaluate_contrast(
     block_scores: Callable[[int, int], torch.Tensor]
     if isinstance(scorer, ImageTextScorer):
         block_scores = _embedding_blocks(dataset, scorer, texts, settings, progress)
-        scoring: dict[str, Any] | None = None  # a dual encoder's summary is as it was
+        scoring: _CaptionScoring | None = None  # a dual encoder's summary is as it was
     else:
         cells = None if chosen == "all" else _pair_cells(own, queries)
         run = CaptionRun(settings.batch_size, progress, settings.raw_scores)
@@ -409,9 +409,22 @@ def _matrix_blocks(matrix: CaptionMatrix) -> Callable[[int, int], torch.Tensor]:
     return block_scores
 
 
+class _CaptionScoring(TypedDict):
+    """A caption scorer's ``scoring`` in the summary (:func:`_caption_scoring`)."""
+
+    score_kind: str
+    metrics: str
+    requested: str
+    unit: str
+    model_passes: int
+    all_metrics_passes: int
+    computed: int
+    reused: int
+
+
 def _caption_scoring(
     matrix: CaptionMatrix, chosen: str, requested: str, all_passes: int
-) -> dict[str, Any]:
+) -> _CaptionScoring:
     """The summary's ``scoring`` of a caption scorer (:func:`contrast_scoring`): what its
     scores are, the metrics ``chosen`` for the ``requested``, and what they cost."""
     return {
