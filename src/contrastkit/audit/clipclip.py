@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -49,6 +49,7 @@ __all__ = [
     "PREFIX",
     "ClipClip",
     "ClipClipSpec",
+    "ClipClipSummary",
     "ClippedScorer",
     "describe",
     "fit_clip_clip",
@@ -159,7 +160,18 @@ def load_clip_clip(
     return ClippedScorer(base, choice, spec)
 
 
-def describe(choice: ClipClip) -> dict[str, Any]:
+class ClipClipSummary(TypedDict):
+    """What :func:`describe` says of a choice of dimensions."""
+
+    m: int
+    dims: int
+    dropped: list[int]
+    mean_mi_dropped: float | None
+    mean_mi_kept: float | None
+    fitted_on: str
+
+
+def describe(choice: ClipClip) -> ClipClipSummary:
     """A JSON summary of a choice: ``m``, ``dims``, the dropped dimensions and the mean
     mutual information of the dropped and the kept ones."""
     information = np.asarray(choice.mutual_information)

@@ -31,10 +31,10 @@ stand-in the report names as such.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -45,6 +45,7 @@ from contrastkit.errors import ConfigError, ModelNotFoundError
 __all__ = [
     "LSA_DIMENSIONS",
     "ClusterSettings",
+    "MemberFile",
     "cluster_member",
     "context_clusters",
     "encode_captions",
@@ -209,7 +210,15 @@ class ClusterSettings:
     members: int = 16
 
 
-def cluster_member(image: AuditImage, folder: Path) -> dict[str, Any]:
+class MemberFile(TypedDict):
+    """An image of the audited data as a cluster lists it: its id and its file relative to
+    the data's folder (``None``: no file there); a listed member adds its ``label``."""
+
+    image: str
+    file: str | None
+
+
+def cluster_member(image: AuditImage, folder: Path) -> MemberFile:
     """An image's entry in its cluster's ``members``: ``image`` (its id) and ``file`` (its
     file relative to the audited data's folder, ``None`` when it has no file there: a
     contrast set's images live in its dataset, under their id ``source:gender``)."""
@@ -226,7 +235,7 @@ def context_clusters(
     captions: Sequence[Sequence[str]],
     labels: Sequence[str],
     settings: ClusterSettings | None = None,
-    members: Sequence[Mapping[str, Any]] | None = None,
+    members: Sequence[MemberFile] | None = None,
 ) -> dict[str, Any]:
     """Cluster the labelled images by their neutral captions (module docstring).
 

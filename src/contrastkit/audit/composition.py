@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Final, NotRequired, TypedDict
 
 from contrastkit.audit.data import LABELS
 
-__all__ = ["PAPER_COUNTS", "cell_composition", "composition"]
+__all__ = ["PAPER_COUNTS", "CellCount", "LabelComposition", "cell_composition", "composition"]
 
 #: GenSynth Sec. 3.2: image counts per label on COCO 2017.
 PAPER_COUNTS: Final[dict[str, dict[str, int]]] = {
@@ -32,9 +32,32 @@ PAPER_COUNTS: Final[dict[str, dict[str, int]]] = {
 }
 
 
-def cell_composition(
-    cells: Sequence[tuple[str, ...]], labels: Sequence[str]
-) -> list[dict[str, Any]]:
+class CellCount(TypedDict):
+    """The images of each gender in one VisoGender cell (:func:`cell_composition`)."""
+
+    context: str
+    occupation: str
+    other: str
+    masculine: int
+    feminine: int
+    balanced: bool
+
+
+class LabelComposition(TypedDict):
+    """The ``composition`` section of an audit (:func:`composition`); the audit adds the
+    paper's counts of a COCO split and a VisoGender set's cells."""
+
+    images: int
+    captions: int | None
+    counts: dict[str, int]
+    shares: dict[str, float]
+    masculine_share_of_labelled: float
+    masculine_to_feminine: float
+    paper_counts: NotRequired[dict[str, int]]
+    cells: NotRequired[list[CellCount]]
+
+
+def cell_composition(cells: Sequence[tuple[str, ...]], labels: Sequence[str]) -> list[CellCount]:
     """Images per label in every VisoGender cell ``(context, occupation, participant
     gender or object)``, in first-seen order; ``balanced`` when both genders of the
     occupation have the same count (VisoGender Sec. 3.2 balances each cell)."""
@@ -54,7 +77,7 @@ def cell_composition(
     ]
 
 
-def composition(labels: Sequence[str], captions: int | None = None) -> dict[str, Any]:
+def composition(labels: Sequence[str], captions: int | None = None) -> LabelComposition:
     """Counts and shares of each label.
 
     Args:

@@ -12,16 +12,24 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
+from contrastkit.builders.gensynth.context import ContextSummary
 from contrastkit.errors import ConfigError, DataFormatError
 
-__all__ = ["context_section"]
+__all__ = ["AuditContext", "context_section"]
 
 
-def context_section(
-    data: Path, build: Path, out: Path, say: Callable[[str], None]
-) -> dict[str, Any]:
+class AuditContext(ContextSummary):
+    """The audit's ``context`` section: the measure's summary, the build, what was
+    measured (``export`` or ``build``), the data and the file of its rows."""
+
+    build: str
+    measured_on: str
+    data: str
+    file: str
+
+
+def context_section(data: Path, build: Path, out: Path, say: Callable[[str], None]) -> AuditContext:
     """The context measure of ``data`` against ``build`` (its summary, with what was
     measured: ``measured_on`` ``export`` or ``build``); the rows go to
     ``out/context_change.jsonl``.

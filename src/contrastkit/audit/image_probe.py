@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
     from contrastkit.audit.data import AuditImage
 
-__all__ = ["MaskedImage", "ProbeSettings", "image_probe"]
+__all__ = ["MaskedImage", "ProbeFigures", "ProbeSettings", "image_probe"]
 
 
 class MaskedImage:
@@ -65,13 +65,20 @@ def _probe(
     train: np.ndarray,
     test: np.ndarray,
     settings: ProbeSettings,
-) -> dict[str, Any]:
+) -> ProbeFigures:
     weights, intercept = fit_logistic(features[train], target[train])
     scores = features[test] @ weights + intercept
     positive = target[test] > 0.5
     low, high = auc_bootstrap(scores, positive, resamples=settings.resamples,
                               level=settings.level, seed=settings.seed + 1)  # fmt: skip
     return {"auc": auc(scores, positive), "interval": [low, high]}
+
+
+class ProbeFigures(TypedDict):
+    """A probe's held-out AUC and its bootstrap interval ``[low, high]``."""
+
+    auc: float
+    interval: list[float]
 
 
 def image_probe(
