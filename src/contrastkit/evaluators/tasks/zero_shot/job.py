@@ -93,6 +93,8 @@ __all__ = [
     "WORD_SOURCES",
     "ZeroShotDisparityConfig",
     "ZeroShotDisparityResult",
+    "analyse",
+    "checked_scorer",
     "zero_shot_disparity",
 ]
 
@@ -447,10 +449,23 @@ def zero_shot_disparity(
         ModelNotFoundError: a model neither on disk nor cached.
         StateError: another run is using the same output folder's cache.
     """
+    return analyse(config, checked_scorer(config), progress)
+
+
+def checked_scorer(config: ZeroShotDisparityConfig) -> ImageTextScorer | None:
+    """What :func:`zero_shot_disparity` checks before the analysis, and then its model:
+    the data folder, the output folder, ``compare``; the dual encoder of
+    ``config.model`` loaded (``None`` for a predictions file).
+
+    Raises:
+        ResourceError: ``out`` cannot be written.
+        ConfigError: data or ``compare`` that is not a folder, a data folder to compare
+            with a predictions file; what loading the model refuses.
+        ModelNotFoundError: a model neither on disk nor cached.
+    """
     if not config.data.is_dir():
         raise ConfigError(f"data: {config.data} is not a folder")
-    folder = config.folder
-    check_writable(folder, "the zero-shot disparity results")
+    check_writable(config.folder, "the zero-shot disparity results")
     if config.compare is not None and not _is_results(config.compare):
         if not config.compare.is_dir():
             raise ConfigError(f"compare: {config.compare} is neither results nor a data folder")
@@ -459,9 +474,26 @@ def zero_shot_disparity(
                 "compare: with a predictions file, compare with an earlier run's "
                 "disparity.json, not a data folder"
             )
-    scorer: ImageTextScorer | None = None
-    if config.model is not None:
-        from contrastkit.models import load_scorer
+    if config.model is None:
+        return None
+    from contrastkit.models import load_scorer
 
-        scorer = load_scorer(config.model, config.model_config)
-    return _analyse(config, folder, scorer, progress)
+    return load_scorer(config.model, config.model_config)
+
+
+def analyse(
+    config: ZeroShotDisparityConfig,
+    scorer: ImageTextScorer | None,
+    progress: ProgressFactory | None = None,
+) -> ZeroShotDisparityResult:
+    """The analysis of :func:`zero_shot_disparity` with ``scorer`` (from
+    :func:`checked_scorer`; ``None``: the predictions file), its files written into
+    ``config.folder``.
+
+    Raises:
+        ConfigError: a folder of neither layout.
+        DataFormatError: a malformed annotation or predictions file, a missing image, no
+            concept above ``min_images``.
+        StateError: another run is using the same output folder's cache.
+    """
+    return _analyse(config, config.folder, scorer, progress)
