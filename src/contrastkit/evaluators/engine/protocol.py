@@ -293,6 +293,7 @@ class ScoreContext(Generic[_S]):
             gives its intervals in :meth:`Task.aggregate` (``RunContext.bootstrap``).
         progress: ``update(done, total)`` of the stage's progress display, for a task
             whose batch is long (a whole data set); ``None``: no display.
+        stages: the progress display, for a task that opens its own (no ``progress_label``).
     """
 
     model: str
@@ -301,6 +302,7 @@ class ScoreContext(Generic[_S]):
     batch_size: int
     bootstrap: BootstrapSettings = NO_BOOTSTRAP
     progress: Callable[[int, int], None] | None = None
+    stages: ProgressFactory | None = None
 
 
 class Task(Generic[_S, _R]):
@@ -344,14 +346,10 @@ class Task(Generic[_S, _R]):
     The result class may be a :class:`~contrastkit.results.base.Result` that is not a
     :class:`TaskResult` (a result whose layout predates the engine): the engine then
     stamps none of its fields, and :meth:`aggregate` fills them from the
-    :class:`RunContext`. The optional hooks :meth:`refusal`, :meth:`report`,
-    :meth:`summary`, :meth:`file_names`, :meth:`settings_of`, :meth:`score_in`,
-    :meth:`raw_text`, :meth:`benchmark_text`, :meth:`scored`, :meth:`files`,
-    :meth:`compare_plots`, :meth:`check_models`, :meth:`available`,
-    :meth:`listed_files`, and the hooks that read a run's records besides its result
-    (:meth:`scored_from`, :meth:`skipped`, :meth:`figures_from`: for a task whose
-    result does not keep all its records say) keep the engine's defaults unless a task
-    overrides them.
+    :class:`RunContext`. Every other method is an optional hook keeping the engine's
+    default unless a task overrides it; :meth:`scored_from`, :meth:`skipped` and
+    :meth:`figures_from` read a run's records besides its result (for a task whose
+    result does not keep all its records say).
 
     Further class attributes, for tasks whose data or records are not one item each:
 
@@ -378,7 +376,8 @@ class Task(Generic[_S, _R]):
       ``comparison.md`` shows them under :attr:`plots_title` before its links to each
       model's report. ``False`` (default): only ``report --out`` draws them.
     * ``progress_label``: the label of each model's scoring stage in the progress
-      display, with ``{task}`` and ``{model}`` filled in (default ``"{task}: {model}"``).
+      display, with ``{task}`` and ``{model}`` filled in (default ``"{task}: {model}"``);
+      ``None``: the engine opens no stage, the task its own (:attr:`ScoreContext.stages`).
     * ``reports_progress``: a task that keeps no records and scores its item as a whole
       reports its progress itself, in units of its own (images), through
       :attr:`ScoreContext.progress`: the engine adds no update of its own after the
@@ -401,7 +400,7 @@ class Task(Generic[_S, _R]):
     compares_on_evaluate: ClassVar[bool] = True
     plots_title: ClassVar[str | None] = None
     plots_on_evaluate: ClassVar[bool] = False
-    progress_label: ClassVar[str] = "{task}: {model}"
+    progress_label: ClassVar[str | None] = "{task}: {model}"
     reports_progress: ClassVar[bool] = False
 
     @property
@@ -493,6 +492,18 @@ class Task(Generic[_S, _R]):
             DataFormatError: an image that is not available (without ``--skip-missing``),
                 or no item with its images available.
         """
+        return None
+
+    def load(self, spec: str, config: RunConfig, settings: _S, paths: tuple[Path, ...]) -> Any:
+        """Load ``spec`` after a task's checks of it (:func:`~contrastkit.models.load_model`)."""
+        from contrastkit.models import load_model
+
+        return load_model(spec, config.model)
+
+    def written(
+        self, result: _R, records: Sequence[Mapping[str, Any]]
+    ) -> tuple[Path, Mapping[str, Path]] | None:
+        """The folder and files of a model's evaluation the task wrote (``None``: the engine's)."""
         return None
 
     def listed_files(self, files: Mapping[str, Path]) -> Mapping[str, Path]:

@@ -28,7 +28,10 @@ checks its images itself (``available``), keeps its raw files itself (``raw_text
 gives ``None``), reports its own progress under a label of its own
 (``reports_progress``, ``progress_label``), lists its files its own way
 (``listed_files``), and ``evaluate`` draws its comparison plots
-(``plots_on_evaluate``).
+(``plots_on_evaluate``). And for a task that runs each model its own way (zero-shot): it
+loads each model after checks of its own (``load``), opens its own progress stages
+(``progress_label`` ``None``: :attr:`~contrastkit.evaluators.engine.protocol.
+ScoreContext.stages`) and writes a model's files as it scores (``written``).
 """
 
 from __future__ import annotations
@@ -182,11 +185,15 @@ def score_items(
     todo = [item for item in items if item.key not in kept]
     records: dict[str, Mapping[str, Any]] = dict(kept)
     extra = {SETTINGS_FIELD: stamp} if stamped else {}
+    label = _label(task, spec)
+    stages = None if label else progress
     with (
         RawAppender(raw, kept.values()) as appender,
-        progress_stage(progress, _label(task, spec), len(todo)) as update,
+        progress_stage(progress if label else None, label, len(todo)) as update,
     ):
-        scoring = ScoreContext(spec, settings, raw.parent, batch_size, progress=update)
+        scoring = ScoreContext(
+            spec, settings, raw.parent, batch_size, progress=update, stages=stages
+        )
         for new in _batches(task, model, todo, scoring, extra):
             appender.write(new)
             records.update({record["key"]: record for record in new})
@@ -220,8 +227,9 @@ def _batches(
 
 
 def _label(task: Task[Any, Any], spec: str) -> str:
-    """The progress display's label of scoring ``spec`` (:attr:`Task.progress_label`)."""
-    return task.progress_label.format(task=task.name, model=spec)
+    """The progress display's label of scoring ``spec`` (:attr:`Task.progress_label`;
+    ``""``: a task that opens its own stages)."""
+    return (task.progress_label or "").format(task=task.name, model=spec)
 
 
 def score_all(
@@ -367,8 +375,11 @@ def _scored(
     if task.keeps_records:
         context = (spec, run.settings, run.batch_size, run.progress)
         return score_items(task, model, items, folder / task.raw_file, context)
-    with progress_stage(run.progress, _label(task, spec)) as update:
-        scoring = ScoreContext(spec, run.settings, folder, run.batch_size, run.bootstrap, update)
+    label = _label(task, spec)
+    with progress_stage(run.progress if label else None, label) as update:
+        stages = None if label else run.progress
+        scoring = ScoreContext(spec, run.settings, folder, run.batch_size, run.bootstrap,
+                               update, stages)  # fmt: skip
         return score_all(task, model, items, scoring), 0, 0
 
 
@@ -387,8 +398,12 @@ def _evaluate_model(
                      tuple(data_labels(data.paths)), images.skipped_rows,
                      images.skip_missing)  # fmt: skip
     result = _stamped(task, task.aggregate(records, ctx), ctx, ctx.data)
-    raw = None if task.keeps_records else task.raw_text(records)
-    files = write_outputs(task, result, folder, raw, task.figures_from(result, records))
+    own = task.written(result, records)
+    if own is None:
+        raw = None if task.keeps_records else task.raw_text(records)
+        files = write_outputs(task, result, folder, raw, task.figures_from(result, records))
+    else:
+        folder, files = own[0], dict(own[1])
     if rescored:
         warnings.warn(
             f"{folder / task.raw_file}: {rescored} records of {spec} were scored under other "
@@ -498,7 +513,6 @@ def run_task(
         ModelNotFoundError: a model that is not on this machine or does not load.
     """
     from contrastkit.evaluators.outcome import EvaluateResult, folder_links
-    from contrastkit.models import load_model
 
     settings = task_settings(task, config)
     check_capabilities(task, config.models)
@@ -509,7 +523,7 @@ def run_task(
                progress, config.model.batch_size)  # fmt: skip
     evaluations, results = [], []
     for spec in config.models:
-        loaded = (spec, load_model(spec, config.model))
+        loaded = (spec, task.load(spec, config, settings, paths))
         for data in found:
             evaluation, result = _evaluate_model(task, loaded, data, config, run)
             evaluations.append(evaluation)

@@ -16,8 +16,9 @@ paper): AP and calibration gaps, and their echo in word embeddings.
   written from the typed result.
 * :mod:`.job` — :func:`~.job.zero_shot_disparity`, what ``contrastkit evaluate
   zero-shot`` runs.
-* :mod:`.task` — the analysis as the task registry's ``zero-shot`` row (what
-  :func:`contrastkit.evaluators.job.evaluate` runs on a Visual Genome or COCO folder, and
-  the reader of ``disparity.json`` as the typed result); :mod:`.comparison` — its
+* :mod:`.task` — the analysis as a task of the engine (:class:`~.task.ZeroShot`) and
+  the task registry's ``zero-shot`` row (what :func:`contrastkit.evaluators.job.evaluate`
+  runs on a Visual Genome or COCO folder, and the reader of ``disparity.json`` as the
+  typed result); :mod:`.comparison` — its
   headline and several results side by side (``contrastkit report``).
 """
