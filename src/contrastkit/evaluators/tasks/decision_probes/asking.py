@@ -10,7 +10,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 import numpy as np
 
@@ -94,13 +94,33 @@ def _source_digest(source: Source) -> str:
     return digest.hexdigest()[:16]
 
 
+class _Asked(TypedDict):
+    mode: str
+    images: str
+    kind: str
+    text: str
+    shown: list[int]
+    options: list[str]
+
+
+class _AnswerSetting(_Asked, total=False):
+    """Everything one paired answer depends on (:func:`answer_key` digests it): the
+    scoring mode, both images' digest, the prompt and what each letter shows; under
+    generation the decoding settings and refusal patterns, else the log-probability
+    rule."""
+
+    decoding: Mapping[str, object]
+    refusals: list[str]
+    logprob: str
+
+
 def answer_key(mode: str, source: str, images: str, prompt: Prompt, questions: Questions) -> str:
     """The key of one paired answer in ``raw_decisions.jsonl``: the scoring mode, the
     source and a digest of everything the answer depends on: both images, the text the
     model reads and what each letter shows, and under generation the decoding settings
     and the refusal patterns (which parse the answer). A change to any of these gives
     a new key, so the answer is asked again rather than reused."""
-    setting: dict[str, Any] = {
+    setting: _AnswerSetting = {
         "mode": mode, "images": images, "kind": prompt.kind, "text": prompt.text,
         "shown": list(prompt.shown), "options": list(prompt.options),
     }  # fmt: skip
