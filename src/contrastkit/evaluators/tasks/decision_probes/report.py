@@ -68,7 +68,7 @@ def decisions_headline(result: DecisionsResult | Mapping[str, Any]) -> dict[str,
     scoring mode and ``B_ovl``, and the result's ``warnings`` (answers that never
     change, answers with no probability)."""
     result = as_decisions_result(result)
-    figures: dict[str, Any] = {}
+    figures: dict[str, float | Mapping[str, object] | None] = {}
     notes: dict[str, str] = {}
     for mode, families in result.summary.items():
         for family, values in families.items():
