@@ -43,7 +43,7 @@ import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -54,9 +54,12 @@ from contrastkit.evaluators.bootstrap import percentile_interval, resample_indic
 __all__ = [
     "FINE_TUNING",
     "MIN_TEST_PER_LABEL",
+    "CaptionProbe",
     "FineTunedClassifier",
+    "HeldOutSplit",
     "LinearClassifier",
     "ProbeSettings",
+    "SkippedSection",
     "auc",
     "auc_bootstrap",
     "caption_classifier",
@@ -249,6 +252,40 @@ class FineTunedClassifier:
     learning_rate: float | None = None
 
 
+class SkippedSection(TypedDict):
+    """An analysis the data cannot have, and why."""
+
+    skipped: str
+
+
+class HeldOutSplit(TypedDict):
+    """Whether the split kept groups whole, and how many groups each side holds."""
+
+    grouped: bool
+    train_groups: int
+    test_groups: int
+
+
+class CaptionProbe(TypedDict):
+    """The ``caption_classifier`` section of an audit (:func:`caption_classifier`):
+    ``too_small`` only when the held-out set is; ``classifier`` is set once the model
+    has run, ``fine_tuning`` for a fine-tuned transformer."""
+
+    auc: float | None
+    interval: list[float] | None
+    level: float
+    resamples: int
+    test_fraction: float
+    min_test_per_label: int
+    train: dict[str, int]
+    test: dict[str, int]
+    split: HeldOutSplit
+    words: dict[str, list[str]]
+    too_small: NotRequired[str]
+    classifier: NotRequired[str]
+    fine_tuning: NotRequired[dict[str, float]]
+
+
 def caption_classifier(
     documents: Sequence[str],
     labels: Sequence[str],
@@ -256,7 +293,7 @@ def caption_classifier(
     groups: Sequence[Hashable] | None = None,
     settings: ProbeSettings | None = None,
     classifier: LinearClassifier | FineTunedClassifier | None = None,
-) -> dict[str, Any]:
+) -> CaptionProbe | SkippedSection:
     """Predict the gender label from neutral captions (module docstring).
 
     Args:
@@ -296,7 +333,7 @@ def caption_classifier(
     test_counts = {g: int((kept_labels[test] == g).sum()) for g in ("masculine", "feminine")}
     unreadable = too_small(test_counts)
     group_of = list(range(keep.size)) if kept_groups is None else kept_groups
-    result: dict[str, Any] = {
+    result: CaptionProbe = {
         "auc": None,
         "interval": None,
         "level": settings.level,
