@@ -1,0 +1,84 @@
+"""A task's settings: the base class of the frozen dataclass a task declares
+(:class:`TaskSettings`), its fields (:func:`setting`: a default and the option's help) and
+what the command line builds the task's options from (:func:`settings_fields`).
+:mod:`contrastkit.evaluators.engine.protocol` gives the same names."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import typing
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from contrastkit.errors import ConfigError
+
+__all__ = ["TaskSettings", "setting", "settings_fields"]
+
+_HELP = "help"
+_METAVAR = "metavar"
+
+
+def setting(default: Any, *, help: str, metavar: str | None = None) -> Any:
+    """A field of a :class:`TaskSettings` dataclass: its default and the help of the
+    option ``contrastkit evaluate TASK`` offers for it (``--field-name``)."""
+    metadata = {_HELP: help, _METAVAR: metavar}
+    if isinstance(default, list | dict | set):
+        raise ConfigError(f"setting: use a tuple, not a mutable {type(default).__name__}")
+    return field(default=default, metadata=metadata)
+
+
+@dataclass(frozen=True)
+class TaskSettings:
+    """The base of a task's settings: a frozen dataclass whose fields (made with
+    :func:`setting`) are the task's own options. The command line offers each as
+    ``--name-with-dashes`` (a ``bool`` as ``--name/--no-name``, a tuple as a repeatable
+    option, a ``Literal`` as a choice); Python passes an instance as
+    ``EvaluateConfig(task_settings=...)``. A subclass checks its values in
+    ``__post_init__`` (raising :class:`~contrastkit.errors.ConfigError` naming the
+    field)."""
+
+    def as_json(self) -> dict[str, Any]:
+        """The values by field name, JSON-ready (paths as strings, tuples as lists):
+        what a result records as its ``settings``."""
+        return {
+            spec.name: _json_value(getattr(self, spec.name)) for spec in dataclasses.fields(self)
+        }
+
+    def fingerprint(self, names: Sequence[str] | None = None) -> str:
+        """A short digest of the values of ``names`` (default: every field): what a raw
+        record stores so that a record scored under other settings is never reused."""
+        values = {
+            spec.name: getattr(self, spec.name)
+            for spec in dataclasses.fields(self)
+            if names is None or spec.name in names
+        }
+        text = json.dumps(values, sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, tuple):
+        return [_json_value(v) for v in value]
+    return value
+
+
+def settings_fields(cls: type[TaskSettings]) -> list[tuple[dataclasses.Field[Any], Any, str]]:
+    """``(field, type, help)`` of every field of the settings class ``cls``, types
+    resolved (what the command line builds its options from).
+
+    Raises:
+        ConfigError: a field without a default (every option needs one).
+    """
+    hints = typing.get_type_hints(cls)
+    found = []
+    for spec in dataclasses.fields(cls):
+        if spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING:
+            raise ConfigError(f"settings {cls.__name__}: field {spec.name!r} needs a default")
+        found.append((spec, hints[spec.name], str(spec.metadata.get(_HELP, ""))))
+    return found
