@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from contrastkit.builders.coco_records import SourceRecord
 from contrastkit.builders.coco_splits import no_split
 from contrastkit.errors import ConfigError, DataFormatError
 from contrastkit.gender_words import image_label
@@ -131,10 +132,10 @@ class SourceImage:
     segmentation: Any = None
     sha256: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> SourceRecord:
         """The fields as JSON-ready values (``segmentation`` and ``sha256`` only when
         there is one)."""
-        data = {
+        data: SourceRecord = {
             "source_id": self.source_id,
             "path": str(self.path),
             "width": self.width,
