@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 import numpy as np
 
@@ -36,7 +36,14 @@ if TYPE_CHECKING:
 
     from contrastkit.audit.data import AuditImage
 
-__all__ = ["MaskedImage", "ProbeFigures", "ProbeSettings", "image_probe"]
+__all__ = [
+    "ImageProbeSection",
+    "MaskedImage",
+    "ProbeFigures",
+    "ProbeSettings",
+    "SkippedProbe",
+    "image_probe",
+]
 
 
 class MaskedImage:
@@ -81,11 +88,36 @@ class ProbeFigures(TypedDict):
     interval: list[float]
 
 
+class ImageProbeSection(TypedDict):
+    """The ``image_probe`` section of an audit (:func:`image_probe`): ``too_small`` only
+    when the held-out set is (``masked`` and ``unmasked`` are then ``None``);
+    ``weights_note`` as the audit job adds it."""
+
+    model: str
+    images: dict[str, int]
+    train: dict[str, int]
+    test: dict[str, int]
+    masked: ProbeFigures | None
+    unmasked: ProbeFigures | None
+    level: float
+    resamples: int
+    min_test_per_label: int
+    too_small: NotRequired[str]
+    weights_note: NotRequired[str | None]
+
+
+class SkippedProbe(TypedDict):
+    """The probe skipped, and why (``weights_note`` as the audit job adds it)."""
+
+    skipped: str
+    weights_note: NotRequired[str | None]
+
+
 def image_probe(
     images: Sequence[AuditImage],
     scorer: Any,
     settings: ProbeSettings | None = None,
-) -> dict[str, Any]:
+) -> ImageProbeSection | SkippedProbe:
     """Linear probes on person-masked and on unmasked image embeddings (module
     docstring).
 
@@ -127,7 +159,7 @@ def image_probe(
         [image.group_key for image in usable],
     )
     names = np.asarray(labels, dtype=object)
-    result: dict[str, Any] = {
+    result: ImageProbeSection = {
         "model": str(getattr(scorer, "spec", "")),
         "images": counts,
         "train": {g: int((names[train] == g).sum()) for g in ("masculine", "feminine")},

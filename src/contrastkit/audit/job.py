@@ -27,7 +27,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -55,6 +55,9 @@ from contrastkit.errors import ConfigError, DataFormatError
 from contrastkit.evaluators.metrics import Summary
 from contrastkit.io import atomic_write_text
 from contrastkit.results import SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from contrastkit.audit.image_probe import ImageProbeSection, SkippedProbe
 
 __all__ = ["ANALYSES", "AuditConfig", "AuditResult", "audit"]
 
@@ -394,7 +397,7 @@ def _caption_classifier_kind(config: AuditConfig) -> LinearClassifier | FineTune
     )
 
 
-def _image_probe(data: AuditData, config: AuditConfig) -> dict[str, Any]:
+def _image_probe(data: AuditData, config: AuditConfig) -> ImageProbeSection | SkippedProbe:
     from contrastkit.audit.image_probe import image_probe
     from contrastkit.models.registry import load_scorer
 
