@@ -46,7 +46,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -59,6 +59,7 @@ from contrastkit.evaluators.metrics import Summary, retrieval_metrics_batch, sum
 __all__ = [
     "Cutoffs",
     "QueryOwners",
+    "RunStatistics",
     "balanced_subsample",
     "bias_and_maxskew",
     "metric_names",
@@ -315,11 +316,20 @@ def balanced_subsample(labels: Sequence[str], rng: np.random.Generator) -> np.nd
     return np.sort(np.concatenate(chosen)).astype(np.int64)
 
 
-def run_statistics(runs: Sequence[Mapping[str, Summary]]) -> dict[str, dict[str, Any]]:
+class RunStatistics(TypedDict):
+    """A metric over the balanced runs: the mean and sample standard deviation of its
+    finite run means (``nan`` without enough of them), and every run's mean."""
+
+    mean: float
+    std: float
+    runs: list[float]
+
+
+def run_statistics(runs: Sequence[Mapping[str, Summary]]) -> dict[str, RunStatistics]:
     """Mean and sample standard deviation (``ddof=1``) of each metric's run means."""
     if not runs:
         return {}
-    result: dict[str, dict[str, Any]] = {}
+    result: dict[str, RunStatistics] = {}
     for name in runs[0]:
         means = np.array([run[name]["mean"] for run in runs], dtype=np.float64)
         finite = means[np.isfinite(means)]
