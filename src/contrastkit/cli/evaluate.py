@@ -28,12 +28,14 @@ from contrastkit.cli.evaluate_options import (
     AUTO_GROUPS,
     AnalysesOptions,
     AutoData,
+    ConfigFields,
     ContrastOptions,
     DataOptions,
     DecisionOptions,
     HtmlOptions,
     ImageOptions,
     RetrievalOptions,
+    SettingsFields,
     TaskChoice,
     VisoGenderOptions,
     ZeroShotData,
@@ -71,43 +73,47 @@ def _evaluate_config(groups: Iterable[OptionGroup], task: str | None) -> Evaluat
     from contrastkit.evaluators.job import EvaluateConfig
     from contrastkit.evaluators.runner import EvalConfig
 
-    config: dict[str, Any] = {}
-    settings: dict[str, Any] = {}
+    config: ConfigFields = {}
+    settings: SettingsFields = {}
     for group in groups:
         match group:
             case DataOptions():
-                config.update(data=tuple(group.data), models=tuple(group.model or ()),
-                              split=group.split)  # fmt: skip
+                config["data"] = tuple(group.data)
+                config["models"] = tuple(group.model or ())
+                config["split"] = group.split
             case OutputOptions():
-                config.update(out=group.out)
+                config["out"] = group.out
             case ModelOptions():
-                config.update(model=group.config())
+                config["model"] = group.config()
             case ImageOptions():
-                config.update(store=group.store, fetch=group.fetch,
-                              skip_missing=group.skip_missing)  # fmt: skip
+                config["store"] = group.store
+                config["fetch"] = group.fetch
+                config["skip_missing"] = group.skip_missing
             case NetworkOptions():
-                config.update(network=group.config())
+                config["network"] = group.config()
             case AnalysesOptions():
-                settings.update(tasks=_names(group.only))
+                settings["tasks"] = _names(group.only)
             case VisoGenderOptions():
-                settings.update(
-                    neutral=group.neutral, ndkl_k=group.ndkl_k,
-                    flipped_retrieval=group.flipped_retrieval, protocol=group.protocol.strip(),
-                    subsample_ks=int_list(group.subsample_k, "--subsample-k"),
-                    subsample_runs=group.subsample_runs, baseline_runs=group.baseline_runs,
-                )  # fmt: skip
+                settings["neutral"] = group.neutral
+                settings["ndkl_k"] = group.ndkl_k
+                settings["flipped_retrieval"] = group.flipped_retrieval
+                settings["protocol"] = group.protocol.strip()
+                settings["subsample_ks"] = int_list(group.subsample_k, "--subsample-k")
+                settings["subsample_runs"] = group.subsample_runs
+                settings["baseline_runs"] = group.baseline_runs
             case RetrievalOptions():
-                settings.update(ks=int_list(group.ks, "--k"))
+                settings["ks"] = int_list(group.ks, "--k")
             case BootstrapOptions():
-                settings.update(bootstrap=group.bootstrap, confidence=group.confidence,
-                                seed=group.seed)  # fmt: skip
+                settings["bootstrap"] = group.bootstrap
+                settings["confidence"] = group.confidence
+                settings["seed"] = group.seed
             case ContrastOptions():
-                config.update(contrast_metrics=group.contrast_metrics.strip())
+                config["contrast_metrics"] = group.contrast_metrics.strip()
             case DecisionOptions():
-                config.update(decision_scoring=group.decision_scoring.strip(),
-                              questions=group.questions)  # fmt: skip
+                config["decision_scoring"] = group.decision_scoring.strip()
+                config["questions"] = group.questions
             case SettingsOptions():
-                config.update(task_settings=group.settings())
+                config["task_settings"] = group.settings()
     return EvaluateConfig(**config, settings=EvalConfig(**settings), task=task)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, TypedDict
 
 import typer
 
@@ -24,6 +24,9 @@ from contrastkit.cli.options import (
 )
 
 if TYPE_CHECKING:
+    from contrastkit.config import ModelConfig
+    from contrastkit.curation.urls import CheckConfig
+    from contrastkit.evaluators.engine.protocol import TaskSettings
     from contrastkit.evaluators.tasks.registry import Task
 
 __all__ = [
@@ -32,11 +35,13 @@ __all__ = [
     "TASK_GROUPS",
     "AnalysesOptions",
     "AutoData",
+    "ConfigFields",
     "ContrastOptions",
     "DataOptions",
     "DecisionOptions",
     "ImageOptions",
     "RetrievalOptions",
+    "SettingsFields",
     "TaskChoice",
     "VisoGenderOptions",
     "ZeroShotData",
@@ -262,3 +267,40 @@ class ZeroShotData(DataOptions):
                      "Repeatable; required unless --predictions."),
     ] = None  # fmt: skip
     split: Annotated[str | None, typer.Option("--split", help="COCO split, e.g. val2017.")] = None
+
+
+class ConfigFields(TypedDict, total=False):
+    """The :class:`~contrastkit.evaluators.job.EvaluateConfig` fields a command's
+    options give."""
+
+    data: tuple[str, ...]
+    models: tuple[str, ...]
+    split: str | None
+    out: Path
+    model: ModelConfig
+    store: Path | None
+    fetch: bool | None
+    skip_missing: bool | None
+    network: CheckConfig
+    contrast_metrics: str
+    decision_scoring: str
+    questions: Path | None
+    task_settings: TaskSettings | None
+
+
+class SettingsFields(TypedDict, total=False):
+    """The :class:`~contrastkit.evaluators.runner.EvalConfig` fields a command's options
+    give."""
+
+    tasks: tuple[str, ...]
+    neutral: bool
+    ndkl_k: int | None
+    flipped_retrieval: bool
+    protocol: str
+    subsample_ks: tuple[int, ...]
+    subsample_runs: int
+    baseline_runs: int
+    ks: tuple[int, ...]
+    bootstrap: int
+    confidence: float
+    seed: int
