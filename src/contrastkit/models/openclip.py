@@ -18,7 +18,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import torch
 from PIL import Image
@@ -145,13 +145,24 @@ def _is_path(text: str) -> bool:
     return "/" in text or os.sep in text or text.endswith(_CHECKPOINT_SUFFIXES)
 
 
+class _CreateOptions(TypedDict, total=False):
+    """What ``create_model_and_transforms`` is told of a cached pretrained config: its
+    activation and, where the config gives them, its image preprocessing."""
+
+    force_quick_gelu: bool
+    image_mean: Sequence[float]
+    image_std: Sequence[float]
+    image_interpolation: str
+    image_resize_mode: str
+
+
 @dataclass(frozen=True)
 class _Source:
     """What ``create_model_and_transforms`` is called with, and where its files are."""
 
     name: str
     pretrained: str | None
-    kwargs: dict[str, Any]
+    kwargs: _CreateOptions
     files: str | None  # the user's folder / checkpoint, or the cached file; None: nothing local
     cached: bool = False  # ``files`` is a file of the local cache
 
@@ -217,15 +228,15 @@ def _tag_source(target: str, download: bool) -> _Source:
     cached = _cached_checkpoint(cfg)
     if cached is None:
         raise ModelNotFoundError(_how_to_get(arch, pretrained, cfg))
-    kwargs: dict[str, Any] = {"force_quick_gelu": bool(cfg.get("quick_gelu", False))}
-    for key, option in (
-        ("mean", "image_mean"),
-        ("std", "image_std"),
-        ("interpolation", "image_interpolation"),
-        ("resize_mode", "image_resize_mode"),
-    ):
-        if cfg.get(key) is not None:
-            kwargs[option] = cfg[key]
+    kwargs: _CreateOptions = {"force_quick_gelu": bool(cfg.get("quick_gelu", False))}
+    if cfg.get("mean") is not None:
+        kwargs["image_mean"] = cfg["mean"]
+    if cfg.get("std") is not None:
+        kwargs["image_std"] = cfg["std"]
+    if cfg.get("interpolation") is not None:
+        kwargs["image_interpolation"] = cfg["interpolation"]
+    if cfg.get("resize_mode") is not None:
+        kwargs["image_resize_mode"] = cfg["resize_mode"]
     return _Source(arch, cached, kwargs, cached, cached=True)
 
 
