@@ -166,7 +166,7 @@ class HarnessKey:
     seed: int
     question: str
     items: tuple[KeyItem, ...]
-    skipped: tuple[dict[str, Any], ...] = ()
+    skipped: tuple[Mapping[str, object], ...] = ()
     meta: dict[str, Any] = field(default_factory=dict)
     random_weight_models: tuple[str, ...] = ()
     weights_note: str | None = None
