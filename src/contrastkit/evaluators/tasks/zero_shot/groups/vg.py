@@ -8,6 +8,7 @@ synsets."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -109,14 +110,17 @@ def _image_id(
     return image_id
 
 
-def _synsets(objects_path: Path, number: int, image_id: str, entry: dict[str, Any]) -> set[str]:
+def _synsets(
+    objects_path: Path, number: int, image_id: str, entry: Mapping[str, object]
+) -> set[str]:
     """The synsets of the entry's objects."""
     synsets: set[str] = set()
-    if not isinstance(entry.get("objects") or [], list):
+    objects = entry.get("objects") or []
+    if not isinstance(objects, list):
         raise DataFormatError(
             objects_path, None, "objects", f"entry {number}: expected a list of objects"
         )
-    for obj in entry.get("objects") or ():
+    for obj in objects:
         names = obj.get("synsets") if isinstance(obj, dict) else None
         if not isinstance(names, list):
             raise DataFormatError(
