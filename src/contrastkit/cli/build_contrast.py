@@ -33,6 +33,7 @@ from contrastkit.text import count as counted
 
 if TYPE_CHECKING:
     from contrastkit.builders.gensynth.context import ContextSummary
+    from contrastkit.builders.gensynth.filter import FilterEntry
     from contrastkit.builders.gensynth.job import GenSynthSettings
     from contrastkit.builders.gensynth.summary import EditEntry
 
@@ -423,7 +424,7 @@ def merge(
     console.print(plain(f"next: {filter_command}, then {select_command}"))
 
 
-def _gpus(entry: dict[str, Any]) -> str:
+def _gpus(entry: FilterEntry) -> str:
     """`` x2`` when the search ran on several GPUs."""
     count = int(entry.get("gpus") or 0)
     return f" x{count}" if count > 1 else ""
