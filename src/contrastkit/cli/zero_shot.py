@@ -1,14 +1,18 @@
 """``contrastkit evaluate zero-shot``: the options of the "Zero-shot disparity" panel
 and the run behind them.
 
-The work is :func:`contrastkit.evaluators.tasks.zero_shot.job.zero_shot_disparity`; this maps
-the command's options onto its config and prints what it found.
+The models run on the task engine: one :func:`contrastkit.evaluators.job.evaluate` of the
+``zero-shot`` task (:mod:`contrastkit.evaluators.tasks.zero_shot.task`) with the command's
+options as its :class:`~contrastkit.evaluators.tasks.zero_shot.task.ZeroShotSettings`; a
+``--predictions`` file is analysed by
+:func:`~contrastkit.evaluators.tasks.zero_shot.job.zero_shot_disparity` itself. This maps
+the command's options onto those configs and prints what each model's analysis found.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TypedDict
 
@@ -26,7 +30,12 @@ from contrastkit.cli.options import (
 
 if TYPE_CHECKING:
     from contrastkit.config import ModelConfig
-    from contrastkit.evaluators.tasks.zero_shot.job import ZeroShotDisparityResult
+    from contrastkit.evaluators.evaluation import EvaluateConfig
+    from contrastkit.evaluators.tasks.zero_shot.job import (
+        ZeroShotDisparityConfig,
+        ZeroShotDisparityResult,
+    )
+    from contrastkit.interfaces import ProgressFactory
 
 __all__ = ["HELP", "TASK", "ZeroShotOptions", "data_task", "run_options", "run_zero_shot"]
 
@@ -176,8 +185,9 @@ def run_zero_shot(
     bootstrap: BootstrapOptions,
     options: ZeroShotOptions,
 ) -> None:
-    """Run the analysis once per model (or once for ``--predictions``) and print each
-    result: its folder, the counts, the mAP per group and the largest AP differences."""
+    """Run the analysis of every model on the task engine (:func:`_evaluated`), or of
+    ``--predictions``, and print each result: its folder, the counts, the mAP per group
+    and the largest AP differences."""
     from contrastkit.cli.common import progress
     from contrastkit.errors import ConfigError
     from contrastkit.evaluators.tasks.zero_shot.job import (
@@ -197,6 +207,7 @@ def run_zero_shot(
         raise ConfigError("predictions: give --predictions or --model, not both")
     if predictions is None and not models:
         raise ConfigError("models: give --model SPEC, or --predictions FILE")
+    # every model's options are checked before any model runs
     configs = [
         ZeroShotDisparityConfig(
             data=Path(data[0]), out=out, model=spec, predictions=predictions,
@@ -205,12 +216,90 @@ def run_zero_shot(
         )
         for spec in ([*models] if models else [None])
     ]  # fmt: skip
-    results = [zero_shot_disparity(config, progress=progress) for config in configs]
+    if _on_engine(configs):
+        results = _evaluated(configs, progress)
+    else:
+        # A predictions file (the engine runs models), or what evaluate() refuses before
+        # the analysis would (see _on_engine): analysed one config after another.
+        results = [zero_shot_disparity(config, progress=progress) for config in configs]
     if as_json:
         print_json([_json(result) for result in results])
         return
     for result in results:
         _print(result)
+
+
+def _on_engine(configs: Sequence[ZeroShotDisparityConfig]) -> bool:
+    """Whether the task engine runs ``configs``: models (a predictions file has none) on
+    a local folder the engine reads as Visual Genome or COCO. Not what
+    :func:`~contrastkit.evaluators.job.evaluate` would refuse up front that the analysis
+    takes its own way: a folder of neither layout or a blank split (the analysis refuses
+    them after the first model's checks and load), the same model twice (analysed twice,
+    the second time from its embedding cache); nor data named as ``evaluate`` reads a Hub
+    dataset or the bundled VisoGender sets."""
+    from contrastkit.evaluators.hub import HUB_PREFIX
+    from contrastkit.kinds import detect_kind
+    from contrastkit.tsv import is_bundled
+
+    first = configs[0]
+    named = str(first.data)
+    return (
+        first.model is not None
+        and len({config.folder for config in configs}) == len(configs)
+        and not (is_bundled(named) or named.startswith(HUB_PREFIX))
+        and first.data.is_dir()
+        and detect_kind(first.data).name == "zero-shot"
+        and (first.split is None or bool(first.split.strip()))
+    )
+
+
+def _evaluated(
+    configs: Sequence[ZeroShotDisparityConfig], progress: ProgressFactory | None
+) -> list[ZeroShotDisparityResult]:
+    """What the analysis of each of ``configs`` (one per model) found, run by
+    :func:`~contrastkit.evaluators.job.evaluate` of the ``zero-shot`` task (its engine
+    checks and loads each model in turn, as the analysis does); each model's typed result
+    read back from the ``disparity.json`` it wrote.
+
+    The first model's folders are checked first, as the analysis checks them, so that
+    ``evaluate``'s own check of the output folder finds nothing to refuse first.
+
+    Raises:
+        ConfigError, DataFormatError, ResourceError, ModelNotFoundError, StateError:
+            what the analysis of a model raises (:func:`~.job.zero_shot_disparity`).
+    """
+    from contrastkit.errors import DataFormatError
+    from contrastkit.evaluators.job import evaluate
+    from contrastkit.evaluators.tasks.zero_shot.job import ZeroShotDisparityResult, check_folders
+    from contrastkit.evaluators.tasks.zero_shot.task import read_zero_shot_result
+
+    check_folders(configs[0])
+    done = evaluate(_evaluate_config(configs), progress=progress)
+    results = []
+    for evaluation in done.evaluations:
+        result = read_zero_shot_result(evaluation.files["json"])
+        if result is None:
+            raise DataFormatError(evaluation.files["json"], None, None, "no zero-shot result")
+        results.append(ZeroShotDisparityResult(evaluation.folder, evaluation.files, result))
+    return results
+
+
+def _evaluate_config(configs: Sequence[ZeroShotDisparityConfig]) -> EvaluateConfig:
+    """The :class:`~contrastkit.evaluators.evaluation.EvaluateConfig` of the ``zero-shot``
+    task that analyses ``configs`` (one per model; all alike but for the model)."""
+    from contrastkit.evaluators.evaluation import EvaluateConfig
+    from contrastkit.evaluators.runner import EvalConfig
+    from contrastkit.evaluators.tasks.zero_shot.task import TASK_NAME, ZeroShotSettings
+
+    first = configs[0]
+    settings = {field.name: getattr(first, field.name) for field in fields(ZeroShotSettings)}
+    return EvaluateConfig(
+        data=(str(first.data),), models=tuple(str(config.model) for config in configs),
+        out=first.out, model=first.model_config, split=first.split,
+        settings=EvalConfig(bootstrap=first.bootstrap, confidence=first.confidence,
+                            seed=first.seed),
+        task=TASK_NAME, task_settings=ZeroShotSettings(**settings),
+    )  # fmt: skip
 
 
 class _RunJSON(TypedDict):

@@ -94,6 +94,7 @@ __all__ = [
     "ZeroShotDisparityConfig",
     "ZeroShotDisparityResult",
     "analyse",
+    "check_folders",
     "checked_scorer",
     "zero_shot_disparity",
 ]
@@ -463,6 +464,23 @@ def checked_scorer(config: ZeroShotDisparityConfig) -> ImageTextScorer | None:
             with a predictions file; what loading the model refuses.
         ModelNotFoundError: a model neither on disk nor cached.
     """
+    check_folders(config)
+    if config.model is None:
+        return None
+    from contrastkit.models import load_scorer
+
+    return load_scorer(config.model, config.model_config)
+
+
+def check_folders(config: ZeroShotDisparityConfig) -> None:
+    """The checks of :func:`checked_scorer` before its model loads: the data folder, the
+    output folder (created), ``compare``.
+
+    Raises:
+        ResourceError: ``out`` cannot be written.
+        ConfigError: data or ``compare`` that is not a folder, a data folder to compare
+            with a predictions file.
+    """
     if not config.data.is_dir():
         raise ConfigError(f"data: {config.data} is not a folder")
     check_writable(config.folder, "the zero-shot disparity results")
@@ -474,11 +492,6 @@ def checked_scorer(config: ZeroShotDisparityConfig) -> ImageTextScorer | None:
                 "compare: with a predictions file, compare with an earlier run's "
                 "disparity.json, not a data folder"
             )
-    if config.model is None:
-        return None
-    from contrastkit.models import load_scorer
-
-    return load_scorer(config.model, config.model_config)
 
 
 def analyse(

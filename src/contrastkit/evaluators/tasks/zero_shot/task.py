@@ -16,8 +16,9 @@ progress stages. This package's ``__init__`` names no ``TASK``: the registry kee
 built-in ``zero-shot`` row, whose ``run`` is :func:`evaluate_zero_shot`.
 
 ``contrastkit evaluate zero-shot`` (and ``contrastkit evaluate --data VG_OR_COCO``) keeps
-its own command and printing (:mod:`contrastkit.cli.zero_shot`), with a predictions file
-in place of a model; it runs :func:`~.job.zero_shot_disparity`.
+its own command and printing (:mod:`contrastkit.cli.zero_shot`): its models run through
+one :func:`~contrastkit.evaluators.job.evaluate` of this task, a predictions file in
+place of a model through :func:`~.job.zero_shot_disparity`.
 """
 
 from __future__ import annotations
