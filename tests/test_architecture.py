@@ -206,3 +206,42 @@ def test_the_line_counter_finds_a_long_file(tmp_path: Path) -> None:
     (tmp_path / "tests" / "long.py").write_text("x = 1\n" * 601, encoding="utf-8")
     (tmp_path / "tests" / "short.py").write_text("x = 1\n" * 600, encoding="utf-8")
     assert _long_files(tmp_path) == {"tests/long.py": 601}
+
+
+#: Names the ``typing`` module has only from Python 3.11 on. The package supports 3.10
+#: (pyproject.toml's requires-python): there they come from ``typing_extensions``.
+_NEWER_TYPING = frozenset({
+    "LiteralString", "Never", "NotRequired", "Required", "Self", "TypeVarTuple", "Unpack",
+    "assert_never", "assert_type", "dataclass_transform", "reveal_type",
+})  # fmt: skip
+
+
+def _newer_typing_names(root: Path) -> list[str]:
+    """``path:line name`` of every name of :data:`_NEWER_TYPING` taken from ``typing``
+    (``from typing import X`` or ``typing.X``) in the ``*.py`` files under ``root``."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        where = path.relative_to(root).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module == "typing":
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+                names = [node.attr] if node.value.id == "typing" else []
+            else:
+                continue
+            found += [f"{where}:{node.lineno} {name}" for name in names if name in _NEWER_TYPING]
+    return found
+
+
+def test_no_module_takes_a_typing_name_python_3_10_lacks() -> None:
+    project = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["project"]
+    assert project["requires-python"] == ">=3.10"  # raise it, and this test may go
+    assert _newer_typing_names(ROOT) == [], "import it from typing_extensions"
+
+
+def test_the_typing_check_finds_a_newer_name(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text(
+        "from typing import Any, NotRequired\nimport typing\nx: typing.Self\n", encoding="utf-8"
+    )
+    (tmp_path / "b.py").write_text("from typing_extensions import NotRequired\n", encoding="utf-8")
+    assert _newer_typing_names(tmp_path) == ["a.py:1 NotRequired", "a.py:3 Self"]

@@ -43,10 +43,11 @@ import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict
+from typing import Any, TypedDict
 
 import numpy as np
 from numpy.typing import ArrayLike
+from typing_extensions import NotRequired
 
 from contrastkit.audit.text import Tfidf
 from contrastkit.evaluators.bootstrap import percentile_interval, resample_indices

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Final, NotRequired, TypedDict
+from typing import Final, TypedDict
+
+from typing_extensions import NotRequired
 
 from contrastkit.audit.data import LABELS
 

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
+from typing_extensions import NotRequired
 
 from contrastkit.audit.classifier import (
     MIN_TEST_PER_LABEL,

@@ -13,9 +13,10 @@ import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict
+from typing import Any, TypedDict
 
 from PIL import Image as PILImage
+from typing_extensions import NotRequired
 
 from contrastkit.builders.coco import SourceImage
 from contrastkit.builders.contrast_export import ContrastRow, ExportContrastConfig

@@ -14,11 +14,12 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NotRequired, TypedDict
+from typing import TypedDict
 from urllib.parse import urlsplit
 
 from datasets import ClassLabel, Features, Image, Value
 from PIL import Image as PILImage
+from typing_extensions import NotRequired
 
 from contrastkit.builders.export_folder import (
     CONTEXT_LABELS,

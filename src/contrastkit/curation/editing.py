@@ -34,7 +34,9 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict
+from typing import Any, TypedDict
+
+from typing_extensions import NotRequired
 
 from contrastkit.config import require
 from contrastkit.curation.compositing import (

@@ -7,7 +7,9 @@ import random
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NotRequired, TypedDict
+from typing import TypedDict
+
+from typing_extensions import NotRequired
 
 from contrastkit.builders.coco import SourceImage
 from contrastkit.builders.gensynth.merging import clean_after_kill

@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict
+from typing import Any, TypedDict
 
 from PIL import Image
+from typing_extensions import NotRequired
 
 from contrastkit.builders.coco import SourceImage
 from contrastkit.builders.manifest import BUILD_LOCK, SUMMARY
