@@ -9,7 +9,7 @@ import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 from contrastkit.errors import DataFormatError
 from contrastkit.evaluators.harness.config import (
@@ -22,6 +22,9 @@ from contrastkit.evaluators.harness.markdown import harness_markdown
 from contrastkit.evaluators.raw import dumps_jsonl
 from contrastkit.harness_key import HarnessKey, KeyItem
 from contrastkit.io import atomic_write_text
+
+if TYPE_CHECKING:
+    from contrastkit.evaluators.tasks.visogender.records import ResolutionRecord
 
 __all__ = [
     "HARNESS_SCORE_KIND",
@@ -80,7 +83,7 @@ def _flag_weights(results: dict[str, Any], model: str, key: HarnessKey) -> None:
 
 def _visogender_records(
     items: Sequence[KeyItem], chosen: Mapping[int, str | None], model: str, source: Path
-) -> list[dict[str, Any]]:
+) -> list[ResolutionRecord]:
     """One-hot resolution records (the evaluator's raw format) of the answered items."""
     from contrastkit.evaluators.data import EvalItem
     from contrastkit.evaluators.tasks.visogender.resolution import ResolutionCase, case_record
@@ -88,7 +91,7 @@ def _visogender_records(
     from contrastkit.templates import Template, correct_pronoun
 
     templates = {template.key: template for template in Template}
-    records = []
+    records: list[ResolutionRecord] = []
     for item in items:
         letter = chosen.get(item.index)
         if letter is None:

@@ -35,6 +35,7 @@ from typing import Any
 
 from contrastkit.evaluators.bootstrap import NO_BOOTSTRAP, BootstrapSettings
 from contrastkit.evaluators.data import EvalItem
+from contrastkit.evaluators.tasks.visogender.records import FlippedRecord
 from contrastkit.evaluators.tasks.visogender.retrieval import (
     DEFAULT_KS,
     RetrievalQuery,
@@ -91,7 +92,7 @@ def flipped_retrieval_queries(items: Iterable[EvalItem]) -> list[RetrievalQuery]
 
 def flipped_record(
     query: RetrievalQuery, item: EvalItem, score: float, model: str
-) -> dict[str, Any]:
+) -> FlippedRecord:
     """The raw JSONL record of one OP image's score for its occupation's flipped query:
     ``label`` is the participant's perceived gender, ``occupation_label`` the
     occupation's (what the official code ranks by)."""

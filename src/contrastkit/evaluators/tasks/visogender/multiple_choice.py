@@ -30,10 +30,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
+from contrastkit.evaluators.tasks.visogender.records import ResolutionRecord
 from contrastkit.evaluators.tasks.visogender.resolution import (
     ResolutionCase,
     case_record,
@@ -58,7 +59,7 @@ def is_multiple_choice(model: object) -> bool:
 
 def score_multiple_choice(
     model: Any, images: Sequence[Any], cases: Sequence[ResolutionCase], seed: int
-) -> list[dict[str, Any]]:
+) -> list[ResolutionRecord]:
     """The raw records of ``cases`` (one per image, sharing one candidate set) under the
     multiple-choice protocol: scored in the seeded order, then reversed (module
     docstring)."""
@@ -91,17 +92,25 @@ def _winner(scores: Mapping[str, float]) -> str | None:
     return predict(scores, list(scores))
 
 
-def _reversed(record: Mapping[str, Any]) -> dict[str, Any]:
+def _reversed(record: ResolutionRecord) -> ResolutionRecord:
     """``record`` as the reversed order scored it."""
     scores = dict(record["multiple_choice"]["reversed_scores"])
-    copy = dict(record, scores=scores)
+    copy: ResolutionRecord = {**record, "scores": scores}
     copy["predicted"] = predict(scores, [gender.value for gender in Gender.binary()])
     if "predicted_with_neutral" in record:
         copy["predicted_with_neutral"] = predict(scores, list(scores))
     return copy
 
 
-def _letter_share(wins: Counter[str], letters: str, total: int) -> dict[str, Any]:
+class _LetterShare(TypedDict):
+    """How often each letter won (``wins``), its ``share`` of the cases and the ties."""
+
+    wins: dict[str, int]
+    share: dict[str, float | None]
+    ties: int
+
+
+def _letter_share(wins: Counter[str], letters: str, total: int) -> _LetterShare:
     return {
         "wins": {letter: wins.get(letter, 0) for letter in letters},
         "share": {letter: wins.get(letter, 0) / total if total else None for letter in letters},
@@ -109,8 +118,8 @@ def _letter_share(wins: Counter[str], letters: str, total: int) -> dict[str, Any
     }
 
 
-def _figures(summary: Mapping[str, Any]) -> dict[str, Any]:
-    splits: dict[str, Any] = {}
+def _figures(summary: Mapping[str, Any]) -> dict[str, dict[str, float | None]]:
+    splits: dict[str, dict[str, float | None]] = {}
     for name, values in summary.items():
         if isinstance(values, Mapping) and "RA_avg" in values:
             splits[name] = {key: values.get(key) for key in _FIGURES}
@@ -120,7 +129,7 @@ def _figures(summary: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def summarize_multiple_choice(
-    records: Sequence[Mapping[str, Any]], *, protocol: str, seed: int
+    records: Sequence[ResolutionRecord], *, protocol: str, seed: int
 ) -> dict[str, Any] | None:
     """The ``multiple_choice`` section of a benchmark, or ``None`` when no record was
     scored as a multiple-choice question.
@@ -162,7 +171,7 @@ def summarize_multiple_choice(
     n = len(scored)
     shuffled = _letter_share(wins, letters, n)
     swapped = _letter_share(reversed_wins, letters, n)
-    deviation = max(abs(share - 1 / k) for share in shuffled["share"].values())
+    deviation = max(abs(share - 1 / k) for share in shuffled["share"].values() if share is not None)
     # records reused from an earlier run keep the order (and seed) they were scored with
     seeds = sorted({record["multiple_choice"].get("seed", seed) for record in scored})
     return {

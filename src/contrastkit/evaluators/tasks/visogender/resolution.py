@@ -77,6 +77,7 @@ from contrastkit.evaluators.metrics import (
     indicator_columns,
     neutral_from_sums,
 )
+from contrastkit.evaluators.tasks.visogender.records import ResolutionRecord
 from contrastkit.schema import Context, Gender
 from contrastkit.templates import (
     PRONOUNS,
@@ -179,7 +180,9 @@ def predict(scores: Mapping[str, float], genders: Sequence[str]) -> str | None:
     return winners[0] if len(winners) == 1 else None
 
 
-def case_record(case: ResolutionCase, scores: Mapping[Gender, float], model: str) -> dict[str, Any]:
+def case_record(
+    case: ResolutionCase, scores: Mapping[Gender, float], model: str
+) -> ResolutionRecord:
     """The raw JSONL record of one scored case: every candidate's score, ``predicted``
     (the his / her argmax, the ``two-way`` protocol's choice) and, when "their" was
     scored, ``predicted_with_neutral`` (the his / her / their argmax, the
@@ -188,7 +191,7 @@ def case_record(case: ResolutionCase, scores: Mapping[Gender, float], model: str
     row = case.item.row
     by_name = {gender.value: float(score) for gender, score in scores.items()}
     binary = [gender.value for gender in Gender.binary()]
-    record: dict[str, Any] = {
+    record: ResolutionRecord = {
         "task": "resolution",
         "model": model,
         "key": case.key,
@@ -246,8 +249,8 @@ def protocol_prediction(scores: Mapping[str, float], protocol: str) -> str | Non
 
 
 def apply_protocol(
-    records: Iterable[Mapping[str, Any]], protocol: str = DEFAULT_PROTOCOL
-) -> list[dict[str, Any]]:
+    records: Iterable[ResolutionRecord], protocol: str = DEFAULT_PROTOCOL
+) -> list[ResolutionRecord]:
     """Copies of raw records whose ``predicted`` is the prediction under ``protocol``
     (raw files keep the his/her argmax there), for analyses that read ``predicted``
     (the Appendix G.1 subsamples)."""

@@ -32,6 +32,7 @@ from contrastkit.evaluators.bootstrap import (
 )
 from contrastkit.evaluators.data import EvalItem
 from contrastkit.evaluators.metrics import retrieval_metrics, summarize
+from contrastkit.evaluators.tasks.visogender.records import RetrievalRecord
 from contrastkit.schema import Context
 from contrastkit.templates import neutral_query
 
@@ -74,7 +75,9 @@ def retrieval_queries(items: Iterable[EvalItem]) -> list[RetrievalQuery]:
     return queries
 
 
-def query_record(query: RetrievalQuery, item: EvalItem, score: float, model: str) -> dict[str, Any]:
+def query_record(
+    query: RetrievalQuery, item: EvalItem, score: float, model: str
+) -> RetrievalRecord:
     """The raw JSONL record of one image's score for its occupation's query."""
     row = item.row
     return {

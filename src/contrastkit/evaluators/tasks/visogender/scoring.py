@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -37,6 +37,11 @@ from contrastkit.evaluators.tasks.visogender.flipped import (
     FLIPPED_TASK,
     flipped_record,
     flipped_retrieval_queries,
+)
+from contrastkit.evaluators.tasks.visogender.records import (
+    FlippedRecord,
+    ResolutionRecord,
+    RetrievalRecord,
 )
 from contrastkit.evaluators.tasks.visogender.resolution import (
     ResolutionCase,
@@ -79,9 +84,9 @@ class ScoredRun:
 
     model: str
     kind: str
-    resolution: list[dict[str, Any]] = field(default_factory=list)
-    retrieval: list[dict[str, Any]] = field(default_factory=list)
-    retrieval_flipped: list[dict[str, Any]] = field(default_factory=list)
+    resolution: list[ResolutionRecord] = field(default_factory=list)
+    retrieval: list[RetrievalRecord] = field(default_factory=list)
+    retrieval_flipped: list[FlippedRecord] = field(default_factory=list)
     reused: int = 0
     scored_images: int = 0
     skipped: list[str] = field(default_factory=list)
@@ -131,15 +136,15 @@ def score_dataset(
     )
     plan = _plan(items, _runnable_tasks(model, config, run), config)
     paths = {task: out_dir / RAW_FILES[task] for task in RAW_FILES}
-    done = {task: read_raw(paths[task], model.spec) for task in plan.tasks}
+    done = _Stored.read(paths, plan.tasks, model.spec)
     missing_cases: dict[str, list[ResolutionCase]] = {}
     for case in plan.cases:
-        if case.key not in done["resolution"]:
+        if case.key not in done.resolution:
             missing_cases.setdefault(case.item.key, []).append(case)
     todo = [item for item in items if plan.needs(item, done, missing_cases)]
-    run.reused = sum(len(records) for records in done.values())
+    run.reused = len(done.resolution) + len(done.retrieval) + len(done.flipped)
     batches.loader.check(todo)
-    writers = {task: RawAppender(paths[task], done[task].values()) for task in plan.tasks}
+    writers = {task: RawAppender(paths[task], done.of(task).values()) for task in plan.tasks}
     scorer = _BatchScorer(model, plan, done, missing_cases, writers, config.seed)
     try:
         if batches.progress is not None:
@@ -175,6 +180,36 @@ def _runnable_tasks(
 
 
 @dataclass(frozen=True)
+class _Stored:
+    """A run's records by key, per task: those read back from its raw files (the records
+    this module wrote, of the run's model), then those scored (:class:`_BatchScorer`
+    adds them). A task the run does not do has none."""
+
+    resolution: dict[str, ResolutionRecord]
+    retrieval: dict[str, RetrievalRecord]
+    flipped: dict[str, FlippedRecord]
+
+    @classmethod
+    def read(cls, paths: Mapping[str, Path], tasks: Sequence[str], model: str) -> _Stored:
+        """The records of ``model`` in the raw files (``paths``) of ``tasks``."""
+        stored = {task: read_raw(paths[task], model) for task in tasks}
+        return cls(
+            resolution=cast("dict[str, ResolutionRecord]", stored.get("resolution", {})),
+            retrieval=cast("dict[str, RetrievalRecord]", stored.get("retrieval", {})),
+            flipped=cast("dict[str, FlippedRecord]", stored.get(FLIPPED_TASK, {})),
+        )
+
+    def of(self, task: str) -> Mapping[str, Mapping[str, object]]:
+        """The records of ``task`` (a key of :data:`RAW_FILES`) by key."""
+        by_task: dict[str, Mapping[str, Mapping[str, object]]] = {
+            "resolution": self.resolution,
+            "retrieval": self.retrieval,
+            FLIPPED_TASK: self.flipped,
+        }
+        return by_task[task]
+
+
+@dataclass(frozen=True)
 class _Plan:
     """What a run scores: its ``tasks`` (the flipped queries' task included when there are
     any), the resolution ``cases``, the retrieval and flipped queries, and, by item key,
@@ -193,15 +228,15 @@ class _Plan:
     def needs(
         self,
         item: EvalItem,
-        done: Mapping[str, Mapping[str, Any]],
+        done: _Stored,
         missing_cases: Mapping[str, list[ResolutionCase]],
     ) -> bool:
         """Whether ``item`` has a case, a retrieval or a flipped record still to score."""
         key = item.key
         return (
             key in missing_cases
-            or (key in self.retrieval_keys and self.retrieval_keys[key] not in done["retrieval"])
-            or (key in self.flipped_keys and self.flipped_keys[key] not in done[FLIPPED_TASK])
+            or (key in self.retrieval_keys and self.retrieval_keys[key] not in done.retrieval)
+            or (key in self.flipped_keys and self.flipped_keys[key] not in done.flipped)
         )
 
 
@@ -240,7 +275,7 @@ class _BatchScorer:
 
     model: ImageTextScorer | PronounScorer
     plan: _Plan
-    done: dict[str, dict[str, Any]]
+    done: _Stored
     missing: Mapping[str, list[ResolutionCase]]
     writers: Mapping[str, RawAppender]
     seed: int
@@ -249,18 +284,23 @@ class _BatchScorer:
         """Score ``batch`` (its decoded ``images``, or pixels), then write and keep its
         records."""
         if isinstance(self.model, ImageTextScorer):
-            new = self._dual(batch, images)
+            resolution, retrieval, flipped = self._dual(batch, images)
         else:
-            new = (_score_captioning(self.model, batch, images, self.missing, self.seed), [], [])
-        tasks = ("resolution", "retrieval", FLIPPED_TASK)
-        for task, records in zip(tasks, new, strict=True):
+            resolution = _score_captioning(self.model, batch, images, self.missing, self.seed)
+            retrieval, flipped = [], []
+        new: tuple[tuple[str, Sequence[Mapping[str, object]]], ...] = (
+            ("resolution", resolution),
+            ("retrieval", retrieval),
+            (FLIPPED_TASK, flipped),
+        )
+        for task, records in new:
             if task in self.writers:
                 self.writers[task].write(records)
-        for task, records in zip(tasks, new, strict=True):
-            for record in records:
-                self.done[task][record["key"]] = record
+        self.done.resolution.update((record["key"], record) for record in resolution)
+        self.done.retrieval.update((record["key"], record) for record in retrieval)
+        self.done.flipped.update((record["key"], record) for record in flipped)
 
-    def _dual(self, batch: Sequence[EvalItem], images: Any) -> tuple[list[dict[str, Any]], ...]:
+    def _dual(self, batch: Sequence[EvalItem], images: Any) -> _BatchRecords:
         import torch  # not on import: the CLI starts without it
 
         model = self.model
@@ -273,8 +313,8 @@ class _BatchScorer:
         plan, done = self.plan, self.done
         work = _BatchWork(
             self.missing,
-            _unscored(batch, plan.retrieval_keys, plan.query_of, done.get("retrieval", {})),
-            _unscored(batch, plan.flipped_keys, plan.flipped_of, done.get(FLIPPED_TASK, {})),
+            _unscored(batch, plan.retrieval_keys, plan.query_of, done.retrieval),
+            _unscored(batch, plan.flipped_keys, plan.flipped_of, done.flipped),
         )
         return _score_dual(model, batch, embeddings, work)
 
@@ -282,28 +322,29 @@ class _BatchScorer:
 def _collect(
     run: ScoredRun,
     plan: _Plan,
-    done: Mapping[str, Mapping[str, dict[str, Any]]],
+    done: _Stored,
     paths: Mapping[str, Path],
 ) -> None:
     """Put each task's records of the dataset into ``run``, in dataset order, and rewrite
     its raw file with exactly those (:func:`_finish`)."""
     if "resolution" in plan.tasks:
-        run.resolution = [done["resolution"][case.key] for case in plan.cases]
-        _finish(paths["resolution"], run.resolution, done["resolution"])
+        run.resolution = [done.resolution[case.key] for case in plan.cases]
+        _finish(paths["resolution"], run.resolution, done.resolution)
     if "retrieval" in plan.tasks:
         run.retrieval = [
-            done["retrieval"][plan.retrieval_keys[item.key]]
-            for item in query_of_items(plan.queries)
+            done.retrieval[plan.retrieval_keys[item.key]] for item in query_of_items(plan.queries)
         ]
-        _finish(paths["retrieval"], run.retrieval, done["retrieval"])
+        _finish(paths["retrieval"], run.retrieval, done.retrieval)
     if FLIPPED_TASK in plan.tasks:
         run.retrieval_flipped = [
-            done[FLIPPED_TASK][plan.flipped_keys[item.key]] for item in query_of_items(plan.flipped)
+            done.flipped[plan.flipped_keys[item.key]] for item in query_of_items(plan.flipped)
         ]
-        _finish(paths[FLIPPED_TASK], run.retrieval_flipped, done[FLIPPED_TASK])
+        _finish(paths[FLIPPED_TASK], run.retrieval_flipped, done.flipped)
 
 
-def _finish(path: Path, records: Sequence[Mapping[str, Any]], written: Mapping[str, Any]) -> None:
+def _finish(
+    path: Path, records: Sequence[Mapping[str, object]], written: Mapping[str, object]
+) -> None:
     """Rewrite the raw file ``path`` with exactly ``records``, in order, unless it holds
     them already. It holds the records of ``written`` in its order (those kept when the
     run started, then those appended), so when their keys are those of ``records``, in
@@ -336,7 +377,7 @@ def _unscored(
     batch: Sequence[EvalItem],
     keys: Mapping[str, str],
     query_of: Mapping[str, RetrievalQuery],
-    done: Mapping[str, Any],
+    done: Mapping[str, object],
 ) -> dict[str, RetrievalQuery]:
     """The query of each item of ``batch`` whose record (key in ``keys``) is not in
     ``done``, by item key."""
@@ -345,6 +386,10 @@ def _unscored(
         for item in batch
         if item.key in keys and keys[item.key] not in done
     }
+
+
+#: The resolution, retrieval and flipped-retrieval records of one batch.
+_BatchRecords = tuple[list[ResolutionRecord], list[RetrievalRecord], list[FlippedRecord]]
 
 
 @dataclass(frozen=True)
@@ -359,7 +404,7 @@ class _BatchWork:
 
 def _score_dual(
     model: ImageTextScorer, batch: Sequence[EvalItem], embeddings: Any, work: _BatchWork
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+) -> _BatchRecords:
     """The resolution, retrieval and flipped-retrieval records of one batch of a dual
     encoder, from the batch's image ``embeddings`` (one row per item, unit norm), for the
     cases and queries of ``work``.
@@ -391,9 +436,9 @@ def _score_dual(
     if not isinstance(matrix, np.ndarray) or not isinstance(embeddings, np.ndarray):
         matrix, embeddings = _host(matrix), _host(embeddings)  # tensors: to the host once
     candidates = matrix[candidate_rows]  # a copy: each case's rows contiguous
-    resolution: list[dict[str, Any]] = []
-    retrieval_records: list[dict[str, Any]] = []
-    flipped_records: list[dict[str, Any]] = []
+    resolution: list[ResolutionRecord] = []
+    retrieval_records: list[RetrievalRecord] = []
+    flipped_records: list[FlippedRecord] = []
     spec = model.spec
     for position, cases in plan:
         embedding = embeddings[position]
@@ -431,7 +476,7 @@ def _score_captioning(
     images: Sequence[Any],
     missing: Mapping[str, list[ResolutionCase]],
     seed: int = 0,
-) -> list[dict[str, Any]]:
+) -> list[ResolutionRecord]:
     """Continuation log-probabilities of every missing case of a batch, one call per
     (template, candidate set); a multiple-choice VLM answers lettered questions instead,
     options shuffled with ``seed`` (:mod:`.multiple_choice`)."""
@@ -445,7 +490,7 @@ def _score_captioning(
         for case in missing.get(item.key, []):
             names = tuple(gender.value for gender in case.genders)
             groups.setdefault((case.template.key, names), []).append((position, case))
-    records = []
+    records: list[ResolutionRecord] = []
     for members in groups.values():
         if is_multiple_choice(model):
             records += score_multiple_choice(
