@@ -127,6 +127,19 @@ def test_visogender_figures_writer_and_baselines_at_their_old_paths_are_the_move
     )
 
 
+def test_the_engine_s_old_harness_task_lookup_is_the_registry_s() -> None:
+    run = _run(
+        "import contrastkit.evaluators.tasks.registry as registry\n"
+        "from contrastkit.evaluators.engine.harness import harness_tasks, task_questions\n"
+        "assert harness_tasks is registry.harness_tasks\n"
+        "assert task_questions is registry.task_questions\n"
+    )
+    assert run.returncode == 0, run.stderr
+    assert (
+        "engine.harness.task_questions moved to contrastkit.evaluators.tasks.registry"
+    ) in run.stderr
+
+
 def test_a_name_no_report_module_had_is_still_an_attribute_error() -> None:
     run = _run("from contrastkit.evaluators.report.plots import no_such_plot")
     assert run.returncode != 0 and "ImportError" in run.stderr, run.stderr

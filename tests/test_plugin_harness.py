@@ -212,8 +212,9 @@ def test_the_export_asks_the_task_through_the_function_it_is_handed(tmp_path: Pa
     from contrastkit.builders.harness_questions import ImageFinder
     from contrastkit.builders.harness_task_questions import task_set
     from contrastkit.cli.export import _task_questions
-    from contrastkit.evaluators.engine.harness import HarnessQuestion, task_questions
+    from contrastkit.evaluators.engine.harness import HarnessQuestion
     from contrastkit.evaluators.engine.protocol import Item
+    from contrastkit.evaluators.tasks.registry import task_questions
 
     images = ImageFinder(None)
     assert _task_questions("no-such-kind", []) is None  # the engine's: no task, no questions

@@ -4,7 +4,7 @@ that reads the kind gives them through its harness hooks, and each becomes a
 :class:`~contrastkit.builders.harness_questions.Question` like the built-in sets'.
 
 The function that finds the task and asks it (:data:`TaskQuestions`:
-:func:`contrastkit.evaluators.engine.harness.task_questions`) is handed in by the
+:func:`contrastkit.evaluators.tasks.registry.task_questions`) is handed in by the
 caller: it reads the task registry, which lives beside the evaluators, and the layer
 contract keeps the builders and the evaluators from importing each other."""
 
@@ -71,7 +71,7 @@ class _AskedQuestion(Protocol):
 
 
 #: The function that gives the questions of the registered task with the harness hooks
-#: that reads a kind (:func:`contrastkit.evaluators.engine.harness.task_questions`):
+#: that reads a kind (:func:`contrastkit.evaluators.tasks.registry.task_questions`):
 #: ``function(kind, paths) -> (task name, [(item, question), ...])``, or ``None`` when
 #: no such task is registered.
 TaskQuestions = Callable[

@@ -283,9 +283,9 @@ def _task_questions(
     kind: str, paths: Sequence[Path]
 ) -> tuple[str, list[tuple[Item, HarnessQuestion]]] | None:
     """The questions of the registered task with the harness hooks that reads ``kind``
-    (:func:`contrastkit.evaluators.engine.harness.task_questions`, imported when an export
+    (:func:`contrastkit.evaluators.tasks.registry.task_questions`, imported when an export
     asks: for data of a kind no built-in set reads)."""
-    from contrastkit.evaluators.engine.harness import task_questions
+    from contrastkit.evaluators.tasks.registry import task_questions
 
     return task_questions(kind, paths)
 

@@ -53,6 +53,7 @@ from contrastkit.evaluators.engine.protocol import (
     TaskResult,
     TaskSettings,
 )
+from contrastkit.moved import moved_names
 
 if TYPE_CHECKING:
     from contrastkit.results.base import Result
@@ -63,9 +64,7 @@ __all__ = [
     "HarnessTask",
     "aggregate_answers",
     "answer_records",
-    "harness_task",
-    "harness_tasks",
-    "task_questions",
+    "questions_of",
 ]
 
 #: The most options a question may have (the harnesses' letters ``A``..``D``).
@@ -133,42 +132,17 @@ class HarnessTask(Protocol):
         ...
 
 
-def harness_tasks() -> dict[str, Task[Any, Any]]:
-    """The registered tasks written on the protocol that have the harness hooks, by
-    name."""
-    from contrastkit.evaluators.tasks.registry import tasks
-
-    found: dict[str, Task[Any, Any]] = {}
-    for name, row in tasks().items():
-        task = row.protocol
-        if isinstance(task, Task) and isinstance(task, HarnessTask):
-            found[name] = task
-    return found
-
-
-def harness_task(kind: str) -> Task[Any, Any] | None:
-    """The first registered task with the harness hooks that reads the dataset kind
-    ``kind``, or ``None``."""
-    return next((task for task in harness_tasks().values() if task.kind == kind), None)
-
-
-def task_questions(
-    kind: str, paths: Sequence[Path]
-) -> tuple[str, list[tuple[Item, HarnessQuestion]]] | None:
-    """The name of the task with the harness hooks that reads ``kind`` and its questions
-    of ``paths`` (each with its item; the task's default settings), or ``None`` when no
-    such task is registered (what ``contrastkit export harness`` asks for data of a kind
-    no built-in export handles).
+def questions_of(task: Task[Any, Any], paths: Sequence[Path]) -> list[tuple[Item, HarnessQuestion]]:
+    """The questions of ``task`` (a task with the harness hooks) on ``paths``, each with
+    its item (the task's default settings).
 
     Raises:
         DataFormatError: data the task cannot read (its :meth:`Task.items`).
-        ValueError: a question of no item, two of one item, or not a
-            :class:`HarnessQuestion`.
+        ValueError: a task without the harness hooks; a question of no item, two of one
+            item, or not a :class:`HarnessQuestion`.
     """
-    task = harness_task(kind)
-    if task is None:
-        return None
-    assert isinstance(task, HarnessTask)
+    if not isinstance(task, HarnessTask):
+        raise ValueError(f"task {task.name} has no harness hooks (questions, answer_record)")
     settings = task.settings()
     items = list(task.items(paths, settings, None))
     by_key = {item.key: item for item in items}
@@ -185,7 +159,18 @@ def task_questions(
             raise ValueError(f"task {task.name}: {why} the key {question.key!r}")
         asked.add(question.key)
         found.append((by_key[question.key], question))
-    return task.name, found
+    return found
+
+
+#: Finding the registered tasks with the harness hooks is the task registry's: the old
+#: names here.
+__getattr__ = moved_names(
+    __name__,
+    dict.fromkeys(
+        ("harness_tasks", "harness_task", "task_questions"),
+        "contrastkit.evaluators.tasks.registry",
+    ),
+)
 
 
 def answer_records(

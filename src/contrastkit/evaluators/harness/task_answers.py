@@ -15,11 +15,7 @@ from typing import Any
 
 from contrastkit.errors import ConfigError, DataFormatError
 from contrastkit.evaluators.bootstrap import BootstrapSettings
-from contrastkit.evaluators.engine.harness import (
-    aggregate_answers,
-    answer_records,
-    harness_tasks,
-)
+from contrastkit.evaluators.engine.harness import aggregate_answers, answer_records
 from contrastkit.evaluators.engine.protocol import Item, RunContext, Task
 from contrastkit.evaluators.engine.run import write_outputs
 from contrastkit.evaluators.harness.config import (
@@ -29,6 +25,7 @@ from contrastkit.evaluators.harness.config import (
 )
 from contrastkit.evaluators.harness.markdown import harness_markdown
 from contrastkit.evaluators.raw import dumps_jsonl
+from contrastkit.evaluators.tasks.registry import harness_tasks
 from contrastkit.harness_key import HarnessKey, KeyItem
 from contrastkit.io import atomic_write_text
 

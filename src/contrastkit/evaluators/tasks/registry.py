@@ -31,7 +31,8 @@ from contrastkit.plugins import is_import_path, resolve
 from contrastkit.registry import Registry
 
 if TYPE_CHECKING:
-    from contrastkit.evaluators.engine.protocol import RunConfig
+    from contrastkit.evaluators.engine.harness import HarnessQuestion
+    from contrastkit.evaluators.engine.protocol import Item, RunConfig
     from contrastkit.evaluators.engine.protocol import Task as ProtocolTask
     from contrastkit.evaluators.outcome import EvaluateResult
     from contrastkit.interfaces import ProgressFactory
@@ -45,10 +46,13 @@ __all__ = [
     "built_in_rows",
     "folder_protocol_tasks",
     "folder_tasks",
+    "harness_task",
+    "harness_tasks",
     "read_result",
     "register_protocol_task",
     "register_task",
     "task_for_data",
+    "task_questions",
     "task_row",
     "tasks",
 ]
@@ -393,3 +397,41 @@ def read_result(path: Path) -> tuple[Task, Any]:
             data = typed.to_json()
             return task, data[typed.name] if isinstance(typed, VisoGenderResult) else data
     raise ConfigError(f"{path}: no registered task reads {typed.task!r} results")
+
+
+def harness_tasks() -> dict[str, ProtocolTask[Any, Any]]:
+    """The registered tasks written on the protocol that have the harness hooks
+    (:class:`~contrastkit.evaluators.engine.harness.HarnessTask`), by name."""
+    from contrastkit.evaluators.engine.harness import HarnessTask
+    from contrastkit.evaluators.engine.protocol import Task as ProtocolTask
+
+    found: dict[str, ProtocolTask[Any, Any]] = {}
+    for name, row in tasks().items():
+        task = row.protocol
+        if isinstance(task, ProtocolTask) and isinstance(task, HarnessTask):
+            found[name] = task
+    return found
+
+
+def harness_task(kind: str) -> ProtocolTask[Any, Any] | None:
+    """The first registered task with the harness hooks that reads the dataset kind
+    ``kind``, or ``None``."""
+    return next((task for task in harness_tasks().values() if task.kind == kind), None)
+
+
+def task_questions(
+    kind: str, paths: Sequence[Path]
+) -> tuple[str, list[tuple[Item, HarnessQuestion]]] | None:
+    """The name of the task with the harness hooks that reads ``kind`` and its questions
+    of ``paths`` (:func:`~contrastkit.evaluators.engine.harness.questions_of`), or
+    ``None`` when no such task is registered (what ``contrastkit export harness`` asks
+    for data of a kind no built-in export handles).
+
+    Raises:
+        DataFormatError: data the task cannot read.
+        ValueError: a question of no item, two of one item, or not a ``HarnessQuestion``.
+    """
+    from contrastkit.evaluators.engine.harness import questions_of
+
+    task = harness_task(kind)
+    return None if task is None else (task.name, questions_of(task, paths))
