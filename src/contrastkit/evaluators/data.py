@@ -36,7 +36,7 @@ import functools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 from urllib.parse import urlparse
 
 from PIL import Image
@@ -61,6 +61,7 @@ __all__ = [
     "EvalItem",
     "ImageLoader",
     "SkippedRow",
+    "SkippedRowJson",
     "load_items",
     "maintenance_flags",
     "visogender_files",
@@ -95,6 +96,17 @@ def _managed_codes() -> frozenset[str]:
     )
 
 
+class SkippedRowJson(TypedDict):
+    """A :class:`SkippedRow` as JSON (:meth:`SkippedRow.to_dict`)."""
+
+    idx: str
+    context: str
+    source: str
+    line: int | None
+    url: str
+    reason: str
+
+
 @dataclass(frozen=True)
 class SkippedRow:
     """A row left out of an evaluation because its image is not available.
@@ -117,7 +129,7 @@ class SkippedRow:
     url: str
     reason: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> SkippedRowJson:
         """A JSON-ready dict (one entry of the results' ``skipped_rows.rows``), the URL
         without credentials (SECURITY.md)."""
         from contrastkit.curation.urls import redact_url

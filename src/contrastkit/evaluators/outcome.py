@@ -8,17 +8,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from contrastkit.tsv import VISOGENDER
 
 if TYPE_CHECKING:
-    from contrastkit.evaluators.data import SkippedRow
+    from contrastkit.evaluators.data import SkippedRow, SkippedRowJson
 
 __all__ = [
     "EvaluateResult",
+    "EvaluationJson",
     "Images",
     "ModelEvaluation",
+    "SkippedRowsJson",
     "data_labels",
     "folder_links",
     "plot_links",
@@ -67,7 +69,7 @@ class ModelEvaluation:
     summary: Mapping[str, Any] = field(default_factory=dict)
     skipped_rows: tuple[SkippedRow, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> EvaluationJson:
         """A JSON-ready dict (what ``contrastkit evaluate --json`` prints per entry)."""
         return {
             "model": self.model,
@@ -82,7 +84,29 @@ class ModelEvaluation:
         }
 
 
-def skipped_rows_json(rows: Sequence[SkippedRow]) -> dict[str, Any]:
+class SkippedRowsJson(TypedDict):
+    """The ``skipped_rows`` entry of the results: how many rows were left out and each."""
+
+    count: int
+    rows: list[SkippedRowJson]
+
+
+class EvaluationJson(TypedDict):
+    """A :class:`ModelEvaluation` as JSON (:meth:`ModelEvaluation.to_dict`); ``summary``
+    is the task's headline (:meth:`~contrastkit.evaluators.engine.protocol.Task.summary`)."""
+
+    model: str
+    data: str | None
+    folder: str
+    files: dict[str, str]
+    scored_images: int
+    reused_records: int
+    skipped: list[str]
+    skipped_rows: SkippedRowsJson
+    summary: dict[str, Any]
+
+
+def skipped_rows_json(rows: Sequence[SkippedRow]) -> SkippedRowsJson:
     """The ``skipped_rows`` entry of the results: ``{"count": n, "rows": [{"idx",
     "context", "source", "line", "url", "reason"}, ...]}``."""
     return {"count": len(rows), "rows": [row.to_dict() for row in rows]}
