@@ -44,7 +44,12 @@ from contrastkit.evaluators.tasks.visogender.resolution import (
 from contrastkit.models.vlm_spec import LETTERS, MC_ANSWER_INSTRUCTION, option_order
 from contrastkit.schema import Gender
 
-__all__ = ["is_multiple_choice", "score_multiple_choice", "summarize_multiple_choice"]
+__all__ = [
+    "MultipleChoiceSummary",
+    "is_multiple_choice",
+    "score_multiple_choice",
+    "summarize_multiple_choice",
+]
 
 #: The resolution figures the option-swap comparison shows per split.
 _FIGURES = ("RA_avg", "gender_gap", "RA_masculine", "RA_feminine")
@@ -110,6 +115,35 @@ class _LetterShare(TypedDict):
     ties: int
 
 
+class _PositionBias(_LetterShare):
+    """The letter shares of the shuffled order, the largest ``|share - 1/k|`` and the
+    shares of the reversed order."""
+
+    max_deviation: float
+    reversed: _LetterShare
+
+
+class _OptionSwap(TypedDict):
+    """How the answers of the two orders agree, and the figures of each order."""
+
+    agreement: float
+    letter_agreement: float
+    shuffled: dict[str, dict[str, float | None]]
+    reversed: dict[str, dict[str, float | None]]
+
+
+class MultipleChoiceSummary(TypedDict):
+    """The ``multiple_choice`` section of a benchmark (:func:`summarize_multiple_choice`)."""
+
+    seed: int | list[int]
+    n_cases: int
+    letters: list[str]
+    answer_instruction: str
+    uniform_share: float
+    position_bias: _PositionBias
+    option_swap: _OptionSwap
+
+
 def _letter_share(wins: Counter[str], letters: str, total: int) -> _LetterShare:
     return {
         "wins": {letter: wins.get(letter, 0) for letter in letters},
@@ -130,7 +164,7 @@ def _figures(summary: Mapping[str, Any]) -> dict[str, dict[str, float | None]]:
 
 def summarize_multiple_choice(
     records: Sequence[ResolutionRecord], *, protocol: str, seed: int
-) -> dict[str, Any] | None:
+) -> MultipleChoiceSummary | None:
     """The ``multiple_choice`` section of a benchmark, or ``None`` when no record was
     scored as a multiple-choice question.
 
