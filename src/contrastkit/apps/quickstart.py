@@ -33,10 +33,10 @@ Example::
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from contrastkit.config import ModelConfig, require
 from contrastkit.curation.editing import DEFAULT_EDITOR
@@ -44,6 +44,9 @@ from contrastkit.errors import ConfigError, ModelNotFoundError
 from contrastkit.interfaces import ImageTextScorer
 from contrastkit.io import atomic_write_text, check_writable
 from contrastkit.text import UNDEFINED, format_number, table_header, table_row
+
+if TYPE_CHECKING:
+    from contrastkit.builders.gensynth.select import SelectEntry
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -144,6 +147,32 @@ class QuickstartConfig:
             check_dual(self.model)
 
 
+class QuickstartSummary(TypedDict):
+    """What the quickstart did: edits made and accepted by the filter, source photos
+    edited and kept, images in the contrast set, the rows the Hub tree check loaded (by
+    config and split), the evaluation's summary and the pipeline-check note."""
+
+    edits: int
+    edits_accepted: int | None
+    sources_edited: int
+    sources_kept: int
+    images: int
+    hub_tree_loads: dict[str, dict[str, int]]
+    evaluation: Mapping[str, Any]
+    note: str | None
+
+
+class QuickstartJson(TypedDict):
+    """A :class:`QuickstartResult` as written to ``quickstart.json``."""
+
+    editor: str
+    model: str
+    tiny_models: bool
+    fallbacks: list[str]
+    files: dict[str, str]
+    summary: QuickstartSummary
+
+
 @dataclass(frozen=True)
 class QuickstartResult:
     """What :func:`quickstart` ran and wrote.
@@ -168,9 +197,9 @@ class QuickstartResult:
     tiny_model: bool
     fallbacks: tuple[str, ...]
     files: dict[str, str]
-    summary: dict[str, Any]
+    summary: QuickstartSummary
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> QuickstartJson:
         """The result as written to ``quickstart.json``."""
         return {
             "editor": self.editor,
@@ -180,6 +209,16 @@ class QuickstartResult:
             "files": self.files,
             "summary": self.summary,
         }
+
+
+@dataclass(frozen=True)
+class _Built:
+    """What the build did: the select stage's summary, the edits made and how many the
+    filter accepted (``None`` when its report does not say)."""
+
+    select: SelectEntry
+    edits_made: int
+    edits_accepted: int | None
 
 
 @dataclass(frozen=True)
@@ -286,7 +325,7 @@ def _accepted(report: Any) -> int | None:
 
 def _build(
     config: QuickstartConfig, coco: Path, editor: _Loaded, scorer: _Loaded, build: Path
-) -> dict[str, Any]:
+) -> _Built:
     """Edit, filter, select and check; return the select summary."""
     from contrastkit.builders.gensynth import (
         EditStageConfig,
@@ -305,17 +344,19 @@ def _build(
     tau_real, tau_gender = _thresholds(config, editor.tiny or scorer.tiny)
     thresholds = FilterSettings(k=50, tau_real=tau_real, tau_gender=tau_gender)
     filtered = run_filter_stage(build, scorer.model, thresholds)
-    select = dict(run_select_stage(build, seed=0))
-    select["edits_made"] = edited.edited + edited.skipped_finished
-    select["edits_accepted"] = _accepted(filtered)
-    if select["sources_kept"] == 0:
+    built = _Built(
+        run_select_stage(build, seed=0),
+        edits_made=edited.edited + edited.skipped_finished,
+        edits_accepted=_accepted(filtered),
+    )
+    if built.select["sources_kept"] == 0:
         raise ConfigError(
             f"tau_real, tau_gender: no source photo kept an accepted edit of each gender "
             f"({build / 'manifest.jsonl'} has the P_R and P_G of every edit); rerun with "
             "lower --tau-real / --tau-gender"
         )
     run_quality_checks(build, scorer.model, None)
-    return select
+    return built
 
 
 def _evaluate(
@@ -372,7 +413,7 @@ def quickstart(
     scorer = _load_model(config, out / "models", say)
     build = out / "build"
     say(f"3/6 editing with {editor.name}, filtering and selecting with {scorer.name}")
-    select = _build(config, coco, editor, scorer, build)
+    built = _build(config, coco, editor, scorer, build)
     say("4/6 exporting the contrast set with its dataset card")
     export_dir = out / "export"
     description, licence = sample_provenance()
@@ -409,11 +450,11 @@ def quickstart(
             "html_report": str(html.index),
         },
         summary={
-            "edits": select["edits_made"],
-            "edits_accepted": select["edits_accepted"],
-            "sources_edited": select["sources_with_edits"],
-            "sources_kept": select["sources_kept"],
-            "images": select["images"],
+            "edits": built.edits_made,
+            "edits_accepted": built.edits_accepted,
+            "sources_edited": built.select["sources_with_edits"],
+            "sources_kept": built.select["sources_kept"],
+            "images": built.select["images"],
             "hub_tree_loads": dry.loaded_rows,
             "evaluation": evaluation["summary"],
             "note": note,
