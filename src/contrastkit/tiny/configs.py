@@ -32,7 +32,7 @@ def vision_config(
     }
 
 
-def blip_text_config(vocab_size: int, bos_token_id: int) -> dict[str, Any]:
+def blip_text_config(vocab_size: int, bos_token_id: int) -> dict[str, int]:
     """A two-layer BLIP text-model config over a word-piece vocabulary (``[PAD]`` 0,
     ``[SEP]`` 3 as EOS and separator), cross-attending a 32-wide vision tower."""
     return {

@@ -413,7 +413,7 @@ def _present_cells(cases: _Cases) -> list[str]:
     return [cell for cell in CELLS if cell in present] + sorted(present - set(CELLS))
 
 
-def _interval(values: np.ndarray, level: float) -> dict[str, Any]:
+def _interval(values: np.ndarray, level: float) -> dict[str, float]:
     low, high = percentile_interval(values, level)
     return {"low": low, "high": high, "level": level, "resamples": int(values.size)}
 

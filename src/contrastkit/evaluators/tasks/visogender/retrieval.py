@@ -120,7 +120,7 @@ def _finite_means(matrix: np.ndarray) -> np.ndarray:
 
 def mean_interval(
     values: Sequence[float], resamples: np.ndarray, confidence: float
-) -> dict[str, Any]:
+) -> Mapping[str, object]:
     """The ``mean_ci`` of a mean over occupations: the percentile interval of the means of
     the resampled occupations (``resamples``: a ``(B, Q)`` index matrix); ``nan`` bounds
     with fewer than two occupations of finite value (one value has no spread to show)."""
@@ -128,7 +128,12 @@ def mean_interval(
     low, high = (math.nan, math.nan)
     if np.isfinite(array).sum() >= 2:
         low, high = percentile_interval(_finite_means(array[resamples]), confidence)
-    interval = {"low": low, "high": high, "level": confidence, "resamples": int(resamples.shape[0])}
+    interval: dict[str, float] = {
+        "low": low,
+        "high": high,
+        "level": confidence,
+        "resamples": int(resamples.shape[0]),
+    }
     return few_items(interval, int(np.isfinite(array).sum()))
 
 
