@@ -178,7 +178,7 @@ class CaptionPreference(extend.Task[PreferenceSettings, PreferenceResult]):
             lines.append(f"| `{r.model}` | {r.items} | {share} |")
         return "\n".join(lines) + "\n"
 
-    def headline(self, result: PreferenceResult) -> dict[str, Any]:
+    def headline(self, result: PreferenceResult) -> Mapping[str, Any]:
         return {"task": NAME, "model": result.model, "images": result.items,
                 "masculine preferred": result.masculine_preferred}  # fmt: skip
 

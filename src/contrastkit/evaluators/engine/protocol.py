@@ -390,7 +390,7 @@ class Task(Generic[_S, _R]):
         """The markdown putting several models' results side by side."""
         raise NotImplementedError
 
-    def headline(self, result: _R) -> dict[str, Any]:
+    def headline(self, result: _R) -> Mapping[str, Any]:
         """The few numbers ``evaluate --json`` and ``report --json`` print for a model."""
         raise NotImplementedError
 

@@ -244,7 +244,7 @@ class ContrastSets(Task[ContrastTaskSettings, ContrastResult]):
     def summary(self, result: ContrastResult) -> Mapping[str, Any]:
         return result.summary.to_json()  # what evaluate --json prints, as it always was
 
-    def headline(self, result: ContrastResult) -> dict[str, Any]:
+    def headline(self, result: ContrastResult) -> Mapping[str, Any]:
         from contrastkit.evaluators.tasks.contrast_sets.report import contrast_headline
 
         return contrast_headline(result)

@@ -296,7 +296,7 @@ class DecisionProbes(Task[DecisionSettings, DecisionsResult]):
     def summary(self, result: DecisionsResult) -> Mapping[str, Any]:
         return decisions_headline(result)  # what evaluate --json prints, as it always was
 
-    def headline(self, result: DecisionsResult) -> dict[str, Any]:
+    def headline(self, result: DecisionsResult) -> Mapping[str, Any]:
         return decisions_headline(result)
 
     def compare(self, results: Sequence[DecisionsResult]) -> str:

@@ -201,5 +201,5 @@ class GenderedWords(Task[GenderedWordsSettings, GenderedWordsResult]):
     def compare(self, results: Sequence[GenderedWordsResult]) -> str:
         return report.comparison(results)
 
-    def headline(self, result: GenderedWordsResult) -> dict[str, Any]:
+    def headline(self, result: GenderedWordsResult) -> Mapping[str, Any]:
         return report.headline(result)

@@ -133,7 +133,7 @@ class StereotypeProbing(ProbeScorer):
 
         return stereotype_comparison_markdown([result.to_json() for result in results])
 
-    def headline(self, result: StereotypeResult) -> dict[str, Any]:
+    def headline(self, result: StereotypeResult) -> Mapping[str, Any]:
         from contrastkit.evaluators.tasks.stereotype_probing.benchmark import (
             stereotype_headline,
         )

@@ -274,7 +274,7 @@ class VisoGender(Task[VisoGenderSettings, VisoGenderResult]):
     def summary(self, result: VisoGenderResult) -> Mapping[str, Any]:
         return self.headline(result)  # what evaluate --json prints, as it always was
 
-    def headline(self, result: VisoGenderResult) -> dict[str, Any]:
+    def headline(self, result: VisoGenderResult) -> Mapping[str, Any]:
         from contrastkit.evaluators.tasks.visogender.benchmark import headline
 
         return headline(result)

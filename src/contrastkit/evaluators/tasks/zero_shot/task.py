@@ -211,7 +211,7 @@ class ZeroShot(Task[ZeroShotSettings, ZeroShotResult]):
 
         return disparity_markdown(result)
 
-    def headline(self, result: ZeroShotResult) -> dict[str, Any]:
+    def headline(self, result: ZeroShotResult) -> Mapping[str, Any]:
         from contrastkit.evaluators.tasks.zero_shot.comparison import zero_shot_headline
 
         return zero_shot_headline(result)
