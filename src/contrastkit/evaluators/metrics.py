@@ -95,6 +95,7 @@ __all__ = [
     "GENDERS",
     "LEFT_OUT_REASONS",
     "BiasConvention",
+    "CutoffWarning",
     "Summary",
     "accuracy_figures",
     "accuracy_from_sums",
@@ -334,9 +335,23 @@ def summarize(values: Iterable[float] | Mapping[str, float]) -> Summary:
     return result
 
 
+class CutoffWarning(TypedDict):
+    """A :func:`cutoff_warnings` entry: a K at or above the candidates of some queries."""
+
+    kind: str
+    section: str
+    k: int
+    queries: list[str]
+    n_queries: int
+    every_query: bool
+    candidates: int
+    candidates_max: int
+    message: str
+
+
 def cutoff_warnings(
     ks: Iterable[int], pools: Mapping[str, int], *, section: str, label: str
-) -> list[dict[str, Any]]:
+) -> list[CutoffWarning]:
     """A warning for every K at or above the number of candidates of some query.
 
     Such a query's top K is its whole pool, so its @K metrics do not depend on the
@@ -360,7 +375,7 @@ def cutoff_warnings(
         :func:`cutoff_marking` gives the short marking the consoles, tables and plots
         show in place of (or beside) such a figure.
     """
-    found: list[dict[str, Any]] = []
+    found: list[CutoffWarning] = []
     for k in ks:
         small = {name: n for name, n in pools.items() if n <= k}
         if not small:

@@ -170,7 +170,8 @@ def contrast_summary(
         if retrieval else []
     )  # fmt: skip
     for warning in warnings:  # every query ranks the same pool: say so once
-        warning.update(queries=["every query"], n_queries=queries)
+        warning["queries"] = ["every query"]
+        warning["n_queries"] = queries
     return {
         "images": images,
         "sources": counts.sources,

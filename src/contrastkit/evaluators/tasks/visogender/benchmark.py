@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from contrastkit import __version__
 from contrastkit.errors import DataFormatError
@@ -63,6 +63,7 @@ from contrastkit.results.visogender import (
 )
 
 if TYPE_CHECKING:
+    from contrastkit.evaluators.metrics import CutoffWarning
     from contrastkit.evaluators.tasks.visogender.settings import EvalConfig
 
 __all__ = [
@@ -158,7 +159,7 @@ _SECTION_WORDS = {
 
 def retrieval_warnings(
     records: Sequence[Mapping[str, Any]], ks: Sequence[int]
-) -> list[dict[str, Any]]:
+) -> list[CutoffWarning]:
     """The ``warnings`` of a benchmark: one for every retrieval K at or above the number
     of images of some occupation's query, per context
     (:func:`~contrastkit.evaluators.metrics.cutoff_warnings`; e.g. Bias@10 on the 10
@@ -166,7 +167,7 @@ def retrieval_warnings(
     from contrastkit.evaluators.metrics import cutoff_warnings
 
     groups = by_query(records)
-    found: list[dict[str, Any]] = []
+    found: list[CutoffWarning] = []
     for context, section in CONTEXT_SECTIONS.items():
         pools = {occ: len(group) for (ctx, occ), group in groups.items() if ctx == context.value}
         found += cutoff_warnings(ks, pools, section=section, label=_SECTION_WORDS[section])
@@ -400,7 +401,22 @@ def read_visogender_benchmark(path: str | Path) -> dict[str, Any]:
     return load_benchmark(path)[1]
 
 
-def headline(result: VisoGenderResult | Mapping[str, Any]) -> dict[str, Any]:
+class VisoGenderHeadline(TypedDict):
+    """The headline numbers of one VisoGender result (:func:`headline`): the figures
+    of each resolution split and of each retrieval metric as the file has them."""
+
+    model: str
+    random_weights: bool
+    weights_note: str | None
+    protocol: str | None
+    resolution_bias: dict[str, Mapping[str, object]]
+    retrieval_bias: dict[str, Mapping[str, object]]
+    retrieval_context: str | None
+    retrieval_flipped: dict[str, Mapping[str, object]]
+    warnings: list[Mapping[str, object]]
+
+
+def headline(result: VisoGenderResult | Mapping[str, Any]) -> VisoGenderHeadline:
     """The headline numbers of one benchmark result: the model, whether its weights are
     random (and the note saying so), the resolution protocol
     (``None`` for a file written before protocols were recorded), the resolution bias of
