@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
@@ -125,7 +125,23 @@ def _typed(benchmark: ContrastResult | Mapping[str, Any]) -> ContrastResult:
     return ContrastResult.from_json(dict(benchmark))
 
 
-def contrast_headline(benchmark: ContrastResult | Mapping[str, Any]) -> dict[str, Any]:
+class ContrastHeadline(TypedDict):
+    """The headline numbers of a contrast-set result (:func:`contrast_headline`)."""
+
+    task: str
+    model: str
+    data: str | tuple[str, ...] | None
+    dataset: Mapping[str, Any] | None
+    random_weights: bool
+    weights_note: str | None
+    images: int | None
+    queries: int | None
+    retrieval: dict[str, Mapping[str, object]]
+    pairs: Mapping[str, object] | None
+    warnings: list[Mapping[str, object]]
+
+
+def contrast_headline(benchmark: ContrastResult | Mapping[str, Any]) -> ContrastHeadline:
     """The headline numbers of a contrast-set result (``contrastkit report --json``):
     ``task`` (``contrast``), ``model``, ``data``, ``dataset``, ``random_weights``,
     ``weights_note``, ``images``, ``queries``, ``retrieval`` (each Bias@K and MaxSkew@K

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from contrastkit.results.base import Node
 from contrastkit.results.decisions import DecisionFigures, DecisionsResult
@@ -62,7 +62,21 @@ def as_decisions_result(result: DecisionsResult | Mapping[str, Any]) -> Decision
     return DecisionsResult.from_json(dict(result))
 
 
-def decisions_headline(result: DecisionsResult | Mapping[str, Any]) -> dict[str, Any]:
+class DecisionsHeadline(TypedDict):
+    """The console headline of a decisions result (:func:`decisions_headline`)."""
+
+    task: str
+    model: str
+    data: str
+    random_weights: bool
+    weights_note: str | None
+    sources: int
+    figures: dict[str, float | Mapping[str, object] | None]
+    figure_notes: dict[str, str]
+    warnings: list[str]
+
+
+def decisions_headline(result: DecisionsResult | Mapping[str, Any]) -> DecisionsHeadline:
     """The console headline: the model, data and sources, as ``figures`` (name ->
     value, with ``NAME_ci`` intervals beside) the flip rate of each family under each
     scoring mode and ``B_ovl``, and the result's ``warnings`` (answers that never

@@ -4,7 +4,7 @@ side by side, and the console headline."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from contrastkit.evaluators.report.tables import format_interval
 from contrastkit.evaluators.tasks.gendered_words.result import GenderedWordsResult, VersionRates
@@ -96,19 +96,39 @@ def comparison(results: Sequence[GenderedWordsResult]) -> str:
     return "\n".join(lines)
 
 
-def headline(result: GenderedWordsResult) -> dict[str, Any]:
+class GenderedWordsHeadline(TypedDict):
+    """The headline of a gendered-words result (:func:`headline`)."""
+
+    task: str
+    model: str
+    sources: int
+    random_weights: bool
+    masculine_version_masculine_words: float | None
+    masculine_version_feminine_words: float | None
+    feminine_version_masculine_words: float | None
+    feminine_version_feminine_words: float | None
+    flip_rate: float | None
+    follows_edit: float | None
+
+
+def _share(rates: VersionRates | None, key: str) -> float | None:
+    """The share ``key`` of one version's captions (``None`` without captions)."""
+    return getattr(rates, key) if rates else None
+
+
+def headline(result: GenderedWordsResult) -> GenderedWordsHeadline:
     """``task``, ``model``, ``sources``, ``random_weights``, and per version the shares
     with masculine / feminine words, the flip rate and the share following the edit."""
-    found: dict[str, Any] = {
+    masculine, feminine = result.masculine, result.feminine
+    return {
         "task": result.task, "model": result.model, "sources": result.items,
         "random_weights": result.random_weights,
+        "masculine_version_masculine_words": _share(masculine, "masculine_words"),
+        "masculine_version_feminine_words": _share(masculine, "feminine_words"),
+        "feminine_version_masculine_words": _share(feminine, "masculine_words"),
+        "feminine_version_feminine_words": _share(feminine, "feminine_words"),
+        "flip_rate": result.flip_rate, "follows_edit": result.follows_edit,
     }  # fmt: skip
-    for version in ("masculine", "feminine"):
-        rates = getattr(result, version)
-        for key in ("masculine_words", "feminine_words"):
-            found[f"{version}_version_{key}"] = getattr(rates, key) if rates else None
-    found.update(flip_rate=result.flip_rate, follows_edit=result.follows_edit)
-    return found
 
 
 def figure(result: GenderedWordsResult) -> Figure:

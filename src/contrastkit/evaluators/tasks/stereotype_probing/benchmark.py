@@ -40,7 +40,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -242,14 +242,57 @@ def read_stereotype_benchmark(path: Path) -> dict[str, Any] | None:
     return data
 
 
-def stereotype_headline(benchmark: Mapping[str, Any]) -> dict[str, Any]:
+class ShiftingHeadline(TypedDict):
+    """A shifting score in the headline: how many pairs, the mean and the share of
+    positive shifts."""
+
+    n: int | None
+    mean: float | None
+    share_positive: float | None
+
+
+class _StereotypeRun(TypedDict):
+    task: str
+    model: str | None
+    data: list[str] | None
+    random_weights: bool
+    weights_note: str | None
+    images: int | None
+
+
+class StereotypeHeadline(_StereotypeRun, total=False):
+    """The headline of a stereotype-probing benchmark (:func:`stereotype_headline`);
+    ``vlrs``, ``vlbs``, ``ivlas``, ``lmss`` and ``vlss`` always follow the run's keys
+    (added in that order), each ``NAME_ci`` (the interval as the file has it) after its
+    figure where the benchmark has one."""
+
+    vlrs: float | None
+    vlrs_ci: Mapping[str, object]
+    vlbs: float | None
+    vlbs_ci: Mapping[str, object]
+    ivlas: float | None
+    ivlas_ci: Mapping[str, object]
+    lmss: ShiftingHeadline
+    vlss: ShiftingHeadline
+
+
+def _shifting(figures: Mapping[str, Any]) -> ShiftingHeadline:
+    """The headline entry of one shifting score's figures."""
+    return {
+        "n": figures.get("n"),
+        "mean": figures.get("mean"),
+        "share_positive": figures.get("share_positive"),
+    }
+
+
+def stereotype_headline(benchmark: Mapping[str, Any]) -> StereotypeHeadline:
     """The headline numbers (``contrastkit report --json``, ``evaluate --json``):
     ``task``, ``model``, ``data``, ``random_weights``, ``weights_note``, ``images``,
     ``vlrs`` / ``vlbs`` / ``ivlas`` (overall, with ``_ci``), ``lmss`` and ``vlss``
     (``n``, ``mean``, ``share_positive``)."""
     overall = benchmark["summary"]["overall"]
     shifting = benchmark["shifting"]
-    headline = {
+    headline: StereotypeHeadline = {
         "task": TASK,
         "model": benchmark.get("model"),
         "data": benchmark.get("data"),
@@ -257,10 +300,15 @@ def stereotype_headline(benchmark: Mapping[str, Any]) -> dict[str, Any]:
         "weights_note": benchmark.get("weights_note"),
         "images": overall.get("n"),
     }
-    for key in ("vlrs", "vlbs", "ivlas"):
-        headline[key] = overall.get(key)
-        if f"{key}_ci" in overall:
-            headline[f"{key}_ci"] = overall[f"{key}_ci"]
-    for key in ("lmss", "vlss"):
-        headline[key] = {k: shifting[key].get(k) for k in ("n", "mean", "share_positive")}
+    headline["vlrs"] = overall.get("vlrs")
+    if "vlrs_ci" in overall:
+        headline["vlrs_ci"] = overall["vlrs_ci"]
+    headline["vlbs"] = overall.get("vlbs")
+    if "vlbs_ci" in overall:
+        headline["vlbs_ci"] = overall["vlbs_ci"]
+    headline["ivlas"] = overall.get("ivlas")
+    if "ivlas_ci" in overall:
+        headline["ivlas_ci"] = overall["ivlas_ci"]
+    headline["lmss"] = _shifting(shifting["lmss"])
+    headline["vlss"] = _shifting(shifting["vlss"])
     return headline

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from contrastkit.results.zero_shot import ConceptDisparity, ZeroShotResult
 from contrastkit.text import UNDEFINED, escape_cell, format_number, table_header, table_row
@@ -136,7 +136,45 @@ def _largest(result: ZeroShotResult, n: int) -> list[ConceptDisparity]:
     return [c for c in result.concepts if c.ap_diff is not None][:n]
 
 
-def zero_shot_headline(result: ZeroShotResult) -> dict[str, Any]:
+class LargestGap(TypedDict):
+    """One of the largest AP gaps of a zero-shot headline."""
+
+    concept: str
+    ap_diff: float | None
+    ap_diff_ci: list[float | None] | None
+
+
+class _ZeroShotFigures(TypedDict):
+    task: str
+    model: str | None
+    data: str
+    layout: str | None
+    split: str | None
+    random_weights: bool
+    weights_note: str | None
+    images: dict[str, int] | None
+    concepts: int
+    map_men: float | None
+    map_women: float | None
+    map_difference: float | None
+    map_difference_ci: list[float] | None
+    ap_gaps_favouring_men: int
+    ap_gaps_favouring_women: int
+    ap_gaps_with_interval: int
+    largest_ap_gaps: list[LargestGap]
+    calibration: bool
+
+
+class ZeroShotHeadline(_ZeroShotFigures, total=False):
+    """What ``contrastkit report --json`` prints for one zero-shot result
+    (:func:`zero_shot_headline`); the ECE gaps only where ECE was computed."""
+
+    ece_gaps_favouring_men: int
+    ece_gaps_favouring_women: int
+    ece_gaps_with_interval: int
+
+
+def zero_shot_headline(result: ZeroShotResult) -> ZeroShotHeadline:
     """What ``contrastkit report --json`` prints for one result: ``task``, ``model``
     (the label: a model spec or ``predictions:FILE``), the data, ``random_weights``,
     the images per group, the concepts, the mAP per group and their difference (with
@@ -147,7 +185,7 @@ def zero_shot_headline(result: ZeroShotResult) -> dict[str, Any]:
     gaps = ap_gaps(result)
     ece = ece_gaps(result)
     difference_ci = _map_ci(result, "difference")
-    found: dict[str, Any] = {
+    found: ZeroShotHeadline = {
         "task": result.task,
         "model": result.label or result.model,
         "data": result.data.path,
@@ -172,10 +210,9 @@ def zero_shot_headline(result: ZeroShotResult) -> dict[str, Any]:
         "calibration": ece is not None,
     }  # fmt: skip
     if ece is not None:
-        found.update(
-            ece_gaps_favouring_men=ece.men, ece_gaps_favouring_women=ece.women,
-            ece_gaps_with_interval=ece.tested,
-        )  # fmt: skip
+        found["ece_gaps_favouring_men"] = ece.men
+        found["ece_gaps_favouring_women"] = ece.women
+        found["ece_gaps_with_interval"] = ece.tested
     return found
 
 
