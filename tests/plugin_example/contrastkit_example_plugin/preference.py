@@ -17,7 +17,7 @@ import csv
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from contrastkit import extend
 from contrastkit.extend import ConfigError, DataFormatError
@@ -30,6 +30,13 @@ QUESTION = "Which caption describes the image?"
 
 def is_caption_pairs(path: Path) -> bool:
     return Path(path).is_dir() and (Path(path) / FILE).is_file()
+
+
+#: The headline ``evaluate --json`` and ``report --json`` print for a model.
+PreferenceHeadline = TypedDict(
+    "PreferenceHeadline",
+    {"task": str, "model": str, "images": int, "masculine preferred": float | None},
+)
 
 
 KIND = extend.DatasetKind(
@@ -178,7 +185,7 @@ class CaptionPreference(extend.Task[PreferenceSettings, PreferenceResult]):
             lines.append(f"| `{r.model}` | {r.items} | {share} |")
         return "\n".join(lines) + "\n"
 
-    def headline(self, result: PreferenceResult) -> Mapping[str, Any]:
+    def headline(self, result: PreferenceResult) -> PreferenceHeadline:
         return {"task": NAME, "model": result.model, "images": result.items,
                 "masculine preferred": result.masculine_preferred}  # fmt: skip
 
