@@ -38,7 +38,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -100,6 +100,25 @@ __all__ = [
 ]
 
 
+class ApDifference(TypedDict):
+    """One of the largest AP differences of a :class:`DisparitySummary`."""
+
+    concept: str
+    ap_diff: float | None
+
+
+class DisparitySummary(TypedDict):
+    """The headline numbers of a zero-shot analysis (:attr:`ZeroShotDisparityResult.summary`)."""
+
+    images: dict[str, int] | None
+    concepts: int | None
+    map: Mapping[str, object]
+    top_ap_differences: list[ApDifference]
+    calibration: bool
+    random_weights: bool | None
+    cache: Mapping[str, object] | None
+
+
 @dataclass(frozen=True)
 class ZeroShotDisparityResult:
     """What :func:`zero_shot_disparity` wrote and found.
@@ -122,7 +141,7 @@ class ZeroShotDisparityResult:
         return self.result.to_json()
 
     @property
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> DisparitySummary:
         """Headline numbers: counts, mAP per group, the largest AP differences."""
         r = self.result
         counts, calibration = required(r.counts, "counts"), required(r.calibration, "calibration")

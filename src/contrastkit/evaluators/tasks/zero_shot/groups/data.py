@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from contrastkit.errors import DataFormatError
 from contrastkit.evaluators.tasks.zero_shot.groups.tables import GROUPS
@@ -234,9 +234,23 @@ def image_records(
     return records
 
 
+class CountSummary(TypedDict):
+    """What a reading read and dropped (:func:`count_summary`)."""
+
+    images_read: int
+    images: dict[str, int]
+    images_kept: int
+    dropped: dict[str, int]
+    without_concept: int
+    images_without_concepts: str
+    concepts_seen: int
+    concepts_kept: int
+    filter_split: str | None
+
+
 def count_summary(
     scan: Scan, records: Sequence[ImageRecord], concept_filter: ConceptFilter, without: str
-) -> dict[str, Any]:
+) -> CountSummary:
     """The :attr:`GroupedData.counts` of a reading."""
     per_group = Counter(record.group for record in records)
     dropped = scan.dropped
