@@ -57,7 +57,10 @@ from contrastkit.errors import ConfigError
 from contrastkit.evaluators.metrics import Summary, retrieval_metrics_batch, summarize
 
 __all__ = [
+    "BalancedSet",
+    "Baselines",
     "Cutoffs",
+    "ModelBaselines",
     "QueryOwners",
     "RunStatistics",
     "balanced_subsample",
@@ -323,6 +326,46 @@ class RunStatistics(TypedDict):
     mean: float
     std: float
     runs: list[float]
+
+
+class _ModelOriginal(TypedDict):
+    original: dict[str, Summary]
+
+
+class ModelBaselines(_ModelOriginal, total=False):
+    """One model's baselines: each metric on the data as is (``original``) and, with
+    balanced subsamples, over them (``balanced``)."""
+
+    balanced: dict[str, RunStatistics]
+
+
+class BalancedSet(TypedDict):
+    """One balanced subsample: its number, its images and how many of each label."""
+
+    run: int
+    images: int
+    masculine: int
+    feminine: int
+    undefined: int
+
+
+class _BaselineSets(TypedDict):
+    ks_bias: list[int]
+    ks_skew: list[int]
+    queries: int
+    labelled_images: int
+    ranked_images: int
+    models: dict[str, ModelBaselines]
+
+
+class Baselines(_BaselineSets, total=False):
+    """The ``baselines`` section of ``audit.json``: the cut-offs, what was ranked and
+    each model's figures; the weights notes and fitted CLIP-clip files where there are
+    any, and the balanced subsamples where the audit drew them."""
+
+    weights_notes: dict[str, str]
+    clip_clip_files: dict[str, str]
+    balanced_sets: list[BalancedSet]
 
 
 def run_statistics(runs: Sequence[Mapping[str, Summary]]) -> dict[str, RunStatistics]:

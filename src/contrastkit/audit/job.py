@@ -33,6 +33,8 @@ import numpy as np
 
 from contrastkit import __version__
 from contrastkit.audit.baselines import (
+    BalancedSet,
+    Baselines,
     Cutoffs,
     QueryOwners,
     balanced_subsample,
@@ -315,7 +317,7 @@ def _score_set(
     return result
 
 
-def _baselines(data: AuditData, config: AuditConfig, say: Callable[[str], None]) -> dict[str, Any]:
+def _baselines(data: AuditData, config: AuditConfig, say: Callable[[str], None]) -> Baselines:
     from contrastkit.audit.clipclip import PREFIX
 
     embedded = []
@@ -331,7 +333,7 @@ def _baselines(data: AuditData, config: AuditConfig, say: Callable[[str], None])
     say("scoring the baselines on the data as is")
     original = _score_set(data, everything, config, np.random.default_rng(config.seed), embedded)
     models = list(original)
-    result: dict[str, Any] = {
+    result: Baselines = {
         "ks_bias": list(config.ks_bias),
         "ks_skew": list(config.ks_skew),
         "queries": int(_RetrievalSet.of(data, everything).query_groups.size),
@@ -356,7 +358,7 @@ def _baselines(data: AuditData, config: AuditConfig, say: Callable[[str], None])
         return result
     labels = data.labels
     runs: list[dict[str, dict[str, Summary]]] = []
-    sets = []
+    sets: list[BalancedSet] = []
     for run in range(config.runs):
         say(f"scoring balanced subsample {run + 1} of {config.runs}")
         chosen = balanced_subsample(labels, np.random.default_rng((config.seed, run)))
@@ -365,7 +367,9 @@ def _baselines(data: AuditData, config: AuditConfig, say: Callable[[str], None])
             {
                 "run": run,
                 "images": int(chosen.size),
-                **{g: chosen_labels.count(g) for g in ("masculine", "feminine", "undefined")},
+                "masculine": chosen_labels.count("masculine"),
+                "feminine": chosen_labels.count("feminine"),
+                "undefined": chosen_labels.count("undefined"),
             }
         )
         runs.append(
