@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from enum import Enum
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from contrastkit.errors import DataFormatError
 from contrastkit.schema import Context, Gender, VisoGenderRow
@@ -186,6 +186,15 @@ class Prompt:
     """The question alone, without the lettered options and the instruction."""
 
 
+class Decoding(TypedDict):
+    """How answers are decoded: greedily (``do_sample`` false, ``num_beams`` 1), with at
+    most ``max_new_tokens`` new tokens."""
+
+    max_new_tokens: int
+    do_sample: bool
+    num_beams: int
+
+
 @dataclass(frozen=True)
 class Questions:
     """The question templates, read and checked (:func:`load_questions`)."""
@@ -289,13 +298,13 @@ def is_refusal(text: str, refusals: Sequence[re.Pattern[str]]) -> bool:
     return any(pattern.search(window) for pattern in refusals)
 
 
-def _decoding(given: Any, where: str) -> dict[str, Any]:
+def _decoding(given: Any, where: str) -> Decoding:
     """The templates' ``decoding`` over the defaults: greedy, at least one new token."""
-    decoding: dict[str, Any] = {"max_new_tokens": 16, "do_sample": False, "num_beams": 1}
+    defaults: Decoding = {"max_new_tokens": 16, "do_sample": False, "num_beams": 1}
     given = given or {}
-    if not isinstance(given, dict) or set(given) - set(decoding):
-        raise DataFormatError(where, None, "decoding", f"takes {', '.join(decoding)}")
-    decoding.update(given)
+    if not isinstance(given, dict) or set(given) - set(defaults):
+        raise DataFormatError(where, None, "decoding", f"takes {', '.join(defaults)}")
+    decoding = {**defaults, **given}
     tokens = decoding["max_new_tokens"]
     if not isinstance(tokens, int) or isinstance(tokens, bool) or not 1 <= tokens <= MAX_NEW_TOKENS:
         raise DataFormatError(
@@ -306,7 +315,11 @@ def _decoding(given: Any, where: str) -> dict[str, Any]:
         raise DataFormatError(
             where, None, "decoding", "answers are decoded greedily: do_sample false, num_beams 1"
         )
-    return decoding
+    return {
+        "max_new_tokens": tokens,
+        "do_sample": decoding["do_sample"],
+        "num_beams": decoding["num_beams"],
+    }
 
 
 def _refusals(patterns: Any, where: str) -> list[re.Pattern[str]]:
