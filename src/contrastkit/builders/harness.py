@@ -93,6 +93,7 @@ from contrastkit.builders.harness_questions import (
     QUESTIONS_FILE,
     ImageFinder,
     QuestionSet,
+    SkippedQuestion,
     contrast_set,
     decision_set,
     probe_set,
@@ -257,7 +258,7 @@ class HarnessExportResult:
     set_kind: str
     files: list[str]
     items: dict[str, int]
-    skipped: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[SkippedQuestion] = field(default_factory=list)
     datasets: dict[str, str] = field(default_factory=dict)
     weights_note: str | None = None
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 from urllib.parse import urlparse
 
 from contrastkit.errors import DataFormatError
@@ -35,6 +35,7 @@ __all__ = [
     "ImageFinder",
     "Question",
     "QuestionSet",
+    "SkippedQuestion",
     "contrast_set",
     "decision_set",
     "probe_set",
@@ -75,6 +76,18 @@ class Question:
     annotations: dict[str, Any]
 
 
+class _SkippedRow(TypedDict):
+    row: str
+    reason: str
+
+
+class SkippedQuestion(_SkippedRow, total=False):
+    """A row left out of a question set: the row and why, and where it has one the
+    image it lacks (``url``)."""
+
+    url: str
+
+
 @dataclass
 class QuestionSet:
     """The questions of one set: its kind (``visogender``, ``contrast``, ``decisions``,
@@ -84,7 +97,7 @@ class QuestionSet:
 
     kind: str
     questions: list[Question]
-    skipped: list[dict[str, Any]]
+    skipped: list[SkippedQuestion]
     wording: str
     task: str | None = None
 
@@ -238,7 +251,7 @@ def visogender_set(paths: Sequence[Path], images: ImageFinder, skip_missing: boo
     """The pronoun questions of VisoGender TSVs, folders of them or ``export visogender``
     folders: one per image and caption template."""
     questions: list[Question] = []
-    skipped: list[dict[str, Any]] = []
+    skipped: list[SkippedQuestion] = []
     seen: set[str] = set()
     for row, image_id, loader, why, where in _visogender_rows(paths, images):
         row_id = f"{row.context.value}:{row.idx}"
@@ -320,7 +333,7 @@ def contrast_set(folder: Path) -> QuestionSet:
         versions.setdefault(str(record["source_id"]), {})[gender] = index
     refs = DatasetImage.column_of(dataset, "image")
     questions: list[Question] = []
-    skipped: list[dict[str, Any]] = []
+    skipped: list[SkippedQuestion] = []
     for index, (record, gender) in enumerate(zip(records, genders, strict=True)):
         source = str(record["source_id"])
         own = versions[source]
@@ -382,7 +395,7 @@ def decision_set(folder: Path, path: Path | None) -> QuestionSet:
             raise DataFormatError(folder, None, column, "a contrast set needs this column")
     genders = _labels(dataset, "gender")
     versions: dict[str, dict[str, int]] = {}
-    skipped: list[dict[str, Any]] = []
+    skipped: list[SkippedQuestion] = []
     for index, (source, gender) in enumerate(zip(dataset["source_id"], genders, strict=True)):
         taken = versions.setdefault(str(source), {})
         if gender in taken or gender not in ("masculine", "feminine"):
@@ -436,7 +449,7 @@ def probe_set(path: Path, images: ImageFinder, skip_missing: bool) -> QuestionSe
 
     rows = load_probe_set(path)
     questions: list[Question] = []
-    skipped: list[dict[str, Any]] = []
+    skipped: list[SkippedQuestion] = []
     datasets: dict[tuple[str, str | None], list[Any]] = {}
     for row in rows:
         loader: Callable[[], Any] | None = None

@@ -14,7 +14,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from contrastkit.builders.harness_questions import ImageFinder, Question, QuestionSet
+from contrastkit.builders.harness_questions import (
+    ImageFinder,
+    Question,
+    QuestionSet,
+    SkippedQuestion,
+)
 from contrastkit.errors import DataFormatError
 
 __all__ = ["TaskQuestions", "task_set"]
@@ -132,7 +137,7 @@ def task_set(
         return None
     name, pairs = found
     questions: list[Question] = []
-    skipped: list[dict[str, Any]] = []
+    skipped: list[SkippedQuestion] = []
     for item, question in pairs:
         loader, image_id, why = _task_image(item, question.image, images)
         if loader is None:
