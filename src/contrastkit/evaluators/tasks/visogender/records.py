@@ -24,12 +24,9 @@ class MultipleChoiceScores(TypedDict):
     reversed_scores: dict[str, float]
 
 
-class ResolutionRecord(TypedDict):
-    """One line of ``raw_resolution.jsonl`` (:func:`.resolution.case_record`): the case's
-    image and annotations, the right answer (``target``), every candidate's score by
-    gender name and the his / her argmax (``predicted``); ``predicted_with_neutral`` (the
-    his / her / their argmax) when "their" was scored, ``multiple_choice`` for a
-    multiple-choice VLM and ``harness_index`` for a harness's answer."""
+class _Row(TypedDict):
+    """What every raw record of a VisoGender run names: its part (``task``), the model,
+    its key, and the image with its row's annotations."""
 
     task: str
     model: str
@@ -37,14 +34,23 @@ class ResolutionRecord(TypedDict):
     idx: str
     image: str
     context: str
-    template: str
     sector: str
     specialisation: str
     occupation: str
+    cell: str
+
+
+class ResolutionRecord(_Row):
+    """One line of ``raw_resolution.jsonl`` (:func:`.resolution.case_record`): the case's
+    image and annotations, the right answer (``target``), every candidate's score by
+    gender name and the his / her argmax (``predicted``); ``predicted_with_neutral`` (the
+    his / her / their argmax) when "their" was scored, ``multiple_choice`` for a
+    multiple-choice VLM and ``harness_index`` for a harness's answer."""
+
+    template: str
     noun: str
     occupation_gender: str
     participant_gender: str | None
-    cell: str
     target: str
     scores: dict[str, float]
     predicted: str | None
@@ -53,45 +59,25 @@ class ResolutionRecord(TypedDict):
     harness_index: NotRequired[int]
 
 
-class RetrievalRecord(TypedDict):
+class RetrievalRecord(_Row):
     """One line of ``raw_retrieval.jsonl`` (:func:`.retrieval.query_record`): an image, its
     occupation's ``query``, the image's ``label`` (the perceived gender of the
     occupation's person) and its ``score`` for the query."""
 
-    task: str
-    model: str
-    key: str
-    idx: str
-    image: str
-    context: str
-    sector: str
-    specialisation: str
-    occupation: str
     query: str
     label: str
-    cell: str
     score: float
 
 
-class FlippedRecord(TypedDict):
+class FlippedRecord(_Row):
     """One line of ``raw_retrieval_flipped.jsonl`` (:func:`.flipped.flipped_record`): an
     OP image, its occupation's participant-subject ``query``, the participant's perceived
     gender (``label``), the occupation's (``occupation_label``) and the image's
     ``score``."""
 
-    task: str
-    model: str
-    key: str
-    idx: str
-    image: str
-    context: str
     template: str
-    sector: str
-    specialisation: str
-    occupation: str
     participant: str
     query: str
     label: str
     occupation_label: str
-    cell: str
     score: float
