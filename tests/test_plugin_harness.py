@@ -49,6 +49,15 @@ def export(site: Path, data: Path, out: Path, harness: str) -> dict[str, Any]:
     return json.loads(run.stdout)  # type: ignore[no-any-return]
 
 
+@pytest.fixture(scope="module")
+def vlmevalkit(site: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """The caption-pairs folder exported for VLMEvalKit once (its folder and what
+    ``export harness --json`` said), read by the tests that answer it."""
+    folder = tmp_path_factory.mktemp("vlmevalkit")
+    out = folder / "vlm"
+    return out, export(site, caption_pairs(folder / "pairs"), out, "vlmevalkit")
+
+
 def letter(item: KeyItem, label: str) -> str:
     return next(letter for letter, mine in item.labels.items() if mine == label)
 
@@ -152,11 +161,12 @@ def test_a_plugin_task_round_trips_through_lmms_eval(
 
 
 def test_a_plugin_task_round_trips_through_vlmevalkit(
-    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    site: Path,
+    vlmevalkit: tuple[Path, dict[str, Any]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    data = caption_pairs(tmp_path / "pairs")
-    out = tmp_path / "vlm"
-    exported = export(site, data, out, "vlmevalkit")
+    out, exported = vlmevalkit
     assert "contrastkit_caption_pairs.tsv" in exported["files"]
     key = read_key(out)
     items = split_items(key, "main")
@@ -172,12 +182,12 @@ def test_a_plugin_task_round_trips_through_vlmevalkit(
     check_result(site, results, "harness:llava", monkeypatch)
 
 
-def test_without_the_plugin_its_export_is_not_read_back(site: Path, tmp_path: Path) -> None:
+def test_without_the_plugin_its_export_is_not_read_back(
+    vlmevalkit: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
     """The key names the task; without the plugin that provides it the answers are
     refused, naming it."""
-    data = caption_pairs(tmp_path / "pairs")
-    out = tmp_path / "vlm"
-    export(site, data, out, "vlmevalkit")
+    out, _ = vlmevalkit
     [item, *_] = split_items(read_key(out), "main")
     predictions = tmp_path / "m_contrastkit_caption_pairs.tsv"
     pd.DataFrame([{"index": item.index, "prediction": "A"}]).to_csv(
