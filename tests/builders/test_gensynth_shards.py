@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,37 +79,48 @@ def test_two_concurrent_shards_one_killed_and_rerun_merge_to_the_single_worker_b
 
     out = tmp_path / "sharded"
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-
-    def worker(k: int) -> subprocess.Popen[bytes]:
-        command = _cli(out, coco_dir, tiny_editor_dir, tiny_clip_spec, "--shard", f"{k}/2")
-        return subprocess.Popen(
-            [sys.executable, "-m", "contrastkit", *command],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        )  # fmt: skip
-
     # The two sources split between the shards (SHA-256 of "1", "2" mod 2).
     assert [shard_number(s, 2) for s in "12"] == [2, 1]
-    first, second = worker(1), worker(2)
-    try:
-        manifest = Shard(2, 2).folder(out) / "manifest.jsonl"
+    # Shard 2/2 runs in a process of its own, SIGKILLed (by a thread of this process)
+    # once it has finished an edit; shard 1/2 runs meanwhile in this process (whose
+    # imports are done), started once shard 2/2 has locked its folder.
+    command = _cli(out, coco_dir, tiny_editor_dir, tiny_clip_spec, "--shard", "2/2")
+    second = subprocess.Popen(
+        [sys.executable, "-m", "contrastkit", *command],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    manifest = Shard(2, 2).folder(out) / "manifest.jsonl"
+
+    def kill_after_the_first_edit() -> None:
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and second.poll() is None:
             if manifest.exists() and manifest.read_text().count("\n") >= 1:
                 break
             time.sleep(0.02)
         second.send_signal(signal.SIGKILL)
-        second.wait()
-        stdout, stderr = first.communicate(timeout=300)
+
+    killer = threading.Thread(target=kill_after_the_first_edit, daemon=True)
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and second.poll() is None:
+            if manifest.parent.exists():  # shard 2/2 has started its edit stage
+                break
+            time.sleep(0.02)
+        killer.start()
+        first = runner.invoke(
+            app, _cli(out, coco_dir, tiny_editor_dir, tiny_clip_spec, "--shard", "1/2")
+        )
+        killer.join(timeout=300)
+        second.communicate(timeout=300)
     finally:
-        for process in (first, second):
-            if process.poll() is None:
-                process.kill()
-                process.wait()
+        if second.poll() is None:
+            second.kill()
+            second.communicate()
     assert second.returncode == -signal.SIGKILL, "shard 2/2 finished before it was killed"
     killed = [r.edit_id for r in Manifest(Shard(2, 2).folder(out)).read()]  # finished ones
     assert 1 <= len(killed) < 8
-    assert first.returncode == 0, stderr.decode()
-    shown = " ".join(stdout.decode().split())
+    assert first.exit_code == 0, first.output
+    shown = " ".join(first.stdout.split())
     assert "shard 1/2: 1 source, 8 edits planned, 8 made" in shown
     assert "contrastkit build merge" in shown and "--stage filter" in shown
 
