@@ -68,18 +68,33 @@ def dataset(server: LoopbackServer, folder: Path) -> list[Path]:
     return [folder / "oo.tsv", folder / "op.tsv"]
 
 
-def run_cli(files: list[Path], out: Path, *engine: str) -> dict[str, Any]:
-    """``contrastkit urls check`` in a process of its own (a real CLI run, with a timeout)."""
+def arguments(files: list[Path], out: Path, *engine: str) -> list[str]:
+    """``urls check`` of ``files`` against the loopback hosts, into ``out``."""
     network = ["--allow-network", "127.0.0.0/8", "--retries", "0", "--timeout", "5"]
     for host in HOSTS:
         network += ["--resolve", f"{host}:127.0.0.1"]
-    command = [sys.executable, "-m", "contrastkit", "urls", "check", *map(str, files),
-               "--json", "--store", str(out / "store"), "--results", str(out / "results.jsonl"),
-               *network, *engine]  # fmt: skip
+    return ["urls", "check", *map(str, files), "--json", "--store", str(out / "store"),
+            "--results", str(out / "results.jsonl"), *network, *engine]  # fmt: skip
+
+
+def report_of(stdout: str) -> dict[str, Any]:
+    report: dict[str, Any] = json.loads(stdout[stdout.index("{") :])
+    return report
+
+
+def run_cli(files: list[Path], out: Path, *engine: str) -> dict[str, Any]:
+    """``contrastkit urls check`` in a process of its own (a real CLI run, with a timeout)."""
+    command = [sys.executable, "-m", "contrastkit", *arguments(files, out, *engine)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=RAY_TIMEOUT)
     assert done.returncode == 1, done.stderr  # failing URLs and duplicates: exit code 1
-    report: dict[str, Any] = json.loads(done.stdout[done.stdout.index("{") :])
-    return report
+    return report_of(done.stdout)
+
+
+def run_here(files: list[Path], out: Path, *engine: str) -> dict[str, Any]:
+    """``contrastkit urls check`` in this process (the reference run of the local engine)."""
+    done = CliRunner().invoke(app, arguments(files, out, *engine))
+    assert done.exit_code == 1, done.output  # failing URLs and duplicates: exit code 1
+    return report_of(done.stdout)
 
 
 def timeless(record: dict[str, Any]) -> dict[str, Any]:
@@ -105,7 +120,7 @@ def test_engine_ray_gives_the_same_report_results_and_store_as_local(
 ) -> None:
     pytest.importorskip("ray", reason='needs Ray: pip install "contrastkit[ray]"')
     files = dataset(server, tmp_path / "data")
-    local = run_cli(files, tmp_path / "local", "--engine", "local")
+    local = run_here(files, tmp_path / "local", "--engine", "local")
     hits = sum(server.hits.values())
     ray = run_cli(files, tmp_path / "ray", "--engine", "ray")  # starts and stops its own Ray
     assert sum(server.hits.values()) > hits  # the Ray run fetched the URLs itself
