@@ -37,7 +37,7 @@ SMOKE: dict[str, list[list[str]]] = {
     "knn.py": [["--sizes", "2000", "--max-queries", "100"]],
     "precision.py": [["--smoke"]],
     "scale.py": [["--part", "select", "export", "writer", "project", "--sizes", "32",
-                  "--quality-sample", "16", "--image-size", "16", "--cost-edits", "4"]],
+                  "--quality-sample", "16", "--image-size", "16", "--cost-edits", "1"]],
     "startup.py": [["--runs", "1"]],
     "storage.py": [["--smoke"]],
     "urls.py": [["--n", "40", "--sequential-n", "10", "--latency", "0.01", "--hosts", "2",
