@@ -334,3 +334,50 @@ def test_the_build_commands_pass_the_model_group_to_their_job(
         device="cpu", dtype="float32", batch_size=4, download=True, workers=0, decode="pil"
     )
     assert getattr(configs[1], field) == given
+
+
+def test_a_built_in_task_s_own_options_give_its_settings_class(
+    captured: list[Any], tmp_path: Path
+) -> None:
+    """`evaluate contrast` and `evaluate decisions` build their own options from their
+    settings classes: the values arrive as the task's settings (the shared --k copied
+    in), never in EvaluateConfig's deprecated fields."""
+    from contrastkit.evaluators.tasks.contrast_sets import ContrastTaskSettings
+    from contrastkit.evaluators.tasks.decision_probes import DecisionSettings
+
+    base = ["--data", "data", "--model", SPEC]
+    contrast = _config(captured, "contrast", *base, "--k", "3", "--contrast-metrics", "pairs")
+    assert contrast.task_settings == ContrastTaskSettings(ks=(3,), metrics="pairs")
+    assert contrast.contrast_metrics == "auto"  # the deprecated field is left alone
+    assert _config(captured, "contrast", *base, "--k", "2").task_settings == (
+        ContrastTaskSettings(ks=(2,))
+    )
+    decisions = _config(captured, "decisions", *base, "--decision-scoring", "generate",
+                        "--questions", "q.yaml")  # fmt: skip
+    assert decisions.task_settings == DecisionSettings(scoring="generate", questions=Path("q.yaml"))
+    assert (decisions.decision_scoring, decisions.questions) == ("both", None)
+    refused = runner.invoke(app, ["evaluate", "contrast", *base, "--contrast-metrics", "most"])
+    assert refused.exit_code == 2 and "contrast_metrics must be one of" in refused.output
+
+
+def test_auto_s_contrast_metrics_reach_a_contrast_set_and_are_refused_elsewhere(
+    captured: list[Any], tmp_path: Path, official_op: Path
+) -> None:
+    """`evaluate --data ...` keeps --contrast-metrics: on a contrast set it becomes the
+    contrast task's settings; on data another task reads, a value other than auto is
+    refused instead of silently ignored."""
+    from contrast_data import contrast_export
+    from contrastkit.evaluators.tasks.contrast_sets import ContrastTaskSettings
+
+    data = str(contrast_export(tmp_path / "set", sources=1))
+    args = ["--data", data, "--model", SPEC, "--out", str(tmp_path / "out"), "--k", "4"]
+    given = _config(captured, *args, "--contrast-metrics", "all")
+    assert given.task is None
+    assert given.task_settings == ContrastTaskSettings(ks=(4,), metrics="all")
+    assert _config(captured, *args).task_settings is None  # auto: the task's defaults
+    other = ["--data", str(official_op), "--model", SPEC, "--out", str(tmp_path / "out2")]
+    assert _config(captured, *other, "--contrast-metrics", "auto").task_settings is None
+    refused = runner.invoke(app, ["evaluate", *other, "--contrast-metrics", "pairs"])
+    assert refused.exit_code == 2, refused.output
+    assert "--contrast-metrics: only contrast sets have it" in refused.output
+    assert "visogender task" in refused.output

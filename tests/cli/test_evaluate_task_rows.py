@@ -12,6 +12,7 @@ from typing import Any
 import click
 import pytest
 import typer
+from typer.testing import CliRunner
 
 from contrastkit.cli import app
 from contrastkit.cli.evaluate import task_command
@@ -50,20 +51,23 @@ def test_the_built_in_rows_are_the_registrys_rows_in_the_tables_order() -> None:
 
 
 @pytest.mark.parametrize(
-    ("task", "folder", "dropped", "option"),
+    ("task", "folder", "option"),
     [
-        ("contrast", "contrast_sets", "contrast", "--contrast-metrics"),
-        ("decisions", "decision_probes", "decisions", "--decision-scoring"),
+        ("contrast", "contrast_sets", "--contrast-metrics"),
+        ("decisions", "decision_probes", "--decision-scoring"),
     ],
 )
-def test_a_change_of_the_task_folders_options_shows_in_its_command(
-    task: str, folder: str, dropped: str, option: str
+def test_a_change_of_the_task_folders_settings_shows_in_its_command(
+    task: str, folder: str, option: str
 ) -> None:
+    """The options are built from the task's settings class: a task folder whose class
+    has no fields has no such option (and keeps the shared groups)."""
     code = (
         "import importlib\n"
+        "from contrastkit.evaluators.engine import TaskSettings\n"
         f"folder = importlib.import_module('contrastkit.evaluators.tasks.{folder}')\n"
         "kind = type(folder.TASK)\n"
-        f"kind.options = tuple(o for o in kind.options if o != {dropped!r})\n"
+        "kind.settings = TaskSettings\n"
         "from typer.testing import CliRunner\n"
         "from contrastkit.cli import app\n"
         f"run = CliRunner().invoke(app, ['evaluate', {task!r}, '--help'])\n"
@@ -78,3 +82,5 @@ def test_a_change_of_the_task_folders_options_shows_in_its_command(
     )
     assert run.returncode == 0, run.stderr
     assert "--bootstrap" in run.stdout and option not in run.stdout
+    unchanged = CliRunner().invoke(app, ["evaluate", task, "--help"], env={"COLUMNS": "200"})
+    assert unchanged.exit_code == 0 and option in unchanged.output

@@ -31,6 +31,7 @@ from contrastkit.evaluators.contrast import (
     write_contrast_outputs,
 )
 from contrastkit.evaluators.job import EvaluateConfig, evaluate
+from contrastkit.evaluators.tasks.contrast_sets import ContrastTaskSettings
 from contrastkit.evaluators.tasks.stereotype import caption_scores
 from contrastkit.interfaces import CaptionScorer
 from contrastkit.models import load_model
@@ -244,8 +245,8 @@ def test_captioning_models_are_refused(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError, match=r"git:/no/such/model is a captioning model.*vlm:"):
         evaluate(config)  # refused before it would load (the folder does not exist)
-    with pytest.raises(ConfigError, match="contrast_metrics: must be auto, all or pairs"):
-        EvaluateConfig(data=("x",), models=("vlm:x",), out=tmp_path, contrast_metrics="some")
+    with pytest.raises(ConfigError, match="contrast_metrics must be one of auto, all, pairs"):
+        ContrastTaskSettings(metrics="some")
 
 
 def test_a_dual_encoder_defaults_to_every_metric_and_can_score_pairs_only(tmp_path: Path) -> None:

@@ -34,12 +34,19 @@ def _config(tmp_path: Path, **given: Any) -> EvaluateConfig:
     return EvaluateConfig(data=("set",), models=(SPEC,), out=tmp_path / "out", **given)
 
 
-def test_the_settings_are_the_shared_options(tmp_path: Path) -> None:
-    """--k and --contrast-metrics (EvaluateConfig.settings.ks, .contrast_metrics) are the
-    task's settings; ContrastTaskSettings given from Python are taken as they are."""
-    config = _config(tmp_path, settings=EvalConfig(ks=(2, 4)), contrast_metrics="pairs")
+def test_the_settings_are_the_task_s_own_and_the_shared_k(tmp_path: Path) -> None:
+    """ContrastTaskSettings given from Python are taken as they are; without them the
+    shared --k (EvaluateConfig.settings.ks) and the deprecated
+    EvaluateConfig.contrast_metrics (a DeprecationWarning) still give them, and the
+    deprecated field beside task_settings is refused (one would be ignored)."""
+    assert task_settings(CONTRAST, _config(tmp_path)) == ContrastTaskSettings()
+    shared = _config(tmp_path, settings=EvalConfig(ks=(2, 4)))
+    assert task_settings(CONTRAST, shared) == ContrastTaskSettings(ks=(2, 4))
+    with pytest.warns(DeprecationWarning, match="contrast_metrics is deprecated"):
+        config = _config(tmp_path, settings=EvalConfig(ks=(2, 4)), contrast_metrics="pairs")
     assert task_settings(CONTRAST, config) == ContrastTaskSettings(ks=(2, 4), metrics="pairs")
-    assert task_settings(CONTRAST, _config(tmp_path)).metrics == "auto"
+    with pytest.raises(ConfigError, match="contrast_metrics: deprecated, and ignored beside"):
+        _config(tmp_path, contrast_metrics="pairs", task_settings=ContrastTaskSettings())
     given = ContrastTaskSettings(ks=(3,), metrics="all")
     assert task_settings(CONTRAST, _config(tmp_path, task_settings=given)) is given
     with pytest.raises(ConfigError, match="takes ContrastTaskSettings, not TaskSettings"):

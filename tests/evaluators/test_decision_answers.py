@@ -22,6 +22,7 @@ from contrast_data import contrast_export
 from contrastkit.builders.export import build_weights
 from contrastkit.cli import app
 from contrastkit.evaluators.job import EvaluateConfig, evaluate
+from contrastkit.evaluators.tasks.decision_probes.task import DecisionSettings
 from contrastkit.harness_key import HarnessKey, KeyItem, read_key
 from contrastkit.models import families
 from contrastkit.results import DecisionsResult, load_result
@@ -143,7 +144,7 @@ def test_non_finite_letter_log_probabilities_are_no_choice_and_blank_no_figure(
     def run() -> Any:
         [entry] = evaluate(EvaluateConfig(
             data=(str(data),), models=("nonfinite:m",), out=out, task="decisions",
-            questions=questions, decision_scoring="logprob",
+            task_settings=DecisionSettings(scoring="logprob", questions=questions),
         )).evaluations  # fmt: skip
         return entry
 
@@ -211,7 +212,7 @@ def test_the_report_says_b_pair_and_b_ovl_are_fractions_where_genderbias_vl_has_
     data = contrast_export(tmp_path / "set", sources=1)
     [entry] = evaluate(EvaluateConfig(
         data=(str(data),), models=("nonfinite:m",), out=tmp_path / "o", task="decisions",
-        questions=questions, decision_scoring="logprob",
+        task_settings=DecisionSettings(scoring="logprob", questions=questions),
     )).evaluations  # fmt: skip
     report = entry.files["report"].read_text()
     b_ovl = report.index("B_ovl (GenderBias-VL, mean |B_pair|): 0.50")
@@ -341,7 +342,7 @@ def test_a_contrast_set_s_left_out_rows_are_counted_in_the_report(
     datasets.DatasetDict({"test": rows}).save_to_disk(str(folder / "saved" / "contrast"))
     [entry] = evaluate(EvaluateConfig(
         data=(str(folder),), models=("nonfinite:m",), out=tmp_path / "o", task="decisions",
-        questions=questions, decision_scoring="logprob",
+        task_settings=DecisionSettings(scoring="logprob", questions=questions),
     )).evaluations  # fmt: skip
     benchmark = json.loads(entry.files["benchmark"].read_text())
     assert benchmark["left_out"] == {"unpaired": 1, "extra_versions": 1}

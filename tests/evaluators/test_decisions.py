@@ -24,6 +24,7 @@ from contrastkit.evaluators import decision_metrics as dm
 from contrastkit.evaluators.bootstrap import resample_indices
 from contrastkit.evaluators.decisions import load_questions, parse_answer, parse_number
 from contrastkit.evaluators.job import EvaluateConfig, ReportConfig, compare_results, evaluate
+from contrastkit.evaluators.tasks.decision_probes.task import DecisionSettings
 from contrastkit.models import families
 from contrastkit.results import DecisionsResult, load_result
 from contrastkit.tiny.vlm import tiny_llava
@@ -254,7 +255,7 @@ def test_the_task_is_chosen_by_name_and_refuses_models_that_do_not_answer(
     with pytest.raises(ConfigError, match=r"task: must be None or one of .*'decisions'"):
         EvaluateConfig(data=("x",), models=("vlm:x",), out=tmp_path, task="decide")
     with pytest.raises(ConfigError, match="decision_scoring: must be both, logprob or generate"):
-        EvaluateConfig(data=("x",), models=("vlm:x",), out=tmp_path, decision_scoring="all")
+        DecisionSettings(scoring="all")
     data = contrast_export(tmp_path / "set", sources=1)
     config = EvaluateConfig(
         data=(str(data),), models=("open_clip:ViT-B-32/openai",), out=tmp_path / "o",
@@ -271,7 +272,7 @@ def test_report_compares_models(tmp_path: Path, planted: str) -> None:
     out = tmp_path / "out"
     evaluate(EvaluateConfig(
         data=(str(data),), models=(planted, "planted:other"), out=out, task="decisions",
-        questions=questions, decision_scoring="logprob",
+        task_settings=DecisionSettings(scoring="logprob", questions=questions),
     ))  # fmt: skip
     comparison = compare_results(
         ReportConfig(results=(out / "planted-stereotyped-feminine", out / "planted-other"))
@@ -329,7 +330,7 @@ def test_a_tiny_vlm_answers_from_python_in_one_mode(tmp_path: Path, tiny_vlm: st
     questions.write_text(SMALL_QUESTIONS)
     result = evaluate(EvaluateConfig(
         data=(str(data),), models=(tiny_vlm,), out=tmp_path / "o", task="decisions",
-        questions=questions, decision_scoring="generate",
+        task_settings=DecisionSettings(scoring="generate", questions=questions),
     ))  # fmt: skip
     [entry] = result.evaluations
     benchmark = json.loads(entry.files["benchmark"].read_text())
@@ -379,7 +380,7 @@ def test_a_rerun_reuses_the_answers_and_asks_again_only_what_changed(
         Counting.calls = 0
         config = EvaluateConfig(
             data=(str(data),), models=("counting:m",), out=out, task="decisions",
-            questions=questions,
+            task_settings=DecisionSettings(questions=questions),
         )  # fmt: skip
         [entry] = evaluate(config).evaluations
         return entry, Counting.calls

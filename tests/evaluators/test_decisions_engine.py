@@ -26,28 +26,40 @@ def test_the_folder_is_the_registered_decisions_task_in_the_built_in_place() -> 
     registered = tasks()
     row = registered["decisions"]
     assert row.protocol is DECISIONS and row.kind == "contrast"
-    assert row.options == ("decisions", "bootstrap")
+    assert row.options == ("bootstrap",) and row.settings is DecisionSettings
     names = list(registered)
     # after contrast, which reads the same kind (data of that kind still goes there)
     assert names.index("contrast") < names.index("decisions") < names.index("zero-shot")
 
 
-def test_its_settings_are_the_shared_options_and_its_own_are_refused(tmp_path: Path) -> None:
+def test_its_settings_are_its_own_and_the_deprecated_fields_still_give_them(
+    tmp_path: Path,
+) -> None:
     questions = tmp_path / "q.yaml"
+    given = DecisionSettings(scoring="generate", questions=str(questions))  # type: ignore[arg-type]
+    assert given.questions == questions and given.modes == ("generate",)
     config = EvaluateConfig(
-        data=("x",), models=("vlm:a/b",), out=tmp_path, task="decisions",
-        decision_scoring="generate", questions=questions,
-    )  # fmt: skip
-    settings = DECISIONS.settings_of(config)
-    assert settings == DecisionSettings(scoring="generate", questions=questions)
-    assert settings.modes == ("generate",)
+        data=("x",), models=("vlm:a/b",), out=tmp_path, task="decisions", task_settings=given
+    )
+    assert DECISIONS.settings_of(config) is given
     default = EvaluateConfig(data=("x",), models=("vlm:a/b",), out=tmp_path)
     assert DECISIONS.settings_of(default).modes == ("logprob", "generate")
-    given = EvaluateConfig(
-        data=("x",), models=("vlm:a/b",), out=tmp_path, task_settings=DecisionSettings()
+    with (
+        pytest.warns(DeprecationWarning, match="decision_scoring is deprecated"),
+        pytest.warns(DeprecationWarning, match="questions is deprecated"),
+    ):
+        old = EvaluateConfig(
+            data=("x",), models=("vlm:a/b",), out=tmp_path, task="decisions",
+            decision_scoring="generate", questions=questions,
+        )  # fmt: skip
+    assert DECISIONS.settings_of(old) == DecisionSettings(scoring="generate", questions=questions)
+    other = EvaluateConfig(
+        data=("x",), models=("vlm:a/b",), out=tmp_path, task_settings=TaskSettings()
     )
-    with pytest.raises(ConfigError, match="task_settings: task decisions has no settings"):
-        DECISIONS.settings_of(given)
+    with pytest.raises(ConfigError, match="task decisions takes DecisionSettings, not"):
+        DECISIONS.settings_of(other)
+    with pytest.raises(ConfigError, match="decision_scoring: must be both, logprob or generate"):
+        DecisionSettings(scoring=" all ")
 
 
 def test_a_model_that_does_not_answer_is_refused_in_the_tasks_words(tmp_path: Path) -> None:

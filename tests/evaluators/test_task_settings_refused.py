@@ -1,6 +1,6 @@
-"""Settings of a task written on the protocol given to a task that has none of its own
-are refused before anything loads: run with its defaults while the caller believes the
-settings were used, the result would be silently wrong."""
+"""Settings of another task given to a task are refused before anything loads: run with
+its defaults while the caller believes the settings were used, the result would be
+silently wrong."""
 
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ def test_decisions_refuses_another_tasks_settings_before_any_model_loads(tmp_pat
         data=(str(data),), models=("vlm:no/such-model",), out=out, task="decisions",
         task_settings=GenderedWordsSettings(max_new_tokens=7),
     )  # fmt: skip
-    with pytest.raises(ConfigError, match="task_settings: task decisions has no settings"):
+    match = "task_settings: task decisions takes DecisionSettings, not GenderedWordsSettings"
+    with pytest.raises(ConfigError, match=match):
         evaluate(config)
     assert not out.exists() or not any(out.iterdir())
 

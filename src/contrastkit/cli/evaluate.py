@@ -18,26 +18,19 @@ from contrastkit.cli import zero_shot as zs
 from contrastkit.cli.common import (
     console,
     err_console,
-    int_list,
     plain,
     print_json,
     shown,
     user_errors,
 )
+from contrastkit.cli.evaluate_config import evaluate_config, task_names
 from contrastkit.cli.evaluate_options import (
     AUTO_GROUPS,
     AnalysesOptions,
     AutoData,
-    ConfigFields,
-    ContrastOptions,
     DataOptions,
-    DecisionOptions,
     HtmlOptions,
-    ImageOptions,
-    RetrievalOptions,
-    SettingsFields,
     TaskChoice,
-    VisoGenderOptions,
     ZeroShotData,
     task_groups,
 )
@@ -47,16 +40,14 @@ from contrastkit.cli.html_option import html_report as _html_report
 from contrastkit.cli.options import (
     BootstrapOptions,
     ModelOptions,
-    NetworkOptions,
     OptionGroup,
     OutputOptions,
     command_function,
 )
-from contrastkit.cli.task_settings import SettingsOptions
 from contrastkit.text import count as counted
 
 if TYPE_CHECKING:
-    from contrastkit.evaluators.job import EvaluateConfig, EvaluateResult
+    from contrastkit.evaluators.job import EvaluateResult
     from contrastkit.evaluators.tasks.registry import Task
 
 #: The name of the command that picks the task from the data (``contrastkit evaluate
@@ -67,61 +58,6 @@ AUTO = "auto"
 ZERO_SHOT = "zero-shot"
 
 
-def _evaluate_config(groups: Iterable[OptionGroup], task: str | None) -> EvaluateConfig:
-    """The :class:`~contrastkit.evaluators.job.EvaluateConfig` the given options
-    describe; what a command does not offer keeps its default."""
-    from contrastkit.evaluators.job import EvaluateConfig
-    from contrastkit.evaluators.runner import EvalConfig
-
-    config: ConfigFields = {}
-    settings: SettingsFields = {}
-    for group in groups:
-        match group:
-            case DataOptions():
-                config["data"] = tuple(group.data)
-                config["models"] = tuple(group.model or ())
-                config["split"] = group.split
-            case OutputOptions():
-                config["out"] = group.out
-            case ModelOptions():
-                config["model"] = group.config()
-            case ImageOptions():
-                config["store"] = group.store
-                config["fetch"] = group.fetch
-                config["skip_missing"] = group.skip_missing
-            case NetworkOptions():
-                config["network"] = group.config()
-            case AnalysesOptions():
-                settings["tasks"] = _names(group.only)
-            case VisoGenderOptions():
-                settings["neutral"] = group.neutral
-                settings["ndkl_k"] = group.ndkl_k
-                settings["flipped_retrieval"] = group.flipped_retrieval
-                settings["protocol"] = group.protocol.strip()
-                settings["subsample_ks"] = int_list(group.subsample_k, "--subsample-k")
-                settings["subsample_runs"] = group.subsample_runs
-                settings["baseline_runs"] = group.baseline_runs
-            case RetrievalOptions():
-                settings["ks"] = int_list(group.ks, "--k")
-            case BootstrapOptions():
-                settings["bootstrap"] = group.bootstrap
-                settings["confidence"] = group.confidence
-                settings["seed"] = group.seed
-            case ContrastOptions():
-                config["contrast_metrics"] = group.contrast_metrics.strip()
-            case DecisionOptions():
-                config["decision_scoring"] = group.decision_scoring.strip()
-                config["questions"] = group.questions
-            case SettingsOptions():
-                config["task_settings"] = group.settings()
-    return EvaluateConfig(**config, settings=EvalConfig(**settings), task=task)
-
-
-def _names(text: str) -> tuple[str, ...]:
-    """``"a, b,a"`` -> ``("a", "b")``."""
-    return tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
-
-
 def _run(task: str | None, groups: Iterable[OptionGroup]) -> None:
     """Evaluate with ``task`` (``None``: the data's) and print what was written."""
     from contrastkit.cli.common import progress
@@ -130,7 +66,7 @@ def _run(task: str | None, groups: Iterable[OptionGroup]) -> None:
     groups = list(groups)
     html = next((g.html for g in groups if isinstance(g, HtmlOptions)), None)
     with user_errors():
-        result = run_evaluation(_evaluate_config(groups, task), progress=progress)
+        result = run_evaluation(evaluate_config(groups, task), progress=progress)
     [output] = [group for group in groups if isinstance(group, OutputOptions)]
     _print_evaluation(result, output.as_json)
     if html is not None:
@@ -154,7 +90,7 @@ def _auto(values: Mapping[type[OptionGroup], OptionGroup]) -> None:
     choice, data = values[TaskChoice], values[DataOptions]
     assert isinstance(choice, TaskChoice) and isinstance(data, DataOptions)
     with user_errors():
-        tasks = _names(choice.task)
+        tasks = task_names(choice.task)
         if zs.TASK in tasks:  # per-concept zero-shot disparities
             if len(tasks) > 1:
                 raise ConfigError(f"--task: {zs.TASK} runs alone")

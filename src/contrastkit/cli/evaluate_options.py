@@ -245,7 +245,8 @@ def task_groups(task: Task) -> tuple[type[OptionGroup], ...]:
         return groups
     from contrastkit.cli.task_settings import settings_group
 
-    own = (settings_group(task.settings),) if dataclasses.fields(task.settings) else ()
+    group = settings_group(task.settings)
+    own = (group,) if dataclasses.fields(group) else ()  # fields a shared group offers: none
     return tuple(dict.fromkeys((*groups, *own, BootstrapOptions)))  # each group once
 
 

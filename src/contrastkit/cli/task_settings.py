@@ -1,6 +1,9 @@
 """A protocol task's settings class as an option group of ``contrastkit evaluate TASK``:
-one option per field (``max_new_tokens`` -> ``--max-new-tokens``), its help from
-:func:`contrastkit.evaluators.engine.setting`, for built-in and plugin tasks alike.
+one option per field (``max_new_tokens`` -> ``--max-new-tokens``, or the ``flag`` the
+field names), its help from :func:`contrastkit.evaluators.engine.setting`, for built-in
+and plugin tasks alike. A field that names a ``shared`` setting (``ks``: ``--k``) gets no
+option here: the shared option group offers it, and :meth:`SettingsOptions.settings`
+copies its value in.
 
 A ``bool`` field is a ``--name/--no-name`` flag, a tuple a repeatable option, a
 ``Literal`` a choice (checked when the settings are made), ``X | None`` an option
@@ -35,16 +38,25 @@ class SettingsOptions(OptionGroup):
 
     settings_class: ClassVar[type]
 
-    def settings(self) -> Any:
-        """The task's settings made of the options' values (tuples for repeated options).
+    def settings(self, shared: object | None = None) -> Any:
+        """The task's settings made of the options' values (tuples for repeated options)
+        and, for the fields that name a shared setting, its value in ``shared`` (an
+        :class:`~contrastkit.evaluators.runner.EvalConfig`; ``None``: their defaults).
 
         Raises:
             ConfigError: a value the settings class refuses (naming the field).
         """
+        from contrastkit.evaluators.engine import settings_fields, shared_name
+
         values = {}
         for spec in dataclasses.fields(self):
             value = getattr(self, spec.name)
             values[spec.name] = tuple(value) if isinstance(value, list) else value
+        for spec, _, _ in settings_fields(self.settings_class):
+            name = shared_name(spec)
+            if name is not None and shared is not None:
+                value = getattr(shared, name)
+                values[spec.name] = tuple(value) if isinstance(value, list) else value
         return self.settings_class(**values)
 
 
@@ -78,13 +90,15 @@ def settings_group(settings_class: type) -> type[SettingsOptions]:
     Raises:
         ConfigError: a field whose type cannot be an option, or without a default.
     """
-    from contrastkit.evaluators.engine import settings_fields
+    from contrastkit.evaluators.engine import settings_fields, shared_name
 
     fields: list[tuple[str, Any, Any]] = []
     for spec, hint, help_text in settings_fields(settings_class):
+        if shared_name(spec) is not None:
+            continue  # a shared option group offers it
         where = f"settings {settings_class.__name__}.{spec.name}"
         option, extra = _option_type(hint, where)
-        flag = "--" + spec.name.replace("_", "-")
+        flag = spec.metadata.get("flag") or "--" + spec.name.replace("_", "-")
         declared = f"{flag}/--no-{flag[2:]}" if option is bool else flag
         metavar = spec.metadata.get("metavar")
         info = typer.Option(

@@ -9,6 +9,7 @@ one, :func:`contrastkit.evaluators.job.evaluate`, sits above them.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +56,19 @@ __all__ = [
 
 #: ``EvaluateConfig.task`` (``--task``) of stereotype probing.
 STEREOTYPE = "stereotype"
+
+#: The deprecated fields of :class:`EvaluateConfig` (a task's settings, now in the
+#: task's settings class) and their defaults.
+_DEPRECATED_FIELDS: dict[str, object] = {
+    "contrast_metrics": "auto",
+    "decision_scoring": "both",
+    "questions": None,
+}
+_DEPRECATED_FIELDS_NOW = {
+    "contrast_metrics": "ContrastTaskSettings(metrics=...)",
+    "decision_scoring": "DecisionSettings(scoring=...)",
+    "questions": "DecisionSettings(questions=...)",
+}
 
 
 def as_strings(value: object, name: str) -> tuple[str, ...]:
@@ -118,25 +132,28 @@ class EvaluateConfig:
             must then be data it reads). ``None`` (the default): from the data: probe
             sets are probed for stereotypes, contrast-set exports get the GenSynth
             evaluation, anything else the VisoGender tasks of ``settings``.
-        contrast_metrics: what a contrast set gets
-            (:data:`~contrastkit.evaluators.contrast.CONTRAST_METRICS`): ``all`` (retrieval
-            metrics and pair preference), ``pairs`` (pair preference only) or ``auto``
-            (the default): ``all`` for dual encoders, ``pairs`` for caption scorers
-            (``blip-itm:``, ``vilt:``, ``vlm:``), whose retrieval metrics cost one model
-            pass per image and query (``n_images x n_queries``), against two per query for
-            pair preference.
-        decision_scoring: how the ``decisions`` task scores answers: ``both`` (the
-            default), ``logprob`` (each option's letter log-probability) or ``generate``
-            (a generated answer, parsed).
-        questions: the ``decisions`` task's question templates (YAML, the layout of the
-            bundled ``data/decision_questions.yaml``); ``None``: the bundled ones.
+        contrast_metrics: deprecated (a DeprecationWarning when given): use
+            ``task_settings=ContrastTaskSettings(metrics=...)``
+            (:class:`~contrastkit.evaluators.tasks.contrast_sets.ContrastTaskSettings`).
+            What a contrast set gets: ``all`` (retrieval metrics and pair preference),
+            ``pairs`` (pair preference only) or ``auto`` (the default): ``all`` for dual
+            encoders, ``pairs`` for caption scorers (``blip-itm:``, ``vilt:``,
+            ``vlm:``), whose retrieval metrics cost one model pass per image and query.
+        decision_scoring: deprecated: use ``task_settings=DecisionSettings(scoring=...)``
+            (:class:`~contrastkit.evaluators.tasks.decision_probes.task.DecisionSettings`).
+            How the ``decisions`` task scores answers: ``both`` (the default),
+            ``logprob`` or ``generate``.
+        questions: deprecated: use ``task_settings=DecisionSettings(questions=...)``.
+            The ``decisions`` task's question templates (YAML); ``None``: the bundled
+            ones.
         task_settings: the settings of a task written on the protocol
             (:class:`~contrastkit.evaluators.engine.TaskSettings`, the class the task
             names; its fields are the task's own options); ``None``: its defaults.
 
     Raises:
         ConfigError: naming the field: no data or no models, a malformed ``hf:`` name or
-            model spec, a model given twice (or, in a contrived case
+            model spec, a deprecated field given with ``task_settings`` (one of the two
+            would be ignored), a model given twice (or, in a contrived case
             :func:`~contrastkit.evaluators.report.results.model_slug` does not hash, two
             whose output folders would coincide).
     """
@@ -209,11 +226,31 @@ class EvaluateConfig:
                 "task_settings",
                 f"must be a task's TaskSettings, not {type(self.task_settings).__name__}",
             )
+        self._deprecated_fields()
         require(
             self.contrast_metrics in ("auto", "all", "pairs"),
             "contrast_metrics",
             f"must be auto, all or pairs, not {self.contrast_metrics!r}",
         )
+
+    def _deprecated_fields(self) -> None:
+        """Warn of each deprecated task field given; refuse one given beside
+        ``task_settings``, which would leave one of the two ignored."""
+        given = [
+            name for name, default in _DEPRECATED_FIELDS.items() if getattr(self, name) != default
+        ]
+        for name in given:
+            if self.task_settings is not None:
+                raise ConfigError(
+                    f"{name}: deprecated, and ignored beside task_settings; give it in "
+                    f"{type(self.task_settings).__name__} instead"
+                )
+            warnings.warn(
+                f"EvaluateConfig.{name} is deprecated; give task_settings="
+                f"{_DEPRECATED_FIELDS_NOW[name]} instead",
+                DeprecationWarning,
+                stacklevel=4,
+            )
 
     @property
     def bundled(self) -> bool:

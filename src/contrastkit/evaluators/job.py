@@ -50,6 +50,7 @@ __all__ = [
     "ModelEvaluation",
     "ReportConfig",
     "compare_results",
+    "data_task",
     "default_image_store",
     "evaluate",
 ]
@@ -110,6 +111,22 @@ def evaluate(config: EvaluateConfig, *, progress: ProgressFactory | None = None)
     task = task_for_data(paths, config.task)
     require_one_task(config.out, [model_slug(spec) for spec in config.models], task.name)
     return task.evaluate(config, paths, progress)
+
+
+def data_task(config: EvaluateConfig) -> str:
+    """The name of the task :func:`evaluate` runs on ``config``: ``config.task``, or the
+    one that reads its data (Hub datasets are first saved under ``out/_data``, as
+    :func:`evaluate` saves them).
+
+    Raises:
+        ResourceError: ``out`` cannot be written.
+        ConfigError: data of several kinds, or of a kind no task evaluates.
+        DataFormatError: data that cannot be read.
+    """
+    from contrastkit.evaluators.tasks.registry import task_for_data
+
+    check_writable(config.out, "evaluation results")
+    return task_for_data(local_data(config), config.task).name
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from contrastkit.evaluators.engine.protocol import (
 )
 from contrastkit.evaluators.engine.registration import check_task, read_task_result
 from contrastkit.evaluators.engine.run import run_task, write_outputs
+from contrastkit.evaluators.engine.settings import shared_name
 
 __all__ = [
     "ImageRef",
@@ -38,5 +39,6 @@ __all__ = [
     "run_task",
     "setting",
     "settings_fields",
+    "shared_name",
     "write_outputs",
 ]

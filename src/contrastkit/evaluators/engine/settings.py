@@ -16,16 +16,38 @@ from typing import Any
 
 from contrastkit.errors import ConfigError
 
-__all__ = ["TaskSettings", "setting", "settings_fields"]
+__all__ = ["TaskSettings", "setting", "settings_fields", "shared_name"]
 
 _HELP = "help"
 _METAVAR = "metavar"
+_FLAG = "flag"
+_SHARED = "shared"
 
 
-def setting(default: Any, *, help: str, metavar: str | None = None) -> Any:
+def setting(
+    default: Any,
+    *,
+    help: str,
+    metavar: str | None = None,
+    flag: str | None = None,
+    shared: str | None = None,
+) -> Any:
     """A field of a :class:`TaskSettings` dataclass: its default and the help of the
-    option ``contrastkit evaluate TASK`` offers for it (``--field-name``)."""
-    metadata = {_HELP: help, _METAVAR: metavar}
+    option ``contrastkit evaluate TASK`` offers for it.
+
+    Args:
+        default: the value when the option is not given.
+        help: the option's help.
+        metavar: what the help shows for the option's value.
+        flag: the option's spelling (default ``--field-name``).
+        shared: the field is a setting every task of a kind shares, offered by a shared
+            option group rather than by the task: the name of the
+            :class:`~contrastkit.evaluators.runner.EvalConfig` field (``ks``: ``--k``)
+            the command line copies into it. Such a field has no option of its own.
+    """
+    if flag is not None and not flag.startswith("--"):
+        raise ConfigError(f"setting: flag must start with --, not {flag!r}")
+    metadata = {_HELP: help, _METAVAR: metavar, _FLAG: flag, _SHARED: shared}
     if isinstance(default, list | dict | set):
         raise ConfigError(f"setting: use a tuple, not a mutable {type(default).__name__}")
     return field(default=default, metadata=metadata)
@@ -66,6 +88,13 @@ def _json_value(value: Any) -> Any:
     if isinstance(value, tuple):
         return [_json_value(v) for v in value]
     return value
+
+
+def shared_name(spec: dataclasses.Field[Any]) -> str | None:
+    """The shared setting a field of a settings class takes its value from
+    (:func:`setting`'s ``shared``); ``None``: the field is an option of the task's own."""
+    name = spec.metadata.get(_SHARED)
+    return None if name is None else str(name)
 
 
 def settings_fields(cls: type[TaskSettings]) -> list[tuple[dataclasses.Field[Any], Any, str]]:

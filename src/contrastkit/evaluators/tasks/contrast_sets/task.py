@@ -30,6 +30,7 @@ from contrastkit.evaluators.engine.protocol import (
     ScoreContext,
     Task,
     TaskSettings,
+    setting,
 )
 from contrastkit.evaluators.tasks.contrast_sets.data import CONTRAST_METRICS, RAW_SCORES_FILE
 from contrastkit.models.registry import parse_spec
@@ -63,11 +64,10 @@ _NOT_FOR_CONTRAST = (
 
 @dataclass(frozen=True)
 class ContrastTaskSettings(TaskSettings):
-    """What a contrast-set evaluation is asked for. The task has no options of its own:
-    these are the shared option groups ``retrieval`` (``--k``,
-    ``EvaluateConfig.settings.ks``) and ``contrast`` (``--contrast-metrics``,
-    ``EvaluateConfig.contrast_metrics``), read by :meth:`ContrastSets.settings_of`;
-    Python may give them as ``EvaluateConfig(task_settings=ContrastTaskSettings(...))``.
+    """The settings of ``contrastkit evaluate contrast``: its own option
+    ``--contrast-metrics`` (``metrics``) and the retrieval cut-offs, which the shared
+    option group ``retrieval`` (``--k``) offers to every task that retrieves. Python
+    gives them as ``EvaluateConfig(task_settings=ContrastTaskSettings(...))``.
 
     Attributes:
         ks: the retrieval cut-offs K.
@@ -75,10 +75,19 @@ class ContrastTaskSettings(TaskSettings):
             (:data:`~contrastkit.evaluators.tasks.contrast_sets.data.CONTRAST_METRICS`).
     """
 
-    ks: tuple[int, ...] = (5, 10)
-    metrics: str = "auto"
+    ks: tuple[int, ...] = setting(
+        (5, 10), help="Retrieval cut-offs K (the shared --k).", shared="ks"
+    )
+    metrics: str = setting(
+        "auto",
+        help="all, pairs (pair preference only) or auto (all for dual encoders).",
+        flag="--contrast-metrics",
+    )
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "ks", tuple(self.ks))
+        if isinstance(self.metrics, str):
+            object.__setattr__(self, "metrics", self.metrics.strip())
         if self.metrics not in CONTRAST_METRICS:
             raise ConfigError(
                 f"contrast_metrics must be one of {', '.join(CONTRAST_METRICS)}, not "
@@ -88,7 +97,8 @@ class ContrastTaskSettings(TaskSettings):
 
 class _SharedOptions(Protocol):
     """What :meth:`ContrastSets.settings_of` reads of an
-    :class:`~contrastkit.evaluators.evaluation.EvaluateConfig`."""
+    :class:`~contrastkit.evaluators.evaluation.EvaluateConfig` given no
+    ``task_settings`` (``contrast_metrics``: deprecated)."""
 
     @property
     def contrast_metrics(self) -> str: ...
@@ -128,11 +138,11 @@ class ContrastSets(Task[ContrastTaskSettings, ContrastResult]):
     name = "contrast"
     kind = "contrast"
     capabilities = frozenset({"captions"})
-    settings = TaskSettings  # no options of its own (ContrastTaskSettings' docstring)
+    settings = ContrastTaskSettings
     result = ContrastResult
     example_model = "open_clip:ViT-B-32/openai"
     scoring_settings = ()
-    options = ("contrast", "retrieval", "bootstrap")
+    options = ("retrieval", "bootstrap")
     per_data = True
     keeps_records = False
     compares_on_evaluate = False

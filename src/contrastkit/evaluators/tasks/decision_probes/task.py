@@ -3,7 +3,7 @@ generative VLMs treat the two versions of one person alike?
 
 A contrast set holds, for each source photo, a masculine and a feminine version that
 differ only in the person. Each question of the templates
-(``data/decision_questions.yaml``, or ``EvaluateConfig.questions``) is asked of both
+(``data/decision_questions.yaml``, or ``DecisionSettings.questions``) is asked of both
 versions with identical text, a question with options twice (the options as listed and
 reversed), and the answers are compared per source (individual fairness: similar
 individuals should be treated alike; GenderBias-VL, arXiv 2407.00600; FOCUS / REFLECT,
@@ -15,7 +15,7 @@ against the bundled labour statistics (:func:`contrastkit.evaluators.stats.labor
 ``yes-no`` — whether the person suits an occupation; ``numeric`` — a number such as a
 salary or an age.
 
-Scoring (``EvaluateConfig.decision_scoring``, ``--decision-scoring``), both by default:
+Scoring (``DecisionSettings.scoring``, ``--decision-scoring``), both by default:
 
 * ``logprob``: the options are listed under letters A and B (with the templates'
   ``answer_instruction``), and the log-probability of each letter as the start of the
@@ -55,7 +55,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from contrastkit.errors import DataFormatError
+from contrastkit.errors import ConfigError, DataFormatError
 from contrastkit.evaluators.engine.protocol import (
     Item,
     RunConfig,
@@ -63,6 +63,7 @@ from contrastkit.evaluators.engine.protocol import (
     ScoreContext,
     Task,
     TaskSettings,
+    setting,
 )
 from contrastkit.evaluators.tasks.decision_probes.answers import parse_answer, parse_number
 from contrastkit.evaluators.tasks.decision_probes.asking import (
@@ -133,24 +134,42 @@ __all__ = [
     "write_decisions_outputs",
 ]
 
-#: ``EvaluateConfig.decision_scoring``: both modes, or one.
+#: ``DecisionSettings.scoring``: both modes, or one.
 DECISION_SCORING = ("both", "logprob", "generate")
 
 
 @dataclass(frozen=True)
 class DecisionSettings(TaskSettings):
-    """What a decisions run is asked for. The task has no options of its own: these are
-    the shared option group ``decisions`` (``--decision-scoring``, ``--questions``:
-    ``EvaluateConfig.decision_scoring`` and ``EvaluateConfig.questions``), read by
-    :meth:`DecisionProbes.settings_of`.
+    """The settings of ``contrastkit evaluate decisions``, its options
+    ``--decision-scoring`` (``scoring``) and ``--questions``. Python gives them as
+    ``EvaluateConfig(task_settings=DecisionSettings(...))``.
 
     Attributes:
         scoring: ``both``, ``logprob`` or ``generate`` (:data:`DECISION_SCORING`).
         questions: the question templates (YAML); ``None``: the bundled ones.
     """
 
-    scoring: str = "both"
-    questions: Path | None = None
+    scoring: str = setting(
+        "both",
+        help="Score each option letter's log-probability (logprob), parse generated "
+        "answers (generate), or both.",
+        flag="--decision-scoring",
+    )
+    questions: Path | None = setting(
+        None,
+        help="Question templates (YAML) [default: the bundled ones, docs/decisions.md].",
+        flag="--questions",
+    )
+
+    def __post_init__(self) -> None:
+        if isinstance(self.scoring, str):
+            object.__setattr__(self, "scoring", self.scoring.strip())
+        if self.scoring not in DECISION_SCORING:
+            raise ConfigError(
+                f"decision_scoring: must be both, logprob or generate, not {self.scoring!r}"
+            )
+        if self.questions is not None:
+            object.__setattr__(self, "questions", Path(self.questions))
 
     @property
     def modes(self) -> tuple[str, ...]:
@@ -160,7 +179,8 @@ class DecisionSettings(TaskSettings):
 
 class _SharedOptions(Protocol):
     """What :meth:`DecisionProbes.settings_of` reads of an
-    :class:`~contrastkit.evaluators.evaluation.EvaluateConfig`."""
+    :class:`~contrastkit.evaluators.evaluation.EvaluateConfig` given no
+    ``task_settings`` (``decision_scoring`` and ``questions``: deprecated)."""
 
     @property
     def decision_scoring(self) -> str: ...
@@ -179,19 +199,18 @@ class DecisionProbes(Task[DecisionSettings, DecisionsResult]):
     name = TASK
     kind = "contrast"
     capabilities = frozenset({"answers"})
-    settings = TaskSettings  # no options of its own (DecisionSettings' docstring)
+    settings = DecisionSettings
     result = DecisionsResult
     example_model = "vlm:llava-hf/llava-1.5-7b-hf"
     scoring_settings = ()
-    options = ("decisions", "bootstrap")
+    options = ("bootstrap",)
     per_data = True
     keeps_records = False
     compares_on_evaluate = False
 
     def settings_of(self, config: RunConfig) -> DecisionSettings:
-        from contrastkit.evaluators.evaluation import no_task_settings
-
-        no_task_settings(cast("EvaluateConfig", config), self.name)
+        if config.task_settings is not None:
+            return super().settings_of(config)
         shared = cast("_SharedOptions", config)
         return DecisionSettings(scoring=shared.decision_scoring, questions=shared.questions)
 
