@@ -130,6 +130,9 @@ def write_contrast_build(folder: Path, edits: int, *, image_size: int = 64) -> P
 
 _CHILD = """
 import json, resource, sys, time
+# What the export imports as it runs (datasets loads torch when it is installed): loaded
+# before the 'before' reading, so that the growth is what the export itself holds.
+import datasets, pyarrow.parquet, torch
 from contrastkit.builders.export import ExportContrastConfig, export_contrast_set
 def rss_kib():
     with open("/proc/self/status") as status:
