@@ -105,6 +105,31 @@ def tiny_clip_spec(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 @pytest.fixture(scope="session")
+def tiny_quickstart(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder in which ``contrastkit quickstart --out build/quickstart --tiny`` ran (in
+    this process, as tests/test_docs.py runs the docs' commands; offline, its own datasets
+    cache): the quickstart's folder is ``build/quickstart`` inside it, and nothing else is
+    there. Session-scoped: tests read it or copy it, never write into it; the tests that
+    use it share the ``xdist_group`` "tiny_quickstart", so one worker makes it once."""
+    from typer.testing import CliRunner
+
+    from contrastkit.cli import app
+
+    folder = tmp_path_factory.mktemp("tiny-quickstart")
+    cache = tmp_path_factory.mktemp("tiny-quickstart-hf-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(folder)
+        patch.setenv("HF_DATASETS_CACHE", str(cache))
+        patch.setenv("HF_HUB_OFFLINE", "1")
+        result = CliRunner().invoke(app, ["quickstart", "--out", "build/quickstart", "--tiny"])
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    assert result.exit_code == 0, result.output[-3000:]
+    assert [p.name for p in folder.iterdir()] == ["build"]
+    return folder
+
+
+@pytest.fixture(scope="session")
 def ray_local() -> Iterator[Any]:
     """One local Ray instance (4 logical CPUs: a 2-actor pool never holds them all) for
     every test that asks for it; the jobs find it initialised and use it. Those tests

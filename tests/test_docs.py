@@ -8,8 +8,14 @@ A shell block's `contrastkit` commands run in the test's process (the command-li
 as the console script runs it, its words split and its globs expanded as bash would):
 each console-script process would spend seconds importing torch and the model libraries
 the test process has imported already. The console script itself is run by
-tests/apps/test_quickstart.py and tests/cli/. Any other command, or one with pipes,
-redirections or variables, runs in bash."""
+tests/apps/test_quickstart.py and tests/cli/. A plain ``python -c CODE`` runs CODE in the
+test's process too, for the same reason. Any other command, or one with pipes,
+redirections or variables, runs in bash.
+
+The tiny quickstart, ``contrastkit quickstart --out build/quickstart --tiny``, which two
+pages run first in their empty folder, runs once for the session (the ``tiny_quickstart``
+fixture, in an empty folder, in this process too), and each page gets a copy of the
+folder it made."""
 
 from __future__ import annotations
 
@@ -20,6 +26,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -165,12 +172,46 @@ def in_process(command: str) -> list[str] | None:
     return args
 
 
-def _run_command(command: str, where: str, cwd: Path, env: dict[str, str]) -> None:
+def python_code(command: str) -> str | None:
+    """The code of ``command`` when it is a plain ``python -c CODE`` (no pipe, redirection,
+    list or variable outside or inside the quotes), else ``None``."""
+    if "$" in command or "`" in command:
+        return None
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    words = list(lexer)
+    return words[2] if len(words) == 3 and words[:2] == ["python", "-c"] else None
+
+
+#: The docs' tiny quickstart (see the module docstring).
+TINY_QUICKSTART = ["quickstart", "--out", "build/quickstart", "--tiny"]
+
+
+def _run_command(
+    command: str, where: str, cwd: Path, env: dict[str, str], made: Path | None = None
+) -> None:
+    """Run ``command`` in ``cwd``; ``made``: a folder in which the tiny quickstart ran,
+    copied into ``cwd`` instead of running it again when ``cwd`` is as that folder was
+    (empty but for the ``examples`` link)."""
     from typer.testing import CliRunner
 
     from contrastkit.cli import app
 
     args = in_process(command)
+    code = python_code(command)
+    if code is not None:
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                exec(compile(code, f"{where}: python -c", "exec"), {"__name__": "__main__"})
+        except SystemExit as stop:
+            assert stop.code in (None, 0), f"{where}: {command}: exit {stop.code}"
+        except Exception as error:
+            raise AssertionError(f"{where}: {command}") from error
+        return
+    if (args == TINY_QUICKSTART and made is not None
+            and [p.name for p in cwd.iterdir()] == ["examples"]):  # fmt: skip
+        shutil.copytree(made, cwd, symlinks=True, dirs_exist_ok=True)
+        return
     if args is None:
         run = subprocess.run(["bash", "-e", "-c", command], cwd=cwd, env=env,
                              capture_output=True, text=True, check=False)  # fmt: skip
@@ -185,11 +226,16 @@ def _run_command(command: str, where: str, cwd: Path, env: dict[str, str]) -> No
 
 
 def _run_page(
-    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, folder: Path = TUTORIALS
+    name: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    folder: Path = TUTORIALS,
+    made: Path | None = None,
 ) -> list[Block]:
     """Run the runnable blocks of the page ``folder/name`` in order in ``tmp_path`` (python
     blocks share one namespace, as in a notebook; shell blocks command by command, each
-    stopping the page when it fails, as `bash -e` would)."""
+    stopping the page when it fails, as `bash -e` would). ``made``: the
+    ``tiny_quickstart`` fixture's folder (see :func:`_run_command`)."""
     (tmp_path / "examples").symlink_to(ROOT / "examples")
     monkeypatch.chdir(tmp_path)
     env = {
@@ -208,7 +254,7 @@ def _run_page(
             exec(compile(block.code, where, "exec"), namespace)
         else:
             for command in commands(block.code):
-                _run_command(command, where, tmp_path, env)
+                _run_command(command, where, tmp_path, env, made)
     return ran
 
 
@@ -236,6 +282,11 @@ def test_shell_blocks_split_into_the_commands_bash_would_run(
     assert in_process("contrastkit report x > y") is None
     assert in_process("pip install -e . && contrastkit quickstart") is None
     assert in_process("python -c 'print(1)'") is None
+    assert python_code("python -c 'print(1)'  # c") == "print(1)"
+    assert python_code("python -c \"import a; print(a.b('c'))\"") == "import a; print(a.b('c'))"
+    for command in ("python -c 'print(1)' > y", "python -c x;echo", "python -c \"$X\"",
+                    "python -c x | head", "python -m x", "python3 -c x"):  # fmt: skip
+        assert python_code(command) is None, command
 
 
 def test_the_python_api_tutorial_tour_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -249,8 +300,11 @@ def test_the_python_api_tutorial_tour_runs(tmp_path: Path, monkeypatch: pytest.M
 
 
 @pytest.mark.slow
-def test_the_quickstart_tutorial_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    ran = _run_page("quickstart.md", tmp_path, monkeypatch)
+@pytest.mark.xdist_group("tiny_quickstart")
+def test_the_quickstart_tutorial_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_quickstart: Path
+) -> None:
+    ran = _run_page("quickstart.md", tmp_path, monkeypatch, made=tiny_quickstart)
     assert [block.language for block in ran] == ["bash", "bash", "python"]
     report = tmp_path / "build" / "quickstart" / "QUICKSTART.md"
     assert "pipeline check, not a measurement" in report.read_text()
@@ -315,12 +369,13 @@ def test_the_zero_shot_tutorial_offline_walk_through_runs(
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("tiny_quickstart")
 def test_the_decision_probes_offline_recipe_runs(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_quickstart: Path
 ) -> None:
     """docs/decisions.md's offline recipe: the quickstart's tiny contrast set and a tiny
     LLaVA; its other blocks need weights and say so."""
-    ran = _run_page("decisions.md", tmp_path, monkeypatch, folder=DOCS)
+    ran = _run_page("decisions.md", tmp_path, monkeypatch, folder=DOCS, made=tiny_quickstart)
     assert [block.language for block in ran] == ["bash"]
     assert len(ran[0].code.strip().splitlines()) == 3
     (path,) = (tmp_path / "results-tiny").glob("*/benchmark.json")

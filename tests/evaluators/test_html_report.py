@@ -393,13 +393,15 @@ def test_the_index_is_not_blank(site: Path, browser: Any, tmp_path: Path) -> Non
 
 
 @pytest.mark.slow
-def test_the_quickstarts_report_opens_in_a_browser(browser: Any, tmp_path: Path) -> None:
-    """The quickstart's own HTML report (tiny models), as the docs show it: every page
+@pytest.mark.xdist_group("tiny_quickstart")
+def test_the_quickstarts_report_opens_in_a_browser(
+    browser: Any, tmp_path: Path, tiny_quickstart: Path
+) -> None:
+    """The quickstart's own HTML report (tiny models), as the docs show it (the session's
+    ``contrastkit quickstart --out build/quickstart --tiny``, tests/conftest.py): every page
     loads offline, every image decodes. With CONTRASTKIT_UPDATE_SCREENSHOTS=1 the index's
     and the gallery's screenshots become the docs' figures."""
-    out = tmp_path / "qs"
-    invoke("quickstart", "--out", out, "--tiny", "--device", "cpu")
-    site = out / "report"
+    site = tiny_quickstart / "build" / "quickstart" / "report"
     shots = {}
     for name in ("index", "gallery-contrast"):
         page, errors, outside = _open(browser, site / f"{name}.html")
