@@ -95,7 +95,7 @@ def test_quickstart_runs_offline_and_writes_reports_that_parse(tmp_path: Path) -
 
 @pytest.mark.slow
 def test_a_model_asked_for_that_does_not_load_is_an_error_not_a_tiny_fallback(
-    tmp_path: Path, tiny_clip_spec: str
+    tmp_path: Path,
 ) -> None:
     lines: list[str] = []
     with pytest.raises(ModelNotFoundError, match="does not exist"):
