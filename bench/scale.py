@@ -45,8 +45,10 @@ written (``--image-size`` px JPEG crops of the shipped photos,
 manifest, a contrast set and a GenSwap-style build summary), then
 ``export_contrast_set`` runs on it in a fresh Python process of its own. For each:
 the export's wall time, the time per 1000 edits, the child's peak resident memory
-(``ru_maxrss`` of that process from ``os.wait4``: everything it ever held, imports and
-memory-mapped pages included) and the bytes the export wrote. The last line gives the
+(``VmHWM`` of that process: everything it held since it started, imports and
+memory-mapped pages included; not ``ru_maxrss``, which Linux carries over from the
+parent's memory at the fork, so that a large parent such as a test worker showed as the
+child's peak) and the bytes the export wrote. The last line gives the
 ratio of the peak RSS at the largest size to that at the smallest (target: <= 1.5x).
 Each build and export is removed before the next size (disk stays under ~1 GB at 200k
 edits of 64 px).
@@ -137,14 +139,16 @@ from contrastkit.builders.export import ExportContrastConfig, export_contrast_se
 def rss_kib():
     with open("/proc/self/status") as status:
         return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
+def hwm_kib():  # the peak since exec (ru_maxrss also counts the parent's pages at fork)
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
 before = rss_kib()
 start = time.perf_counter()
 result = export_contrast_set(ExportContrastConfig(sys.argv[1], sys.argv[2]))
 print(json.dumps({
     "seconds": time.perf_counter() - start,
     "rows": result.metadata["total_rows"],
-    "before_mib": before / 1024,
-    "self_peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    "before_mib": before / 1024, "hwm_mib": hwm_kib() / 1024,
 }))
 """
 
@@ -196,6 +200,9 @@ from contrastkit.builders.quality import CaptionQueries, recall_at_k
 def rss_kib():
     with open("/proc/self/status") as status:
         return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
+def hwm_kib():  # the peak since exec (ru_maxrss also counts the parent's pages at fork)
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
 before = rss_kib()
 start = time.perf_counter()
 summary = run_select_stage(sys.argv[1], seed=0)
@@ -209,7 +216,7 @@ for labeled in sets.values():  # what the checks embed and retrieve, with random
     recall_at_k(CaptionQueries(texts, owners, images, range(len(images))), images)
 print(json.dumps({
     "seconds": time.perf_counter() - start, "select_seconds": selected,
-    "rows": summary["images"], "before_mib": before / 1024,
+    "rows": summary["images"], "before_mib": before / 1024, "hwm_mib": hwm_kib() / 1024,
 }))
 """
 
@@ -223,7 +230,7 @@ def measure_select(build: Path, sample: int) -> dict[str, Any]:
 def measure_export(build: Path, out: Path) -> dict[str, Any]:
     """Export ``build`` to ``out`` in a fresh Python process (Linux); its time, rows,
     resident memory once the imports are done (``before_mib``), peak resident memory
-    (``peak_rss_mib``, the child's ``ru_maxrss``) and the growth between the two."""
+    (``peak_rss_mib``, the child's ``VmHWM``) and the growth between the two."""
     report = _measure_child([_CHILD, str(build), str(out)])
     report["written_mib"] = sum(p.stat().st_size for p in out.rglob("*") if p.is_file()) / 2**20
     return report
@@ -240,14 +247,16 @@ def _measure_child(arguments: list[str]) -> dict[str, Any]:
             stderr=stderr,
             env=env,
         )
-        _, status, usage = os.wait4(child.pid, 0)  # alone gives this child's own rusage
+        _, status, _ = os.wait4(child.pid, 0)
         child.returncode = os.waitstatus_to_exitcode(status)
         stdout.seek(0)
         stderr.seek(0)
         if child.returncode != 0:
             raise RuntimeError(f"the child failed:\n{stderr.read().decode(errors='replace')}")
         report: dict[str, Any] = json.loads(stdout.read().decode().strip().splitlines()[-1])
-    report["peak_rss_mib"] = usage.ru_maxrss / 1024  # Linux: KiB
+    # the child's own high-water mark: its ru_maxrss (os.wait4) would also count the
+    # pages of this process the child held between the fork and the exec
+    report["peak_rss_mib"] = report.pop("hwm_mib")
     report["growth_mib"] = report["peak_rss_mib"] - report["before_mib"]
     return report
 
@@ -319,6 +328,9 @@ disable_progress_bars()
 def rss_kib():
     with open("/proc/self/status") as status:
         return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
+def hwm_kib():  # the peak since exec (ru_maxrss also counts the parent's pages at fork)
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
 def public_write(out_dir, configs, metadata, *, card=None):
     # what write_export does, through the public API only: rows -> Dataset.from_generator
     # (Arrow files in a cache folder) -> save_to_disk(max_shard_size) -> to_parquet shards
@@ -352,7 +364,7 @@ result = export.export_contrast_set(export.ExportContrastConfig(sys.argv[1], sys
 print(json.dumps({
     "seconds": time.perf_counter() - start,
     "rows": result.metadata["total_rows"],
-    "before_mib": before / 1024,
+    "before_mib": before / 1024, "hwm_mib": hwm_kib() / 1024,
 }))
 """
 
