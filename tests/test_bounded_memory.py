@@ -7,7 +7,7 @@ in one pass over the open file (``tsv.read_tsv_document``): a file over
 ``MAX_DOCUMENT_BYTES`` is refused by its size, unread, and a line over the 4 MiB line
 cap is refused as soon as the cap is passed, nothing after it read.
 
-Peak memory is measured in a fresh process (``ru_maxrss``) on sparse files, which cost
+Peak memory is measured in a fresh process (its ``VmHWM``) on sparse files, which cost
 no disk: the old readers held each file whole (1.1 GB for the 1 GiB TSV).
 """
 
