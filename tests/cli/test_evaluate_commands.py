@@ -381,3 +381,11 @@ def test_auto_s_contrast_metrics_reach_a_contrast_set_and_are_refused_elsewhere(
     assert refused.exit_code == 2, refused.output
     assert "--contrast-metrics: only contrast sets have it" in refused.output
     assert "visogender task" in refused.output
+    # the deprecated --task stereotype of evaluate auto: the stereotype task has none either
+    stereotype = runner.invoke(
+        app, ["evaluate", *other, "--task", "stereotype", "--contrast-metrics", "all"]
+    )
+    assert stereotype.exit_code == 2, stereotype.output
+    assert "only contrast sets have it; this data is evaluated by the stereotype task" in (
+        stereotype.output
+    )

@@ -116,21 +116,22 @@ def with_contrast_metrics(config: EvaluateConfig, metrics: str | None) -> Evalua
     from contrastkit.errors import ConfigError
     from contrastkit.evaluators.job import data_task
     from contrastkit.evaluators.tasks.contrast_sets import ContrastTaskSettings
+    from contrastkit.evaluators.tasks.registry import tasks
 
     if metrics is None:
         return config
     settings = ContrastTaskSettings(ks=config.settings.ks, metrics=metrics)  # checks it
-    if config.task is not None and config.task != CONTRAST:  # a plugin task's own reading
-        return replace(config, contrast_metrics=metrics)
     if metrics == "auto":  # the default: nothing to pass on
         return config
-    found = data_task(config)
-    if found != CONTRAST:
-        raise ConfigError(
-            f"--contrast-metrics: only contrast sets have it; this data is evaluated by "
-            f"the {found} task"
-        )
-    return replace(config, task_settings=settings)
+    found = config.task or data_task(config)
+    if found == CONTRAST:
+        return replace(config, task_settings=settings)
+    if "contrast" in tasks()[found].options:  # a plugin task naming the deprecated group
+        return replace(config, contrast_metrics=metrics)
+    raise ConfigError(
+        f"--contrast-metrics: only contrast sets have it; this data is evaluated by the "
+        f"{found} task"
+    )
 
 
 def task_names(text: str) -> tuple[str, ...]:
