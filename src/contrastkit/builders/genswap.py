@@ -44,7 +44,7 @@ from contrastkit.curation.faces import (
 from contrastkit.schema import Gender
 
 if TYPE_CHECKING:
-    from contrastkit.builders.genswap_job import GenSwapConfig
+    from contrastkit.builders.genswap_config import GenSwapConfig
 
 __all__ = ["SwapEntry", "swap_faces", "swap_id"]
 
