@@ -57,6 +57,7 @@ from contrastkit.curation.editors import (
     DiffusersEditor,
     EditBatch,
     Editor,
+    EditSpec,
     InstructPix2PixEditor,
     check_family,
     check_instruct_pix2pix,
@@ -313,20 +314,6 @@ def read_instructions(path: str | Path) -> dict[Gender, tuple[str, ...]]:
         if not instructions:
             raise DataFormatError(path, None, "gender", f"no instruction for {gender.value}")
     return {g: tuple(v) for g, v in found.items()}
-
-
-@dataclass(frozen=True)
-class EditSpec:
-    """One edit of one source: what to ask the editor and with which seed."""
-
-    edit_id: str
-    source_id: str
-    target: Gender
-    instruction: str
-    text_guidance_scale: float
-    image_guidance_scale: float | None
-    steps: int
-    seed: int
 
 
 def _edit_seed(seed: int, edit_id: str) -> int:

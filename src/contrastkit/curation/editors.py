@@ -19,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from PIL import Image
 
@@ -31,17 +31,16 @@ from contrastkit.curation.editor_families import (
     parse_editor_spec,
 )
 from contrastkit.errors import ConfigError, ModelNotFoundError, ResourceError
+from contrastkit.schema import Gender
 from contrastkit.tiny.marker import marked_random
 from contrastkit.tiny.quiet import tiny_model_warnings_hidden
-
-if TYPE_CHECKING:
-    from contrastkit.curation.editing import EditSpec
 
 __all__ = [
     "DEFAULT_EDITOR",
     "DEFAULT_IMAGE_GUIDANCE_SCALE",
     "DiffusersEditor",
     "EditBatch",
+    "EditSpec",
     "Editor",
     "InstructPix2PixEditor",
     "check_family",
@@ -60,6 +59,20 @@ __all__ = [
 DEFAULT_IMAGE_GUIDANCE_SCALE = 1.5
 #: The public InstructPix2Pix checkpoint.
 DEFAULT_EDITOR = "timbrooks/instruct-pix2pix"
+
+
+@dataclass(frozen=True)
+class EditSpec:
+    """One edit of one source: what to ask the editor and with which seed."""
+
+    edit_id: str
+    source_id: str
+    target: Gender
+    instruction: str
+    text_guidance_scale: float
+    image_guidance_scale: float | None
+    steps: int
+    seed: int
 
 
 class Editor(Protocol):
