@@ -389,3 +389,48 @@ def test_auto_s_contrast_metrics_reach_a_contrast_set_and_are_refused_elsewhere(
     assert "only contrast sets have it; this data is evaluated by the stereotype task" in (
         stereotype.output
     )
+
+
+def test_a_settings_field_spells_its_flag_and_takes_a_shared_value() -> None:
+    """setting(flag=...) spells the option; setting(shared=...) leaves the option to the
+    shared group and copies its value in; a shared name that is no shared setting is
+    refused naming the field, before any command runs."""
+    from dataclasses import dataclass
+
+    from contrastkit.cli.task_settings import settings_group
+    from contrastkit.errors import ConfigError
+    from contrastkit.evaluators.engine import TaskSettings, setting
+    from contrastkit.evaluators.runner import EvalConfig
+
+    @dataclass(frozen=True)
+    class Mine(TaskSettings):
+        depth: int = setting(3, help="How deep.", flag="--search-depth")
+        ks: tuple[int, ...] = setting((5,), help="Cut-offs.", shared="ks")
+
+    import inspect
+
+    group = settings_group(Mine)
+    [option] = group.parameters()
+    assert option.name == "depth"
+
+    def command(**values: Any) -> None:
+        print(group(**values).settings(EvalConfig(ks=(9,))))
+
+    command.__signature__ = inspect.Signature(group.parameters())  # type: ignore[attr-defined]
+    cli = typer.Typer()
+    cli.command()(command)
+    shown = runner.invoke(cli, ["--help"], env={"COLUMNS": "120"}).output
+    assert "--search-depth" in shown and "--ks" not in shown and "--depth" not in shown
+    ran = runner.invoke(cli, ["--search-depth", "4"])
+    assert ran.exit_code == 0, ran.output
+    assert "depth=4, ks=(9,)" in ran.output
+    made = group(depth=7).settings(EvalConfig(ks=(2, 4)))
+    assert made == Mine(depth=7, ks=(2, 4))
+    assert group(depth=7).settings() == Mine(depth=7)  # no shared values: the defaults
+
+    @dataclass(frozen=True)
+    class Typo(TaskSettings):
+        ks: tuple[int, ...] = setting((5,), help="Cut-offs.", shared="kz")
+
+    with pytest.raises(ConfigError, match=r"Typo.ks: shared='kz' is no shared setting"):
+        settings_group(Typo)

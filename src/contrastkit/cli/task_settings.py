@@ -88,13 +88,22 @@ def settings_group(settings_class: type) -> type[SettingsOptions]:
     :class:`~contrastkit.evaluators.engine.TaskSettings` subclass).
 
     Raises:
-        ConfigError: a field whose type cannot be an option, or without a default.
+        ConfigError: a field whose type cannot be an option, or without a default; a
+            ``shared`` name that is no shared setting.
     """
     from contrastkit.evaluators.engine import settings_fields, shared_name
+    from contrastkit.evaluators.runner import EvalConfig
 
+    offered = {spec.name for spec in dataclasses.fields(EvalConfig)}
     fields: list[tuple[str, Any, Any]] = []
     for spec, hint, help_text in settings_fields(settings_class):
-        if shared_name(spec) is not None:
+        shared = shared_name(spec)
+        if shared is not None and shared not in offered:
+            raise ConfigError(
+                f"settings {settings_class.__name__}.{spec.name}: shared={shared!r} is no "
+                f"shared setting; one of {', '.join(sorted(offered))}"
+            )
+        if shared is not None:
             continue  # a shared option group offers it
         where = f"settings {settings_class.__name__}.{spec.name}"
         option, extra = _option_type(hint, where)
