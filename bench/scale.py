@@ -131,7 +131,7 @@ def write_contrast_build(folder: Path, edits: int, *, image_size: int = 64) -> P
 
 
 _CHILD = """
-import json, resource, sys, time
+import json, sys, time
 # What the export imports as it runs (datasets loads torch when it is installed): loaded
 # before the 'before' reading, so that the growth is what the export itself holds.
 import datasets, pyarrow.parquet, torch
@@ -319,7 +319,7 @@ def run_export(sizes: list[int], image_size: int, workdir: Path | None) -> None:
 
 
 _PUBLIC_CHILD = """
-import json, math, resource, sys, tempfile, time
+import json, math, sys, tempfile, time
 from pathlib import Path
 from datasets import Dataset, DatasetDict
 from datasets.utils.tqdm import disable_progress_bars

@@ -61,6 +61,7 @@ __all__ = [
     "RandomWeights",
     "SourceFile",
     "SplitRows",
+    "TableMetadata",
     "UrlCheckSummary",
     "build_weights",
     "check_replaceable",
@@ -116,6 +117,21 @@ class SourceFile(TypedDict):
     path: str
     sha256: str
     rows: int
+
+
+class TableMetadata(TypedDict):
+    """What the metadata of an export of annotation tables says in common (VisoGender-style
+    and stereotype probe sets; each adds its own counts): the source files, the split,
+    and whether and where from the images were embedded."""
+
+    kind: str
+    pretty_name: str
+    license: str
+    split: str
+    sources: list[SourceFile]
+    with_images: bool
+    image_store: str | None
+    skipped_missing_images: dict[str, list[str]]
 
 
 class RandomWeights(TypedDict):

@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
 from datasets import ClassLabel, Features, Image, Value
 from PIL import Image as PILImage
@@ -19,8 +19,8 @@ from PIL import Image as PILImage
 from contrastkit.builders.export_folder import (
     ExportResult,
     ImageCell,
-    SourceFile,
     SplitRows,
+    TableMetadata,
     UrlCheckSummary,
     check_replaceable,
     url_check_summary,
@@ -108,20 +108,12 @@ class ExportStereotypeConfig:
         require(self.out != self.source, "out", f"{self.out} is also the source")
 
 
-class StereotypeMetadata(TypedDict):
+class StereotypeMetadata(TableMetadata):
     """What the metadata of a stereotype probe-set export says (the configs' files, the
     row count, the version and the time are added by
     :func:`~contrastkit.builders.export_folder.write_export`): ``build`` is the report of
     the ``contrastkit build stereoset`` folder it came from, if any."""
 
-    kind: str
-    pretty_name: str
-    license: str
-    split: str
-    sources: list[SourceFile]
-    with_images: bool
-    image_store: str | None
-    skipped_missing_images: dict[str, list[str]]
     counts: dict[str, dict[str, int]]
     category_totals: dict[str, int]
     paper_table1: dict[str, int]

@@ -28,6 +28,7 @@ from contrastkit.builders.export_folder import (
     ImageCell,
     SourceFile,
     SplitRows,
+    TableMetadata,
     UrlCheckSummary,
     check_replaceable,
     url_check_summary,
@@ -100,20 +101,12 @@ class VisoGenderRecord(TypedDict):
     image_sha256: NotRequired[str]
 
 
-class VisoGenderMetadata(TypedDict):
+class VisoGenderMetadata(TableMetadata):
     """What the metadata of a VisoGender-style export says (the configs' files, the row
     count, the version and the time are added by
     :func:`~contrastkit.builders.export_folder.write_export`)."""
 
-    kind: str
-    pretty_name: str
-    license: str
-    split: str
-    sources: list[SourceFile]
-    with_images: bool
-    image_store: str | None
     image_sources: dict[str, int]
-    skipped_missing_images: dict[str, list[str]]
     counts: dict[str, dict[str, dict[str, int]]]
     cells: dict[str, list[str]]
     sectors: dict[str, dict[str, int]]

@@ -52,11 +52,11 @@ class SettingsOptions(OptionGroup):
         for spec in dataclasses.fields(self):
             value = getattr(self, spec.name)
             values[spec.name] = tuple(value) if isinstance(value, list) else value
-        for spec, _, _ in settings_fields(self.settings_class):
-            name = shared_name(spec)
-            if name is not None and shared is not None:
-                value = getattr(shared, name)
-                values[spec.name] = tuple(value) if isinstance(value, list) else value
+        if shared is not None:  # its values are checked tuples already (EvalConfig)
+            for spec, _, _ in settings_fields(self.settings_class):
+                name = shared_name(spec)
+                if name is not None:
+                    values[spec.name] = getattr(shared, name)
         return self.settings_class(**values)
 
 
