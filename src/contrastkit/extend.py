@@ -42,6 +42,7 @@ from contrastkit.errors import ConfigError, ContrastkitError, DataFormatError
 from contrastkit.evaluators.engine import (
     ImageRef,
     Item,
+    OptionDetails,
     RunContext,
     Task,
     TaskResult,
@@ -69,6 +70,7 @@ __all__ = [
     "LoadContext",
     "ModelFamily",
     "Node",
+    "OptionDetails",
     "Result",
     "RunContext",
     "Task",

@@ -105,9 +105,10 @@ def _auto(values: Mapping[type[OptionGroup], OptionGroup]) -> None:
         elif zs.data_task(data.data) == ZERO_SHOT:  # a Visual Genome or COCO folder
             _zero_shot_of_auto(values)
             return
-    groups = [group for cls, group in values.items() if cls is not TaskChoice]
+    # the zero-shot analysis' options are for a Visual Genome or COCO folder (above)
+    groups = [group for cls, group in values.items() if cls not in (TaskChoice, zs.ZeroShotOptions)]
     if not stereotype:
-        groups.append(AnalysesOptions(only=choice.task))
+        groups.append(AnalysesOptions.take({"tasks": tasks}))  # --task, split
     _run("stereotype" if stereotype else None, groups)
 
 

@@ -10,14 +10,12 @@ from typing import TYPE_CHECKING
 
 from contrastkit.cli.common import int_list
 from contrastkit.cli.evaluate_options import (
-    AnalysesOptions,
     ConfigFields,
     ContrastOptions,
     DecisionOptions,
     ImageOptions,
     RetrievalOptions,
     SettingsFields,
-    VisoGenderOptions,
 )
 from contrastkit.cli.options import (
     BootstrapOptions,
@@ -32,7 +30,7 @@ from contrastkit.cli.task_settings import SettingsOptions
 if TYPE_CHECKING:
     from contrastkit.evaluators.job import EvaluateConfig
 
-__all__ = ["CONTRAST", "evaluate_config", "task_names", "visogender_settings"]
+__all__ = ["CONTRAST", "evaluate_config", "task_names"]
 
 #: The contrast task's name in the registry.
 CONTRAST = "contrast"
@@ -64,10 +62,6 @@ def evaluate_config(groups: Iterable[OptionGroup], task: str | None) -> Evaluate
                 config["skip_missing"] = group.skip_missing
             case NetworkOptions():
                 config["network"] = group.config()
-            case AnalysesOptions():
-                settings["tasks"] = task_names(group.only)
-            case VisoGenderOptions():
-                settings.update(visogender_settings(group))
             case RetrievalOptions():
                 settings["ks"] = int_list(group.ks, "--k")
             case BootstrapOptions():
@@ -79,6 +73,10 @@ def evaluate_config(groups: Iterable[OptionGroup], task: str | None) -> Evaluate
             case DecisionOptions():  # the deprecated group, for a plugin task naming it
                 config["decision_scoring"] = group.decision_scoring.strip()
                 config["questions"] = group.questions
+            case SettingsOptions() if group.feeds_shared:  # VisoGender's, for any task
+                made = group.settings()  # checked, as the settings class checks them
+                values = {name: getattr(made, name) for name in group.values()}
+                settings.update(values)  # type: ignore[typeddict-item]
             case SettingsOptions():
                 own = group
     shared = EvalConfig(**settings)
@@ -86,20 +84,6 @@ def evaluate_config(groups: Iterable[OptionGroup], task: str | None) -> Evaluate
         config["task_settings"] = own.settings(shared)
     evaluation = EvaluateConfig(**config, settings=shared, task=task)
     return with_contrast_metrics(evaluation, contrast_metrics)
-
-
-def visogender_settings(group: VisoGenderOptions) -> SettingsFields:
-    """The :class:`~contrastkit.evaluators.runner.EvalConfig` fields of VisoGender's
-    options."""
-    return {
-        "neutral": group.neutral,
-        "ndkl_k": group.ndkl_k,
-        "flipped_retrieval": group.flipped_retrieval,
-        "protocol": group.protocol.strip(),
-        "subsample_ks": int_list(group.subsample_k, "--subsample-k"),
-        "subsample_runs": group.subsample_runs,
-        "baseline_runs": group.baseline_runs,
-    }
 
 
 def with_contrast_metrics(config: EvaluateConfig, metrics: str | None) -> EvaluateConfig:

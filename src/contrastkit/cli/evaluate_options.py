@@ -14,7 +14,6 @@ import typer
 
 from contrastkit.cli import zero_shot as zs
 from contrastkit.cli.options import (
-    STATISTICS,
     BootstrapOptions,
     DataOptions,
     ModelOptions,
@@ -22,6 +21,9 @@ from contrastkit.cli.options import (
     OptionGroup,
     OutputOptions,
 )
+from contrastkit.cli.task_settings import SettingsOptions, settings_group
+from contrastkit.evaluators.tasks.visogender.settings import PANEL as _VISOGENDER
+from contrastkit.evaluators.tasks.visogender.settings import AnalysisSettings
 
 if TYPE_CHECKING:
     from contrastkit.config import ModelConfig
@@ -46,12 +48,12 @@ __all__ = [
     "VisoGenderOptions",
     "ZeroShotData",
     "task_groups",
+    "visogender_group",
 ]
 
 # Each option's details are in docs/reference/commands/evaluate.md and docs/zero_shot.md;
 # its help here is one line.
 _IMAGES = "Images"
-_VISOGENDER = "Resolution and retrieval"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,58 +80,29 @@ class ImageOptions(OptionGroup):
     ] = None  # fmt: skip
 
 
-@dataclass(frozen=True, kw_only=True)
-class AnalysesOptions(OptionGroup):
-    """Which of VisoGender's analyses run."""
+def visogender_group(*names: str) -> type[SettingsOptions]:
+    """The options of VisoGender's analyses ``names`` (fields of
+    :class:`~contrastkit.evaluators.tasks.visogender.settings.AnalysisSettings`, whose
+    help and spelling they take) as a shared group: their values are
+    ``EvaluateConfig.settings`` fields, for every task that offers them."""
+    omit = tuple(
+        spec.name for spec in dataclasses.fields(AnalysisSettings) if spec.name not in names
+    )
+    return settings_group(AnalysisSettings, omit, feeds_shared=True)
 
-    only: Annotated[
-        str,
-        typer.Option("--only", help="resolution, retrieval or both, comma-separated.",
-                     rich_help_panel=_VISOGENDER),
-    ] = "resolution,retrieval"  # fmt: skip
 
+#: ``--only``: which of VisoGender's analyses run (``evaluate auto``: its ``--task``).
+AnalysesOptions = visogender_group("tasks")
 
-@dataclass(frozen=True, kw_only=True)
-class VisoGenderOptions(OptionGroup):
-    """The settings of VisoGender's resolution and retrieval analyses."""
+#: VisoGender's analyses but which run (``--only``) and their cut-offs (``--k``: the
+#: shared :class:`RetrievalOptions`).
+_SETTINGS = (
+    "neutral", "ndkl_k", "flipped_retrieval", "protocol", "subsample_ks", "subsample_runs",
+    "baseline_runs",
+)  # fmt: skip
 
-    neutral: Annotated[
-        bool,
-        typer.Option("--neutral", help="Add 'their' to the candidates (neutral rate, "
-                     "VisoGender Appendix D).", rich_help_panel=_VISOGENDER),
-    ] = False  # fmt: skip
-    ndkl_k: Annotated[
-        int | None,
-        typer.Option("--ndkl-k", min=1, help="NDKL depth [default: every image of the "
-                     "occupation].", rich_help_panel=_VISOGENDER),
-    ] = None  # fmt: skip
-    flipped_retrieval: Annotated[
-        bool,
-        typer.Option("--flipped-retrieval/--no-flipped-retrieval", help="Also retrieve with "
-                     "the participant as subject ('The patient and their doctor', VisoGender "
-                     "Tab. 5).", rich_help_panel=_VISOGENDER),
-    ] = True  # fmt: skip
-    protocol: Annotated[
-        str,
-        typer.Option("--protocol", help="visogender-official (argmax over his/her/their, as "
-                     "the published tables) or two-way (his/her).",
-                     rich_help_panel=_VISOGENDER),
-    ] = "visogender-official"  # fmt: skip
-    subsample_k: Annotated[
-        str,
-        typer.Option("--subsample-k", help="Images kept per group in the random subsamples "
-                     "(VisoGender Appendix G.1).", rich_help_panel=STATISTICS),
-    ] = "1"  # fmt: skip
-    subsample_runs: Annotated[
-        int,
-        typer.Option("--subsample-runs", min=1, help="Repetitions of the random subsamples "
-                     "(Appendix G.1).", rich_help_panel=STATISTICS),
-    ] = 500  # fmt: skip
-    baseline_runs: Annotated[
-        int,
-        typer.Option("--baseline-runs", min=2, help="Repetitions of the random baseline "
-                     "(Appendix G.2).", rich_help_panel=STATISTICS),
-    ] = 3000  # fmt: skip
+#: Their options, as ``evaluate auto`` offers them.
+VisoGenderOptions = visogender_group(*_SETTINGS)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -201,7 +174,7 @@ TASK_GROUPS: dict[str, tuple[type[OptionGroup], ...]] = {
     "images": (ImageOptions,),
     "network": (NetworkOptions,),
     "retrieval": (RetrievalOptions,),
-    "visogender": (AnalysesOptions, VisoGenderOptions),
+    "visogender": (visogender_group("tasks", *_SETTINGS),),
     "bootstrap": (BootstrapOptions,),
     "contrast": (ContrastOptions,),
     "decisions": (DecisionOptions,),

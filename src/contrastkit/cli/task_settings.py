@@ -5,9 +5,12 @@ and plugin tasks alike. A field that names a ``shared`` setting (``ks``: ``--k``
 option here: the shared option group offers it, and :meth:`SettingsOptions.settings`
 copies its value in.
 
-A ``bool`` field is a ``--name/--no-name`` flag, a tuple a repeatable option, a
+A ``bool`` field is a ``--name/--no-name`` flag (or ``--name`` alone: ``negatable=False``),
+a tuple a repeatable option (or one option of joined values: ``separator=","``), a
 ``Literal`` a choice (checked when the settings are made), ``X | None`` an option
-without a default value.
+without a default value. The field's option details
+(:class:`~contrastkit.evaluators.engine.OptionDetails`) set its spelling, metavar, help
+panel and minimum.
 """
 
 from __future__ import annotations
@@ -34,45 +37,106 @@ _SIMPLE = (bool, int, float, str, Path)
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class SettingsOptions(OptionGroup):
-    """The options of one task's settings (:func:`settings_group` makes the subclass)."""
+    """The options of one task's settings (:func:`settings_group` makes the subclass).
+
+    Attributes:
+        settings_class: the settings class the options are made from.
+        feeds_shared: the values are shared settings
+            (:class:`~contrastkit.evaluators.runner.EvalConfig` fields of the same names,
+            :meth:`values`) rather than a task's own (:meth:`settings`).
+    """
 
     settings_class: ClassVar[type]
+    feeds_shared: ClassVar[bool] = False
+
+    def values(self) -> dict[str, Any]:
+        """The value of each option by field name: a ``separator`` option split and
+        each part converted (``"5,10"`` -> ``(5, 10)``), a repeated one as a tuple.
+
+        Raises:
+            ConfigError: a part that is not of the field's type, or no part at all
+                (naming the option).
+        """
+        from contrastkit.evaluators.engine import option_details, settings_fields
+
+        kinds = {spec.name: (spec, hint) for spec, hint, _ in settings_fields(self.settings_class)}
+        values = {}
+        for spec in dataclasses.fields(self):
+            value = getattr(self, spec.name)
+            if spec.name in kinds and isinstance(value, str):
+                field_spec, hint = kinds[spec.name]
+                separator = option_details(field_spec).get("separator")
+                if separator is not None:
+                    value = _split(value, separator, hint, _flag(field_spec))
+            values[spec.name] = tuple(value) if isinstance(value, list) else value
+        return values
 
     def settings(self, shared: object | None = None) -> Any:
-        """The task's settings made of the options' values (tuples for repeated options)
-        and, for the fields that name a shared setting, its value in ``shared`` (an
+        """The task's settings made of the options' values (:meth:`values`) and, for the
+        fields that name a shared setting, its value in ``shared`` (an
         :class:`~contrastkit.evaluators.runner.EvalConfig`; ``None``: their defaults).
+        Options beside the settings class's fields are left out.
 
         Raises:
             ConfigError: a value the settings class refuses (naming the field).
         """
         from contrastkit.evaluators.engine import settings_fields, shared_name
 
+        own = self.values()
         values = {}
-        for spec in dataclasses.fields(self):
-            value = getattr(self, spec.name)
-            values[spec.name] = tuple(value) if isinstance(value, list) else value
-        if shared is not None:  # its values are checked tuples already (EvalConfig)
-            for spec, _, _ in settings_fields(self.settings_class):
-                name = shared_name(spec)
-                if name is not None:
-                    values[spec.name] = getattr(shared, name)
+        for spec, _, _ in settings_fields(self.settings_class):
+            name = shared_name(spec)
+            if name is not None and shared is not None:  # checked tuples already (EvalConfig)
+                values[spec.name] = getattr(shared, name)
+            elif spec.name in own:
+                values[spec.name] = own[spec.name]
         return self.settings_class(**values)
 
 
-def _option_type(hint: Any, where: str) -> tuple[Any, str]:
+def _flag(spec: dataclasses.Field[Any]) -> str:
+    """The option's spelling of the settings field ``spec`` (its ``--no-`` form apart)."""
+    from contrastkit.evaluators.engine import option_details
+
+    flag = option_details(spec).get("flag") or "--" + spec.name.replace("_", "-")
+    return flag.split("/")[0]
+
+
+def _split(text: str, separator: str, hint: Any, flag: str) -> tuple[Any, ...]:
+    """``text`` split at ``separator``, blank parts dropped, each part of the tuple
+    type ``hint``'s element type.
+
+    Raises:
+        ConfigError: a part of another type, or no part (naming ``flag``).
+    """
+    args = typing.get_args(hint)
+    kind = args[0] if args and args[0] in (int, float) else str
+    parts = [part.strip() for part in text.split(separator) if part.strip()]
+    try:
+        values = tuple(kind(part) for part in parts)
+    except ValueError as error:
+        noun = {int: "integers", float: "numbers"}[kind]
+        joined = "comma-separated" if separator == "," else f"{separator!r}-separated"
+        raise ConfigError(f"{flag} takes {joined} {noun}, not {text!r}") from error
+    if not values:
+        raise ConfigError(f"{flag} needs at least one value")
+    return values
+
+
+def _option_type(hint: Any, where: str, separator: str | None) -> tuple[Any, str]:
     """The type typer parses an option of ``hint`` as, and what its help adds."""
     origin = typing.get_origin(hint)
     if origin in (typing.Union, types.UnionType):
         args = [arg for arg in typing.get_args(hint) if arg is not type(None)]
         if len(args) == 1:
-            inner, extra = _option_type(args[0], where)
+            inner, extra = _option_type(args[0], where, separator)
             return inner | None, extra
     if origin is Literal:
         choices = typing.get_args(hint)
         return str, f" One of: {', '.join(map(str, choices))}."
     if origin is tuple:
-        inner, extra = _option_type(typing.get_args(hint)[0], where)
+        inner, extra = _option_type(typing.get_args(hint)[0], where, None)
+        if separator is not None:
+            return str, extra
         return list[inner], extra + " Repeatable."  # type: ignore[valid-type]
     if hint in _SIMPLE:
         return hint, ""
@@ -82,10 +146,43 @@ def _option_type(hint: Any, where: str) -> tuple[Any, str]:
     )
 
 
+def _option_field(spec: dataclasses.Field[Any], hint: Any, help_text: str, where: str) -> Any:
+    """The annotated type and field of the option of the settings field ``spec``."""
+    from contrastkit.evaluators.engine import option_details
+
+    details = option_details(spec)
+    separator = details.get("separator")
+    option, extra = _option_type(hint, where, separator)
+    flag = details.get("flag") or "--" + spec.name.replace("_", "-")
+    negatable = details.get("negatable", True)
+    declared = (
+        f"{flag}/--no-{flag[2:]}" if option is bool and negatable and "/" not in flag else flag
+    )
+    extras: dict[str, Any] = {}
+    if "metavar" in details:
+        extras["metavar"] = details["metavar"]
+    if "min" in details:
+        extras["min"] = details["min"]
+    info = typer.Option(
+        declared, help=(help_text + extra).strip(),
+        rich_help_panel=details.get("panel", SETTINGS_PANEL), **extras,
+    )  # fmt: skip
+    default = spec.default
+    if separator is not None and isinstance(default, tuple):
+        default = separator.join(map(str, default))  # shown (and parsed) as typed
+    return Annotated[option, info], dataclasses.field(default=default)
+
+
 @functools.cache
-def settings_group(settings_class: type) -> type[SettingsOptions]:
+def settings_group(
+    settings_class: type, omit: tuple[str, ...] = (), feeds_shared: bool = False
+) -> type[SettingsOptions]:
     """The option group of ``settings_class`` (a
-    :class:`~contrastkit.evaluators.engine.TaskSettings` subclass).
+    :class:`~contrastkit.evaluators.engine.TaskSettings` subclass): one option per field
+    in field order, but for the fields that name a ``shared`` setting and those in
+    ``omit``. ``feeds_shared``: the values are shared settings of the same names
+    (:attr:`SettingsOptions.feeds_shared`), as VisoGender's analyses are for every task
+    that offers them.
 
     Raises:
         ConfigError: a field whose type cannot be an option, or without a default; a
@@ -103,22 +200,15 @@ def settings_group(settings_class: type) -> type[SettingsOptions]:
                 f"settings {settings_class.__name__}.{spec.name}: shared={shared!r} is no "
                 f"shared setting; one of {', '.join(sorted(offered))}"
             )
-        if shared is not None:
-            continue  # a shared option group offers it
+        if shared is not None or spec.name in omit:
+            continue  # a shared option group offers it, or this command does not
         where = f"settings {settings_class.__name__}.{spec.name}"
-        option, extra = _option_type(hint, where)
-        flag = spec.metadata.get("flag") or "--" + spec.name.replace("_", "-")
-        declared = f"{flag}/--no-{flag[2:]}" if option is bool else flag
-        metavar = spec.metadata.get("metavar")
-        info = typer.Option(
-            declared, help=(help_text + extra).strip(), rich_help_panel=SETTINGS_PANEL,
-            **({"metavar": metavar} if metavar else {}),
-        )  # fmt: skip
-        annotation = Annotated[option, info]  # type: ignore[valid-type]
-        fields.append((spec.name, annotation, dataclasses.field(default=spec.default)))
+        annotation, default = _option_field(spec, hint, help_text, where)
+        fields.append((spec.name, annotation, default))
     group = dataclasses.make_dataclass(
         f"{settings_class.__name__}Options", fields, bases=(SettingsOptions,),
         frozen=True, kw_only=True,
     )  # fmt: skip
     group.settings_class = settings_class  # type: ignore[attr-defined]
+    group.feeds_shared = feeds_shared  # type: ignore[attr-defined]
     return typing.cast("type[SettingsOptions]", group)

@@ -27,6 +27,8 @@ from contrastkit.cli.options import (
     OptionGroup,
     OutputOptions,
 )
+from contrastkit.cli.task_settings import settings_group
+from contrastkit.evaluators.tasks.zero_shot.task import PANEL, ZeroShotSettings
 
 if TYPE_CHECKING:
     from contrastkit.config import ModelConfig
@@ -43,8 +45,6 @@ __all__ = ["HELP", "TASK", "ZeroShotOptions", "data_task", "run_options", "run_z
 #: zero-shot-disparity``, now ``contrastkit evaluate zero-shot``).
 TASK = "zero-shot-disparity"
 
-_PANEL = "Zero-shot disparity"
-
 #: The help of ``contrastkit evaluate zero-shot``.
 HELP = """Per-concept AP and ECE gaps between men and women on a Visual Genome
 or COCO folder (the zero-shot disparities paper).
@@ -57,86 +57,23 @@ Example: contrastkit evaluate zero-shot --data vg/ --model open_clip:ViT-B-32/op
 
 
 @dataclass(frozen=True, kw_only=True)
-class ZeroShotOptions(OptionGroup):
-    """The options of the zero-shot disparity analysis (docs/zero_shot.md)."""
+class PredictionsOption(OptionGroup):
+    """``--predictions``: another model's predictions analysed instead of a model's."""
 
     predictions: Annotated[
         Path | None,
         typer.Option("--predictions", metavar="FILE", help="Another model's predictions "
                      "(.jsonl or .parquet; format in docs/zero_shot.md) instead of --model.",
-                     rich_help_panel=_PANEL),
+                     rich_help_panel=PANEL),
     ] = None  # fmt: skip
-    prompt: Annotated[
-        str,
-        typer.Option("--prompt", help="Text per concept, {} for its words (the paper: the "
-                     "concept alone).", rich_help_panel=_PANEL),
-    ] = "{}"  # fmt: skip
-    layout: Annotated[
-        str,
-        typer.Option("--layout", help="auto, vg (Visual Genome) or coco.",
-                     rich_help_panel=_PANEL),
-    ] = "auto"  # fmt: skip
-    min_images: Annotated[
-        int | None,
-        typer.Option("--min-images", min=1, help="Images per group a concept needs [default: "
-                     "50 Visual Genome, 100 COCO].", rich_help_panel=_PANEL),
-    ] = None  # fmt: skip
-    images_without_concepts: Annotated[
-        str,
-        typer.Option("--images-without-concepts", metavar="keep|drop", help="Images that show "
-                     "no kept concept: keep them as negatives of every concept (the paper) or "
-                     "drop them.", rich_help_panel=_PANEL),
-    ] = "keep"  # fmt: skip
-    filter_split: Annotated[
-        str | None,
-        typer.Option("--filter-split", help="COCO split that decides the concept filter (the "
-                     "paper: train) [default: --split].", rich_help_panel=_PANEL),
-    ] = None  # fmt: skip
-    concept_map: Annotated[
-        Path | None,
-        typer.Option("--concept-map", metavar="FILE", help="Two-column TSV (COCO category, "
-                     "synset) extending the built-in table.", rich_help_panel=_PANEL),
-    ] = None  # fmt: skip
-    bins: Annotated[
-        int,
-        typer.Option("--bins", min=1, help="ECE bins (equal width).", rich_help_panel=_PANEL),
-    ] = 15
-    calibration: Annotated[
-        str,
-        typer.Option("--calibration", help="multi-label (ECE only of probabilities) or "
-                     "softmax (over the concepts, Appendix A.2).", rich_help_panel=_PANEL),
-    ] = "multi-label"  # fmt: skip
-    temperature: Annotated[
-        float,
-        typer.Option("--temperature", min=0.0, help="Scale of the cosine similarities in the "
-                     "softmax (CLIP: 100).", rich_help_panel=_PANEL),
-    ] = 100.0  # fmt: skip
-    words: Annotated[
-        Path | None,
-        typer.Option("--words", metavar="FILE", help="word2vec / GloVe vectors for the "
-                     "language bias (Experiment 3).", rich_help_panel=_PANEL),
-    ] = None  # fmt: skip
-    word_source: Annotated[
-        str | None,
-        typer.Option("--word-source", help="file (--words), model (its text encoder) or both "
-                     "[default: file with --words, else none].", rich_help_panel=_PANEL),
-    ] = None  # fmt: skip
-    compare: Annotated[
-        Path | None,
-        typer.Option("--compare", metavar="RESULTS_OR_DIR", help="A second dataset (a run's "
-                     "disparity.json, or a data folder) for the consistency colouring "
-                     "(Fig. 3-4).", rich_help_panel=_PANEL),
-    ] = None  # fmt: skip
-    threshold: Annotated[
-        float,
-        typer.Option("--threshold", min=0.0, help="Consistency threshold in AP points.",
-                     rich_help_panel=_PANEL),
-    ] = 5.0  # fmt: skip
-    top: Annotated[
-        int,
-        typer.Option("--top", min=1, help="Concepts in the top-differences tables and plots.",
-                     rich_help_panel=_PANEL),
-    ] = 20  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class ZeroShotOptions(settings_group(ZeroShotSettings), PredictionsOption):  # type: ignore[misc]
+    """The options of the zero-shot disparity analysis (docs/zero_shot.md):
+    ``--predictions`` and one option per field of
+    :class:`~contrastkit.evaluators.tasks.zero_shot.task.ZeroShotSettings`
+    (:meth:`settings` gives them as the settings)."""
 
 
 def data_task(data: Sequence[str]) -> str | None:
@@ -200,8 +137,8 @@ def run_zero_shot(
             "data: the zero-shot disparity task reads one --data folder (Visual Genome or "
             "COCO); give a second dataset with --compare"
         )
-    settings = asdict(options)
-    predictions = settings.pop("predictions")
+    settings = asdict(options.settings())
+    predictions = options.predictions
     settings["images_without_concepts"] = options.images_without_concepts.strip()
     if predictions is not None and models:
         raise ConfigError("predictions: give --predictions or --model, not both")

@@ -23,11 +23,12 @@ from contrastkit.evaluators.engine.protocol import (
 )
 from contrastkit.evaluators.engine.registration import check_task, read_task_result
 from contrastkit.evaluators.engine.run import run_task, write_outputs
-from contrastkit.evaluators.engine.settings import shared_name
+from contrastkit.evaluators.engine.settings import OptionDetails, option_details, shared_name
 
 __all__ = [
     "ImageRef",
     "Item",
+    "OptionDetails",
     "RunConfig",
     "RunContext",
     "ScoreContext",
@@ -35,6 +36,7 @@ __all__ = [
     "TaskResult",
     "TaskSettings",
     "check_task",
+    "option_details",
     "read_task_result",
     "run_task",
     "setting",

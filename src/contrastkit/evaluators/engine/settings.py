@@ -12,25 +12,50 @@ import typing
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
+
+from typing_extensions import Unpack
 
 from contrastkit.errors import ConfigError
 
-__all__ = ["TaskSettings", "setting", "settings_fields", "shared_name"]
+__all__ = [
+    "OptionDetails",
+    "TaskSettings",
+    "option_details",
+    "setting",
+    "settings_fields",
+    "shared_name",
+]
 
 _HELP = "help"
-_METAVAR = "metavar"
-_FLAG = "flag"
 _SHARED = "shared"
 
 
+class OptionDetails(TypedDict, total=False):
+    """How the command line offers a :func:`setting` (each key optional).
+
+    Keys:
+        flag: the option's spelling (default ``--field-name``); for a ``bool``, a flag
+            without ``/`` gets its ``--no-`` form unless ``negatable`` is false.
+        metavar: what the help shows for the option's value.
+        panel: the help panel it is listed in (default ``Task settings``).
+        min: the smallest value an ``int`` or ``float`` option takes.
+        separator: a tuple field is one option of values joined by this (``","``:
+            ``--k 5,10``) rather than a repeatable one; its default is shown joined.
+        negatable: a ``bool`` option has its ``--no-`` form (default true); false: the
+            flag alone turns it on.
+    """
+
+    flag: str
+    metavar: str
+    panel: str
+    min: float
+    separator: str
+    negatable: bool
+
+
 def setting(
-    default: Any,
-    *,
-    help: str,
-    metavar: str | None = None,
-    flag: str | None = None,
-    shared: str | None = None,
+    default: Any, *, help: str, shared: str | None = None, **option: Unpack[OptionDetails]
 ) -> Any:
     """A field of a :class:`TaskSettings` dataclass: its default and the help of the
     option ``contrastkit evaluate TASK`` offers for it.
@@ -38,18 +63,26 @@ def setting(
     Args:
         default: the value when the option is not given.
         help: the option's help.
-        metavar: what the help shows for the option's value.
-        flag: the option's spelling (default ``--field-name``).
         shared: the field is a setting every task of a kind shares, offered by a shared
             option group rather than by the task: the name of the
             :class:`~contrastkit.evaluators.runner.EvalConfig` field (``ks``: ``--k``)
             the command line copies into it. Such a field has no option of its own.
+        option: how the option is spelt and shown (:class:`OptionDetails`: ``flag``,
+            ``metavar``, ``panel``, ``min``, ``separator``, ``negatable``).
+
+    Raises:
+        ConfigError: a flag not starting with ``--``, an unknown detail, a mutable
+            default.
     """
+    unknown = set(option) - set(OptionDetails.__annotations__)
+    if unknown:
+        raise ConfigError(f"setting: unknown option detail(s) {', '.join(sorted(unknown))}")
+    flag = option.get("flag")
     if flag is not None and not flag.startswith("--"):
         raise ConfigError(f"setting: flag must start with --, not {flag!r}")
-    metadata = {_HELP: help, _METAVAR: metavar, _FLAG: flag, _SHARED: shared}
     if isinstance(default, list | dict | set):
         raise ConfigError(f"setting: use a tuple, not a mutable {type(default).__name__}")
+    metadata = {_HELP: help, _SHARED: shared, **option}
     return field(default=default, metadata=metadata)
 
 
@@ -95,6 +128,15 @@ def shared_name(spec: dataclasses.Field[Any]) -> str | None:
     (:func:`setting`'s ``shared``); ``None``: the field is an option of the task's own."""
     name = spec.metadata.get(_SHARED)
     return None if name is None else str(name)
+
+
+def option_details(spec: dataclasses.Field[Any]) -> OptionDetails:
+    """How the command line offers the field ``spec`` of a settings class
+    (:func:`setting`'s option details; empty for a plain field)."""
+    details = {
+        key: spec.metadata[key] for key in OptionDetails.__annotations__ if key in spec.metadata
+    }
+    return typing.cast("OptionDetails", details)
 
 
 def settings_fields(cls: type[TaskSettings]) -> list[tuple[dataclasses.Field[Any], Any, str]]:

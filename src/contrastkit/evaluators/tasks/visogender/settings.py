@@ -1,21 +1,27 @@
 """The settings of a VisoGender evaluation (:class:`EvalConfig`: what
 :class:`~contrastkit.evaluators.evaluation.EvaluateConfig` holds as ``settings``; also
-importable from :mod:`contrastkit.evaluators.runner`, its older home)."""
+importable from :mod:`contrastkit.evaluators.runner`, its older home) and the settings
+class the command line builds VisoGender's options from (:class:`AnalysisSettings`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 
 from contrastkit.config import require
 from contrastkit.evaluators.bootstrap import require_bootstrap
+from contrastkit.evaluators.engine.settings import TaskSettings, setting
 from contrastkit.evaluators.tasks.visogender.resolution import PROTOCOL_CANDIDATES
 from contrastkit.evaluators.tasks.visogender.retrieval import DEFAULT_KS
 
-__all__ = ["PROTOCOLS", "TASKS", "EvalConfig"]
+__all__ = ["PANEL", "PROTOCOLS", "STATISTICS_PANEL", "TASKS", "AnalysisSettings", "EvalConfig"]
 
 #: VisoGender's analyses, what ``EvalConfig.tasks`` takes.
 TASKS = ("resolution", "retrieval")
 
+
+#: The help panel of VisoGender's options, and of its statistics'.
+PANEL = "Resolution and retrieval"
+STATISTICS_PANEL = "Statistics"
 
 #: Resolution protocols: how the predicted pronoun is chosen from the candidates' scores
 #: (:data:`~contrastkit.evaluators.tasks.visogender.resolution.PROTOCOL_CANDIDATES`).
@@ -109,6 +115,68 @@ class EvalConfig:
             "baseline_runs",
             f"the relabeling baseline needs at least 2 runs, not {self.baseline_runs}",
         )
+
+
+@dataclass(frozen=True)
+class AnalysisSettings(TaskSettings):
+    """VisoGender's analyses as options: the :class:`EvalConfig` fields of the same names
+    but for the shared ones (the bootstrap, its level and the seed). ``contrastkit
+    evaluate visogender`` builds its options from these fields
+    (:func:`~contrastkit.evaluators.engine.setting`) and gives the values as
+    ``EvaluateConfig(task_settings=AnalysisSettings(...))``; ``evaluate auto`` and a task
+    naming the ``visogender`` option group give them as ``EvaluateConfig.settings``.
+
+    Raises:
+        ConfigError: naming the field, what :class:`EvalConfig` refuses.
+    """
+
+    tasks: tuple[str, ...] = setting(
+        TASKS, help="resolution, retrieval or both, comma-separated.", flag="--only",
+        separator=",", panel=PANEL,
+    )  # fmt: skip
+    neutral: bool = setting(
+        False, help="Add 'their' to the candidates (neutral rate, VisoGender Appendix D).",
+        negatable=False, panel=PANEL,
+    )  # fmt: skip
+    ndkl_k: int | None = setting(
+        None, help="NDKL depth [default: every image of the occupation].", min=1, panel=PANEL
+    )
+    flipped_retrieval: bool = setting(
+        True, help="Also retrieve with the participant as subject ('The patient and their "
+        "doctor', VisoGender Tab. 5).", panel=PANEL,
+    )  # fmt: skip
+    protocol: str = setting(
+        "visogender-official", help="visogender-official (argmax over his/her/their, as the "
+        "published tables) or two-way (his/her).", panel=PANEL,
+    )  # fmt: skip
+    ks: tuple[int, ...] = setting(
+        DEFAULT_KS, help="Retrieval cut-offs K, comma-separated.", flag="--k", separator=",",
+        panel=PANEL,
+    )  # fmt: skip
+    subsample_ks: tuple[int, ...] = setting(
+        (1,), help="Images kept per group in the random subsamples (VisoGender Appendix G.1).",
+        flag="--subsample-k", separator=",", panel=STATISTICS_PANEL,
+    )  # fmt: skip
+    subsample_runs: int = setting(
+        500, help="Repetitions of the random subsamples (Appendix G.1).", min=1,
+        panel=STATISTICS_PANEL,
+    )  # fmt: skip
+    baseline_runs: int = setting(
+        3000, help="Repetitions of the random baseline (Appendix G.2).", min=2,
+        panel=STATISTICS_PANEL,
+    )  # fmt: skip
+
+    def __post_init__(self) -> None:
+        # each analysis once, the protocol without spaces (as typed on the command line)
+        object.__setattr__(self, "tasks", tuple(dict.fromkeys(self.tasks)))
+        for name in ("ks", "subsample_ks"):  # lists from Python callers
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        object.__setattr__(self, "protocol", self.protocol.strip())
+        self.applied_to(EvalConfig())  # what EvalConfig refuses, refused here
+
+    def applied_to(self, shared: EvalConfig) -> EvalConfig:
+        """``shared`` (its bootstrap, level and seed) with these analyses."""
+        return replace(shared, **{spec.name: getattr(self, spec.name) for spec in fields(self)})
 
 
 def _positive_int(value: object) -> bool:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -33,7 +33,7 @@ from contrastkit.evaluators.engine.protocol import (
     TaskSettings,
 )
 from contrastkit.evaluators.tasks.visogender.retrieval import retrieval_needs_dual
-from contrastkit.evaluators.tasks.visogender.settings import EvalConfig
+from contrastkit.evaluators.tasks.visogender.settings import AnalysisSettings, EvalConfig
 from contrastkit.models.registry import parse_spec
 from contrastkit.results.visogender import VisoGenderResult
 
@@ -65,9 +65,9 @@ _PLOT_STEMS = (
 
 @dataclass(frozen=True)
 class VisoGenderSettings(TaskSettings):
-    """What a VisoGender run computes. The task has no options of its own: these are the
-    shared option groups ``visogender``, ``retrieval`` and ``bootstrap``
-    (``EvaluateConfig.settings``), read by :meth:`VisoGender.settings_of`.
+    """What a VisoGender run computes: ``EvaluateConfig.settings`` with the task's
+    :class:`~contrastkit.evaluators.tasks.visogender.settings.AnalysisSettings` (its
+    options) applied, by :meth:`VisoGender.settings_of`.
 
     Attributes:
         analyses: the parts, protocol, cut-offs and analyses
@@ -116,7 +116,9 @@ class VisoGender(Task[VisoGenderSettings, VisoGenderResult]):
     name = "visogender"
     kind = "visogender"
     any_capabilities = frozenset({"embeddings", "pronouns"})
-    settings = TaskSettings  # no options of its own (VisoGenderSettings' docstring)
+    # what settings_of gives (VisoGenderSettings) is a TaskSettings; its options are the
+    # shared groups below, "visogender" made from AnalysisSettings' fields
+    settings = TaskSettings
     result = VisoGenderResult
     description = "VisoGender resolution and retrieval bias (VisoGender Sec. 3.4-3.5)."
     example_model = "open_clip:ViT-B-32/openai"
@@ -129,11 +131,32 @@ class VisoGender(Task[VisoGenderSettings, VisoGenderResult]):
     reports_progress = True
 
     def settings_of(self, config: RunConfig) -> VisoGenderSettings:
+        """The analyses of ``config``: its ``task_settings`` (an
+        :class:`~contrastkit.evaluators.tasks.visogender.settings.AnalysisSettings`, what
+        ``contrastkit evaluate visogender`` gives) applied to its ``settings``, or its
+        ``settings`` alone.
+
+        Raises:
+            ConfigError: settings of another class, or an analysis given both ways with
+                different values (one of the two would be ignored).
+        """
         from contrastkit.evaluators.evaluation import no_task_settings
 
         evaluate_config = cast("EvaluateConfig", config)
-        no_task_settings(evaluate_config, self.name)
-        return VisoGenderSettings(evaluate_config.settings)
+        shared = evaluate_config.settings
+        own = evaluate_config.task_settings
+        if not isinstance(own, AnalysisSettings):
+            no_task_settings(evaluate_config, self.name)
+            return VisoGenderSettings(shared)
+        default = EvalConfig()
+        for spec in fields(own):
+            given = getattr(shared, spec.name)
+            if given != getattr(default, spec.name) and given != getattr(own, spec.name):
+                raise ConfigError(
+                    f"settings.{spec.name}: {given!r} here and {getattr(own, spec.name)!r} in "
+                    "task_settings; give VisoGender's analyses in one of the two"
+                )
+        return VisoGenderSettings(own.applied_to(shared))
 
     def refusal(self, model: str, lacking: Sequence[str]) -> str:
         from contrastkit.evaluators.runner import answers_only

@@ -36,6 +36,7 @@ from contrastkit.evaluators.engine.protocol import (
     ScoreContext,
     Task,
     TaskSettings,
+    setting,
 )
 from contrastkit.results.zero_shot import ZeroShotResult
 
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
     from contrastkit.interfaces import ImageTextScorer, ProgressFactory
 
 __all__ = [
+    "PANEL",
     "TASK_NAME",
     "ZERO_SHOT",
     "ZeroShot",
@@ -59,6 +61,9 @@ __all__ = [
 
 #: The task's name in the registry (its results record ``zero-shot-disparity``).
 TASK_NAME = "zero-shot"
+
+#: The help panel of the analysis' options.
+PANEL = "Zero-shot disparity"
 
 
 @dataclass(frozen=True)
@@ -71,20 +76,54 @@ class ZeroShotSettings(TaskSettings):
     when the analysis runs. A predictions file instead of a model is
     ``contrastkit evaluate zero-shot --predictions`` or the config itself."""
 
-    prompt: str = "{}"
-    layout: str = "auto"
-    min_images: int | None = None
-    images_without_concepts: str = "keep"
-    filter_split: str | None = None
-    concept_map: Path | None = None
-    bins: int = 15
-    calibration: str = "multi-label"
-    temperature: float = 100.0
-    words: Path | None = None
-    word_source: str | None = None
-    compare: Path | None = None
-    threshold: float = 5.0
-    top: int = 20
+    prompt: str = setting(
+        "{}", help="Text per concept, {} for its words (the paper: the concept alone).",
+        panel=PANEL,
+    )  # fmt: skip
+    layout: str = setting("auto", help="auto, vg (Visual Genome) or coco.", panel=PANEL)
+    min_images: int | None = setting(
+        None, help="Images per group a concept needs [default: 50 Visual Genome, 100 COCO].",
+        min=1, panel=PANEL,
+    )  # fmt: skip
+    images_without_concepts: str = setting(
+        "keep", help="Images that show no kept concept: keep them as negatives of every "
+        "concept (the paper) or drop them.", metavar="keep|drop", panel=PANEL,
+    )  # fmt: skip
+    filter_split: str | None = setting(
+        None, help="COCO split that decides the concept filter (the paper: train) "
+        "[default: --split].", panel=PANEL,
+    )  # fmt: skip
+    concept_map: Path | None = setting(
+        None, help="Two-column TSV (COCO category, synset) extending the built-in table.",
+        metavar="FILE", panel=PANEL,
+    )  # fmt: skip
+    bins: int = setting(15, help="ECE bins (equal width).", min=1, panel=PANEL)
+    calibration: str = setting(
+        "multi-label", help="multi-label (ECE only of probabilities) or softmax (over the "
+        "concepts, Appendix A.2).", panel=PANEL,
+    )  # fmt: skip
+    temperature: float = setting(
+        100.0, help="Scale of the cosine similarities in the softmax (CLIP: 100).", min=0.0,
+        panel=PANEL,
+    )  # fmt: skip
+    words: Path | None = setting(
+        None, help="word2vec / GloVe vectors for the language bias (Experiment 3).",
+        metavar="FILE", panel=PANEL,
+    )  # fmt: skip
+    word_source: str | None = setting(
+        None, help="file (--words), model (its text encoder) or both [default: file with "
+        "--words, else none].", panel=PANEL,
+    )  # fmt: skip
+    compare: Path | None = setting(
+        None, help="A second dataset (a run's disparity.json, or a data folder) for the "
+        "consistency colouring (Fig. 3-4).", metavar="RESULTS_OR_DIR", panel=PANEL,
+    )  # fmt: skip
+    threshold: float = setting(
+        5.0, help="Consistency threshold in AP points.", min=0.0, panel=PANEL
+    )
+    top: int = setting(
+        20, help="Concepts in the top-differences tables and plots.", min=1, panel=PANEL
+    )
 
 
 def _one_folder(paths: Sequence[Path]) -> None:
