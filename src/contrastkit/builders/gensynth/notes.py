@@ -8,15 +8,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from contrastkit.builders.gensynth.settings import GenSynthSettings, command_for
+from contrastkit.builders.gensynth.settings import BuildRequest, GenSynthSettings, command_for
 from contrastkit.builders.stages import Stage
 from contrastkit.curation.editing import EditSettings
 from contrastkit.curation.editor_families import parse_editor_spec
-
-if TYPE_CHECKING:
-    from contrastkit.builders.gensynth.job import GenSynthConfig
 
 __all__ = ["FEW_ACCEPTED", "filter_notes", "start_notes"]
 
@@ -30,7 +27,7 @@ def _random_weights(spec: str) -> bool:
     return spec_has_random_weights(spec)
 
 
-def start_notes(config: GenSynthConfig, run: GenSynthSettings) -> list[str]:
+def start_notes(config: BuildRequest, run: GenSynthSettings) -> list[str]:
     """What to say before any work: the recorded options in use, random weights."""
     notes: list[str] = []
     used: set[str] = set()  # the options the stages of this run use

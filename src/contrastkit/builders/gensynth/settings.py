@@ -15,7 +15,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import Any, Protocol, TypedDict
 
 from contrastkit.builders.manifest import (
     DEFAULT_IMAGE_FORMAT,
@@ -31,13 +31,11 @@ from contrastkit.curation.knn_filter import DEFAULT_K, DEFAULT_TAU_GENDER, DEFAU
 from contrastkit.errors import ConfigError
 from contrastkit.schema import Gender
 
-if TYPE_CHECKING:
-    from contrastkit.builders.gensynth.job import GenSynthConfig
-
 __all__ = [
     "DEFAULTS",
     "EDIT_FLAGS",
     "RECORDED",
+    "BuildRequest",
     "GenSynthSettings",
     "GenSynthSettingsJSON",
     "command_for",
@@ -97,7 +95,38 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
-def resolve_settings(config: GenSynthConfig) -> GenSynthSettings:
+class BuildRequest(Protocol):
+    """What resolving a run's settings, and the notes about them, read of the run's
+    config: a :class:`~contrastkit.builders.gensynth.job.GenSynthConfig` (described here
+    rather than imported, as the job imports this module), and each option of
+    :data:`RECORDED` by name."""
+
+    @property
+    def out(self) -> Path: ...
+    @property
+    def stage(self) -> Stage: ...
+    @property
+    def shard(self) -> object | None: ...
+    @property
+    def edit(self) -> EditSettings | Mapping[str, Any] | None: ...
+    @property
+    def instructions(self) -> Path | None: ...
+    @property
+    def embedder(self) -> str | None: ...
+    @property
+    def quality(self) -> bool: ...
+    @property
+    def limit(self) -> int | None: ...
+    @property
+    def work_folder(self) -> Path: ...
+    @property
+    def needs_embedder(self) -> bool: ...
+    @property
+    def runs_select(self) -> bool: ...
+    def chosen(self) -> tuple[str, ...]: ...
+
+
+def resolve_settings(config: BuildRequest) -> GenSynthSettings:
     """The settings ``config`` runs with: each option as set there, else as its build
     folder recorded (:func:`~contrastkit.builders.gensynth.recorded_settings`; a shard
     without a record of its own takes the build folder's), else the default.
@@ -137,7 +166,7 @@ def resolve_settings(config: GenSynthConfig) -> GenSynthSettings:
 
 
 def _given_or_recorded(
-    config: GenSynthConfig, recorded: Mapping[str, Any]
+    config: BuildRequest, recorded: Mapping[str, Any]
 ) -> tuple[dict[str, Any], list[str]]:
     """The :data:`RECORDED` options (and ``limit``) as given, else recorded, else default;
     and the names of those taken from the record."""
@@ -158,7 +187,7 @@ def _given_or_recorded(
 
 
 def _resolve_edit(
-    config: GenSynthConfig, recorded: Mapping[str, Any], family: EditorFamily
+    config: BuildRequest, recorded: Mapping[str, Any], family: EditorFamily
 ) -> tuple[EditSettings, list[str]]:
     """The edit settings: given, else recorded (with the same editor family), else the
     family's defaults, field by field; and the ``edit.<field>`` names taken from the
