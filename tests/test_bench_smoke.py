@@ -34,6 +34,7 @@ SMOKE: dict[str, list[list[str]]] = {
     "edit_invariance.py": [["--smoke"]],
     "embed.py": [["--smoke"]],
     "eval.py": [["--smoke"]],
+    "figures.py": [["--smoke"]],
     "knn.py": [["--sizes", "2000", "--max-queries", "100"]],
     "precision.py": [["--smoke"]],
     "scale.py": [["--part", "select", "export", "writer", "project", "--sizes", "32",

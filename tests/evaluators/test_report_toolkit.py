@@ -209,3 +209,39 @@ def test_each_task_reads_its_own_benchmark_files_and_no_other(tmp_path: Path) ->
         with pytest.raises(DataFormatError, match="no such benchmark file") as caught:
             reader(tmp_path / "nowhere")
         assert caught.value.path == str(tmp_path / "nowhere")
+
+
+def test_a_figure_is_laid_out_once_for_both_formats(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """save_formats runs the constrained layout once, not once per format, and the PNG
+    is the one a save with the layout engine live writes (the SVG shares its layout)."""
+    from matplotlib.layout_engine import ConstrainedLayoutEngine
+
+    from contrastkit.evaluators.report.figures import new_figure, save_figure, save_formats
+
+    def drawn() -> Any:
+        figure, [axis] = new_figure(4, 3)
+        axis.bar(["a long occupation name", "b"], [0.4, -0.2])
+        axis.set_ylabel("a signed gap")
+        figure.suptitle("a title over the axes")
+        return figure
+
+    live = tmp_path / "live.png"
+    save_figure(drawn(), live)  # the engine live: the save lays the figure out itself
+    runs = []
+    execute = ConstrainedLayoutEngine.execute
+
+    def counted(self: ConstrainedLayoutEngine, figure: Any) -> Any:
+        runs.append(figure)
+        return execute(self, figure)
+
+    monkeypatch.setattr(ConstrainedLayoutEngine, "execute", counted)
+    figure = drawn()
+    paths = save_formats(figure, tmp_path / "once")
+    assert [p.name for p in paths] == ["once.png", "once.svg"]
+    assert len(runs) == 1  # one layout for both formats (it was one per format)
+    assert paths[0].read_bytes() == live.read_bytes()
+    assert b"a long occupation name" in paths[1].read_bytes()  # SVG text kept as text
+    save_formats(figure, tmp_path / "again")  # laid out already: no layout again
+    assert len(runs) == 1 and (tmp_path / "again.png").read_bytes() == live.read_bytes()

@@ -6,8 +6,9 @@ and SVG.
 
 Figures are :class:`matplotlib.figure.Figure` objects saved straight to files: no pyplot,
 no global figure registry, no backend switch, so a notebook's own backend is left alone.
-Every plot is written twice, as PNG (150 dpi) and as SVG (text kept as text), each file
-through :func:`contrastkit.io.atomic_path`.
+Every plot is written twice, as PNG (150 dpi) and as SVG (text kept as text), laid out
+once for both (:func:`lay_out_once`: the two show the same layout), each file through
+:func:`contrastkit.io.atomic_path`.
 
 Conventions shared by every figure:
 
@@ -43,6 +44,7 @@ from __future__ import annotations
 
 import math
 import textwrap
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,6 +79,7 @@ __all__ = [
     "interval_level",
     "label_bars",
     "label_panels",
+    "lay_out_once",
     "lean_handles",
     "model_name",
     "new_figure",
@@ -161,10 +164,10 @@ def suptitle(figure: Figure, text: str, results: Mapping[str, Any]) -> None:
 def save_figure(figure: Figure, path: Path, *, dpi: int = DPI) -> Path:
     """Write ``figure`` to ``path`` (format from the suffix; SVG keeps its text as text,
     without a date), atomically; return ``path``. A figure without a layout engine is
-    laid out tightly first."""
+    laid out tightly first (unless :func:`lay_out_once` laid it out already)."""
     from matplotlib import rc_context
 
-    if figure.get_layout_engine() is None:
+    if figure.get_layout_engine() is None and figure not in _LAID_OUT:
         figure.tight_layout()
     fmt = path.suffix.lstrip(".").lower() or "png"
     metadata = {"Date": None} if fmt == "svg" else None
@@ -174,8 +177,33 @@ def save_figure(figure: Figure, path: Path, *, dpi: int = DPI) -> Path:
     return path
 
 
+#: The figures :func:`lay_out_once` laid out (their layout is final).
+_LAID_OUT: weakref.WeakSet[Figure] = weakref.WeakSet()
+
+
+def lay_out_once(figure: Figure) -> None:
+    """Lay ``figure`` out now, once (its layout engine, else tightly), and keep that
+    layout: each format saved afterwards shows the same layout, and no save lays the
+    figure out again (a save would otherwise run the layout engine once per format,
+    measuring every text each time)."""
+    from matplotlib import rc_context
+    from matplotlib.layout_engine import PlaceHolderLayoutEngine
+
+    engine = figure.get_layout_engine()
+    if engine is None:
+        if figure not in _LAID_OUT:
+            figure.tight_layout()
+    elif not isinstance(engine, PlaceHolderLayoutEngine):  # frozen already: nothing to run
+        figure.draw_without_rendering()  # the layout engine runs; nothing is rendered
+    with rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
+        figure.set_layout_engine(None)  # None, not "none": savefig skips its layout pass
+    _LAID_OUT.add(figure)
+
+
 def save_formats(figure: Figure, stem: Path, formats: Sequence[str] = FORMATS) -> list[Path]:
-    """Write ``figure`` as ``stem.<format>`` for each of ``formats``; return the paths."""
+    """Write ``figure`` as ``stem.<format>`` for each of ``formats``, laid out once for
+    all of them (:func:`lay_out_once`); return the paths."""
+    lay_out_once(figure)
     return [save_figure(figure, stem.with_name(f"{stem.name}.{fmt}")) for fmt in formats]
 
 
@@ -467,8 +495,7 @@ def label_panels(
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     canvas = FigureCanvasAgg(figure)
-    canvas.draw()  # type: ignore[no-untyped-call]  # the constrained layout, final before labels are measured
-    figure.set_layout_engine("none")
+    lay_out_once(figure)  # the constrained layout, final before labels are measured
     renderer = canvas.get_renderer()  # type: ignore[no-untyped-call]
     return [
         len(place_labels(axis, chosen, renderer).left_out)
