@@ -70,9 +70,24 @@ def test_option_details_spell_panel_bound_and_join_the_options() -> None:
         group(sizes=" , ").settings()  # type: ignore[call-arg]
 
 
-def test_an_unknown_option_detail_is_refused() -> None:
+def test_an_unknown_option_detail_or_one_its_type_cannot_take_is_refused() -> None:
+    """A detail that would be ignored is refused, naming the field."""
     with pytest.raises(ConfigError, match=r"unknown option detail\(s\) minimum"):
         setting(1, help="x", minimum=1)  # type: ignore[call-arg]
+
+    @dataclass(frozen=True)
+    class Wrong(TaskSettings):
+        name: str | None = setting(None, help="A name.", separator=",", min=1)
+
+    with pytest.raises(ConfigError, match=r"Wrong.name: separator, min does not apply"):
+        settings_group(Wrong)
+
+    @dataclass(frozen=True)
+    class Flag(TaskSettings):
+        depth: int = setting(1, help="Depth.", negatable=False)
+
+    with pytest.raises(ConfigError, match=r"Flag.depth: negatable does not apply"):
+        settings_group(Flag)
 
 
 def test_visogenders_options_are_the_fields_of_its_settings_class() -> None:

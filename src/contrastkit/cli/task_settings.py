@@ -19,6 +19,7 @@ import dataclasses
 import functools
 import types
 import typing
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -151,6 +152,7 @@ def _option_field(spec: dataclasses.Field[Any], hint: Any, help_text: str, where
     from contrastkit.evaluators.engine import option_details
 
     details = option_details(spec)
+    _check_details(details, hint, where)
     separator = details.get("separator")
     option, extra = _option_type(hint, where, separator)
     flag = details.get("flag") or "--" + spec.name.replace("_", "-")
@@ -171,6 +173,29 @@ def _option_field(spec: dataclasses.Field[Any], hint: Any, help_text: str, where
     if separator is not None and isinstance(default, tuple):
         default = separator.join(map(str, default))  # shown (and parsed) as typed
     return Annotated[option, info], dataclasses.field(default=default)
+
+
+def _check_details(details: Mapping[str, Any], hint: Any, where: str) -> None:
+    """Refuse an option detail that the field's type cannot take (it would be ignored).
+
+    Raises:
+        ConfigError: ``separator`` on a field that is no tuple, ``negatable`` on one that
+            is no ``bool``, ``min`` on one that is no number.
+    """
+    args = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+    optional = typing.get_origin(hint) in (typing.Union, types.UnionType) and len(args) == 1
+    base = args[0] if optional else hint
+    wrong = [
+        name
+        for name, fits in (
+            ("separator", typing.get_origin(base) is tuple),
+            ("negatable", base is bool),
+            ("min", base in (int, float)),
+        )
+        if name in details and not fits
+    ]
+    if wrong:
+        raise ConfigError(f"{where}: {', '.join(wrong)} does not apply to a {hint!r} field")
 
 
 @functools.cache
