@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -38,6 +39,7 @@ class Detailed(TaskSettings):
     strict: bool = setting(False, help="Be strict.", negatable=False)
     depth: int = setting(3, help="How deep.", min=2)
     names: tuple[str, ...] = setting(("a",), help="Names.")
+    folders: tuple[Path, ...] = setting((), help="Folders.", separator=":")
 
 
 def _cli(group: type[SettingsOptions]) -> typer.Typer:
@@ -59,7 +61,11 @@ def test_option_details_spell_panel_bound_and_join_the_options() -> None:
     assert "x>=2" in shown and "Repeatable" in shown  # --names: a repeatable option
     ran = runner.invoke(cli, ["--size", "4, 5,", "--strict", "--names", "b", "--names", "c"])
     assert ran.exit_code == 0, ran.output
-    assert "Detailed(sizes=(4, 5), strict=True, depth=3, names=('b', 'c'))" in ran.output
+    assert "Detailed(sizes=(4, 5), strict=True, depth=3, names=('b', 'c'), folders=())" in (
+        ran.output
+    )
+    paths = runner.invoke(cli, ["--folders", "a:b/c"])
+    assert "folders=(PosixPath('a'), PosixPath('b/c')))" in paths.output  # of the field's type
     assert runner.invoke(cli, []).output.strip() == repr(Detailed())
     low = runner.invoke(cli, ["--depth", "1"])
     assert low.exit_code == 2 and "--depth" in low.output  # below its min: typer refuses

@@ -67,8 +67,9 @@ class SettingsOptions(OptionGroup):
             if spec.name in kinds and isinstance(value, str):
                 field_spec, hint = kinds[spec.name]
                 separator = option_details(field_spec).get("separator")
-                if separator is not None:
-                    value = _split(value, separator, hint, _flag(field_spec))
+                if separator is not None:  # blank: () where that is the default
+                    empty = field_spec.default == ()
+                    value = _split(value, separator, hint, _flag(field_spec), empty=empty)
             values[spec.name] = tuple(value) if isinstance(value, list) else value
         return values
 
@@ -94,23 +95,31 @@ class SettingsOptions(OptionGroup):
         return self.settings_class(**values)
 
 
-def _flag(spec: dataclasses.Field[Any]) -> str:
-    """The option's spelling of the settings field ``spec`` (its ``--no-`` form apart)."""
+def _spelling(spec: dataclasses.Field[Any]) -> str:
+    """The option's spelling of the settings field ``spec``: its ``flag``, else
+    ``--name-with-dashes``."""
     from contrastkit.evaluators.engine import option_details
 
-    flag = option_details(spec).get("flag") or "--" + spec.name.replace("_", "-")
-    return flag.split("/")[0]
+    return option_details(spec).get("flag") or "--" + spec.name.replace("_", "-")
 
 
-def _split(text: str, separator: str, hint: Any, flag: str) -> tuple[Any, ...]:
+def _flag(spec: dataclasses.Field[Any]) -> str:
+    """The option's spelling of the settings field ``spec`` (its ``--no-`` form apart)."""
+    return _spelling(spec).split("/")[0]
+
+
+def _split(
+    text: str, separator: str, hint: Any, flag: str, *, empty: bool = False
+) -> tuple[Any, ...]:
     """``text`` split at ``separator``, blank parts dropped, each part of the tuple
-    type ``hint``'s element type.
+    type ``hint``'s element type (an ``int``, ``float`` or ``Path``; else the text).
 
     Raises:
-        ConfigError: a part of another type, or no part (naming ``flag``).
+        ConfigError: a part of another type, or no part unless ``empty`` (naming
+            ``flag``).
     """
     args = typing.get_args(hint)
-    kind = args[0] if args and args[0] in (int, float) else str
+    kind = args[0] if args and args[0] in (int, float, Path) else str
     parts = [part.strip() for part in text.split(separator) if part.strip()]
     try:
         values = tuple(kind(part) for part in parts)
@@ -118,7 +127,7 @@ def _split(text: str, separator: str, hint: Any, flag: str) -> tuple[Any, ...]:
         noun = {int: "integers", float: "numbers"}[kind]
         joined = "comma-separated" if separator == "," else f"{separator!r}-separated"
         raise ConfigError(f"{flag} takes {joined} {noun}, not {text!r}") from error
-    if not values:
+    if not values and not empty:
         raise ConfigError(f"{flag} needs at least one value")
     return values
 
@@ -155,7 +164,7 @@ def _option_field(spec: dataclasses.Field[Any], hint: Any, help_text: str, where
     _check_details(details, hint, where)
     separator = details.get("separator")
     option, extra = _option_type(hint, where, separator)
-    flag = details.get("flag") or "--" + spec.name.replace("_", "-")
+    flag = _spelling(spec)
     negatable = details.get("negatable", True)
     declared = (
         f"{flag}/--no-{flag[2:]}" if option is bool and negatable and "/" not in flag else flag
