@@ -320,10 +320,30 @@ def print_json(data: Any) -> None:
 
 def int_list(text: str, option: str) -> tuple[int, ...]:
     """``"5,10"`` -> ``(5, 10)``; a :class:`ConfigError` naming ``option`` otherwise."""
+    return split_values(text, option, int)
+
+
+def split_values(
+    text: str,
+    option: str,
+    kind: Callable[[str], Any] = str,
+    separator: str = ",",
+    *,
+    empty: bool = False,
+) -> tuple[Any, ...]:
+    """``text`` split at ``separator``, blank parts dropped, each part made ``kind``
+    (``int``, ``float``, ``Path`` or ``str``).
+
+    Raises:
+        ConfigError: a part ``kind`` refuses, or no part at all unless ``empty`` (naming
+            ``option``).
+    """
     try:
-        values = tuple(int(part) for part in text.split(",") if part.strip())
+        values = tuple(kind(part.strip()) for part in text.split(separator) if part.strip())
     except ValueError as error:
-        raise ConfigError(f"{option} takes comma-separated integers, not {text!r}") from error
-    if not values:
+        joined = "comma-separated" if separator == "," else f"{separator!r}-separated"
+        noun = "integers" if kind is int else "numbers" if kind is float else "values"
+        raise ConfigError(f"{option} takes {joined} {noun}, not {text!r}") from error
+    if not values and not empty:
         raise ConfigError(f"{option} needs at least one value")
     return values

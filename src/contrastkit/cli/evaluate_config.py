@@ -74,9 +74,7 @@ def evaluate_config(groups: Iterable[OptionGroup], task: str | None) -> Evaluate
                 config["decision_scoring"] = group.decision_scoring.strip()
                 config["questions"] = group.questions
             case SettingsOptions() if group.feeds_shared:  # VisoGender's, for any task
-                made = group.settings()  # checked, as the settings class checks them
-                values = {name: getattr(made, name) for name in group.values()}
-                settings.update(values)  # type: ignore[typeddict-item]
+                settings.update(group.shared_values())  # type: ignore[typeddict-item]
             case SettingsOptions():
                 own = group
     shared = EvalConfig(**settings)

@@ -25,6 +25,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 import typer
 
+from contrastkit.cli.common import split_values
 from contrastkit.cli.options import OptionGroup
 from contrastkit.errors import ConfigError
 
@@ -68,8 +69,11 @@ class SettingsOptions(OptionGroup):
                 field_spec, hint = kinds[spec.name]
                 separator = option_details(field_spec).get("separator")
                 if separator is not None:  # blank: () where that is the default
+                    args = typing.get_args(_unoptional(hint))
+                    kind = args[0] if args and args[0] in (int, float, Path) else str
                     empty = field_spec.default == ()
-                    value = _split(value, separator, hint, _flag(field_spec), empty=empty)
+                    flag = _flag(field_spec)
+                    value = split_values(value, flag, kind, separator, empty=empty)
             values[spec.name] = tuple(value) if isinstance(value, list) else value
         return values
 
@@ -94,6 +98,12 @@ class SettingsOptions(OptionGroup):
                 values[spec.name] = own[spec.name]
         return self.settings_class(**values)
 
+    def shared_values(self) -> dict[str, Any]:
+        """The options' values as the shared settings of the same names (a group that
+        :attr:`feeds_shared`), normalised and checked as the settings class does it."""
+        made = self.settings()
+        return {spec.name: getattr(made, spec.name) for spec in dataclasses.fields(self)}
+
 
 def _spelling(spec: dataclasses.Field[Any]) -> str:
     """The option's spelling of the settings field ``spec``: its ``flag``, else
@@ -108,38 +118,20 @@ def _flag(spec: dataclasses.Field[Any]) -> str:
     return _spelling(spec).split("/")[0]
 
 
-def _split(
-    text: str, separator: str, hint: Any, flag: str, *, empty: bool = False
-) -> tuple[Any, ...]:
-    """``text`` split at ``separator``, blank parts dropped, each part of the tuple
-    type ``hint``'s element type (an ``int``, ``float`` or ``Path``; else the text).
-
-    Raises:
-        ConfigError: a part of another type, or no part unless ``empty`` (naming
-            ``flag``).
-    """
-    args = typing.get_args(hint)
-    kind = args[0] if args and args[0] in (int, float, Path) else str
-    parts = [part.strip() for part in text.split(separator) if part.strip()]
-    try:
-        values = tuple(kind(part) for part in parts)
-    except ValueError as error:
-        noun = {int: "integers", float: "numbers"}[kind]
-        joined = "comma-separated" if separator == "," else f"{separator!r}-separated"
-        raise ConfigError(f"{flag} takes {joined} {noun}, not {text!r}") from error
-    if not values and not empty:
-        raise ConfigError(f"{flag} needs at least one value")
-    return values
+def _unoptional(hint: Any) -> Any:
+    """``X`` of ``X | None``; any other type as it is."""
+    args = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+    optional = typing.get_origin(hint) in (typing.Union, types.UnionType) and len(args) == 1
+    return args[0] if optional else hint
 
 
 def _option_type(hint: Any, where: str, separator: str | None) -> tuple[Any, str]:
     """The type typer parses an option of ``hint`` as, and what its help adds."""
+    base = _unoptional(hint)
+    if base is not hint:
+        inner, extra = _option_type(base, where, separator)
+        return inner | None, extra
     origin = typing.get_origin(hint)
-    if origin in (typing.Union, types.UnionType):
-        args = [arg for arg in typing.get_args(hint) if arg is not type(None)]
-        if len(args) == 1:
-            inner, extra = _option_type(args[0], where, separator)
-            return inner | None, extra
     if origin is Literal:
         choices = typing.get_args(hint)
         return str, f" One of: {', '.join(map(str, choices))}."
@@ -191,9 +183,7 @@ def _check_details(details: Mapping[str, Any], hint: Any, where: str) -> None:
         ConfigError: ``separator`` on a field that is no tuple, ``negatable`` on one that
             is no ``bool``, ``min`` on one that is no number.
     """
-    args = [arg for arg in typing.get_args(hint) if arg is not type(None)]
-    optional = typing.get_origin(hint) in (typing.Union, types.UnionType) and len(args) == 1
-    base = args[0] if optional else hint
+    base = _unoptional(hint)
     wrong = [
         name
         for name, fits in (

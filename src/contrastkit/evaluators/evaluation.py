@@ -58,16 +58,11 @@ __all__ = [
 STEREOTYPE = "stereotype"
 
 #: The deprecated fields of :class:`EvaluateConfig` (a task's settings, now in the
-#: task's settings class) and their defaults.
-_DEPRECATED_FIELDS: dict[str, object] = {
-    "contrast_metrics": "auto",
-    "decision_scoring": "both",
-    "questions": None,
-}
-_DEPRECATED_FIELDS_NOW = {
-    "contrast_metrics": "ContrastTaskSettings(metrics=...)",
-    "decision_scoring": "DecisionSettings(scoring=...)",
-    "questions": "DecisionSettings(questions=...)",
+#: task's settings class): each one's default and what to give instead.
+_DEPRECATED_FIELDS: dict[str, tuple[object, str]] = {
+    "contrast_metrics": ("auto", "ContrastTaskSettings(metrics=...)"),
+    "decision_scoring": ("both", "DecisionSettings(scoring=...)"),
+    "questions": (None, "DecisionSettings(questions=...)"),
 }
 
 
@@ -237,17 +232,18 @@ class EvaluateConfig:
         """Warn of each deprecated task field given; refuse one given beside
         ``task_settings``, which would leave one of the two ignored."""
         given = [
-            name for name, default in _DEPRECATED_FIELDS.items() if getattr(self, name) != default
+            (name, instead)
+            for name, (default, instead) in _DEPRECATED_FIELDS.items()
+            if getattr(self, name) != default
         ]
-        for name in given:
+        for name, instead in given:
             if self.task_settings is not None:
                 raise ConfigError(
                     f"{name}: deprecated, and ignored beside task_settings; give it in "
                     f"{type(self.task_settings).__name__} instead"
                 )
             warnings.warn(
-                f"EvaluateConfig.{name} is deprecated; give task_settings="
-                f"{_DEPRECATED_FIELDS_NOW[name]} instead",
+                f"EvaluateConfig.{name} is deprecated; give task_settings={instead} instead",
                 DeprecationWarning,
                 stacklevel=4,
             )

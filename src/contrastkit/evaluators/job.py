@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contrastkit.config import require
 from contrastkit.evaluators.evaluation import (
@@ -42,6 +42,9 @@ from contrastkit.evaluators.evaluation import (
 )
 from contrastkit.interfaces import ProgressFactory
 from contrastkit.io import atomic_write_text, check_writable
+
+if TYPE_CHECKING:
+    from contrastkit.evaluators.tasks.registry import Task
 
 __all__ = [
     "Comparison",
@@ -104,11 +107,8 @@ def evaluate(config: EvaluateConfig, *, progress: ProgressFactory | None = None)
     """
     from contrastkit.evaluators.report.results import model_slug
     from contrastkit.evaluators.task_folders import require_one_task
-    from contrastkit.evaluators.tasks.registry import task_for_data
 
-    check_writable(config.out, "evaluation results")
-    paths = local_data(config)
-    task = task_for_data(paths, config.task)
+    task, paths = _task_and_paths(config)
     require_one_task(config.out, [model_slug(spec) for spec in config.models], task.name)
     return task.evaluate(config, paths, progress)
 
@@ -123,10 +123,17 @@ def data_task(config: EvaluateConfig) -> str:
         ConfigError: data of several kinds, or of a kind no task evaluates.
         DataFormatError: data that cannot be read.
     """
+    return _task_and_paths(config)[0].name
+
+
+def _task_and_paths(config: EvaluateConfig) -> tuple[Task, tuple[Path, ...]]:
+    """The task that evaluates ``config`` and its data as local paths, ``out`` checked
+    writable first (what :func:`evaluate` and :func:`data_task` both need)."""
     from contrastkit.evaluators.tasks.registry import task_for_data
 
     check_writable(config.out, "evaluation results")
-    return task_for_data(local_data(config), config.task).name
+    paths = local_data(config)
+    return task_for_data(paths, config.task), paths
 
 
 @dataclass(frozen=True)
